@@ -1,0 +1,24 @@
+//! # hyscope-format
+//!
+//! The hyscope trace format, usable on its own: a user can write or read a
+//! trace with this crate alone, without the collector or the analyzer.
+//!
+//! - [`schema`]: the tables, their Arrow schemas and the fixed-size records;
+//! - [`manifest`]: `manifest.json` and the per-rank files;
+//! - [`writer`]: a streaming Parquet writer per (table, rank), bounded memory;
+//! - [`reader`]: open a trace, list ranks and parts, scan tables with projection,
+//!   rank and time-range filters;
+//! - [`records`]: conversions between record batches and records.
+
+pub mod error;
+pub mod manifest;
+pub mod reader;
+pub mod records;
+pub mod schema;
+pub mod writer;
+
+pub use error::FormatError;
+pub use manifest::{FORMAT_VERSION, Manifest};
+pub use reader::{PartFile, ScanOptions, Trace};
+pub use schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord, Table};
+pub use writer::{PartWriter, WriterOptions};

@@ -1,0 +1,244 @@
+//! `manifest.json`: what a trace is a record of.
+//!
+//! The job-level manifest is written once, last and atomically (temp file +
+//! rename), by rank 0. Each rank also writes `ranks/rank-<r>.json` (a
+//! [`RankInfo`]) when it exits, with its own event counts, drops and warnings;
+//! [`crate::reader::Trace::open`] merges them into `Manifest::ranks`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::FormatError;
+
+/// `major.minor`. Readers refuse a different major version.
+pub const FORMAT_VERSION: &str = "1.0";
+/// The major part of [`FORMAT_VERSION`].
+pub const FORMAT_MAJOR: u32 = 1;
+
+pub const MANIFEST_FILE: &str = "manifest.json";
+pub const RANKS_DIR: &str = "ranks";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Manifest {
+    pub format_version: String,
+    /// Version of hyscope that wrote the trace.
+    pub tool_version: String,
+    /// The application's command line (argv of rank 0).
+    pub command: Vec<String>,
+    /// Wall-clock start, RFC 3339 (UTC).
+    pub start_time: String,
+    /// Wall-clock start, ns since the Unix epoch, taken together with `start_clock_ns`.
+    pub start_unix_ns: i64,
+    /// The collector's clock at `start_unix_ns`.
+    pub start_clock_ns: i64,
+    pub clock: ClockInfo,
+    /// `profile` or `trace`.
+    pub mode: String,
+    /// Distinct host names, in rank order of first appearance.
+    pub hosts: Vec<String>,
+    /// Number of MPI ranks (1 for OpenMP-only programs).
+    pub world_size: u32,
+    /// One entry per rank, sorted by rank.
+    pub ranks: Vec<RankInfo>,
+    pub mpi: Option<MpiInfo>,
+    pub openmp: Option<OpenMpInfo>,
+    /// Every sampler, available or not and why.
+    pub samplers: Vec<SamplerInfo>,
+    /// Unit and meaning of every metric in the `samples` table.
+    pub metrics: BTreeMap<String, MetricInfo>,
+    /// The `HYSCOPE_*` settings the run used.
+    pub config: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ClockInfo {
+    /// `tsc` or `clock_monotonic`.
+    pub source: String,
+    /// For `tsc`: measured TSC frequency in Hz (timestamps are already converted to ns).
+    pub tsc_hz: Option<f64>,
+    /// Cost of reading the clock, ns (measured at start).
+    pub read_cost_ns: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RankInfo {
+    pub rank: u32,
+    pub host: String,
+    pub pid: u32,
+    /// CPUs the process may run on (its affinity mask at start).
+    pub cores: Vec<u32>,
+    /// OpenMP threads seen (max thread index + 1).
+    pub threads: u32,
+    /// Offsets of this rank's clock to rank 0's, measured at MPI_Init and MPI_Finalize.
+    pub clock_offsets: Vec<ClockOffset>,
+    pub events: EventCounts,
+    /// Events lost because the writer fell behind or memory was exhausted.
+    pub dropped_events: u64,
+    /// RSS before and after MPI_Init (bytes), the MPI runtime's own footprint.
+    pub rss_before_init: Option<u64>,
+    pub rss_after_init: Option<u64>,
+    /// Every `hyscope:` warning this rank printed.
+    pub warnings: Vec<String>,
+    /// Process exit status as far as the collector saw it (None if it did not finish cleanly).
+    pub finished: bool,
+}
+
+/// `rank_clock - offset_ns = rank 0 clock` at local time `local_ns`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockOffset {
+    /// Local clock when measured.
+    pub local_ns: i64,
+    /// This rank's clock minus rank 0's clock.
+    pub offset_ns: i64,
+    /// Minimum round trip of the ping-pong that measured it (the error bound is half of it).
+    pub rtt_ns: i64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EventCounts {
+    pub omp: u64,
+    pub mpi: u64,
+    pub samples: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MpiInfo {
+    /// `openmpi` or `mpich`.
+    pub flavour: String,
+    /// `MPI_Get_library_version`.
+    pub library_version: String,
+    /// `MPI_Get_version`, e.g. "3.1".
+    pub standard_version: String,
+    /// Requested and provided thread levels (`single`, `funneled`, `serialized`, `multiple`).
+    pub thread_level_requested: Option<String>,
+    pub thread_level_provided: Option<String>,
+    /// Eager limit in bytes per transport (e.g. `vader` → 4096, `tcp` → 65536).
+    pub eager_limits: BTreeMap<String, u64>,
+    /// Receive-queue specifications (e.g. Open MPI `btl_openib_receive_queues`).
+    pub receive_queues: BTreeMap<String, String>,
+    /// Transports in use or configured.
+    pub transports: Vec<String>,
+    /// Every control variable read that matters for protocols and memory, as text.
+    pub control_variables: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OpenMpInfo {
+    /// e.g. `LLVM OMP version: 5.0.20140926` (what `ompt_start_tool` received).
+    pub runtime_version: String,
+    /// Path of the OpenMP runtime library loaded in the process.
+    pub runtime_path: String,
+    pub ompt_version: u32,
+    /// For every OMPT callback name, what `ompt_set_callback` returned
+    /// (0 error, 1 never, 2 sometimes, 3 sometimes paired, 4 sometimes unpaired, 5 always).
+    pub capabilities: BTreeMap<String, i32>,
+    /// What the runtime cannot show, in words (e.g. "no loop chunks (dispatch never)").
+    pub missing: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SamplerInfo {
+    /// e.g. `rapl`, `memory`, `mpi_t`, `rdma`, `connections`.
+    pub name: String,
+    pub available: bool,
+    /// Why not, or what it reads (e.g. "perf power PMU: energy-psys reads 0").
+    pub reason: String,
+    /// Ranks that read it (e.g. one per node for RAPL).
+    pub ranks: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricInfo {
+    pub unit: String,
+    pub description: String,
+}
+
+impl Manifest {
+    /// A manifest with the current format version and nothing else.
+    pub fn new() -> Manifest {
+        Manifest {
+            format_version: FORMAT_VERSION.to_string(),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            ..Manifest::default()
+        }
+    }
+
+    /// Write `manifest.json` into `trace_dir` atomically.
+    pub fn write(&self, trace_dir: &Path) -> Result<(), FormatError> {
+        write_json_atomic(&trace_dir.join(MANIFEST_FILE), self)
+    }
+
+    /// Read and version-check `manifest.json` of `trace_dir` (without merging rank files).
+    pub fn read(trace_dir: &Path) -> Result<Manifest, FormatError> {
+        let path = trace_dir.join(MANIFEST_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| FormatError::io(&path, e))?;
+        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| FormatError::Manifest {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        check_version(&path, &manifest.format_version)?;
+        Ok(manifest)
+    }
+}
+
+impl RankInfo {
+    pub fn path(trace_dir: &Path, rank: u32) -> PathBuf {
+        trace_dir.join(RANKS_DIR).join(format!("rank-{rank}.json"))
+    }
+
+    /// Write `ranks/rank-<r>.json` atomically.
+    pub fn write(&self, trace_dir: &Path) -> Result<(), FormatError> {
+        let path = RankInfo::path(trace_dir, self.rank);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
+        }
+        write_json_atomic(&path, self)
+    }
+
+    pub fn read(path: &Path) -> Result<RankInfo, FormatError> {
+        let text = std::fs::read_to_string(path).map_err(|e| FormatError::io(path, e))?;
+        serde_json::from_str(&text).map_err(|e| FormatError::Manifest {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Refuse any format version whose major part differs from ours.
+pub fn check_version(path: &Path, version: &str) -> Result<(), FormatError> {
+    let major = version.split('.').next().and_then(|m| m.parse::<u32>().ok());
+    if major == Some(FORMAT_MAJOR) {
+        Ok(())
+    } else {
+        Err(FormatError::Version {
+            path: path.to_path_buf(),
+            found: version.to_string(),
+        })
+    }
+}
+
+/// Serialize `value` to `path` through a temporary file and a rename, so readers
+/// never see a half-written file.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), FormatError> {
+    let tmp = path.with_extension(format!("json.tmp.{}", std::process::id()));
+    let text = serde_json::to_vec_pretty(value).map_err(|e| FormatError::Manifest {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let mut file = std::fs::File::create(&tmp).map_err(|e| FormatError::io(&tmp, e))?;
+    file.write_all(&text)
+        .and_then(|_| file.sync_all())
+        .map_err(|e| FormatError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| FormatError::io(path, e))
+}

@@ -1,0 +1,254 @@
+//! Conversions between the fixed-size records of [`crate::schema`] and Arrow
+//! record batches.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float64Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch,
+    StringArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+};
+
+use crate::schema::{MpiRecord, OmpRecord, SampleRecord, SymbolRecord, Table};
+
+/// A row type of one table.
+pub trait Record: Sized {
+    const TABLE: Table;
+    /// Build a record batch with the table's file schema.
+    fn to_batch(rows: &[Self]) -> RecordBatch;
+    /// Read rows back from a batch that has (at least) every column of the file schema.
+    /// Fails with the name of the first missing or mistyped column.
+    fn from_batch(batch: &RecordBatch) -> Result<Vec<Self>, String>;
+}
+
+fn batch(table: Table, columns: Vec<ArrayRef>) -> RecordBatch {
+    RecordBatch::try_new(table.file_schema(), columns).expect("columns match the table schema")
+}
+
+/// Typed access to a column by name, with an error naming it.
+fn col<'a, T: arrow_array::ArrowPrimitiveType>(
+    b: &'a RecordBatch,
+    name: &str,
+) -> Result<&'a arrow_array::PrimitiveArray<T>, String> {
+    b.column_by_name(name)
+        .ok_or_else(|| format!("missing column `{name}`"))?
+        .as_primitive_opt::<T>()
+        .ok_or_else(|| format!("column `{name}` has the wrong type"))
+}
+
+fn bool_col<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a BooleanArray, String> {
+    b.column_by_name(name)
+        .ok_or_else(|| format!("missing column `{name}`"))?
+        .as_boolean_opt()
+        .ok_or_else(|| format!("column `{name}` has the wrong type"))
+}
+
+fn str_col<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray, String> {
+    b.column_by_name(name)
+        .ok_or_else(|| format!("missing column `{name}`"))?
+        .as_string_opt::<i32>()
+        .ok_or_else(|| format!("column `{name}` has the wrong type"))
+}
+
+impl Record for OmpRecord {
+    const TABLE: Table = Table::Omp;
+
+    fn to_batch(rows: &[Self]) -> RecordBatch {
+        macro_rules! column {
+            ($ty:ident, $f:ident) => {
+                Arc::new($ty::from_iter_values(rows.iter().map(|r| r.$f))) as ArrayRef
+            };
+        }
+        batch(
+            Table::Omp,
+            vec![
+                column!(UInt32Array, thread),
+                column!(UInt8Array, kind),
+                column!(UInt8Array, variant),
+                column!(Int64Array, start_ns),
+                column!(Int64Array, end_ns),
+                column!(UInt64Array, parallel_id),
+                column!(UInt64Array, task_id),
+                column!(UInt64Array, codeptr),
+                column!(UInt32Array, team_size),
+                column!(UInt32Array, requested_team_size),
+                column!(UInt64Array, count),
+                column!(UInt64Array, chunk_start),
+                column!(UInt32Array, flags),
+            ],
+        )
+    }
+
+    fn from_batch(b: &RecordBatch) -> Result<Vec<Self>, String> {
+        let thread = col::<UInt32Type>(b, "thread")?.values();
+        let kind = col::<UInt8Type>(b, "kind")?.values();
+        let variant = col::<UInt8Type>(b, "variant")?.values();
+        let start = col::<Int64Type>(b, "start_ns")?.values();
+        let end = col::<Int64Type>(b, "end_ns")?.values();
+        let parallel = col::<UInt64Type>(b, "parallel_id")?.values();
+        let task = col::<UInt64Type>(b, "task_id")?.values();
+        let codeptr = col::<UInt64Type>(b, "codeptr")?.values();
+        let team = col::<UInt32Type>(b, "team_size")?.values();
+        let requested = col::<UInt32Type>(b, "requested_team_size")?.values();
+        let count = col::<UInt64Type>(b, "count")?.values();
+        let chunk_start = col::<UInt64Type>(b, "chunk_start")?.values();
+        let flags = col::<UInt32Type>(b, "flags")?.values();
+        Ok((0..b.num_rows())
+            .map(|i| OmpRecord {
+                thread: thread[i],
+                kind: kind[i],
+                variant: variant[i],
+                start_ns: start[i],
+                end_ns: end[i],
+                parallel_id: parallel[i],
+                task_id: task[i],
+                codeptr: codeptr[i],
+                team_size: team[i],
+                requested_team_size: requested[i],
+                count: count[i],
+                chunk_start: chunk_start[i],
+                flags: flags[i],
+            })
+            .collect())
+    }
+}
+
+impl Record for MpiRecord {
+    const TABLE: Table = Table::Mpi;
+
+    fn to_batch(rows: &[Self]) -> RecordBatch {
+        macro_rules! column {
+            ($ty:ident, $f:ident) => {
+                Arc::new($ty::from_iter_values(rows.iter().map(|r| r.$f))) as ArrayRef
+            };
+        }
+        batch(
+            Table::Mpi,
+            vec![
+                column!(UInt32Array, thread),
+                column!(UInt16Array, call),
+                column!(Int64Array, start_ns),
+                column!(Int64Array, end_ns),
+                column!(Int32Array, peer),
+                column!(Int32Array, tag),
+                column!(UInt64Array, bytes_sent),
+                column!(UInt64Array, bytes_recv),
+                column!(UInt64Array, comm_id),
+                column!(Int32Array, root),
+                column!(UInt64Array, request_id),
+                Arc::new(BooleanArray::from_iter(
+                    rows.iter().map(|r| Some(r.in_parallel)),
+                )) as ArrayRef,
+                column!(UInt64Array, callsite),
+            ],
+        )
+    }
+
+    fn from_batch(b: &RecordBatch) -> Result<Vec<Self>, String> {
+        let thread = col::<UInt32Type>(b, "thread")?.values();
+        let call = col::<UInt16Type>(b, "call")?.values();
+        let start = col::<Int64Type>(b, "start_ns")?.values();
+        let end = col::<Int64Type>(b, "end_ns")?.values();
+        let peer = col::<Int32Type>(b, "peer")?.values();
+        let tag = col::<Int32Type>(b, "tag")?.values();
+        let sent = col::<UInt64Type>(b, "bytes_sent")?.values();
+        let recv = col::<UInt64Type>(b, "bytes_recv")?.values();
+        let comm = col::<UInt64Type>(b, "comm_id")?.values();
+        let root = col::<Int32Type>(b, "root")?.values();
+        let request = col::<UInt64Type>(b, "request_id")?.values();
+        let in_parallel = bool_col(b, "in_parallel")?;
+        let callsite = col::<UInt64Type>(b, "callsite")?.values();
+        Ok((0..b.num_rows())
+            .map(|i| MpiRecord {
+                thread: thread[i],
+                call: call[i],
+                start_ns: start[i],
+                end_ns: end[i],
+                peer: peer[i],
+                tag: tag[i],
+                bytes_sent: sent[i],
+                bytes_recv: recv[i],
+                comm_id: comm[i],
+                root: root[i],
+                request_id: request[i],
+                in_parallel: in_parallel.value(i),
+                callsite: callsite[i],
+            })
+            .collect())
+    }
+}
+
+impl Record for SampleRecord {
+    const TABLE: Table = Table::Samples;
+
+    fn to_batch(rows: &[Self]) -> RecordBatch {
+        batch(
+            Table::Samples,
+            vec![
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.time_ns))),
+                Arc::new(StringArray::from_iter_values(
+                    rows.iter().map(|r| r.metric.as_str()),
+                )),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.key))),
+                Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.value))),
+            ],
+        )
+    }
+
+    fn from_batch(b: &RecordBatch) -> Result<Vec<Self>, String> {
+        let time = col::<Int64Type>(b, "time_ns")?.values();
+        let metric = str_col(b, "metric")?;
+        let key = col::<Int64Type>(b, "key")?.values();
+        let value = col::<Float64Type>(b, "value")?.values();
+        Ok((0..b.num_rows())
+            .map(|i| SampleRecord {
+                time_ns: time[i],
+                metric: metric.value(i).to_string(),
+                key: key[i],
+                value: value[i],
+            })
+            .collect())
+    }
+}
+
+impl Record for SymbolRecord {
+    const TABLE: Table = Table::Symbols;
+
+    fn to_batch(rows: &[Self]) -> RecordBatch {
+        batch(
+            Table::Symbols,
+            vec![
+                Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.address))),
+                Arc::new(StringArray::from_iter_values(
+                    rows.iter().map(|r| r.module.as_str()),
+                )),
+                Arc::new(StringArray::from_iter(
+                    rows.iter().map(|r| r.function.as_deref()),
+                )),
+                Arc::new(StringArray::from_iter(rows.iter().map(|r| r.file.as_deref()))),
+                Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.line))),
+            ],
+        )
+    }
+
+    fn from_batch(b: &RecordBatch) -> Result<Vec<Self>, String> {
+        let address = col::<UInt64Type>(b, "address")?.values();
+        let module = str_col(b, "module")?;
+        let function = str_col(b, "function")?;
+        let file = str_col(b, "file")?;
+        let line = col::<UInt32Type>(b, "line")?;
+        let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_string());
+        Ok((0..b.num_rows())
+            .map(|i| SymbolRecord {
+                address: address[i],
+                module: module.value(i).to_string(),
+                function: opt(function, i),
+                file: opt(file, i),
+                line: (!line.is_null(i)).then(|| line.value(i)),
+            })
+            .collect())
+    }
+}

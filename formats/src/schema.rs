@@ -1,0 +1,488 @@
+//! The tables of a hyscope trace: their Arrow schemas and the fixed-size
+//! records the collector fills on its hot path.
+//!
+//! Every table is a Hive-partitioned dataset `<table>/rank=<r>/part-<k>.parquet`.
+//! The rank is **not** a column inside the files: it is the partition key in the
+//! path (and in each file's key-value metadata `hyscope.rank`). Readers of this
+//! crate add it back as the first column `rank`; pyarrow, DuckDB and Polars do
+//! the same from the path.
+//!
+//! Times are nanoseconds of the node's monotonic clock (the collector's clock,
+//! see the manifest's `clock`); the analyzer maps them to rank 0's clock with the
+//! offsets in the manifest. Rows are intervals `[start_ns, end_ns]`; instant
+//! events have `start_ns == end_ns`.
+//!
+//! | table     | one row is                                   | record        |
+//! |-----------|----------------------------------------------|---------------|
+//! | `omp`     | one OpenMP interval (region, loop, chunk...) | [`OmpRecord`] |
+//! | `mpi`     | one MPI call, or one request completion      | [`MpiRecord`] |
+//! | `samples` | one value of one sampled metric              | [`SampleRecord`] |
+//! | `symbols` | one code address resolved to source          | [`SymbolRecord`] |
+//!
+//! The column-by-column documentation (type, unit, meaning) is in
+//! `formats/README.md` and on each record's fields below.
+
+use std::sync::{Arc, OnceLock};
+
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+/// The four tables of a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Table {
+    Omp,
+    Mpi,
+    Samples,
+    Symbols,
+}
+
+impl Table {
+    pub const ALL: [Table; 4] = [Table::Omp, Table::Mpi, Table::Samples, Table::Symbols];
+
+    /// Directory name of the table inside a trace.
+    pub fn dir_name(self) -> &'static str {
+        match self {
+            Table::Omp => "omp",
+            Table::Mpi => "mpi",
+            Table::Samples => "samples",
+            Table::Symbols => "symbols",
+        }
+    }
+
+    /// The schema of the Parquet files of this table (without the `rank` partition column).
+    pub fn file_schema(self) -> SchemaRef {
+        static SCHEMAS: OnceLock<[SchemaRef; 4]> = OnceLock::new();
+        let all = SCHEMAS.get_or_init(|| {
+            [
+                Arc::new(omp_schema()),
+                Arc::new(mpi_schema()),
+                Arc::new(samples_schema()),
+                Arc::new(symbols_schema()),
+            ]
+        });
+        all[self as usize].clone()
+    }
+
+    /// Columns that hold sorted-ish timestamps or ids and get DELTA_BINARY_PACKED.
+    pub fn delta_columns(self) -> &'static [&'static str] {
+        match self {
+            Table::Omp => &["start_ns", "end_ns", "parallel_id", "task_id", "chunk_start"],
+            Table::Mpi => &["start_ns", "end_ns", "request_id"],
+            Table::Samples => &["time_ns"],
+            Table::Symbols => &[],
+        }
+    }
+
+    /// The column used for time-range filtering, if the table has one.
+    pub fn time_columns(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Table::Omp | Table::Mpi => Some(("start_ns", "end_ns")),
+            Table::Samples => Some(("time_ns", "time_ns")),
+            Table::Symbols => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.dir_name())
+    }
+}
+
+fn u64_field(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::UInt64, nullable)
+}
+
+fn omp_schema() -> Schema {
+    Schema::new(vec![
+        Field::new("thread", DataType::UInt32, false),
+        Field::new("kind", DataType::UInt8, false),
+        Field::new("variant", DataType::UInt8, false),
+        Field::new("start_ns", DataType::Int64, false),
+        Field::new("end_ns", DataType::Int64, false),
+        u64_field("parallel_id", false),
+        u64_field("task_id", false),
+        u64_field("codeptr", false),
+        Field::new("team_size", DataType::UInt32, false),
+        Field::new("requested_team_size", DataType::UInt32, false),
+        u64_field("count", false),
+        u64_field("chunk_start", false),
+        Field::new("flags", DataType::UInt32, false),
+    ])
+}
+
+fn mpi_schema() -> Schema {
+    Schema::new(vec![
+        Field::new("thread", DataType::UInt32, false),
+        Field::new("call", DataType::UInt16, false),
+        Field::new("start_ns", DataType::Int64, false),
+        Field::new("end_ns", DataType::Int64, false),
+        Field::new("peer", DataType::Int32, false),
+        Field::new("tag", DataType::Int32, false),
+        u64_field("bytes_sent", false),
+        u64_field("bytes_recv", false),
+        u64_field("comm_id", false),
+        Field::new("root", DataType::Int32, false),
+        u64_field("request_id", false),
+        Field::new("in_parallel", DataType::Boolean, false),
+        u64_field("callsite", false),
+    ])
+}
+
+fn samples_schema() -> Schema {
+    Schema::new(vec![
+        Field::new("time_ns", DataType::Int64, false),
+        Field::new("metric", DataType::Utf8, false),
+        Field::new("key", DataType::Int64, false),
+        Field::new("value", DataType::Float64, false),
+    ])
+}
+
+fn symbols_schema() -> Schema {
+    Schema::new(vec![
+        u64_field("address", false),
+        Field::new("module", DataType::Utf8, false),
+        Field::new("function", DataType::Utf8, true),
+        Field::new("file", DataType::Utf8, true),
+        Field::new("line", DataType::UInt32, true),
+    ])
+}
+
+/// What kind of OpenMP interval a row of the `omp` table is.
+///
+/// `variant` qualifies the kind with the raw OMPT enum value (see each kind);
+/// the names of those values are given by [`variant_name`].
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OmpKind {
+    /// A thread's lifetime. variant = `ompt_thread_t` (1 initial, 2 worker, 3 other).
+    Thread = 1,
+    /// A parallel region, on the encountering thread. team_size = actual,
+    /// requested_team_size = requested, flags = `ompt_parallel_flag_t`.
+    Parallel = 2,
+    /// An implicit task of a parallel region (one per team member).
+    /// count = the thread's index in the team. team_size as reported at begin.
+    ImplicitTask = 3,
+    /// The initial task of the initial thread.
+    InitialTask = 4,
+    /// A worksharing construct. variant = `ompt_work_t` (1 loop, 2 sections,
+    /// 3 single executor, 4 single other, 5 workshare, 6 distribute, 7 taskloop,
+    /// 8 scope, 10 loop static, 11 loop dynamic, 12 loop guided, 13 loop other).
+    /// count = trip count reported at begin.
+    Work = 5,
+    /// A chunk of a worksharing loop given to this thread (`ompt_callback_dispatch`).
+    /// chunk_start = first iteration, count = iterations in the chunk.
+    /// variant = `ompt_dispatch_t`. The chunk ends when the next one is
+    /// dispatched or when the loop ends on this thread.
+    Chunk = 6,
+    /// A synchronisation region, total time. variant = `ompt_sync_region_t`
+    /// (1 barrier, 2 implicit, 3 explicit, 4 implementation, 5 taskwait,
+    /// 6 taskgroup, 7 reduction, 8 implicit workshare, 9 implicit parallel, 10 teams).
+    Sync = 7,
+    /// The waiting part of a synchronisation region (`ompt_callback_sync_region_wait`);
+    /// same variant as [`OmpKind::Sync`].
+    SyncWait = 8,
+    /// Waiting for a mutex: acquire → acquired. variant = `ompt_mutex_t`
+    /// (1 lock, 2 test_lock, 3 nest_lock, 4 test_nest_lock, 5 critical, 6 atomic, 7 ordered).
+    /// count = wait id. flags = hint.
+    MutexWait = 9,
+    /// Holding a mutex: acquired → released. Same variant and count as [`OmpKind::MutexWait`].
+    MutexHold = 10,
+    /// Creation of an explicit task (instant). task_id = the new task,
+    /// count = the encountering task's id, flags = `ompt_task_flag_t`.
+    TaskCreate = 11,
+    /// An execution interval of an explicit task on this thread (from
+    /// `ompt_callback_task_schedule`). variant = prior task status at its end
+    /// (`ompt_task_status_t`: 1 complete, 2 yield, 3 cancel, 4 detach, 5 early
+    /// fulfill, 6 late fulfill, 7 switch).
+    TaskRun = 12,
+    /// A task dependence (instant). task_id = the dependent task, count = number of
+    /// dependences, or for a pair: count = the source task id with flags = 1.
+    TaskDependence = 13,
+    /// A masked/master construct. flags = filter.
+    Masked = 14,
+    /// A reduction (`ompt_callback_reduction`), variant = `ompt_sync_region_t`.
+    Reduction = 15,
+    /// A cancellation (instant). flags = `ompt_cancel_flag_t`.
+    Cancel = 16,
+    /// A flush (instant).
+    Flush = 17,
+    /// A lock or nest lock initialised/destroyed (instant). variant = mutex kind,
+    /// count = wait id, flags = 1 for destroy.
+    LockLifetime = 18,
+    /// An aggregate row written in `profile` mode instead of single intervals:
+    /// variant = the aggregated kind, count = number of intervals,
+    /// start_ns/end_ns = first start and last end, chunk_start = summed duration (ns).
+    Summary = 19,
+}
+
+impl OmpKind {
+    pub const ALL: [OmpKind; 19] = [
+        OmpKind::Thread,
+        OmpKind::Parallel,
+        OmpKind::ImplicitTask,
+        OmpKind::InitialTask,
+        OmpKind::Work,
+        OmpKind::Chunk,
+        OmpKind::Sync,
+        OmpKind::SyncWait,
+        OmpKind::MutexWait,
+        OmpKind::MutexHold,
+        OmpKind::TaskCreate,
+        OmpKind::TaskRun,
+        OmpKind::TaskDependence,
+        OmpKind::Masked,
+        OmpKind::Reduction,
+        OmpKind::Cancel,
+        OmpKind::Flush,
+        OmpKind::LockLifetime,
+        OmpKind::Summary,
+    ];
+
+    pub fn from_u8(v: u8) -> Option<OmpKind> {
+        OmpKind::ALL.get((v as usize).wrapping_sub(1)).copied()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OmpKind::Thread => "thread",
+            OmpKind::Parallel => "parallel",
+            OmpKind::ImplicitTask => "implicit_task",
+            OmpKind::InitialTask => "initial_task",
+            OmpKind::Work => "work",
+            OmpKind::Chunk => "chunk",
+            OmpKind::Sync => "sync",
+            OmpKind::SyncWait => "sync_wait",
+            OmpKind::MutexWait => "mutex_wait",
+            OmpKind::MutexHold => "mutex_hold",
+            OmpKind::TaskCreate => "task_create",
+            OmpKind::TaskRun => "task_run",
+            OmpKind::TaskDependence => "task_dependence",
+            OmpKind::Masked => "masked",
+            OmpKind::Reduction => "reduction",
+            OmpKind::Cancel => "cancel",
+            OmpKind::Flush => "flush",
+            OmpKind::LockLifetime => "lock_lifetime",
+            OmpKind::Summary => "summary",
+        }
+    }
+}
+
+/// The name of an OMPT enum value stored in `variant`, for a given kind.
+pub fn variant_name(kind: OmpKind, variant: u8) -> &'static str {
+    match kind {
+        OmpKind::Thread => match variant {
+            1 => "initial",
+            2 => "worker",
+            3 => "other",
+            _ => "unknown",
+        },
+        OmpKind::Work => match variant {
+            1 => "loop",
+            2 => "sections",
+            3 => "single_executor",
+            4 => "single_other",
+            5 => "workshare",
+            6 => "distribute",
+            7 => "taskloop",
+            8 => "scope",
+            10 => "loop_static",
+            11 => "loop_dynamic",
+            12 => "loop_guided",
+            13 => "loop_other",
+            _ => "unknown",
+        },
+        OmpKind::Sync | OmpKind::SyncWait | OmpKind::Reduction => match variant {
+            1 => "barrier",
+            2 => "barrier_implicit",
+            3 => "barrier_explicit",
+            4 => "barrier_implementation",
+            5 => "taskwait",
+            6 => "taskgroup",
+            7 => "reduction",
+            8 => "barrier_implicit_workshare",
+            9 => "barrier_implicit_parallel",
+            10 => "barrier_teams",
+            _ => "unknown",
+        },
+        OmpKind::MutexWait | OmpKind::MutexHold | OmpKind::LockLifetime => match variant {
+            1 => "lock",
+            2 => "test_lock",
+            3 => "nest_lock",
+            4 => "test_nest_lock",
+            5 => "critical",
+            6 => "atomic",
+            7 => "ordered",
+            _ => "unknown",
+        },
+        OmpKind::Chunk => match variant {
+            1 => "iteration",
+            2 => "section",
+            3 => "ws_loop_chunk",
+            4 => "taskloop_chunk",
+            5 => "distribute_chunk",
+            _ => "unknown",
+        },
+        OmpKind::TaskRun => match variant {
+            1 => "complete",
+            2 => "yield",
+            3 => "cancel",
+            4 => "detach",
+            5 => "early_fulfill",
+            6 => "late_fulfill",
+            7 => "switch",
+            _ => "unknown",
+        },
+        _ => "",
+    }
+}
+
+/// One row of the `omp` table, as the collector records it (fixed size, `Copy`).
+/// See [`OmpKind`] for what each field means for each kind; unused fields are 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OmpRecord {
+    /// Index of the OpenMP thread inside the process, in order of `thread_begin` (0 = initial thread).
+    pub thread: u32,
+    /// [`OmpKind`] as u8.
+    pub kind: u8,
+    /// The raw OMPT enum value qualifying the kind.
+    pub variant: u8,
+    /// Start, ns on the node's monotonic clock.
+    pub start_ns: i64,
+    /// End, ns on the node's monotonic clock (= start for instants).
+    pub end_ns: i64,
+    /// Process-unique id of the parallel region (0 = none/serial).
+    pub parallel_id: u64,
+    /// Process-unique id of the task (implicit or explicit) the interval belongs to.
+    pub task_id: u64,
+    /// Code address (`codeptr_ra`) of the construct; resolve through the `symbols` table.
+    pub codeptr: u64,
+    /// Team size (actual).
+    pub team_size: u32,
+    /// Team size requested (parallel regions).
+    pub requested_team_size: u32,
+    /// Kind-specific count: trip count, chunk iterations, wait id, thread index in team...
+    pub count: u64,
+    /// First iteration of a chunk.
+    pub chunk_start: u64,
+    /// Kind-specific flags.
+    pub flags: u32,
+}
+
+/// The MPI calls and events of the `mpi` table's `call` column.
+///
+/// The numbering is part of the format: append only.
+#[allow(non_upper_case_globals)]
+pub mod mpi_call {
+    macro_rules! calls {
+        ($($name:ident = $v:expr),* $(,)?) => {
+            $(pub const $name: u16 = $v;)*
+            /// `(code, name)` of every call, in code order.
+            pub const ALL: &[(u16, &str)] = &[$(($v, stringify!($name))),*];
+        };
+    }
+    calls! {
+        // Not a call: completion of a request (instant at completion time), linked by
+        // request_id to the call that created it; peer/tag/bytes_recv from the status.
+        REQUEST_COMPLETE = 1,
+        MPI_Init = 2, MPI_Init_thread = 3, MPI_Finalize = 4, MPI_Abort = 5, MPI_Pcontrol = 6,
+        MPI_Send = 10, MPI_Ssend = 11, MPI_Bsend = 12, MPI_Rsend = 13,
+        MPI_Isend = 14, MPI_Issend = 15, MPI_Ibsend = 16, MPI_Irsend = 17,
+        MPI_Recv = 18, MPI_Irecv = 19, MPI_Sendrecv = 20, MPI_Sendrecv_replace = 21,
+        MPI_Probe = 22, MPI_Iprobe = 23, MPI_Mprobe = 24, MPI_Improbe = 25, MPI_Mrecv = 26, MPI_Imrecv = 27,
+        MPI_Send_init = 28, MPI_Ssend_init = 29, MPI_Bsend_init = 30, MPI_Rsend_init = 31,
+        MPI_Recv_init = 32, MPI_Start = 33, MPI_Startall = 34, MPI_Request_free = 35, MPI_Cancel = 36,
+        MPI_Wait = 40, MPI_Waitall = 41, MPI_Waitany = 42, MPI_Waitsome = 43,
+        MPI_Test = 44, MPI_Testall = 45, MPI_Testany = 46, MPI_Testsome = 47,
+        MPI_Barrier = 50, MPI_Bcast = 51, MPI_Reduce = 52, MPI_Allreduce = 53,
+        MPI_Gather = 54, MPI_Gatherv = 55, MPI_Scatter = 56, MPI_Scatterv = 57,
+        MPI_Allgather = 58, MPI_Allgatherv = 59, MPI_Alltoall = 60, MPI_Alltoallv = 61, MPI_Alltoallw = 62,
+        MPI_Reduce_scatter = 63, MPI_Reduce_scatter_block = 64, MPI_Scan = 65, MPI_Exscan = 66,
+        MPI_Ibarrier = 70, MPI_Ibcast = 71, MPI_Ireduce = 72, MPI_Iallreduce = 73,
+        MPI_Igather = 74, MPI_Igatherv = 75, MPI_Iscatter = 76, MPI_Iscatterv = 77,
+        MPI_Iallgather = 78, MPI_Iallgatherv = 79, MPI_Ialltoall = 80, MPI_Ialltoallv = 81, MPI_Ialltoallw = 82,
+        MPI_Ireduce_scatter = 83, MPI_Ireduce_scatter_block = 84, MPI_Iscan = 85, MPI_Iexscan = 86,
+        MPI_Comm_dup = 90, MPI_Comm_split = 91, MPI_Comm_split_type = 92, MPI_Comm_create = 93,
+        MPI_Comm_free = 94, MPI_Cart_create = 95, MPI_Graph_create = 96, MPI_Dist_graph_create_adjacent = 97,
+        MPI_Comm_group = 98, MPI_Group_incl = 99, MPI_Group_excl = 100, MPI_Group_free = 101,
+        MPI_Comm_create_group = 102, MPI_Comm_idup = 103, MPI_Cart_sub = 104,
+        MPI_Win_create = 110, MPI_Win_allocate = 111, MPI_Win_free = 112, MPI_Win_fence = 113,
+        MPI_Win_lock = 114, MPI_Win_unlock = 115, MPI_Put = 116, MPI_Get = 117, MPI_Accumulate = 118,
+        MPI_Win_flush = 119, MPI_Win_lock_all = 120, MPI_Win_unlock_all = 121, MPI_Win_flush_all = 122,
+        MPI_Get_accumulate = 123, MPI_Fetch_and_op = 124, MPI_Compare_and_swap = 125,
+        MPI_File_open = 130, MPI_File_close = 131, MPI_File_read = 132, MPI_File_write = 133,
+        MPI_File_read_at = 134, MPI_File_write_at = 135, MPI_File_read_all = 136, MPI_File_write_all = 137,
+        MPI_File_read_at_all = 138, MPI_File_write_at_all = 139,
+        MPI_File_iread = 140, MPI_File_iwrite = 141, MPI_File_iread_at = 142, MPI_File_iwrite_at = 143,
+    }
+
+    /// Name of a call code ("unknown" for codes this version does not know).
+    pub fn name(code: u16) -> &'static str {
+        ALL.iter()
+            .find(|(c, _)| *c == code)
+            .map(|(_, n)| *n)
+            .unwrap_or("unknown")
+    }
+
+    /// Code of a call name.
+    pub fn code(name: &str) -> Option<u16> {
+        ALL.iter().find(|(_, n)| *n == name).map(|(c, _)| *c)
+    }
+}
+
+/// Value of `peer`/`root` when the call has none.
+pub const NO_RANK: i32 = -1;
+/// Value of `peer` for `MPI_PROC_NULL`.
+pub const PROC_NULL: i32 = -2;
+/// Value of `peer`/`tag` for `MPI_ANY_SOURCE`/`MPI_ANY_TAG` when unknown at call time.
+pub const ANY: i32 = -3;
+
+/// One row of the `mpi` table, as the collector records it (fixed size, `Copy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MpiRecord {
+    /// Index of the calling thread inside the process (same numbering as the `omp` table;
+    /// threads unknown to OpenMP get indices after those).
+    pub thread: u32,
+    /// Call code, see [`mpi_call`].
+    pub call: u16,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// Peer as a rank of `MPI_COMM_WORLD` ([`NO_RANK`], [`PROC_NULL`], [`ANY`] otherwise).
+    pub peer: i32,
+    pub tag: i32,
+    /// Bytes this rank sends in the call (count × type size; sum over peers for collectives).
+    pub bytes_sent: u64,
+    /// Bytes this rank receives (from the status at completion for receives).
+    pub bytes_recv: u64,
+    /// Job-unique communicator id, equal on all member ranks (0 = none, 1 = world, 2 = self).
+    pub comm_id: u64,
+    /// Root as a world rank for rooted collectives, else [`NO_RANK`].
+    pub root: i32,
+    /// Process-unique request id for calls that create or complete a request (0 = none).
+    pub request_id: u64,
+    /// True when the call was made inside an OpenMP parallel region.
+    pub in_parallel: bool,
+    /// Return address of the call site in the application.
+    pub callsite: u64,
+}
+
+/// One row of the `samples` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleRecord {
+    pub time_ns: i64,
+    /// Metric name, e.g. `energy.pkg.0` or `mem.vmrss`; units in the manifest's `metrics`.
+    pub metric: String,
+    /// Metric-specific key (peer rank, package index...), -1 when none.
+    pub key: i64,
+    pub value: f64,
+}
+
+/// One row of the `symbols` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolRecord {
+    pub address: u64,
+    /// Path of the module (executable or shared library) containing the address.
+    pub module: String,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}

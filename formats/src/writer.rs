@@ -1,0 +1,258 @@
+//! Streaming Parquet writer: one per (table, rank).
+//!
+//! Rows go into the open part `<table>/rank=<r>/part-<k>.parquet.tmp`; every
+//! `rows_per_part` rows, or on [`PartWriter::flush`], the part is closed and
+//! renamed to `part-<k>.parquet`. A closed part is complete and self-describing,
+//! so a crash loses at most the open part. Memory is bounded by one row group
+//! (`rows_per_row_group` rows) plus the encoder state.
+//!
+//! Encoding, chosen for size (see BENCHMARKS.md): zstd; dictionary encoding for
+//! every column except the timestamp/id columns of [`Table::delta_columns`],
+//! which get `DELTA_BINARY_PACKED`. Rows of the `omp` and `mpi` tables are
+//! sorted by (thread, start) within each write so that timestamp deltas stay
+//! small and row-group statistics make time-range filters selective.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
+
+use crate::error::FormatError;
+use crate::manifest::FORMAT_VERSION;
+use crate::records::Record;
+use crate::schema::{MpiRecord, OmpRecord, Table};
+
+/// Tuning of a [`PartWriter`].
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    /// Close the open part after this many rows.
+    pub rows_per_part: usize,
+    /// Rows per Parquet row group (the unit of time-range pruning and of writer memory).
+    pub rows_per_row_group: usize,
+    /// zstd level (1..=22).
+    pub zstd_level: i32,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            rows_per_part: 4 * 1024 * 1024,
+            rows_per_row_group: 128 * 1024,
+            zstd_level: 3,
+        }
+    }
+}
+
+/// What a writer wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriterStats {
+    pub rows: u64,
+    pub parts: u32,
+    pub bytes: u64,
+}
+
+/// The path of part `index` of `table` for `rank` inside `trace_dir`.
+pub fn part_path(trace_dir: &Path, table: Table, rank: u32, index: u32) -> PathBuf {
+    trace_dir
+        .join(table.dir_name())
+        .join(format!("rank={rank}"))
+        .join(format!("part-{index}.parquet"))
+}
+
+pub struct PartWriter {
+    trace_dir: PathBuf,
+    table: Table,
+    rank: u32,
+    options: WriterOptions,
+    properties: WriterProperties,
+    open: Option<OpenPart>,
+    next_index: u32,
+    stats: WriterStats,
+}
+
+struct OpenPart {
+    writer: ArrowWriter<File>,
+    tmp_path: PathBuf,
+    final_path: PathBuf,
+    rows: usize,
+}
+
+impl PartWriter {
+    /// A writer for `table` of `rank`. Creates the partition directory; continues
+    /// after the highest part index already present (so a second writer for the
+    /// same table and rank, e.g. after a fork, never overwrites).
+    pub fn create(
+        trace_dir: &Path,
+        table: Table,
+        rank: u32,
+        options: WriterOptions,
+    ) -> Result<PartWriter, FormatError> {
+        let dir = trace_dir
+            .join(table.dir_name())
+            .join(format!("rank={rank}"));
+        std::fs::create_dir_all(&dir).map_err(|e| FormatError::io(&dir, e))?;
+        let next_index = existing_max_index(&dir).map_or(0, |i| i + 1);
+        Ok(PartWriter {
+            trace_dir: trace_dir.to_path_buf(),
+            table,
+            rank,
+            properties: writer_properties(table, rank, &options),
+            options,
+            open: None,
+            next_index,
+            stats: WriterStats::default(),
+        })
+    }
+
+    pub fn table(&self) -> Table {
+        self.table
+    }
+
+    /// Append records of this writer's table.
+    pub fn write_records<R: Record>(&mut self, rows: &[R]) -> Result<(), FormatError> {
+        debug_assert_eq!(R::TABLE, self.table);
+        for chunk in rows.chunks(self.options.rows_per_row_group.max(1)) {
+            self.write_batch(&R::to_batch(chunk))?;
+        }
+        Ok(())
+    }
+
+    /// Append OpenMP records, sorted by (thread, start) first.
+    pub fn write_omp(&mut self, rows: &mut [OmpRecord]) -> Result<(), FormatError> {
+        rows.sort_unstable_by_key(|r| (r.thread, r.start_ns, std::cmp::Reverse(r.end_ns)));
+        self.write_records(rows)
+    }
+
+    /// Append MPI records, sorted by (thread, start) first.
+    pub fn write_mpi(&mut self, rows: &mut [MpiRecord]) -> Result<(), FormatError> {
+        rows.sort_unstable_by_key(|r| (r.thread, r.start_ns));
+        self.write_records(rows)
+    }
+
+    /// Append a batch with this table's file schema, splitting it across parts.
+    pub fn write_batch(&mut self, batch: &RecordBatch) -> Result<(), FormatError> {
+        if batch.schema().fields() != self.table.file_schema().fields() {
+            return Err(FormatError::Schema {
+                path: self.trace_dir.join(self.table.dir_name()),
+                table: self.table.to_string(),
+                message: "batch does not have the table's schema".into(),
+            });
+        }
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let rows_per_part = self.options.rows_per_part;
+            let part = self.open_part()?;
+            let room = rows_per_part - part.rows;
+            let take = room.min(batch.num_rows() - offset);
+            part.writer
+                .write(&batch.slice(offset, take))
+                .map_err(|e| FormatError::parquet(&part.tmp_path, e))?;
+            part.rows += take;
+            offset += take;
+            if part.rows >= rows_per_part {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Close the open part, if any, making it a complete `part-<k>.parquet`.
+    pub fn flush(&mut self) -> Result<(), FormatError> {
+        let Some(part) = self.open.take() else {
+            return Ok(());
+        };
+        part.writer
+            .close()
+            .map_err(|e| FormatError::parquet(&part.tmp_path, e))?;
+        std::fs::rename(&part.tmp_path, &part.final_path)
+            .map_err(|e| FormatError::io(&part.final_path, e))?;
+        let bytes = std::fs::metadata(&part.final_path)
+            .map_err(|e| FormatError::io(&part.final_path, e))?
+            .len();
+        self.stats.rows += part.rows as u64;
+        self.stats.parts += 1;
+        self.stats.bytes += bytes;
+        Ok(())
+    }
+
+    /// Close the open part and return what was written.
+    pub fn finish(mut self) -> Result<WriterStats, FormatError> {
+        self.flush()?;
+        Ok(self.stats.clone())
+    }
+
+    /// Rows written so far, including the open part.
+    pub fn rows(&self) -> u64 {
+        self.stats.rows + self.open.as_ref().map_or(0, |p| p.rows as u64)
+    }
+
+    fn open_part(&mut self) -> Result<&mut OpenPart, FormatError> {
+        if self.open.is_none() {
+            let final_path = part_path(&self.trace_dir, self.table, self.rank, self.next_index);
+            let tmp_path = final_path.with_extension("parquet.tmp");
+            self.next_index += 1;
+            let file = File::create(&tmp_path).map_err(|e| FormatError::io(&tmp_path, e))?;
+            let writer = ArrowWriter::try_new(
+                file,
+                self.table.file_schema(),
+                Some(self.properties.clone()),
+            )
+            .map_err(|e| FormatError::parquet(&tmp_path, e))?;
+            self.open = Some(OpenPart {
+                writer,
+                tmp_path,
+                final_path,
+                rows: 0,
+            });
+        }
+        Ok(self.open.as_mut().expect("part opened above"))
+    }
+}
+
+impl Drop for PartWriter {
+    /// Best effort: a writer dropped without `finish` still closes its part.
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+fn existing_max_index(dir: &Path) -> Option<u32> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_prefix("part-")?
+                .split('.')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })
+        .max()
+}
+
+fn writer_properties(table: Table, rank: u32, options: &WriterOptions) -> WriterProperties {
+    let level = ZstdLevel::try_new(options.zstd_level).unwrap_or_default();
+    let mut builder = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .set_dictionary_enabled(true)
+        .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_max_row_group_row_count(Some(options.rows_per_row_group))
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new("hyscope.format_version".into(), FORMAT_VERSION.to_string()),
+            KeyValue::new("hyscope.table".into(), table.dir_name().to_string()),
+            KeyValue::new("hyscope.rank".into(), rank.to_string()),
+        ]));
+    for column in table.delta_columns() {
+        let path = ColumnPath::from(*column);
+        builder = builder
+            .set_column_dictionary_enabled(path.clone(), false)
+            .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+    }
+    builder.build()
+}

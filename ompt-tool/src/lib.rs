@@ -1,0 +1,1 @@
+//! hyscope-ompt
