@@ -1,1 +1,1 @@
-//! hyscope-collector
+//! hyscope-collector: the measurement system inside the application.

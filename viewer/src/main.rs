@@ -1,1 +1,60 @@
-fn main() {}
+//! `hyscope`: the command users run. Each subcommand lives in its own module
+//! with its own `Args` (clap) and `run`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod export;
+mod gui;
+mod install;
+mod record;
+mod report;
+mod tui;
+mod tune;
+
+/// Performance analysis for hybrid MPI+OpenMP applications.
+#[derive(Parser)]
+#[command(name = "hyscope", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a program (or an MPI launcher) under the collector and write a trace.
+    Record(record::Args),
+    /// Print the analysis of a trace (or compare two traces).
+    Report(report::Args),
+    /// Re-run a program with the recommended loop schedules and compare predicted vs achieved.
+    Tune(tune::Args),
+    /// Explore a trace in the terminal.
+    Tui(tui::Args),
+    /// Explore a trace in a desktop window.
+    Gui(gui::Args),
+    /// Convert a trace to OTF2 or Perfetto.
+    Export(export::Args),
+    /// Install the hyscope binary and libhyscope.so into a prefix.
+    Install(install::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Record(args) => record::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Tune(args) => tune::run(args),
+        Command::Tui(args) => tui::run(args),
+        Command::Gui(args) => gui::run(args),
+        Command::Export(args) => export::run(args),
+        Command::Install(args) => install::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("hyscope: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
