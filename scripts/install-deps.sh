@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Install what hyscope needs to build and test, on Debian 12 as root.
+# Idempotent: does nothing (no network) when everything is already there.
+# Used by the README's commands and by .ci/run.
+set -euo pipefail
+
+# System packages. Other parts of hyscope append their packages to this one line.
+APT_PACKAGES="clang-19 libomp-19-dev openmpi-bin libopenmpi-dev libclang-dev pkg-config gfortran"
+
+say() { echo "install-deps: $*" >&2; }
+
+# --- apt packages: only when something is missing --------------------------
+missing=()
+for pkg in $APT_PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$pkg")
+    fi
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) -ne 0 ]]; then
+        say "missing Debian packages: ${missing[*]} (run this script as root to install them)"
+        exit 1
+    fi
+    say "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+    say "Debian packages present"
+fi
+
+# --- python3 + pyarrow (the outside-client test reads traces with pyarrow) --
+if ! command -v python3 >/dev/null 2>&1; then
+    say "installing python3"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends python3 python3-pip
+fi
+if python3 -c 'import pyarrow' >/dev/null 2>&1; then
+    say "pyarrow present ($(python3 -c 'import pyarrow; print(pyarrow.__version__)'))"
+else
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        say "installing python3-pip"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q
+        apt-get install -y -q --no-install-recommends python3-pip
+    fi
+    say "pip install pyarrow"
+    # Debian's own python3 is "externally managed" (PEP 668): retry with the override.
+    python3 -m pip install -q pyarrow ||
+        python3 -m pip install -q --break-system-packages pyarrow
+    python3 -c 'import pyarrow' || { say "pyarrow still not importable by $(command -v python3)"; exit 1; }
+fi
+
+# --- Rust toolchain ---------------------------------------------------------
+if ! command -v cargo >/dev/null 2>&1; then
+    if [[ -x "$HOME/.cargo/bin/cargo" ]]; then
+        say "cargo is in \$HOME/.cargo/bin but not on PATH: add it (export PATH=\$HOME/.cargo/bin:\$PATH)"
+    else
+        say "cargo not found: install a stable Rust toolchain (>= 1.95), e.g. with rustup"
+    fi
+    exit 1
+fi
+say "cargo present ($(cargo --version))"

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The whole test suite: build everything, then run every test. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+cargo build --workspace
+cargo test --workspace --no-fail-fast
