@@ -8,13 +8,15 @@
 //! - [`writer`]: a streaming Parquet writer per (table, rank), bounded memory;
 //! - [`reader`]: open a trace, list ranks and parts, scan tables with projection,
 //!   rank and time-range filters;
-//! - [`records`]: conversions between record batches and records.
+//! - [`records`]: conversions between record batches and records;
+//! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests.
 
 pub mod error;
 pub mod manifest;
 pub mod reader;
 pub mod records;
 pub mod schema;
+pub mod synthetic;
 pub mod writer;
 
 pub use error::FormatError;

@@ -175,6 +175,8 @@ pub struct PartScan {
     rank: u32,
     time_filter: Option<(String, String, i64, i64)>,
     schema: Arc<Schema>,
+    row_groups_read: usize,
+    row_groups_total: usize,
 }
 
 impl PartScan {
@@ -182,6 +184,7 @@ impl PartScan {
         let file = File::open(&part.path).map_err(|e| FormatError::io(&part.path, e))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| FormatError::parquet(&part.path, e))?;
+        check_part_version(part, builder.metadata().file_metadata().key_value_metadata())?;
         check_schema(part, builder.schema())?;
 
         let file_schema = builder.schema().clone();
@@ -234,6 +237,8 @@ impl PartScan {
             None => (0..builder.metadata().num_row_groups()).collect(),
         };
 
+        let row_groups_read = row_groups.len();
+        let row_groups_total = builder.metadata().num_row_groups();
         let mut fields = vec![Arc::new(Field::new("rank", DataType::UInt32, false))];
         let out_columns: Vec<&String> = match &options.columns {
             Some(cols) => file_schema
@@ -259,7 +264,19 @@ impl PartScan {
             rank: part.rank,
             time_filter,
             schema: Arc::new(Schema::new(fields)),
+            row_groups_read,
+            row_groups_total,
         })
+    }
+
+    /// Row groups this scan reads (after time-range pruning).
+    pub fn row_groups_read(&self) -> usize {
+        self.row_groups_read
+    }
+
+    /// Row groups in the part file.
+    pub fn row_groups_total(&self) -> usize {
+        self.row_groups_total
     }
 
     fn finish_batch(&self, batch: RecordBatch) -> Result<RecordBatch, FormatError> {
@@ -326,6 +343,23 @@ fn row_group_overlaps(
     });
     // Without statistics we cannot prune: keep the group.
     min_start.is_none_or(|s| s <= to) && max_end.is_none_or(|e| e >= from)
+}
+
+/// A part written by a future major version of the format is refused, like its manifest.
+fn check_part_version(
+    part: &PartFile,
+    metadata: Option<&Vec<parquet::file::metadata::KeyValue>>,
+) -> Result<(), FormatError> {
+    let version = metadata
+        .into_iter()
+        .flatten()
+        .find(|kv| kv.key == "hyscope.format_version")
+        .and_then(|kv| kv.value.as_deref());
+    match version {
+        Some(v) => check_version(&part.path, v),
+        // Files from other writers (no hyscope metadata) are judged by their schema alone.
+        None => Ok(()),
+    }
 }
 
 fn check_schema(part: &PartFile, found: &Schema) -> Result<(), FormatError> {
