@@ -170,7 +170,8 @@ pub fn read_part_records<R: Record>(
 
 /// A streaming scan of one part file.
 pub struct PartScan {
-    reader: ParquetRecordBatchReader,
+    /// None after the decoder panicked on a corrupt page: the part ends there.
+    reader: Option<ParquetRecordBatchReader>,
     path: PathBuf,
     rank: u32,
     time_filter: Option<(String, String, i64, i64)>,
@@ -181,6 +182,10 @@ pub struct PartScan {
 
 impl PartScan {
     pub fn open(part: &PartFile, options: &ScanOptions) -> Result<PartScan, FormatError> {
+        no_panic(&part.path, || PartScan::open_inner(part, options))
+    }
+
+    fn open_inner(part: &PartFile, options: &ScanOptions) -> Result<PartScan, FormatError> {
         let file = File::open(&part.path).map_err(|e| FormatError::io(&part.path, e))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| FormatError::parquet(&part.path, e))?;
@@ -259,7 +264,7 @@ impl PartScan {
             .build()
             .map_err(|e| FormatError::parquet(&part.path, e))?;
         Ok(PartScan {
-            reader,
+            reader: Some(reader),
             path: part.path.clone(),
             rank: part.rank,
             time_filter,
@@ -309,15 +314,43 @@ impl Iterator for PartScan {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let batch = match self.reader.next()? {
-                Ok(b) => b,
-                Err(e) => return Some(Err(FormatError::parquet(&self.path, e))),
+            let reader = self.reader.as_mut()?;
+            let next = no_panic(&self.path, || Ok(reader.next()));
+            let batch = match next {
+                Ok(None) => return None,
+                Ok(Some(Ok(b))) => b,
+                Ok(Some(Err(e))) => return Some(Err(FormatError::parquet(&self.path, e))),
+                // The decoder state is unknown after a panic: end this part here.
+                Err(e) => {
+                    self.reader = None;
+                    return Some(Err(e));
+                }
             };
             let batch = self.finish_batch(batch);
             match &batch {
                 Ok(b) if b.num_rows() == 0 => continue,
                 _ => return Some(batch),
             }
+        }
+    }
+}
+
+/// The parquet crate panics on some corrupt files (e.g. a negative column
+/// offset in the footer) instead of returning an error. Readers must never
+/// panic on bad input, so those panics become a `FormatError` naming the file.
+fn no_panic<T>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, FormatError>,
+) -> Result<T, FormatError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "decoder failure".into());
+            Err(FormatError::parquet(path, what))
         }
     }
 }
