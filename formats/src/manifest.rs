@@ -183,10 +183,11 @@ impl Manifest {
     pub fn read(trace_dir: &Path) -> Result<Manifest, FormatError> {
         let path = trace_dir.join(MANIFEST_FILE);
         let text = std::fs::read_to_string(&path).map_err(|e| FormatError::io(&path, e))?;
-        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| FormatError::Manifest {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
+        let manifest: Manifest =
+            serde_json::from_str(&text).map_err(|e| FormatError::Manifest {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
         check_version(&path, &manifest.format_version)?;
         Ok(manifest)
     }
@@ -217,7 +218,10 @@ impl RankInfo {
 
 /// Refuse any format version whose major part differs from ours.
 pub fn check_version(path: &Path, version: &str) -> Result<(), FormatError> {
-    let major = version.split('.').next().and_then(|m| m.parse::<u32>().ok());
+    let major = version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok());
     if major == Some(FORMAT_MAJOR) {
         Ok(())
     } else {

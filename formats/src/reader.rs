@@ -121,12 +121,14 @@ impl Trace {
             .iter()
             .filter(move |p| ranks.as_ref().is_none_or(|r| r.contains(&p.rank)))
             .map(move |p| PartScan::open(p, &options))
-            .flat_map(|scan| -> Box<dyn Iterator<Item = Result<RecordBatch, FormatError>>> {
-                match scan {
-                    Ok(scan) => Box::new(scan),
-                    Err(e) => Box::new(std::iter::once(Err(e))),
-                }
-            })
+            .flat_map(
+                |scan| -> Box<dyn Iterator<Item = Result<RecordBatch, FormatError>>> {
+                    match scan {
+                        Ok(scan) => Box::new(scan),
+                        Err(e) => Box::new(std::iter::once(Err(e))),
+                    }
+                },
+            )
     }
 
     /// Read every row of a table as records (all columns), with filters.
@@ -136,10 +138,18 @@ impl Trace {
     ) -> Result<Vec<(u32, R)>, FormatError> {
         let mut out = Vec::new();
         for part in self.parts(R::TABLE) {
-            if options.ranks.as_ref().is_some_and(|r| !r.contains(&part.rank)) {
+            if options
+                .ranks
+                .as_ref()
+                .is_some_and(|r| !r.contains(&part.rank))
+            {
                 continue;
             }
-            out.extend(read_part_records::<R>(part, options)?.into_iter().map(|r| (part.rank, r)));
+            out.extend(
+                read_part_records::<R>(part, options)?
+                    .into_iter()
+                    .map(|r| (part.rank, r)),
+            );
         }
         Ok(out)
     }
@@ -156,14 +166,16 @@ pub fn read_part_records<R: Record>(
     for batch in PartScan::open(part, &options)? {
         let batch = batch?;
         // Drop the rank column: records do not carry it.
-        let batch = batch.project(&(1..batch.num_columns()).collect::<Vec<_>>()).map_err(|e| {
-            FormatError::parquet(&part.path, e)
-        })?;
-        out.extend(R::from_batch(&batch).map_err(|message| FormatError::Schema {
-            path: part.path.clone(),
-            table: part.table.to_string(),
-            message,
-        })?);
+        let batch = batch
+            .project(&(1..batch.num_columns()).collect::<Vec<_>>())
+            .map_err(|e| FormatError::parquet(&part.path, e))?;
+        out.extend(
+            R::from_batch(&batch).map_err(|message| FormatError::Schema {
+                path: part.path.clone(),
+                table: part.table.to_string(),
+                message,
+            })?,
+        );
     }
     Ok(out)
 }
@@ -189,7 +201,10 @@ impl PartScan {
         let file = File::open(&part.path).map_err(|e| FormatError::io(&part.path, e))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| FormatError::parquet(&part.path, e))?;
-        check_part_version(part, builder.metadata().file_metadata().key_value_metadata())?;
+        check_part_version(
+            part,
+            builder.metadata().file_metadata().key_value_metadata(),
+        )?;
         check_schema(part, builder.schema())?;
 
         let file_schema = builder.schema().clone();
@@ -197,7 +212,11 @@ impl PartScan {
         // Columns to read: the projection plus the time columns if filtering.
         let mut wanted: Vec<String> = match &options.columns {
             Some(cols) => cols.clone(),
-            None => file_schema.fields().iter().map(|f| f.name().clone()).collect(),
+            None => file_schema
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect(),
         };
         for c in &wanted {
             if file_schema.field_with_name(c).is_err() {
@@ -255,7 +274,9 @@ impl PartScan {
             None => file_schema.fields().iter().map(|f| f.name()).collect(),
         };
         for name in out_columns {
-            fields.push(Arc::new(file_schema.field_with_name(name).expect("checked").clone()));
+            fields.push(Arc::new(
+                file_schema.field_with_name(name).expect("checked").clone(),
+            ));
         }
         let reader = builder
             .with_projection(mask)
@@ -287,8 +308,14 @@ impl PartScan {
     fn finish_batch(&self, batch: RecordBatch) -> Result<RecordBatch, FormatError> {
         let batch = match &self.time_filter {
             Some((start, end, from, to)) => {
-                let s = batch.column_by_name(start).expect("projected").as_primitive::<Int64Type>();
-                let e = batch.column_by_name(end).expect("projected").as_primitive::<Int64Type>();
+                let s = batch
+                    .column_by_name(start)
+                    .expect("projected")
+                    .as_primitive::<Int64Type>();
+                let e = batch
+                    .column_by_name(end)
+                    .expect("projected")
+                    .as_primitive::<Int64Type>();
                 let keep: BooleanArray = s
                     .values()
                     .iter()
@@ -303,9 +330,15 @@ impl PartScan {
         let rank: ArrayRef = Arc::new(UInt32Array::from_value(self.rank, batch.num_rows()));
         let mut columns = vec![rank];
         for field in self.schema.fields().iter().skip(1) {
-            columns.push(batch.column_by_name(field.name()).expect("projected").clone());
+            columns.push(
+                batch
+                    .column_by_name(field.name())
+                    .expect("projected")
+                    .clone(),
+            );
         }
-        RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| FormatError::parquet(&self.path, e))
+        RecordBatch::try_new(self.schema.clone(), columns)
+            .map_err(|e| FormatError::parquet(&self.path, e))
     }
 }
 
@@ -338,10 +371,7 @@ impl Iterator for PartScan {
 /// The parquet crate panics on some corrupt files (e.g. a negative column
 /// offset in the footer) instead of returning an error. Readers must never
 /// panic on bad input, so those panics become a `FormatError` naming the file.
-fn no_panic<T>(
-    path: &Path,
-    f: impl FnOnce() -> Result<T, FormatError>,
-) -> Result<T, FormatError> {
+fn no_panic<T>(path: &Path, f: impl FnOnce() -> Result<T, FormatError>) -> Result<T, FormatError> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(payload) => {
@@ -434,7 +464,10 @@ fn list_parts(dir: &Path, table: Table) -> Result<Vec<PartFile>, FormatError> {
     for entry in entries {
         let entry = entry.map_err(|e| FormatError::io(&table_dir, e))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rank) = name.strip_prefix("rank=").and_then(|r| r.parse::<u32>().ok()) else {
+        let Some(rank) = name
+            .strip_prefix("rank=")
+            .and_then(|r| r.parse::<u32>().ok())
+        else {
             continue;
         };
         let rank_dir = entry.path();
@@ -487,7 +520,11 @@ fn merge_rank_files(dir: &Path, manifest: &mut Manifest) -> Result<(), FormatErr
 fn merge_rank(existing: &mut RankInfo, newer: RankInfo) {
     let offsets = std::mem::take(&mut existing.clock_offsets);
     *existing = RankInfo {
-        clock_offsets: if newer.clock_offsets.is_empty() { offsets } else { newer.clock_offsets.clone() },
+        clock_offsets: if newer.clock_offsets.is_empty() {
+            offsets
+        } else {
+            newer.clock_offsets.clone()
+        },
         ..newer
     };
 }

@@ -8,8 +8,8 @@ use arrow_array::types::{
     Float64Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch,
-    StringArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+    Array, ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
+    UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
 
 use crate::schema::{MpiRecord, OmpRecord, SampleRecord, SymbolRecord, Table};
@@ -221,14 +221,18 @@ impl Record for SymbolRecord {
         batch(
             Table::Symbols,
             vec![
-                Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.address))),
+                Arc::new(UInt64Array::from_iter_values(
+                    rows.iter().map(|r| r.address),
+                )),
                 Arc::new(StringArray::from_iter_values(
                     rows.iter().map(|r| r.module.as_str()),
                 )),
                 Arc::new(StringArray::from_iter(
                     rows.iter().map(|r| r.function.as_deref()),
                 )),
-                Arc::new(StringArray::from_iter(rows.iter().map(|r| r.file.as_deref()))),
+                Arc::new(StringArray::from_iter(
+                    rows.iter().map(|r| r.file.as_deref()),
+                )),
                 Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.line))),
             ],
         )

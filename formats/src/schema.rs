@@ -65,7 +65,13 @@ impl Table {
     /// Columns that hold sorted-ish timestamps or ids and get DELTA_BINARY_PACKED.
     pub fn delta_columns(self) -> &'static [&'static str] {
         match self {
-            Table::Omp => &["start_ns", "end_ns", "parallel_id", "task_id", "chunk_start"],
+            Table::Omp => &[
+                "start_ns",
+                "end_ns",
+                "parallel_id",
+                "task_id",
+                "chunk_start",
+            ],
             Table::Mpi => &["start_ns", "end_ns", "request_id"],
             Table::Samples => &["time_ns"],
             Table::Symbols => &[],

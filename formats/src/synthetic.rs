@@ -146,8 +146,8 @@ impl OmpGenerator {
             let s = &self.sites[site];
             (s.codeptr, s.region_codeptr, s.chunk_size, s.mean_ns)
         };
-        let n_chunks = u64::from(self.spec.chunks_per_loop.max(1)) * u64::from(threads)
-            + self.rng.next() % 8;
+        let n_chunks =
+            u64::from(self.spec.chunks_per_loop.max(1)) * u64::from(threads) + self.rng.next() % 8;
         let trip = n_chunks * chunk_size - self.rng.next() % chunk_size;
         let task_base = 1_000 + self.region * (u64::from(threads) + 1);
 
@@ -193,7 +193,10 @@ impl OmpGenerator {
             cursor[t] = start + dur;
             next_iter += count;
         }
-        let loop_end: Vec<i64> = cursor.iter().map(|c| c + self.rng.range(100, 300)).collect();
+        let loop_end: Vec<i64> = cursor
+            .iter()
+            .map(|c| c + self.rng.range(100, 300))
+            .collect();
         let last = *loop_end.iter().max().expect("team >= 1");
         let ws_barrier_end = last + self.rng.range(400, 1_500);
         let par_barrier_end = ws_barrier_end + self.rng.range(300, 800);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use arrow_array::{Int64Array, RecordBatch, UInt32Array};
 use arrow_schema::{DataType, Field, Schema};
 use hyscope_format::manifest::RankInfo;
-use hyscope_format::schema::{MpiRecord, OmpRecord};
 use hyscope_format::records::Record;
+use hyscope_format::schema::{MpiRecord, OmpRecord};
 use hyscope_format::writer::{PartWriter, part_path};
 use hyscope_format::{FormatError, ScanOptions, Table, Trace};
 use parquet::arrow::ArrowWriter;
@@ -62,14 +62,28 @@ fn future_major_version_is_refused() {
     let path = dir.path().join("manifest.json");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("\"format_version\": \"1.0\""));
-    std::fs::write(&path, text.replace("\"format_version\": \"1.0\"", "\"format_version\": \"2.0\"")).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("\"format_version\": \"1.0\"", "\"format_version\": \"2.0\""),
+    )
+    .unwrap();
     let err = Trace::open(dir.path()).unwrap_err();
-    assert!(matches!(&err, FormatError::Version { found, .. } if found == "2.0"), "{err}");
+    assert!(
+        matches!(&err, FormatError::Version { found, .. } if found == "2.0"),
+        "{err}"
+    );
     assert_eq!(err.path(), path);
-    assert!(err.to_string().contains("2.0") && err.to_string().contains("1.x"), "{err}");
+    assert!(
+        err.to_string().contains("2.0") && err.to_string().contains("1.x"),
+        "{err}"
+    );
 
     // A newer minor version of the same major is read.
-    std::fs::write(&path, text.replace("\"format_version\": \"1.0\"", "\"format_version\": \"1.7\"")).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("\"format_version\": \"1.0\"", "\"format_version\": \"1.7\""),
+    )
+    .unwrap();
     assert_eq!(read_all(dir.path()).unwrap(), 2000);
 
     // A missing or garbled version is refused too.
@@ -92,11 +106,19 @@ fn part_of_a_future_major_version_is_refused() {
             "2.1".to_string(),
         )]))
         .build();
-    let mut w = ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), Table::Omp.file_schema(), Some(props)).unwrap();
+    let mut w = ArrowWriter::try_new(
+        std::fs::File::create(&path).unwrap(),
+        Table::Omp.file_schema(),
+        Some(props),
+    )
+    .unwrap();
     w.write(&OmpRecord::to_batch(&chunks(0, 3, 0))).unwrap();
     w.close().unwrap();
     let err = read_all(dir.path()).unwrap_err();
-    assert!(matches!(&err, FormatError::Version { found, .. } if found == "2.1"), "{err}");
+    assert!(
+        matches!(&err, FormatError::Version { found, .. } if found == "2.1"),
+        "{err}"
+    );
     assert_eq!(err.path(), path);
 }
 
@@ -105,10 +127,18 @@ fn corrupt_manifest_json() {
     let dir = tempfile::tempdir().unwrap();
     good_trace(dir.path());
     let path = dir.path().join("manifest.json");
-    for text in ["{\"format_version\": \"1.0\", ", "", "[1,2]", "{\"world_size\": \"two\"}"] {
+    for text in [
+        "{\"format_version\": \"1.0\", ",
+        "",
+        "[1,2]",
+        "{\"world_size\": \"two\"}",
+    ] {
         std::fs::write(&path, text).unwrap();
         let err = Trace::open(dir.path()).unwrap_err();
-        assert!(matches!(err, FormatError::Manifest { .. }), "{text:?}: {err}");
+        assert!(
+            matches!(err, FormatError::Manifest { .. }),
+            "{text:?}: {err}"
+        );
         assert_eq!(err.path(), path);
     }
 }
@@ -117,7 +147,12 @@ fn corrupt_manifest_json() {
 fn corrupt_rank_json() {
     let dir = tempfile::tempdir().unwrap();
     good_trace(dir.path());
-    RankInfo { rank: 0, ..RankInfo::default() }.write(dir.path()).unwrap();
+    RankInfo {
+        rank: 0,
+        ..RankInfo::default()
+    }
+    .write(dir.path())
+    .unwrap();
     let path = RankInfo::path(dir.path(), 1);
     std::fs::write(&path, b"{\"rank\": 1, \"pid\": ").unwrap();
     let err = Trace::open(dir.path()).unwrap_err();
@@ -136,12 +171,29 @@ fn truncated_part_at_every_kind_of_length() {
     let full = std::fs::read(&part).unwrap();
     assert_eq!(read_all(dir.path()).unwrap(), 2000);
     let len = full.len();
-    let mut cuts: Vec<usize> = vec![0, 1, 3, 4, 7, 8, len / 4, len / 2, len - 9, len - 8, len - 5, len - 4, len - 1];
+    let mut cuts: Vec<usize> = vec![
+        0,
+        1,
+        3,
+        4,
+        7,
+        8,
+        len / 4,
+        len / 2,
+        len - 9,
+        len - 8,
+        len - 5,
+        len - 4,
+        len - 1,
+    ];
     cuts.extend((1..60).map(|i| i * len / 60));
     for cut in cuts {
         std::fs::write(&part, &full[..cut]).unwrap();
         let err = read_all(dir.path()).unwrap_err();
-        assert!(matches!(err, FormatError::Parquet { .. }), "cut at {cut}: {err}");
+        assert!(
+            matches!(err, FormatError::Parquet { .. }),
+            "cut at {cut}: {err}"
+        );
         assert_eq!(err.path(), part, "cut at {cut}");
         assert!(err.to_string().contains("corrupt or truncated"), "{err}");
     }
@@ -152,7 +204,11 @@ fn garbage_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let part = good_trace(dir.path());
     // Not Parquet at all.
-    std::fs::write(&part, b"this is not a parquet file at all, just some text\n".repeat(50)).unwrap();
+    std::fs::write(
+        &part,
+        b"this is not a parquet file at all, just some text\n".repeat(50),
+    )
+    .unwrap();
     let err = read_all(dir.path()).unwrap_err();
     assert!(matches!(err, FormatError::Parquet { .. }), "{err}");
     assert_eq!(err.path(), part);
@@ -192,7 +248,9 @@ fn corrupted_bytes_never_panic() {
                     errors += 1;
                     assert_eq!(err.path(), part, "byte {pos}: {err}");
                 }
-                Err(_) => panic!("reader panicked on a part corrupted at byte {pos} (pattern {pattern:#x})"),
+                Err(_) => panic!(
+                    "reader panicked on a part corrupted at byte {pos} (pattern {pattern:#x})"
+                ),
             }
         }
     }
@@ -211,30 +269,48 @@ fn part_with_wrong_schema() {
     std::fs::create_dir_all(omp_part.parent().unwrap()).unwrap();
     std::fs::copy(part_path(dir.path(), Table::Mpi, 0, 0), &omp_part).unwrap();
     let err = read_all(dir.path()).unwrap_err();
-    assert!(matches!(&err, FormatError::Schema { table, .. } if table == "omp"), "{err}");
+    assert!(
+        matches!(&err, FormatError::Schema { table, .. } if table == "omp"),
+        "{err}"
+    );
     assert_eq!(err.path(), omp_part);
     assert!(err.to_string().contains("missing column `kind`"), "{err}");
 
     // The right column names with a wrong type.
-    let mut fields: Vec<Field> = Table::Omp.file_schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut fields: Vec<Field> = Table::Omp
+        .file_schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
     fields[0] = Field::new("thread", DataType::Int64, false);
     let schema = Arc::new(Schema::new(fields));
     let good = OmpRecord::to_batch(&chunks(0, 3, 0));
     let mut columns = good.columns().to_vec();
     columns[0] = Arc::new(Int64Array::from(vec![0i64; 3]));
     let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
-    let mut w = ArrowWriter::try_new(std::fs::File::create(&omp_part).unwrap(), schema, None).unwrap();
+    let mut w =
+        ArrowWriter::try_new(std::fs::File::create(&omp_part).unwrap(), schema, None).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
     let err = read_all(dir.path()).unwrap_err();
     assert!(matches!(err, FormatError::Schema { .. }), "{err}");
     assert_eq!(err.path(), omp_part);
-    assert!(err.to_string().contains("column `thread` is Int64, expected UInt32"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("column `thread` is Int64, expected UInt32"),
+        "{err}"
+    );
 
     // A foreign Parquet file with one unrelated column.
     let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::UInt32, false)]));
-    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(UInt32Array::from(vec![1, 2]))]).unwrap();
-    let mut w = ArrowWriter::try_new(std::fs::File::create(&omp_part).unwrap(), schema, None).unwrap();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(UInt32Array::from(vec![1, 2]))],
+    )
+    .unwrap();
+    let mut w =
+        ArrowWriter::try_new(std::fs::File::create(&omp_part).unwrap(), schema, None).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
     let err = read_all(dir.path()).unwrap_err();
@@ -246,7 +322,9 @@ fn part_with_wrong_schema() {
 fn writer_refuses_a_batch_of_another_table() {
     let dir = tempfile::tempdir().unwrap();
     let mut w = PartWriter::create(dir.path(), Table::Omp, 0, small(100, 100)).unwrap();
-    let err = w.write_batch(&MpiRecord::to_batch(&[MpiRecord::default()])).unwrap_err();
+    let err = w
+        .write_batch(&MpiRecord::to_batch(&[MpiRecord::default()]))
+        .unwrap_err();
     assert!(matches!(err, FormatError::Schema { .. }), "{err}");
     assert_eq!(w.finish().unwrap().rows, 0);
 }
@@ -256,7 +334,9 @@ fn unwritable_trace_directory_is_an_io_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a_file");
     std::fs::write(&file, b"x").unwrap();
-    let err = PartWriter::create(&file, Table::Omp, 0, small(10, 10)).err().expect("a file is not a directory");
+    let err = PartWriter::create(&file, Table::Omp, 0, small(10, 10))
+        .err()
+        .expect("a file is not a directory");
     assert!(matches!(err, FormatError::Io { .. }), "{err}");
     assert!(err.path().starts_with(&file));
 }

@@ -41,7 +41,10 @@ fn several_parts_and_ranks_round_trip() {
         assert_eq!(p.path, part_path(dir.path(), Table::Omp, p.rank, p.index));
         assert!(p.bytes > 0);
     }
-    assert_eq!(trace.table_bytes(Table::Omp), parts.iter().map(|p| p.bytes).sum::<u64>());
+    assert_eq!(
+        trace.table_bytes(Table::Omp),
+        parts.iter().map(|p| p.bytes).sum::<u64>()
+    );
     assert!(trace.parts(Table::Mpi).is_empty());
 
     let rows: Vec<(u32, OmpRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
@@ -57,7 +60,10 @@ fn several_parts_and_ranks_round_trip() {
     for batch in trace.scan(Table::Omp, &ScanOptions::default()) {
         let batch = batch.unwrap();
         assert_eq!(batch.schema().field(0).name(), "rank");
-        assert_eq!(batch.num_columns(), 1 + Table::Omp.file_schema().fields().len());
+        assert_eq!(
+            batch.num_columns(),
+            1 + Table::Omp.file_schema().fields().len()
+        );
         for r in batch.column(0).as_primitive::<UInt32Type>().values() {
             *rank_rows.entry(*r).or_default() += 1;
         }
@@ -85,7 +91,11 @@ fn part_boundaries_are_exact() {
     let counts: Vec<usize> = trace
         .parts(Table::Omp)
         .iter()
-        .map(|p| read_part_records::<OmpRecord>(p, &ScanOptions::default()).unwrap().len())
+        .map(|p| {
+            read_part_records::<OmpRecord>(p, &ScanOptions::default())
+                .unwrap()
+                .len()
+        })
         .collect();
     assert_eq!(counts, vec![100, 100, 50, 50]);
     let back: Vec<OmpRecord> = trace
@@ -111,7 +121,14 @@ fn a_second_writer_appends_after_existing_parts() {
     }
     write_manifest(dir.path(), [0].into_iter());
     let trace = Trace::open(dir.path()).unwrap();
-    assert_eq!(trace.parts(Table::Omp).iter().map(|p| p.index).collect::<Vec<_>>(), [0, 1]);
+    assert_eq!(
+        trace
+            .parts(Table::Omp)
+            .iter()
+            .map(|p| p.index)
+            .collect::<Vec<_>>(),
+        [0, 1]
+    );
     let back: Vec<_> = trace
         .read_records::<OmpRecord>(&ScanOptions::default())
         .unwrap()
@@ -156,7 +173,12 @@ fn projection_keeps_file_order_after_rank() {
     let mut starts = Vec::new();
     for batch in trace.scan(Table::Omp, &options) {
         let batch = batch.unwrap();
-        let names: Vec<_> = batch.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let names: Vec<_> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
         assert_eq!(names, ["rank", "thread", "start_ns"]);
         starts.extend_from_slice(batch.column(2).as_primitive::<Int64Type>().values());
     }
@@ -169,7 +191,10 @@ fn projection_keeps_file_order_after_rank() {
         ..ScanOptions::default()
     };
     let err = trace.scan(Table::Omp, &bad).next().unwrap().unwrap_err();
-    assert!(matches!(err, hyscope_format::FormatError::Schema { .. }), "{err}");
+    assert!(
+        matches!(err, hyscope_format::FormatError::Schema { .. }),
+        "{err}"
+    );
     assert_eq!(err.path(), trace.parts(Table::Omp)[0].path);
     assert!(err.to_string().contains("no_such"));
 }
@@ -186,8 +211,14 @@ fn rank_filter() {
     let rows: Vec<(u32, OmpRecord)> = trace.read_records(&options).unwrap();
     assert_eq!(rows.len(), 500);
     assert!(rows.iter().all(|(r, _)| *r == 1));
-    assert_eq!(rows.into_iter().map(|x| x.1).collect::<Vec<_>>(), expected[&1]);
-    let scanned: usize = trace.scan(Table::Omp, &options).map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(
+        rows.into_iter().map(|x| x.1).collect::<Vec<_>>(),
+        expected[&1]
+    );
+    let scanned: usize = trace
+        .scan(Table::Omp, &options)
+        .map(|b| b.unwrap().num_rows())
+        .sum();
     assert_eq!(scanned, 500);
     let none = ScanOptions {
         ranks: Some(vec![7]),
@@ -201,7 +232,12 @@ fn time_range_filter_keeps_overlapping_rows() {
     let dir = tempfile::tempdir().unwrap();
     let expected = two_rank_trace(dir.path());
     let trace = Trace::open(dir.path()).unwrap();
-    for (from, to) in [(1_050_000, 1_060_000), (0, 999_999), (1_000_950, 1_000_999), (1_249_000, 2_000_000)] {
+    for (from, to) in [
+        (1_050_000, 1_060_000),
+        (0, 999_999),
+        (1_000_950, 1_000_999),
+        (1_249_000, 2_000_000),
+    ] {
         let options = ScanOptions {
             time_range: Some((from, to)),
             ..ScanOptions::default()
@@ -219,11 +255,14 @@ fn time_range_filter_keeps_overlapping_rows() {
             time_range: Some((from, to)),
             ..ScanOptions::default()
         };
-        let n: usize = trace.scan(Table::Omp, &projected).map(|b| {
-            let b = b.unwrap();
-            assert_eq!(b.num_columns(), 2);
-            b.num_rows()
-        }).sum();
+        let n: usize = trace
+            .scan(Table::Omp, &projected)
+            .map(|b| {
+                let b = b.unwrap();
+                assert_eq!(b.num_columns(), 2);
+                b.num_rows()
+            })
+            .sum();
         assert_eq!(n, want.len());
     }
     // Exact counts for one window: thread 0 rows 50..=60 overlap [1_050_000, 1_060_000]
@@ -232,7 +271,10 @@ fn time_range_filter_keeps_overlapping_rows() {
         time_range: Some((1_050_000, 1_060_000)),
         ..ScanOptions::default()
     };
-    assert_eq!(trace.read_records::<OmpRecord>(&options).unwrap().len(), 2 * (11 + 11));
+    assert_eq!(
+        trace.read_records::<OmpRecord>(&options).unwrap().len(),
+        2 * (11 + 11)
+    );
 }
 
 #[test]
@@ -279,7 +321,11 @@ fn mpi_samples_symbols_round_trip() {
     let mpi: Vec<MpiRecord> = (0..50)
         .map(|i| MpiRecord {
             thread: 0,
-            call: if i % 2 == 0 { mpi_call::MPI_Isend } else { mpi_call::REQUEST_COMPLETE },
+            call: if i % 2 == 0 {
+                mpi_call::MPI_Isend
+            } else {
+                mpi_call::REQUEST_COMPLETE
+            },
             start_ns: 100 * i,
             end_ns: 100 * i + 40,
             peer: 1,
@@ -296,7 +342,12 @@ fn mpi_samples_symbols_round_trip() {
     let samples: Vec<SampleRecord> = (0..30)
         .map(|i| SampleRecord {
             time_ns: 1_000_000 * i,
-            metric: if i % 2 == 0 { "mem.vmrss" } else { "energy.pkg.0" }.into(),
+            metric: if i % 2 == 0 {
+                "mem.vmrss"
+            } else {
+                "energy.pkg.0"
+            }
+            .into(),
             key: -1,
             value: i as f64 * 1.5,
         })
@@ -331,20 +382,36 @@ fn mpi_samples_symbols_round_trip() {
 
     let trace = Trace::open(dir.path()).unwrap();
     let all = ScanOptions::default();
-    let back: Vec<_> = trace.read_records::<MpiRecord>(&all).unwrap().into_iter().map(|x| x.1).collect();
+    let back: Vec<_> = trace
+        .read_records::<MpiRecord>(&all)
+        .unwrap()
+        .into_iter()
+        .map(|x| x.1)
+        .collect();
     assert_eq!(back, mpi);
     let back: Vec<_> = trace.read_records::<SampleRecord>(&all).unwrap();
     assert!(back.iter().all(|(r, _)| *r == 1));
     assert_eq!(back.into_iter().map(|x| x.1).collect::<Vec<_>>(), samples);
-    let back: Vec<_> = trace.read_records::<SymbolRecord>(&all).unwrap().into_iter().map(|x| x.1).collect();
+    let back: Vec<_> = trace
+        .read_records::<SymbolRecord>(&all)
+        .unwrap()
+        .into_iter()
+        .map(|x| x.1)
+        .collect();
     assert_eq!(back, symbols);
     // Time filter on samples uses time_ns; symbols have no time column and ignore it.
     let window = ScanOptions {
         time_range: Some((2_000_000, 4_000_000)),
         ..ScanOptions::default()
     };
-    assert_eq!(trace.read_records::<SampleRecord>(&window).unwrap().len(), 3);
-    assert_eq!(trace.read_records::<SymbolRecord>(&window).unwrap().len(), 2);
+    assert_eq!(
+        trace.read_records::<SampleRecord>(&window).unwrap().len(),
+        3
+    );
+    assert_eq!(
+        trace.read_records::<SymbolRecord>(&window).unwrap().len(),
+        2
+    );
     assert_eq!(trace.read_records::<MpiRecord>(&window).unwrap().len(), 0);
 }
 
@@ -359,14 +426,36 @@ fn open_tmp_parts_are_ignored() {
     write_manifest(dir.path(), [0].into_iter());
     let trace = Trace::open(dir.path()).unwrap();
     assert_eq!(trace.parts(Table::Omp).len(), 2);
-    assert_eq!(trace.read_records::<OmpRecord>(&ScanOptions::default()).unwrap().len(), 8);
+    assert_eq!(
+        trace
+            .read_records::<OmpRecord>(&ScanOptions::default())
+            .unwrap()
+            .len(),
+        8
+    );
     // A leftover tmp from a crashed writer (garbage) is ignored too.
-    std::fs::write(part_path(dir.path(), Table::Omp, 0, 9).with_extension("parquet.tmp"), b"junk").unwrap();
+    std::fs::write(
+        part_path(dir.path(), Table::Omp, 0, 9).with_extension("parquet.tmp"),
+        b"junk",
+    )
+    .unwrap();
     let trace = Trace::open(dir.path()).unwrap();
-    assert_eq!(trace.read_records::<OmpRecord>(&ScanOptions::default()).unwrap().len(), 8);
+    assert_eq!(
+        trace
+            .read_records::<OmpRecord>(&ScanOptions::default())
+            .unwrap()
+            .len(),
+        8
+    );
     drop(w); // drop closes the open part
     let trace = Trace::open(dir.path()).unwrap();
-    assert_eq!(trace.read_records::<OmpRecord>(&ScanOptions::default()).unwrap().len(), 10);
+    assert_eq!(
+        trace
+            .read_records::<OmpRecord>(&ScanOptions::default())
+            .unwrap()
+            .len(),
+        10
+    );
 }
 
 #[test]
@@ -376,20 +465,42 @@ fn manifest_round_trip_and_rank_files_merge() {
     m.command = vec!["./app".into(), "-n".into(), "3".into()];
     m.hosts = vec!["node0".into()];
     m.world_size = 2;
-    m.ranks = vec![RankInfo { rank: 0, host: "node0".into(), ..RankInfo::default() }];
+    m.ranks = vec![RankInfo {
+        rank: 0,
+        host: "node0".into(),
+        ..RankInfo::default()
+    }];
     m.metrics.insert(
         "mem.vmrss".into(),
-        hyscope_format::manifest::MetricInfo { unit: "bytes".into(), description: "RSS".into() },
+        hyscope_format::manifest::MetricInfo {
+            unit: "bytes".into(),
+            description: "RSS".into(),
+        },
     );
     m.write(dir.path()).unwrap();
     assert_eq!(Manifest::read(dir.path()).unwrap(), m);
     // No temp file is left behind by the atomic write.
-    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names, ["manifest.json"]);
 
-    let r1 = RankInfo { rank: 1, host: "node0".into(), pid: 42, finished: true, ..RankInfo::default() };
+    let r1 = RankInfo {
+        rank: 1,
+        host: "node0".into(),
+        pid: 42,
+        finished: true,
+        ..RankInfo::default()
+    };
     r1.write(dir.path()).unwrap();
-    let r0 = RankInfo { rank: 0, host: "node0".into(), pid: 41, dropped_events: 3, ..RankInfo::default() };
+    let r0 = RankInfo {
+        rank: 0,
+        host: "node0".into(),
+        pid: 41,
+        dropped_events: 3,
+        ..RankInfo::default()
+    };
     r0.write(dir.path()).unwrap();
     let trace = Trace::open(dir.path()).unwrap();
     assert_eq!(trace.ranks(), vec![0, 1]);

@@ -1,0 +1,231 @@
+//! Property tests: random rows of every table, written with random part and
+//! row-group sizes, read back equal; random time windows return exactly the
+//! overlapping rows.
+
+mod common;
+
+use hyscope_format::records::Record;
+use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, SymbolRecord};
+use hyscope_format::writer::PartWriter;
+use hyscope_format::{ScanOptions, Trace};
+use proptest::prelude::*;
+
+fn omp_record() -> impl Strategy<Value = OmpRecord> {
+    (
+        (
+            any::<u32>(),
+            any::<u8>(),
+            any::<u8>(),
+            any::<i64>(),
+            any::<i64>(),
+            any::<u64>(),
+            any::<u64>(),
+        ),
+        (
+            any::<u64>(),
+            any::<u32>(),
+            any::<u32>(),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u32>(),
+        ),
+    )
+        .prop_map(
+            |(
+                (thread, kind, variant, start_ns, end_ns, parallel_id, task_id),
+                (codeptr, team_size, requested_team_size, count, chunk_start, flags),
+            )| OmpRecord {
+                thread,
+                kind,
+                variant,
+                start_ns,
+                end_ns,
+                parallel_id,
+                task_id,
+                codeptr,
+                team_size,
+                requested_team_size,
+                count,
+                chunk_start,
+                flags,
+            },
+        )
+}
+
+fn mpi_record() -> impl Strategy<Value = MpiRecord> {
+    (
+        (
+            any::<u32>(),
+            any::<u16>(),
+            any::<i64>(),
+            any::<i64>(),
+            any::<i32>(),
+            any::<i32>(),
+            any::<u64>(),
+        ),
+        (
+            any::<u64>(),
+            any::<u64>(),
+            any::<i32>(),
+            any::<u64>(),
+            any::<bool>(),
+            any::<u64>(),
+        ),
+    )
+        .prop_map(
+            |(
+                (thread, call, start_ns, end_ns, peer, tag, bytes_sent),
+                (bytes_recv, comm_id, root, request_id, in_parallel, callsite),
+            )| MpiRecord {
+                thread,
+                call,
+                start_ns,
+                end_ns,
+                peer,
+                tag,
+                bytes_sent,
+                bytes_recv,
+                comm_id,
+                root,
+                request_id,
+                in_parallel,
+                callsite,
+            },
+        )
+}
+
+fn sample_record() -> impl Strategy<Value = SampleRecord> {
+    // Any f64 but NaN (NaN != NaN would make equality fail for the wrong reason).
+    let value = any::<f64>().prop_filter("not NaN", |v| !v.is_nan());
+    (any::<i64>(), "\\PC{0,20}", any::<i64>(), value).prop_map(|(time_ns, metric, key, value)| {
+        SampleRecord {
+            time_ns,
+            metric,
+            key,
+            value,
+        }
+    })
+}
+
+fn symbol_record() -> impl Strategy<Value = SymbolRecord> {
+    (
+        any::<u64>(),
+        "\\PC{0,30}",
+        proptest::option::of("\\PC{0,30}"),
+        proptest::option::of("[a-z/._]{0,20}"),
+        proptest::option::of(any::<u32>()),
+    )
+        .prop_map(|(address, module, function, file, line)| SymbolRecord {
+            address,
+            module,
+            function,
+            file,
+            line,
+        })
+}
+
+/// Write `ranks` of rows with the given sizes and read everything back.
+fn round_trip<R: Record + Clone + PartialEq + std::fmt::Debug>(
+    ranks: &[Vec<R>],
+    rows_per_part: usize,
+    rows_per_row_group: usize,
+) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    for (rank, rows) in ranks.iter().enumerate() {
+        let mut w = PartWriter::create(
+            dir.path(),
+            R::TABLE,
+            rank as u32,
+            common::small(rows_per_part, rows_per_row_group),
+        )
+        .unwrap();
+        // Several writes of uneven size.
+        for piece in rows.chunks(rows_per_row_group / 2 + 3) {
+            w.write_records(piece).unwrap();
+        }
+        let stats = w.finish().unwrap();
+        prop_assert_eq!(stats.rows, rows.len() as u64);
+        prop_assert_eq!(stats.parts as usize, rows.len().div_ceil(rows_per_part));
+    }
+    common::write_manifest(dir.path(), 0..ranks.len() as u32);
+    let trace = Trace::open(dir.path()).unwrap();
+    let back: Vec<(u32, R)> = trace.read_records(&ScanOptions::default()).unwrap();
+    let want: Vec<(u32, R)> = ranks
+        .iter()
+        .enumerate()
+        .flat_map(|(r, v)| v.iter().map(move |x| (r as u32, x.clone())))
+        .collect();
+    prop_assert_eq!(back, want);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn omp_rows_round_trip(
+        ranks in proptest::collection::vec(proptest::collection::vec(omp_record(), 0..120), 1..4),
+        rows_per_part in 1usize..50,
+        rows_per_row_group in 1usize..20,
+    ) {
+        round_trip(&ranks, rows_per_part, rows_per_row_group)?;
+    }
+
+    #[test]
+    fn mpi_rows_round_trip(
+        ranks in proptest::collection::vec(proptest::collection::vec(mpi_record(), 0..120), 1..4),
+        rows_per_part in 1usize..50,
+        rows_per_row_group in 1usize..20,
+    ) {
+        round_trip(&ranks, rows_per_part, rows_per_row_group)?;
+    }
+
+    #[test]
+    fn sample_rows_round_trip(
+        ranks in proptest::collection::vec(proptest::collection::vec(sample_record(), 0..80), 1..3),
+        rows_per_part in 1usize..50,
+        rows_per_row_group in 1usize..20,
+    ) {
+        round_trip(&ranks, rows_per_part, rows_per_row_group)?;
+    }
+
+    #[test]
+    fn symbol_rows_round_trip(
+        ranks in proptest::collection::vec(proptest::collection::vec(symbol_record(), 0..80), 1..3),
+        rows_per_part in 1usize..50,
+        rows_per_row_group in 1usize..20,
+    ) {
+        round_trip(&ranks, rows_per_part, rows_per_row_group)?;
+    }
+
+    /// Random intervals, random window: the filter returns exactly the rows overlapping it,
+    /// whatever row groups were pruned.
+    #[test]
+    fn time_window_returns_exactly_the_overlapping_rows(
+        intervals in proptest::collection::vec((0i64..100_000, 0i64..5_000), 1..300),
+        window in (0i64..110_000, 0i64..20_000),
+        rows_per_row_group in 1usize..40,
+    ) {
+        let mut rows: Vec<OmpRecord> = intervals
+            .iter()
+            .enumerate()
+            .map(|(i, &(s, d))| OmpRecord { thread: (i % 3) as u32, start_ns: s, end_ns: s + d, count: i as u64, ..OmpRecord::default() })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = PartWriter::create(dir.path(), hyscope_format::Table::Omp, 0, common::small(100, rows_per_row_group)).unwrap();
+        w.write_omp(&mut rows).unwrap();
+        w.finish().unwrap();
+        common::write_manifest(dir.path(), [0].into_iter());
+        let (from, to) = (window.0, window.0 + window.1);
+        let trace = Trace::open(dir.path()).unwrap();
+        let got: Vec<u64> = trace
+            .read_records::<OmpRecord>(&ScanOptions { time_range: Some((from, to)), ..ScanOptions::default() })
+            .unwrap()
+            .into_iter()
+            .map(|(_, r)| r.count)
+            .collect();
+        // write_omp sorted `rows` in place: that is the file order.
+        let want: Vec<u64> = rows.iter().filter(|r| r.start_ns <= to && r.end_ns >= from).map(|r| r.count).collect();
+        prop_assert_eq!(got, want);
+    }
+}
