@@ -21,6 +21,7 @@ pub enum ChunkDurations {
     /// Each loop has its own typical chunk duration (uniform in 2–20 µs, one
     /// per loop call site), every chunk of it varies by ±10 %: equal-sized chunks
     /// of the same loop body take similar times.
+    /// The variation is [`OmpTraceSpec::jitter_percent`].
     PerLoop,
     /// Every chunk independently uniform in 2–20 µs (worst case for compression).
     Uniform,
@@ -33,9 +34,11 @@ pub struct OmpTraceSpec {
     pub threads: u32,
     /// Stop after the parallel region during which this many rows were reached.
     pub events_per_rank: u64,
-    /// Chunks per loop (so one barrier every this many chunks), on average.
+    /// Chunks per loop over all threads (so one barrier every this many chunks), on average.
     pub chunks_per_loop: u32,
     pub durations: ChunkDurations,
+    /// For [`ChunkDurations::PerLoop`]: chunk durations vary by ± this percentage of the loop's typical one.
+    pub jitter_percent: u32,
     pub seed: u64,
 }
 
@@ -46,6 +49,7 @@ impl Default for OmpTraceSpec {
             events_per_rank: 1_000_000,
             chunks_per_loop: 100,
             durations: ChunkDurations::PerLoop,
+            jitter_percent: 10,
             seed: 1,
         }
     }
@@ -146,8 +150,7 @@ impl OmpGenerator {
             let s = &self.sites[site];
             (s.codeptr, s.region_codeptr, s.chunk_size, s.mean_ns)
         };
-        let n_chunks =
-            u64::from(self.spec.chunks_per_loop.max(1)) * u64::from(threads) + self.rng.next() % 8;
+        let n_chunks = u64::from(self.spec.chunks_per_loop.max(5)) - 4 + self.rng.next() % 9;
         let trip = n_chunks * chunk_size - self.rng.next() % chunk_size;
         let task_base = 1_000 + self.region * (u64::from(threads) + 1);
 
@@ -169,7 +172,7 @@ impl OmpGenerator {
             let count = chunk_size.min(trip - next_iter);
             let dur = match self.spec.durations {
                 ChunkDurations::PerLoop => {
-                    let jitter = mean_ns / 10;
+                    let jitter = mean_ns * i64::from(self.spec.jitter_percent) / 100;
                     mean_ns + self.rng.range(-jitter, jitter)
                 }
                 ChunkDurations::Uniform => self.rng.range(2_000, 20_000),
