@@ -1,0 +1,148 @@
+//! Process memory from `/proc/self/status` and `/proc/self/maps`.
+//!
+//! Pure parsers (tested on fixture text) plus the `memory` sampler.
+
+use super::{Emit, MetricDef, Probe, Sampler};
+
+/// The three `VmXXX` lines of `/proc/<pid>/status` we sample, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VmStatus {
+    pub rss: Option<u64>,
+    pub hwm: Option<u64>,
+    pub pin: Option<u64>,
+}
+
+/// Parse `/proc/<pid>/status`: the kernel prints `VmRSS:\t  1234 kB`.
+/// Unknown or malformed lines are skipped, never an error.
+pub fn parse_status(text: &str) -> VmStatus {
+    let mut s = VmStatus::default();
+    for line in text.lines() {
+        let Some((key, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let slot = match key {
+            "VmRSS" => &mut s.rss,
+            "VmHWM" => &mut s.hwm,
+            "VmPin" => &mut s.pin,
+            _ => continue,
+        };
+        *slot = parse_kb(rest);
+    }
+    s
+}
+
+fn parse_kb(rest: &str) -> Option<u64> {
+    let mut it = rest.split_whitespace();
+    let n: u64 = it.next()?.parse().ok()?;
+    match it.next() {
+        Some("kB") | None => n.checked_mul(1024),
+        _ => None,
+    }
+}
+
+/// Bytes mapped from MPI shared-memory segments, per `/proc/<pid>/maps`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShmMaps {
+    /// Every mapping of a file under `/dev/shm` (Open MPI vader/sm, PMIx, MPICH).
+    pub dev_shm_bytes: u64,
+    /// Of those, Open MPI's vader (shared-memory BTL) segments.
+    pub vader_bytes: u64,
+    /// Number of distinct `/dev/shm` files mapped.
+    pub files: u64,
+}
+
+/// Sum the sizes of `/dev/shm` mappings in a `/proc/<pid>/maps` text.
+/// Line format (proc(5)): `start-end perms offset dev inode pathname`.
+pub fn parse_maps(text: &str) -> ShmMaps {
+    let mut out = ShmMaps::default();
+    let mut seen: Vec<&str> = Vec::new();
+    for line in text.lines() {
+        let mut f = line.splitn(6, char::is_whitespace);
+        let (Some(range), Some(_perms), Some(_off), Some(_dev), Some(_inode)) =
+            (f.next(), f.next(), f.next(), f.next(), f.next())
+        else {
+            continue;
+        };
+        let path = f.next().unwrap_or("").trim();
+        if !path.starts_with("/dev/shm/") {
+            continue;
+        }
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
+            continue;
+        };
+        let len = b.saturating_sub(a);
+        out.dev_shm_bytes += len;
+        let name = path.trim_end_matches(" (deleted)");
+        if name.contains("vader_segment") {
+            out.vader_bytes += len;
+        }
+        if !seen.contains(&name) {
+            seen.push(name);
+            out.files += 1;
+        }
+    }
+    out
+}
+
+/// Current VmRSS of this process in bytes (None if /proc is unreadable).
+pub fn current_rss() -> Option<u64> {
+    parse_status(&std::fs::read_to_string("/proc/self/status").ok()?).rss
+}
+
+/// The `memory` sampler: VmRSS, VmHWM, VmPin and the `/dev/shm` mappings.
+pub struct Memory {
+    proc_dir: String,
+}
+
+impl Memory {
+    pub fn new() -> Memory {
+        Memory {
+            proc_dir: "/proc/self".into(),
+        }
+    }
+}
+
+impl Sampler for Memory {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn probe(&mut self) -> Probe {
+        match std::fs::read_to_string(format!("{}/status", self.proc_dir)) {
+            Ok(t) if parse_status(&t).rss.is_some() => {
+                Probe::Available(format!("{0}/status (VmRSS, VmHWM, VmPin), {0}/maps (/dev/shm)", self.proc_dir))
+            }
+            Ok(_) => Probe::Unavailable(format!("{}/status has no VmRSS line", self.proc_dir)),
+            Err(e) => Probe::Unavailable(format!("cannot read {}/status: {e}", self.proc_dir)),
+        }
+    }
+
+    fn metrics(&self) -> Vec<MetricDef> {
+        vec![
+            MetricDef::new("mem.vmrss", "bytes", "resident set size (VmRSS)"),
+            MetricDef::new("mem.vmhwm", "bytes", "peak resident set size (VmHWM)"),
+            MetricDef::new("mem.vmpin", "bytes", "pinned memory (VmPin), e.g. registered RDMA buffers"),
+            MetricDef::new("mem.shm_mapped", "bytes", "bytes mapped from /dev/shm files (MPI shared-memory segments)"),
+            MetricDef::new("mem.shm_vader", "bytes", "bytes mapped from Open MPI vader segments"),
+        ]
+    }
+
+    fn sample(&mut self, now_ns: i64, emit: &mut Emit<'_>) {
+        if let Ok(t) = std::fs::read_to_string(format!("{}/status", self.proc_dir)) {
+            let s = parse_status(&t);
+            for (m, v) in [("mem.vmrss", s.rss), ("mem.vmhwm", s.hwm), ("mem.vmpin", s.pin)] {
+                if let Some(v) = v {
+                    emit(now_ns, m, -1, v as f64);
+                }
+            }
+        }
+        if let Ok(t) = std::fs::read_to_string(format!("{}/maps", self.proc_dir)) {
+            let m = parse_maps(&t);
+            emit(now_ns, "mem.shm_mapped", -1, m.dev_shm_bytes as f64);
+            emit(now_ns, "mem.shm_vader", -1, m.vader_bytes as f64);
+        }
+    }
+}

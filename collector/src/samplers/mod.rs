@@ -1,0 +1,236 @@
+//! Samplers: what is not an event (energy, memory, MPI_T queues, RDMA resources).
+//!
+//! Every data source is a [`Sampler`] with the same small interface (the
+//! Caliper "service" idea): a name, a [`Sampler::probe`] that says whether it
+//! can run here and why, the metrics it writes, and [`Sampler::sample`].
+//! One thread per process ([`start`]) calls every available sampler each
+//! `HYSCOPE_SAMPLE_MS` and writes the `samples` table through
+//! `events::record_sample`. The manifest lists every sampler, available or
+//! not, with the reason (`Manifest::samplers`) and the unit of every metric.
+//!
+//! The MPI layer calls [`on_mpi_init_begin`], [`on_mpi_init_end`] and
+//! [`on_mpi_finalize_begin`]; the session exit path calls [`stop`].
+
+pub mod memory;
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use hyscope_format::manifest::{MetricInfo, SamplerInfo};
+
+use crate::{clock, events, session};
+
+/// Where a sampler writes: `(time_ns, metric, key, value)`.
+pub type Emit<'a> = dyn FnMut(i64, &str, i64, f64) + 'a;
+
+/// Outcome of probing a sampler: what it reads, or why it cannot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    Available(String),
+    Unavailable(String),
+}
+
+/// One metric a sampler writes, with its unit (goes to `Manifest::metrics`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricDef {
+    pub name: String,
+    pub unit: String,
+    pub description: String,
+}
+
+impl MetricDef {
+    pub fn new(name: &str, unit: &str, description: &str) -> MetricDef {
+        MetricDef {
+            name: name.into(),
+            unit: unit.into(),
+            description: description.into(),
+        }
+    }
+}
+
+/// A data source of the sampler thread.
+pub trait Sampler: Send {
+    /// Short name used in the manifest (`rapl`, `memory`, `mpi_t`, `rdma`).
+    fn name(&self) -> &'static str;
+    /// Open what it needs; say whether it can run here and why (not).
+    fn probe(&mut self) -> Probe;
+    /// Metrics it writes (valid after a successful probe).
+    fn metrics(&self) -> Vec<MetricDef>;
+    /// Read once and emit the values, all stamped `now_ns`.
+    fn sample(&mut self, now_ns: i64, emit: &mut Emit<'_>);
+    /// Ranks that read it, when not just this one (RAPL: one per node).
+    fn ranks(&self) -> Option<Vec<u32>> {
+        None
+    }
+}
+
+/// Default interval. 100 ms gives 10 points per second of phase, ~36 000
+/// ticks per hour (a few hundred thousand rows, ~1 MB per rank on disk) and
+/// stays far below the RAPL wrap period (~60 s at the worst on 32-bit
+/// powercap counters); the cost is measured in `benchmarks/samplers.md`.
+pub const DEFAULT_SAMPLE_MS: u64 = 100;
+
+struct Active {
+    sampler: Box<dyn Sampler>,
+}
+
+struct State {
+    samplers: Vec<Active>,
+    stop: bool,
+    thread: Option<JoinHandle<()>>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    samplers: Vec::new(),
+    stop: false,
+    thread: None,
+});
+static WAKE: Condvar = Condvar::new();
+
+fn state() -> MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The sampling interval from `HYSCOPE_SAMPLE_MS` (0 or invalid → default).
+pub fn interval() -> Duration {
+    let ms = std::env::var("HYSCOPE_SAMPLE_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(DEFAULT_SAMPLE_MS);
+    Duration::from_millis(ms)
+}
+
+fn record(t: i64, metric: &str, key: i64, value: f64) {
+    events::record_sample(t, metric, key, value);
+}
+
+/// Probe `s`, state the result in the manifest, keep it if available.
+fn register(st: &mut State, mut s: Box<dyn Sampler>) {
+    let probe = s.probe();
+    let (available, reason) = match probe {
+        Probe::Available(r) => (true, r),
+        Probe::Unavailable(r) => (false, r),
+    };
+    let info = SamplerInfo {
+        name: s.name().to_string(),
+        available,
+        reason,
+        ranks: if available {
+            s.ranks().unwrap_or_else(|| vec![session::rank()])
+        } else {
+            Vec::new()
+        },
+    };
+    let metrics = if available { s.metrics() } else { Vec::new() };
+    publish(info, &metrics);
+    if available {
+        st.samplers.retain(|a| a.sampler.name() != s.name());
+        st.samplers.push(Active { sampler: s });
+    }
+}
+
+/// Put (or replace) a sampler's entry and its metrics in the manifest draft.
+fn publish(info: SamplerInfo, metrics: &[MetricDef]) {
+    session::with_manifest(|m| {
+        m.samplers.retain(|x| x.name != info.name);
+        m.samplers.push(info);
+        for d in metrics {
+            m.metrics.insert(
+                d.name.clone(),
+                MetricInfo {
+                    unit: d.unit.clone(),
+                    description: d.description.clone(),
+                },
+            );
+        }
+    });
+}
+
+fn sample_all(st: &mut State) {
+    let now = clock::now_ns();
+    let mut emit = record;
+    for a in &mut st.samplers {
+        a.sampler.sample(now, &mut emit);
+    }
+}
+
+/// Probe every sampler and start the sampler thread (idempotent).
+/// Called once from session init.
+pub fn start() {
+    let mut st = state();
+    if st.thread.is_some() || st.stop {
+        return;
+    }
+    register(&mut st, Box::new(memory::Memory::new()));
+    let every = interval();
+    let spawned = std::thread::Builder::new()
+        .name("hyscope-sampler".into())
+        .spawn(move || run(every));
+    match spawned {
+        Ok(h) => st.thread = Some(h),
+        Err(e) => session::warn(&format!("cannot start the sampler thread ({e}); no samples")),
+    }
+}
+
+fn run(every: Duration) {
+    let mut st = state();
+    loop {
+        if st.stop {
+            return;
+        }
+        sample_all(&mut st);
+        st = WAKE
+            .wait_timeout(st, every)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|p| p.into_inner().0);
+    }
+}
+
+/// Take a last sample, stop the thread and close every sampler. Call before
+/// the final flush of the buffers (session exit path).
+pub fn stop() {
+    let handle = {
+        let mut st = state();
+        if st.stop {
+            return;
+        }
+        if st.thread.is_some() {
+            sample_all(&mut st);
+        }
+        st.stop = true;
+        st.samplers.clear();
+        st.thread.take()
+    };
+    WAKE.notify_all();
+    if let Some(h) = handle {
+        let _ = h.join();
+    }
+}
+
+/// Just before `PMPI_Init`: RSS without the MPI runtime.
+pub fn on_mpi_init_begin() {
+    let rss = memory::current_rss();
+    session::with_rank_info(|r| r.rss_before_init = rss);
+    if let Some(v) = rss {
+        record(clock::now_ns(), "mem.vmrss", -1, v as f64);
+    }
+}
+
+/// Just after `PMPI_Init` succeeded: RSS with the MPI runtime.
+pub fn on_mpi_init_end() {
+    let rss = memory::current_rss();
+    session::with_rank_info(|r| r.rss_after_init = rss);
+    if let Some(v) = rss {
+        record(clock::now_ns(), "mem.vmrss", -1, v as f64);
+    }
+}
+
+/// Just before `PMPI_Finalize`: the last MPI_T reads, then MPI_T is closed.
+pub fn on_mpi_finalize_begin() {
+    let mut st = state();
+    if !st.stop {
+        sample_all(&mut st);
+    }
+}
