@@ -5,7 +5,7 @@
 set -euo pipefail
 
 # System packages. Other parts of hyscope append their packages to this one line.
-APT_PACKAGES="clang-19 libomp-19-dev openmpi-bin libopenmpi-dev libclang-dev pkg-config gfortran"
+APT_PACKAGES="clang-19 libomp-19-dev openmpi-bin libopenmpi-dev libclang-dev pkg-config gfortran tmux"
 
 say() { echo "install-deps: $*" >&2; }
 
