@@ -139,26 +139,53 @@ fn a_second_writer_appends_after_existing_parts() {
 }
 
 #[test]
-fn write_omp_sorts_by_thread_then_start() {
+fn write_omp_sorts_by_thread_kind_start_longest_first() {
+    use hyscope_format::schema::OmpKind;
     let dir = tempfile::tempdir().unwrap();
-    let mut rows = chunks(1, 5, 0);
-    rows.extend(chunks(0, 5, 0));
-    rows.reverse();
+    let row = |thread, kind: OmpKind, start_ns, end_ns| OmpRecord {
+        thread,
+        kind: kind as u8,
+        start_ns,
+        end_ns,
+        ..OmpRecord::default()
+    };
+    let mut rows = vec![
+        row(1, OmpKind::Chunk, 50, 60),
+        row(0, OmpKind::Sync, 90, 95),
+        row(0, OmpKind::Chunk, 30, 40),
+        row(0, OmpKind::ImplicitTask, 0, 100),
+        row(0, OmpKind::Chunk, 10, 20),
+        row(0, OmpKind::Parallel, 0, 100),
+        row(1, OmpKind::ImplicitTask, 5, 99),
+        row(0, OmpKind::Work, 5, 80),
+        row(0, OmpKind::Work, 5, 88),
+    ];
     let mut w = PartWriter::create(dir.path(), Table::Omp, 0, small(100, 100)).unwrap();
     w.write_omp(&mut rows).unwrap();
     w.finish().unwrap();
     write_manifest(dir.path(), [0].into_iter());
-    let back: Vec<(u32, i64)> = Trace::open(dir.path())
+    let back: Vec<(u32, u8, i64, i64)> = Trace::open(dir.path())
         .unwrap()
         .read_records::<OmpRecord>(&ScanOptions::default())
         .unwrap()
         .into_iter()
-        .map(|(_, r)| (r.thread, r.start_ns))
+        .map(|(_, r)| (r.thread, r.kind, r.start_ns, r.end_ns))
         .collect();
-    let want: Vec<(u32, i64)> = (0..2)
-        .flat_map(|t| (0..5).map(move |i| (t, 1000 * i)))
-        .collect();
-    assert_eq!(back, want);
+    let k = |kind: OmpKind| kind as u8;
+    assert_eq!(
+        back,
+        [
+            (0, k(OmpKind::Parallel), 0, 100),
+            (0, k(OmpKind::ImplicitTask), 0, 100),
+            (0, k(OmpKind::Work), 5, 88),
+            (0, k(OmpKind::Work), 5, 80),
+            (0, k(OmpKind::Chunk), 10, 20),
+            (0, k(OmpKind::Chunk), 30, 40),
+            (0, k(OmpKind::Sync), 90, 95),
+            (1, k(OmpKind::ImplicitTask), 5, 99),
+            (1, k(OmpKind::Chunk), 50, 60),
+        ]
+    );
 }
 
 #[test]
