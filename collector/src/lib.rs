@@ -1,1 +1,105 @@
 //! hyscope-collector: the measurement system inside the application.
+//!
+//! Built as `libhyscope.so` (preloaded into the application) and as an rlib.
+//!
+//! - [`clock`]: the one monotonic clock (`now_ns`);
+//! - [`events`]: per-thread buffers, the writer thread, `flush_all`;
+//! - [`session`]: configuration, rank, trace directory, manifest, warnings, exit path;
+//! - [`symbols`]: code addresses → function, file:line at exit;
+//! - [`mpi`]: PMPI wrappers; [`samplers`]: sampled metrics.
+//!
+//! The OMPT adapter lives in the `hyscope-ompt` crate; this crate exports
+//! `ompt_start_tool` and is its sink.
+
+pub mod clock;
+pub mod events;
+pub mod mpi;
+pub mod samplers;
+pub mod session;
+pub mod symbols;
+
+use std::ffi::{c_char, c_uint};
+
+use hyscope_format::schema::OmpRecord;
+use hyscope_ompt::ffi::ompt_start_tool_result_t;
+
+/// The collector as the OMPT adapter's sink.
+struct CollectorSink;
+
+impl hyscope_ompt::Sink for CollectorSink {
+    #[inline]
+    fn now_ns(&self) -> i64 {
+        clock::now_ns()
+    }
+    #[inline]
+    fn record(&self, rec: OmpRecord) {
+        events::record_omp(rec);
+    }
+    fn thread_index(&self) -> u32 {
+        events::thread_index()
+    }
+    fn warn(&self, msg: &str) {
+        session::warn(msg);
+    }
+    fn finalize(&self) {
+        guarded(session::finish);
+    }
+}
+
+static SINK: CollectorSink = CollectorSink;
+
+/// Run `f`, turning a panic into a warning: the collector never takes the application down.
+pub(crate) fn guarded(f: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        let _ = std::panic::catch_unwind(|| session::warn("internal error (see above); recording may be incomplete"));
+    }
+}
+
+/// Called by the OpenMP runtime when it looks for a tool (OpenMP 5.x, §4.2.1).
+///
+/// # Safety
+/// Called by the runtime with a NUL-terminated version string (or null).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ompt_start_tool(
+    omp_version: c_uint,
+    runtime_version: *const c_char,
+) -> *mut ompt_start_tool_result_t {
+    if std::env::var_os("HYSCOPE_OMPT").is_some_and(|v| v == "0") {
+        return std::ptr::null_mut();
+    }
+    start();
+    // SAFETY: forwarded from the runtime.
+    unsafe { hyscope_ompt::start_tool(omp_version, runtime_version) }
+}
+
+/// One-time start: session, OMPT configuration and sink, exit hook.
+fn start() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        guarded(|| {
+            session::init();
+            let (config, warnings) = hyscope_ompt::ToolConfig::from_env();
+            for w in warnings {
+                session::warn(&w);
+            }
+            hyscope_ompt::configure(&config);
+            hyscope_ompt::set_sink(&SINK);
+            // SAFETY: registering a plain extern "C" function.
+            unsafe { libc::atexit(at_exit) };
+        });
+    });
+}
+
+extern "C" fn at_exit() {
+    guarded(session::finish);
+}
+
+extern "C" fn constructor() {
+    start();
+}
+
+/// Library constructor: initialise before `main` (and before the OpenMP
+/// runtime looks for a tool, whichever comes first).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static CONSTRUCTOR: extern "C" fn() = constructor;

@@ -1,1 +1,254 @@
-//! hyscope-ompt
+//! # hyscope-ompt
+//!
+//! The OMPT adapter: `ompt_start_tool` logic, capability probing, and the
+//! callbacks of LLVM's OpenMP runtime turned into intervals ([`OmpRecord`]s)
+//! on a per-thread stack, exactly as documented on
+//! [`hyscope_format::schema::OmpKind`].
+//!
+//! The crate does not store anything itself: every finished interval goes to
+//! a [`Sink`] (the collector's buffers in `libhyscope.so`, or a recording
+//! sink in tests), set once with [`set_sink`]. The collector exports the
+//! C symbol `ompt_start_tool` and forwards to [`start_tool`].
+//!
+//! Ids: parallel regions and tasks get process-unique ids
+//! `(thread_index + 1) << 40 | n` (n counts per thread), stored in the
+//! runtime's `ompt_data_t` of the region or task; explicit tasks have bit 62
+//! set as well, which is how a task switch tells them from implicit tasks.
+//!
+//! What is deliberately not recorded: `nest_lock` re-acquisitions of an
+//! already owned nest lock (the outer acquire/release pair is recorded),
+//! `control_tool` and `error` (registered, so the capability table lists them).
+
+pub mod callbacks;
+pub mod ffi;
+mod state;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use hyscope_format::manifest::OpenMpInfo;
+use hyscope_format::schema::{OmpKind, OmpRecord};
+
+pub use state::threads_seen;
+
+/// Where finished intervals go.
+pub trait Sink: Sync {
+    /// The collector's clock, ns.
+    fn now_ns(&self) -> i64;
+    /// Store one finished interval (called on the thread it belongs to, except
+    /// for profile summaries written at exit). Must not block or allocate.
+    fn record(&self, rec: OmpRecord);
+    /// Index of the calling thread (first call happens in `thread_begin`).
+    fn thread_index(&self) -> u32;
+    /// Report a problem once (`hyscope: ...` on stderr).
+    fn warn(&self, msg: &str);
+    /// The runtime shut the tool down (OMPT finalize): flush everything.
+    fn finalize(&self);
+}
+
+static SINK: OnceLock<&'static dyn Sink> = OnceLock::new();
+
+/// Set the sink (once per process; later calls are ignored).
+pub fn set_sink(sink: &'static dyn Sink) {
+    let _ = SINK.set(sink);
+}
+
+#[inline]
+pub(crate) fn sink() -> Option<&'static dyn Sink> {
+    SINK.get().copied()
+}
+
+/// What to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolConfig {
+    /// `HYSCOPE_MODE=profile`: aggregate per (kind, variant, codeptr, thread)
+    /// and write [`OmpKind::Summary`] rows at exit instead of intervals.
+    pub profile: bool,
+    /// Bit `1 << kind` set for every [`OmpKind`] to record.
+    pub kinds: u32,
+}
+
+/// Event groups of `HYSCOPE_GROUPS` and the kinds each one records.
+pub const GROUPS: &[(&str, &[OmpKind])] = &[
+    ("thread", &[OmpKind::Thread]),
+    (
+        "parallel",
+        &[OmpKind::Parallel, OmpKind::ImplicitTask, OmpKind::InitialTask],
+    ),
+    ("work", &[OmpKind::Work]),
+    ("chunk", &[OmpKind::Chunk]),
+    ("sync", &[OmpKind::Sync, OmpKind::SyncWait]),
+    (
+        "mutex",
+        &[OmpKind::MutexWait, OmpKind::MutexHold, OmpKind::LockLifetime],
+    ),
+    (
+        "task",
+        &[OmpKind::TaskCreate, OmpKind::TaskRun, OmpKind::TaskDependence],
+    ),
+    ("masked", &[OmpKind::Masked]),
+    ("reduction", &[OmpKind::Reduction]),
+    ("cancel", &[OmpKind::Cancel]),
+    ("flush", &[OmpKind::Flush]),
+];
+
+fn kind_bits(kinds: &[OmpKind]) -> u32 {
+    kinds.iter().fold(0, |m, k| m | 1 << (*k as u32))
+}
+
+impl Default for ToolConfig {
+    fn default() -> Self {
+        ToolConfig {
+            profile: false,
+            kinds: GROUPS.iter().fold(0, |m, (_, k)| m | kind_bits(k)),
+        }
+    }
+}
+
+impl ToolConfig {
+    /// From `HYSCOPE_MODE`, `HYSCOPE_GROUPS` (comma list of [`GROUPS`] names, or `all`)
+    /// and `HYSCOPE_DISPATCH` (0 turns chunks off). Unknown group names are
+    /// returned as warnings.
+    pub fn from_env() -> (ToolConfig, Vec<String>) {
+        let var = |k: &str| std::env::var(k).ok();
+        Self::from_values(
+            var("HYSCOPE_MODE").as_deref(),
+            var("HYSCOPE_GROUPS").as_deref(),
+            var("HYSCOPE_DISPATCH").as_deref(),
+        )
+    }
+
+    pub fn from_values(
+        mode: Option<&str>,
+        groups: Option<&str>,
+        dispatch: Option<&str>,
+    ) -> (ToolConfig, Vec<String>) {
+        let mut warnings = Vec::new();
+        let mut config = ToolConfig {
+            profile: mode == Some("profile"),
+            ..ToolConfig::default()
+        };
+        if let Some(list) = groups.filter(|g| !g.trim().is_empty() && g.trim() != "all") {
+            config.kinds = 0;
+            for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                match GROUPS.iter().find(|(g, _)| *g == name) {
+                    Some((_, kinds)) => config.kinds |= kind_bits(kinds),
+                    None => warnings.push(format!(
+                        "HYSCOPE_GROUPS: unknown group `{name}` (known: {})",
+                        GROUPS.iter().map(|(g, _)| *g).collect::<Vec<_>>().join(",")
+                    )),
+                }
+            }
+        }
+        if matches!(dispatch.map(str::trim), Some("0") | Some("off") | Some("false")) {
+            config.kinds &= !(1 << OmpKind::Chunk as u32);
+        }
+        (config, warnings)
+    }
+
+    pub fn records(&self, kind: OmpKind) -> bool {
+        self.kinds & (1 << kind as u32) != 0
+    }
+}
+
+static KINDS: AtomicU32 = AtomicU32::new(u32::MAX);
+static PROFILE: AtomicBool = AtomicBool::new(false);
+/// A loop `work` event without a schedule (libomp < 19) was seen.
+pub(crate) static GENERIC_LOOP_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// Apply a configuration (before the runtime starts calling back).
+pub fn configure(config: &ToolConfig) {
+    KINDS.store(config.kinds, Ordering::Relaxed);
+    PROFILE.store(config.profile, Ordering::Relaxed);
+}
+
+#[inline]
+pub(crate) fn kind_enabled(kind: u8) -> bool {
+    KINDS.load(Ordering::Relaxed) & (1 << kind) != 0
+}
+
+#[inline]
+pub(crate) fn profile_mode() -> bool {
+    PROFILE.load(Ordering::Relaxed)
+}
+
+/// What the runtime told us at start and initialisation.
+#[derive(Default)]
+pub(crate) struct RuntimeInfo {
+    pub version: String,
+    pub omp_version: u32,
+    pub path: String,
+    pub capabilities: BTreeMap<String, i32>,
+    pub started: bool,
+}
+
+static RUNTIME: Mutex<RuntimeInfo> = Mutex::new(RuntimeInfo {
+    version: String::new(),
+    omp_version: 0,
+    path: String::new(),
+    capabilities: BTreeMap::new(),
+    started: false,
+});
+
+pub(crate) fn runtime_info<R>(f: impl FnOnce(&mut RuntimeInfo) -> R) -> R {
+    f(&mut RUNTIME.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// The OpenMP part of the manifest, once the runtime initialised the tool.
+pub fn openmp_info() -> Option<OpenMpInfo> {
+    runtime_info(|r| {
+        if !r.started {
+            return None;
+        }
+        let mut missing = Vec::new();
+        for (name, &result) in r.capabilities.iter() {
+            if result <= ffi::OMPT_SET_NEVER {
+                let what = match name.as_str() {
+                    "ompt_callback_dispatch" => "no loop chunks",
+                    "ompt_callback_work" => "no worksharing constructs",
+                    "ompt_callback_sync_region" => "no barriers or taskwaits",
+                    "ompt_callback_sync_region_wait" => "no barrier wait times",
+                    "ompt_callback_mutex_acquire" | "ompt_callback_mutex_acquired" => {
+                        "no mutex waits"
+                    }
+                    "ompt_callback_reduction" => "no reductions",
+                    "ompt_callback_masked" => "no masked/master constructs",
+                    _ => "not reported",
+                };
+                let how = if result == ffi::OMPT_SET_ERROR { "error" } else { "never" };
+                missing.push(format!("{what} ({name}: {how})"));
+            }
+        }
+        if GENERIC_LOOP_SEEN.load(Ordering::Relaxed) {
+            missing.push(
+                "no loop schedule kinds (work callbacks report ompt_work_loop only)".to_string(),
+            );
+        }
+        Some(OpenMpInfo {
+            runtime_version: r.version.clone(),
+            runtime_path: r.path.clone(),
+            ompt_version: r.omp_version,
+            capabilities: r.capabilities.clone(),
+            missing,
+        })
+    })
+}
+
+/// True when the calling thread is inside an OpenMP parallel region (it runs an
+/// implicit task of a region, serialized regions included).
+#[inline]
+pub fn in_parallel() -> bool {
+    state::in_parallel()
+}
+
+/// Called by the collector's exit path before its final flush: in profile
+/// mode, hand the aggregates of every thread to the sink as summary rows
+/// (and reset them, so a later call adds only what came in between).
+pub fn before_exit_flush() {
+    if profile_mode() {
+        state::emit_all_summaries();
+    }
+}
+
+pub use callbacks::start_tool;

@@ -1,0 +1,351 @@
+//! Process-wide state of the collector: configuration, rank, trace directory,
+//! the manifest draft, this rank's [`RankInfo`], warnings and the exit path.
+//!
+//! Initialised once, by the library constructor or `ompt_start_tool`,
+//! whichever runs first ([`init`] is idempotent).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use hyscope_format::Manifest;
+use hyscope_format::manifest::RankInfo;
+
+use crate::events::{self, lock};
+use crate::{clock, symbols};
+
+/// Configuration from `HYSCOPE_*` variables.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `HYSCOPE_OUTPUT`: the trace directory (default `hyscope-<prog>-<date>-<time>` in cwd).
+    pub output: Option<PathBuf>,
+    /// `HYSCOPE_MODE`: `trace` (default) or `profile`.
+    pub mode: String,
+    /// `HYSCOPE_BUFFER_MB` (default 16) in bytes: the cap on event buffer memory.
+    pub buffer_bytes: usize,
+}
+
+struct Session {
+    config: Config,
+    manifest: Mutex<Manifest>,
+    rank_info: Mutex<RankInfo>,
+    warnings: Mutex<Vec<String>>,
+}
+
+static SESSION: OnceLock<Session> = OnceLock::new();
+static RANK: AtomicU32 = AtomicU32::new(0);
+static MANIFEST_BY_MPI: AtomicBool = AtomicBool::new(false);
+static MPI_SEEN: AtomicBool = AtomicBool::new(false);
+/// Serialises the exit path (atexit and OMPT finalize may both run it).
+static FINISH: Mutex<()> = Mutex::new(());
+
+/// Initialise the session (idempotent, cheap after the first call).
+pub fn init() {
+    session();
+}
+
+fn session() -> &'static Session {
+    SESSION.get_or_init(|| {
+        // Index 0 goes to the thread that initialises: the initial thread.
+        events::thread_index();
+        let rank = rank_from_env();
+        RANK.store(rank, Ordering::Relaxed);
+        let config = config_from_env();
+        let start_clock_ns = clock::now_ns();
+        let start_unix_ns = unix_ns();
+        let host = hostname();
+        let mut manifest = Manifest::new();
+        manifest.command = command_line();
+        manifest.start_time = rfc3339(start_unix_ns);
+        manifest.start_unix_ns = start_unix_ns;
+        manifest.start_clock_ns = start_clock_ns;
+        manifest.clock = clock::info();
+        manifest.mode = config.mode.clone();
+        manifest.hosts = vec![host.clone()];
+        manifest.world_size = 1;
+        manifest.config = std::env::vars()
+            .filter(|(k, _)| k.starts_with("HYSCOPE_"))
+            .collect::<BTreeMap<_, _>>();
+        let rank_info = RankInfo {
+            rank,
+            host,
+            pid: std::process::id(),
+            cores: affinity(),
+            ..RankInfo::default()
+        };
+        Session {
+            config,
+            manifest: Mutex::new(manifest),
+            rank_info: Mutex::new(rank_info),
+            warnings: Mutex::new(Vec::new()),
+        }
+    })
+}
+
+/// The configuration.
+pub fn config() -> &'static Config {
+    &session().config
+}
+
+/// This process's rank: from the launcher's environment at load, confirmed by MPI_Init.
+pub fn rank() -> u32 {
+    init();
+    RANK.load(Ordering::Relaxed)
+}
+
+/// The trace directory (`HYSCOPE_OUTPUT`), None only if no directory can be named.
+pub fn trace_dir() -> Option<PathBuf> {
+    config().output.clone()
+}
+
+/// Print `hyscope: msg` once per distinct message and keep it for `RankInfo::warnings`.
+pub fn warn(msg: &str) {
+    let s = session();
+    let mut w = lock(&s.warnings);
+    if w.iter().any(|m| m == msg) {
+        return;
+    }
+    w.push(msg.to_string());
+    drop(w);
+    let _ = writeln!(std::io::stderr(), "hyscope: {msg}");
+}
+
+/// Change this rank's info (e.g. RSS around MPI_Init, clock offsets).
+/// Do not call [`warn`] inside `f`... it is fine, warnings are kept apart.
+pub fn with_rank_info<R>(f: impl FnOnce(&mut RankInfo) -> R) -> R {
+    f(&mut lock(&session().rank_info))
+}
+
+/// Change the job manifest draft this process holds (rank 0's is written).
+pub fn with_manifest<R>(f: impl FnOnce(&mut Manifest) -> R) -> R {
+    f(&mut lock(&session().manifest))
+}
+
+/// MPI_Init confirms the rank and the world size.
+pub fn set_mpi_world(rank: u32, size: u32) {
+    init();
+    if rank != RANK.load(Ordering::Relaxed) {
+        warn(&format!(
+            "MPI rank {rank} differs from the launcher's rank {}; parts written before MPI_Init are under the latter",
+            RANK.load(Ordering::Relaxed)
+        ));
+        RANK.store(rank, Ordering::Relaxed);
+    }
+    MPI_SEEN.store(true, Ordering::Relaxed);
+    events::mark_active();
+    with_rank_info(|r| r.rank = rank);
+    with_manifest(|m| m.world_size = size);
+}
+
+/// The MPI layer wrote (or will write) manifest.json; the exit path then does not.
+pub fn mark_manifest_written_by_mpi() {
+    MANIFEST_BY_MPI.store(true, Ordering::Relaxed);
+}
+
+/// Flush every thread's buffer and close the open parts (e.g. from MPI_Finalize).
+pub fn flush_all() {
+    events::flush_all();
+}
+
+/// A snapshot of this rank's info with current counts, drops and warnings.
+pub fn rank_info_snapshot() -> RankInfo {
+    let s = session();
+    let mut info = lock(&s.rank_info).clone();
+    info.events = events::written_counts();
+    info.dropped_events = events::dropped_events();
+    info.threads = info.threads.max(hyscope_ompt::threads_seen());
+    info.warnings = lock(&s.warnings).clone();
+    info
+}
+
+/// The exit path: flush, resolve symbols, write `ranks/rank-<r>.json` and, for
+/// programs without MPI (or where MPI did not take it over), rank 0 writes
+/// `manifest.json`. Runs at `atexit` and at OMPT finalize; later runs add what
+/// arrived in between. Does nothing in processes that recorded nothing.
+pub fn finish() {
+    let _guard = lock(&FINISH);
+    if !events::is_active() {
+        return;
+    }
+    hyscope_ompt::before_exit_flush();
+    events::flush_all();
+    let Some(dir) = trace_dir() else {
+        return;
+    };
+    symbols::write_new(&dir, rank());
+    let mut info = rank_info_snapshot();
+    info.finished = true;
+    // A failed write was already reported by the writer when the trace is unwritable.
+    if let Err(e) = info.write(&dir) {
+        warn(&format!("cannot write the rank file ({e})"));
+        return;
+    }
+    if rank() == 0 && !MANIFEST_BY_MPI.load(Ordering::Relaxed) {
+        let mut manifest = with_manifest(|m| m.clone());
+        if let Some(omp) = hyscope_ompt::openmp_info() {
+            manifest.openmp = Some(omp);
+        }
+        if !MPI_SEEN.load(Ordering::Relaxed) {
+            manifest.ranks = vec![info];
+        }
+        if let Err(e) = manifest.write(&dir) {
+            warn(&format!("cannot write the manifest ({e})"));
+        }
+    }
+}
+
+fn rank_from_env() -> u32 {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.trim().parse::<u32>().ok())
+        .unwrap_or(0)
+}
+
+fn launched_by_mpi() -> bool {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .any(|k| std::env::var_os(k).is_some())
+}
+
+fn config_from_env() -> Config {
+    let output = match std::env::var("HYSCOPE_OUTPUT") {
+        Ok(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => default_output(),
+    };
+    let mode = match std::env::var("HYSCOPE_MODE").as_deref() {
+        Ok("profile") => "profile".to_string(),
+        _ => "trace".to_string(),
+    };
+    let mb = std::env::var("HYSCOPE_BUFFER_MB")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(16);
+    Config {
+        output,
+        mode,
+        buffer_bytes: mb.saturating_mul(1 << 20),
+    }
+}
+
+/// `hyscope-<prog>-<YYYYMMDD>-<HHMMSS>` in the working directory. Ranks started by
+/// an MPI launcher take the time from their parent (the launcher's daemon),
+/// so that ranks of one node agree on the name.
+fn default_output() -> Option<PathBuf> {
+    let prog = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "app".into());
+    let ns = if launched_by_mpi() {
+        parent_start_unix_ns().unwrap_or_else(unix_ns)
+    } else {
+        unix_ns()
+    };
+    let (y, mo, d, h, mi, s) = civil(ns.div_euclid(1_000_000_000));
+    let name = format!("hyscope-{prog}-{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}");
+    Some(std::env::current_dir().ok()?.join(name))
+}
+
+fn parent_start_unix_ns() -> Option<i64> {
+    // SAFETY: getppid cannot fail.
+    let ppid = unsafe { libc::getppid() };
+    let stat = std::fs::read_to_string(format!("/proc/{ppid}/stat")).ok()?;
+    // Field 22 (starttime, clock ticks since boot), counted after the ")" of the command.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: i64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    let btime: i64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    Some((btime + ticks / hz) * 1_000_000_000)
+}
+
+fn unix_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// (year, month, day, hour, minute, second) in UTC of a Unix time in seconds.
+fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    // Howard Hinnant's days_from_civil inverse.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        y,
+        m,
+        d,
+        (tod / 3600) as u32,
+        (tod % 3600 / 60) as u32,
+        (tod % 60) as u32,
+    )
+}
+
+fn rfc3339(unix_ns: i64) -> String {
+    let (y, mo, d, h, mi, s) = civil(unix_ns.div_euclid(1_000_000_000));
+    let ms = unix_ns.rem_euclid(1_000_000_000) / 1_000_000;
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+}
+
+fn command_line() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is writable for its length.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+fn affinity() -> Vec<u32> {
+    // SAFETY: set is a plain bitmask, zeroed before use.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .map(|c| c as u32)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil(0), (1970, 1, 1, 0, 0, 0));
+        // 2026-11-22T06:43:07Z
+        assert_eq!(civil(1_795_329_787), (2026, 11, 22, 6, 43, 7));
+        assert_eq!(civil(951_782_400), (2000, 2, 29, 0, 0, 0));
+        assert_eq!(rfc3339(1_500_000_000), "1970-01-01T00:00:01.500Z");
+    }
+}

@@ -1,0 +1,657 @@
+//! The OMPT entry points and one callback per host event.
+//!
+//! Every callback: read the clock first (so the tool's own work is not inside
+//! the interval), then open or close an interval on the calling thread's
+//! stack. Ends are matched to the innermost open interval of the same kind
+//! (and variant, wait id or task), not blindly to the top, because libomp
+//! delivers some ends late: a worker's join-barrier `sync_region_wait` end,
+//! `sync_region` end and `implicit_task` end arrive only when it wakes for the
+//! next region or at shutdown, with no parallel data and team size 0. We
+//! record those as they come (raw truth); the analyzer clips a worker's wait at
+//! the master's `parallel_end`.
+//!
+//! No OpenMP user API is called here (it can crash inside callbacks), no
+//! panics: all pointers from the runtime are checked for null.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::sync::atomic::Ordering;
+
+use hyscope_format::schema::{OmpKind, OmpRecord};
+
+use crate::ffi::*;
+use crate::state::{EXPLICIT_TASK_BIT, current};
+use crate::{GENERIC_LOOP_SEEN, runtime_info, sink};
+
+#[inline]
+fn now() -> i64 {
+    match sink() {
+        Some(s) => s.now_ns(),
+        None => 0,
+    }
+}
+
+/// `value` of a runtime-owned `ompt_data_t`, 0 for null.
+#[inline]
+fn data(p: *const ompt_data_t) -> u64 {
+    if p.is_null() {
+        0
+    } else {
+        // SAFETY: non-null pointers from the runtime point to live ompt_data_t.
+        unsafe { (*p).value }
+    }
+}
+
+#[inline]
+fn set_data(p: *mut ompt_data_t, v: u64) {
+    if !p.is_null() {
+        // SAFETY: as in data().
+        unsafe { (*p).value = v };
+    }
+}
+
+static mut RESULT: ompt_start_tool_result_t = ompt_start_tool_result_t {
+    initialize: Some(initialize),
+    finalize: Some(finalize),
+    tool_data: ompt_data_t { value: 0 },
+};
+
+/// The body of `ompt_start_tool`: remember the runtime's version and return
+/// our initialize/finalize pair (the collector exports the C symbol).
+///
+/// # Safety
+/// `runtime_version` is null or a NUL-terminated string (as the runtime passes it).
+pub unsafe fn start_tool(
+    omp_version: c_uint,
+    runtime_version: *const c_char,
+) -> *mut ompt_start_tool_result_t {
+    let version = if runtime_version.is_null() {
+        String::new()
+    } else {
+        // SAFETY: guaranteed by the caller.
+        unsafe { CStr::from_ptr(runtime_version) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    runtime_info(|r| {
+        r.version = version;
+        r.omp_version = omp_version;
+    });
+    &raw mut RESULT
+}
+
+type Lookup = unsafe extern "C" fn(*const c_char) -> ompt_interface_fn_t;
+
+/// `ompt_initialize_t`: register every host callback and record what the runtime answered.
+unsafe extern "C" fn initialize(
+    lookup: ompt_function_lookup_t,
+    _initial_device_num: c_int,
+    _tool_data: *mut ompt_data_t,
+) -> c_int {
+    let Some(lookup) = lookup else { return 0 };
+    register_all(lookup);
+    1
+}
+
+fn register_all(lookup: Lookup) {
+    // SAFETY: lookup is the runtime's function; the name is NUL-terminated.
+    let f = unsafe { lookup(c"ompt_set_callback".as_ptr()) };
+    let Some(f) = f else {
+        if let Some(s) = sink() {
+            s.warn("the OpenMP runtime offers no ompt_set_callback; OpenMP events are not recorded");
+        }
+        return;
+    };
+    // SAFETY: the runtime returns ompt_set_callback for this name.
+    let set: ompt_set_callback_t = unsafe { std::mem::transmute(f) };
+    let path = module_of(f as *const c_void);
+    let mut caps = std::collections::BTreeMap::new();
+    for &(id, name) in HOST_CALLBACKS {
+        let Some(cb) = callback_for(id) else { continue };
+        // SAFETY: cb has the signature the runtime expects for event `id`.
+        let result = unsafe { set(id, Some(cb)) };
+        caps.insert(name.to_string(), result);
+        if result > OMPT_SET_NEVER && !needed(id) {
+            // Unregister what the configuration does not record (after probing it).
+            // SAFETY: a null callback unregisters.
+            unsafe { set(id, None) };
+        }
+    }
+    runtime_info(|r| {
+        r.capabilities = caps;
+        r.path = path;
+        r.started = true;
+    });
+}
+
+/// Whether the configured groups need callback `id`.
+fn needed(id: c_uint) -> bool {
+    use crate::kind_enabled as on;
+    let k = |kind: OmpKind| on(kind as u8);
+    match id {
+        // State: thread indices, region and task ids, in_parallel.
+        1..=4 | 7 => true,
+        5 | 6 | 18 | 19 => k(OmpKind::TaskCreate) || k(OmpKind::TaskRun) || k(OmpKind::TaskDependence),
+        16 => k(OmpKind::SyncWait),
+        23 => k(OmpKind::Sync),
+        17 | 26 | 27 => k(OmpKind::MutexWait) || k(OmpKind::MutexHold),
+        24 | 25 => k(OmpKind::LockLifetime),
+        28 => false,
+        // Chunks end at the latest with their loop.
+        20 => k(OmpKind::Work) || k(OmpKind::Chunk),
+        21 => k(OmpKind::Masked),
+        29 => k(OmpKind::Flush),
+        30 => k(OmpKind::Cancel),
+        31 => k(OmpKind::Reduction),
+        32 => k(OmpKind::Chunk),
+        _ => false,
+    }
+}
+
+fn module_of(addr: *const c_void) -> String {
+    // SAFETY: dladdr only reads the loader's tables; info is plain data.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(addr, &mut info) != 0 && !info.dli_fname.is_null() {
+            let name = CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+            return std::fs::canonicalize(&name)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or(name);
+        }
+    }
+    String::new()
+}
+
+fn callback_for(id: c_uint) -> ompt_callback_t {
+    macro_rules! cb {
+        ($f:expr) => {
+            // SAFETY: only erases the signature; the runtime calls it with the right one.
+            Some(unsafe { std::mem::transmute::<*const (), unsafe extern "C" fn()>($f as *const ()) })
+        };
+    }
+    match id {
+        1 => cb!(thread_begin),
+        2 => cb!(thread_end),
+        3 => cb!(parallel_begin),
+        4 => cb!(parallel_end),
+        5 => cb!(task_create),
+        6 => cb!(task_schedule),
+        7 => cb!(implicit_task),
+        11 => cb!(control_tool),
+        16 => cb!(sync_region_wait),
+        17 => cb!(mutex_released),
+        18 => cb!(dependences),
+        19 => cb!(task_dependence),
+        20 => cb!(work),
+        21 => cb!(masked),
+        23 => cb!(sync_region),
+        24 => cb!(lock_init),
+        25 => cb!(lock_destroy),
+        26 => cb!(mutex_acquire),
+        27 => cb!(mutex_acquired),
+        28 => cb!(nest_lock),
+        29 => cb!(flush),
+        30 => cb!(cancel),
+        31 => cb!(reduction),
+        32 => cb!(dispatch),
+        37 => cb!(error),
+        _ => None,
+    }
+}
+
+/// `ompt_finalize_t`: the runtime shuts down.
+unsafe extern "C" fn finalize(_tool_data: *mut ompt_data_t) {
+    if let Some(s) = sink() {
+        s.finalize();
+    }
+}
+
+// ---- threads -------------------------------------------------------------
+
+pub unsafe extern "C" fn thread_begin(thread_type: c_uint, thread_data: *mut ompt_data_t) {
+    let t = now();
+    let st = current();
+    set_data(thread_data, st.index as u64);
+    let rec = st.rec(OmpKind::Thread, thread_type, t);
+    st.push(rec);
+}
+
+pub unsafe extern "C" fn thread_end(_thread_data: *mut ompt_data_t) {
+    let t = now();
+    current().close(t, |r| r.kind == OmpKind::Thread as u8);
+}
+
+// ---- parallel regions and implicit tasks ---------------------------------
+
+pub unsafe extern "C" fn parallel_begin(
+    encountering_task_data: *mut ompt_data_t,
+    _encountering_task_frame: *const ompt_frame_t,
+    parallel_data: *mut ompt_data_t,
+    requested_parallelism: c_uint,
+    flags: c_int,
+    codeptr_ra: *const c_void,
+) {
+    let t = now();
+    let st = current();
+    let id = st.new_id();
+    set_data(parallel_data, id);
+    let mut rec = st.rec(OmpKind::Parallel, 0, t);
+    rec.parallel_id = id;
+    rec.task_id = data(encountering_task_data);
+    rec.requested_team_size = requested_parallelism;
+    rec.flags = flags as u32;
+    rec.codeptr = codeptr_ra as u64;
+    st.push(rec);
+}
+
+pub unsafe extern "C" fn parallel_end(
+    parallel_data: *mut ompt_data_t,
+    _encountering_task_data: *mut ompt_data_t,
+    _flags: c_int,
+    _codeptr_ra: *const c_void,
+) {
+    let t = now();
+    let id = data(parallel_data);
+    current().close(t, |r| r.kind == OmpKind::Parallel as u8 && r.parallel_id == id);
+}
+
+pub unsafe extern "C" fn implicit_task(
+    endpoint: c_uint,
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    actual_parallelism: c_uint,
+    index: c_uint,
+    flags: c_int,
+) {
+    let t = now();
+    let st = current();
+    let initial = flags & OMPT_TASK_INITIAL != 0;
+    let kind = if initial {
+        OmpKind::InitialTask
+    } else {
+        OmpKind::ImplicitTask
+    };
+    if endpoint == OMPT_SCOPE_BEGIN {
+        let id = st.new_id();
+        set_data(task_data, id);
+        let pid = if initial { 0 } else { data(parallel_data) };
+        let mut rec = st.rec(kind, 0, t);
+        rec.parallel_id = pid;
+        rec.task_id = id;
+        rec.team_size = actual_parallelism;
+        rec.count = index as u64;
+        rec.flags = flags as u32;
+        if !initial {
+            st.implicit_depth += 1;
+            // The team size of a region is what its primary thread's implicit task reports.
+            if index == 0 {
+                if let Some(p) =
+                    st.find(|r| r.kind == OmpKind::Parallel as u8 && r.parallel_id == pid)
+                {
+                    p.team_size = actual_parallelism;
+                }
+            }
+        }
+        st.push(rec);
+    } else {
+        let id = data(task_data);
+        let k = kind as u8;
+        let closed = st
+            .close(t, |r| r.kind == k && r.task_id == id)
+            .or_else(|| st.close(t, |r| r.kind == k));
+        if closed.is_some() && !initial {
+            st.implicit_depth = st.implicit_depth.saturating_sub(1);
+        }
+    }
+}
+
+// ---- worksharing and chunks ----------------------------------------------
+
+pub unsafe extern "C" fn work(
+    work_type: c_uint,
+    endpoint: c_uint,
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    count: u64,
+    codeptr_ra: *const c_void,
+) {
+    let t = now();
+    let st = current();
+    if endpoint == OMPT_SCOPE_BEGIN || endpoint == OMPT_SCOPE_BEGINEND {
+        if work_type == OMPT_WORK_LOOP && !GENERIC_LOOP_SEEN.load(Ordering::Relaxed) {
+            GENERIC_LOOP_SEEN.store(true, Ordering::Relaxed);
+        }
+        let mut rec = st.rec(OmpKind::Work, work_type, t);
+        rec.parallel_id = data(parallel_data);
+        rec.task_id = data(task_data);
+        rec.codeptr = codeptr_ra as u64;
+        rec.count = count;
+        if endpoint == OMPT_SCOPE_BEGINEND {
+            st.emit(rec);
+        } else {
+            st.push(rec);
+        }
+    } else {
+        let v = work_type as u8;
+        st.close(t, |r| r.kind == OmpKind::Work as u8 && r.variant == v);
+    }
+}
+
+pub unsafe extern "C" fn dispatch(
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    kind: c_uint,
+    instance: ompt_data_t,
+) {
+    let t = now();
+    let st = current();
+    // The previous chunk of this loop ends where the next one is dispatched.
+    if st.top().is_some_and(|r| r.kind == OmpKind::Chunk as u8) {
+        st.close(t, |r| r.kind == OmpKind::Chunk as u8);
+    }
+    let mut rec = st.rec(OmpKind::Chunk, kind, t);
+    rec.parallel_id = data(parallel_data);
+    rec.task_id = data(task_data);
+    // Chunks carry their loop's code address, so they resolve to the loop's line.
+    rec.codeptr = st
+        .top()
+        .filter(|r| r.kind == OmpKind::Work as u8)
+        .map_or(0, |r| r.codeptr);
+    match kind {
+        OMPT_DISPATCH_WS_LOOP_CHUNK
+        | OMPT_DISPATCH_TASKLOOP_CHUNK
+        | OMPT_DISPATCH_DISTRIBUTE_CHUNK => {
+            // SAFETY: for chunk dispatches `instance.ptr` points to an ompt_dispatch_chunk_t.
+            let chunk = unsafe { instance.ptr } as *const ompt_dispatch_chunk_t;
+            if !chunk.is_null() {
+                // SAFETY: checked for null; valid during the callback.
+                let c = unsafe { *chunk };
+                rec.chunk_start = c.start;
+                rec.count = c.iterations;
+            }
+        }
+        OMPT_DISPATCH_ITERATION => {
+            // SAFETY: for iterations `instance.value` is the iteration number.
+            rec.chunk_start = unsafe { instance.value };
+            rec.count = 1;
+        }
+        OMPT_DISPATCH_SECTION => {
+            // SAFETY: for sections `instance.ptr` is the section's code address.
+            rec.codeptr = unsafe { instance.ptr } as u64;
+            rec.count = 1;
+        }
+        _ => {}
+    }
+    st.push(rec);
+}
+
+// ---- synchronisation -----------------------------------------------------
+
+#[inline]
+fn scoped(
+    kind: OmpKind,
+    variant: c_uint,
+    endpoint: c_uint,
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    codeptr_ra: *const c_void,
+) {
+    let t = now();
+    let st = current();
+    if endpoint == OMPT_SCOPE_BEGIN {
+        let mut rec = st.rec(kind, variant, t);
+        rec.parallel_id = data(parallel_data);
+        rec.task_id = data(task_data);
+        rec.codeptr = codeptr_ra as u64;
+        st.push(rec);
+    } else {
+        let (k, v) = (kind as u8, variant as u8);
+        st.close(t, |r| r.kind == k && r.variant == v);
+    }
+}
+
+pub unsafe extern "C" fn sync_region(
+    kind: c_uint,
+    endpoint: c_uint,
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    codeptr_ra: *const c_void,
+) {
+    scoped(OmpKind::Sync, kind, endpoint, parallel_data, task_data, codeptr_ra);
+}
+
+pub unsafe extern "C" fn sync_region_wait(
+    kind: c_uint,
+    endpoint: c_uint,
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    codeptr_ra: *const c_void,
+) {
+    scoped(OmpKind::SyncWait, kind, endpoint, parallel_data, task_data, codeptr_ra);
+}
+
+pub unsafe extern "C" fn reduction(
+    kind: c_uint,
+    endpoint: c_uint,
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    codeptr_ra: *const c_void,
+) {
+    scoped(OmpKind::Reduction, kind, endpoint, parallel_data, task_data, codeptr_ra);
+}
+
+pub unsafe extern "C" fn masked(
+    endpoint: c_uint,
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    codeptr_ra: *const c_void,
+) {
+    scoped(OmpKind::Masked, 0, endpoint, parallel_data, task_data, codeptr_ra);
+}
+
+// ---- mutual exclusion ----------------------------------------------------
+
+pub unsafe extern "C" fn mutex_acquire(
+    kind: c_uint,
+    hint: c_uint,
+    _impl: c_uint,
+    wait_id: ompt_wait_id_t,
+    codeptr_ra: *const c_void,
+) {
+    let t = now();
+    let st = current();
+    // A thread waits for one mutex at a time: an older open wait is a failed test_lock.
+    st.discard(|r| r.kind == OmpKind::MutexWait as u8);
+    let mut rec = st.rec(OmpKind::MutexWait, kind, t);
+    rec.count = wait_id;
+    rec.flags = hint;
+    rec.codeptr = codeptr_ra as u64;
+    rec.parallel_id = st.context_parallel();
+    st.push(rec);
+}
+
+pub unsafe extern "C" fn mutex_acquired(
+    kind: c_uint,
+    wait_id: ompt_wait_id_t,
+    codeptr_ra: *const c_void,
+) {
+    let t = now();
+    let st = current();
+    let wait = st.close(t, |r| r.kind == OmpKind::MutexWait as u8 && r.count == wait_id);
+    let mut rec = st.rec(OmpKind::MutexHold, kind, t);
+    rec.count = wait_id;
+    rec.codeptr = codeptr_ra as u64;
+    rec.parallel_id = st.context_parallel();
+    if let Some(w) = wait {
+        rec.variant = w.variant;
+        rec.flags = w.flags;
+    }
+    st.push(rec);
+}
+
+pub unsafe extern "C" fn mutex_released(
+    _kind: c_uint,
+    wait_id: ompt_wait_id_t,
+    _codeptr_ra: *const c_void,
+) {
+    let t = now();
+    current().close(t, |r| r.kind == OmpKind::MutexHold as u8 && r.count == wait_id);
+}
+
+pub unsafe extern "C" fn nest_lock(
+    _endpoint: c_uint,
+    _wait_id: ompt_wait_id_t,
+    _codeptr_ra: *const c_void,
+) {
+}
+
+pub unsafe extern "C" fn lock_init(
+    kind: c_uint,
+    _hint: c_uint,
+    _impl: c_uint,
+    wait_id: ompt_wait_id_t,
+    codeptr_ra: *const c_void,
+) {
+    lock_lifetime(kind, wait_id, codeptr_ra, 0);
+}
+
+pub unsafe extern "C" fn lock_destroy(
+    kind: c_uint,
+    wait_id: ompt_wait_id_t,
+    codeptr_ra: *const c_void,
+) {
+    lock_lifetime(kind, wait_id, codeptr_ra, 1);
+}
+
+fn lock_lifetime(kind: c_uint, wait_id: u64, codeptr_ra: *const c_void, flags: u32) {
+    let t = now();
+    let st = current();
+    let mut rec = st.rec(OmpKind::LockLifetime, kind, t);
+    rec.count = wait_id;
+    rec.flags = flags;
+    rec.codeptr = codeptr_ra as u64;
+    rec.parallel_id = st.context_parallel();
+    st.emit(rec);
+}
+
+// ---- tasks ----------------------------------------------------------------
+
+pub unsafe extern "C" fn task_create(
+    encountering_task_data: *mut ompt_data_t,
+    _encountering_task_frame: *const ompt_frame_t,
+    new_task_data: *mut ompt_data_t,
+    flags: c_int,
+    _has_dependences: c_int,
+    codeptr_ra: *const c_void,
+) {
+    let t = now();
+    let st = current();
+    if flags & OMPT_TASK_INITIAL != 0 {
+        set_data(new_task_data, st.new_id());
+        return;
+    }
+    let id = st.new_id() | EXPLICIT_TASK_BIT;
+    set_data(new_task_data, id);
+    let mut rec = st.rec(OmpKind::TaskCreate, 0, t);
+    rec.task_id = id;
+    rec.count = data(encountering_task_data);
+    rec.flags = flags as u32;
+    rec.codeptr = codeptr_ra as u64;
+    rec.parallel_id = st.context_parallel();
+    st.emit(rec);
+}
+
+pub unsafe extern "C" fn task_schedule(
+    prior_task_data: *mut ompt_data_t,
+    prior_task_status: c_uint,
+    next_task_data: *mut ompt_data_t,
+) {
+    let t = now();
+    let st = current();
+    let prior = data(prior_task_data);
+    if prior & EXPLICIT_TASK_BIT != 0 && prior_task_status != OMPT_TASK_LATE_FULFILL {
+        let status = prior_task_status as u8;
+        if let Some(i) = st.find(|r| r.kind == OmpKind::TaskRun as u8 && r.task_id == prior) {
+            i.variant = status;
+        }
+        st.close(t, |r| r.kind == OmpKind::TaskRun as u8 && r.task_id == prior);
+    }
+    let next = data(next_task_data);
+    if next & EXPLICIT_TASK_BIT != 0 {
+        let mut rec = st.rec(OmpKind::TaskRun, 0, t);
+        rec.task_id = next;
+        rec.parallel_id = st.context_parallel();
+        st.push(rec);
+    }
+}
+
+pub unsafe extern "C" fn dependences(
+    task_data: *mut ompt_data_t,
+    _deps: *const ompt_dependence_t,
+    ndeps: c_int,
+) {
+    let t = now();
+    let st = current();
+    let mut rec = st.rec(OmpKind::TaskDependence, 0, t);
+    rec.task_id = data(task_data);
+    rec.count = ndeps.max(0) as u64;
+    rec.parallel_id = st.context_parallel();
+    st.emit(rec);
+}
+
+pub unsafe extern "C" fn task_dependence(
+    src_task_data: *mut ompt_data_t,
+    sink_task_data: *mut ompt_data_t,
+) {
+    let t = now();
+    let st = current();
+    let mut rec = st.rec(OmpKind::TaskDependence, 0, t);
+    rec.task_id = data(sink_task_data);
+    rec.count = data(src_task_data);
+    rec.flags = 1;
+    rec.parallel_id = st.context_parallel();
+    st.emit(rec);
+}
+
+// ---- instants --------------------------------------------------------------
+
+pub unsafe extern "C" fn flush(_thread_data: *mut ompt_data_t, codeptr_ra: *const c_void) {
+    instant(OmpKind::Flush, 0, codeptr_ra);
+}
+
+pub unsafe extern "C" fn cancel(task_data: *mut ompt_data_t, flags: c_int, codeptr_ra: *const c_void) {
+    let t = now();
+    let st = current();
+    let mut rec = st.rec(OmpKind::Cancel, 0, t);
+    rec.task_id = data(task_data);
+    rec.flags = flags as u32;
+    rec.codeptr = codeptr_ra as u64;
+    rec.parallel_id = st.context_parallel();
+    st.emit(rec);
+}
+
+fn instant(kind: OmpKind, flags: u32, codeptr_ra: *const c_void) {
+    let t = now();
+    let st = current();
+    let mut rec: OmpRecord = st.rec(kind, 0, t);
+    rec.flags = flags;
+    rec.codeptr = codeptr_ra as u64;
+    rec.parallel_id = st.context_parallel();
+    st.emit(rec);
+}
+
+pub unsafe extern "C" fn control_tool(
+    _command: u64,
+    _modifier: u64,
+    _arg: *mut c_void,
+    _codeptr_ra: *const c_void,
+) -> c_int {
+    0
+}
+
+pub unsafe extern "C" fn error(
+    _severity: c_uint,
+    _message: *const c_char,
+    _length: usize,
+    _codeptr_ra: *const c_void,
+) {
+}

@@ -1,0 +1,276 @@
+//! Per-thread state: the stack of open intervals and the profile aggregates.
+//!
+//! The state is allocated once per thread and leaked; the thread-local that
+//! points to it is a `const` `Cell` of a raw pointer, which has no destructor,
+//! so callbacks that arrive after thread-local destructors ran (at exit,
+//! platform-facts "Quirks") still find it and nothing can panic.
+
+use std::cell::Cell;
+use std::ptr;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use hyscope_format::schema::{OmpKind, OmpRecord};
+
+use crate::{kind_enabled, profile_mode, sink};
+
+/// Open intervals per thread. Deeper nesting drops (and counts) the interval.
+pub(crate) const STACK_CAP: usize = 64;
+/// Profile aggregates per thread (open addressing); overflow writes raw intervals.
+const PROFILE_CAP: usize = 1024;
+
+/// Bit marking explicit task ids.
+pub(crate) const EXPLICIT_TASK_BIT: u64 = 1 << 62;
+
+#[derive(Clone, Copy, Default)]
+struct Aggregate {
+    used: bool,
+    kind: u8,
+    variant: u8,
+    codeptr: u64,
+    count: u64,
+    first_start: i64,
+    last_end: i64,
+    total_ns: u64,
+}
+
+pub(crate) struct ThreadState {
+    pub index: u32,
+    seq: u64,
+    stack: [OmpRecord; STACK_CAP],
+    depth: usize,
+    /// Implicit tasks of parallel regions open on this thread.
+    pub implicit_depth: u32,
+    profile: Option<Box<[Aggregate; PROFILE_CAP]>>,
+}
+
+thread_local! {
+    static STATE: Cell<*mut ThreadState> = const { Cell::new(ptr::null_mut()) };
+}
+
+struct StatePtr(*mut ThreadState);
+// SAFETY: states are leaked; only the exit path reads other threads' states.
+unsafe impl Send for StatePtr {}
+
+static STATES: Mutex<Vec<StatePtr>> = Mutex::new(Vec::new());
+static THREADS: AtomicU32 = AtomicU32::new(0);
+/// Intervals lost to a full stack.
+pub(crate) static STACK_OVERFLOWS: AtomicU64 = AtomicU64::new(0);
+
+/// Threads the OMPT adapter has seen.
+pub fn threads_seen() -> u32 {
+    THREADS.load(Ordering::Relaxed)
+}
+
+/// The calling thread's state, created on first use.
+#[inline]
+pub(crate) fn current() -> &'static mut ThreadState {
+    let p = STATE.with(|s| s.get());
+    if !p.is_null() {
+        // SAFETY: leaked, and only this thread mutates it.
+        return unsafe { &mut *p };
+    }
+    create()
+}
+
+#[cold]
+fn create() -> &'static mut ThreadState {
+    let index = sink().map_or_else(|| THREADS.load(Ordering::Relaxed), |s| s.thread_index());
+    THREADS.fetch_add(1, Ordering::Relaxed);
+    let state = Box::leak(Box::new(ThreadState {
+        index,
+        seq: 0,
+        stack: [OmpRecord::default(); STACK_CAP],
+        depth: 0,
+        implicit_depth: 0,
+        profile: profile_mode().then(|| Box::new([Aggregate::default(); PROFILE_CAP])),
+    }));
+    let p: *mut ThreadState = state;
+    STATE.with(|s| s.set(p));
+    STATES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(StatePtr(p));
+    state
+}
+
+pub(crate) fn in_parallel() -> bool {
+    let p = STATE.with(|s| s.get());
+    // SAFETY: as in current().
+    !p.is_null() && unsafe { (*p).implicit_depth } > 0
+}
+
+impl ThreadState {
+    /// A new process-unique id.
+    #[inline]
+    pub fn new_id(&mut self) -> u64 {
+        self.seq += 1;
+        ((self.index as u64 + 1) << 40) | (self.seq & ((1 << 40) - 1))
+    }
+
+    /// A record of this thread with kind and start set.
+    #[inline]
+    pub fn rec(&self, kind: OmpKind, variant: u32, start_ns: i64) -> OmpRecord {
+        OmpRecord {
+            thread: self.index,
+            kind: kind as u8,
+            variant: variant as u8,
+            start_ns,
+            end_ns: start_ns,
+            ..OmpRecord::default()
+        }
+    }
+
+    /// Open an interval.
+    #[inline]
+    pub fn push(&mut self, rec: OmpRecord) {
+        if self.depth < STACK_CAP {
+            self.stack[self.depth] = rec;
+            self.depth += 1;
+        } else {
+            STACK_OVERFLOWS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The innermost open interval.
+    #[inline]
+    pub fn top(&mut self) -> Option<&mut OmpRecord> {
+        self.depth.checked_sub(1).map(|i| &mut self.stack[i])
+    }
+
+    /// Innermost open interval matching `pred`.
+    #[inline]
+    pub fn find(&mut self, pred: impl Fn(&OmpRecord) -> bool) -> Option<&mut OmpRecord> {
+        let i = (0..self.depth).rev().find(|&i| pred(&self.stack[i]))?;
+        Some(&mut self.stack[i])
+    }
+
+    /// Close the innermost open interval matching `pred` at `end_ns`, emit it and return it.
+    /// Loop chunks opened above it end with it (a chunk ends at the latest with its construct).
+    #[inline]
+    pub fn close(&mut self, end_ns: i64, pred: impl Fn(&OmpRecord) -> bool) -> Option<OmpRecord> {
+        let i = (0..self.depth).rev().find(|&i| pred(&self.stack[i]))?;
+        let mut rec = self.stack[i];
+        rec.end_ns = end_ns;
+        // Remove entry i, closing chunks above it and keeping the other entries in order.
+        let mut w = i;
+        for r in i + 1..self.depth {
+            let above = self.stack[r];
+            if above.kind == OmpKind::Chunk as u8 {
+                let mut chunk = above;
+                chunk.end_ns = end_ns;
+                self.emit(chunk);
+            } else {
+                self.stack[w] = above;
+                w += 1;
+            }
+        }
+        self.depth = w;
+        self.emit(rec);
+        Some(rec)
+    }
+
+    /// Drop (without emitting) the innermost open interval matching `pred`.
+    pub fn discard(&mut self, pred: impl Fn(&OmpRecord) -> bool) {
+        if let Some(i) = (0..self.depth).rev().find(|&i| pred(&self.stack[i])) {
+            self.stack.copy_within(i + 1..self.depth, i);
+            self.depth -= 1;
+        }
+    }
+
+    /// Innermost parallel region id this thread works in (0 = none).
+    pub fn context_parallel(&self) -> u64 {
+        (0..self.depth)
+            .rev()
+            .map(|i| &self.stack[i])
+            .find(|r| r.kind == OmpKind::ImplicitTask as u8 || r.kind == OmpKind::Parallel as u8)
+            .map_or(0, |r| r.parallel_id)
+    }
+
+    /// Hand a finished interval to the sink (or the profile aggregates).
+    #[inline]
+    pub fn emit(&mut self, rec: OmpRecord) {
+        if !kind_enabled(rec.kind) {
+            return;
+        }
+        if let Some(table) = self.profile.as_deref_mut() {
+            if aggregate(table, &rec) {
+                return;
+            }
+        }
+        if let Some(s) = sink() {
+            s.record(rec);
+        }
+    }
+}
+
+/// Add an interval to its aggregate; false when the table is full.
+#[inline]
+fn aggregate(table: &mut [Aggregate; PROFILE_CAP], rec: &OmpRecord) -> bool {
+    let key = rec.codeptr ^ ((rec.kind as u64) << 56) ^ ((rec.variant as u64) << 48);
+    let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % PROFILE_CAP;
+    for _ in 0..PROFILE_CAP {
+        let a = &mut table[i];
+        if !a.used {
+            *a = Aggregate {
+                used: true,
+                kind: rec.kind,
+                variant: rec.variant,
+                codeptr: rec.codeptr,
+                count: 0,
+                first_start: rec.start_ns,
+                last_end: rec.end_ns,
+                total_ns: 0,
+            };
+        }
+        if a.kind == rec.kind && a.variant == rec.variant && a.codeptr == rec.codeptr {
+            a.count += 1;
+            a.first_start = a.first_start.min(rec.start_ns);
+            a.last_end = a.last_end.max(rec.end_ns);
+            a.total_ns += (rec.end_ns - rec.start_ns).max(0) as u64;
+            return true;
+        }
+        i = (i + 1) % PROFILE_CAP;
+    }
+    false
+}
+
+/// Emit the profile aggregates of every thread as [`OmpKind::Summary`] rows and
+/// reset them. Summary rows with equal (thread, variant, flags, codeptr) add up.
+pub(crate) fn emit_all_summaries() {
+    let Some(s) = sink() else { return };
+    let states = STATES.lock().unwrap_or_else(|e| e.into_inner());
+    for p in states.iter() {
+        // SAFETY: states are leaked. At exit the owners are idle; a racing owner
+        // could at worst lose an update of its own aggregates.
+        let state = unsafe { &mut *p.0 };
+        let index = state.index;
+        let Some(table) = state.profile.as_deref_mut() else {
+            continue;
+        };
+        for a in table.iter_mut().filter(|a| a.used && a.count > 0) {
+            s.record(summary_row(index, a));
+            a.count = 0;
+            a.total_ns = 0;
+            a.first_start = i64::MAX;
+            a.last_end = i64::MIN;
+        }
+    }
+}
+
+/// Summary row: variant = the aggregated kind, flags = its variant, count = intervals,
+/// start/end = first start and last end, chunk_start = summed duration in ns.
+fn summary_row(thread: u32, a: &Aggregate) -> OmpRecord {
+    OmpRecord {
+        thread,
+        kind: OmpKind::Summary as u8,
+        variant: a.kind,
+        start_ns: a.first_start,
+        end_ns: a.last_end,
+        codeptr: a.codeptr,
+        count: a.count,
+        chunk_start: a.total_ns,
+        flags: a.variant as u32,
+        ..OmpRecord::default()
+    }
+}
