@@ -1,0 +1,361 @@
+//! Reading a trace: every part decoded in parallel (rayon), timestamps moved to
+//! rank 0's clock, symbols resolved.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use hyscope_format::manifest::ClockOffset;
+use hyscope_format::reader::read_part_records;
+use hyscope_format::{
+    Manifest, MpiRecord, OmpRecord, PartFile, SampleRecord, ScanOptions, SymbolRecord, Table, Trace,
+};
+use rayon::prelude::*;
+
+use crate::AnalyzeError;
+use crate::model::{CodeLocation, RunFacts};
+
+/// One rank's rows, on rank 0's clock.
+#[derive(Debug, Default, Clone)]
+pub struct RankData {
+    pub rank: u32,
+    pub omp: Vec<OmpRecord>,
+    pub mpi: Vec<MpiRecord>,
+    pub samples: Vec<SampleRecord>,
+    /// First and last timestamp of any row (rank 0's clock).
+    pub first_ns: i64,
+    pub last_ns: i64,
+}
+
+/// Everything the analysis passes read.
+#[derive(Debug, Default, Clone)]
+pub struct TraceData {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    /// Sorted by rank.
+    pub ranks: Vec<RankData>,
+    pub symbols: HashMap<u64, CodeLocation>,
+    pub warnings: Vec<String>,
+    /// Half the worst clock-offset round trip, ns.
+    pub clock_error_ns: i64,
+    pub clock_corrected: bool,
+}
+
+impl TraceData {
+    /// The location of a code address (an unresolved one is labelled `0x…`).
+    pub fn location(&self, address: u64) -> CodeLocation {
+        self.symbols
+            .get(&address)
+            .cloned()
+            .unwrap_or_else(|| unresolved(address))
+    }
+}
+
+fn unresolved(address: u64) -> CodeLocation {
+    CodeLocation {
+        address,
+        label: if address == 0 {
+            "(unknown)".to_string()
+        } else {
+            format!("{address:#x}")
+        },
+        ..CodeLocation::default()
+    }
+}
+
+/// Label of a resolved symbol: `file:line` with the file name only, else the function.
+pub fn label_of(s: &SymbolRecord) -> String {
+    match (&s.file, s.line, &s.function) {
+        (Some(f), Some(l), _) if l > 0 => {
+            let name = Path::new(f)
+                .file_name()
+                .map_or(f.clone(), |n| n.to_string_lossy().into_owned());
+            format!("{name}:{l}")
+        }
+        (_, _, Some(func)) => func.clone(),
+        _ => format!("{:#x}", s.address),
+    }
+}
+
+/// Maps a rank's local clock to rank 0's: `global = local − offset(local)`, the
+/// offset interpolated linearly between the measurements (drift), extrapolated
+/// beyond them with the same slope.
+#[derive(Debug, Clone, Default)]
+pub struct ClockMap {
+    points: Vec<ClockOffset>,
+}
+
+impl ClockMap {
+    pub fn new(offsets: &[ClockOffset]) -> ClockMap {
+        let mut points = offsets.to_vec();
+        points.sort_by_key(|p| p.local_ns);
+        points.dedup_by_key(|p| p.local_ns);
+        ClockMap { points }
+    }
+
+    pub fn is_identity(&self) -> bool {
+        self.points.iter().all(|p| p.offset_ns == 0)
+    }
+
+    pub fn offset(&self, local: i64) -> i64 {
+        match self.points.as_slice() {
+            [] => 0,
+            [p] => p.offset_ns,
+            pts => {
+                // Segment containing `local` (first or last segment outside the range).
+                let i = pts
+                    .windows(2)
+                    .position(|w| local < w[1].local_ns)
+                    .unwrap_or(pts.len() - 2);
+                let (a, b) = (pts[i], pts[i + 1]);
+                let span = (b.local_ns - a.local_ns) as f64;
+                let slope = (b.offset_ns - a.offset_ns) as f64 / span;
+                a.offset_ns + (slope * (local - a.local_ns) as f64).round() as i64
+            }
+        }
+    }
+
+    pub fn to_global(&self, local: i64) -> i64 {
+        local - self.offset(local)
+    }
+}
+
+/// Open and read a whole trace.
+pub fn load(dir: &Path, progress: bool) -> Result<TraceData, AnalyzeError> {
+    let trace = Trace::open(dir)?;
+    let mut parts: Vec<&PartFile> = Vec::new();
+    for t in [Table::Omp, Table::Mpi, Table::Samples, Table::Symbols] {
+        parts.extend(trace.parts(t));
+    }
+    let total_bytes: u64 = parts.iter().map(|p| p.bytes).sum();
+    let bar = (progress && total_bytes > 64 << 20).then(|| {
+        let b = indicatif::ProgressBar::new(total_bytes);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "reading {bar:40} {binary_bytes}/{binary_total_bytes} ({eta})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    enum Rows {
+        Omp(Vec<OmpRecord>),
+        Mpi(Vec<MpiRecord>),
+        Samples(Vec<SampleRecord>),
+        Symbols(Vec<SymbolRecord>),
+    }
+    let options = ScanOptions::default();
+    // Biggest parts first so the two cores finish together.
+    parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+    let decoded: Vec<(u32, Table, Rows)> = parts
+        .par_iter()
+        .map(|p| {
+            let rows = match p.table {
+                Table::Omp => Rows::Omp(read_part_records(p, &options)?),
+                Table::Mpi => Rows::Mpi(read_part_records(p, &options)?),
+                Table::Samples => Rows::Samples(read_part_records(p, &options)?),
+                Table::Symbols => Rows::Symbols(read_part_records(p, &options)?),
+            };
+            if let Some(b) = &bar {
+                b.inc(p.bytes);
+            }
+            Ok::<_, AnalyzeError>((p.rank, p.table, rows))
+        })
+        .collect::<Result<_, _>>()?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+
+    let manifest = trace.manifest.clone();
+    let mut by_rank: std::collections::BTreeMap<u32, RankData> = std::collections::BTreeMap::new();
+    for r in &manifest.ranks {
+        by_rank.entry(r.rank).or_insert_with(|| RankData {
+            rank: r.rank,
+            ..RankData::default()
+        });
+    }
+    let mut symbols = HashMap::new();
+    for (rank, _table, rows) in decoded {
+        let rd = by_rank.entry(rank).or_insert_with(|| RankData {
+            rank,
+            ..RankData::default()
+        });
+        match rows {
+            Rows::Omp(mut v) => rd.omp.append(&mut v),
+            Rows::Mpi(mut v) => rd.mpi.append(&mut v),
+            Rows::Samples(mut v) => rd.samples.append(&mut v),
+            Rows::Symbols(v) => {
+                for s in v {
+                    let loc = CodeLocation {
+                        address: s.address,
+                        label: label_of(&s),
+                        module: Some(s.module.clone()),
+                        function: s.function.clone(),
+                        file: s.file.clone(),
+                        line: s.line,
+                    };
+                    symbols.entry(s.address).or_insert(loc);
+                }
+            }
+        }
+    }
+    let mut data = TraceData {
+        dir: dir.to_path_buf(),
+        manifest,
+        ranks: by_rank.into_values().collect(),
+        symbols,
+        ..TraceData::default()
+    };
+    normalise_clocks(&mut data);
+    Ok(data)
+}
+
+/// Apply the manifest's clock offsets (with linear drift) to every timestamp,
+/// sort rows by start and note each rank's first and last event.
+pub fn normalise_clocks(data: &mut TraceData) {
+    let mut corrected = false;
+    let mut err = 0i64;
+    let maps: HashMap<u32, ClockMap> = data
+        .manifest
+        .ranks
+        .iter()
+        .map(|r| {
+            for o in &r.clock_offsets {
+                err = err.max(o.rtt_ns / 2);
+            }
+            (r.rank, ClockMap::new(&r.clock_offsets))
+        })
+        .collect();
+    data.ranks.par_iter_mut().for_each(|rd| {
+        if let Some(m) = maps.get(&rd.rank).filter(|m| !m.is_identity()) {
+            for r in &mut rd.omp {
+                r.start_ns = m.to_global(r.start_ns);
+                r.end_ns = m.to_global(r.end_ns);
+            }
+            for r in &mut rd.mpi {
+                r.start_ns = m.to_global(r.start_ns);
+                r.end_ns = m.to_global(r.end_ns);
+            }
+            for r in &mut rd.samples {
+                r.time_ns = m.to_global(r.time_ns);
+            }
+        }
+        rd.omp
+            .sort_unstable_by_key(|r| (r.start_ns, std::cmp::Reverse(r.end_ns)));
+        rd.mpi.sort_unstable_by_key(|r| (r.start_ns, r.end_ns));
+        rd.samples.sort_by_key(|r| r.time_ns);
+        let mut first = i64::MAX;
+        let mut last = i64::MIN;
+        for r in &rd.omp {
+            first = first.min(r.start_ns);
+            last = last.max(r.end_ns);
+        }
+        for r in &rd.mpi {
+            first = first.min(r.start_ns);
+            last = last.max(r.end_ns);
+        }
+        if first > last {
+            (first, last) = (0, 0);
+        }
+        rd.first_ns = first;
+        rd.last_ns = last;
+    });
+    for rd in &data.ranks {
+        if maps.get(&rd.rank).is_some_and(|m| !m.is_identity()) {
+            corrected = true;
+        }
+    }
+    data.clock_corrected = corrected;
+    data.clock_error_ns = err;
+}
+
+/// Run facts from the manifest and the rows.
+pub fn run_facts(data: &TraceData) -> RunFacts {
+    let m = &data.manifest;
+    let ranks = data.ranks.len().max(m.world_size as usize) as u32;
+    let mut threads = vec![0u32; ranks as usize];
+    for r in &m.ranks {
+        if let Some(t) = threads.get_mut(r.rank as usize) {
+            *t = r.threads;
+        }
+    }
+    for rd in &data.ranks {
+        let seen = rd.omp.iter().map(|r| r.thread + 1).max().unwrap_or(1);
+        if let Some(t) = threads.get_mut(rd.rank as usize) {
+            *t = (*t).max(seen);
+        }
+    }
+    let mut hosts = m.hosts.clone();
+    let mut ranks_per_host = vec![0u32; hosts.len()];
+    for r in &m.ranks {
+        match hosts.iter().position(|h| *h == r.host) {
+            Some(i) => ranks_per_host[i] += 1,
+            None => {
+                hosts.push(r.host.clone());
+                ranks_per_host.push(1);
+            }
+        }
+    }
+    let active: Vec<&RankData> = data
+        .ranks
+        .iter()
+        .filter(|r| r.last_ns > r.first_ns)
+        .collect();
+    let first = active.iter().map(|r| r.first_ns).min().unwrap_or(0);
+    let last = active.iter().map(|r| r.last_ns).max().unwrap_or(0);
+    let mut rank_duration_s = vec![0.0; ranks as usize];
+    for rd in &data.ranks {
+        if let Some(d) = rank_duration_s.get_mut(rd.rank as usize) {
+            *d = ns_to_s(rd.last_ns - rd.first_ns);
+        }
+    }
+    let mut missing = Vec::new();
+    if let Some(o) = &m.openmp {
+        missing.extend(o.missing.iter().cloned());
+    } else if data.ranks.iter().all(|r| r.omp.is_empty()) {
+        missing.push("no OpenMP events (no OMPT runtime, or not an OpenMP program)".to_string());
+    }
+    for s in &m.samplers {
+        if !s.available {
+            missing.push(format!("sampler `{}` unavailable: {}", s.name, s.reason));
+        }
+    }
+    let counts = |f: fn(&hyscope_format::manifest::EventCounts) -> u64| -> u64 {
+        m.ranks.iter().map(|r| f(&r.events)).sum()
+    };
+    let omp_rows: u64 = data.ranks.iter().map(|r| r.omp.len() as u64).sum();
+    let mpi_rows: u64 = data.ranks.iter().map(|r| r.mpi.len() as u64).sum();
+    let sample_rows: u64 = data.ranks.iter().map(|r| r.samples.len() as u64).sum();
+    RunFacts {
+        command: m.command.clone(),
+        start_time: m.start_time.clone(),
+        mode: m.mode.clone(),
+        ranks,
+        threads_per_rank: threads,
+        hosts,
+        ranks_per_host,
+        duration_s: ns_to_s(last - first),
+        rank_duration_s,
+        mpi_library: m.mpi.as_ref().map(|x| x.library_version.trim().to_string()),
+        mpi_flavour: m.mpi.as_ref().map(|x| x.flavour.clone()),
+        thread_level_requested: m
+            .mpi
+            .as_ref()
+            .and_then(|x| x.thread_level_requested.clone()),
+        thread_level_provided: m.mpi.as_ref().and_then(|x| x.thread_level_provided.clone()),
+        openmp_runtime: m.openmp.as_ref().map(|o| o.runtime_version.clone()),
+        omp_events: counts(|e| e.omp).max(omp_rows),
+        mpi_events: counts(|e| e.mpi).max(mpi_rows),
+        sample_events: counts(|e| e.samples).max(sample_rows),
+        dropped_events: m.ranks.iter().map(|r| r.dropped_events).sum(),
+        missing,
+        clock_corrected: data.clock_corrected,
+        clock_error_s: ns_to_s(data.clock_error_ns),
+        serialized_regions: 0,
+        clipped_join_waits: 0,
+        clipped_join_wait_s: 0.0,
+    }
+}
+
+pub fn ns_to_s(ns: i64) -> f64 {
+    ns as f64 * 1e-9
+}

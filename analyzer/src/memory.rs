@@ -1,0 +1,393 @@
+//! MPI memory footprint now and projected: connections, queue pairs
+//! (document 000, Table 3.4), connection buffers (document 000, §3.4; Open MPI
+//! receive-queue specs), communicator group maps (document 001, §3.1), RSS
+//! across `MPI_Init`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hyscope_format::schema::mpi_call as c;
+
+use crate::AnalyzeOptions;
+use crate::load::TraceData;
+use crate::model::*;
+
+/// Open MPI 4.1's default `btl_openib_receive_queues`: one per-peer queue (P)
+/// and three shared receive queues (S), each `size,count,...`.
+pub const OPENMPI_DEFAULT_RECEIVE_QUEUES: &str =
+    "P,128,256,192,128:S,2048,1024,1008,64:S,12288,1024,1008,64:S,65536,1024,1008,64";
+
+/// Parameters of the buffer model, with documented defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BufferParams {
+    /// Eager-RDMA slots per connection: document 000 §3.4, MVAPICH2 default below 8 nodes 32 × 12 KB.
+    pub eager_rdma_slots: u32,
+    /// Bytes per eager-RDMA slot (12 KB, document 000 §3.4).
+    pub eager_rdma_slot_bytes: u64,
+    /// Memory per queue pair (context, send/receive work queues). Document 000 gives
+    /// no constant (Fig. 3.1 plots it against WQE counts): 256 send + 256 receive
+    /// WQEs × 64 B plus 128 B inline data ≈ 32 KB is our assumption; configurable.
+    pub qp_bytes: u64,
+    /// Bytes per entry of a communicator group map (an `int` array per
+    /// communicator, document 001 §2.1.3/§3.1).
+    pub group_entry_bytes: u64,
+}
+
+impl Default for BufferParams {
+    fn default() -> Self {
+        BufferParams {
+            eager_rdma_slots: 32,
+            eager_rdma_slot_bytes: 12 * 1024,
+            qp_bytes: (256 + 256) * 64 + 128,
+            group_entry_bytes: 4,
+        }
+    }
+}
+
+/// (per-peer bytes, shared bytes) of an Open MPI receive-queue spec.
+pub fn receive_queue_bytes(spec: &str) -> Option<(u64, u64)> {
+    let mut per_peer = 0u64;
+    let mut shared = 0u64;
+    for q in spec.split(':').filter(|q| !q.trim().is_empty()) {
+        let f: Vec<&str> = q.split(',').map(str::trim).collect();
+        let size: u64 = f.get(1)?.parse().ok()?;
+        let count: u64 = f.get(2)?.parse().ok()?;
+        match f[0] {
+            "P" => per_peer += size * count,
+            "S" | "X" => shared += size * count,
+            _ => return None,
+        }
+    }
+    Some((per_peer, shared))
+}
+
+/// Memory per core of this machine: MemTotal / available cores.
+fn local_memory_per_core() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = text
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let cores = std::thread::available_parallelism().ok()?.get() as u64;
+    Some(kb * 1024 / cores.max(1))
+}
+
+pub fn analyze_memory(
+    data: &TraceData,
+    run: &RunFacts,
+    options: &AnalyzeOptions,
+) -> Observable<MemoryFootprint> {
+    if data.ranks.iter().all(|r| r.mpi.is_empty()) && data.manifest.mpi.is_none() {
+        return Observable::not("not an MPI run: no MPI runtime memory to model");
+    }
+    let n_ranks = run.ranks.max(1);
+    let host_of: BTreeMap<u32, String> = data
+        .manifest
+        .ranks
+        .iter()
+        .map(|r| (r.rank, r.host.clone()))
+        .collect();
+    let nodes = run.hosts.len().max(1) as u32;
+    let cores_per_node = run
+        .ranks_per_host
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(n_ranks)
+        .max(1);
+    let h = options.hcas_per_node.max(1);
+    let p = &options.buffers;
+
+    // Receive queues: from the manifest, else Open MPI's default.
+    let (rq_spec, rq_source) = data
+        .manifest
+        .mpi
+        .as_ref()
+        .and_then(|m| m.receive_queues.iter().next())
+        .map(|(k, v)| (v.clone(), format!("manifest: {k}")))
+        .unwrap_or_else(|| {
+            (
+                OPENMPI_DEFAULT_RECEIVE_QUEUES.to_string(),
+                "Open MPI 4.1 default btl_openib_receive_queues".to_string(),
+            )
+        });
+    let (rq_peer, rq_shared) = receive_queue_bytes(&rq_spec).unwrap_or((0, 0));
+    let eager_rdma = p.eager_rdma_slots as u64 * p.eager_rdma_slot_bytes;
+    let bytes_per_connection = (eager_rdma + rq_peer + p.qp_bytes) as f64;
+    let parameters = vec![
+        ModelParam {
+            name: "eager RDMA buffers per connection".into(),
+            value: eager_rdma as f64,
+            unit: "bytes".into(),
+            source: format!(
+                "{} × {} B (document 000 §3.4, MVAPICH2 default below 8 nodes)",
+                p.eager_rdma_slots, p.eager_rdma_slot_bytes
+            ),
+        },
+        ModelParam {
+            name: "per-peer receive queue".into(),
+            value: rq_peer as f64,
+            unit: "bytes".into(),
+            source: format!("{rq_source}: {rq_spec}"),
+        },
+        ModelParam {
+            name: "shared receive queues per process".into(),
+            value: rq_shared as f64,
+            unit: "bytes".into(),
+            source: format!("{rq_source}: {rq_spec}"),
+        },
+        ModelParam {
+            name: "memory per queue pair".into(),
+            value: p.qp_bytes as f64,
+            unit: "bytes".into(),
+            source: "assumption: 512 WQEs × 64 B + 128 B inline (document 000 gives no constant, Fig. 3.1)".into(),
+        },
+        ModelParam {
+            name: "group map entry".into(),
+            value: p.group_entry_bytes as f64,
+            unit: "bytes".into(),
+            source: "int array per communicator (document 001 §2.1.3, §3.1)".into(),
+        },
+    ];
+
+    // Observed graph, full-connection calls, communicators.
+    let mut peers: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    let mut full_calls: BTreeMap<(u16, u64), (BTreeSet<u32>, u64)> = BTreeMap::new();
+    let mut comm_members: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
+    for rd in &data.ranks {
+        let set = peers.entry(rd.rank).or_default();
+        for r in &rd.mpi {
+            if r.peer >= 0 && (crate::mpi::is_send(r.call) || crate::mpi::is_recv(r.call)) {
+                set.insert(r.peer as u32);
+            }
+            let forces = matches!(
+                r.call,
+                c::MPI_Alltoall | c::MPI_Alltoallv | c::MPI_Alltoallw
+            ) || (matches!(r.call, c::MPI_Scatterv | c::MPI_Gatherv)
+                && r.root == rd.rank as i32);
+            if forces {
+                let e = full_calls.entry((r.call, r.callsite)).or_default();
+                e.0.insert(rd.rank);
+                e.1 += 1;
+            }
+            if r.comm_id > 2 {
+                comm_members.entry(r.comm_id).or_default().insert(rd.rank);
+            }
+        }
+    }
+    let full_ranks: BTreeSet<u32> = full_calls
+        .values()
+        .flat_map(|v| v.0.iter().copied())
+        .collect();
+    let any_full = !full_calls.is_empty();
+    let sample_last = |rank: u32, metric: &str| -> Option<f64> {
+        data.ranks
+            .iter()
+            .find(|r| r.rank == rank)?
+            .samples
+            .iter()
+            .rev()
+            .find(|s| s.metric == metric)
+            .map(|s| s.value)
+    };
+    let sample_max = |rank: u32, metric: &str| -> Option<f64> {
+        data.ranks
+            .iter()
+            .find(|r| r.rank == rank)?
+            .samples
+            .iter()
+            .filter(|s| s.metric == metric)
+            .map(|s| s.value)
+            .reduce(f64::max)
+    };
+    let per_rank: Vec<RankMemory> = (0..n_ranks)
+        .map(|rank| {
+            let info = data.manifest.ranks.iter().find(|r| r.rank == rank);
+            let observed = peers.get(&rank).map_or(0, |s| s.len() as u32);
+            let estimated = if full_ranks.contains(&rank) {
+                n_ranks - 1
+            } else {
+                observed
+            };
+            let before = info.and_then(|i| i.rss_before_init);
+            let after = info.and_then(|i| i.rss_after_init);
+            RankMemory {
+                rank,
+                host: host_of.get(&rank).cloned().unwrap_or_default(),
+                peers_observed: observed,
+                connections_estimated: estimated,
+                connections_measured: sample_last(rank, "mpi.connections").map(|v| v as u64),
+                rss_before_init: before,
+                rss_after_init: after,
+                mpi_init_delta: match (before, after) {
+                    (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+                    _ => None,
+                },
+                rss_peak: sample_max(rank, "mem.vmhwm")
+                    .or_else(|| sample_max(rank, "mem.vmrss"))
+                    .map(|v| v as u64),
+                rss_last: sample_last(rank, "mem.vmrss").map(|v| v as u64),
+                shm_mapped: sample_last(rank, "mem.shm_mapped").map(|v| v as u64),
+                buffer_bytes_observed: estimated as f64 * bytes_per_connection + rq_shared as f64,
+                communicators: comm_members.values().filter(|m| m.contains(&rank)).count() as u32,
+            }
+        })
+        .collect();
+
+    // Table 3.4 on the observed graph: one RC QP per connected remote peer and HCA;
+    // XRC one per remote node per rank; vrails one per remote node per node.
+    let host_idx = |rank: u32| -> usize {
+        let hname = host_of.get(&rank).cloned().unwrap_or_default();
+        run.hosts.iter().position(|x| *x == hname).unwrap_or(0)
+    };
+    let mut rc_obs = vec![0f64; nodes as usize];
+    let mut xrc_obs = vec![0f64; nodes as usize];
+    let mut node_remote: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); nodes as usize];
+    for rm in &per_rank {
+        let me = host_idx(rm.rank);
+        let remote: Vec<u32> = if full_ranks.contains(&rm.rank) {
+            (0..n_ranks).filter(|&q| host_idx(q) != me).collect()
+        } else {
+            peers
+                .get(&rm.rank)
+                .map(|s| s.iter().copied().filter(|&q| host_idx(q) != me).collect())
+                .unwrap_or_default()
+        };
+        let rnodes: BTreeSet<usize> = remote.iter().map(|&q| host_idx(q)).collect();
+        if let Some(x) = rc_obs.get_mut(me) {
+            *x += remote.len() as f64 * h as f64;
+        }
+        if let Some(x) = xrc_obs.get_mut(me) {
+            *x += rnodes.len() as f64 * h as f64;
+        }
+        if let Some(s) = node_remote.get_mut(me) {
+            s.extend(rnodes);
+        }
+    }
+    let maxf = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+    let vr_obs = node_remote.iter().map(|s| s.len()).max().unwrap_or(0) as f64 * h as f64;
+    let (nf, cf, hf) = (nodes as f64, cores_per_node as f64, h as f64);
+    let qp_table = vec![
+        QpRow {
+            transport: "RC".into(),
+            formula: "(N − 1) × C² × H".into(),
+            observed_per_node: maxf(&rc_obs),
+            full_per_node: (nf - 1.0) * cf * cf * hf,
+        },
+        QpRow {
+            transport: "XRC".into(),
+            formula: "(N − 1) × C × H".into(),
+            observed_per_node: maxf(&xrc_obs),
+            full_per_node: (nf - 1.0) * cf * hf,
+        },
+        QpRow {
+            transport: "RC, 4 shared vrails".into(),
+            formula: "(N − 1) × H".into(),
+            observed_per_node: vr_obs,
+            full_per_node: (nf - 1.0) * hf,
+        },
+        QpRow {
+            transport: "RC, 16 shared vrails".into(),
+            formula: "(N − 1) × 4 × H".into(),
+            observed_per_node: vr_obs * 4.0,
+            full_per_node: (nf - 1.0) * 4.0 * hf,
+        },
+        QpRow {
+            transport: "UD".into(),
+            formula: "C × H".into(),
+            observed_per_node: cf * hf,
+            full_per_node: cf * hf,
+        },
+    ];
+    let max_peers = per_rank.iter().map(|r| r.peers_observed).max().unwrap_or(0);
+    let all_to_all_p2p = n_ranks > 2 && max_peers >= n_ranks - 1;
+    let grows = any_full || all_to_all_p2p;
+    let pattern = if any_full {
+        "grows with N: calls that force full connection (Alltoall(v), root of Scatterv/Gatherv; document 000 §3.2)".to_string()
+    } else if all_to_all_p2p {
+        "grows with N: every rank talks to every other rank point to point".to_string()
+    } else {
+        format!("constant neighbourhood: at most {max_peers} peers per rank")
+    };
+    // Communicators whose size is the world's grow with N; others stay.
+    let world_sized = comm_members
+        .values()
+        .filter(|m| m.len() as u32 == n_ranks)
+        .count() as f64;
+    let fixed_group: f64 = comm_members
+        .values()
+        .filter(|m| (m.len() as u32) < n_ranks)
+        .map(|m| m.len() as f64 * p.group_entry_bytes as f64)
+        .sum::<f64>()
+        / n_ranks as f64;
+    let mem_per_core = options.memory_per_core.or_else(local_memory_per_core);
+    let projections = options
+        .projection_ranks
+        .iter()
+        .map(|&r| {
+            let nodes_p = r.div_ceil(cores_per_node as u64).max(1);
+            let conn = if grows {
+                (r - 1) as f64
+            } else {
+                max_peers as f64
+            };
+            let remote_share = if nodes_p > 1 {
+                (r - cores_per_node as u64).max(0) as f64 / (r - 1).max(1) as f64
+            } else {
+                0.0
+            };
+            let remote_conn = conn * remote_share;
+            let buffer = conn * bytes_per_connection + rq_shared as f64;
+            let qp = remote_conn * hf * p.qp_bytes as f64;
+            let group = world_sized * r as f64 * p.group_entry_bytes as f64 + fixed_group;
+            let total = buffer + qp + group;
+            Projection {
+                ranks: r,
+                nodes: nodes_p,
+                connections_per_rank: conn,
+                qp_rc_per_node: if grows {
+                    (nodes_p - 1) as f64 * cf * cf * hf
+                } else {
+                    remote_conn * cf * hf
+                },
+                qp_xrc_per_node: if grows {
+                    (nodes_p - 1) as f64 * cf * hf
+                } else {
+                    remote_conn.min((nodes_p - 1) as f64) * cf * hf
+                },
+                qp_ud_per_node: cf * hf,
+                buffer_bytes_per_rank: buffer,
+                qp_bytes_per_rank: qp,
+                group_bytes_per_rank: group,
+                total_bytes_per_rank: total,
+                exceeds_memory_per_core: mem_per_core.map(|m| total > m as f64),
+            }
+        })
+        .collect();
+    Observable::Observed(MemoryFootprint {
+        nodes,
+        cores_per_node,
+        hcas_per_node: h,
+        per_rank,
+        qp_table,
+        parameters,
+        bytes_per_connection,
+        pattern,
+        full_connection_calls: full_calls
+            .into_iter()
+            .map(|((call, site), (ranks, count))| FullConnectionCall {
+                call: c::name(call).to_string(),
+                location: Some(data.location(site)),
+                ranks: ranks.into_iter().collect(),
+                count,
+            })
+            .collect(),
+        communicators: comm_members.len() as u32,
+        group_map_bytes_per_rank: world_sized * n_ranks as f64 * p.group_entry_bytes as f64
+            + fixed_group,
+        projections,
+        memory_per_core: mem_per_core,
+    })
+}

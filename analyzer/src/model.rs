@@ -1,0 +1,646 @@
+//! The public result model: plain serde data that `hyscope report`, the TUI and
+//! the GUI render. No behaviour lives here.
+//!
+//! Conventions:
+//! - durations are seconds (`f64`, suffix `_s`), times on the timeline are ns
+//!   of rank 0's clock (suffix `_ns`), sizes are bytes;
+//! - ratios are plain fractions (0.12 = 12 %), speedups are factors (1.8 = 1.8×);
+//! - a metric the trace cannot support is [`Observable::NotObservable`] with the
+//!   reason, never a zero.
+
+use serde::{Deserialize, Serialize};
+
+/// A value, or why the trace cannot give it.
+///
+/// JSON: `{"observed": <value>}` or `{"not_observable": "<why>"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Observable<T> {
+    Observed(T),
+    NotObservable(String),
+}
+
+impl<T> Observable<T> {
+    pub fn not(reason: impl Into<String>) -> Self {
+        Observable::NotObservable(reason.into())
+    }
+    pub fn get(&self) -> Option<&T> {
+        match self {
+            Observable::Observed(v) => Some(v),
+            Observable::NotObservable(_) => None,
+        }
+    }
+    pub fn get_mut(&mut self) -> Option<&mut T> {
+        match self {
+            Observable::Observed(v) => Some(v),
+            Observable::NotObservable(_) => None,
+        }
+    }
+    /// The reason when not observable.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Observable::Observed(_) => None,
+            Observable::NotObservable(r) => Some(r),
+        }
+    }
+}
+
+/// A code address resolved through the `symbols` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct CodeLocation {
+    pub address: u64,
+    pub module: Option<String>,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// What to print: `file:line` (file name only), else `function`, else `0x…`.
+    pub label: String,
+}
+
+/// Everything the analyzer computes for one trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    pub trace_dir: String,
+    pub run: RunFacts,
+    /// POP efficiency metrics (multiplicative tree and additive losses).
+    pub pop: Observable<Pop>,
+    /// Per parallel region (by code location).
+    pub regions: Observable<Vec<RegionStats>>,
+    /// Per worksharing loop (by code location), with schedule tuning.
+    pub loops: Observable<Vec<LoopStats>>,
+    /// OpenMP runtime costs that are not per region: locks, tasks, idle threads,
+    /// the fine-grain model per rank.
+    pub openmp: Observable<OpenMpOverhead>,
+    pub mpi: Observable<MpiProfile>,
+    pub wait_states: Observable<WaitStates>,
+    pub memory: Observable<MemoryFootprint>,
+    pub energy: Observable<Energy>,
+    /// Ranked, biggest estimated cost first.
+    pub findings: Vec<Finding>,
+    /// Problems met while analysing (bad rows, unmatched messages...).
+    pub warnings: Vec<String>,
+}
+
+/// Facts about the run, mostly from the manifest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunFacts {
+    pub command: Vec<String>,
+    pub start_time: String,
+    /// `profile` or `trace`.
+    pub mode: String,
+    pub ranks: u32,
+    /// OpenMP threads seen per rank (index = rank).
+    pub threads_per_rank: Vec<u32>,
+    pub hosts: Vec<String>,
+    /// Ranks per host (index as `hosts`).
+    pub ranks_per_host: Vec<u32>,
+    /// Wall time from the first to the last event of the job (rank 0's clock).
+    pub duration_s: f64,
+    /// Per rank: first to last event.
+    pub rank_duration_s: Vec<f64>,
+    pub mpi_library: Option<String>,
+    pub mpi_flavour: Option<String>,
+    pub thread_level_requested: Option<String>,
+    pub thread_level_provided: Option<String>,
+    pub openmp_runtime: Option<String>,
+    pub omp_events: u64,
+    pub mpi_events: u64,
+    pub sample_events: u64,
+    pub dropped_events: u64,
+    /// Capability gaps of the runtime and samplers, in words.
+    pub missing: Vec<String>,
+    /// True when cross-node clock offsets were applied.
+    pub clock_corrected: bool,
+    /// Worst clock-offset uncertainty (half the minimum round trip), seconds.
+    pub clock_error_s: f64,
+    /// Parallel-region instances that ran on one thread (`if(0)`, nested...).
+    pub serialized_regions: u64,
+    /// Worker join-barrier intervals clipped at the master's `parallel_end`
+    /// (platform facts: libomp dispatches them late).
+    pub clipped_join_waits: u64,
+    /// Seconds removed by that clipping (serial time that would have been booked as barrier wait).
+    pub clipped_join_wait_s: f64,
+}
+
+/// One node of the POP efficiency tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PopNode {
+    pub name: String,
+    pub value: Observable<f64>,
+    /// The formula, in words and symbols.
+    pub formula: String,
+    pub children: Vec<PopNode>,
+}
+
+/// POP metrics for a hybrid run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pop {
+    /// Multiplicative model: each node is the product of its children.
+    pub tree: PopNode,
+    /// Additive model: `1 = parallel efficiency + Σ losses`, each a fraction of all core-time.
+    pub additive: Vec<PopLoss>,
+    /// Useful compute time per (rank, thread), seconds.
+    pub useful_s: Vec<Vec<f64>>,
+    /// Cores (threads) counted: Σ over ranks of threads.
+    pub cores: u32,
+    /// Elapsed time the efficiencies refer to.
+    pub elapsed_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PopLoss {
+    pub name: String,
+    pub fraction: f64,
+    pub seconds_core: f64,
+    pub formula: String,
+}
+
+/// Barrier totals: total = wait + synchronisation overhead (document 002, §6.7).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct BarrierStats {
+    /// Σ over threads of time inside barriers.
+    pub total_s: f64,
+    /// Σ over threads of waiting time (imbalance).
+    pub wait_s: f64,
+    /// total − wait: the runtime's own synchronisation work.
+    pub sync_overhead_s: f64,
+    /// Barrier instances (per thread) seen.
+    pub count: u64,
+    /// Whether the wait part was observed (sync_region_wait callbacks).
+    pub wait_observed: bool,
+}
+
+/// One thread's share of a region (summed over instances).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRegionStats {
+    pub rank: u32,
+    pub thread: u32,
+    /// Implicit-task time (clipped to the region).
+    pub implicit_task_s: f64,
+    /// Implicit task minus synchronisation (barriers, taskwait, lock wait).
+    pub busy_s: f64,
+    pub barrier: BarrierStats,
+    /// Time from the region's begin to this thread's implicit-task begin (activation).
+    pub activation_s: f64,
+    /// Time from this thread's implicit-task end (clipped) to the region end.
+    pub release_s: f64,
+}
+
+/// One parallel region (code location), over all ranks and instances.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RegionStats {
+    pub location: CodeLocation,
+    pub instances: u64,
+    pub serialized_instances: u64,
+    pub ranks: Vec<u32>,
+    /// Largest team seen.
+    pub team_size: u32,
+    /// Σ of the encountering thread's region durations.
+    pub time_s: f64,
+    pub share_of_run: f64,
+    /// Σ master implicit-task time.
+    pub implicit_task_s: f64,
+    /// Fork/join (management) overhead = region time − master implicit-task time
+    /// (document 002, §6.6.3).
+    pub fork_join_s: f64,
+    /// fork_join / region time.
+    pub fork_join_fraction: f64,
+    /// Mean and max fork/join overhead per instance.
+    pub fork_join_mean_s: f64,
+    pub fork_join_max_s: f64,
+    /// Team totals.
+    pub barrier: BarrierStats,
+    /// max/mean of per-thread busy time (1 = balanced).
+    pub imbalance: f64,
+    pub per_thread: Vec<ThreadRegionStats>,
+}
+
+/// A thread's part of one loop (summed over instances).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoopThreadStats {
+    pub rank: u32,
+    pub thread: u32,
+    /// Time inside the loop (work begin → end).
+    pub time_s: f64,
+    /// Time executing chunks (or the loop time when no chunks are recorded).
+    pub busy_s: f64,
+    /// Iterations executed (from chunks), when observable.
+    pub iterations: Option<u64>,
+    pub chunks: Option<u64>,
+}
+
+/// One simulated schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimulatedSchedule {
+    /// `static`, `static,8`, `dynamic,64`, `guided,4`...
+    pub schedule: String,
+    /// Predicted loop time per instance (max over threads), seconds.
+    pub predicted_s: f64,
+    /// Predicted speedup over the measured loop time.
+    pub speedup: f64,
+    /// max/mean of predicted per-thread busy time.
+    pub imbalance: f64,
+    pub chunks: u64,
+}
+
+/// Cost of iterations across the iteration space, reconstructed from the trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostProfile {
+    /// `uniform`, `increasing`, `decreasing`, `triangular`... in words.
+    pub shape: String,
+    /// Mean cost per iteration (ns) in equal bins of the iteration space.
+    pub bins_ns: Vec<f64>,
+    /// How it was reconstructed (`chunks` or `per-thread static ranges`).
+    pub source: String,
+}
+
+/// The tuner's advice for one loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recommendation {
+    /// The clause to write, e.g. `schedule(dynamic,64)`, or `keep schedule(static)`.
+    pub clause: String,
+    /// Value for `OMP_SCHEDULE` (for `schedule(runtime)` loops), e.g. `dynamic,64`.
+    pub omp_schedule: String,
+    pub predicted_s: f64,
+    pub predicted_speedup: f64,
+    /// Run time saved per run (all instances, all ranks' critical path), seconds.
+    pub predicted_gain_s: f64,
+    /// One line of evidence, e.g. "stencil.c:42: schedule(dynamic,64) — predicted 1.8× on this loop, 12 % of run time; triangular cost, 40 % imbalance under static".
+    pub evidence: String,
+    /// Which rule decided (simulation, document 002 §6.6.2 empirical rule...).
+    pub rule: String,
+}
+
+/// One worksharing loop (code location), over all ranks and instances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopStats {
+    pub location: CodeLocation,
+    /// Location of the enclosing parallel region.
+    pub region: Option<CodeLocation>,
+    /// Schedule reported by the runtime (`static`, `dynamic`, `guided`), or why not.
+    pub schedule: Observable<String>,
+    pub instances: u64,
+    /// Trip count of the most common instance.
+    pub trip_count: u64,
+    pub team_size: u32,
+    /// Σ loop time (per instance: first thread in → last thread out).
+    pub time_s: f64,
+    pub share_of_run: f64,
+    pub per_thread: Vec<LoopThreadStats>,
+    /// max/mean of per-thread busy time.
+    pub imbalance: f64,
+    pub chunks: Observable<u64>,
+    pub mean_chunk_iterations: Observable<f64>,
+    /// Measured cost of handing out one chunk (median gap between a thread's consecutive chunks).
+    pub dispatch_cost_s: Observable<f64>,
+    /// Σ gaps between consecutive chunks of a thread (scheduling overhead).
+    pub scheduling_overhead_s: Observable<f64>,
+    pub cost_profile: Observable<CostProfile>,
+    pub simulations: Observable<Vec<SimulatedSchedule>>,
+    pub recommendation: Observable<Recommendation>,
+}
+
+/// Lock and critical-section times.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MutexStats {
+    pub location: CodeLocation,
+    /// `lock`, `critical`, `ordered`...
+    pub kind: String,
+    pub acquisitions: u64,
+    pub wait_s: f64,
+    pub hold_s: f64,
+    pub max_wait_s: f64,
+}
+
+/// Explicit tasks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskStats {
+    pub created: u64,
+    /// Σ task execution intervals.
+    pub run_s: f64,
+    /// Mean execution per task.
+    pub mean_task_s: f64,
+    /// Σ taskwait / taskgroup time.
+    pub taskwait_s: f64,
+}
+
+/// Fine-grain hybrid model, per rank (document 000 §5 / document 002 §3.3.1, eq. 3.1–3.2):
+/// `T_tot = T_seq + T_comm + T_compute / P`, bound `1 + T_compute / (T_seq + T_comm)`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FineGrainModel {
+    pub rank: u32,
+    /// Threads P.
+    pub threads: u32,
+    pub t_total_s: f64,
+    /// Time inside parallel regions (master thread).
+    pub t_compute_s: f64,
+    /// MPI time outside parallel regions.
+    pub t_comm_s: f64,
+    /// The rest: serial code, including fork/join overhead.
+    pub t_seq_s: f64,
+    /// Fork/join overhead folded into T_seq.
+    pub fork_join_s: f64,
+    pub speedup_bound: f64,
+    /// Parallel regions entered (fork/join events).
+    pub regions: u64,
+    /// Core-seconds idle: (P−1) × serial time outside MPI.
+    pub idle_serial_core_s: f64,
+    /// Core-seconds idle: (P−1) × MPI time outside parallel regions (master-only).
+    pub idle_mpi_core_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenMpOverhead {
+    /// Σ fork/join over all regions.
+    pub fork_join_s: f64,
+    pub barrier: BarrierStats,
+    /// Σ scheduling overhead over loops with chunk events.
+    pub scheduling_s: Observable<f64>,
+    pub mutexes: Observable<Vec<MutexStats>>,
+    pub tasks: Observable<TaskStats>,
+    pub fine_grain: Vec<FineGrainModel>,
+}
+
+/// Aggregates of one MPI call (or call site) over ranks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MpiCallStats {
+    pub call: String,
+    /// Set for per-call-site rows.
+    pub location: Option<CodeLocation>,
+    pub count: u64,
+    pub total_s: f64,
+    /// Per-rank total time: min, max, mean over ranks that made the call.
+    pub min_rank_s: f64,
+    pub max_rank_s: f64,
+    pub mean_rank_s: f64,
+    /// Coefficient of variation of per-rank time (stddev / mean).
+    pub cv: f64,
+    pub bytes_sent: u64,
+    pub bytes_recv: u64,
+    /// Shortest and longest single call.
+    pub min_call_s: f64,
+    pub max_call_s: f64,
+    pub share_of_run: f64,
+}
+
+/// One bin of the message-size histogram (point-to-point sends).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SizeBin {
+    /// [lo, hi) bytes.
+    pub lo: u64,
+    pub hi: u64,
+    pub messages: u64,
+    pub bytes: u64,
+    pub eager: u64,
+    pub rendezvous: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommMatrix {
+    pub ranks: u32,
+    /// `messages[src][dst]`.
+    pub messages: Vec<Vec<u64>>,
+    pub bytes: Vec<Vec<u64>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MpiProfile {
+    pub calls: Vec<MpiCallStats>,
+    pub callsites: Vec<MpiCallStats>,
+    /// Eager limit used to classify messages and where it came from.
+    pub eager_limit: Observable<(u64, String)>,
+    pub histogram: Vec<SizeBin>,
+    pub eager_messages: u64,
+    pub rendezvous_messages: u64,
+    pub matrix: CommMatrix,
+    /// MPI time inside / outside OpenMP parallel regions (all threads).
+    pub inside_parallel_s: f64,
+    pub outside_parallel_s: f64,
+    /// MPI time per rank.
+    pub per_rank_s: Vec<f64>,
+    pub total_s: f64,
+    pub share_of_run: f64,
+    /// Threads that called MPI per rank (max).
+    pub calling_threads: u32,
+}
+
+/// Wait-state kinds (Scalasca-style), all from clock-corrected timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitKind {
+    /// A receive waits for a send that started later.
+    LateSender,
+    /// A synchronous / rendezvous send waits for a receive posted later.
+    LateReceiver,
+    /// An all-to-all collective (Allreduce, Allgather, Alltoall...) waits for the last rank.
+    WaitAtNxN,
+    /// The root of Reduce/Gather waits for the last contributor.
+    EarlyReduce,
+    /// Bcast/Scatter non-roots wait for a late root.
+    LateBroadcast,
+    /// MPI_Barrier waits for the last rank.
+    BarrierWait,
+}
+
+impl WaitKind {
+    pub const ALL: [WaitKind; 6] = [
+        WaitKind::LateSender,
+        WaitKind::LateReceiver,
+        WaitKind::WaitAtNxN,
+        WaitKind::EarlyReduce,
+        WaitKind::LateBroadcast,
+        WaitKind::BarrierWait,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitKind::LateSender => "late sender",
+            WaitKind::LateReceiver => "late receiver",
+            WaitKind::WaitAtNxN => "wait at N×N",
+            WaitKind::EarlyReduce => "early reduce",
+            WaitKind::LateBroadcast => "late broadcast",
+            WaitKind::BarrierWait => "barrier wait",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitEntry {
+    pub kind: WaitKind,
+    pub rank: Option<u32>,
+    pub call: Option<String>,
+    pub location: Option<CodeLocation>,
+    pub seconds: f64,
+    pub instances: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitStates {
+    pub total_s: f64,
+    /// One entry per kind (rank/location None).
+    pub by_kind: Vec<WaitEntry>,
+    /// Per (kind, rank).
+    pub per_rank: Vec<WaitEntry>,
+    /// Per (kind, call site).
+    pub per_callsite: Vec<WaitEntry>,
+    /// Point-to-point messages that could not be matched.
+    pub unmatched_messages: u64,
+    /// Half the worst clock-offset round trip: waits smaller than this are noise.
+    pub clock_error_s: f64,
+}
+
+/// QP counts per node for one transport (document 000, Table 3.4).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QpRow {
+    pub transport: String,
+    pub formula: String,
+    /// On the observed communication graph (on-demand connections).
+    pub observed_per_node: f64,
+    /// Fully connected job.
+    pub full_per_node: f64,
+}
+
+/// A parameter of the buffer model and where its value comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelParam {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+    pub source: String,
+}
+
+/// Memory of one rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankMemory {
+    pub rank: u32,
+    pub host: String,
+    /// Distinct point-to-point peers seen in the trace.
+    pub peers_observed: u32,
+    /// Peers the rank reached at least once, including collectives forcing full connection.
+    pub connections_estimated: u32,
+    /// Last `mpi.connections` sample, when the collector recorded it.
+    pub connections_measured: Option<u64>,
+    pub rss_before_init: Option<u64>,
+    pub rss_after_init: Option<u64>,
+    /// RSS delta across MPI_Init: the MPI runtime's own footprint.
+    pub mpi_init_delta: Option<u64>,
+    pub rss_peak: Option<u64>,
+    pub rss_last: Option<u64>,
+    pub shm_mapped: Option<u64>,
+    /// Modelled connection buffer bytes on the observed graph.
+    pub buffer_bytes_observed: f64,
+    pub communicators: u32,
+}
+
+/// Projection of the footprint to a larger job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Projection {
+    pub ranks: u64,
+    pub nodes: u64,
+    /// Connections per rank under the job's pattern.
+    pub connections_per_rank: f64,
+    pub qp_rc_per_node: f64,
+    pub qp_xrc_per_node: f64,
+    pub qp_ud_per_node: f64,
+    /// Connection buffers per rank (bytes).
+    pub buffer_bytes_per_rank: f64,
+    /// QP management memory per rank (bytes).
+    pub qp_bytes_per_rank: f64,
+    /// Communicator group maps per rank (bytes).
+    pub group_bytes_per_rank: f64,
+    pub total_bytes_per_rank: f64,
+    /// Memory per core the total exceeds, when known.
+    pub exceeds_memory_per_core: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FullConnectionCall {
+    pub call: String,
+    pub location: Option<CodeLocation>,
+    pub ranks: Vec<u32>,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryFootprint {
+    /// Job shape used by the formulas: N nodes, C ranks (cores) per node, H HCAs per node.
+    pub nodes: u32,
+    pub cores_per_node: u32,
+    pub hcas_per_node: u32,
+    pub per_rank: Vec<RankMemory>,
+    pub qp_table: Vec<QpRow>,
+    pub parameters: Vec<ModelParam>,
+    /// Buffer bytes per connection of the model.
+    pub bytes_per_connection: f64,
+    /// `constant neighbourhood` or `grows with N` (and why).
+    pub pattern: String,
+    pub full_connection_calls: Vec<FullConnectionCall>,
+    pub communicators: u32,
+    /// Group-map bytes per process (document 001 §3.1).
+    pub group_map_bytes_per_rank: f64,
+    pub projections: Vec<Projection>,
+    pub memory_per_core: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyDomain {
+    pub host: String,
+    pub rank: u32,
+    /// `energy.pkg`, `energy.ram`...
+    pub metric: String,
+    pub package: i64,
+    pub joules: f64,
+    pub avg_power_w: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyPhase {
+    /// `openmp compute`, `mpi`, `serial`.
+    pub phase: String,
+    pub seconds: f64,
+    pub joules: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Energy {
+    pub domains: Vec<EnergyDomain>,
+    /// Σ package energy (or psys when that is all there is).
+    pub total_joules: f64,
+    pub avg_power_w: f64,
+    pub phases: Vec<EnergyPhase>,
+    /// Energy-delay product, J·s.
+    pub edp_js: f64,
+}
+
+/// One ranked finding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub title: String,
+    /// `loop`, `region`, `mpi`, `wait`, `memory`, `openmp`...
+    pub category: String,
+    pub location: Option<CodeLocation>,
+    /// Estimated run time this costs (seconds of wall time).
+    pub cost_s: f64,
+    pub share_of_run: f64,
+    pub what_to_do: String,
+}
+
+/// Difference of one metric between two traces.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareRow {
+    pub section: String,
+    pub item: String,
+    pub metric: String,
+    pub a: f64,
+    pub b: f64,
+    /// b − a.
+    pub delta: f64,
+    /// b / a (None when a is 0).
+    pub ratio: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub a: String,
+    pub b: String,
+    pub rows: Vec<CompareRow>,
+}

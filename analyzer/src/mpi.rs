@@ -1,0 +1,432 @@
+//! MPI profile (per call and call site, message sizes, communication matrix)
+//! and wait states from clock-corrected timestamps.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use hyscope_format::MpiRecord;
+use hyscope_format::schema::mpi_call::{self as c, name as call_name};
+
+use crate::load::{TraceData, ns_to_s};
+use crate::model::*;
+use crate::omp::OmpResult;
+
+pub fn is_send(call: u16) -> bool {
+    matches!(
+        call,
+        c::MPI_Send | c::MPI_Ssend | c::MPI_Bsend | c::MPI_Rsend
+    ) || matches!(
+        call,
+        c::MPI_Isend | c::MPI_Issend | c::MPI_Ibsend | c::MPI_Irsend
+    )
+}
+pub fn is_recv(call: u16) -> bool {
+    matches!(call, c::MPI_Recv | c::MPI_Irecv)
+}
+fn is_blocking_collective(call: u16) -> bool {
+    (c::MPI_Barrier..=c::MPI_Exscan).contains(&call)
+}
+fn is_wait(call: u16) -> bool {
+    (c::MPI_Wait..=c::MPI_Testsome).contains(&call)
+}
+
+/// Eager limit to classify messages: the shared-memory transport's on one host,
+/// else the network's (document 000 §3.1.2: eager below, rendezvous above).
+pub fn eager_limit(data: &TraceData, hosts: usize) -> Option<(u64, String)> {
+    let limits = &data.manifest.mpi.as_ref()?.eager_limits;
+    let pick = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| limits.iter().find(|(n, _)| n.contains(k)))
+            .map(|(n, v)| (*v, format!("{n} eager limit (manifest)")))
+    };
+    if hosts <= 1 {
+        pick(&["vader", "sm", "shm", "self"]).or_else(|| pick(&[""]))
+    } else {
+        pick(&["openib", "ucx", "ofi", "tcp", "ch4", "nemesis"]).or_else(|| pick(&[""]))
+    }
+}
+
+#[derive(Default, Clone)]
+struct CallAcc {
+    count: u64,
+    per_rank: BTreeMap<u32, i64>,
+    bytes_sent: u64,
+    bytes_recv: u64,
+    min: i64,
+    max: i64,
+}
+
+impl CallAcc {
+    fn add(&mut self, rank: u32, r: &MpiRecord) {
+        let d = (r.end_ns - r.start_ns).max(0);
+        if self.count == 0 || d < self.min {
+            self.min = d;
+        }
+        self.max = self.max.max(d);
+        self.count += 1;
+        *self.per_rank.entry(rank).or_default() += d;
+        self.bytes_sent += r.bytes_sent;
+        self.bytes_recv += r.bytes_recv;
+    }
+
+    fn stats(&self, call: &str, location: Option<CodeLocation>, run_s: f64) -> MpiCallStats {
+        let v: Vec<f64> = self.per_rank.values().map(|&x| ns_to_s(x)).collect();
+        let n = v.len().max(1) as f64;
+        let total: f64 = v.iter().sum();
+        let mean = total / n;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        MpiCallStats {
+            call: call.to_string(),
+            location,
+            count: self.count,
+            total_s: total,
+            min_rank_s: v.iter().cloned().fold(f64::INFINITY, f64::min).min(total),
+            max_rank_s: v.iter().cloned().fold(0.0, f64::max),
+            mean_rank_s: mean,
+            cv: if mean > 0.0 { var.sqrt() / mean } else { 0.0 },
+            bytes_sent: self.bytes_sent,
+            bytes_recv: self.bytes_recv,
+            min_call_s: ns_to_s(self.min),
+            max_call_s: ns_to_s(self.max),
+            share_of_run: if run_s > 0.0 { total / run_s } else { 0.0 },
+        }
+    }
+}
+
+/// The MPI profile.
+pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observable<MpiProfile> {
+    if data.ranks.iter().all(|r| r.mpi.is_empty()) {
+        return Observable::not(if data.manifest.mpi.is_none() {
+            "no MPI calls: not an MPI program, or the PMPI wrappers were not loaded"
+        } else {
+            "no MPI calls were recorded"
+        });
+    }
+    let n = run.ranks as usize;
+    let run_s: f64 = run.rank_duration_s.iter().sum::<f64>().max(1e-12);
+    let limit = eager_limit(data, run.hosts.len());
+    let mut calls: BTreeMap<u16, CallAcc> = BTreeMap::new();
+    let mut sites: BTreeMap<(u16, u64), CallAcc> = BTreeMap::new();
+    let mut hist: Vec<SizeBin> = (0..=40)
+        .map(|k| SizeBin {
+            lo: if k == 0 { 0 } else { 1u64 << (k - 1) },
+            hi: 1u64 << k,
+            ..SizeBin::default()
+        })
+        .collect();
+    let mut matrix = CommMatrix {
+        ranks: n as u32,
+        messages: vec![vec![0; n]; n],
+        bytes: vec![vec![0; n]; n],
+    };
+    let (mut inside, mut outside) = (0i64, 0i64);
+    let mut per_rank = vec![0.0; n];
+    let (mut eager, mut rndv) = (0u64, 0u64);
+    let mut calling_threads = 0u32;
+    for rd in &data.ranks {
+        let mut threads: Vec<u32> = Vec::new();
+        for r in &rd.mpi {
+            if r.call == c::REQUEST_COMPLETE {
+                continue;
+            }
+            if !threads.contains(&r.thread) {
+                threads.push(r.thread);
+            }
+            let d = (r.end_ns - r.start_ns).max(0);
+            calls.entry(r.call).or_default().add(rd.rank, r);
+            sites
+                .entry((r.call, r.callsite))
+                .or_default()
+                .add(rd.rank, r);
+            if r.in_parallel {
+                inside += d;
+            } else {
+                outside += d;
+            }
+            if let Some(p) = per_rank.get_mut(rd.rank as usize) {
+                *p += ns_to_s(d);
+            }
+            if is_send(r.call) || r.call == c::MPI_Sendrecv || r.call == c::MPI_Sendrecv_replace {
+                let b = r.bytes_sent;
+                let k = if b == 0 {
+                    0
+                } else {
+                    (64 - b.leading_zeros()) as usize
+                };
+                if let Some(bin) = hist.get_mut(k) {
+                    bin.messages += 1;
+                    bin.bytes += b;
+                    if let Some((l, _)) = &limit {
+                        if b <= *l {
+                            bin.eager += 1;
+                            eager += 1;
+                        } else {
+                            bin.rendezvous += 1;
+                            rndv += 1;
+                        }
+                    }
+                }
+                if r.peer >= 0 && (r.peer as usize) < n && (rd.rank as usize) < n {
+                    matrix.messages[rd.rank as usize][r.peer as usize] += 1;
+                    matrix.bytes[rd.rank as usize][r.peer as usize] += b;
+                }
+            }
+        }
+        calling_threads = calling_threads.max(threads.len() as u32);
+    }
+    let first = hist.iter().position(|b| b.messages > 0).unwrap_or(0);
+    let last = hist
+        .iter()
+        .rposition(|b| b.messages > 0)
+        .map_or(0, |i| i + 1);
+    let hist = if last > first {
+        hist[first..last].to_vec()
+    } else {
+        Vec::new()
+    };
+    let mut call_list: Vec<MpiCallStats> = calls
+        .iter()
+        .map(|(k, a)| a.stats(call_name(*k), None, run_s))
+        .collect();
+    call_list.sort_by(|a, b| b.total_s.total_cmp(&a.total_s));
+    let mut site_list: Vec<MpiCallStats> = sites
+        .iter()
+        .map(|((k, site), a)| a.stats(call_name(*k), Some(data.location(*site)), run_s))
+        .collect();
+    site_list.sort_by(|a, b| b.total_s.total_cmp(&a.total_s));
+    let total: f64 = per_rank.iter().sum();
+    Observable::Observed(MpiProfile {
+        calls: call_list,
+        callsites: site_list,
+        eager_limit: match limit {
+            Some(l) => Observable::Observed(l),
+            None => {
+                Observable::not("no eager limit in the manifest (MPI control variables not read)")
+            }
+        },
+        histogram: hist,
+        eager_messages: eager,
+        rendezvous_messages: rndv,
+        matrix,
+        inside_parallel_s: ns_to_s(inside),
+        outside_parallel_s: ns_to_s(outside),
+        per_rank_s: per_rank,
+        total_s: total,
+        share_of_run: total / run_s,
+        calling_threads,
+    })
+}
+
+#[derive(Default)]
+struct WaitAcc {
+    by_kind: BTreeMap<WaitKind, (f64, u64)>,
+    per_rank: BTreeMap<(WaitKind, u32), (f64, u64)>,
+    per_site: BTreeMap<(WaitKind, u16, u64), (f64, u64)>,
+}
+
+impl WaitAcc {
+    fn add(&mut self, kind: WaitKind, rank: u32, r: &MpiRecord, wait_ns: i64) {
+        if wait_ns <= 0 {
+            return;
+        }
+        let s = ns_to_s(wait_ns);
+        for e in [
+            self.by_kind.entry(kind).or_default(),
+            self.per_rank.entry((kind, rank)).or_default(),
+            self.per_site.entry((kind, r.call, r.callsite)).or_default(),
+        ] {
+            e.0 += s;
+            e.1 += 1;
+        }
+    }
+}
+
+/// Where a receive waits: its own interval (blocking) or the wait call that completed it.
+struct RecvWait {
+    rank: u32,
+    post_ns: i64,
+    wait_from: i64,
+    wait_to: i64,
+    row: MpiRecord,
+}
+
+/// Wait states (Scalasca definitions) over all ranks.
+pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
+    if data.ranks.iter().all(|r| r.mpi.is_empty()) {
+        return Observable::not("no MPI calls were recorded");
+    }
+    if run.hosts.len() > 1 && !data.clock_corrected {
+        return Observable::not(
+            "ranks on several hosts without clock offsets in the manifest: cross-rank waits would be clock skew",
+        );
+    }
+    let limit = eager_limit(data, run.hosts.len()).map(|l| l.0);
+    let mut acc = WaitAcc::default();
+    // Point to point: FIFO matching per (src, dst, comm, tag) (MPI non-overtaking).
+    let mut sends: HashMap<(u32, u32, u64, i32), VecDeque<(u32, MpiRecord)>> = HashMap::new();
+    let mut recvs: Vec<((u32, u32, u64, i32), RecvWait)> = Vec::new();
+    for rd in &data.ranks {
+        // Completion time of each request, and the wait calls per thread.
+        let mut completion: HashMap<u64, i64> = HashMap::new();
+        let mut waits: HashMap<u32, Vec<&MpiRecord>> = HashMap::new();
+        for r in &rd.mpi {
+            if r.call == c::REQUEST_COMPLETE && r.request_id != 0 {
+                completion.insert(r.request_id, r.start_ns);
+            } else if is_wait(r.call) {
+                waits.entry(r.thread).or_default().push(r);
+            }
+        }
+        for r in &rd.mpi {
+            if is_send(r.call) && r.peer >= 0 {
+                sends
+                    .entry((rd.rank, r.peer as u32, r.comm_id, r.tag))
+                    .or_default()
+                    .push_back((rd.rank, *r));
+            } else if is_recv(r.call) && r.peer >= 0 {
+                let (wait_from, wait_to) = if r.call == c::MPI_Recv {
+                    (r.start_ns, r.end_ns)
+                } else {
+                    // Irecv: the wait/test call on this thread that contains the completion.
+                    let done = completion.get(&r.request_id).copied();
+                    match done.and_then(|t| {
+                        waits
+                            .get(&r.thread)
+                            .and_then(|v| v.iter().find(|w| w.start_ns <= t && t <= w.end_ns))
+                            .map(|w| (w.start_ns, w.end_ns))
+                    }) {
+                        Some(iv) => iv,
+                        None => (r.end_ns, r.end_ns),
+                    }
+                };
+                recvs.push((
+                    (r.peer as u32, rd.rank, r.comm_id, r.tag),
+                    RecvWait {
+                        rank: rd.rank,
+                        post_ns: r.start_ns,
+                        wait_from,
+                        wait_to,
+                        row: *r,
+                    },
+                ));
+            }
+        }
+    }
+    recvs.sort_by_key(|(k, w)| (*k, w.post_ns));
+    let mut unmatched = 0u64;
+    for (key, rw) in &recvs {
+        let Some((srank, s)) = sends.get_mut(key).and_then(|q| q.pop_front()) else {
+            unmatched += 1;
+            continue;
+        };
+        // Late sender: the receive waits from its wait start until the send starts.
+        let ls = (s.start_ns.min(rw.wait_to) - rw.wait_from).max(0);
+        let mut row = rw.row;
+        if rw.row.call == c::MPI_Irecv {
+            row.call = c::MPI_Wait;
+        }
+        acc.add(WaitKind::LateSender, rw.rank, &row, ls);
+        // Late receiver: a blocking synchronous or rendezvous send waits for the receive's post.
+        let sync = s.call == c::MPI_Ssend || limit.is_some_and(|l| s.bytes_sent > l);
+        if sync && matches!(s.call, c::MPI_Send | c::MPI_Ssend) {
+            let lr = (rw.post_ns.min(s.end_ns) - s.start_ns).max(0);
+            acc.add(WaitKind::LateReceiver, srank, &s, lr);
+        }
+    }
+    unmatched += sends.values().map(|q| q.len() as u64).sum::<u64>();
+
+    // Collectives: the k-th blocking collective on a communicator is the same
+    // operation on every member (MPI ordering rule).
+    let mut seqs: HashMap<(u64, u64), Vec<(u32, MpiRecord)>> = HashMap::new();
+    for rd in &data.ranks {
+        let mut next: HashMap<u64, u64> = HashMap::new();
+        for r in rd.mpi.iter().filter(|r| is_blocking_collective(r.call)) {
+            let k = next.entry(r.comm_id).or_insert(0);
+            seqs.entry((r.comm_id, *k)).or_default().push((rd.rank, *r));
+            *k += 1;
+        }
+    }
+    for members in seqs.values() {
+        if members.len() < 2 {
+            continue;
+        }
+        let call = members[0].1.call;
+        if members.iter().any(|(_, r)| r.call != call) {
+            continue;
+        }
+        let last_start = members.iter().map(|(_, r)| r.start_ns).max().unwrap_or(0);
+        let clampw = |r: &MpiRecord, until: i64| (until.min(r.end_ns) - r.start_ns).max(0);
+        match call {
+            c::MPI_Barrier => {
+                for (rank, r) in members {
+                    acc.add(WaitKind::BarrierWait, *rank, r, clampw(r, last_start));
+                }
+            }
+            c::MPI_Allreduce
+            | c::MPI_Allgather
+            | c::MPI_Allgatherv
+            | c::MPI_Alltoall
+            | c::MPI_Alltoallv
+            | c::MPI_Alltoallw
+            | c::MPI_Reduce_scatter
+            | c::MPI_Reduce_scatter_block => {
+                for (rank, r) in members {
+                    acc.add(WaitKind::WaitAtNxN, *rank, r, clampw(r, last_start));
+                }
+            }
+            c::MPI_Reduce | c::MPI_Gather | c::MPI_Gatherv => {
+                let root = members[0].1.root;
+                let last_other = members
+                    .iter()
+                    .filter(|(rk, _)| *rk as i32 != root)
+                    .map(|(_, r)| r.start_ns)
+                    .max();
+                if let (Some((rank, r)), Some(lo)) = (
+                    members.iter().find(|(rk, _)| *rk as i32 == root),
+                    last_other,
+                ) {
+                    acc.add(WaitKind::EarlyReduce, *rank, r, clampw(r, lo));
+                }
+            }
+            c::MPI_Bcast | c::MPI_Scatter | c::MPI_Scatterv => {
+                let root = members[0].1.root;
+                if let Some((_, rr)) = members.iter().find(|(rk, _)| *rk as i32 == root) {
+                    for (rank, r) in members.iter().filter(|(rk, _)| *rk as i32 != root) {
+                        acc.add(WaitKind::LateBroadcast, *rank, r, clampw(r, rr.start_ns));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let entry = |kind, rank, call: Option<u16>, site: Option<u64>, (s, n): (f64, u64)| WaitEntry {
+        kind,
+        rank,
+        call: call.map(|c| call_name(c).to_string()),
+        location: site.map(|a| data.location(a)),
+        seconds: s,
+        instances: n,
+    };
+    let by_kind: Vec<WaitEntry> = acc
+        .by_kind
+        .iter()
+        .map(|(k, v)| entry(*k, None, None, None, *v))
+        .collect();
+    let per_rank: Vec<WaitEntry> = acc
+        .per_rank
+        .iter()
+        .map(|((k, r), v)| entry(*k, Some(*r), None, None, *v))
+        .collect();
+    let mut per_callsite: Vec<WaitEntry> = acc
+        .per_site
+        .iter()
+        .map(|((k, call, site), v)| entry(*k, None, Some(*call), Some(*site), *v))
+        .collect();
+    per_callsite.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    Observable::Observed(WaitStates {
+        total_s: by_kind.iter().map(|e| e.seconds).sum(),
+        by_kind,
+        per_rank,
+        per_callsite,
+        unmatched_messages: unmatched,
+        clock_error_s: ns_to_s(data.clock_error_ns),
+    })
+}

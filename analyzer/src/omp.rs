@@ -1,0 +1,992 @@
+//! OpenMP: parallel regions, loops, locks, tasks, idle threads and the
+//! fine-grain model, from the `omp` rows of each rank.
+//!
+//! Normalisation (platform facts, "Quirks an analyzer must handle"): a worker's
+//! join-barrier `sync_region(_wait)` end and its implicit-task end are dispatched
+//! only when it wakes for the next region, so every row of a region is clipped
+//! at the master's `parallel_end`; regions with a team of one are "serialized"
+//! and have no implicit barrier.
+
+use std::collections::{BTreeMap, HashMap};
+
+use hyscope_format::{OmpKind, OmpRecord};
+use rayon::prelude::*;
+
+use crate::load::{TraceData, ns_to_s};
+use crate::model::*;
+use crate::tuner::{self, Sched, TuneInput};
+
+/// Sync variants that are barriers (`ompt_sync_region_t`).
+fn is_barrier(variant: u8) -> bool {
+    matches!(variant, 1 | 2 | 3 | 4 | 8 | 9 | 10)
+}
+/// Taskwait and taskgroup.
+fn is_taskwait(variant: u8) -> bool {
+    matches!(variant, 5 | 6)
+}
+/// Work variants that are loops (`ompt_work_t`).
+fn is_loop(variant: u8) -> bool {
+    matches!(variant, 1 | 10 | 11 | 12 | 13)
+}
+
+const K_PARALLEL: u8 = OmpKind::Parallel as u8;
+const K_ITASK: u8 = OmpKind::ImplicitTask as u8;
+const K_WORK: u8 = OmpKind::Work as u8;
+const K_CHUNK: u8 = OmpKind::Chunk as u8;
+const K_SYNC: u8 = OmpKind::Sync as u8;
+const K_SYNCWAIT: u8 = OmpKind::SyncWait as u8;
+const K_MWAIT: u8 = OmpKind::MutexWait as u8;
+const K_MHOLD: u8 = OmpKind::MutexHold as u8;
+const K_TCREATE: u8 = OmpKind::TaskCreate as u8;
+const K_TRUN: u8 = OmpKind::TaskRun as u8;
+
+/// Per-rank facts other passes need (POP, energy, findings).
+#[derive(Debug, Clone, Default)]
+pub struct RankOmp {
+    pub rank: u32,
+    pub threads: u32,
+    /// Intervals [start, end] of the master's (outermost) parallel regions.
+    pub regions: Vec<(i64, i64)>,
+    /// Σ region time on the encountering thread.
+    pub region_ns: i64,
+    pub fork_join_ns: i64,
+    /// Per thread: busy ns inside regions (implicit task − sync − lock wait).
+    pub busy_ns: Vec<i64>,
+    /// Per thread: ns in sync (barriers, taskwait), lock wait, activation/release idle.
+    pub runtime_ns: Vec<i64>,
+    pub region_count: u64,
+}
+
+/// What [`analyze_omp`] returns.
+#[derive(Debug, Clone)]
+pub struct OmpResult {
+    pub regions: Observable<Vec<RegionStats>>,
+    pub loops: Observable<Vec<LoopStats>>,
+    pub overhead: Observable<OpenMpOverhead>,
+    pub serialized_regions: u64,
+    pub clipped_join_waits: u64,
+    pub clipped_join_wait_s: f64,
+    pub ranks: Vec<RankOmp>,
+}
+
+#[derive(Default, Clone)]
+struct RegionAcc {
+    instances: u64,
+    serialized: u64,
+    ranks: Vec<u32>,
+    team: u32,
+    time: i64,
+    itask: i64,
+    fork_join: i64,
+    fj_max: i64,
+    fj_observed: u64,
+    per_thread: BTreeMap<(u32, u32), ThreadRegionStats>,
+}
+
+#[derive(Default, Clone)]
+struct LoopThreadAcc {
+    time: i64,
+    busy: i64,
+    iterations: u64,
+    chunks: u64,
+}
+
+#[derive(Default, Clone)]
+struct LoopAcc {
+    region_codeptr: u64,
+    variants: BTreeMap<u8, u64>,
+    instances: u64,
+    trips: BTreeMap<u64, u64>,
+    team: u32,
+    ranks: Vec<u32>,
+    time: i64,
+    per_thread: BTreeMap<(u32, u32), LoopThreadAcc>,
+    any_chunks: bool,
+    chunks: u64,
+    chunk_iters: u64,
+    chunk_sizes: BTreeMap<u64, u64>,
+    gaps: Vec<i64>,
+    gap_total: i64,
+    /// Cost profile: Σ cost and Σ iterations per normalised bin.
+    bin_cost: Vec<f64>,
+    bin_iters: Vec<f64>,
+    profile_from_chunks: bool,
+    profile_ok: bool,
+}
+
+const PROFILE_BINS: usize = 64;
+const MAX_GAPS: usize = 100_000;
+
+impl LoopAcc {
+    fn add_segment(&mut self, trip: u64, start: u64, count: u64, dur: i64) {
+        if trip == 0 || count == 0 || dur < 0 {
+            return;
+        }
+        if self.bin_cost.is_empty() {
+            self.bin_cost = vec![0.0; PROFILE_BINS];
+            self.bin_iters = vec![0.0; PROFILE_BINS];
+        }
+        let per_iter = dur as f64 / count as f64;
+        let w = trip as f64 / PROFILE_BINS as f64;
+        let (a, b) = (start as f64, (start + count).min(trip) as f64);
+        let mut k = ((a / w) as usize).min(PROFILE_BINS - 1);
+        while k < PROFILE_BINS {
+            let lo = (k as f64 * w).max(a);
+            let hi = ((k + 1) as f64 * w).min(b);
+            if hi > lo {
+                self.bin_cost[k] += per_iter * (hi - lo);
+                self.bin_iters[k] += hi - lo;
+            }
+            if (k + 1) as f64 * w >= b {
+                break;
+            }
+            k += 1;
+        }
+        self.profile_ok = true;
+    }
+
+    fn merge(&mut self, o: LoopAcc) {
+        if self.region_codeptr == 0 {
+            self.region_codeptr = o.region_codeptr;
+        }
+        for (k, v) in o.variants {
+            *self.variants.entry(k).or_default() += v;
+        }
+        for (k, v) in o.trips {
+            *self.trips.entry(k).or_default() += v;
+        }
+        for (k, v) in o.chunk_sizes {
+            *self.chunk_sizes.entry(k).or_default() += v;
+        }
+        self.instances += o.instances;
+        self.team = self.team.max(o.team);
+        self.ranks.extend(o.ranks);
+        self.time += o.time;
+        for (k, v) in o.per_thread {
+            let e = self.per_thread.entry(k).or_default();
+            e.time += v.time;
+            e.busy += v.busy;
+            e.iterations += v.iterations;
+            e.chunks += v.chunks;
+        }
+        self.any_chunks |= o.any_chunks;
+        self.chunks += o.chunks;
+        self.chunk_iters += o.chunk_iters;
+        if self.gaps.len() < MAX_GAPS {
+            self.gaps.extend(o.gaps.into_iter().take(MAX_GAPS));
+        }
+        self.gap_total += o.gap_total;
+        if self.bin_cost.is_empty() {
+            self.bin_cost = o.bin_cost;
+            self.bin_iters = o.bin_iters;
+        } else if !o.bin_cost.is_empty() {
+            for k in 0..PROFILE_BINS {
+                self.bin_cost[k] += o.bin_cost[k];
+                self.bin_iters[k] += o.bin_iters[k];
+            }
+        }
+        self.profile_from_chunks |= o.profile_from_chunks;
+        self.profile_ok |= o.profile_ok;
+    }
+}
+
+#[derive(Default, Clone)]
+struct MutexAcc {
+    kind: u8,
+    acquisitions: u64,
+    wait: i64,
+    hold: i64,
+    max_wait: i64,
+}
+
+#[derive(Default)]
+struct RankPass {
+    regions: HashMap<u64, RegionAcc>,
+    loops: HashMap<u64, LoopAcc>,
+    mutexes: HashMap<u64, MutexAcc>,
+    tasks_created: u64,
+    task_run: i64,
+    task_runs: u64,
+    taskwait: i64,
+    barrier: BarrierStats,
+    serialized: u64,
+    clipped: u64,
+    clipped_ns: i64,
+    info: RankOmp,
+    any_sync_wait: bool,
+}
+
+fn clip(r: &OmpRecord, lo: i64, hi: i64) -> i64 {
+    (r.end_ns.min(hi) - r.start_ns.max(lo)).max(0)
+}
+
+/// libomp's static partition of n iterations over p threads: thread i's [start, len).
+fn static_range(n: u64, p: u64, i: u64) -> (u64, u64) {
+    let base = n / p;
+    let extra = n % p;
+    let start = i * base + i.min(extra);
+    (start, base + u64::from(i < extra))
+}
+
+fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
+    let mut out = RankPass {
+        info: RankOmp {
+            rank,
+            threads,
+            busy_ns: vec![0; threads as usize],
+            runtime_ns: vec![0; threads as usize],
+            ..RankOmp::default()
+        },
+        ..RankPass::default()
+    };
+    // Rows of regions, grouped by (parallel_id, thread, kind, start).
+    let mut idx: Vec<u32> = (0..rows.len() as u32)
+        .filter(|&i| rows[i as usize].parallel_id != 0)
+        .collect();
+    idx.sort_unstable_by_key(|&i| {
+        let r = &rows[i as usize];
+        (r.parallel_id, r.thread, r.kind, r.start_ns)
+    });
+    // Lock, task and taskwait statistics need no grouping.
+    for r in rows {
+        match r.kind {
+            K_MWAIT | K_MHOLD => {
+                let m = out.mutexes.entry(r.codeptr).or_default();
+                m.kind = r.variant;
+                let d = (r.end_ns - r.start_ns).max(0);
+                if r.kind == K_MWAIT {
+                    m.acquisitions += 1;
+                    m.wait += d;
+                    m.max_wait = m.max_wait.max(d);
+                } else {
+                    m.hold += d;
+                }
+            }
+            K_TCREATE => out.tasks_created += 1,
+            K_TRUN => {
+                out.task_run += (r.end_ns - r.start_ns).max(0);
+                out.task_runs += 1;
+            }
+            K_SYNC if is_taskwait(r.variant) => out.taskwait += (r.end_ns - r.start_ns).max(0),
+            K_SYNCWAIT => out.any_sync_wait = true,
+            _ => {}
+        }
+    }
+    // Outermost regions of the rank for the serial/compute split.
+    let mut i = 0;
+    while i < idx.len() {
+        let pid = rows[idx[i] as usize].parallel_id;
+        let mut j = i;
+        while j < idx.len() && rows[idx[j] as usize].parallel_id == pid {
+            j += 1;
+        }
+        region_instance(rank, rows, &idx[i..j], &mut out);
+        i = j;
+    }
+    // Outermost region intervals (nested regions lie inside).
+    out.info.regions.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::new();
+    for &(s, e) in &out.info.regions {
+        match merged.last_mut() {
+            Some(l) if s <= l.1 => l.1 = l.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    out.info.regions = merged;
+    out
+}
+
+fn region_instance(rank: u32, rows: &[OmpRecord], group: &[u32], out: &mut RankPass) {
+    let Some(par) = group
+        .iter()
+        .map(|&i| &rows[i as usize])
+        .find(|r| r.kind == K_PARALLEL)
+    else {
+        return; // Rows of a region whose parallel row is missing (truncated trace).
+    };
+    let (rs, re) = (par.start_ns, par.end_ns.max(par.start_ns));
+    let team = par.team_size.max(1);
+    let serialized = team <= 1;
+    let acc = out.regions.entry(par.codeptr).or_default();
+    acc.instances += 1;
+    acc.team = acc.team.max(team);
+    if !acc.ranks.contains(&rank) {
+        acc.ranks.push(rank);
+    }
+    acc.time += re - rs;
+    out.info.region_ns += re - rs;
+    out.info.region_count += 1;
+    out.info.regions.push((rs, re));
+    if serialized {
+        acc.serialized += 1;
+        out.serialized += 1;
+    }
+    // Per thread of the team.
+    let mut threads: BTreeMap<u32, ThreadRegionStats> = BTreeMap::new();
+    let mut master_task: Option<i64> = None;
+    // Loop instances: (codeptr, k-th on this thread) → rows.
+    let mut works: BTreeMap<(u64, u32), Vec<&OmpRecord>> = BTreeMap::new();
+    let mut chunks_by_thread: BTreeMap<u32, Vec<&OmpRecord>> = BTreeMap::new();
+    let mut team_index: HashMap<u32, u64> = HashMap::new();
+    let mut work_seq: HashMap<(u32, u64), u32> = HashMap::new();
+    for &i in group {
+        let r = &rows[i as usize];
+        let d = clip(r, rs, re);
+        let th = || ThreadRegionStats {
+            rank,
+            thread: r.thread,
+            ..ThreadRegionStats::default()
+        };
+        match r.kind {
+            K_ITASK => {
+                let t = threads.entry(r.thread).or_insert_with(th);
+                t.implicit_task_s += ns_to_s(d);
+                t.activation_s += ns_to_s((r.start_ns - rs).max(0));
+                t.release_s += ns_to_s((re - r.end_ns.min(re)).max(0));
+                team_index.insert(r.thread, r.count);
+                if r.thread == par.thread {
+                    master_task = Some(master_task.unwrap_or(0) + d);
+                }
+            }
+            K_SYNC | K_SYNCWAIT => {
+                if r.end_ns > re && r.thread != par.thread && r.kind == K_SYNC {
+                    out.clipped += 1;
+                    out.clipped_ns += r.end_ns - re.max(r.start_ns);
+                }
+                let t = threads.entry(r.thread).or_insert_with(th);
+                if r.kind == K_SYNC {
+                    if is_barrier(r.variant) {
+                        t.barrier.total_s += ns_to_s(d);
+                        t.barrier.count += 1;
+                    }
+                    // Busy excludes every synchronisation (barrier, taskwait...).
+                    t.busy_s -= ns_to_s(d);
+                } else if is_barrier(r.variant) {
+                    t.barrier.wait_s += ns_to_s(d);
+                    t.barrier.wait_observed = true;
+                }
+            }
+            K_MWAIT => {
+                let t = threads.entry(r.thread).or_insert_with(th);
+                t.busy_s -= ns_to_s(d);
+            }
+            K_WORK if is_loop(r.variant) => {
+                let seq = work_seq.entry((r.thread, r.codeptr)).or_insert(0);
+                works.entry((r.codeptr, *seq)).or_default().push(r);
+                *seq += 1;
+            }
+            K_CHUNK => chunks_by_thread.entry(r.thread).or_default().push(r),
+            _ => {}
+        }
+    }
+    for t in threads.values_mut() {
+        t.busy_s += t.implicit_task_s;
+        t.barrier.sync_overhead_s = (t.barrier.total_s - t.barrier.wait_s).max(0.0);
+    }
+    if let Some(task) = master_task {
+        let fj = (re - rs - task).max(0);
+        acc.fork_join += fj;
+        acc.fj_max = acc.fj_max.max(fj);
+        acc.fj_observed += 1;
+        acc.itask += task;
+        out.info.fork_join_ns += fj;
+    }
+    for t in threads.values() {
+        if let Some(b) = out.info.busy_ns.get_mut(t.thread as usize) {
+            *b += (t.busy_s * 1e9) as i64;
+        }
+        if let Some(b) = out.info.runtime_ns.get_mut(t.thread as usize) {
+            let task = (t.implicit_task_s * 1e9) as i64;
+            let busy = (t.busy_s * 1e9) as i64;
+            let idle = if t.thread == par.thread {
+                0 // the master's fork/join is counted once, as fork_join_ns
+            } else {
+                (re - rs - task).max(0)
+            };
+            *b += (task - busy).max(0) + idle;
+        }
+        out.barrier.total_s += t.barrier.total_s;
+        out.barrier.wait_s += t.barrier.wait_s;
+        out.barrier.count += t.barrier.count;
+        let e = acc
+            .per_thread
+            .entry((rank, t.thread))
+            .or_insert_with(|| ThreadRegionStats {
+                rank,
+                thread: t.thread,
+                ..ThreadRegionStats::default()
+            });
+        e.implicit_task_s += t.implicit_task_s;
+        e.busy_s += t.busy_s;
+        e.activation_s += t.activation_s;
+        e.release_s += t.release_s;
+        e.barrier.total_s += t.barrier.total_s;
+        e.barrier.wait_s += t.barrier.wait_s;
+        e.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
+        e.barrier.count += t.barrier.count;
+        e.barrier.wait_observed |= t.barrier.wait_observed;
+    }
+    for v in chunks_by_thread.values_mut() {
+        v.sort_unstable_by_key(|r| r.start_ns);
+    }
+    // Loops of this region instance.
+    for ((codeptr, _k), ws) in works {
+        let la = out.loops.entry(codeptr).or_default();
+        la.region_codeptr = par.codeptr;
+        la.instances += 1;
+        if !la.ranks.contains(&rank) {
+            la.ranks.push(rank);
+        }
+        let trip = ws.iter().map(|w| w.count).max().unwrap_or(0);
+        *la.trips.entry(trip).or_default() += 1;
+        let nthreads = ws.len() as u32;
+        la.team = la.team.max(nthreads.max(team));
+        for w in &ws {
+            *la.variants.entry(w.variant).or_default() += 1;
+        }
+        let ls = ws.iter().map(|w| w.start_ns).min().unwrap_or(rs);
+        let le = ws.iter().map(|w| w.end_ns.min(re)).max().unwrap_or(rs);
+        la.time += (le - ls).max(0);
+        let static_sched = ws.iter().all(|w| w.variant == 10);
+        for w in &ws {
+            let wd = clip(w, rs, re);
+            let chunks: Vec<&OmpRecord> = chunks_by_thread
+                .get(&w.thread)
+                .map(|v| {
+                    let a = v.partition_point(|c| c.start_ns < w.start_ns);
+                    let b = v.partition_point(|c| c.start_ns <= w.end_ns);
+                    v[a..b].to_vec()
+                })
+                .unwrap_or_default();
+            let mut ta = LoopThreadAcc {
+                time: wd,
+                ..LoopThreadAcc::default()
+            };
+            if chunks.is_empty() {
+                ta.busy += wd;
+                if static_sched && trip > 0 {
+                    // Per-thread static ranges (no dispatch events): thread i ran
+                    // libomp's i-th block in the work interval.
+                    if let Some(&i) = team_index.get(&w.thread) {
+                        let (s, n) = static_range(trip, nthreads.max(team) as u64, i);
+                        ta.iterations += n;
+                        la.add_segment(trip, s, n, wd);
+                    }
+                }
+            } else {
+                la.any_chunks = true;
+                la.profile_from_chunks = true;
+                let mut prev_end: Option<i64> = None;
+                for c in &chunks {
+                    let d = (c.end_ns.min(w.end_ns) - c.start_ns).max(0);
+                    ta.busy += d;
+                    ta.iterations += c.count;
+                    ta.chunks += 1;
+                    la.chunks += 1;
+                    la.chunk_iters += c.count;
+                    *la.chunk_sizes.entry(c.count).or_default() += 1;
+                    if let Some(pe) = prev_end {
+                        let g = (c.start_ns - pe).max(0);
+                        la.gap_total += g;
+                        if la.gaps.len() < MAX_GAPS {
+                            la.gaps.push(g);
+                        }
+                    }
+                    prev_end = Some(c.end_ns);
+                    la.add_segment(trip, c.chunk_start, c.count, d);
+                }
+            }
+            let e = la.per_thread.entry((rank, w.thread)).or_default();
+            e.time += ta.time;
+            e.busy += ta.busy;
+            e.iterations += ta.iterations;
+            e.chunks += ta.chunks;
+        }
+    }
+}
+
+/// The OpenMP pass over every rank.
+pub fn analyze_omp(data: &TraceData, run: &RunFacts, warnings: &mut Vec<String>) -> OmpResult {
+    let passes: Vec<RankPass> = data
+        .ranks
+        .par_iter()
+        .map(|rd| {
+            let threads = run
+                .threads_per_rank
+                .get(rd.rank as usize)
+                .copied()
+                .unwrap_or(1)
+                .max(1);
+            rank_pass(rd.rank, &rd.omp, threads)
+        })
+        .collect();
+    let any_omp = data.ranks.iter().any(|r| !r.omp.is_empty());
+    let total_rank_s: f64 = run.rank_duration_s.iter().sum::<f64>().max(1e-12);
+
+    let mut regions: HashMap<u64, RegionAcc> = HashMap::new();
+    let mut loops: HashMap<u64, LoopAcc> = HashMap::new();
+    let mut mutexes: HashMap<u64, MutexAcc> = HashMap::new();
+    let mut serialized = 0;
+    let mut clipped = 0;
+    let mut clipped_ns = 0;
+    let mut barrier = BarrierStats::default();
+    let (mut created, mut run_ns, mut runs, mut taskwait) = (0u64, 0i64, 0u64, 0i64);
+    let mut any_wait = false;
+    let mut ranks = Vec::new();
+    for p in passes {
+        for (k, v) in p.regions {
+            let e = regions.entry(k).or_default();
+            e.instances += v.instances;
+            e.serialized += v.serialized;
+            e.ranks.extend(v.ranks);
+            e.team = e.team.max(v.team);
+            e.time += v.time;
+            e.itask += v.itask;
+            e.fork_join += v.fork_join;
+            e.fj_max = e.fj_max.max(v.fj_max);
+            e.fj_observed += v.fj_observed;
+            e.per_thread.extend(v.per_thread);
+        }
+        for (k, v) in p.loops {
+            loops.entry(k).or_default().merge(v);
+        }
+        for (k, v) in p.mutexes {
+            let e = mutexes.entry(k).or_default();
+            e.kind = v.kind;
+            e.acquisitions += v.acquisitions;
+            e.wait += v.wait;
+            e.hold += v.hold;
+            e.max_wait = e.max_wait.max(v.max_wait);
+        }
+        serialized += p.serialized;
+        clipped += p.clipped;
+        clipped_ns += p.clipped_ns;
+        barrier.total_s += p.barrier.total_s;
+        barrier.wait_s += p.barrier.wait_s;
+        barrier.count += p.barrier.count;
+        created += p.tasks_created;
+        run_ns += p.task_run;
+        runs += p.task_runs;
+        taskwait += p.taskwait;
+        any_wait |= p.any_sync_wait;
+        ranks.push(p.info);
+    }
+    barrier.sync_overhead_s = (barrier.total_s - barrier.wait_s).max(0.0);
+    barrier.wait_observed = any_wait;
+    if !any_wait {
+        barrier.wait_s = 0.0;
+        barrier.sync_overhead_s = 0.0;
+    }
+
+    let no_omp = || {
+        if data.manifest.openmp.is_none() {
+            "no OpenMP events: the program did not use an OMPT-capable runtime (libgomp has no OMPT)".to_string()
+        } else {
+            "no OpenMP events were recorded".to_string()
+        }
+    };
+
+    // Regions.
+    let mut region_list: Vec<RegionStats> = regions
+        .into_iter()
+        .map(|(codeptr, a)| {
+            let per_thread: Vec<ThreadRegionStats> = a.per_thread.into_values().collect();
+            let mut b = BarrierStats::default();
+            for t in &per_thread {
+                b.total_s += t.barrier.total_s;
+                b.wait_s += t.barrier.wait_s;
+                b.count += t.barrier.count;
+                b.wait_observed |= t.barrier.wait_observed;
+            }
+            b.sync_overhead_s = (b.total_s - b.wait_s).max(0.0);
+            let busy: Vec<f64> = per_thread.iter().map(|t| t.busy_s).collect();
+            RegionStats {
+                location: data.location(codeptr),
+                instances: a.instances,
+                serialized_instances: a.serialized,
+                ranks: {
+                    let mut r = a.ranks;
+                    r.sort_unstable();
+                    r.dedup();
+                    r
+                },
+                team_size: a.team,
+                time_s: ns_to_s(a.time),
+                share_of_run: ns_to_s(a.time) / total_rank_s,
+                implicit_task_s: ns_to_s(a.itask),
+                fork_join_s: ns_to_s(a.fork_join),
+                fork_join_fraction: if a.time > 0 {
+                    a.fork_join as f64 / a.time as f64
+                } else {
+                    0.0
+                },
+                fork_join_mean_s: if a.fj_observed > 0 {
+                    ns_to_s(a.fork_join) / a.fj_observed as f64
+                } else {
+                    0.0
+                },
+                fork_join_max_s: ns_to_s(a.fj_max),
+                barrier: b,
+                imbalance: max_over_mean(&busy),
+                per_thread,
+            }
+        })
+        .collect();
+    region_list.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
+
+    // Loops.
+    let capability = |name: &str| {
+        data.manifest
+            .openmp
+            .as_ref()
+            .and_then(|o| o.capabilities.get(name).copied())
+    };
+    let mut loop_list: Vec<LoopStats> = loops
+        .into_iter()
+        .map(|(codeptr, a)| {
+            build_loop(
+                data,
+                codeptr,
+                a,
+                total_rank_s,
+                capability("ompt_callback_dispatch"),
+            )
+        })
+        .collect();
+    loop_list.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
+    let scheduling: f64 = loop_list
+        .iter()
+        .filter_map(|l| l.scheduling_overhead_s.get())
+        .sum();
+    let any_chunks = loop_list.iter().any(|l| l.chunks.get().is_some());
+
+    let mutex_list: Vec<MutexStats> = {
+        let mut v: Vec<MutexStats> = mutexes
+            .into_iter()
+            .map(|(codeptr, m)| MutexStats {
+                location: data.location(codeptr),
+                kind: hyscope_format::schema::variant_name(OmpKind::MutexWait, m.kind).to_string(),
+                acquisitions: m.acquisitions,
+                wait_s: ns_to_s(m.wait),
+                hold_s: ns_to_s(m.hold),
+                max_wait_s: ns_to_s(m.max_wait),
+            })
+            .collect();
+        v.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s));
+        v
+    };
+    let fork_join_s = region_list.iter().map(|r| r.fork_join_s).sum();
+    let mutex_cap = capability("ompt_callback_mutex_acquire");
+    let task_cap = capability("ompt_callback_task_create");
+    let overhead = OpenMpOverhead {
+        fork_join_s,
+        barrier,
+        scheduling_s: if any_chunks {
+            Observable::Observed(scheduling)
+        } else {
+            Observable::not(
+                "no loop chunk (dispatch) events: per-chunk scheduling cost is not visible",
+            )
+        },
+        mutexes: if !mutex_list.is_empty() || mutex_cap.is_some_and(|c| c >= 2) {
+            Observable::Observed(mutex_list)
+        } else {
+            Observable::not("mutex callbacks not registered by the runtime")
+        },
+        tasks: if created > 0 || runs > 0 || task_cap.is_some_and(|c| c >= 2) {
+            Observable::Observed(TaskStats {
+                created,
+                run_s: ns_to_s(run_ns),
+                mean_task_s: if runs > 0 {
+                    ns_to_s(run_ns) / runs as f64
+                } else {
+                    0.0
+                },
+                taskwait_s: ns_to_s(taskwait),
+            })
+        } else {
+            Observable::not("task callbacks not registered by the runtime")
+        },
+        fine_grain: Vec::new(), // filled by mpi-aware pass in `fine_grain`
+    };
+    if clipped > 0 {
+        warnings.push(format!(
+            "clipped {clipped} worker join-barrier intervals at the master's parallel end ({:.3} ms of serial time not booked as barrier wait)",
+            ns_to_s(clipped_ns) * 1e3
+        ));
+    }
+    let mut result = OmpResult {
+        regions: if any_omp {
+            Observable::Observed(region_list)
+        } else {
+            Observable::not(no_omp())
+        },
+        loops: if any_omp {
+            Observable::Observed(loop_list)
+        } else {
+            Observable::not(no_omp())
+        },
+        overhead: if any_omp {
+            Observable::Observed(overhead)
+        } else {
+            Observable::not(no_omp())
+        },
+        serialized_regions: serialized,
+        clipped_join_waits: clipped,
+        clipped_join_wait_s: ns_to_s(clipped_ns),
+        ranks,
+    };
+    let fg = fine_grain(data, &result.ranks);
+    if let Some(o) = result.overhead.get_mut() {
+        o.fine_grain = fg;
+    }
+    result
+}
+
+/// Fine-grain model per rank (document 000 §5, document 002 §3.3.1, eq. 3.1–3.2):
+/// T_compute = time inside parallel regions, T_comm = MPI time of the master
+/// outside them, T_seq = the rest; bound = 1 + T_compute / (T_seq + T_comm).
+/// Idle threads: (P − 1) × T_seq and (P − 1) × T_comm core-seconds (master-only style).
+pub fn fine_grain(data: &TraceData, ranks: &[RankOmp]) -> Vec<FineGrainModel> {
+    data.ranks
+        .iter()
+        .zip(ranks)
+        .map(|(rd, ro)| {
+            let total = rd.last_ns - rd.first_ns;
+            let comm: i64 = rd
+                .mpi
+                .iter()
+                .filter(|m| {
+                    !m.in_parallel && m.call != hyscope_format::schema::mpi_call::REQUEST_COMPLETE
+                })
+                .filter(|m| !inside(&ro.regions, m.start_ns))
+                .map(|m| (m.end_ns - m.start_ns).max(0))
+                .sum();
+            let compute: i64 = ro.regions.iter().map(|(s, e)| e - s).sum();
+            let seq = (total - compute - comm).max(0);
+            let p = ro.threads.max(1);
+            let denom = (seq + comm) as f64;
+            FineGrainModel {
+                rank: rd.rank,
+                threads: p,
+                t_total_s: ns_to_s(total),
+                t_compute_s: ns_to_s(compute),
+                t_comm_s: ns_to_s(comm),
+                t_seq_s: ns_to_s(seq),
+                fork_join_s: ns_to_s(ro.fork_join_ns),
+                speedup_bound: if denom > 0.0 {
+                    1.0 + compute as f64 / denom
+                } else {
+                    f64::INFINITY
+                },
+                regions: ro.region_count,
+                idle_serial_core_s: ns_to_s(seq) * (p - 1) as f64,
+                idle_mpi_core_s: ns_to_s(comm) * (p - 1) as f64,
+            }
+        })
+        .collect()
+}
+
+/// Whether t lies in one of the sorted, disjoint intervals.
+pub fn inside(intervals: &[(i64, i64)], t: i64) -> bool {
+    let i = intervals.partition_point(|iv| iv.1 < t);
+    intervals.get(i).is_some_and(|iv| iv.0 <= t)
+}
+
+pub fn max_over_mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 1.0;
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let max = v.iter().cloned().fold(f64::MIN, f64::max);
+    if mean > 0.0 { max / mean } else { 1.0 }
+}
+
+fn median(v: &mut [i64]) -> Option<i64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mid = v.len() / 2;
+    let (_, m, _) = v.select_nth_unstable(mid);
+    Some(*m)
+}
+
+fn build_loop(
+    data: &TraceData,
+    codeptr: u64,
+    mut a: LoopAcc,
+    total_rank_s: f64,
+    dispatch_cap: Option<i32>,
+) -> LoopStats {
+    let location = data.location(codeptr);
+    let variant = a
+        .variants
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(v, _)| *v)
+        .unwrap_or(1);
+    let schedule: Observable<String> = match variant {
+        10 => Observable::Observed("static".into()),
+        11 => Observable::Observed("dynamic".into()),
+        12 => Observable::Observed("guided".into()),
+        13 => Observable::Observed("other".into()),
+        _ => Observable::not(
+            "the runtime reports only ompt_work_loop, without the schedule kind (libomp < 19)",
+        ),
+    };
+    let trip = a
+        .trips
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(t, _)| *t)
+        .unwrap_or(0);
+    let per_thread: Vec<LoopThreadStats> = a
+        .per_thread
+        .iter()
+        .map(|(&(rank, thread), t)| LoopThreadStats {
+            rank,
+            thread,
+            time_s: ns_to_s(t.time),
+            busy_s: ns_to_s(t.busy),
+            iterations: (a.any_chunks || t.iterations > 0).then_some(t.iterations),
+            chunks: a.any_chunks.then_some(t.chunks),
+        })
+        .collect();
+    let busy: Vec<f64> = per_thread.iter().map(|t| t.busy_s).collect();
+    let imbalance = max_over_mean(&busy);
+    let no_chunks = || -> String {
+        match dispatch_cap {
+            Some(1) => "no chunk events: the runtime never dispatches (ompt_callback_dispatch = never, libomp < 15)".into(),
+            _ => "no chunk (dispatch) events recorded for this loop".into(),
+        }
+    };
+    let mut gaps = std::mem::take(&mut a.gaps);
+    let dispatch = median(&mut gaps).filter(|g| *g > 0);
+    let time_s = ns_to_s(a.time);
+    let share = time_s / total_rank_s;
+    let instances = a.instances.max(1);
+    let measured_ns = a.time as f64 / instances as f64;
+    let team = a.team.max(1);
+    let mean_chunk = (a.chunks > 0).then(|| a.chunk_iters as f64 / a.chunks as f64);
+    let mode_chunk = a
+        .chunk_sizes
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(s, _)| *s)
+        .unwrap_or(1);
+    let current: Option<Sched> = match variant {
+        10 => {
+            // One chunk per thread is plain static; more is static,c.
+            if a.any_chunks && a.chunks > a.instances * team as u64 {
+                Some(Sched::StaticChunk(mode_chunk))
+            } else {
+                Some(Sched::Static)
+            }
+        }
+        11 => Some(Sched::Dynamic(mode_chunk)),
+        12 => Some(Sched::Guided(
+            a.chunk_sizes.keys().next().copied().unwrap_or(1),
+        )),
+        _ => None,
+    };
+    let current_text = current.map_or_else(|| "the current schedule".to_string(), |s| s.text());
+    let (cost_profile, simulations, recommendation) = if a.profile_ok && trip > 0 {
+        let bins: Vec<f64> = a
+            .bin_cost
+            .iter()
+            .zip(&a.bin_iters)
+            .map(|(c, n)| if *n > 0.0 { c / n } else { 0.0 })
+            .collect();
+        // Bins never touched (e.g. trip count varies) take the mean.
+        let touched: Vec<f64> = bins.iter().cloned().filter(|b| *b > 0.0).collect();
+        let mean = touched.iter().sum::<f64>() / touched.len().max(1) as f64;
+        let bins: Vec<f64> = bins
+            .into_iter()
+            .map(|b| if b > 0.0 { b } else { mean })
+            .collect();
+        let profile = CostProfile {
+            shape: tuner::shape_of(&bins),
+            bins_ns: bins,
+            source: if a.profile_from_chunks {
+                "chunk intervals".into()
+            } else {
+                "per-thread static ranges".into()
+            },
+        };
+        let input = TuneInput {
+            label: location.label.clone(),
+            measured_ns,
+            instances,
+            time_s,
+            share_of_run: share,
+            ranks: a.ranks.len().max(1) as u32,
+            trip,
+            team,
+            // Without a measured gap, 100 ns: the order of libomp's atomic chunk
+            // grab (platform facts: empty callback ~20 ns, FOR construct ~0.9 µs per loop).
+            dispatch_ns: dispatch.map_or(100.0, |d| d as f64),
+            current,
+            current_text,
+            imbalance,
+            scheduling_share: if a.time > 0 {
+                a.gap_total as f64 / (a.time as f64 * team as f64)
+            } else {
+                0.0
+            },
+            profile: profile.clone(),
+        };
+        let (sims, rec) = tuner::tune(&input);
+        (
+            Observable::Observed(profile),
+            Observable::Observed(sims),
+            Observable::Observed(rec),
+        )
+    } else {
+        let why = if trip == 0 {
+            "trip count not reported by the runtime".to_string()
+        } else {
+            format!("cost per iteration not reconstructible: {}", no_chunks())
+        };
+        (
+            Observable::not(why.clone()),
+            Observable::not(why.clone()),
+            Observable::not(why),
+        )
+    };
+    LoopStats {
+        region: (a.region_codeptr != 0).then(|| data.location(a.region_codeptr)),
+        location,
+        schedule,
+        instances: a.instances,
+        trip_count: trip,
+        team_size: team,
+        time_s,
+        share_of_run: share,
+        per_thread,
+        imbalance,
+        chunks: if a.any_chunks {
+            Observable::Observed(a.chunks)
+        } else {
+            Observable::not(no_chunks())
+        },
+        mean_chunk_iterations: match mean_chunk {
+            Some(m) => Observable::Observed(m),
+            None => Observable::not(no_chunks()),
+        },
+        dispatch_cost_s: match dispatch {
+            Some(d) => Observable::Observed(ns_to_s(d)),
+            None if a.any_chunks => Observable::not(
+                "chunk intervals are back to back (each chunk ends at the next dispatch): the dispatch cost is inside them",
+            ),
+            None => Observable::not(no_chunks()),
+        },
+        scheduling_overhead_s: if a.any_chunks {
+            Observable::Observed(ns_to_s(a.gap_total))
+        } else {
+            Observable::not(no_chunks())
+        },
+        cost_profile,
+        simulations,
+        recommendation,
+    }
+}

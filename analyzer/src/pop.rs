@@ -1,0 +1,195 @@
+//! POP efficiency metrics for hybrid MPI+OpenMP runs.
+//!
+//! Notation: R ranks, P_r threads on rank r, C = Σ P_r cores, T = elapsed time
+//! of the job. For every (rank r, thread t), the useful time u_rt is the time
+//! spent computing: not in MPI, not in the OpenMP runtime (barriers, lock
+//! waits, taskwait, fork/join) and not idle outside parallel regions
+//! (worker threads during serial code and master-only MPI).
+//!
+//! Multiplicative model (each node = product of its children):
+//! - Parallel efficiency PE = Σ u_rt / (C · T)
+//!   - MPI parallel efficiency MPI_PE = mean_r(o_r) / T, with o_r the time rank r's
+//!     master thread spends outside MPI
+//!     - MPI load balance = mean_r(o_r) / max_r(o_r)
+//!     - MPI communication efficiency = max_r(o_r) / T
+//!       (serialisation and transfer need an ideal-network replay: not observable)
+//!   - OpenMP parallel efficiency OMP_PE = PE / MPI_PE
+//!     - OpenMP load balance = Σ_r mean_t(u_rt) / Σ_r max_t(u_rt)
+//!     - OpenMP runtime and serialisation efficiency = OMP_PE / OMP load balance
+//!
+//! Additive model: 1 = PE + L_mpi + L_omp + L_serial + L_other, fractions of C · T:
+//! - L_mpi = (Σ MPI time of all threads + Σ_r (P_r − 1) · MPI time of the master outside parallel regions) / (C · T)
+//! - L_omp = (Σ OpenMP runtime time of all threads + Σ fork/join) / (C · T)
+//! - L_serial = Σ_r (P_r − 1) · T_seq,r / (C · T)  (idle threads during serial code)
+//! - L_other = the rest (ranks finishing early, unattributed time).
+
+use crate::load::{TraceData, ns_to_s};
+use crate::model::*;
+use crate::omp::{OmpResult, inside};
+
+pub fn analyze_pop(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Observable<Pop> {
+    let t = run.duration_s;
+    if t <= 0.0 || data.ranks.is_empty() {
+        return Observable::not("empty trace: no elapsed time");
+    }
+    let mut useful: Vec<Vec<f64>> = Vec::new();
+    let mut outside_mpi: Vec<f64> = Vec::new();
+    let (mut l_mpi, mut l_omp, mut l_serial) = (0.0, 0.0, 0.0);
+    let mut cores = 0u32;
+    for (rd, ro) in data.ranks.iter().zip(&omp.ranks) {
+        let p = ro.threads.max(1) as usize;
+        cores += p as u32;
+        let total = rd.last_ns - rd.first_ns;
+        let mut mpi_in = vec![0i64; p];
+        let mut master_out = 0i64;
+        let mut mpi_all = 0i64;
+        for m in &rd.mpi {
+            if m.call == hyscope_format::schema::mpi_call::REQUEST_COMPLETE {
+                continue;
+            }
+            let d = (m.end_ns - m.start_ns).max(0);
+            mpi_all += d;
+            let par = m.in_parallel || inside(&ro.regions, m.start_ns);
+            if par {
+                if let Some(x) = mpi_in.get_mut(m.thread as usize) {
+                    *x += d;
+                }
+            } else if m.thread == 0 {
+                master_out += d;
+            }
+        }
+        let seq = (total - ro.region_ns.min(total) - master_out).max(0);
+        let mut u = Vec::with_capacity(p);
+        for th in 0..p {
+            let busy = ro.busy_ns.get(th).copied().unwrap_or(0);
+            let serial = if th == 0 { seq } else { 0 };
+            u.push(ns_to_s((busy + serial - mpi_in[th]).max(0)));
+        }
+        outside_mpi.push(ns_to_s((total - master_out - mpi_in[0]).max(0)));
+        useful.push(u);
+        l_mpi += ns_to_s(mpi_all) + ns_to_s(master_out) * (p - 1) as f64;
+        l_omp += ro.runtime_ns.iter().map(|&x| ns_to_s(x)).sum::<f64>() + ns_to_s(ro.fork_join_ns);
+        l_serial += ns_to_s(seq) * (p - 1) as f64;
+    }
+    let ct = cores as f64 * t;
+    let sum_u: f64 = useful.iter().flatten().sum();
+    let pe = sum_u / ct;
+    let r = outside_mpi.len() as f64;
+    let mean_o = outside_mpi.iter().sum::<f64>() / r;
+    let max_o = outside_mpi.iter().cloned().fold(0.0, f64::max);
+    let mpi_lb = if max_o > 0.0 { mean_o / max_o } else { 1.0 };
+    let mpi_ce = max_o / t;
+    let mpi_pe = mean_o / t;
+    let omp_pe = if mpi_pe > 0.0 { pe / mpi_pe } else { 0.0 };
+    let (mut s_mean, mut s_max) = (0.0, 0.0);
+    for u in &useful {
+        s_mean += u.iter().sum::<f64>() / u.len().max(1) as f64;
+        s_max += u.iter().cloned().fold(0.0, f64::max);
+    }
+    let omp_lb = if s_max > 0.0 { s_mean / s_max } else { 1.0 };
+    let obs = Observable::Observed;
+    let node = |name: &str, v: Observable<f64>, f: &str, ch: Vec<PopNode>| PopNode {
+        name: name.into(),
+        value: v,
+        formula: f.into(),
+        children: ch,
+    };
+    let tree = node(
+        "Parallel efficiency",
+        obs(pe),
+        "Σ useful / (cores × elapsed)",
+        vec![
+            node(
+                "MPI parallel efficiency",
+                obs(mpi_pe),
+                "mean over ranks of time outside MPI / elapsed",
+                vec![
+                    node(
+                        "MPI load balance",
+                        obs(mpi_lb),
+                        "mean(outside MPI) / max(outside MPI)",
+                        vec![],
+                    ),
+                    node(
+                        "MPI communication efficiency",
+                        obs(mpi_ce),
+                        "max(outside MPI) / elapsed",
+                        vec![
+                            node(
+                                "Serialisation efficiency",
+                                Observable::not(
+                                    "needs a replay on an ideal network (Dimemas); not computed",
+                                ),
+                                "max(outside MPI on an ideal network) / ideal elapsed",
+                                vec![],
+                            ),
+                            node(
+                                "Transfer efficiency",
+                                Observable::not(
+                                    "needs a replay on an ideal network (Dimemas); not computed",
+                                ),
+                                "ideal elapsed / elapsed",
+                                vec![],
+                            ),
+                        ],
+                    ),
+                ],
+            ),
+            node(
+                "OpenMP parallel efficiency",
+                obs(omp_pe),
+                "parallel efficiency / MPI parallel efficiency",
+                vec![
+                    node(
+                        "OpenMP load balance",
+                        obs(omp_lb),
+                        "Σ_rank mean_thread(useful) / Σ_rank max_thread(useful)",
+                        vec![],
+                    ),
+                    node(
+                        "OpenMP runtime and serialisation efficiency",
+                        obs(if omp_lb > 0.0 { omp_pe / omp_lb } else { 0.0 }),
+                        "OpenMP parallel efficiency / OpenMP load balance",
+                        vec![],
+                    ),
+                ],
+            ),
+        ],
+    );
+    let other = (1.0 - pe - (l_mpi + l_omp + l_serial) / ct).max(0.0);
+    let loss = |name: &str, s: f64, f: &str| PopLoss {
+        name: name.into(),
+        fraction: s / ct,
+        seconds_core: s,
+        formula: f.into(),
+    };
+    let additive = vec![
+        loss(
+            "MPI",
+            l_mpi,
+            "(Σ MPI time + Σ (P − 1) × master MPI outside parallel) / (C × T)",
+        ),
+        loss(
+            "OpenMP runtime",
+            l_omp,
+            "(Σ barrier, lock wait, taskwait, activation/release + Σ fork/join) / (C × T)",
+        ),
+        loss(
+            "serial code (idle threads)",
+            l_serial,
+            "Σ (P − 1) × T_seq / (C × T)",
+        ),
+        loss(
+            "other",
+            other * ct,
+            "1 − PE − the losses above (ranks finishing early, unattributed)",
+        ),
+    ];
+    Observable::Observed(Pop {
+        tree,
+        additive,
+        useful_s: useful,
+        cores,
+        elapsed_s: t,
+    })
+}

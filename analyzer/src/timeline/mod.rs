@@ -1,0 +1,589 @@
+//! The level-of-detail timeline index shared by the TUI and the GUI.
+//!
+//! A trace holds nested intervals per thread (parallel ⊃ implicit task ⊃ loop ⊃
+//! chunk, barrier ⊃ barrier wait, MPI calls inside regions...). A viewer wants,
+//! for each pixel column of each row, *what the thread was doing*: the time per
+//! [`State`] in that column and the dominant one. Drawing must cost as much as
+//! the pixels, not as the events, so the index is built once:
+//!
+//! 1. **Flatten** (per row = (rank, thread), in parallel over parts and rows):
+//!    every interval gets a priority layer (an MPI call beats a lock wait beats a
+//!    task beats a barrier wait beats the barrier's runtime part beats a chunk
+//!    beats the loop's scheduling gaps beats the implicit task beats the fork/join
+//!    part of the parallel region beats serial time); a sweep over the sorted
+//!    begin/end points gives, at every instant, the state of the highest open
+//!    layer. The result is a gap-free sequence of segments `(start, state)`.
+//! 2. **Store** the segments compactly with sampled prefix sums: segments are
+//!    packed 4 bytes each (28-bit offset from their block's base time, 4-bit
+//!    state) in blocks of at most 64, and every block keeps the cumulative time
+//!    per state before its first segment (a range-aggregation structure:
+//!    `time(state, [a, b)) = cum(b) - cum(a)`).
+//!
+//! A [`TimelineIndex::query`] of `columns` cells evaluates `cum` at the
+//! `columns + 1` cell boundaries: a binary search over blocks plus at most 64
+//! segments each, so its cost is `O(columns · (log n + 64))` whatever the
+//! number of events in the window, and it is exact at every zoom level.
+//!
+//! Times are nanoseconds on rank 0's clock: each rank's times are shifted by the
+//! first clock offset of its manifest entry (`rank_clock - offset = rank 0
+//! clock`, see `hyscope_format::manifest::ClockOffset`).
+//!
+//! Details under the cursor come from the trace itself:
+//! [`TimelineIndex::intervals_in`] reads only the row groups overlapping the
+//! window through the reader's time-range filter.
+
+mod build;
+#[cfg(test)]
+mod tests;
+
+use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, mpi_call};
+use hyscope_format::{FormatError, ScanOptions, Trace};
+
+/// What a thread is doing at an instant, in increasing order of priority when
+/// intervals nest (an MPI call inside a loop chunk shows as MPI).
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum State {
+    /// Outside any parallel region and MPI call: serial code on the initial
+    /// thread, idle on pool threads.
+    Serial = 0,
+    /// Inside a parallel region's implicit task, a loop chunk or a masked block.
+    Compute = 1,
+    /// OpenMP runtime: fork/join part of a parallel region, loop scheduling
+    /// between chunks, the non-waiting part of barriers and reductions.
+    OmpRuntime = 2,
+    /// Waiting in a barrier, taskwait or taskgroup (`sync_region_wait`).
+    BarrierWait = 3,
+    /// Waiting for a lock, critical section, atomic or ordered.
+    LockWait = 4,
+    /// Running an explicit task.
+    Task = 5,
+    /// MPI point-to-point call (send, receive, probe, persistent start).
+    MpiP2p = 6,
+    /// MPI collective (blocking or non-blocking).
+    MpiCollective = 7,
+    /// MPI wait/test on requests.
+    MpiWait = 8,
+    /// Any other MPI call (init, finalize, communicators, windows, files).
+    MpiOther = 9,
+}
+
+/// Number of [`State`]s.
+pub const STATES: usize = 10;
+
+impl State {
+    pub const ALL: [State; STATES] = [
+        State::Serial,
+        State::Compute,
+        State::OmpRuntime,
+        State::BarrierWait,
+        State::LockWait,
+        State::Task,
+        State::MpiP2p,
+        State::MpiCollective,
+        State::MpiWait,
+        State::MpiOther,
+    ];
+
+    pub fn from_u8(v: u8) -> Option<State> {
+        State::ALL.get(v as usize).copied()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Serial => "serial/idle",
+            State::Compute => "compute",
+            State::OmpRuntime => "OpenMP runtime",
+            State::BarrierWait => "barrier wait",
+            State::LockWait => "lock wait",
+            State::Task => "task",
+            State::MpiP2p => "MPI p2p",
+            State::MpiCollective => "MPI collective",
+            State::MpiWait => "MPI wait",
+            State::MpiOther => "MPI other",
+        }
+    }
+
+    /// Whether the state is an MPI call.
+    pub fn is_mpi(self) -> bool {
+        self >= State::MpiP2p
+    }
+}
+
+/// Priority layer and state of an OpenMP interval, None for instants and
+/// kinds that do not change what the thread is doing (mutex hold, summaries).
+pub(crate) fn omp_layer(r: &OmpRecord) -> Option<u8> {
+    let kind = OmpKind::from_u8(r.kind)?;
+    Some(match kind {
+        // The row's lifetime: the base layer.
+        OmpKind::Thread | OmpKind::InitialTask => 0,
+        OmpKind::Parallel => 1,
+        OmpKind::ImplicitTask => 2,
+        OmpKind::Work => 3,
+        OmpKind::Chunk | OmpKind::Masked => 4,
+        OmpKind::Sync | OmpKind::Reduction => 5,
+        OmpKind::SyncWait => 6,
+        OmpKind::TaskRun => 7,
+        OmpKind::MutexWait => 8,
+        _ => return None,
+    })
+}
+
+/// Priority layer of an MPI call, None for request completions (instants).
+pub(crate) fn mpi_layer(r: &MpiRecord) -> Option<u8> {
+    Some(match r.call {
+        mpi_call::REQUEST_COMPLETE => return None,
+        10..=36 => 9,
+        50..=86 => 10,
+        40..=47 => 11,
+        _ => 12,
+    })
+}
+
+/// The state shown for each priority layer.
+pub(crate) const LAYER_STATE: [State; 13] = [
+    State::Serial,
+    State::OmpRuntime,
+    State::Compute,
+    State::OmpRuntime,
+    State::Compute,
+    State::OmpRuntime,
+    State::BarrierWait,
+    State::Task,
+    State::LockWait,
+    State::MpiP2p,
+    State::MpiCollective,
+    State::MpiWait,
+    State::MpiOther,
+];
+
+/// The state an OpenMP interval shows when it is the innermost one.
+pub fn omp_state(r: &OmpRecord) -> Option<State> {
+    omp_layer(r).map(|l| LAYER_STATE[l as usize])
+}
+
+/// The state an MPI call shows.
+pub fn mpi_state(r: &MpiRecord) -> Option<State> {
+    mpi_layer(r).map(|l| LAYER_STATE[l as usize])
+}
+
+/// One row of the timeline: a thread of a rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowInfo {
+    pub rank: u32,
+    pub thread: u32,
+    /// Host of the rank (from the manifest; empty if unknown).
+    pub host: String,
+    /// Added to the rank's clock to get rank 0's clock.
+    pub shift_ns: i64,
+}
+
+/// What a cell `[t0, t1)` of a row contains.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellSummary {
+    pub t0: i64,
+    pub t1: i64,
+    /// Nanoseconds per state (indexed by `State as usize`) inside the cell.
+    pub time: [u64; STATES],
+}
+
+impl CellSummary {
+    /// Time covered by the row inside the cell (less than the cell outside the row's lifetime).
+    pub fn covered(&self) -> u64 {
+        self.time.iter().sum()
+    }
+
+    /// The state with the most time, None if the row has no time in the cell.
+    pub fn dominant(&self) -> Option<State> {
+        let (i, &t) = self
+            .time
+            .iter()
+            .enumerate()
+            .max_by_key(|&(i, &t)| (t, std::cmp::Reverse(i)))?;
+        (t > 0).then(|| State::ALL[i])
+    }
+
+    /// Share of the covered time spent in `state` (0 when nothing is covered).
+    pub fn share(&self, state: State) -> f64 {
+        let c = self.covered();
+        if c == 0 {
+            0.0
+        } else {
+            self.time[state as usize] as f64 / c as f64
+        }
+    }
+}
+
+/// A flattened segment: the row is in `state` from `start` to `end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub start: i64,
+    pub end: i64,
+    pub state: State,
+}
+
+/// The record behind an interval returned by [`TimelineIndex::intervals_in`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detail {
+    Omp(OmpRecord),
+    Mpi(MpiRecord),
+}
+
+/// One recorded interval of a row, in rank 0's clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interval {
+    pub start: i64,
+    pub end: i64,
+    /// The state it shows when innermost.
+    pub state: State,
+    pub detail: Detail,
+}
+
+impl Interval {
+    /// Name of the interval: the OpenMP kind (and variant) or the MPI call.
+    pub fn name(&self) -> String {
+        match &self.detail {
+            Detail::Omp(r) => match OmpKind::from_u8(r.kind) {
+                Some(k) => {
+                    let v = hyscope_format::schema::variant_name(k, r.variant);
+                    if v.is_empty() {
+                        k.name().to_string()
+                    } else {
+                        format!("{} ({v})", k.name())
+                    }
+                }
+                None => format!("omp kind {}", r.kind),
+            },
+            Detail::Mpi(r) => mpi_call::name(r.call).to_string(),
+        }
+    }
+
+    /// Code address to resolve through the `symbols` table.
+    pub fn code_address(&self) -> u64 {
+        match &self.detail {
+            Detail::Omp(r) => r.codeptr,
+            Detail::Mpi(r) => r.callsite,
+        }
+    }
+}
+
+/// Segments of one row, packed with sampled prefix sums (see the module doc).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct RowData {
+    pub(crate) blocks: Vec<Block>,
+    /// Per segment: `(start - block.base) << 4 | state`.
+    pub(crate) packed: Vec<u32>,
+    /// End of the last segment (start of the first is `blocks[0].base`).
+    pub(crate) end: i64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Block {
+    pub(crate) base: i64,
+    /// Index in `packed` of the block's first segment.
+    pub(crate) first: u32,
+    /// Time per state from the row's start to `base`.
+    pub(crate) cum: [u64; STATES],
+}
+
+/// Segments per block and the largest packed offset.
+pub(crate) const BLOCK: usize = 64;
+pub(crate) const MAX_OFFSET: i64 = (1 << 28) - 1;
+
+impl RowData {
+    pub(crate) fn start(&self) -> Option<i64> {
+        self.blocks.first().map(|b| b.base)
+    }
+
+    fn block_end(&self, b: usize) -> usize {
+        self.blocks
+            .get(b + 1)
+            .map_or(self.packed.len(), |n| n.first as usize)
+    }
+
+    fn seg_start(&self, b: usize, i: usize) -> i64 {
+        self.blocks[b].base + i64::from(self.packed[i] >> 4)
+    }
+
+    fn seg_end(&self, b: usize, i: usize) -> i64 {
+        if i + 1 < self.block_end(b) {
+            self.seg_start(b, i + 1)
+        } else if b + 1 < self.blocks.len() {
+            self.blocks[b + 1].base
+        } else {
+            self.end
+        }
+    }
+
+    /// (block, segment) containing `t`, for `start <= t < end`.
+    fn locate(&self, t: i64) -> Option<(usize, usize)> {
+        let start = self.start()?;
+        if t < start || t >= self.end {
+            return None;
+        }
+        let b = self.blocks.partition_point(|blk| blk.base <= t) - 1;
+        let lo = self.blocks[b].first as usize;
+        let hi = self.block_end(b);
+        let base = self.blocks[b].base;
+        let off = t - base;
+        let i = lo + self.packed[lo..hi].partition_point(|&p| i64::from(p >> 4) <= off) - 1;
+        Some((b, i))
+    }
+
+    /// Time per state from the row's start to `t`.
+    fn cum(&self, t: i64) -> [u64; STATES] {
+        let Some(start) = self.start() else {
+            return [0; STATES];
+        };
+        if t <= start {
+            return [0; STATES];
+        }
+        let t = t.min(self.end);
+        if t == self.end {
+            // Sum the last block fully.
+            let b = self.blocks.len() - 1;
+            return self.cum_in_block(b, self.packed.len(), self.end);
+        }
+        let (b, i) = self.locate(t).expect("start <= t < end");
+        self.cum_in_block(b, i, t)
+    }
+
+    /// Cumulative time at `t`, which lies in segment `i` of block `b` (or is
+    /// the end of the row when `i` is one past the last segment).
+    fn cum_in_block(&self, b: usize, i: usize, t: i64) -> [u64; STATES] {
+        let blk = &self.blocks[b];
+        let mut acc = blk.cum;
+        let lo = blk.first as usize;
+        for j in lo..i {
+            let s = (self.packed[j] & 0xf) as usize;
+            acc[s] += (self.seg_end(b, j) - self.seg_start(b, j)) as u64;
+        }
+        if i < self.packed.len() && i < self.block_end(b) {
+            let s = (self.packed[i] & 0xf) as usize;
+            acc[s] += (t - self.seg_start(b, i)) as u64;
+        }
+        acc
+    }
+
+    fn segment(&self, b: usize, i: usize) -> Segment {
+        Segment {
+            start: self.seg_start(b, i),
+            end: self.seg_end(b, i),
+            state: State::from_u8((self.packed[i] & 0xf) as u8).unwrap_or(State::Serial),
+        }
+    }
+}
+
+/// The multi-resolution timeline of a trace. Build it once with
+/// [`TimelineIndex::build`], then query it every frame.
+#[derive(Debug, Clone)]
+pub struct TimelineIndex {
+    trace: Trace,
+    rows: Vec<RowInfo>,
+    data: Vec<RowData>,
+    span: (i64, i64),
+    segments: usize,
+}
+
+impl TimelineIndex {
+    /// Read the `omp` and `mpi` tables of `trace` (parts in parallel) and build the index.
+    pub fn build(trace: &Trace) -> Result<TimelineIndex, FormatError> {
+        build::build(trace, &|_, _| {})
+    }
+
+    /// [`TimelineIndex::build`], calling `progress(parts_done, parts_total)` as parts are read.
+    pub fn build_with_progress(
+        trace: &Trace,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<TimelineIndex, FormatError> {
+        build::build(trace, progress)
+    }
+
+    /// The trace the index was built from.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    /// Rows in display order: by host, rank, thread.
+    pub fn rows(&self) -> &[RowInfo] {
+        &self.rows
+    }
+
+    /// Index of the row of (rank, thread).
+    pub fn row_of(&self, rank: u32, thread: u32) -> Option<usize> {
+        self.rows
+            .iter()
+            .position(|r| r.rank == rank && r.thread == thread)
+    }
+
+    /// First start and last end over all rows (rank 0's clock), (0, 0) if empty.
+    pub fn span(&self) -> (i64, i64) {
+        self.span
+    }
+
+    /// Number of flattened segments stored (for memory accounting).
+    pub fn segments(&self) -> usize {
+        self.segments
+    }
+
+    /// Approximate heap bytes of the index.
+    pub fn heap_bytes(&self) -> usize {
+        self.data
+            .iter()
+            .map(|d| d.packed.capacity() * 4 + d.blocks.capacity() * std::mem::size_of::<Block>())
+            .sum()
+    }
+
+    /// Time per state of `row` in `[t0, t1)`.
+    pub fn summary(&self, row: usize, t0: i64, t1: i64) -> CellSummary {
+        let Some(d) = self.data.get(row) else {
+            return CellSummary {
+                t0,
+                t1,
+                time: [0; STATES],
+            };
+        };
+        let a = d.cum(t0);
+        let b = d.cum(t1.max(t0));
+        let mut time = [0; STATES];
+        for s in 0..STATES {
+            time[s] = b[s] - a[s];
+        }
+        CellSummary { t0, t1, time }
+    }
+
+    /// Split `[t0, t1)` into `columns` equal cells (boundaries rounded to ns)
+    /// and summarise `row` in each. Cost: `columns + 1` prefix-sum lookups.
+    pub fn query(&self, row: usize, t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
+        if columns == 0 {
+            return Vec::new();
+        }
+        let Some(d) = self.data.get(row) else {
+            return (0..columns)
+                .map(|c| {
+                    let (a, b) = cell_bounds(t0, t1, columns, c);
+                    CellSummary {
+                        t0: a,
+                        t1: b,
+                        time: [0; STATES],
+                    }
+                })
+                .collect();
+        };
+        let mut out = Vec::with_capacity(columns);
+        let mut prev = d.cum(t0);
+        for c in 0..columns {
+            let (a, b) = cell_bounds(t0, t1, columns, c);
+            let next = d.cum(b);
+            let mut time = [0; STATES];
+            for s in 0..STATES {
+                time[s] = next[s] - prev[s];
+            }
+            out.push(CellSummary { t0: a, t1: b, time });
+            prev = next;
+        }
+        out
+    }
+
+    /// The flattened segment of `row` containing `t`, if `t` is in the row's lifetime.
+    pub fn segment_at(&self, row: usize, t: i64) -> Option<Segment> {
+        let d = self.data.get(row)?;
+        let (b, i) = d.locate(t)?;
+        Some(d.segment(b, i))
+    }
+
+    /// Up to `limit` flattened segments of `row` overlapping `[t0, t1)`, in time order
+    /// (for drawing exact boxes when few fall into the view).
+    pub fn segments_in(&self, row: usize, t0: i64, t1: i64, limit: usize) -> Vec<Segment> {
+        let mut out = Vec::new();
+        let Some(d) = self.data.get(row) else {
+            return out;
+        };
+        let Some(start) = d.start() else {
+            return out;
+        };
+        let Some((mut b, mut i)) = d.locate(t0.max(start)) else {
+            return out;
+        };
+        while out.len() < limit && i < d.packed.len() {
+            while i >= d.block_end(b) {
+                b += 1;
+            }
+            let s = d.segment(b, i);
+            if s.start >= t1 {
+                break;
+            }
+            out.push(s);
+            i += 1;
+        }
+        out
+    }
+
+    /// The recorded intervals (OpenMP and MPI) of `row` overlapping `[t0, t1]`,
+    /// read from the trace with the time-range filter, sorted by start then by
+    /// decreasing length (outermost first), at most `limit`.
+    pub fn intervals_in(
+        &self,
+        row: usize,
+        t0: i64,
+        t1: i64,
+        limit: usize,
+    ) -> Result<Vec<Interval>, FormatError> {
+        let Some(info) = self.rows.get(row) else {
+            return Ok(Vec::new());
+        };
+        let options = ScanOptions {
+            ranks: Some(vec![info.rank]),
+            time_range: Some((t0 - info.shift_ns, t1 - info.shift_ns)),
+            ..ScanOptions::default()
+        };
+        let mut out = Vec::new();
+        for (_, r) in self.trace.read_records::<OmpRecord>(&options)? {
+            if r.thread != info.thread {
+                continue;
+            }
+            if let Some(state) = omp_state(&r) {
+                out.push(Interval {
+                    start: r.start_ns + info.shift_ns,
+                    end: r.end_ns + info.shift_ns,
+                    state,
+                    detail: Detail::Omp(r),
+                });
+            }
+        }
+        for (_, r) in self.trace.read_records::<MpiRecord>(&options)? {
+            if r.thread != info.thread {
+                continue;
+            }
+            if let Some(state) = mpi_state(&r) {
+                out.push(Interval {
+                    start: r.start_ns + info.shift_ns,
+                    end: r.end_ns + info.shift_ns,
+                    state,
+                    detail: Detail::Mpi(r),
+                });
+            }
+        }
+        out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// The innermost recorded interval of `row` containing `t` (the one whose
+    /// state the timeline shows there), with its enclosing ones outermost first.
+    pub fn stack_at(&self, row: usize, t: i64) -> Result<Vec<Interval>, FormatError> {
+        let mut all = self.intervals_in(row, t, t, usize::MAX)?;
+        all.retain(|i| i.start <= t && t < i.end.max(i.start + 1));
+        all.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
+        Ok(all)
+    }
+}
+
+/// Bounds of cell `c` of `columns` equal cells over `[t0, t1)`.
+pub fn cell_bounds(t0: i64, t1: i64, columns: usize, c: usize) -> (i64, i64) {
+    let w = (t1 - t0).max(0) as i128;
+    let n = columns as i128;
+    let a = t0 as i128 + w * c as i128 / n;
+    let b = t0 as i128 + w * (c as i128 + 1) / n;
+    (a as i64, b as i64)
+}

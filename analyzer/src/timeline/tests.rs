@@ -1,0 +1,419 @@
+//! Unit tests of the timeline index on small traces written with `PartWriter`,
+//! each with answers known by construction.
+
+use std::path::PathBuf;
+
+use hyscope_format::manifest::{ClockOffset, RankInfo};
+use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, Table, mpi_call};
+use hyscope_format::{Manifest, PartWriter, Trace, WriterOptions};
+
+use super::build::flatten;
+use super::*;
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "hyscope-timeline-{name}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn omp(thread: u32, kind: OmpKind, variant: u8, start: i64, end: i64) -> OmpRecord {
+    OmpRecord {
+        thread,
+        kind: kind as u8,
+        variant,
+        start_ns: start,
+        end_ns: end,
+        ..OmpRecord::default()
+    }
+}
+
+fn mpi(thread: u32, call: u16, start: i64, end: i64, peer: i32, bytes: u64) -> MpiRecord {
+    MpiRecord {
+        thread,
+        call,
+        start_ns: start,
+        end_ns: end,
+        peer,
+        bytes_sent: bytes,
+        ..MpiRecord::default()
+    }
+}
+
+/// Write a trace: per rank, its OpenMP and MPI rows; ranks get the given clock offsets.
+fn write_trace(
+    dir: &std::path::Path,
+    ranks: &[(u32, i64, Vec<OmpRecord>, Vec<MpiRecord>)],
+    options: WriterOptions,
+) -> Trace {
+    let mut manifest = Manifest::new();
+    for (rank, offset, omp_rows, mpi_rows) in ranks {
+        if !omp_rows.is_empty() {
+            let mut w = PartWriter::create(dir, Table::Omp, *rank, options.clone()).unwrap();
+            w.write_omp(&mut omp_rows.clone()).unwrap();
+            w.finish().unwrap();
+        }
+        if !mpi_rows.is_empty() {
+            let mut w = PartWriter::create(dir, Table::Mpi, *rank, options.clone()).unwrap();
+            w.write_mpi(&mut mpi_rows.clone()).unwrap();
+            w.finish().unwrap();
+        }
+        manifest.ranks.push(RankInfo {
+            rank: *rank,
+            host: "node0".into(),
+            clock_offsets: vec![ClockOffset {
+                local_ns: 0,
+                offset_ns: *offset,
+                rtt_ns: 0,
+            }],
+            ..RankInfo::default()
+        });
+    }
+    manifest.write(dir).unwrap();
+    Trace::open(dir).unwrap()
+}
+
+#[test]
+fn half_barrier_half_compute_gives_exact_shares() {
+    let dir = TempDir::new("half");
+    // Thread 0: an implicit task over [1000, 2000), whose second half is a
+    // barrier (sync) that is all waiting (sync_wait).
+    let rows = vec![
+        omp(0, OmpKind::ImplicitTask, 0, 1000, 2000),
+        omp(0, OmpKind::Sync, 2, 1500, 2000),
+        omp(0, OmpKind::SyncWait, 2, 1500, 2000),
+    ];
+    let trace = write_trace(&dir.0, &[(0, 0, rows, vec![])], WriterOptions::default());
+    let index = TimelineIndex::build(&trace).unwrap();
+    assert_eq!(index.rows().len(), 1);
+    assert_eq!(index.span(), (1000, 2000));
+
+    let cells = index.query(0, 1000, 2000, 4);
+    assert_eq!(cells.len(), 4);
+    for (c, cell) in cells.iter().enumerate() {
+        assert_eq!(
+            (cell.t0, cell.t1),
+            (1000 + 250 * c as i64, 1250 + 250 * c as i64)
+        );
+        assert_eq!(cell.covered(), 250);
+        let expected = if c < 2 {
+            State::Compute
+        } else {
+            State::BarrierWait
+        };
+        assert_eq!(cell.dominant(), Some(expected));
+        assert_eq!(cell.share(expected), 1.0);
+    }
+    let whole = index.query(0, 1000, 2000, 1);
+    assert_eq!(whole[0].time[State::Compute as usize], 500);
+    assert_eq!(whole[0].time[State::BarrierWait as usize], 500);
+    assert_eq!(whole[0].share(State::BarrierWait), 0.5);
+    // A cell straddling the switch: 100 ns compute, 300 ns barrier wait.
+    let s = index.summary(0, 1400, 1800);
+    assert_eq!(s.time[State::Compute as usize], 100);
+    assert_eq!(s.time[State::BarrierWait as usize], 300);
+    assert_eq!(s.dominant(), Some(State::BarrierWait));
+    // Outside the row's lifetime nothing is covered.
+    let outside = index.query(0, 0, 1000, 10);
+    assert!(
+        outside
+            .iter()
+            .all(|c| c.covered() == 0 && c.dominant().is_none())
+    );
+    let partly = index.summary(0, 1900, 2100);
+    assert_eq!(partly.covered(), 100);
+}
+
+#[test]
+fn nesting_priorities_flatten_to_the_innermost_state() {
+    let dir = TempDir::new("nest");
+    let rows = vec![
+        omp(0, OmpKind::Thread, 1, 0, 200),
+        omp(0, OmpKind::Parallel, 0, 10, 110),
+        omp(0, OmpKind::ImplicitTask, 0, 15, 105),
+        omp(0, OmpKind::Work, 11, 20, 80),
+        omp(0, OmpKind::Chunk, 3, 20, 40),
+        omp(0, OmpKind::Chunk, 3, 45, 80),
+        omp(0, OmpKind::Sync, 8, 80, 100),
+        omp(0, OmpKind::SyncWait, 8, 85, 95),
+        omp(0, OmpKind::MutexWait, 5, 30, 33),
+        omp(0, OmpKind::TaskCreate, 0, 50, 50),
+    ];
+    let calls = vec![
+        mpi(0, mpi_call::MPI_Send, 50, 60, 1, 64),
+        mpi(0, mpi_call::MPI_Allreduce, 120, 150, -1, 8),
+        mpi(0, mpi_call::MPI_Wait, 160, 170, -1, 0),
+        mpi(0, mpi_call::REQUEST_COMPLETE, 165, 165, 1, 0),
+    ];
+    let trace = write_trace(&dir.0, &[(0, 0, rows, calls)], WriterOptions::default());
+    let index = TimelineIndex::build(&trace).unwrap();
+    let segs: Vec<(i64, i64, State)> = index
+        .segments_in(0, 0, 200, 100)
+        .iter()
+        .map(|s| (s.start, s.end, s.state))
+        .collect();
+    use State::*;
+    assert_eq!(
+        segs,
+        vec![
+            (0, 10, Serial),
+            (10, 15, OmpRuntime),
+            (15, 20, Compute),
+            (20, 30, Compute),
+            (30, 33, LockWait),
+            (33, 40, Compute),
+            (40, 45, OmpRuntime),
+            (45, 50, Compute),
+            (50, 60, MpiP2p),
+            (60, 80, Compute),
+            (80, 85, OmpRuntime),
+            (85, 95, BarrierWait),
+            (95, 100, OmpRuntime),
+            (100, 105, Compute),
+            (105, 110, OmpRuntime),
+            (110, 120, Serial),
+            (120, 150, MpiCollective),
+            (150, 160, Serial),
+            (160, 170, MpiWait),
+            (170, 200, Serial),
+        ]
+        .into_iter()
+        // Equal neighbours are merged: (15, 20) and (20, 30) are one segment.
+        .fold(Vec::<(i64, i64, State)>::new(), |mut v, s| {
+            match v.last_mut() {
+                Some(last) if last.2 == s.2 => last.1 = s.1,
+                _ => v.push(s),
+            }
+            v
+        })
+    );
+    assert_eq!(
+        index.segment_at(0, 87).map(|s| (s.start, s.end, s.state)),
+        Some((85, 95, BarrierWait))
+    );
+    assert_eq!(index.segment_at(0, 200), None);
+    // The whole row: every state's time is the sum of its segments.
+    let all = index.summary(0, 0, 200);
+    assert_eq!(all.covered(), 200);
+    assert_eq!(all.time[Serial as usize], 10 + 10 + 10 + 30);
+    assert_eq!(all.time[Compute as usize], 15 + 7 + 5 + 20 + 5);
+    assert_eq!(all.time[OmpRuntime as usize], 5 + 5 + 5 + 5 + 5);
+    assert_eq!(all.time[LockWait as usize], 3);
+    assert_eq!(all.time[BarrierWait as usize], 10);
+    assert_eq!(all.time[MpiP2p as usize], 10);
+    assert_eq!(all.time[MpiCollective as usize], 30);
+    assert_eq!(all.time[MpiWait as usize], 10);
+
+    // Details under the cursor: the stack at t = 55 is thread ⊃ parallel ⊃
+    // implicit task ⊃ work ⊃ chunk ⊃ MPI_Send (the instant at 50 is outside).
+    let stack = index.stack_at(0, 55).unwrap();
+    let names: Vec<String> = stack.iter().map(|i| i.name()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "thread (initial)",
+            "parallel",
+            "implicit_task",
+            "work (loop_dynamic)",
+            "chunk (ws_loop_chunk)",
+            "MPI_Send"
+        ]
+    );
+    match &stack[5].detail {
+        Detail::Mpi(r) => assert_eq!((r.peer, r.bytes_sent), (1, 64)),
+        other => panic!("expected MPI_Send, got {other:?}"),
+    }
+}
+
+#[test]
+fn rows_ranks_threads_and_clock_shift() {
+    let dir = TempDir::new("ranks");
+    // Rank 1's clock runs 5000 ns ahead of rank 0's: its rows shift left by 5000.
+    let r0 = vec![
+        omp(0, OmpKind::ImplicitTask, 0, 0, 1000),
+        omp(1, OmpKind::ImplicitTask, 0, 0, 1000),
+        omp(1, OmpKind::MutexWait, 1, 0, 600),
+    ];
+    let r1 = vec![omp(0, OmpKind::ImplicitTask, 0, 5000, 6000)];
+    // An MPI-only thread (index 2) on rank 1.
+    let r1_mpi = vec![mpi(2, mpi_call::MPI_Recv, 5200, 5400, 0, 0)];
+    let trace = write_trace(
+        &dir.0,
+        &[(0, 0, r0, vec![]), (1, 5000, r1, r1_mpi)],
+        WriterOptions::default(),
+    );
+    let index = TimelineIndex::build(&trace).unwrap();
+    let rows: Vec<(u32, u32, i64)> = index
+        .rows()
+        .iter()
+        .map(|r| (r.rank, r.thread, r.shift_ns))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![(0, 0, 0), (0, 1, 0), (1, 0, -5000), (1, 2, -5000)]
+    );
+    assert_eq!(index.span(), (0, 1000));
+    assert_eq!(index.row_of(1, 2), Some(3));
+    let lock = index.query(1, 0, 1000, 2);
+    assert_eq!(lock[0].dominant(), Some(State::LockWait));
+    assert_eq!(lock[1].time[State::LockWait as usize], 100);
+    assert_eq!(lock[1].time[State::Compute as usize], 400);
+    let recv = index.summary(3, 0, 1000);
+    assert_eq!(recv.time[State::MpiP2p as usize], 200);
+    assert_eq!(recv.covered(), 200);
+    let ivs = index.intervals_in(3, 0, 1000, 10).unwrap();
+    assert_eq!(ivs.len(), 1);
+    assert_eq!((ivs[0].start, ivs[0].end), (200, 400));
+    assert_eq!(ivs[0].state, State::MpiP2p);
+}
+
+/// Brute-force time per state over `[a, b)` from explicit segments.
+fn brute(segs: &[(i64, i64, State)], a: i64, b: i64) -> [u64; STATES] {
+    let mut t = [0u64; STATES];
+    for &(s, e, st) in segs {
+        let lo = s.max(a);
+        let hi = e.min(b);
+        if hi > lo {
+            t[st as usize] += (hi - lo) as u64;
+        }
+    }
+    t
+}
+
+#[test]
+fn many_segments_and_long_gaps_cross_blocks_exactly() {
+    // 1000 chunks of 7 ns compute then 3 ns barrier wait, then a gap of 2^29 ns
+    // (longer than a block's offset range), then 300 more.
+    let mut ivs = Vec::new();
+    let mut expected = Vec::new();
+    let mut t = 1_000_000i64;
+    let first = t;
+    for i in 0..1300 {
+        if i == 1000 {
+            expected.push((t, t + (1 << 29), State::Serial));
+            t += 1 << 29;
+        }
+        ivs.push((t, t + 7, 4u8));
+        ivs.push((t + 7, t + 10, 6u8));
+        expected.push((t, t + 7, State::Compute));
+        expected.push((t + 7, t + 10, State::BarrierWait));
+        t += 10;
+    }
+    // The thread's lifetime covers everything (layer 0 = serial).
+    ivs.push((first, t, 0));
+    let data = flatten(ivs, 0);
+    assert_eq!(data.packed.len(), expected.len());
+    assert!(data.blocks.len() > expected.len() / BLOCK);
+    let index = TimelineIndex {
+        trace: dummy_trace(),
+        rows: vec![RowInfo {
+            rank: 0,
+            thread: 0,
+            host: String::new(),
+            shift_ns: 0,
+        }],
+        data: vec![data],
+        span: (first, t),
+        segments: expected.len(),
+    };
+    let mut x = 12345u64;
+    for _ in 0..2000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let a = first - 50 + (x >> 20) as i64 % (t - first + 100);
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let b = a + (x >> 20) as i64 % 30_000;
+        assert_eq!(
+            index.summary(0, a, b).time,
+            brute(&expected, a, b),
+            "[{a}, {b})"
+        );
+    }
+    // A query over the whole span: cells add up to the total.
+    let cells = index.query(0, first, t, 1280);
+    let mut sum = [0u64; STATES];
+    for c in &cells {
+        for s in 0..STATES {
+            sum[s] += c.time[s];
+        }
+    }
+    assert_eq!(sum, brute(&expected, first, t));
+    assert_eq!(sum[State::Compute as usize], 1300 * 7);
+    assert_eq!(sum[State::Serial as usize], 1 << 29);
+    let segs = index.segments_in(0, first + 9_995, first + 10_012, 10);
+    assert_eq!(
+        segs.iter()
+            .map(|s| (s.start - first, s.state))
+            .collect::<Vec<_>>(),
+        vec![
+            (9_990, State::Compute),
+            (9_997, State::BarrierWait),
+            (10_000, State::Serial),
+        ]
+    );
+}
+
+/// A trace value for index tests that do not read files.
+fn dummy_trace() -> Trace {
+    let dir = TempDir::new("dummy");
+    Manifest::new().write(&dir.0).unwrap();
+    Trace::open(&dir.0).unwrap()
+}
+
+#[test]
+fn parts_split_across_files_give_the_same_index() {
+    // The same rows written as one part or as many small parts (and row groups).
+    let mut rows = Vec::new();
+    for i in 0..500i64 {
+        let t = i * 100;
+        rows.push(omp(0, OmpKind::Chunk, 3, t, t + 60));
+        rows.push(omp(0, OmpKind::SyncWait, 2, t + 60, t + 90));
+    }
+    rows.push(omp(0, OmpKind::ImplicitTask, 0, 0, 50_000));
+    let one = TempDir::new("one");
+    let many = TempDir::new("many");
+    let a = TimelineIndex::build(&write_trace(
+        &one.0,
+        &[(0, 0, rows.clone(), vec![])],
+        WriterOptions::default(),
+    ))
+    .unwrap();
+    let b = TimelineIndex::build(&write_trace(
+        &many.0,
+        &[(0, 0, rows, vec![])],
+        WriterOptions {
+            rows_per_part: 97,
+            rows_per_row_group: 13,
+            ..WriterOptions::default()
+        },
+    ))
+    .unwrap();
+    assert!(b.trace().parts(Table::Omp).len() > 5);
+    assert_eq!(a.query(0, 0, 50_000, 333), b.query(0, 0, 50_000, 333));
+    let total = a.summary(0, 0, 50_000);
+    assert_eq!(total.time[State::Compute as usize], 500 * 60 + 500 * 10);
+    assert_eq!(total.time[State::BarrierWait as usize], 500 * 30);
+    // The time-range filter reads only the window.
+    let ivs = b.intervals_in(0, 10_000, 10_099, 100).unwrap();
+    assert_eq!(ivs.len(), 3);
+    assert_eq!(ivs[0].name(), "implicit_task");
+    assert_eq!((ivs[1].start, ivs[2].start), (10_000, 10_060));
+}
