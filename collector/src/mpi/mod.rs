@@ -1,0 +1,782 @@
+//! MPI interception: PMPI wrappers, connection tracking, clock synchronisation
+//! and the job-level manifest.
+//!
+//! - [`wrappers`]: every wrapped C call, generated from one declarative table;
+//! - [`shim`]: the exported symbols, tiny trampolines that pass the caller's
+//!   return address (the call site) to the wrapper;
+//! - [`fortran`]: `mpi_send_`-style symbols (Open MPI's Fortran bindings call
+//!   `PMPI_*` directly, platform-facts "MPI"), converted with the `_f2c` calls;
+//! - [`table`]: the lock-free handle map (requests, communicators, windows, files);
+//! - [`job`]: clock offsets to rank 0, MPI_T control variables, the job manifest.
+//!
+//! Hot path of a wrapper: two clock reads, the PMPI call, a few loads to
+//! translate the communicator and peer, one record into the thread's buffer.
+//! No lock anywhere on it: communicators and requests live in [`table`], peer
+//! counters are atomics, request ids come from a per-thread counter.
+
+use std::cell::Cell;
+use std::ffi::c_int;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
+
+use hyscope_format::schema::{ANY, MpiRecord, NO_RANK, PROC_NULL, mpi_call};
+use mpi_sys as ffi;
+
+use crate::{clock, events, session};
+
+pub mod fortran;
+pub mod job;
+pub mod shim;
+pub mod table;
+pub mod wrappers;
+
+use table::HandleTable;
+
+/// `tag` when the call has none.
+pub const NO_TAG: i32 = -1;
+
+/// The MPI this library was built for.
+pub const FLAVOUR: &str = "openmpi";
+
+/// Pcontrol(0) pauses recording, any other level resumes it.
+static ENABLED: AtomicBool = AtomicBool::new(true);
+/// Set between MPI_Init and MPI_Finalize.
+static MPI_UP: AtomicBool = AtomicBool::new(false);
+static WORLD_RANK: AtomicI32 = AtomicI32::new(0);
+static WORLD_SIZE: AtomicI32 = AtomicI32::new(1);
+/// Local contribution to the next communicator id (see [`register_comm`]).
+static COMM_COUNTER: AtomicU64 = AtomicU64::new(1);
+/// Process-local ids of communicators created behind our back (high bit set).
+static LOCAL_COMM_IDS: AtomicU64 = AtomicU64::new(1 << 63);
+
+thread_local! {
+    /// Inside a wrapper: MPI calls the library makes internally are not recorded.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+    /// Per-thread request counter: ids are `thread << 40 | n`, unique without contention.
+    static NEXT_REQ: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Marks the calling thread as inside a wrapper for its lifetime.
+pub struct Enter(());
+
+impl Enter {
+    #[inline]
+    pub fn new() -> Option<Enter> {
+        INSIDE.with(|c| {
+            if c.get() {
+                None
+            } else {
+                c.set(true);
+                Some(Enter(()))
+            }
+        })
+    }
+}
+
+impl Drop for Enter {
+    #[inline]
+    fn drop(&mut self) {
+        INSIDE.with(|c| c.set(false));
+    }
+}
+
+#[inline]
+pub fn recording() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// A record with the common fields filled in.
+#[inline]
+pub fn base(call: u16, start_ns: i64, end_ns: i64, callsite: usize) -> MpiRecord {
+    MpiRecord {
+        thread: events::thread_index(),
+        call,
+        start_ns,
+        end_ns,
+        peer: NO_RANK,
+        tag: NO_TAG,
+        bytes_sent: 0,
+        bytes_recv: 0,
+        comm_id: 0,
+        root: NO_RANK,
+        request_id: 0,
+        in_parallel: events::in_parallel(),
+        callsite: callsite as u64,
+    }
+}
+
+#[inline]
+pub fn record(r: MpiRecord) {
+    if r.call != 0 {
+        events::record_mpi(r);
+    }
+}
+
+// ---------------------------------------------------------------- handles
+
+/// Anything that is an MPI handle: its value as a table key.
+pub trait Handle: Copy {
+    fn key(self) -> usize;
+}
+macro_rules! handle_newtype {
+    ($($t:ident),*) => {$(impl Handle for ffi::$t { #[inline] fn key(self) -> usize { self.0 as usize } })*};
+}
+handle_newtype!(MPI_Comm, MPI_Request, MPI_Win, MPI_Datatype, MPI_Message, MPI_Group);
+impl Handle for ffi::MPI_File {
+    #[inline]
+    fn key(self) -> usize {
+        self as usize
+    }
+}
+
+#[inline]
+pub fn world() -> ffi::MPI_Comm {
+    // SAFETY: a constant of the MPI library.
+    unsafe { ffi::RSMPI_COMM_WORLD }
+}
+#[inline]
+fn comm_self() -> ffi::MPI_Comm {
+    // SAFETY: as above.
+    unsafe { ffi::RSMPI_COMM_SELF }
+}
+#[inline]
+pub fn request_null() -> usize {
+    // SAFETY: as above.
+    unsafe { ffi::RSMPI_REQUEST_NULL }.key()
+}
+
+/// Bytes of `count` elements of `dt` (0 for a null or invalid type).
+#[inline]
+pub fn nbytes(count: c_int, dt: ffi::MPI_Datatype) -> u64 {
+    if count <= 0 || dt.key() == unsafe { ffi::RSMPI_DATATYPE_NULL }.key() || dt.key() == 0 {
+        return 0;
+    }
+    let mut size: c_int = 0;
+    // SAFETY: dt is a datatype handle the application passed to MPI.
+    if unsafe { ffi::PMPI_Type_size(dt, &mut size) } != 0 || size < 0 {
+        return 0;
+    }
+    count as u64 * size as u64
+}
+
+/// Sum of `counts[i]` elements of `dt` over `n` entries.
+///
+/// # Safety
+/// `counts` points to `n` ints (or is null).
+pub unsafe fn nbytes_v(counts: *const c_int, n: c_int, dt: ffi::MPI_Datatype) -> u64 {
+    if counts.is_null() || n <= 0 {
+        return 0;
+    }
+    // SAFETY: guaranteed by the caller.
+    let total: i64 = unsafe { std::slice::from_raw_parts(counts, n as usize) }
+        .iter()
+        .map(|&c| c.max(0) as i64)
+        .sum();
+    nbytes(1, dt) * total as u64
+}
+
+/// Open MPI's `MPI_IN_PLACE` is `(void *) 1`.
+#[inline]
+pub fn in_place(p: *const std::ffi::c_void) -> bool {
+    p as usize == 1
+}
+
+// ---------------------------------------------------------------- communicators
+
+/// What the wrappers need to know about a communicator (or window/file: same shape).
+#[derive(Clone, Copy)]
+pub struct CommInfo {
+    pub id: u64,
+    pub size: i32,
+    pub rank: i32,
+    /// Local rank → world rank (null: identity).
+    world: *const i32,
+}
+
+impl CommInfo {
+    /// World rank of local rank `r` (PROC_NULL/ANY_SOURCE mapped to the format's values).
+    #[inline]
+    pub fn world_rank(&self, r: c_int) -> i32 {
+        if r >= 0 {
+            if self.world.is_null() {
+                return r;
+            }
+            if r < self.size {
+                // SAFETY: translation arrays have `size` entries and are never freed.
+                return unsafe { *self.world.add(r as usize) };
+            }
+            return NO_RANK;
+        }
+        // SAFETY: constants of the MPI library.
+        if r == unsafe { ffi::RSMPI_PROC_NULL } {
+            PROC_NULL
+        } else if r == unsafe { ffi::RSMPI_ANY_SOURCE } {
+            ANY
+        } else {
+            NO_RANK
+        }
+    }
+
+    fn words(&self) -> [u64; table::WORDS] {
+        [
+            self.id,
+            self.size as u32 as u64,
+            self.rank as u32 as u64,
+            self.world as u64,
+            0,
+            0,
+        ]
+    }
+
+    fn from_words(w: [u64; table::WORDS]) -> CommInfo {
+        CommInfo {
+            id: w[0],
+            size: w[1] as u32 as i32,
+            rank: w[2] as u32 as i32,
+            world: w[3] as *const i32,
+        }
+    }
+}
+
+// SAFETY: the translation array is immutable and leaked.
+unsafe impl Send for CommInfo {}
+unsafe impl Sync for CommInfo {}
+
+fn comms() -> &'static HandleTable {
+    static T: OnceLock<HandleTable> = OnceLock::new();
+    T.get_or_init(|| HandleTable::new(12))
+}
+
+/// Info of a communicator: world and self directly, others from the table
+/// (registered at creation, or now with a process-local id if created by a
+/// call we do not wrap).
+#[inline]
+pub fn comm_info(comm: ffi::MPI_Comm) -> CommInfo {
+    if comm.key() == world().key() {
+        return CommInfo {
+            id: 1,
+            size: WORLD_SIZE.load(Ordering::Relaxed),
+            rank: WORLD_RANK.load(Ordering::Relaxed),
+            world: std::ptr::null(),
+        };
+    }
+    if let Some((_, w)) = comms().get(comm.key()) {
+        return CommInfo::from_words(w);
+    }
+    if comm.key() == comm_self().key() {
+        let me = WORLD_RANK.load(Ordering::Relaxed);
+        return CommInfo {
+            id: 2,
+            size: 1,
+            rank: 0,
+            world: Box::leak(Box::new([me])).as_ptr(),
+        };
+    }
+    comm_info_slow(comm)
+}
+
+#[cold]
+fn comm_info_slow(comm: ffi::MPI_Comm) -> CommInfo {
+    // SAFETY: COMM_NULL is a constant.
+    if comm.key() == unsafe { ffi::RSMPI_COMM_NULL }.key() || !MPI_UP.load(Ordering::Relaxed) {
+        return CommInfo {
+            id: 0,
+            size: 0,
+            rank: NO_RANK,
+            world: std::ptr::null(),
+        };
+    }
+    let mut info = describe_comm(comm);
+    info.id = LOCAL_COMM_IDS.fetch_add(1, Ordering::Relaxed);
+    comms().insert(comm.key(), info.words());
+    info
+}
+
+/// Size, rank and world translation of `comm` (for an inter-communicator the
+/// remote group, where point-to-point peers live).
+fn describe_comm(comm: ffi::MPI_Comm) -> CommInfo {
+    let mut size = 0;
+    let mut rank = NO_RANK;
+    let mut inter = 0;
+    let mut group = unsafe { ffi::RSMPI_GROUP_NULL };
+    // SAFETY: comm is a valid communicator; all out-pointers are locals.
+    unsafe {
+        ffi::PMPI_Comm_test_inter(comm, &mut inter);
+        ffi::PMPI_Comm_rank(comm, &mut rank);
+        if inter != 0 {
+            ffi::PMPI_Comm_remote_size(comm, &mut size);
+            ffi::PMPI_Comm_remote_group(comm, &mut group);
+        } else {
+            ffi::PMPI_Comm_size(comm, &mut size);
+            ffi::PMPI_Comm_group(comm, &mut group);
+        }
+    }
+    CommInfo {
+        id: 0,
+        size,
+        rank,
+        world: translation(group, size),
+    }
+}
+
+/// World ranks of the `n` members of `group` (leaked: handles may be in use
+/// by records of other threads; communicators are few).
+fn translation(mut group: ffi::MPI_Group, n: c_int) -> *const i32 {
+    let Some(wg) = WORLD_GROUP.get() else {
+        return std::ptr::null();
+    };
+    let local: Vec<c_int> = (0..n).collect();
+    let mut out = vec![NO_RANK; n.max(0) as usize];
+    // SAFETY: both arrays have n entries; groups are valid.
+    unsafe {
+        ffi::PMPI_Group_translate_ranks(group, n, local.as_ptr(), wg.0, out.as_mut_ptr());
+        if group.key() != ffi::RSMPI_GROUP_NULL.key() {
+            ffi::PMPI_Group_free(&mut group);
+        }
+    }
+    let undefined = unsafe { ffi::RSMPI_UNDEFINED };
+    for r in out.iter_mut() {
+        if *r == undefined {
+            *r = NO_RANK;
+        }
+    }
+    Box::leak(out.into_boxed_slice()).as_ptr()
+}
+
+struct Group(ffi::MPI_Group);
+// SAFETY: a group handle is a plain value, valid on any thread.
+unsafe impl Send for Group {}
+unsafe impl Sync for Group {}
+static WORLD_GROUP: OnceLock<Group> = OnceLock::new();
+
+/// Give a newly created communicator its job-unique id. Collective over the new
+/// communicator (creation calls are collective, so every member is here).
+///
+/// id = `max(counter) << 24 | (lowest world rank + 1)`: the lowest member m
+/// takes part in every communicator whose id ends in m+1, and its counter
+/// moves past each max it sees, so two such communicators get different
+/// maxima. Ids are ≥ 2^24, never world (1) or self (2). Two communicators
+/// created at the same time by two threads of the same lowest rank could in
+/// principle collide; each contributes a distinct counter value, which makes
+/// that need an exact tie of another member's counter.
+pub fn register_comm(newcomm: ffi::MPI_Comm) {
+    // SAFETY: COMM_NULL is a constant.
+    if newcomm.key() == unsafe { ffi::RSMPI_COMM_NULL }.key() {
+        return;
+    }
+    let mut info = describe_comm(newcomm);
+    let mut inter = 0;
+    // SAFETY: valid communicator.
+    unsafe { ffi::PMPI_Comm_test_inter(newcomm, &mut inter) };
+    if inter != 0 {
+        info.id = LOCAL_COMM_IDS.fetch_add(1, Ordering::Relaxed);
+    } else {
+        let mine = COMM_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let mut max: u64 = mine;
+        // SAFETY: one u64 each way on a valid intra-communicator.
+        let rc = unsafe {
+            ffi::PMPI_Allreduce(
+                (&mine as *const u64).cast(),
+                (&mut max as *mut u64).cast(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                ffi::RSMPI_MAX,
+                newcomm,
+            )
+        };
+        if rc != 0 {
+            info.id = LOCAL_COMM_IDS.fetch_add(1, Ordering::Relaxed);
+        } else {
+            COMM_COUNTER.fetch_max(max + 1, Ordering::Relaxed);
+            let lowest = (0..info.size)
+                .map(|r| info.world_rank(r))
+                .filter(|&w| w >= 0)
+                .min()
+                .unwrap_or(0);
+            info.id = (max << 24) | (lowest as u64 + 1);
+        }
+    }
+    if !comms().insert(newcomm.key(), info.words()) {
+        session::warn("too many live communicators; some calls lack a communicator id");
+    }
+}
+
+/// A window or file shares the id and translation of the communicator it was made from.
+pub fn register_alias(handle: usize, comm: ffi::MPI_Comm) {
+    let info = comm_info(comm);
+    comms().insert(handle, info.words());
+}
+
+/// Info of a window or file handle registered with [`register_alias`].
+#[inline]
+pub fn alias_info(handle: usize) -> CommInfo {
+    comms().get(handle).map_or(
+        CommInfo {
+            id: 0,
+            size: 0,
+            rank: NO_RANK,
+            world: std::ptr::null(),
+        },
+        |(_, w)| CommInfo::from_words(w),
+    )
+}
+
+pub fn forget_handle(handle: usize) {
+    comms().remove_key(handle);
+}
+
+// ---------------------------------------------------------------- requests
+
+/// Payload of a request entry: [id, call | flags, peer << 32 | tag, bytes, comm_id, world ptr | size << 48].
+const REQ_PERSISTENT: u64 = 1 << 16;
+const REQ_RECV: u64 = 1 << 17;
+const REQ_ACTIVE: u64 = 1 << 18;
+
+fn requests() -> &'static HandleTable {
+    static T: OnceLock<HandleTable> = OnceLock::new();
+    T.get_or_init(|| HandleTable::new(14))
+}
+
+/// Kind of a request, for its completion.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ReqKind {
+    /// Data arrives: bytes and source come from the status.
+    Recv,
+    /// Anything else (sends, collectives, one-sided, I/O).
+    Other,
+}
+
+/// Give the request just created by the call in `r` an id and remember it
+/// (`bytes`: what each start of a persistent send sends).
+#[inline]
+pub fn new_request(
+    r: &mut MpiRecord,
+    req: ffi::MPI_Request,
+    kind: ReqKind,
+    persistent: bool,
+    bytes: u64,
+    comm: &CommInfo,
+) {
+    if req.key() == request_null() {
+        return;
+    }
+    let n = NEXT_REQ.with(|c| {
+        let n = c.get() + 1;
+        c.set(n);
+        n
+    });
+    let id = ((r.thread as u64) << 40) | n;
+    r.request_id = id;
+    let mut flags = r.call as u64;
+    if persistent {
+        flags |= REQ_PERSISTENT;
+    } else {
+        flags |= REQ_ACTIVE;
+    }
+    if kind == ReqKind::Recv {
+        flags |= REQ_RECV;
+    }
+    let ok = requests().insert(
+        req.key(),
+        [
+            id,
+            flags,
+            ((r.peer as u32 as u64) << 32) | r.tag as u32 as u64,
+            bytes,
+            comm.id,
+            comm.world as u64 | ((comm.size as u32 as u64) << 48),
+        ],
+    );
+    if !ok {
+        session::warn("too many pending requests; some completions are not linked to their call");
+    }
+}
+
+/// A persistent request was started: its next completion is recorded. Fills
+/// request id, peer, tag, communicator and (for sends) bytes into `r`.
+#[inline]
+pub fn start_request(r: &mut MpiRecord, req: usize) {
+    if let Some((s, w)) = requests().get(req) {
+        requests().set_word(s, 1, w[1] | REQ_ACTIVE);
+        r.request_id = w[0];
+        r.peer = (w[2] >> 32) as u32 as i32;
+        r.tag = w[2] as u32 as i32;
+        r.comm_id = w[4];
+        if w[1] & REQ_RECV == 0 {
+            r.bytes_sent += w[3];
+            note_peer(r.peer, w[3], r.start_ns);
+        }
+    }
+}
+
+/// Forget a freed request.
+pub fn free_request(req: usize) {
+    requests().remove_key(req);
+}
+
+/// Record the completion of request handle `req` (its value before the
+/// completion call) with `status` (may be null).
+///
+/// # Safety
+/// `status` is null or points to the status MPI filled for this request.
+pub unsafe fn complete(req: usize, status: *const ffi::MPI_Status, t: i64, callsite: usize) {
+    if req == request_null() {
+        return;
+    }
+    let Some((slot, w)) = requests().get(req) else {
+        return;
+    };
+    if w[1] & REQ_ACTIVE == 0 {
+        return; // an inactive persistent request completes trivially
+    }
+    if w[1] & REQ_PERSISTENT != 0 {
+        requests().set_word(slot, 1, w[1] & !REQ_ACTIVE);
+    } else {
+        requests().remove(slot, req);
+    }
+    let mut r = base(mpi_call::REQUEST_COMPLETE, t, t, callsite);
+    r.request_id = w[0];
+    r.peer = (w[2] >> 32) as u32 as i32;
+    r.tag = w[2] as u32 as i32;
+    r.comm_id = w[4];
+    if w[1] & REQ_RECV != 0 && !status.is_null() {
+        let comm = CommInfo {
+            id: w[4],
+            size: (w[5] >> 48) as i32,
+            rank: NO_RANK,
+            world: (w[5] & ((1 << 48) - 1)) as *const i32,
+        };
+        // SAFETY: guaranteed by the caller.
+        let st = unsafe { &*status };
+        let mut cancelled = 0;
+        // SAFETY: st is a valid status.
+        unsafe { ffi::PMPI_Test_cancelled(st, &mut cancelled) };
+        if cancelled == 0 {
+            r.peer = comm.world_rank(st.MPI_SOURCE);
+            r.tag = st.MPI_TAG;
+            r.bytes_recv = status_bytes(st);
+            note_peer(r.peer, r.bytes_recv, t);
+        }
+    }
+    record(r);
+}
+
+/// Bytes received according to a status.
+#[inline]
+pub fn status_bytes(st: &ffi::MPI_Status) -> u64 {
+    let mut n: c_int = 0;
+    // SAFETY: st is a valid status; UINT8_T has size 1.
+    if unsafe { ffi::PMPI_Get_count(st, ffi::RSMPI_UINT8_T, &mut n) } != 0 || n < 0 {
+        return 0;
+    }
+    n as u64
+}
+
+/// Fill peer/tag/bytes_recv of a receive from its status.
+///
+/// # Safety
+/// `status` is null or a status filled by MPI.
+#[inline]
+pub unsafe fn recv_from_status(r: &mut MpiRecord, comm: &CommInfo, status: *const ffi::MPI_Status) {
+    if status.is_null() {
+        return;
+    }
+    // SAFETY: guaranteed by the caller.
+    let st = unsafe { &*status };
+    r.peer = comm.world_rank(st.MPI_SOURCE);
+    r.tag = st.MPI_TAG;
+    r.bytes_recv = status_bytes(st);
+    note_peer(r.peer, r.bytes_recv, r.end_ns);
+}
+
+/// A status the wrapper owns when the application passed `MPI_STATUS_IGNORE`.
+#[inline]
+pub fn zero_status() -> ffi::MPI_Status {
+    // SAFETY: MPI_Status is plain old data.
+    unsafe { std::mem::zeroed() }
+}
+
+#[inline]
+pub fn status_ignored(st: *mut ffi::MPI_Status) -> bool {
+    st.is_null() || st == unsafe { ffi::RSMPI_STATUS_IGNORE }
+}
+
+// ---------------------------------------------------------------- peers
+
+/// Per-peer connection counters (issue 5): messages, bytes, first contact.
+struct PeerSlot {
+    messages: AtomicU64,
+    bytes: AtomicU64,
+    first: AtomicI64,
+}
+
+static PEERS: OnceLock<Box<[PeerSlot]>> = OnceLock::new();
+static DISTINCT_PEERS: AtomicU32 = AtomicU32::new(0);
+
+/// One point-to-point message to or from world rank `peer`.
+#[inline]
+pub fn note_peer(peer: i32, bytes: u64, t: i64) {
+    if peer < 0 || peer == WORLD_RANK.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(p) = PEERS.get().and_then(|p| p.get(peer as usize)) else {
+        return;
+    };
+    p.messages.fetch_add(1, Ordering::Relaxed);
+    p.bytes.fetch_add(bytes, Ordering::Relaxed);
+    if p.first.load(Ordering::Relaxed) == 0 {
+        new_peer(p, t.max(1));
+    }
+}
+
+#[cold]
+fn new_peer(p: &PeerSlot, t: i64) {
+    if p
+        .first
+        .compare_exchange(0, t, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        let n = DISTINCT_PEERS.fetch_add(1, Ordering::Relaxed) + 1;
+        events::record_sample(t, "mpi.connections", -1, n as f64);
+    }
+}
+
+/// Samples of every peer's totals (at MPI_Finalize).
+fn write_peer_samples(t: i64) {
+    let Some(peers) = PEERS.get() else {
+        return;
+    };
+    for (rank, p) in peers.iter().enumerate() {
+        let first = p.first.load(Ordering::Relaxed);
+        if first == 0 {
+            continue;
+        }
+        let key = rank as i64;
+        events::record_sample(t, "mpi.peer.messages", key, p.messages.load(Ordering::Relaxed) as f64);
+        events::record_sample(t, "mpi.peer.bytes", key, p.bytes.load(Ordering::Relaxed) as f64);
+        events::record_sample(t, "mpi.peer.first_contact_ns", key, first as f64);
+    }
+}
+
+fn register_metrics() {
+    use hyscope_format::manifest::MetricInfo;
+    let defs = [
+        ("mpi.connections", "peers", "distinct point-to-point peers of this rank so far (a sample each time a new one appears)"),
+        ("mpi.peer.messages", "messages", "point-to-point messages sent to and received from peer `key` (world rank)"),
+        ("mpi.peer.bytes", "bytes", "point-to-point bytes sent to and received from peer `key`"),
+        ("mpi.peer.first_contact_ns", "ns", "collector clock at the first message with peer `key`"),
+    ];
+    session::with_manifest(|m| {
+        for (name, unit, description) in defs {
+            m.metrics.insert(
+                name.to_string(),
+                MetricInfo {
+                    unit: unit.to_string(),
+                    description: description.to_string(),
+                },
+            );
+        }
+    });
+}
+
+// ---------------------------------------------------------------- environment
+
+/// Thread level name as in the manifest.
+pub fn level_name(level: c_int) -> String {
+    // SAFETY: constants of the MPI library.
+    unsafe {
+        if level == ffi::RSMPI_THREAD_SINGLE {
+            "single"
+        } else if level == ffi::RSMPI_THREAD_FUNNELED {
+            "funneled"
+        } else if level == ffi::RSMPI_THREAD_SERIALIZED {
+            "serialized"
+        } else if level == ffi::RSMPI_THREAD_MULTIPLE {
+            "multiple"
+        } else {
+            "unknown"
+        }
+    }
+    .to_string()
+}
+
+/// Before the real MPI_Init.
+pub fn before_init() {
+    crate::guarded(|| {
+        session::init();
+        crate::samplers::on_mpi_init_begin();
+    });
+}
+
+/// After a successful MPI_Init(_thread): world, translation, peers, clock sync, MPI info.
+pub fn after_init(levels: Option<(c_int, c_int)>) {
+    crate::guarded(|| {
+        let mut rank = 0;
+        let mut size = 1;
+        let mut group = unsafe { ffi::RSMPI_GROUP_NULL };
+        // SAFETY: MPI is initialised; out-pointers are locals.
+        unsafe {
+            ffi::PMPI_Comm_rank(world(), &mut rank);
+            ffi::PMPI_Comm_size(world(), &mut size);
+            ffi::PMPI_Comm_group(world(), &mut group);
+        }
+        WORLD_RANK.store(rank, Ordering::Relaxed);
+        WORLD_SIZE.store(size, Ordering::Relaxed);
+        let _ = WORLD_GROUP.set(Group(group));
+        let _ = PEERS.set(
+            (0..size)
+                .map(|_| PeerSlot {
+                    messages: AtomicU64::new(0),
+                    bytes: AtomicU64::new(0),
+                    first: AtomicI64::new(0),
+                })
+                .collect(),
+        );
+        MPI_UP.store(true, Ordering::Relaxed);
+        session::set_mpi_world(rank as u32, size as u32);
+        register_metrics();
+        let levels = levels.unwrap_or_else(|| {
+            let mut provided = 0;
+            // SAFETY: MPI is initialised.
+            unsafe { ffi::PMPI_Query_thread(&mut provided) };
+            (unsafe { ffi::RSMPI_THREAD_SINGLE }, provided)
+        });
+        job::at_init(levels);
+        crate::samplers::on_mpi_init_end();
+    });
+}
+
+/// Before the real MPI_Finalize: last clock sync, peer totals, job manifest, flush.
+pub fn before_finalize() {
+    crate::guarded(|| {
+        crate::samplers::on_mpi_finalize_begin();
+        write_peer_samples(clock::now_ns());
+        job::at_finalize();
+    });
+}
+
+/// After the real MPI_Finalize.
+pub fn after_finalize() {
+    MPI_UP.store(false, Ordering::Relaxed);
+    crate::guarded(session::flush_all);
+}
+
+/// MPI_Pcontrol: level 0 pauses recording, other levels resume it.
+pub fn pcontrol(level: c_int) {
+    ENABLED.store(level != 0, Ordering::Relaxed);
+}
+
+/// Before the real MPI_Abort: make what was recorded readable.
+pub fn before_abort() {
+    crate::guarded(|| {
+        session::warn("MPI_Abort called; the trace ends here");
+        session::finish();
+    });
+}
+
+pub fn world_rank() -> i32 {
+    WORLD_RANK.load(Ordering::Relaxed)
+}
+pub fn world_size() -> i32 {
+    WORLD_SIZE.load(Ordering::Relaxed)
+}

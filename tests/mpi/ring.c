@@ -1,0 +1,29 @@
+/* Ring of blocking sends with known sizes: rank r sends ROUNDS messages of
+ * (r+1)*100 ints to (r+1)%n with tag r and receives from (r-1+n)%n. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define ROUNDS 3
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int next = (rank + 1) % size, prev = (rank - 1 + size) % size;
+    int *out = calloc((rank + 1) * 100, sizeof(int));
+    int *in = calloc((prev + 1) * 100, sizeof(int));
+    for (int k = 0; k < ROUNDS; k++) {
+        MPI_Status st;
+        if (rank % 2 == 0) {
+            MPI_Send(out, (rank + 1) * 100, MPI_INT, next, rank, MPI_COMM_WORLD);
+            MPI_Recv(in, (prev + 1) * 100, MPI_INT, MPI_ANY_SOURCE, prev, MPI_COMM_WORLD, &st);
+        } else {
+            MPI_Recv(in, (prev + 1) * 100, MPI_INT, prev, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(out, (rank + 1) * 100, MPI_INT, next, rank, MPI_COMM_WORLD);
+        }
+    }
+    free(out);
+    free(in);
+    MPI_Finalize();
+    return rank == 0 ? 3 : 0; /* a known exit code, to check it is preserved */
+}
