@@ -1,15 +1,651 @@
-//! `hyscope export`: not built yet.
+//! `hyscope export --format perfetto -o OUT <trace>`: convert a trace for the
+//! tools people already have.
+//!
+//! Perfetto / Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing):
+//! - one process per rank (`pid` = rank + 1, named `rank <r> (<host>)`), one
+//!   thread per OpenMP thread (`tid` = thread + 1): pid/tid 0 mean "idle" to Perfetto;
+//! - every row of the `omp` and `mpi` tables is one complete event (`ph: X`), or
+//!   an instant (`ph: i`) when it has no duration;
+//! - point-to-point messages are flow events (`ph: s` on the send, `ph: f` on the
+//!   receive), matched by (source, destination, tag, communicator) in order, the
+//!   order MPI itself guarantees for messages with the same envelope;
+//! - the `samples` table becomes counter tracks (`ph: C`).
+//!
+//! Timestamps are microseconds (with ns decimals) since the start of the trace,
+//! mapped to rank 0's clock with the offsets in the manifest.
+//!
+//! OTF2 is not written by this version.
 
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {
-    /// Arguments (not used yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+use anyhow::{Context, bail};
+use clap::ValueEnum;
+use hyscope_format::schema::{NO_RANK, mpi_call, variant_name};
+use hyscope_format::{
+    MpiRecord, OmpKind, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Trace,
+};
+use serde_json::{Value, json};
+
+/// Above this many events, viewers get slow: say so and suggest a window.
+const LARGE_EXPORT: usize = 1_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing).
+    Perfetto,
+    /// OTF2 archive (Score-P/Vampir ecosystem). Not available in this version.
+    Otf2,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    eprintln!("hyscope: `hyscope export` is not built yet in this version");
-    Ok(ExitCode::from(2))
+/// Convert a trace to Perfetto/Chrome JSON (or OTF2).
+///
+/// Examples:
+///   hyscope export --format perfetto -o run.json hyscope-app-20261122-1012
+///   hyscope export --format perfetto -o part.json --from 0.5s --to 0.8s trace
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Output format.
+    #[arg(long, value_enum)]
+    format: Format,
+    /// Output file.
+    #[arg(short, long, value_name = "OUT")]
+    output: PathBuf,
+    /// Only events ending at or after this time since the trace start (e.g. 0.5s, 200ms, 150us, 1000ns).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    from: Option<i64>,
+    /// Only events starting at or before this time since the trace start.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    to: Option<i64>,
+    /// The trace directory.
+    trace: PathBuf,
+}
+
+/// A duration with a unit (s, ms, us, ns; plain numbers are seconds) → ns.
+fn parse_time(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        (s, 1e9)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a time (examples: 0.5s, 200ms, 150us, 1000ns)"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("`{s}` must be a non-negative time"));
+    }
+    Ok((v * scale).round() as i64)
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.format == Format::Otf2 {
+        bail!(
+            "OTF2 export is not available in this version of hyscope; use --format perfetto \
+             (opens in ui.perfetto.dev)"
+        );
+    }
+    if let (Some(f), Some(t)) = (args.from, args.to)
+        && f > t
+    {
+        bail!("--from is after --to");
+    }
+    let trace = Trace::open(&args.trace)
+        .with_context(|| format!("cannot open the trace {}", args.trace.display()))?;
+    let data = TraceData::load(&trace, args.from, args.to)?;
+    let stats = write_perfetto(&data, &args.output)?;
+    if stats.events > LARGE_EXPORT {
+        eprintln!(
+            "hyscope: warning: {} events exported; Perfetto and Chrome become slow above ~1 M events: \
+             use --from/--to to export a time window",
+            stats.events
+        );
+    }
+    eprintln!(
+        "hyscope: wrote {} ({} events, {} flows, {} counter values, {} ranks)",
+        args.output.display(),
+        stats.events,
+        stats.flows,
+        stats.counters,
+        stats.ranks
+    );
+    eprintln!(
+        "hyscope: next: open https://ui.perfetto.dev and drop {} on it",
+        args.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Everything the export needs, in memory, times already on rank 0's clock.
+struct TraceData {
+    /// Time 0 of the export, ns on rank 0's clock.
+    base_ns: i64,
+    ranks: Vec<RankMeta>,
+    omp: Vec<(u32, OmpRecord)>,
+    mpi: Vec<(u32, MpiRecord)>,
+    samples: Vec<(u32, SampleRecord)>,
+    symbols: HashMap<(u32, u64), SymbolRecord>,
+}
+
+struct RankMeta {
+    rank: u32,
+    host: String,
+    /// This rank's clock minus rank 0's.
+    offset_ns: i64,
+}
+
+impl TraceData {
+    fn load(trace: &Trace, from: Option<i64>, to: Option<i64>) -> anyhow::Result<TraceData> {
+        let m = &trace.manifest;
+        let mut ranks: Vec<RankMeta> = trace
+            .ranks()
+            .into_iter()
+            .map(|r| {
+                let info = m.ranks.iter().find(|i| i.rank == r);
+                RankMeta {
+                    rank: r,
+                    host: info.map(|i| i.host.clone()).unwrap_or_default(),
+                    // The offset measured at MPI_Init: ranks of one node share a clock
+                    // and have none.
+                    offset_ns: info
+                        .and_then(|i| i.clock_offsets.first())
+                        .map_or(0, |o| o.offset_ns),
+                }
+            })
+            .collect();
+        ranks.sort_by_key(|r| r.rank);
+        let offsets: HashMap<u32, i64> = ranks.iter().map(|r| (r.rank, r.offset_ns)).collect();
+        let off = |r: u32| offsets.get(&r).copied().unwrap_or(0);
+
+        // The window is relative to the trace start; the scan filters on raw clocks,
+        // so it is widened by the largest offset and cut exactly below.
+        let start = m.start_clock_ns;
+        let slack = offsets.values().map(|o| o.abs()).max().unwrap_or(0);
+        let window = (from.is_some() || to.is_some()).then(|| {
+            (
+                from.map_or(i64::MIN, |f| start + f - slack),
+                to.map_or(i64::MAX, |t| start + t + slack),
+            )
+        });
+        let opts = ScanOptions {
+            time_range: window,
+            ..ScanOptions::default()
+        };
+        let in_window = |s: i64, e: i64| {
+            from.is_none_or(|f| e >= start + f) && to.is_none_or(|t| s <= start + t)
+        };
+
+        let mut omp: Vec<(u32, OmpRecord)> = trace.read_records(&opts)?;
+        for (r, rec) in &mut omp {
+            rec.start_ns -= off(*r);
+            rec.end_ns -= off(*r);
+        }
+        omp.retain(|(_, r)| in_window(r.start_ns, r.end_ns));
+        let mut mpi: Vec<(u32, MpiRecord)> = trace.read_records(&opts)?;
+        for (r, rec) in &mut mpi {
+            rec.start_ns -= off(*r);
+            rec.end_ns -= off(*r);
+        }
+        mpi.retain(|(_, r)| in_window(r.start_ns, r.end_ns));
+        let mut samples: Vec<(u32, SampleRecord)> = trace.read_records(&opts)?;
+        for (r, rec) in &mut samples {
+            rec.time_ns -= off(*r);
+        }
+        samples.retain(|(_, r)| in_window(r.time_ns, r.time_ns));
+        let symbols = trace
+            .read_records::<SymbolRecord>(&ScanOptions::default())?
+            .into_iter()
+            .map(|(r, s)| ((r, s.address), s))
+            .collect();
+
+        // Time 0: the trace start, or the first event if one came earlier
+        // (another rank's library may start before rank 0's).
+        let first = omp
+            .iter()
+            .map(|(_, r)| r.start_ns)
+            .chain(mpi.iter().map(|(_, r)| r.start_ns))
+            .chain(samples.iter().map(|(_, r)| r.time_ns))
+            .min();
+        let base_ns = match (start, first) {
+            (s, Some(f)) if s > 0 => s.min(f),
+            (_, Some(f)) => f,
+            (s, None) => s,
+        };
+        Ok(TraceData {
+            base_ns,
+            ranks,
+            omp,
+            mpi,
+            samples,
+            symbols,
+        })
+    }
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    /// Complete and instant events (one per row of `omp` and `mpi`).
+    events: usize,
+    flows: usize,
+    counters: usize,
+    ranks: usize,
+}
+
+fn pid(rank: u32) -> u64 {
+    u64::from(rank) + 1
+}
+
+fn tid(thread: u32) -> u64 {
+    u64::from(thread) + 1
+}
+
+/// Microseconds since the base, exact to the nanosecond in decimal.
+fn ts(base: i64, ns: i64) -> Value {
+    let d = ns - base;
+    // Through a decimal string so 1234567 ns prints as 1234.567, not 1234.5670000001.
+    let text = format!(
+        "{}{}.{:03}",
+        if d < 0 { "-" } else { "" },
+        (d.abs() / 1000),
+        d.abs() % 1000
+    );
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
+
+fn dur(ns: i64) -> Value {
+    ts(0, ns.max(0))
+}
+
+fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
+    let file =
+        std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    let mut stats = Stats {
+        ranks: data.ranks.len(),
+        ..Stats::default()
+    };
+    let mut first = true;
+    let mut emit = |w: &mut std::io::BufWriter<std::fs::File>, v: Value| -> anyhow::Result<()> {
+        if !first {
+            w.write_all(b",\n")?;
+        }
+        first = false;
+        serde_json::to_writer(&mut *w, &v)?;
+        Ok(())
+    };
+    let base = data.base_ns;
+    w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+
+    // Names of processes and threads.
+    let mut threads: BTreeMap<(u32, u32), ()> = BTreeMap::new();
+    for (r, rec) in &data.omp {
+        threads.insert((*r, rec.thread), ());
+    }
+    for (r, rec) in &data.mpi {
+        threads.insert((*r, rec.thread), ());
+    }
+    for rm in &data.ranks {
+        let name = if rm.host.is_empty() {
+            format!("rank {}", rm.rank)
+        } else {
+            format!("rank {} ({})", rm.rank, rm.host)
+        };
+        emit(
+            &mut w,
+            json!({"ph": "M", "name": "process_name", "pid": pid(rm.rank), "args": {"name": name}}),
+        )?;
+        emit(
+            &mut w,
+            json!({"ph": "M", "name": "process_sort_index", "pid": pid(rm.rank), "args": {"sort_index": rm.rank}}),
+        )?;
+    }
+    for (r, t) in threads.keys() {
+        emit(
+            &mut w,
+            json!({"ph": "M", "name": "thread_name", "pid": pid(*r), "tid": tid(*t),
+                   "args": {"name": format!("thread {t}")}}),
+        )?;
+        emit(
+            &mut w,
+            json!({"ph": "M", "name": "thread_sort_index", "pid": pid(*r), "tid": tid(*t),
+                   "args": {"sort_index": t}}),
+        )?;
+    }
+
+    for (r, rec) in &data.omp {
+        let v = omp_event(data, base, *r, rec);
+        emit(&mut w, v)?;
+        stats.events += 1;
+    }
+    for (r, rec) in &data.mpi {
+        let v = mpi_event(data, base, *r, rec);
+        emit(&mut w, v)?;
+        stats.events += 1;
+    }
+    for (i, m) in match_messages(&data.mpi).iter().enumerate() {
+        let (sr, send) = &data.mpi[m.send];
+        let (rr, recv) = &data.mpi[m.recv];
+        let id = i + 1;
+        let name = format!("message {} → {}", sr, rr);
+        emit(
+            &mut w,
+            json!({"ph": "s", "id": id, "name": name, "cat": "mpi.message",
+                   "pid": pid(*sr), "tid": tid(send.thread), "ts": ts(base, send.start_ns),
+                   "args": {"tag": m.tag, "bytes": send.bytes_sent}}),
+        )?;
+        emit(
+            &mut w,
+            json!({"ph": "f", "bp": "e", "id": id, "name": name, "cat": "mpi.message",
+                   "pid": pid(*rr), "tid": tid(recv.thread), "ts": ts(base, recv.start_ns)}),
+        )?;
+        stats.flows += 1;
+    }
+    for (r, s) in &data.samples {
+        let name = if s.key >= 0 {
+            format!("{}[{}]", s.metric, s.key)
+        } else {
+            s.metric.clone()
+        };
+        emit(
+            &mut w,
+            json!({"ph": "C", "name": name, "pid": pid(*r), "ts": ts(base, s.time_ns),
+                   "args": {"value": s.value}}),
+        )?;
+        stats.counters += 1;
+    }
+    w.write_all(b"\n]}\n")?;
+    w.flush()
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    Ok(stats)
+}
+
+/// A complete event (or an instant) for one `omp` row.
+fn omp_event(data: &TraceData, base: i64, rank: u32, rec: &OmpRecord) -> Value {
+    let kind = OmpKind::from_u8(rec.kind);
+    let kind_name = kind.map_or("unknown", OmpKind::name);
+    let variant = kind.map_or("", |k| variant_name(k, rec.variant));
+    let mut name = if variant.is_empty() || variant == "unknown" {
+        kind_name.to_string()
+    } else {
+        format!("{kind_name} {variant}")
+    };
+    let mut args = serde_json::Map::new();
+    if rec.codeptr != 0 {
+        args.insert("codeptr".into(), json!(format!("{:#x}", rec.codeptr)));
+        if let Some(sym) = data.symbols.get(&(rank, rec.codeptr)) {
+            if let Some(f) = &sym.function {
+                name = format!("{name} @ {f}");
+                args.insert("function".into(), json!(f));
+            }
+            if let Some(file) = &sym.file {
+                let base_name = Path::new(file)
+                    .file_name()
+                    .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
+                let source = match sym.line {
+                    Some(l) => format!("{base_name}:{l}"),
+                    None => base_name,
+                };
+                args.insert("source".into(), json!(source));
+            }
+        }
+    }
+    for (k, v) in [
+        ("parallel_id", rec.parallel_id),
+        ("task_id", rec.task_id),
+        ("count", rec.count),
+        ("chunk_start", rec.chunk_start),
+    ] {
+        if v != 0 {
+            args.insert(k.into(), json!(v));
+        }
+    }
+    if rec.team_size != 0 {
+        args.insert("team_size".into(), json!(rec.team_size));
+    }
+    if rec.requested_team_size != 0 {
+        args.insert("requested_team_size".into(), json!(rec.requested_team_size));
+    }
+    if rec.flags != 0 {
+        args.insert("flags".into(), json!(rec.flags));
+    }
+    interval(
+        "omp",
+        &name,
+        pid(rank),
+        tid(rec.thread),
+        base,
+        rec.start_ns,
+        rec.end_ns,
+        args,
+    )
+}
+
+/// A complete event (or an instant) for one `mpi` row.
+fn mpi_event(_data: &TraceData, base: i64, rank: u32, rec: &MpiRecord) -> Value {
+    let name = if rec.call == mpi_call::REQUEST_COMPLETE {
+        "request complete"
+    } else {
+        mpi_call::name(rec.call)
+    };
+    let mut args = serde_json::Map::new();
+    if rec.peer != NO_RANK {
+        args.insert("peer".into(), json!(rec.peer));
+    }
+    if rec.root != NO_RANK {
+        args.insert("root".into(), json!(rec.root));
+    }
+    for (k, v) in [
+        ("bytes_sent", rec.bytes_sent),
+        ("bytes_recv", rec.bytes_recv),
+        ("comm_id", rec.comm_id),
+        ("request_id", rec.request_id),
+    ] {
+        if v != 0 {
+            args.insert(k.into(), json!(v));
+        }
+    }
+    if rec.peer != NO_RANK {
+        args.insert("tag".into(), json!(rec.tag));
+    }
+    if rec.in_parallel {
+        args.insert("in_parallel".into(), json!(true));
+    }
+    if rec.callsite != 0 {
+        args.insert("callsite".into(), json!(format!("{:#x}", rec.callsite)));
+    }
+    interval(
+        "mpi",
+        name,
+        pid(rank),
+        tid(rec.thread),
+        base,
+        rec.start_ns,
+        rec.end_ns,
+        args,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn interval(
+    cat: &str,
+    name: &str,
+    pid: u64,
+    tid: u64,
+    base: i64,
+    start: i64,
+    end: i64,
+    args: serde_json::Map<String, Value>,
+) -> Value {
+    if end > start {
+        json!({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
+               "ts": ts(base, start), "dur": dur(end - start), "args": args})
+    } else {
+        json!({"ph": "i", "s": "t", "cat": cat, "name": name, "pid": pid, "tid": tid,
+               "ts": ts(base, start), "args": args})
+    }
+}
+
+/// One point-to-point message: indices into the `mpi` rows of its send and of
+/// the row where the receive completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Message {
+    pub send: usize,
+    pub recv: usize,
+    pub tag: i32,
+}
+
+fn is_send(call: u16) -> bool {
+    use mpi_call::*;
+    [
+        MPI_Send, MPI_Ssend, MPI_Bsend, MPI_Rsend, MPI_Isend, MPI_Issend, MPI_Ibsend, MPI_Irsend,
+    ]
+    .contains(&call)
+}
+
+/// Match sends to receives by (source, destination, tag, communicator), the k-th
+/// send of an envelope with the k-th receive of it: MPI's non-overtaking rule
+/// (MPI 4.0 §3.5) makes this the real pairing when receives name their source
+/// and tag. Sends are ordered by start, receives by when they were posted:
+/// `MPI_Recv` itself, or the `MPI_Irecv` whose request the completion row names
+/// (the completion row carries the actual source and tag from the status).
+pub(crate) fn match_messages(rows: &[(u32, MpiRecord)]) -> Vec<Message> {
+    use mpi_call::*;
+    type Key = (i32, i32, i32, u64); // (src, dst, tag, comm)
+    let mut sends: HashMap<Key, Vec<(i64, usize)>> = HashMap::new();
+    let mut recvs: HashMap<Key, Vec<(i64, usize)>> = HashMap::new();
+    // Irecv rows by (rank, request id): when they were posted and on which communicator.
+    let mut posted: HashMap<(u32, u64), (i64, u64, i32, i32)> = HashMap::new();
+    for (rank, r) in rows {
+        if r.call == MPI_Irecv && r.request_id != 0 {
+            posted.insert(
+                (*rank, r.request_id),
+                (r.start_ns, r.comm_id, r.peer, r.tag),
+            );
+        }
+    }
+    for (i, (rank, r)) in rows.iter().enumerate() {
+        let me = *rank as i32;
+        if is_send(r.call) && r.peer >= 0 {
+            sends
+                .entry((me, r.peer, r.tag, r.comm_id))
+                .or_default()
+                .push((r.start_ns, i));
+        } else if r.call == MPI_Recv && r.peer >= 0 {
+            recvs
+                .entry((r.peer, me, r.tag, r.comm_id))
+                .or_default()
+                .push((r.start_ns, i));
+        } else if r.call == REQUEST_COMPLETE
+            && let Some(&(posted_ns, comm, peer, tag)) = posted.get(&(*rank, r.request_id))
+        {
+            // The status names the real source and tag (wildcards resolved).
+            let src = if r.peer >= 0 { r.peer } else { peer };
+            let tag = if r.peer >= 0 { r.tag } else { tag };
+            let comm = if r.comm_id != 0 { r.comm_id } else { comm };
+            if src >= 0 {
+                recvs
+                    .entry((src, me, tag, comm))
+                    .or_default()
+                    .push((posted_ns, i));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (key, mut s) in sends {
+        let Some(mut r) = recvs.remove(&key) else {
+            continue;
+        };
+        s.sort_unstable();
+        r.sort_unstable();
+        out.extend(s.iter().zip(&r).map(|(s, r)| Message {
+            send: s.1,
+            recv: r.1,
+            tag: key.2,
+        }));
+    }
+    out.sort_by_key(|m| (m.send, m.recv));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("0.5s"), Ok(500_000_000));
+        assert_eq!(parse_time("200ms"), Ok(200_000_000));
+        assert_eq!(parse_time("150us"), Ok(150_000));
+        assert_eq!(parse_time("1000ns"), Ok(1000));
+        assert_eq!(parse_time("2"), Ok(2_000_000_000));
+        assert!(parse_time("soon").is_err());
+        assert!(parse_time("-1s").is_err());
+    }
+
+    #[test]
+    fn timestamps_are_exact() {
+        assert_eq!(ts(1000, 1_235_567).to_string(), "1234.567");
+        assert_eq!(ts(0, 5).to_string(), "0.005");
+        assert_eq!(ts(10, 5).to_string(), "-0.005");
+    }
+
+    fn row(call: u16, peer: i32, tag: i32, start: i64, req: u64) -> MpiRecord {
+        MpiRecord {
+            call,
+            peer,
+            tag,
+            start_ns: start,
+            end_ns: start + 10,
+            comm_id: 1,
+            request_id: req,
+            root: NO_RANK,
+            ..MpiRecord::default()
+        }
+    }
+
+    #[test]
+    fn messages_match_in_order() {
+        use mpi_call::*;
+        let rows = vec![
+            (0, row(MPI_Send, 1, 5, 100, 0)),                          // 0
+            (0, row(MPI_Isend, 1, 5, 200, 7)),                         // 1
+            (1, row(MPI_Irecv, 0, 5, 50, 9)),                          // 2: posted first
+            (1, row(MPI_Recv, 0, 5, 60, 0)),                           // 3: posted second
+            (1, row(REQUEST_COMPLETE, 0, 5, 300, 9)),                  // 4: completes the Irecv
+            (1, row(MPI_Send, 0, 6, 400, 0)),                          // 5: never received
+            (0, row(MPI_Irecv, hyscope_format::schema::ANY, 6, 1, 3)), // 6: ANY_SOURCE...
+            (0, row(REQUEST_COMPLETE, 1, 6, 500, 3)), // 7: ...resolved by the status
+        ];
+        let m = match_messages(&rows);
+        assert_eq!(
+            m,
+            vec![
+                Message {
+                    send: 0,
+                    recv: 4,
+                    tag: 5
+                },
+                Message {
+                    send: 1,
+                    recv: 3,
+                    tag: 5
+                },
+                Message {
+                    send: 5,
+                    recv: 7,
+                    tag: 6
+                },
+            ]
+        );
+    }
 }

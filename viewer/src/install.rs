@@ -1,15 +1,85 @@
-//! `hyscope install`: not built yet.
+//! `hyscope install --prefix DIR`: copy the `hyscope` binary to `DIR/bin` and the
+//! collector libraries (`libhyscope.so`, and `libhyscope-mpich.so` when built) to
+//! `DIR/lib`, where `hyscope record` looks for them (`<bin>/../lib`).
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
+use anyhow::{Context, bail};
+
+/// Install the hyscope binary and the collector library into a prefix.
+///
+/// Example: hyscope install --prefix $HOME/.local
+#[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Arguments (not used yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// Installation prefix: the binary goes to PREFIX/bin, the libraries to PREFIX/lib.
+    #[arg(long, value_name = "DIR")]
+    prefix: PathBuf,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    eprintln!("hyscope: `hyscope install` is not built yet in this version");
-    Ok(ExitCode::from(2))
+/// Collector builds, one per MPI flavour.
+const LIBRARIES: [&str; 2] = ["libhyscope.so", "libhyscope-mpich.so"];
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let exe = std::env::current_exe()
+        .and_then(|e| e.canonicalize())
+        .context("cannot locate the running hyscope binary")?;
+    let bin = args.prefix.join("bin");
+    let lib = args.prefix.join("lib");
+    for d in [&bin, &lib] {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    let mut installed = Vec::new();
+    let dest = bin.join("hyscope");
+    copy(&exe, &dest)?;
+    installed.push(dest);
+
+    // The first directory holding libhyscope.so is the build that goes with this binary.
+    let dirs = crate::record::library_dirs();
+    let Some(src_dir) = dirs.iter().find(|d| d.join(LIBRARIES[0]).is_file()) else {
+        let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        bail!(
+            "cannot find libhyscope.so (looked in {}); build it first with `cargo build -p hyscope-collector`",
+            looked.join(", ")
+        );
+    };
+    for name in LIBRARIES {
+        let src = src_dir.join(name);
+        if src.is_file() {
+            let dest = lib.join(name);
+            copy(&src, &dest)?;
+            installed.push(dest);
+        }
+    }
+    for p in &installed {
+        println!("installed {}", p.display());
+    }
+    if !lib.join("libhyscope-mpich.so").exists() {
+        println!(
+            "note: no MPICH build of the collector was found; MPICH programs cannot be recorded"
+        );
+    }
+    println!(
+        "next: {} record -- <command>",
+        dest_display(&bin.join("hyscope"))
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Copy through a temporary name and rename, so a running copy of the old file
+/// is not overwritten in place ("text file busy") and readers never see half a file.
+fn copy(src: &Path, dest: &Path) -> anyhow::Result<()> {
+    if src == dest {
+        return Ok(());
+    }
+    let tmp = dest.with_extension(format!("tmp.{}", std::process::id()));
+    std::fs::copy(src, &tmp)
+        .with_context(|| format!("cannot copy {} to {}", src.display(), tmp.display()))?;
+    std::fs::rename(&tmp, dest)
+        .with_context(|| format!("cannot move {} to {}", tmp.display(), dest.display()))?;
+    Ok(())
+}
+
+fn dest_display(p: &Path) -> String {
+    p.display().to_string()
 }

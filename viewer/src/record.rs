@@ -1,15 +1,825 @@
-//! `hyscope record`: not built yet.
+//! `hyscope record [options] -- <command>`: run a program under the collector.
+//!
+//! Three positions, chosen from the command and the environment:
+//! - **launcher**: `hyscope record -- mpirun -np 4 ./app`. The collector
+//!   variables are handed to the launcher for the ranks only (`-x` for Open MPI,
+//!   `-genv` for Hydra, `--export` for srun): `LD_PRELOAD` must not reach the
+//!   launcher itself.
+//! - **per rank**: `mpirun -np 4 hyscope record -- ./app`. The rank comes from the
+//!   launcher's environment. Ranks other than 0 `exec` the program; rank 0 runs
+//!   it as a child so it can print the job's summary afterwards.
+//! - **plain**: `hyscope record -- ./omp_app` (OpenMP-only or a singleton MPI run).
+//!
+//! The application's exit code is preserved (128 + signal when it was killed).
 
-use std::process::ExitCode;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
 
-#[derive(clap::Args)]
-pub struct Args {
-    /// Arguments (not used yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+use anyhow::{Context, bail};
+use clap::ValueEnum;
+
+/// Environment variables that carry the rank, in the order the collector reads them.
+const RANK_VARS: [&str; 4] = [
+    "OMPI_COMM_WORLD_RANK",
+    "PMIX_RANK",
+    "PMI_RANK",
+    "SLURM_PROCID",
+];
+/// Environment variables that carry the world size.
+const SIZE_VARS: [&str; 4] = [
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE",
+    "PMIX_SIZE",
+    "SLURM_NTASKS",
+];
+/// LLVM's OpenMP runtime used for `--openmp-runtime=llvm` (platform-facts.md, "OpenMP runtimes").
+const LLVM_LIBOMP: &str = "/usr/lib/llvm-19/lib/libomp.so.5";
+/// Directory inside the trace for the `libgomp.so.1 → libomp` link (not a table; readers ignore it).
+const RUNTIME_DIR: &str = ".runtime";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Every interval is written.
+    Trace,
+    /// Aggregates per region/loop/thread only (smaller, cheaper).
+    Profile,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    eprintln!("hyscope: `hyscope record` is not built yet in this version");
-    Ok(ExitCode::from(2))
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OpenMpRuntime {
+    /// Run with the program's own OpenMP runtime.
+    Native,
+    /// Run GCC-built programs on LLVM's libomp (which has OMPT) through its GOMP ABI.
+    Llvm,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Flavour {
+    /// Detect from the program (`ldd`) or the launcher (`--version`).
+    Auto,
+    Openmpi,
+    Mpich,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+/// Run a program (or an MPI launcher) under the collector and write a trace.
+///
+/// Examples:
+///   hyscope record -- ./omp_app
+///   hyscope record -o trace -- mpirun -np 4 ./app
+///   mpirun -np 4 hyscope record -- ./app
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Trace directory [default: hyscope-<program>-<YYYYMMDD>-<HHMMSS>]. Must not exist.
+    #[arg(short, long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// What to write (HYSCOPE_MODE).
+    #[arg(long, value_enum, default_value = "trace")]
+    mode: Mode,
+    /// Event groups to record, comma-separated, e.g. omp,mpi,samples (HYSCOPE_GROUPS) [default: all].
+    #[arg(long, value_name = "LIST")]
+    groups: Option<String>,
+    /// Sampling interval of the samplers in milliseconds (HYSCOPE_SAMPLE_MS).
+    #[arg(long, value_name = "MS")]
+    sample_ms: Option<u64>,
+    /// Cap on the collector's event buffer memory per process in MiB (HYSCOPE_BUFFER_MB).
+    #[arg(long, value_name = "MB")]
+    buffer_mb: Option<u64>,
+    /// Record loop chunks from OMPT dispatch events (HYSCOPE_DISPATCH).
+    #[arg(long, value_enum, value_name = "on|off")]
+    dispatch: Option<OnOff>,
+    /// OpenMP runtime: `llvm` runs GCC-built programs on libomp (GCC's libgomp has no OMPT).
+    #[arg(long, value_enum, default_value = "native")]
+    openmp_runtime: OpenMpRuntime,
+    /// MPI flavour of the program, which selects the collector build and the launcher's flags.
+    #[arg(long, value_enum, default_value = "auto")]
+    mpi_flavour: Flavour,
+    /// Path of the collector library [default: found next to hyscope, in ../lib, or in the cargo target dir].
+    /// (also HYSCOPE_LIB).
+    #[arg(long, value_name = "FILE")]
+    lib: Option<PathBuf>,
+    /// The command: a program, or an MPI launcher (mpirun, mpiexec, srun) with its program.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true,
+        value_name = "COMMAND"
+    )]
+    command: Vec<OsString>,
+}
+
+/// How the command is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Position {
+    Launcher(LauncherKind),
+    PerRank { rank: u32 },
+    Plain,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LauncherKind {
+    OpenMpi,
+    Hydra,
+    Srun,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let command = args.command.clone();
+    let program0 = PathBuf::from(&command[0]);
+    let position = position(&program0, args.mpi_flavour);
+    // The application program: the command itself, or the launcher's program argument.
+    let app = match position {
+        Position::Launcher(_) => find_launched_program(&command[1..]),
+        _ => resolve_in_path(&program0),
+    };
+    let app_name = app
+        .as_deref()
+        .or(Some(program0.as_path()))
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "app".into());
+    let ldd = app.as_deref().map(ldd).unwrap_or_default();
+
+    let flavour = match args.mpi_flavour {
+        Flavour::Auto => match position {
+            Position::Launcher(LauncherKind::Hydra) => Some(Flavour::Mpich),
+            Position::Launcher(LauncherKind::OpenMpi) => Some(Flavour::Openmpi),
+            _ => flavour_from_ldd(&ldd),
+        },
+        f => Some(f),
+    };
+
+    let output = match &args.output {
+        Some(o) => o.clone(),
+        None => {
+            let t = match position {
+                // Every rank must name the same directory: use the launcher's start time.
+                Position::PerRank { .. } => parent_start_unix_secs().unwrap_or_else(unix_secs),
+                _ => unix_secs(),
+            };
+            PathBuf::from(format!("hyscope-{app_name}-{}", timestamp(t)))
+        }
+    };
+    let output = absolute(&output)?;
+    prepare_output(&output, position)?;
+
+    let explicit_lib = args
+        .lib
+        .clone()
+        .or_else(|| std::env::var_os("HYSCOPE_LIB").map(PathBuf::from));
+    let lib = find_library(explicit_lib.as_deref(), flavour)?;
+    let mut env: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("HYSCOPE_") && k != "HYSCOPE_LIB")
+        .collect();
+    env.insert("HYSCOPE_OUTPUT".into(), output.display().to_string());
+    env.insert(
+        "HYSCOPE_MODE".into(),
+        match args.mode {
+            Mode::Trace => "trace",
+            Mode::Profile => "profile",
+        }
+        .into(),
+    );
+    if let Some(g) = &args.groups {
+        env.insert("HYSCOPE_GROUPS".into(), g.clone());
+    }
+    if let Some(ms) = args.sample_ms {
+        env.insert("HYSCOPE_SAMPLE_MS".into(), ms.to_string());
+    }
+    if let Some(mb) = args.buffer_mb {
+        env.insert("HYSCOPE_BUFFER_MB".into(), mb.to_string());
+    }
+    if let Some(d) = args.dispatch {
+        env.insert(
+            "HYSCOPE_DISPATCH".into(),
+            if d == OnOff::On { "1" } else { "0" }.into(),
+        );
+    }
+    // The preload goes in front of whatever the user preloads already.
+    let preload = match std::env::var("LD_PRELOAD") {
+        Ok(p) if !p.is_empty() => format!("{}:{p}", lib.display()),
+        _ => lib.display().to_string(),
+    };
+    env.insert("LD_PRELOAD".into(), preload);
+    // A statically linked program can only find the tool through OMP_TOOL_LIBRARIES.
+    if ldd.contains("not a dynamic executable") && std::env::var_os("OMP_TOOL_LIBRARIES").is_none()
+    {
+        env.insert("OMP_TOOL_LIBRARIES".into(), lib.display().to_string());
+    }
+    if std::env::var("OMP_TOOL").is_ok_and(|v| v.eq_ignore_ascii_case("disabled")) {
+        warn("OMP_TOOL=disabled is set: the OpenMP runtime will not report anything");
+    }
+
+    let is_rank0 = !matches!(position, Position::PerRank { rank } if rank != 0);
+    match args.openmp_runtime {
+        OpenMpRuntime::Llvm => {
+            let dir = gomp_shim(&output)?;
+            let path = match std::env::var("LD_LIBRARY_PATH") {
+                Ok(p) if !p.is_empty() => format!("{}:{p}", dir.display()),
+                _ => dir.display().to_string(),
+            };
+            env.insert("LD_LIBRARY_PATH".into(), path);
+            if is_rank0 {
+                warn(
+                    "--openmp-runtime=llvm: running GCC-built OpenMP code on LLVM's libomp; \
+                     static loops inlined by GCC produce no loop events, `single` has no end \
+                     and worksharing barriers appear as barrier_implementation",
+                );
+            }
+        }
+        OpenMpRuntime::Native => {
+            if ldd.contains("libgomp.so") && is_rank0 {
+                warn(
+                    "the program uses GCC's libgomp, which has no OMPT: no OpenMP events will \
+                     be recorded; add --openmp-runtime=llvm to run it on LLVM's libomp",
+                );
+            }
+        }
+    }
+
+    let started = Instant::now();
+    let status = match position {
+        Position::Launcher(kind) => {
+            let mut cmd = Command::new(&command[0]);
+            cmd.args(launcher_env_args(kind, &env));
+            cmd.args(&command[1..]);
+            // The HYSCOPE_* variables (not LD_PRELOAD) may also live in the launcher's
+            // own environment: harmless, and it lets launchers that forward everything work.
+            for (k, v) in &env {
+                if k.starts_with("HYSCOPE_") {
+                    cmd.env(k, v);
+                }
+            }
+            spawn_and_wait(cmd)?
+        }
+        Position::PerRank { rank } if rank != 0 => {
+            let mut cmd = Command::new(&command[0]);
+            cmd.args(&command[1..]).envs(&env);
+            let err = cmd.exec();
+            bail!("cannot run {}: {err}", command[0].to_string_lossy());
+        }
+        Position::PerRank { .. } | Position::Plain => {
+            let mut cmd = Command::new(&command[0]);
+            cmd.args(&command[1..]).envs(&env);
+            spawn_and_wait(cmd)?
+        }
+    };
+    let code = exit_code(status);
+
+    let expected_ranks = match position {
+        Position::PerRank { .. } => world_size_from_env(),
+        _ => None,
+    };
+    if is_rank0 {
+        summary(&output, expected_ranks, started.elapsed());
+    }
+    Ok(ExitCode::from(code))
+}
+
+fn warn(msg: &str) {
+    eprintln!("hyscope: warning: {msg}");
+}
+
+/// Where the command runs: behind a launcher, as one rank, or alone.
+fn position(program: &Path, flavour: Flavour) -> Position {
+    if let Some(kind) = launcher_kind(program, flavour) {
+        return Position::Launcher(kind);
+    }
+    // SLURM_PROCID alone is set in batch scripts too; within a job step SLURM_STEP_ID is.
+    for var in RANK_VARS {
+        if var == "SLURM_PROCID" && std::env::var_os("SLURM_STEP_ID").is_none() {
+            continue;
+        }
+        if let Some(rank) = std::env::var(var)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+        {
+            return Position::PerRank { rank };
+        }
+    }
+    Position::Plain
+}
+
+/// Is `program` an MPI launcher, and which kind?
+fn launcher_kind(program: &Path, flavour: Flavour) -> Option<LauncherKind> {
+    let name = program.file_name()?.to_string_lossy().into_owned();
+    let known = [
+        "mpirun",
+        "mpiexec",
+        "orterun",
+        "prterun",
+        "mpirun.openmpi",
+        "mpiexec.openmpi",
+        "mpirun.mpich",
+        "mpiexec.mpich",
+        "mpiexec.hydra",
+        "srun",
+    ];
+    if !known.contains(&name.as_str()) {
+        return None;
+    }
+    if name == "srun" {
+        return Some(LauncherKind::Srun);
+    }
+    match flavour {
+        Flavour::Openmpi => return Some(LauncherKind::OpenMpi),
+        Flavour::Mpich => return Some(LauncherKind::Hydra),
+        Flavour::Auto => {}
+    }
+    if name.contains("openmpi") || name == "orterun" || name == "prterun" {
+        return Some(LauncherKind::OpenMpi);
+    }
+    if name.contains("mpich") || name.contains("hydra") {
+        return Some(LauncherKind::Hydra);
+    }
+    // `mpirun` is whichever MPI the alternatives system chose: ask it.
+    let out = Command::new(program).arg("--version").output().ok();
+    let text = out
+        .map(|o| {
+            let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
+            s.push_str(&String::from_utf8_lossy(&o.stderr));
+            s
+        })
+        .unwrap_or_default();
+    if text.contains("HYDRA") || text.contains("MPICH") || text.contains("Intel(R) MPI") {
+        Some(LauncherKind::Hydra)
+    } else {
+        Some(LauncherKind::OpenMpi)
+    }
+}
+
+/// Arguments that hand `env` to the ranks started by a launcher.
+fn launcher_env_args(kind: LauncherKind, env: &BTreeMap<String, String>) -> Vec<String> {
+    match kind {
+        LauncherKind::OpenMpi => env
+            .iter()
+            .flat_map(|(k, v)| ["-x".to_string(), format!("{k}={v}")])
+            .collect(),
+        LauncherKind::Hydra => env
+            .iter()
+            .flat_map(|(k, v)| ["-genv".to_string(), k.clone(), v.clone()])
+            .collect(),
+        LauncherKind::Srun => {
+            let list: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            vec![format!("--export=ALL,{}", list.join(","))]
+        }
+    }
+}
+
+/// The program a launcher command line starts: the first argument naming an
+/// executable file (options and their values are not files).
+fn find_launched_program(args: &[OsString]) -> Option<PathBuf> {
+    args.iter()
+        .filter(|a| !a.to_string_lossy().starts_with('-'))
+        .find_map(|a| {
+            let p = resolve_in_path(Path::new(a))?;
+            is_executable(&p).then_some(p)
+        })
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `p` itself if it names a path, else its location on `PATH`.
+fn resolve_in_path(p: &Path) -> Option<PathBuf> {
+    if p.components().count() > 1 || p.is_absolute() {
+        return p.is_file().then(|| p.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(p))
+        .find(|c| is_executable(c))
+}
+
+fn ldd(program: &Path) -> String {
+    Command::new("ldd")
+        .arg(program)
+        .output()
+        .map(|o| {
+            let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
+            s.push_str(&String::from_utf8_lossy(&o.stderr));
+            s
+        })
+        .unwrap_or_default()
+}
+
+/// Open MPI's library is `libmpi.so.40` (4.x) or `.20`; MPICH (and its ABI) is
+/// `libmpich.so` or `libmpi.so.12`.
+fn flavour_from_ldd(ldd: &str) -> Option<Flavour> {
+    if ldd.contains("libmpich") || ldd.contains("libmpi.so.12") {
+        Some(Flavour::Mpich)
+    } else if ldd.contains("libmpi.so") {
+        Some(Flavour::Openmpi)
+    } else {
+        None
+    }
+}
+
+/// Find the collector: `--lib`/`HYSCOPE_LIB`, next to this executable, in
+/// `../lib`, or in the cargo target directory this binary was built for.
+/// The MPICH build is `libhyscope-mpich.so`; Open MPI and OpenMP-only programs use `libhyscope.so`.
+fn find_library(explicit: Option<&Path>, flavour: Option<Flavour>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = explicit {
+        if p.is_file() {
+            return absolute(p);
+        }
+        bail!("collector library {} does not exist", p.display());
+    }
+    let name = if flavour == Some(Flavour::Mpich) {
+        "libhyscope-mpich.so"
+    } else {
+        "libhyscope.so"
+    };
+    let candidates = library_dirs();
+    for dir in &candidates {
+        let p = dir.join(name);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    let looked: Vec<String> = candidates.iter().map(|d| d.display().to_string()).collect();
+    if name == "libhyscope-mpich.so" {
+        bail!(
+            "the program uses MPICH but no MPICH build of the collector ({name}) was found \
+             (looked in {}); the Open MPI build would crash it (their ABIs differ). \
+             Pass --mpi-flavour openmpi if the program really uses Open MPI",
+            looked.join(", ")
+        );
+    }
+    bail!(
+        "cannot find the collector library {name} (looked in {}); build it with \
+         `cargo build -p hyscope-collector`, run `hyscope install --prefix DIR`, or pass --lib",
+        looked.join(", ")
+    )
+}
+
+pub(crate) fn library_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(exe_dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.canonicalize().ok())
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        dirs.push(exe_dir.clone());
+        dirs.push(exe_dir.join("..").join("lib"));
+        // cargo puts test/bench binaries in target/<profile>/deps.
+        if exe_dir.ends_with("deps")
+            && let Some(p) = exe_dir.parent()
+        {
+            dirs.push(p.to_path_buf());
+        }
+    }
+    // The workspace's target directory, for binaries copied out of it.
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
+    dirs.push(target.join("debug"));
+    dirs.push(target.join("release"));
+    dirs
+}
+
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(p).with_context(|| format!("cannot make {} absolute", p.display()))
+}
+
+/// Check (before anything runs) that the trace directory is new and writable, and create it.
+///
+/// Per rank, siblings may already have created the directory: a rank then only
+/// refuses a directory that holds a finished trace or this rank's own files.
+fn prepare_output(dir: &Path, position: Position) -> anyhow::Result<()> {
+    let exists = dir.exists() || dir.is_symlink();
+    match position {
+        Position::PerRank { rank } => {
+            if dir.join("manifest.json").exists()
+                || dir.join("ranks").join(format!("rank-{rank}.json")).exists()
+            {
+                bail!(
+                    "{} already holds a trace; refusing to overwrite it (choose another -o or remove it)",
+                    dir.display()
+                );
+            }
+        }
+        _ => {
+            if exists {
+                bail!(
+                    "{} already exists; refusing to overwrite it (choose another -o or remove it)",
+                    dir.display()
+                );
+            }
+        }
+    }
+    if let Some(parent) = dir.parent() {
+        if parent.exists() && !parent.is_dir() {
+            bail!(
+                "cannot create the output directory {}: {} is not a directory",
+                dir.display(),
+                parent.display()
+            );
+        }
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
+    }
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && exists_ok(position) => {}
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("cannot create the output directory {}", dir.display()));
+        }
+    }
+    // Directory permissions do not stop root: only a real write proves it.
+    let probe = dir.join(format!(".hyscope-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("the output directory {} is not writable", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+fn exists_ok(position: Position) -> bool {
+    matches!(position, Position::PerRank { .. })
+}
+
+/// A private directory with `libgomp.so.1 → libomp`, put first on `LD_LIBRARY_PATH`
+/// so a GCC-built program binds its GOMP_* calls to libomp (platform-facts.md,
+/// "OpenMP runtimes and OMPT", last point).
+fn gomp_shim(output: &Path) -> anyhow::Result<PathBuf> {
+    let libomp = std::env::var_os("HYSCOPE_LIBOMP")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(LLVM_LIBOMP));
+    if !libomp.is_file() {
+        bail!(
+            "--openmp-runtime=llvm needs LLVM's OpenMP runtime at {} (Debian: libomp-19-dev); \
+             set HYSCOPE_LIBOMP to use another",
+            libomp.display()
+        );
+    }
+    let dir = output.join(RUNTIME_DIR);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let link = dir.join("libgomp.so.1");
+    match std::os::unix::fs::symlink(&libomp, &link) {
+        Ok(()) => {}
+        // Another rank made it already.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot create {}", link.display())),
+    }
+    Ok(dir)
+}
+
+/// The child being waited for, to pass on signals sent to us.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    let pid = CHILD.load(Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+fn spawn_and_wait(mut cmd: Command) -> anyhow::Result<std::process::ExitStatus> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot run {program}"))?;
+    CHILD.store(child.id() as i32, Ordering::Relaxed);
+    // Ctrl-C reaches the child through the terminal's process group; TERM and HUP
+    // (e.g. from a batch system) are sent to us only.
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only reads an atomic and calls kill.
+        unsafe {
+            libc::signal(
+                sig,
+                forward_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+    let status = child
+        .wait()
+        .with_context(|| format!("waiting for {program}"))?;
+    CHILD.store(0, Ordering::Relaxed);
+    Ok(status)
+}
+
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(sig)) => 128u8.wrapping_add(sig as u8),
+        _ => 1,
+    }
+}
+
+fn world_size_from_env() -> Option<u32> {
+    SIZE_VARS
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
+}
+
+/// One line: trace path, size, ranks, events, drops and warnings; then the next command.
+fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration) {
+    // Per rank, rank 0 may finish before its siblings have written their rank files.
+    if let Some(n) = expected_ranks {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while count_rank_files(dir) < n as usize && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let size = dir_size(dir);
+    if size == 0 && count_rank_files(dir) == 0 {
+        // Nothing was recorded (no OpenMP runtime with OMPT, no MPI): leave no empty trace behind.
+        let _ = std::fs::remove_dir_all(dir);
+        eprintln!(
+            "hyscope: no trace written: the program reported no OpenMP or MPI activity \
+             (is it built with an OpenMP runtime that has OMPT, or with MPI?)"
+        );
+        return;
+    }
+    let (ranks, events, dropped, warnings, note) = match hyscope_format::Trace::open(dir) {
+        Ok(trace) => {
+            let r = &trace.manifest.ranks;
+            let mut w: Vec<&String> = r.iter().flat_map(|r| &r.warnings).collect();
+            w.sort();
+            w.dedup();
+            (
+                r.len(),
+                r.iter()
+                    .map(|r| r.events.omp + r.events.mpi + r.events.samples)
+                    .sum::<u64>(),
+                r.iter().map(|r| r.dropped_events).sum::<u64>(),
+                w.len(),
+                None,
+            )
+        }
+        Err(e) => (count_rank_files(dir), 0, 0, 0, Some(e.to_string())),
+    };
+    let dropped = if dropped > 0 {
+        format!(", {dropped} dropped")
+    } else {
+        String::new()
+    };
+    let shown = display_path(dir);
+    let head = format!("hyscope: trace {shown} ({}", human_bytes(size));
+    if let Some(e) = note {
+        eprintln!("{head}, incomplete: {e})");
+        return;
+    }
+    eprintln!(
+        "{head}, {ranks} rank{}, {events} events{dropped}, {warnings} warning{}, {:.1} s)",
+        if ranks == 1 { "" } else { "s" },
+        if warnings == 1 { "" } else { "s" },
+        elapsed.as_secs_f64(),
+    );
+    eprintln!("hyscope: next: hyscope report {shown}");
+}
+
+/// The path relative to the working directory when it is inside it.
+fn display_path(p: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| p.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .filter(|r| !r.as_os_str().is_empty())
+        .unwrap_or_else(|| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn count_rank_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir.join("ranks"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() != RUNTIME_DIR)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+pub(crate) fn human_bytes(b: u64) -> String {
+    let units = ["B", "KB", "MB", "GB", "TB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u + 1 < units.len() {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+fn unix_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Start time of our parent (the launcher's daemon), seconds since the epoch.
+fn parent_start_unix_secs() -> Option<i64> {
+    // SAFETY: getppid cannot fail.
+    let ppid = unsafe { libc::getppid() };
+    let stat = std::fs::read_to_string(format!("/proc/{ppid}/stat")).ok()?;
+    // Field 22 (starttime, clock ticks since boot), counted after the ")" of the command.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: i64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    let btime: i64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    Some(btime + ticks / hz)
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC.
+fn timestamp(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        tod / 3600,
+        tod % 3600 / 60,
+        tod % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(timestamp(0), "19700101-000000");
+        // 2026-11-22 10:12:05 UTC
+        assert_eq!(timestamp(1_795_342_325), "20261122-101205");
+    }
+
+    #[test]
+    fn flavours() {
+        assert_eq!(
+            flavour_from_ldd("libmpi.so.40 => /lib/x86_64-linux-gnu/libmpi.so.40"),
+            Some(Flavour::Openmpi)
+        );
+        assert_eq!(
+            flavour_from_ldd("libmpich.so.12 => /lib/libmpich.so.12"),
+            Some(Flavour::Mpich)
+        );
+        assert_eq!(flavour_from_ldd("libomp.so.5 => x"), None);
+    }
+
+    #[test]
+    fn launcher_args() {
+        let env: BTreeMap<String, String> = [
+            ("A".to_string(), "1".to_string()),
+            ("B".to_string(), "x y".to_string()),
+        ]
+        .into();
+        assert_eq!(
+            launcher_env_args(LauncherKind::OpenMpi, &env),
+            ["-x", "A=1", "-x", "B=x y"]
+        );
+        assert_eq!(
+            launcher_env_args(LauncherKind::Hydra, &env),
+            ["-genv", "A", "1", "-genv", "B", "x y"]
+        );
+        assert_eq!(
+            launcher_env_args(LauncherKind::Srun, &env),
+            ["--export=ALL,A=1,B=x y"]
+        );
+    }
 }

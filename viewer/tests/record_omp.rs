@@ -1,0 +1,178 @@
+//! `hyscope record` with an OpenMP-only program, the exit code, and the checks
+//! made before the run (unwritable or existing output directory).
+
+mod record_support;
+
+use hyscope_format::{OmpKind, Trace};
+use record_support::*;
+
+#[test]
+fn records_an_openmp_only_program() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
+    let out_dir = tmp.path().join("trace");
+    let out = hyscope()
+        .arg("record")
+        .arg("-o")
+        .arg(&out_dir)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 14850\n");
+
+    let trace = Trace::open(&out_dir).unwrap();
+    assert_eq!(trace.ranks(), vec![0]);
+    let rows = omp_rows(&trace);
+    assert!(!rows.is_empty());
+    assert_eq!(count_kind(&rows, 0, OmpKind::Parallel), OMP_REGIONS);
+    // One implicit task per thread per region.
+    assert_eq!(count_kind(&rows, 0, OmpKind::ImplicitTask), 2 * OMP_REGIONS);
+    // The chunks of each loop cover its 100 iterations exactly once.
+    let iterations: u64 = rows
+        .iter()
+        .filter(|(_, r)| r.kind == OmpKind::Chunk as u8)
+        .map(|(_, r)| r.count)
+        .sum();
+    assert_eq!(iterations, 100 * OMP_REGIONS as u64);
+
+    // One summary line with the path and the counts, then the next command.
+    let summary: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("hyscope: trace "))
+        .collect();
+    assert_eq!(summary.len(), 1, "stderr:\n{err}");
+    let events = trace.manifest.ranks[0].events;
+    assert!(
+        summary[0].contains(&format!(
+            "1 rank, {} events",
+            events.omp + events.mpi + events.samples
+        )),
+        "{}",
+        summary[0]
+    );
+    assert!(err.contains(&format!(
+        "hyscope: next: hyscope report {}",
+        out_dir.display()
+    )));
+}
+
+#[test]
+fn default_output_name_is_program_date_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "named_app", OMP_SRC);
+    let out = hyscope()
+        .current_dir(tmp.path())
+        .args(["record", "--"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dirs: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("hyscope-"))
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    // hyscope-named_app-YYYYMMDD-HHMMSS
+    let rest = dirs[0].strip_prefix("hyscope-named_app-").unwrap();
+    assert_eq!(rest.len(), 15, "{rest}");
+    assert!(rest[..8].bytes().all(|b| b.is_ascii_digit()) && &rest[8..9] == "-");
+    assert!(rest[9..].bytes().all(|b| b.is_ascii_digit()));
+    assert!(Trace::open(&tmp.path().join(&dirs[0])).is_ok());
+}
+
+#[test]
+fn exit_code_of_the_program_is_preserved() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "exit3", OMP_SRC);
+    let out_dir = tmp.path().join("trace");
+    let out = hyscope()
+        .arg("record")
+        .arg("-o")
+        .arg(&out_dir)
+        .arg("--")
+        .arg(&exe)
+        .arg("3")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    // The trace is still complete.
+    let trace = Trace::open(&out_dir).unwrap();
+    assert_eq!(
+        count_kind(&omp_rows(&trace), 0, OmpKind::Parallel),
+        OMP_REGIONS
+    );
+}
+
+#[test]
+fn unwritable_output_directory_fails_before_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
+    let marker = tmp.path().join("ran");
+    // Directory permissions do not stop root, so use places nobody can write:
+    // below a regular file, and in /proc.
+    let file = tmp.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    for (dir, expect) in [
+        (file.join("trace"), "is not a directory"),
+        (
+            "/proc/hyscope-unwritable".into(),
+            "cannot create the output directory",
+        ),
+    ] {
+        let out = hyscope()
+            .arg("record")
+            .arg("-o")
+            .arg(&dir)
+            .arg("--")
+            .arg(&exe)
+            .arg("0")
+            .arg(&marker)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.starts_with("hyscope: error: "), "{err}");
+        assert!(
+            err.contains(expect) && err.contains(&dir.display().to_string()),
+            "{err}"
+        );
+        assert!(
+            !marker.exists(),
+            "the program ran although the output is unwritable"
+        );
+    }
+}
+
+#[test]
+fn existing_output_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
+    let marker = tmp.path().join("ran");
+    let dir = tmp.path().join("old-trace");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("keep.txt"), b"previous").unwrap();
+    let out = hyscope()
+        .arg("record")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(&exe)
+        .arg("0")
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("already exists; refusing to overwrite"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the program ran");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1);
+    assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"previous");
+}

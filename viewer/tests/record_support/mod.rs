@@ -1,0 +1,150 @@
+//! Helpers shared by the `record_*` and `export_*` tests: real compilers, the
+//! real `hyscope` binary and the real `libhyscope.so`.
+//!
+//! The collector must be built before these tests run: `cargo build --workspace`
+//! (scripts/test.sh and the CI do that first). The tests never build it
+//! themselves, so parallel test binaries never race on the target directory.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use hyscope_format::{OmpKind, OmpRecord, ScanOptions, Trace};
+
+pub const LLVM_LIB: &str = "/usr/lib/llvm-19/lib";
+
+pub fn hyscope() -> Command {
+    let lib = Path::new(env!("CARGO_BIN_EXE_hyscope"))
+        .parent()
+        .unwrap()
+        .join("libhyscope.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: run `cargo build --workspace` before `cargo test`",
+        lib.display()
+    );
+    Command::new(env!("CARGO_BIN_EXE_hyscope"))
+}
+
+/// A small OpenMP program with known counts: `REGIONS` parallel regions of 2
+/// threads, each with a `schedule(dynamic,25)` loop of 100 iterations and one
+/// explicit barrier. Exits with the code given as its first argument; creates
+/// the file named by its second argument (to prove whether it ran).
+pub const OMP_SRC: &str = r#"
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define REGIONS 3
+int main(int argc, char **argv) {
+    if (argc > 2) { FILE *f = fopen(argv[2], "w"); if (f) fclose(f); }
+    double s = 0;
+    for (int r = 0; r < REGIONS; r++) {
+#pragma omp parallel num_threads(2)
+        {
+#pragma omp for schedule(dynamic, 25) reduction(+ : s)
+            for (int i = 0; i < 100; i++) s += i;
+#pragma omp barrier
+        }
+    }
+    printf("sum %g\n", s);
+    return argc > 1 ? atoi(argv[1]) : 0;
+}
+"#;
+pub const OMP_REGIONS: usize = 3;
+
+/// A small MPI+OpenMP program: 2 parallel regions of 2 threads, then a ring
+/// exchange (`MPI_Sendrecv`-free: Isend/Irecv/Waitall) and one `MPI_Allreduce`.
+pub const MPI_SRC: &str = r#"
+#include <mpi.h>
+#include <omp.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int provided, rank, size;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    double s = 0;
+    for (int r = 0; r < 2; r++) {
+#pragma omp parallel num_threads(2) reduction(+ : s)
+        s += omp_get_thread_num() + 1;
+    }
+    double out = rank, in = -1, sum = 0;
+    MPI_Request req[2];
+    MPI_Irecv(&in, 1, MPI_DOUBLE, (rank + size - 1) % size, 7, MPI_COMM_WORLD, &req[0]);
+    MPI_Isend(&out, 1, MPI_DOUBLE, (rank + 1) % size, 7, MPI_COMM_WORLD, &req[1]);
+    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    MPI_Allreduce(&s, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) printf("sum %g\n", sum);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+fn run_checked(mut cmd: Command) {
+    let out = cmd.output().expect("run compiler");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Build an OpenMP C program with clang-19 on libomp 19.
+pub fn build_omp(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let mut cmd = Command::new("clang-19");
+    cmd.args(["-fopenmp", "-g", "-O1"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
+        .arg(format!("-L{LLVM_LIB}"));
+    run_checked(cmd);
+    exe
+}
+
+/// Build an MPI+OpenMP C program with Open MPI's mpicc driving clang-19.
+pub fn build_mpi(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let mut cmd = Command::new("mpicc");
+    cmd.env("OMPI_CC", "clang-19")
+        .args(["-fopenmp", "-g", "-O1"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
+        .arg(format!("-L{LLVM_LIB}"));
+    run_checked(cmd);
+    exe
+}
+
+/// `mpirun` arguments for 2 ranks on this machine (as root too).
+pub fn mpirun_args(np: u32) -> Vec<String> {
+    let mut a = vec!["--oversubscribe".to_string()];
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        a.push("--allow-run-as-root".into());
+    }
+    a.extend(["-np".to_string(), np.to_string()]);
+    a
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn omp_rows(trace: &Trace) -> Vec<(u32, OmpRecord)> {
+    trace
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .expect("read omp table")
+}
+
+pub fn count_kind(rows: &[(u32, OmpRecord)], rank: u32, kind: OmpKind) -> usize {
+    rows.iter()
+        .filter(|(r, rec)| *r == rank && rec.kind == kind as u8)
+        .count()
+}
