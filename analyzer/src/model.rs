@@ -340,7 +340,8 @@ pub struct FineGrainModel {
     pub t_seq_s: f64,
     /// Fork/join overhead folded into T_seq.
     pub fork_join_s: f64,
-    pub speedup_bound: f64,
+    /// None when T_seq + T_comm = 0 (no bound).
+    pub speedup_bound: Option<f64>,
     /// Parallel regions entered (fork/join events).
     pub regions: u64,
     /// Core-seconds idle: (P−1) × serial time outside MPI.

@@ -774,11 +774,7 @@ pub fn fine_grain(data: &TraceData, ranks: &[RankOmp]) -> Vec<FineGrainModel> {
                 t_comm_s: ns_to_s(comm),
                 t_seq_s: ns_to_s(seq),
                 fork_join_s: ns_to_s(ro.fork_join_ns),
-                speedup_bound: if denom > 0.0 {
-                    1.0 + compute as f64 / denom
-                } else {
-                    f64::INFINITY
-                },
+                speedup_bound: (denom > 0.0).then(|| 1.0 + compute as f64 / denom),
                 regions: ro.region_count,
                 idle_serial_core_s: ns_to_s(seq) * (p - 1) as f64,
                 idle_mpi_core_s: ns_to_s(comm) * (p - 1) as f64,
