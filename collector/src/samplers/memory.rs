@@ -97,10 +97,23 @@ pub struct Memory {
     proc_dir: String,
 }
 
+impl Default for Memory {
+    fn default() -> Memory {
+        Memory::new()
+    }
+}
+
 impl Memory {
     pub fn new() -> Memory {
         Memory {
             proc_dir: "/proc/self".into(),
+        }
+    }
+
+    /// Read another `/proc/<pid>` directory (or a fixture copy of one).
+    pub fn with_proc_dir(dir: &str) -> Memory {
+        Memory {
+            proc_dir: dir.into(),
         }
     }
 }
@@ -112,9 +125,10 @@ impl Sampler for Memory {
 
     fn probe(&mut self) -> Probe {
         match std::fs::read_to_string(format!("{}/status", self.proc_dir)) {
-            Ok(t) if parse_status(&t).rss.is_some() => {
-                Probe::Available(format!("{0}/status (VmRSS, VmHWM, VmPin), {0}/maps (/dev/shm)", self.proc_dir))
-            }
+            Ok(t) if parse_status(&t).rss.is_some() => Probe::Available(format!(
+                "{0}/status (VmRSS, VmHWM, VmPin), {0}/maps (/dev/shm)",
+                self.proc_dir
+            )),
             Ok(_) => Probe::Unavailable(format!("{}/status has no VmRSS line", self.proc_dir)),
             Err(e) => Probe::Unavailable(format!("cannot read {}/status: {e}", self.proc_dir)),
         }
@@ -124,16 +138,32 @@ impl Sampler for Memory {
         vec![
             MetricDef::new("mem.vmrss", "bytes", "resident set size (VmRSS)"),
             MetricDef::new("mem.vmhwm", "bytes", "peak resident set size (VmHWM)"),
-            MetricDef::new("mem.vmpin", "bytes", "pinned memory (VmPin), e.g. registered RDMA buffers"),
-            MetricDef::new("mem.shm_mapped", "bytes", "bytes mapped from /dev/shm files (MPI shared-memory segments)"),
-            MetricDef::new("mem.shm_vader", "bytes", "bytes mapped from Open MPI vader segments"),
+            MetricDef::new(
+                "mem.vmpin",
+                "bytes",
+                "pinned memory (VmPin), e.g. registered RDMA buffers",
+            ),
+            MetricDef::new(
+                "mem.shm_mapped",
+                "bytes",
+                "bytes mapped from /dev/shm files (MPI shared-memory segments)",
+            ),
+            MetricDef::new(
+                "mem.shm_vader",
+                "bytes",
+                "bytes mapped from Open MPI vader segments",
+            ),
         ]
     }
 
     fn sample(&mut self, now_ns: i64, emit: &mut Emit<'_>) {
         if let Ok(t) = std::fs::read_to_string(format!("{}/status", self.proc_dir)) {
             let s = parse_status(&t);
-            for (m, v) in [("mem.vmrss", s.rss), ("mem.vmhwm", s.hwm), ("mem.vmpin", s.pin)] {
+            for (m, v) in [
+                ("mem.vmrss", s.rss),
+                ("mem.vmhwm", s.hwm),
+                ("mem.vmpin", s.pin),
+            ] {
                 if let Some(v) = v {
                     emit(now_ns, m, -1, v as f64);
                 }

@@ -12,6 +12,10 @@
 //! [`on_mpi_finalize_begin`]; the session exit path calls [`stop`].
 
 pub mod memory;
+pub mod mpit;
+mod node;
+pub mod rapl;
+pub mod rdma;
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -63,12 +67,17 @@ pub trait Sampler: Send {
     fn ranks(&self) -> Option<Vec<u32>> {
         None
     }
+    /// For per-node sources (RAPL): whether this process is its node's reader,
+    /// and the readers of the whole job. Others ignore it.
+    fn elect(&mut self, _leader: bool, _readers: &[u32]) {}
+    /// Release what it holds (MPI_T before MPI_Finalize).
+    fn close(&mut self) {}
 }
 
 /// Default interval. 100 ms gives 10 points per second of phase, ~36 000
 /// ticks per hour (a few hundred thousand rows, ~1 MB per rank on disk) and
-/// stays far below the RAPL wrap period (~60 s at the worst on 32-bit
-/// powercap counters); the cost is measured in `benchmarks/samplers.md`.
+/// stays far below the RAPL wrap period (32-bit counters of
+/// 15-61 µJ units wrap after 65-262 kJ: minutes at server power); the cost is measured in `benchmarks/samplers.md`.
 pub const DEFAULT_SAMPLE_MS: u64 = 100;
 
 struct Active {
@@ -164,13 +173,21 @@ pub fn start() {
         return;
     }
     register(&mut st, Box::new(memory::Memory::new()));
+    // Under an MPI launcher the node's reader is elected at MPI_Init; until then
+    // every rank reads (to follow wraps) but none writes.
+    let mut r = rapl::Rapl::new(rapl::sysfs_root(), !launched_by_mpi());
+    r.reader_ranks = vec![session::rank()];
+    register(&mut st, Box::new(r));
+    register(&mut st, Box::new(rdma::Rdma::new(rapl::sysfs_root())));
     let every = interval();
     let spawned = std::thread::Builder::new()
         .name("hyscope-sampler".into())
         .spawn(move || run(every));
     match spawned {
         Ok(h) => st.thread = Some(h),
-        Err(e) => session::warn(&format!("cannot start the sampler thread ({e}); no samples")),
+        Err(e) => session::warn(&format!(
+            "cannot start the sampler thread ({e}); no samples"
+        )),
     }
 }
 
@@ -209,6 +226,12 @@ pub fn stop() {
     }
 }
 
+fn launched_by_mpi() -> bool {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .any(|k| std::env::var_os(k).is_some())
+}
+
 /// Just before `PMPI_Init`: RSS without the MPI runtime.
 pub fn on_mpi_init_begin() {
     let rss = memory::current_rss();
@@ -218,19 +241,64 @@ pub fn on_mpi_init_begin() {
     }
 }
 
-/// Just after `PMPI_Init` succeeded: RSS with the MPI runtime.
+/// Just after `PMPI_Init` succeeded: RSS with the MPI runtime, the node's
+/// RAPL reader and the MPI_T performance variables.
 pub fn on_mpi_init_end() {
     let rss = memory::current_rss();
     session::with_rank_info(|r| r.rss_after_init = rss);
     if let Some(v) = rss {
         record(clock::now_ns(), "mem.vmrss", -1, v as f64);
     }
+    crate::guarded(|| {
+        let (leader, readers) = match node::elect() {
+            Ok(x) => x,
+            Err(e) => {
+                session::warn(&format!(
+                    "node leader election failed ({e}); rank 0 reads RAPL"
+                ));
+                let me = session::rank();
+                (me == 0, vec![0])
+            }
+        };
+        let mpit = mpit::MpiT::open();
+        let mut st = state();
+        if st.stop {
+            return;
+        }
+        if let Some(a) = st.samplers.iter_mut().find(|a| a.sampler.name() == "rapl") {
+            a.sampler.elect(leader, &readers);
+        }
+        let rapl_info =
+            session::with_manifest(|m| m.samplers.iter().find(|x| x.name == "rapl").cloned());
+        if let Some(mut info) = rapl_info.filter(|i| i.available) {
+            info.ranks = readers.clone();
+            info.reason = format!(
+                "{}; one reader per node (MPI_Comm_split_type SHARED)",
+                info.reason
+            );
+            publish(info, &[]);
+        }
+        if !leader {
+            st.samplers.retain(|a| a.sampler.name() != "rapl");
+        }
+        register(&mut st, Box::new(mpit));
+    });
 }
 
-/// Just before `PMPI_Finalize`: the last MPI_T reads, then MPI_T is closed.
+/// Just before `PMPI_Finalize`: the last MPI_T reads, then MPI_T is closed
+/// (never after MPI_Finalize).
 pub fn on_mpi_finalize_begin() {
-    let mut st = state();
-    if !st.stop {
-        sample_all(&mut st);
-    }
+    crate::guarded(|| {
+        let mut st = state();
+        let now = clock::now_ns();
+        let mut emit = record;
+        if let Some(pos) = st.samplers.iter().position(|a| a.sampler.name() == "mpi_t") {
+            let mut a = st.samplers.remove(pos);
+            a.sampler.sample(now, &mut emit);
+            a.sampler.close();
+        }
+        if !st.stop {
+            sample_all(&mut st);
+        }
+    });
 }
