@@ -1,15 +1,240 @@
-//! `hyscope gui`: not built yet.
+//! `hyscope gui <trace> [--compare B]`: the desktop timeline explorer (egui/eframe).
+//!
+//! Modules: [`data`] loads what the timeline needs in background threads (the
+//! level-of-detail index of `hyscope_analyzer::timeline`, symbols, counters,
+//! matched messages) and the analysis; [`timeline`] draws and drives the
+//! timeline; [`panels`] renders the analysis; [`app`] is the layout, shortcuts,
+//! search, themes, compare mode and the screenshot/benchmark modes.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+#[cfg(feature = "gui")]
+mod app;
+#[cfg(feature = "gui")]
+mod data;
+#[cfg(feature = "gui")]
+mod panels;
+#[cfg(all(test, feature = "gui"))]
+mod tests;
+#[cfg(feature = "gui")]
+mod timeline;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Arguments (not used yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// Trace directory to open.
+    pub trace: PathBuf,
+    /// A second trace to compare with, shown below on an aligned time axis.
+    #[arg(long, value_name = "B")]
+    pub compare: Option<PathBuf>,
+    /// Save the window as a PPM image after `--quit-after-frames` frames, then quit
+    /// (loads everything before the first frame).
+    #[arg(long, value_name = "FILE")]
+    pub screenshot: Option<PathBuf>,
+    /// Frames to draw before the screenshot (or before quitting in `--bench`).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub quit_after_frames: u64,
+    /// Benchmark: zoom and pan for N frames once loaded, print time to first
+    /// frame, frame times and peak memory, then quit.
+    #[arg(long, value_name = "N")]
+    pub bench: Option<u64>,
+    /// Do not run the analysis (timeline only).
+    #[arg(long)]
+    pub no_analysis: bool,
+    /// Window size, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1280x800")]
+    pub size: String,
 }
 
+#[cfg(not(feature = "gui"))]
 pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    eprintln!("hyscope: `hyscope gui` is not built yet in this version");
+    eprintln!("hyscope: this hyscope was built without the `gui` feature");
     Ok(ExitCode::from(2))
+}
+
+#[cfg(feature = "gui")]
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    use std::time::Instant;
+
+    use anyhow::Context as _;
+    use eframe::egui;
+
+    let started = Instant::now();
+    // Fail early with a clear message when the trace cannot be opened.
+    hyscope_format::Trace::open(&args.trace)?;
+    if let Some(b) = &args.compare {
+        hyscope_format::Trace::open(b)?;
+    }
+    let (w, h) = args
+        .size
+        .split_once('x')
+        .and_then(|(w, h)| Some((w.parse::<f32>().ok()?, h.parse::<f32>().ok()?)))
+        .context("--size must be WIDTHxHEIGHT")?;
+    let mut gui = app::GuiApp::new(&args.trace, args.compare.as_deref(), !args.no_analysis);
+    if let Some(path) = &args.screenshot {
+        gui.wait_loaded();
+        gui.screenshot = Some(app::Screenshot::new(path.clone(), args.quit_after_frames));
+    }
+    let error = gui
+        .screenshot
+        .as_ref()
+        .map(|s| std::sync::Arc::clone(&s.error));
+    let saved = gui
+        .screenshot
+        .as_ref()
+        .map(|s| std::sync::Arc::clone(&s.saved));
+    let bench = args.bench.map(|n| Bench::new(n, started));
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_inner_size([w, h])
+            .with_title(format!("hyscope — {}", args.trace.display())),
+        renderer: eframe::Renderer::Glow,
+        ..Default::default()
+    };
+    let result = eframe::run_native(
+        "hyscope",
+        options,
+        Box::new(move |_cc| Ok(Box::new(Runner { gui, bench }))),
+    );
+    result.map_err(|e| anyhow::anyhow!("cannot open a window: {e}"))?;
+    if let Some(e) = error.and_then(|e| e.lock().ok().and_then(|g| g.clone())) {
+        anyhow::bail!("screenshot: {e}");
+    }
+    if let Some(saved) = saved
+        && !saved.load(std::sync::atomic::Ordering::Relaxed)
+    {
+        anyhow::bail!("the window closed before the screenshot was taken");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The eframe app: the GUI plus the benchmark driver.
+#[cfg(feature = "gui")]
+struct Runner {
+    gui: app::GuiApp,
+    bench: Option<Bench>,
+}
+
+#[cfg(feature = "gui")]
+impl eframe::App for Runner {
+    fn ui(&mut self, ui: &mut eframe::egui::Ui, _frame: &mut eframe::Frame) {
+        if let Some(b) = &mut self.bench {
+            b.before(&mut self.gui);
+        }
+        self.gui.ui(ui);
+        if let Some(b) = &mut self.bench {
+            b.after(&self.gui, ui.ctx());
+        }
+    }
+}
+
+/// `--bench N`: once the timeline is drawn, zoom in and out and pan every
+/// frame, measuring the interval between frames (build + tessellation +
+/// software rendering of the previous frame) and the time in our UI code.
+#[cfg(feature = "gui")]
+struct Bench {
+    frames: u64,
+    started: std::time::Instant,
+    first_frame_s: Option<f64>,
+    timeline_s: Option<f64>,
+    last: Option<std::time::Instant>,
+    intervals_ms: Vec<f64>,
+    ui_ms: Vec<f64>,
+    step: u64,
+}
+
+#[cfg(feature = "gui")]
+impl Bench {
+    fn new(frames: u64, started: std::time::Instant) -> Bench {
+        Bench {
+            frames,
+            started,
+            first_frame_s: None,
+            timeline_s: None,
+            last: None,
+            intervals_ms: Vec::new(),
+            ui_ms: Vec::new(),
+            step: 0,
+        }
+    }
+
+    fn before(&mut self, gui: &mut app::GuiApp) {
+        let now = std::time::Instant::now();
+        self.first_frame_s
+            .get_or_insert(self.started.elapsed().as_secs_f64());
+        if gui.first_timeline_frame_s.is_none() {
+            return;
+        }
+        self.timeline_s
+            .get_or_insert(self.started.elapsed().as_secs_f64());
+        if let Some(last) = self.last {
+            self.intervals_ms
+                .push(now.duration_since(last).as_secs_f64() * 1e3);
+        }
+        self.last = Some(now);
+        // 40 frames zooming in around the middle, 40 panning, 40 zooming out.
+        let c = (gui.view.t0 + gui.view.t1) / 2.0;
+        match (self.step / 40) % 3 {
+            0 => gui.view.zoom(0.9, c),
+            1 => {
+                let w = gui.view.width();
+                gui.view.pan(w * 0.05)
+            }
+            _ => gui.view.zoom(1.0 / 0.9, c),
+        }
+        self.step += 1;
+    }
+
+    fn after(&mut self, gui: &app::GuiApp, ctx: &eframe::egui::Context) {
+        if gui.first_timeline_frame_s.is_none() {
+            ctx.request_repaint();
+            return;
+        }
+        self.ui_ms.push(gui.last_frame_ms);
+        if self.intervals_ms.len() as u64 >= self.frames {
+            let stats = |v: &mut Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                let q = |f: f64| v[((v.len() - 1) as f64 * f) as usize];
+                format!(
+                    "median {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+                    q(0.5),
+                    q(0.95),
+                    q(1.0)
+                )
+            };
+            let hwm = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find(|l| l.starts_with("VmHWM:"))
+                        .map(|l| l.to_string())
+                })
+                .unwrap_or_default();
+            let rows = gui.slots[0]
+                .data
+                .ready()
+                .map_or(0, |d| d.index.rows().len());
+            let segments = gui.slots[0].data.ready().map_or(0, |d| d.index.segments());
+            let index_mb = gui.slots[0]
+                .data
+                .ready()
+                .map_or(0, |d| d.index.heap_bytes()) as f64
+                / 1e6;
+            println!("first frame: {:.3} s", self.first_frame_s.unwrap_or(0.0));
+            println!(
+                "first frame with the timeline: {:.3} s",
+                self.timeline_s.unwrap_or(0.0)
+            );
+            println!("rows: {rows}, segments: {segments}, index: {index_mb:.1} MB");
+            println!(
+                "frame interval ({} frames zooming/panning): {}",
+                self.intervals_ms.len(),
+                stats(&mut self.intervals_ms)
+            );
+            println!("UI code per frame: {}", stats(&mut self.ui_ms));
+            println!("peak memory: {}", hwm.trim_start_matches("VmHWM:").trim());
+            ctx.send_viewport_cmd(eframe::egui::ViewportCommand::Close);
+        }
+        ctx.request_repaint();
+    }
 }

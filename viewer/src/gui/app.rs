@@ -1,0 +1,592 @@
+//! The GUI application: layout, keyboard shortcuts, search, themes, compare
+//! mode, and the screenshot mode used by the Xvfb test.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use eframe::egui::{self, Color32, Key, Pos2, Rect, Vec2};
+use hyscope_analyzer::Analysis;
+use hyscope_analyzer::timeline::{STATES, State};
+
+use super::data::{self, Loading, Progress, TraceData};
+use super::panels::{self, Action, Tab};
+use super::timeline::{self, TimelineState, View, fmt_ns, state_color};
+
+/// One opened trace.
+pub struct TraceSlot {
+    pub path: PathBuf,
+    pub data: Loading<Arc<TraceData>>,
+    pub progress: Arc<Progress>,
+    pub analysis: Loading<Arc<Analysis>>,
+}
+
+impl TraceSlot {
+    pub fn open(path: &Path, with_analysis: bool) -> TraceSlot {
+        let progress = Arc::new(Progress::default());
+        let p = Arc::clone(&progress);
+        let owned = path.to_path_buf();
+        TraceSlot {
+            path: path.to_path_buf(),
+            data: Loading::spawn(move || data::load_trace(&owned, &p).map(Arc::new)),
+            progress,
+            analysis: if with_analysis {
+                data::spawn_analysis(path.to_path_buf())
+            } else {
+                Loading::Failed("analysis not requested".into())
+            },
+        }
+    }
+
+    fn name(&self) -> String {
+        self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+}
+
+/// Screenshot mode: after `frames` frames, save the window to `path` and quit.
+pub struct Screenshot {
+    pub path: PathBuf,
+    pub frames: u64,
+    requested: bool,
+    pub saved: Arc<AtomicBool>,
+    pub error: Arc<Mutex<Option<String>>>,
+}
+
+impl Screenshot {
+    pub fn new(path: PathBuf, frames: u64) -> Screenshot {
+        Screenshot {
+            path,
+            frames,
+            requested: false,
+            saved: Arc::new(AtomicBool::new(false)),
+            error: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+pub struct GuiApp {
+    pub slots: Vec<TraceSlot>,
+    pub view: View,
+    view_set: bool,
+    pub tl: TimelineState,
+    pub tab: Tab,
+    /// Whose analysis the side panel shows (0 = A, 1 = B).
+    pub analysis_of: usize,
+    pub search: String,
+    search_results: Vec<(String, u64)>,
+    pub dark: bool,
+    pending_highlight: Option<(usize, String, Loading<Vec<data::Instance>>)>,
+    pub screenshot: Option<Screenshot>,
+    pub frames: u64,
+    started: Instant,
+    /// Seconds from start to the first frame that drew a timeline.
+    pub first_timeline_frame_s: Option<f64>,
+    pub last_frame_ms: f64,
+    pub show_counters: bool,
+    focus_search: bool,
+}
+
+impl GuiApp {
+    pub fn new(a: &Path, b: Option<&Path>, with_analysis: bool) -> GuiApp {
+        let mut slots = vec![TraceSlot::open(a, with_analysis)];
+        if let Some(b) = b {
+            slots.push(TraceSlot::open(b, with_analysis));
+        }
+        GuiApp {
+            slots,
+            view: View { t0: 0.0, t1: 1.0 },
+            view_set: false,
+            tl: TimelineState::default(),
+            tab: Tab::Summary,
+            analysis_of: 0,
+            search: String::new(),
+            search_results: Vec::new(),
+            dark: true,
+            pending_highlight: None,
+            screenshot: None,
+            frames: 0,
+            started: Instant::now(),
+            first_timeline_frame_s: None,
+            last_frame_ms: 0.0,
+            show_counters: true,
+            focus_search: false,
+        }
+    }
+
+    /// Block until the timeline data (and the analysis) are loaded.
+    pub fn wait_loaded(&mut self) {
+        for s in &mut self.slots {
+            s.data.wait();
+            s.analysis.wait();
+        }
+    }
+
+    /// The longest span of the loaded traces, in relative ns.
+    fn full_width(&self) -> f64 {
+        self.slots
+            .iter()
+            .filter_map(|s| s.data.ready())
+            .map(|d| (d.index.span().1 - d.index.span().0) as f64)
+            .fold(0.0, f64::max)
+            .max(1.0)
+    }
+
+    pub fn fit(&mut self) {
+        self.view = View {
+            t0: 0.0,
+            t1: self.full_width(),
+        };
+    }
+
+    /// Time per state of trace `which` over all rows in the range selection.
+    pub fn range_summary(&self, which: usize) -> Option<[u64; STATES]> {
+        let (a, b) = self.tl.range?;
+        let d = self.slots.get(which)?.data.ready()?;
+        let origin = d.index.span().0;
+        let mut total = [0u64; STATES];
+        for row in 0..d.index.rows().len() {
+            let s = d.index.summary(row, origin + a as i64, origin + b as i64);
+            for (t, v) in total.iter_mut().zip(s.time) {
+                *t += v;
+            }
+        }
+        Some(total)
+    }
+
+    pub fn ui(&mut self, ui: &mut egui::Ui) {
+        let frame_start = Instant::now();
+        let ctx = ui.ctx().clone();
+        ctx.set_theme(if self.dark {
+            egui::Theme::Dark
+        } else {
+            egui::Theme::Light
+        });
+        let mut loading = false;
+        for s in &mut self.slots {
+            s.data.poll();
+            s.analysis.poll();
+            loading |=
+                matches!(s.data, Loading::Pending(_)) || matches!(s.analysis, Loading::Pending(_));
+        }
+        if !self.view_set
+            && self
+                .slots
+                .iter()
+                .all(|s| !matches!(s.data, Loading::Pending(_)))
+        {
+            self.fit();
+            self.view_set = true;
+        }
+        if let Some((which, label, l)) = &mut self.pending_highlight
+            && l.poll()
+        {
+            if let Some(v) = l.ready() {
+                self.tl.highlight = Some((*which, label.clone(), v.clone()));
+            }
+            self.pending_highlight = None;
+        }
+        self.keyboard(&ctx);
+
+        egui::Panel::top("top").show(ui, |ui| self.top_bar(ui));
+        egui::Panel::left("analysis")
+            .resizable(true)
+            .default_size(380.0)
+            .show(ui, |ui| self.analysis_panel(ui));
+        egui::Panel::right("selection")
+            .resizable(true)
+            .default_size(260.0)
+            .show(ui, |ui| self.selection_panel(ui));
+        if self.show_counters {
+            egui::Panel::bottom("counters")
+                .resizable(true)
+                .default_size(170.0)
+                .show(ui, |ui| self.counters(ui));
+        }
+        egui::CentralPanel::default_margins().show(ui, |ui| self.timelines(ui));
+
+        self.frames += 1;
+        if loading || self.pending_highlight.is_some() {
+            ctx.request_repaint_after(std::time::Duration::from_millis(100));
+        }
+        self.screenshot_step(&ctx);
+        self.last_frame_ms = frame_start.elapsed().as_secs_f64() * 1e3;
+    }
+
+    fn keyboard(&mut self, ctx: &egui::Context) {
+        if ctx.egui_wants_keyboard_input() && !ctx.input(|i| i.key_pressed(Key::Escape)) {
+            return;
+        }
+        let center = (self.view.t0 + self.view.t1) / 2.0;
+        ctx.input(|i| {
+            if i.key_pressed(Key::Plus) || i.key_pressed(Key::Equals) || i.key_pressed(Key::W) {
+                self.view.zoom(0.5, center);
+            }
+            if i.key_pressed(Key::Minus) || i.key_pressed(Key::S) {
+                self.view.zoom(2.0, center);
+            }
+            let step = self.view.width() * 0.2;
+            if i.key_pressed(Key::ArrowLeft) || i.key_pressed(Key::A) {
+                self.view.pan(-step);
+            }
+            if i.key_pressed(Key::ArrowRight) || i.key_pressed(Key::D) {
+                self.view.pan(step);
+            }
+            if i.key_pressed(Key::Home) || i.key_pressed(Key::Num0) {
+                self.view = View {
+                    t0: 0.0,
+                    t1: self.full_width(),
+                };
+            }
+            if i.key_pressed(Key::Z)
+                && let Some((a, b)) = self.tl.range
+                && b > a
+            {
+                self.view = View { t0: a, t1: b };
+            }
+            if i.key_pressed(Key::Escape) {
+                self.tl.range = None;
+                self.tl.picked = None;
+                self.tl.highlight = None;
+                self.tl.rank_pair = None;
+            }
+            if i.key_pressed(Key::T) {
+                self.dark = !self.dark;
+            }
+            if i.key_pressed(Key::C) {
+                self.show_counters = !self.show_counters;
+            }
+            if i.modifiers.command && i.key_pressed(Key::F) {
+                self.focus_search = true;
+            }
+        });
+    }
+
+    fn top_bar(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            ui.strong("hyscope");
+            let names: Vec<String> = self.slots.iter().map(|s| s.name()).collect();
+            ui.label(names.join("  vs  "));
+            ui.separator();
+            ui.label("Search:");
+            let resp = ui.add(egui::TextEdit::singleline(&mut self.search).hint_text("region, loop, call, file (Ctrl+F)").desired_width(220.0));
+            if self.focus_search {
+                resp.request_focus();
+                self.focus_search = false;
+            }
+            if resp.changed() {
+                self.search_results = self.slots[self.analysis_of.min(self.slots.len() - 1)]
+                    .analysis
+                    .ready()
+                    .map(|a| panels::search(a, &self.search))
+                    .unwrap_or_default();
+            }
+            ui.separator();
+            if ui.button(if self.dark { "light theme" } else { "dark theme" }).clicked() {
+                self.dark = !self.dark;
+            }
+            if ui.button("fit (Home)").clicked() {
+                self.fit();
+            }
+            ui.label(format!("view {} – {}", fmt_ns(self.view.t0), fmt_ns(self.view.t1)));
+            ui.weak("wheel: zoom · drag: pan · shift/right-drag: select · Z: zoom to selection · Esc: clear · T: theme · C: counters");
+        });
+        if !self.search.is_empty() {
+            ui.horizontal_wrapped(|ui| {
+                if self.search_results.is_empty() {
+                    ui.weak("no match");
+                }
+                for (label, address) in self.search_results.clone() {
+                    if ui.small_button(&label).clicked() {
+                        self.highlight(self.analysis_of, address, label);
+                    }
+                }
+            });
+        }
+    }
+
+    fn highlight(&mut self, which: usize, address: u64, label: String) {
+        if let Some(d) = self.slots.get(which).and_then(|s| s.data.ready()).cloned() {
+            self.pending_highlight = Some((
+                which,
+                label,
+                Loading::spawn(move || data::instances_of(&d, address, 100_000)),
+            ));
+        }
+    }
+
+    fn analysis_panel(&mut self, ui: &mut egui::Ui) {
+        ui.horizontal(|ui| {
+            for t in Tab::ALL {
+                ui.selectable_value(&mut self.tab, t, t.name());
+            }
+        });
+        if self.slots.len() > 1 {
+            ui.horizontal(|ui| {
+                ui.label("analysis of");
+                ui.selectable_value(&mut self.analysis_of, 0, "A");
+                ui.selectable_value(&mut self.analysis_of, 1, "B");
+            });
+        }
+        ui.separator();
+        let which = self.analysis_of.min(self.slots.len() - 1);
+        let action = match &self.slots[which].analysis {
+            Loading::Pending(_) => {
+                ui.horizontal(|ui| {
+                    ui.spinner();
+                    ui.label("analysing...");
+                });
+                None
+            }
+            Loading::Failed(e) => {
+                ui.colored_label(
+                    Color32::from_rgb(220, 80, 80),
+                    format!("analysis failed: {e}"),
+                );
+                None
+            }
+            Loading::Ready(a) => {
+                let a = Arc::clone(a);
+                panels::show(ui, self.tab, &a, &self.search)
+            }
+        };
+        match action {
+            Some(Action::Highlight { address, label }) => self.highlight(which, address, label),
+            Some(Action::RankPair(a, b)) => self.tl.rank_pair = Some((a, b)),
+            None => {}
+        }
+    }
+
+    fn selection_panel(&mut self, ui: &mut egui::Ui) {
+        ui.heading("Selection");
+        // Legend.
+        ui.horizontal_wrapped(|ui| {
+            for s in State::ALL {
+                let (r, _) = ui.allocate_exact_size(Vec2::new(10.0, 10.0), egui::Sense::hover());
+                ui.painter().rect_filled(r, 0.0, state_color(s, self.dark));
+                ui.label(s.name());
+            }
+        });
+        ui.separator();
+        if let Some((a, b)) = self.tl.range {
+            ui.label(format!(
+                "Range {} – {} ({})",
+                fmt_ns(a),
+                fmt_ns(b),
+                fmt_ns(b - a)
+            ));
+            for which in 0..self.slots.len() {
+                let Some(total) = self.range_summary(which) else {
+                    continue;
+                };
+                let covered: u64 = total.iter().sum();
+                if self.slots.len() > 1 {
+                    ui.strong(if which == 0 { "A" } else { "B" });
+                }
+                ui.label(format!("thread time {}", fmt_ns(covered as f64)));
+                for s in State::ALL {
+                    let t = total[s as usize];
+                    if t > 0 {
+                        ui.label(format!(
+                            "{}: {} ({:.1} %)",
+                            s.name(),
+                            fmt_ns(t as f64),
+                            100.0 * t as f64 / covered.max(1) as f64
+                        ));
+                    }
+                }
+            }
+            ui.separator();
+        }
+        if let Some(p) = &self.tl.picked
+            && let Some(d) = self.slots.get(p.trace).and_then(|s| s.data.ready())
+        {
+            let info = &d.index.rows()[p.row];
+            ui.strong(format!(
+                "rank {} thread {} at {}",
+                info.rank,
+                info.thread,
+                fmt_ns((p.t - d.index.span().0) as f64)
+            ));
+            if p.stack.is_empty() {
+                ui.weak("nothing recorded here");
+            }
+            for (depth, i) in p.stack.iter().enumerate() {
+                ui.indent(("stack", depth), |ui| {
+                    timeline::interval_details(ui, d, info.rank, i)
+                });
+            }
+            ui.separator();
+        }
+        if let Some((_, label, inst)) = &self.tl.highlight {
+            ui.label(format!("highlighted: {label}, {} instances", inst.len()));
+        } else if self.pending_highlight.is_some() {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label("finding instances...");
+            });
+        }
+        if let Some((a, b)) = self.tl.rank_pair {
+            ui.label(format!("messages between ranks {a} and {b}"));
+        }
+        ui.separator();
+        ui.weak(format!(
+            "frame {:.1} ms, {} rects",
+            self.last_frame_ms, self.tl.rects_drawn
+        ));
+    }
+
+    fn counters(&mut self, ui: &mut egui::Ui) {
+        let Some(d) = self.slots.first().and_then(|s| s.data.ready()).cloned() else {
+            return;
+        };
+        if d.counters.is_empty() {
+            ui.weak("no sampled counters in this trace");
+            return;
+        }
+        let origin = d.index.span().0;
+        // One small plot per metric family (power, memory, connections...).
+        let mut families: Vec<(String, Vec<&data::CounterTrack>)> = Vec::new();
+        for c in &d.counters {
+            let fam = c.name.split([' ', '.']).next().unwrap_or("").to_string();
+            match families.iter_mut().find(|f| f.0 == fam) {
+                Some(f) => f.1.push(c),
+                None => families.push((fam, vec![c])),
+            }
+        }
+        let n = families.len().min(4);
+        let h = (ui.available_height() / n as f32 - 4.0).max(40.0);
+        let (v0, v1) = (self.view.t0 / 1e9, self.view.t1 / 1e9);
+        // Align the plots with the timeline body.
+        for (fam, tracks) in families.iter().take(4) {
+            ui.horizontal(|ui| {
+                ui.add_sized([timeline::LABEL_W - 8.0, h], egui::Label::new(fam.as_str()));
+                egui_plot::Plot::new(("counter", fam.as_str()))
+                    .height(h)
+                    .allow_drag(false)
+                    .allow_zoom(false)
+                    .allow_scroll(false)
+                    .show_x(true)
+                    .legend(egui_plot::Legend::default())
+                    .show(ui, |p| {
+                        for t in tracks {
+                            let pts: Vec<[f64; 2]> = t
+                                .points
+                                .iter()
+                                .map(|&(ts, v)| [(ts - origin) as f64 / 1e9, v])
+                                .filter(|p| p[0] >= v0 - (v1 - v0) && p[0] <= v1 + (v1 - v0))
+                                .collect();
+                            let step = (pts.len() / 4000).max(1);
+                            let pts: Vec<[f64; 2]> = pts.into_iter().step_by(step).collect();
+                            p.line(egui_plot::Line::new(t.name.clone(), pts));
+                        }
+                        let b = p.plot_bounds();
+                        p.set_plot_bounds_x(v0..=v1);
+                        let _ = b;
+                    });
+            });
+        }
+    }
+
+    fn timelines(&mut self, ui: &mut egui::Ui) {
+        let full = ui.available_rect_before_wrap();
+        let n = self.slots.len();
+        let gap = 6.0;
+        let each = (full.height() - gap * (n as f32 - 1.0)) / n as f32;
+        for which in 0..n {
+            let rect = Rect::from_min_size(
+                Pos2::new(full.left(), full.top() + which as f32 * (each + gap)),
+                Vec2::new(full.width(), each),
+            );
+            match &self.slots[which].data {
+                Loading::Pending(_) => {
+                    let p = &self.slots[which].progress;
+                    let (done, total) = (
+                        p.done.load(Ordering::Relaxed),
+                        p.total.load(Ordering::Relaxed),
+                    );
+                    let stage = p.stage.lock().map(|s| s.clone()).unwrap_or_default();
+                    ui.put(
+                        rect.shrink(40.0),
+                        egui::ProgressBar::new(done as f32 / total.max(1) as f32)
+                            .text(format!("{stage}: {done}/{total} parts")),
+                    );
+                }
+                Loading::Failed(e) => {
+                    ui.put(
+                        rect,
+                        egui::Label::new(
+                            egui::RichText::new(format!(
+                                "cannot open {}: {e}",
+                                self.slots[which].path.display()
+                            ))
+                            .color(Color32::from_rgb(220, 80, 80)),
+                        ),
+                    );
+                }
+                Loading::Ready(d) => {
+                    let d = Arc::clone(d);
+                    if n > 1 {
+                        ui.painter().text(
+                            rect.left_top(),
+                            egui::Align2::LEFT_TOP,
+                            if which == 0 { "A" } else { "B" },
+                            egui::FontId::proportional(14.0),
+                            ui.visuals().strong_text_color(),
+                        );
+                    }
+                    timeline::show(ui, rect, &d, which, &mut self.view, &mut self.tl);
+                    if self.first_timeline_frame_s.is_none() {
+                        self.first_timeline_frame_s = Some(self.started.elapsed().as_secs_f64());
+                    }
+                }
+            }
+        }
+        ui.allocate_rect(full, egui::Sense::hover());
+    }
+
+    fn screenshot_step(&mut self, ctx: &egui::Context) {
+        let Some(s) = &mut self.screenshot else {
+            return;
+        };
+        ctx.request_repaint();
+        if s.saved.load(Ordering::Relaxed) {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            return;
+        }
+        if !s.requested && self.frames >= s.frames {
+            s.requested = true;
+            let path = s.path.clone();
+            let saved = Arc::clone(&s.saved);
+            let error = Arc::clone(&s.error);
+            ctx.request_screenshot(move |image| {
+                if let Err(e) = write_ppm(&path, &image)
+                    && let Ok(mut g) = error.lock()
+                {
+                    *g = Some(format!("{}: {e}", path.display()));
+                }
+                saved.store(true, Ordering::Relaxed);
+            });
+        }
+    }
+}
+
+/// Save an image as binary PPM (P6): no image library needed.
+pub fn write_ppm(path: &Path, image: &egui::ColorImage) -> std::io::Result<()> {
+    let [w, h] = image.size;
+    let mut out = format!("P6\n{w} {h}\n255\n").into_bytes();
+    out.reserve(w * h * 3);
+    for p in &image.pixels {
+        out.extend_from_slice(&[p.r(), p.g(), p.b()]);
+    }
+    std::fs::write(path, out)
+}
+
+impl eframe::App for GuiApp {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        GuiApp::ui(self, ui);
+    }
+}

@@ -1,0 +1,319 @@
+//! What the GUI loads from a trace, in a background thread: the timeline
+//! index, symbols, counter tracks, point-to-point messages, and the analysis.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hyscope_analyzer::timeline::TimelineIndex;
+use hyscope_analyzer::{Analysis, AnalyzeOptions};
+use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord, mpi_call};
+use hyscope_format::{ScanOptions, Trace};
+
+/// A counter track: one metric (and key) of the `samples` table.
+#[derive(Debug, Clone)]
+pub struct CounterTrack {
+    /// E.g. `power pkg.0 rank 0 (W)`.
+    pub name: String,
+    /// (time on rank 0's clock in ns, value).
+    pub points: Vec<(i64, f64)>,
+}
+
+/// An instance of a code location on the timeline: (rank, thread, start, end), rank 0's clock.
+pub type Instance = (u32, u32, i64, i64);
+
+/// Sends waiting for their receive, per (source, destination, tag): (thread, time, bytes).
+type SendQueues = HashMap<(u32, u32, i32), VecDeque<(u32, i64, u64)>>;
+
+/// A matched point-to-point message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message {
+    pub from_rank: u32,
+    pub from_thread: u32,
+    pub send_ns: i64,
+    pub to_rank: u32,
+    pub to_thread: u32,
+    pub recv_ns: i64,
+    pub bytes: u64,
+}
+
+/// Everything the timeline of one trace needs.
+pub struct TraceData {
+    pub index: TimelineIndex,
+    pub symbols: HashMap<(u32, u64), SymbolRecord>,
+    pub counters: Vec<CounterTrack>,
+    pub messages: Vec<Message>,
+}
+
+impl TraceData {
+    /// `file:line` (file name only), else the function, else the address.
+    pub fn location(&self, rank: u32, address: u64) -> String {
+        match self.symbols.get(&(rank, address)) {
+            Some(s) => match (&s.file, s.line, &s.function) {
+                (Some(f), Some(l), _) => format!(
+                    "{}:{l}",
+                    Path::new(f)
+                        .file_name()
+                        .map_or(f.as_str(), |n| n.to_str().unwrap_or(f))
+                ),
+                (_, _, Some(func)) => func.clone(),
+                _ => format!("0x{address:x}"),
+            },
+            None if address == 0 => "-".into(),
+            None => format!("0x{address:x}"),
+        }
+    }
+}
+
+/// Progress of a background load, shared with the UI thread.
+#[derive(Default)]
+pub struct Progress {
+    pub done: AtomicUsize,
+    pub total: AtomicUsize,
+    pub stage: Mutex<String>,
+}
+
+impl Progress {
+    fn stage(&self, s: &str) {
+        if let Ok(mut g) = self.stage.lock() {
+            *g = s.to_string();
+        }
+    }
+}
+
+/// A value computed in a background thread.
+pub enum Loading<T> {
+    Pending(std::sync::mpsc::Receiver<Result<T, String>>),
+    Ready(T),
+    Failed(String),
+}
+
+impl<T: Send + 'static> Loading<T> {
+    pub fn spawn(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Loading<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        Loading::Pending(rx)
+    }
+
+    /// Take the result if it arrived; true when it did this call.
+    pub fn poll(&mut self) -> bool {
+        if let Loading::Pending(rx) = self {
+            match rx.try_recv() {
+                Ok(Ok(v)) => *self = Loading::Ready(v),
+                Ok(Err(e)) => *self = Loading::Failed(e),
+                Err(std::sync::mpsc::TryRecvError::Empty) => return false,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    *self = Loading::Failed("loader thread ended without a result".into())
+                }
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Wait for the result (tests, screenshot mode).
+    pub fn wait(&mut self) {
+        if let Loading::Pending(rx) = self {
+            *self = match rx.recv() {
+                Ok(Ok(v)) => Loading::Ready(v),
+                Ok(Err(e)) => Loading::Failed(e),
+                Err(_) => Loading::Failed("loader thread ended without a result".into()),
+            };
+        }
+    }
+
+    pub fn ready(&self) -> Option<&T> {
+        match self {
+            Loading::Ready(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Load the timeline data of a trace.
+pub fn load_trace(path: &Path, progress: &Progress) -> Result<TraceData, String> {
+    let trace = Trace::open(path).map_err(|e| e.to_string())?;
+    progress.stage("building the timeline index");
+    let index = TimelineIndex::build_with_progress(&trace, &|done, total| {
+        progress.total.store(total, Ordering::Relaxed);
+        progress.done.store(done, Ordering::Relaxed);
+    })
+    .map_err(|e| e.to_string())?;
+    progress.stage("reading symbols, samples and messages");
+    let shift: HashMap<u32, i64> = index.rows().iter().map(|r| (r.rank, r.shift_ns)).collect();
+    let symbols = trace
+        .read_records::<SymbolRecord>(&ScanOptions::default())
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|(rank, s)| ((rank, s.address), s))
+        .collect();
+    let samples = trace
+        .read_records::<SampleRecord>(&ScanOptions::default())
+        .map_err(|e| e.to_string())?;
+    let counters = counter_tracks(&trace, samples, &shift);
+    let messages = match_messages(&trace, &shift).map_err(|e| e.to_string())?;
+    Ok(TraceData {
+        index,
+        symbols,
+        counters,
+        messages,
+    })
+}
+
+/// Group samples into tracks; cumulative energy (unit J) becomes power (W).
+fn counter_tracks(
+    trace: &Trace,
+    samples: Vec<(u32, SampleRecord)>,
+    shift: &HashMap<u32, i64>,
+) -> Vec<CounterTrack> {
+    let mut groups: BTreeMap<(String, i64, u32), Vec<(i64, f64)>> = BTreeMap::new();
+    for (rank, s) in samples {
+        let t = s.time_ns + shift.get(&rank).copied().unwrap_or(0);
+        groups
+            .entry((s.metric, s.key, rank))
+            .or_default()
+            .push((t, s.value));
+    }
+    let mut out = Vec::new();
+    for ((metric, key, rank), mut points) in groups {
+        points.sort_by_key(|p| p.0);
+        let unit = trace
+            .manifest
+            .metrics
+            .get(&metric)
+            .map(|m| m.unit.clone())
+            .unwrap_or_default();
+        let key_label = if key >= 0 {
+            format!(" [{key}]")
+        } else {
+            String::new()
+        };
+        if unit == "J" || metric.starts_with("energy.") {
+            let power: Vec<(i64, f64)> = points
+                .windows(2)
+                .filter(|w| w[1].0 > w[0].0)
+                .map(|w| {
+                    (
+                        w[1].0,
+                        (w[1].1 - w[0].1) / ((w[1].0 - w[0].0) as f64 * 1e-9),
+                    )
+                })
+                .collect();
+            out.push(CounterTrack {
+                name: format!("power {metric}{key_label} rank {rank} (W)"),
+                points: power,
+            });
+        } else {
+            let unit = if unit.is_empty() {
+                String::new()
+            } else {
+                format!(" ({unit})")
+            };
+            out.push(CounterTrack {
+                name: format!("{metric}{key_label} rank {rank}{unit}"),
+                points,
+            });
+        }
+    }
+    out
+}
+
+/// Match sends with receives per (source, destination, tag) in order (MPI's
+/// non-overtaking rule). Receives are blocking receives (at their end) and
+/// request completions that received bytes.
+fn match_messages(
+    trace: &Trace,
+    shift: &HashMap<u32, i64>,
+) -> Result<Vec<Message>, hyscope_format::FormatError> {
+    let rows = trace.read_records::<MpiRecord>(&ScanOptions::default())?;
+    let mut sends: SendQueues = HashMap::new();
+    let mut recvs: Vec<(u32, u32, i32, u32, i64)> = Vec::new();
+    let mut rows = rows;
+    rows.sort_by_key(|(rank, r)| (r.start_ns + shift.get(rank).copied().unwrap_or(0), *rank));
+    for (rank, r) in &rows {
+        let sh = shift.get(rank).copied().unwrap_or(0);
+        let is_send = (mpi_call::MPI_Send..=mpi_call::MPI_Irsend).contains(&r.call);
+        if is_send && r.peer >= 0 {
+            sends
+                .entry((*rank, r.peer as u32, r.tag))
+                .or_default()
+                .push_back((r.thread, r.start_ns + sh, r.bytes_sent));
+        }
+        let is_recv = r.call == mpi_call::MPI_Recv
+            || (r.call == mpi_call::REQUEST_COMPLETE && r.bytes_recv > 0);
+        if is_recv && r.peer >= 0 {
+            recvs.push((r.peer as u32, *rank, r.tag, r.thread, r.end_ns + sh));
+        }
+    }
+    recvs.sort_by_key(|r| r.4);
+    let mut out = Vec::new();
+    for (src, dst, tag, thread, t) in recvs {
+        if let Some((from_thread, send_ns, bytes)) =
+            sends.get_mut(&(src, dst, tag)).and_then(|q| q.pop_front())
+        {
+            out.push(Message {
+                from_rank: src,
+                from_thread,
+                send_ns,
+                to_rank: dst,
+                to_thread: thread,
+                recv_ns: t,
+                bytes,
+            });
+        }
+    }
+    out.sort_by_key(|m| m.send_ns);
+    Ok(out)
+}
+
+/// Instances of a code location (loop, region, MPI call site): (rank, thread, start, end)
+/// on rank 0's clock, at most `limit`.
+pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<Instance>, String> {
+    let trace = data.index.trace();
+    let shift: HashMap<u32, i64> = data
+        .index
+        .rows()
+        .iter()
+        .map(|r| (r.rank, r.shift_ns))
+        .collect();
+    let mut out = Vec::new();
+    for (rank, r) in trace
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .map_err(|e| e.to_string())?
+    {
+        let kind = OmpKind::from_u8(r.kind);
+        if r.codeptr == address
+            && matches!(
+                kind,
+                Some(OmpKind::Work | OmpKind::Parallel | OmpKind::ImplicitTask)
+            )
+        {
+            let sh = shift.get(&rank).copied().unwrap_or(0);
+            out.push((rank, r.thread, r.start_ns + sh, r.end_ns + sh));
+        }
+    }
+    for (rank, r) in trace
+        .read_records::<MpiRecord>(&ScanOptions::default())
+        .map_err(|e| e.to_string())?
+    {
+        if r.callsite == address && r.end_ns > r.start_ns {
+            let sh = shift.get(&rank).copied().unwrap_or(0);
+            out.push((rank, r.thread, r.start_ns + sh, r.end_ns + sh));
+        }
+    }
+    out.sort_by_key(|i| (i.2, i.0, i.1));
+    out.truncate(limit);
+    Ok(out)
+}
+
+/// Start the analysis of a trace in the background.
+pub fn spawn_analysis(path: PathBuf) -> Loading<Arc<Analysis>> {
+    Loading::spawn(move || {
+        hyscope_analyzer::analyze(&path, &AnalyzeOptions::default())
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    })
+}

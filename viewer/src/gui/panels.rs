@@ -1,0 +1,493 @@
+//! The analysis panels beside the timeline: summary and POP tree, regions,
+//! loops with recommendations, MPI profile and matrix, memory, energy. Each
+//! returns what the user asked the timeline to show.
+
+use eframe::egui::{self, Color32, RichText};
+use hyscope_analyzer::{Analysis, Observable, PopNode};
+
+use super::timeline::fmt_ns;
+
+/// Which panel is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Summary,
+    Regions,
+    Loops,
+    Mpi,
+    Memory,
+    Energy,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 6] = [
+        Tab::Summary,
+        Tab::Regions,
+        Tab::Loops,
+        Tab::Mpi,
+        Tab::Memory,
+        Tab::Energy,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Tab::Summary => "Summary",
+            Tab::Regions => "Regions",
+            Tab::Loops => "Loops",
+            Tab::Mpi => "MPI",
+            Tab::Memory => "Memory",
+            Tab::Energy => "Energy",
+        }
+    }
+}
+
+/// What a panel asks the timeline to do.
+pub enum Action {
+    /// Highlight the instances of a code address.
+    Highlight { address: u64, label: String },
+    /// Show only the messages between two ranks.
+    RankPair(u32, u32),
+}
+
+fn secs(s: f64) -> String {
+    fmt_ns(s * 1e9)
+}
+
+fn pct(f: f64) -> String {
+    format!("{:.1} %", f * 100.0)
+}
+
+fn not_observable<T>(ui: &mut egui::Ui, o: &Observable<T>) -> bool {
+    if let Some(r) = o.reason() {
+        ui.weak(format!("not observable: {r}"));
+        true
+    } else {
+        false
+    }
+}
+
+pub fn show(ui: &mut egui::Ui, tab: Tab, a: &Analysis, filter: &str) -> Option<Action> {
+    let mut action = None;
+    egui::ScrollArea::vertical()
+        .auto_shrink([false, false])
+        .show(ui, |ui| match tab {
+            Tab::Summary => summary(ui, a, &mut action),
+            Tab::Regions => regions(ui, a, filter, &mut action),
+            Tab::Loops => loops(ui, a, filter, &mut action),
+            Tab::Mpi => mpi(ui, a, &mut action),
+            Tab::Memory => json_section(ui, "memory", &a.memory),
+            Tab::Energy => energy(ui, a),
+        });
+    action
+}
+
+fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
+    let r = &a.run;
+    egui::Grid::new("run")
+        .num_columns(2)
+        .striped(true)
+        .show(ui, |ui| {
+            let mut row = |k: &str, v: String| {
+                ui.label(k);
+                ui.label(v);
+                ui.end_row();
+            };
+            row("command", r.command.join(" "));
+            row("ranks", r.ranks.to_string());
+            row("threads per rank", format!("{:?}", r.threads_per_rank));
+            row("hosts", r.hosts.join(", "));
+            row("duration", secs(r.duration_s));
+            row("MPI", r.mpi_library.clone().unwrap_or_else(|| "-".into()));
+            row(
+                "OpenMP",
+                r.openmp_runtime.clone().unwrap_or_else(|| "-".into()),
+            );
+            row(
+                "events",
+                format!(
+                    "{} omp, {} mpi, {} samples",
+                    r.omp_events, r.mpi_events, r.sample_events
+                ),
+            );
+        });
+    ui.separator();
+    ui.heading("Findings");
+    for f in &a.findings {
+        ui.horizontal_wrapped(|ui| {
+            ui.strong(&f.title);
+            ui.label(format!("{} ({})", secs(f.cost_s), pct(f.share_of_run)));
+            if let Some(loc) = &f.location
+                && ui
+                    .small_button(&loc.label)
+                    .on_hover_text("highlight its instances")
+                    .clicked()
+            {
+                *action = Some(Action::Highlight {
+                    address: loc.address,
+                    label: loc.label.clone(),
+                });
+            }
+        });
+        ui.label(RichText::new(&f.what_to_do).italics());
+        ui.add_space(4.0);
+    }
+    ui.separator();
+    ui.heading("POP efficiencies");
+    match &a.pop {
+        Observable::Observed(p) => pop_node(ui, &p.tree),
+        Observable::NotObservable(r) => {
+            ui.weak(format!("not observable: {r}"));
+        }
+    }
+    if !a.warnings.is_empty() {
+        ui.separator();
+        ui.collapsing(format!("{} warnings", a.warnings.len()), |ui| {
+            for w in &a.warnings {
+                ui.label(w);
+            }
+        });
+    }
+}
+
+fn pop_node(ui: &mut egui::Ui, n: &PopNode) {
+    let value = match &n.value {
+        Observable::Observed(v) => pct(*v),
+        Observable::NotObservable(r) => format!("n/a ({r})"),
+    };
+    let text = format!("{}: {value}", n.name);
+    if n.children.is_empty() {
+        ui.label(text).on_hover_text(&n.formula);
+    } else {
+        egui::CollapsingHeader::new(text)
+            .default_open(true)
+            .show(ui, |ui| {
+                for c in &n.children {
+                    pop_node(ui, c);
+                }
+            })
+            .header_response
+            .on_hover_text(&n.formula);
+    }
+}
+
+fn regions(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Action>) {
+    if not_observable(ui, &a.regions) {
+        return;
+    }
+    let regions = a.regions.get().map(|v| v.as_slice()).unwrap_or_default();
+    egui::Grid::new("regions")
+        .num_columns(6)
+        .striped(true)
+        .show(ui, |ui| {
+            for h in [
+                "region",
+                "instances",
+                "time",
+                "fork/join",
+                "imbalance",
+                "barrier wait",
+            ] {
+                ui.strong(h);
+            }
+            ui.end_row();
+            for r in regions
+                .iter()
+                .filter(|r| matches(&r.location.label, filter))
+            {
+                if ui
+                    .link(&r.location.label)
+                    .on_hover_text("highlight its instances")
+                    .clicked()
+                {
+                    *action = Some(Action::Highlight {
+                        address: r.location.address,
+                        label: r.location.label.clone(),
+                    });
+                }
+                ui.label(r.instances.to_string());
+                ui.label(format!("{} ({})", secs(r.time_s), pct(r.share_of_run)));
+                ui.label(pct(r.fork_join_fraction));
+                ui.label(format!("{:.2}", r.imbalance));
+                ui.label(secs(r.barrier.wait_s));
+                ui.end_row();
+            }
+        });
+}
+
+fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Action>) {
+    if not_observable(ui, &a.loops) {
+        return;
+    }
+    for l in a
+        .loops
+        .get()
+        .into_iter()
+        .flatten()
+        .filter(|l| matches(&l.location.label, filter))
+    {
+        let schedule = l.schedule.get().cloned().unwrap_or_else(|| "?".into());
+        let title = format!(
+            "{}  {} ({}), imbalance {:.2}, {schedule}",
+            l.location.label,
+            secs(l.time_s),
+            pct(l.share_of_run),
+            l.imbalance
+        );
+        egui::CollapsingHeader::new(title)
+            .id_salt(("loop", l.location.address))
+            .show(ui, |ui| {
+                if ui.button("highlight instances").clicked() {
+                    *action = Some(Action::Highlight {
+                        address: l.location.address,
+                        label: l.location.label.clone(),
+                    });
+                }
+                ui.label(format!(
+                    "instances {}, trip count {}, team {}",
+                    l.instances, l.trip_count, l.team_size
+                ));
+                if let Some(c) = l.chunks.get() {
+                    ui.label(format!("chunks {c}"));
+                }
+                match &l.recommendation {
+                    Observable::Observed(r) => {
+                        ui.colored_label(
+                            Color32::from_rgb(60, 170, 90),
+                            format!("recommend {} (OMP_SCHEDULE={})", r.clause, r.omp_schedule),
+                        );
+                        ui.label(format!(
+                            "predicted {} ({:.2}× faster, saves {})",
+                            secs(r.predicted_s),
+                            r.predicted_speedup,
+                            secs(r.predicted_gain_s)
+                        ));
+                        ui.label(RichText::new(&r.evidence).italics());
+                    }
+                    Observable::NotObservable(r) => {
+                        ui.weak(format!("no recommendation: {r}"));
+                    }
+                }
+                if let Some(sims) = l.simulations.get() {
+                    egui::Grid::new(("sims", l.location.address))
+                        .striped(true)
+                        .show(ui, |ui| {
+                            for h in ["schedule", "predicted", "speedup", "imbalance"] {
+                                ui.strong(h);
+                            }
+                            ui.end_row();
+                            for s in sims {
+                                ui.label(&s.schedule);
+                                ui.label(secs(s.predicted_s));
+                                ui.label(format!("{:.2}×", s.speedup));
+                                ui.label(format!("{:.2}", s.imbalance));
+                                ui.end_row();
+                            }
+                        });
+                }
+            });
+    }
+}
+
+fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
+    if not_observable(ui, &a.mpi) {
+        return;
+    }
+    let Some(m) = a.mpi.get() else { return };
+    ui.label(format!(
+        "MPI time {} ({})",
+        secs(m.total_s),
+        pct(m.share_of_run)
+    ));
+    egui::Grid::new("mpi_calls")
+        .num_columns(5)
+        .striped(true)
+        .show(ui, |ui| {
+            for h in ["call", "count", "time", "bytes sent", "cv"] {
+                ui.strong(h);
+            }
+            ui.end_row();
+            for c in &m.calls {
+                ui.label(&c.call);
+                ui.label(c.count.to_string());
+                ui.label(secs(c.total_s));
+                ui.label(c.bytes_sent.to_string());
+                ui.label(format!("{:.2}", c.cv));
+                ui.end_row();
+            }
+        });
+    ui.separator();
+    ui.strong("Message matrix (bytes, sender -> receiver; click a cell to show its messages)");
+    let n = m.matrix.ranks as usize;
+    let max = m
+        .matrix
+        .bytes
+        .iter()
+        .flatten()
+        .copied()
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    egui::Grid::new("matrix")
+        .spacing([2.0, 2.0])
+        .show(ui, |ui| {
+            ui.label("");
+            for j in 0..n {
+                ui.label(j.to_string());
+            }
+            ui.end_row();
+            for i in 0..n {
+                ui.label(i.to_string());
+                for j in 0..n {
+                    let b = m
+                        .matrix
+                        .bytes
+                        .get(i)
+                        .and_then(|r| r.get(j))
+                        .copied()
+                        .unwrap_or(0);
+                    let v = (b as f64 / max as f64).sqrt();
+                    let color =
+                        Color32::from_rgb((40.0 + 200.0 * v) as u8, 60, (200.0 - 150.0 * v) as u8);
+                    let resp = ui.add(egui::Button::new("  ").fill(if b == 0 {
+                        Color32::TRANSPARENT
+                    } else {
+                        color
+                    }));
+                    if resp
+                        .on_hover_text(format!("{i} -> {j}: {b} bytes"))
+                        .clicked()
+                    {
+                        *action = Some(Action::RankPair(i as u32, j as u32));
+                    }
+                }
+                ui.end_row();
+            }
+        });
+    ui.separator();
+    if let Some(w) = a.wait_states.get() {
+        ui.strong(format!("Wait states: {}", secs(w.total_s)));
+        for e in &w.by_kind {
+            ui.label(format!(
+                "{}: {} in {} instances",
+                e.kind.name(),
+                secs(e.seconds),
+                e.instances
+            ));
+        }
+    }
+}
+
+fn energy(ui: &mut egui::Ui, a: &Analysis) {
+    if not_observable(ui, &a.energy) {
+        return;
+    }
+    let Some(e) = a.energy.get() else { return };
+    ui.label(format!(
+        "total {:.1} J, average power {:.1} W, EDP {:.2} J·s",
+        e.total_joules, e.avg_power_w, e.edp_js
+    ));
+    egui::Grid::new("phases").striped(true).show(ui, |ui| {
+        for h in ["phase", "time", "energy"] {
+            ui.strong(h);
+        }
+        ui.end_row();
+        for p in &e.phases {
+            ui.label(&p.phase);
+            ui.label(secs(p.seconds));
+            ui.label(format!("{:.1} J", p.joules));
+            ui.end_row();
+        }
+    });
+    json_section(ui, "domains", &e.domains);
+}
+
+/// Any serde value as a collapsible tree (for the sections without a dedicated layout).
+fn json_section<T: serde::Serialize>(ui: &mut egui::Ui, name: &str, value: &T) {
+    match serde_json::to_value(value) {
+        Ok(v) => json_tree(ui, name, &v, 0),
+        Err(e) => {
+            ui.weak(e.to_string());
+        }
+    }
+}
+
+fn json_tree(ui: &mut egui::Ui, name: &str, v: &serde_json::Value, depth: usize) {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) => {
+            egui::CollapsingHeader::new(name)
+                .id_salt((name, depth, map.len()))
+                .default_open(depth < 1)
+                .show(ui, |ui| {
+                    for (k, v) in map {
+                        json_tree(ui, k, v, depth + 1);
+                    }
+                });
+        }
+        Value::Array(items) => {
+            egui::CollapsingHeader::new(format!("{name} [{}]", items.len()))
+                .id_salt((name, depth, items.len()))
+                .show(ui, |ui| {
+                    for (i, v) in items.iter().enumerate().take(500) {
+                        json_tree(ui, &i.to_string(), v, depth + 1);
+                    }
+                });
+        }
+        Value::Number(n) => {
+            let s = n.as_f64().map_or_else(
+                || n.to_string(),
+                |f| {
+                    if f.fract() == 0.0 {
+                        format!("{f:.0}")
+                    } else {
+                        format!("{f:.4}")
+                    }
+                },
+            );
+            ui.label(format!("{name}: {s}"));
+        }
+        other => {
+            ui.label(format!("{name}: {other}"));
+        }
+    }
+}
+
+fn matches(label: &str, filter: &str) -> bool {
+    filter.is_empty() || label.to_lowercase().contains(&filter.to_lowercase())
+}
+
+/// Search results over the analysis: regions, loops and MPI call sites whose
+/// label, function or file contains `q`. (label, address)
+pub fn search(a: &Analysis, q: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    if q.is_empty() {
+        return out;
+    }
+    let hit = |l: &hyscope_analyzer::CodeLocation| {
+        [Some(&l.label), l.function.as_ref(), l.file.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|s| matches(s, q))
+    };
+    for r in a.regions.get().into_iter().flatten() {
+        if hit(&r.location) {
+            out.push((format!("region {}", r.location.label), r.location.address));
+        }
+    }
+    for l in a.loops.get().into_iter().flatten() {
+        if hit(&l.location) {
+            out.push((format!("loop {}", l.location.label), l.location.address));
+        }
+    }
+    for c in a
+        .mpi
+        .get()
+        .map(|m| m.callsites.as_slice())
+        .unwrap_or_default()
+    {
+        if let Some(loc) = &c.location
+            && (hit(loc) || matches(&c.call, q))
+        {
+            out.push((format!("{} {}", c.call, loc.label), loc.address));
+        }
+    }
+    out
+}

@@ -1,0 +1,292 @@
+//! UI tests with egui_kittest on a small real trace written with `PartWriter`:
+//! open, zoom with the keyboard, select a range with the mouse, click an
+//! interval, and check the numbers the selection panel shows.
+
+use std::path::{Path, PathBuf};
+
+use eframe::egui::{self, Key, Modifiers, PointerButton, Pos2};
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use hyscope_format::manifest::RankInfo;
+use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, Table, mpi_call};
+use hyscope_format::{Manifest, PartWriter, WriterOptions};
+
+use super::app::GuiApp;
+use super::timeline::fmt_ns;
+
+const T: i64 = 5_000_000_000;
+const SPAN: i64 = 1_000_000;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("hyscope-gui-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn omp(thread: u32, kind: OmpKind, variant: u8, start: i64, end: i64, codeptr: u64) -> OmpRecord {
+    OmpRecord {
+        thread,
+        kind: kind as u8,
+        variant,
+        start_ns: start,
+        end_ns: end,
+        codeptr,
+        team_size: 2,
+        ..OmpRecord::default()
+    }
+}
+
+/// Rank 0: thread 0 computes over the whole millisecond (one implicit task),
+/// thread 1 waits in a barrier over it; rank 1: thread 0 is in one MPI_Recv
+/// from rank 0 over it. Any time range inside is a third of each state.
+/// Rank 0 also has a send at the end whose message the receive completes.
+fn write_trace(dir: &Path) {
+    let o = WriterOptions::default();
+    let mut w = PartWriter::create(dir, Table::Omp, 0, o.clone()).unwrap();
+    w.write_omp(&mut [
+        omp(0, OmpKind::ImplicitTask, 0, T, T + SPAN, 0x401a00),
+        omp(1, OmpKind::ImplicitTask, 0, T, T + SPAN, 0x401a00),
+        omp(1, OmpKind::Sync, 1, T, T + SPAN, 0x401b00),
+        omp(1, OmpKind::SyncWait, 1, T, T + SPAN, 0x401b00),
+    ])
+    .unwrap();
+    w.finish().unwrap();
+    let mut w = PartWriter::create(dir, Table::Mpi, 1, o.clone()).unwrap();
+    w.write_mpi(&mut [MpiRecord {
+        thread: 0,
+        call: mpi_call::MPI_Recv,
+        start_ns: T,
+        end_ns: T + SPAN,
+        peer: 0,
+        tag: 7,
+        bytes_recv: 4096,
+        ..MpiRecord::default()
+    }])
+    .unwrap();
+    w.finish().unwrap();
+    let mut w = PartWriter::create(dir, Table::Mpi, 0, o.clone()).unwrap();
+    w.write_mpi(&mut [MpiRecord {
+        thread: 0,
+        call: mpi_call::MPI_Send,
+        start_ns: T + SPAN,
+        end_ns: T + SPAN,
+        peer: 1,
+        tag: 7,
+        bytes_sent: 4096,
+        ..MpiRecord::default()
+    }])
+    .unwrap();
+    w.finish().unwrap();
+    let mut w = PartWriter::create(dir, Table::Samples, 0, o).unwrap();
+    w.write_records(&[
+        SampleRecord {
+            time_ns: T,
+            metric: "mem.vmrss".into(),
+            key: -1,
+            value: 1e6,
+        },
+        SampleRecord {
+            time_ns: T + SPAN,
+            metric: "mem.vmrss".into(),
+            key: -1,
+            value: 2e6,
+        },
+    ])
+    .unwrap();
+    w.finish().unwrap();
+    let mut m = Manifest::new();
+    for rank in 0..2 {
+        m.ranks.push(RankInfo {
+            rank,
+            host: "node0".into(),
+            threads: 2,
+            ..RankInfo::default()
+        });
+    }
+    m.write(dir).unwrap();
+}
+
+fn harness(dir: &Path) -> Harness<'static, GuiApp> {
+    let mut app = GuiApp::new(dir, None, false);
+    app.wait_loaded();
+    Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app)
+}
+
+#[test]
+fn open_zoom_select_and_read_the_selection_panel() {
+    let dir = TempDir::new("select");
+    write_trace(&dir.0);
+    let mut h = harness(&dir.0);
+    h.run_steps(3);
+    {
+        let app = h.state();
+        let d = app.slots[0].data.ready().expect("loaded");
+        assert_eq!(d.index.rows().len(), 3);
+        assert_eq!(d.index.span(), (T, T + SPAN));
+        assert_eq!((app.view.t0, app.view.t1), (0.0, SPAN as f64));
+        assert_eq!(d.messages.len(), 1);
+        assert_eq!(d.counters.len(), 1);
+        // One rectangle per row: the whole row is one state.
+        assert_eq!(app.tl.rects_drawn, 3);
+    }
+    // Zoom in with the keyboard: half the width around the centre.
+    h.key_press(Key::Plus);
+    h.run_steps(3);
+    assert_eq!(
+        (h.state().view.t0, h.state().view.t1),
+        (250_000.0, 750_000.0)
+    );
+    h.key_press(Key::Home);
+    h.run_steps(3);
+    assert_eq!((h.state().view.t0, h.state().view.t1), (0.0, SPAN as f64));
+
+    // Select from 25 % to 75 % of the width with a right-button drag.
+    let body = h.state().tl.body[0];
+    let y = body.center().y;
+    let x0 = body.left() + body.width() * 0.25;
+    let x1 = body.left() + body.width() * 0.75;
+    h.event(egui::Event::PointerMoved(Pos2::new(x0, y)));
+    h.run_steps(3);
+    h.event(egui::Event::PointerButton {
+        pos: Pos2::new(x0, y),
+        button: PointerButton::Secondary,
+        pressed: true,
+        modifiers: Modifiers::NONE,
+    });
+    h.run_steps(3);
+    for k in 1..=10 {
+        let x = x0 + (x1 - x0) * k as f32 / 10.0;
+        h.event(egui::Event::PointerMoved(Pos2::new(x, y)));
+        h.run_steps(3);
+    }
+    h.event(egui::Event::PointerButton {
+        pos: Pos2::new(x1, y),
+        button: PointerButton::Secondary,
+        pressed: false,
+        modifiers: Modifiers::NONE,
+    });
+    h.run_steps(3);
+    let (a, b) = h.state().tl.range.expect("a range is selected");
+    let ns_per_px = SPAN as f64 / body.width() as f64;
+    assert!(
+        (a - 250_000.0).abs() <= 2.0 * ns_per_px,
+        "range starts at {a}"
+    );
+    assert!(
+        (b - 750_000.0).abs() <= 2.0 * ns_per_px,
+        "range ends at {b}"
+    );
+    // The selection panel: three rows, each a third of the thread time.
+    let len = (origin_ns(b) - origin_ns(a)) as f64;
+    h.get_by_label(&format!("thread time {}", fmt_ns(3.0 * len)));
+    for state in ["compute", "barrier wait", "MPI p2p"] {
+        h.get_by_label(&format!("{state}: {} (33.3 %)", fmt_ns(len)));
+    }
+    // Zoom to the selection.
+    h.key_press(Key::Z);
+    h.run_steps(3);
+    assert_eq!((h.state().view.t0, h.state().view.t1), (a, b));
+
+    // Click thread 1 of rank 0: its stack is implicit task ⊃ barrier ⊃ wait.
+    h.key_press(Key::Home);
+    h.run_steps(3);
+    let body = h.state().tl.body[0];
+    let picked_y = thread_row_y(&h, 0, 1);
+    h.event(egui::Event::PointerMoved(Pos2::new(
+        body.center().x,
+        picked_y,
+    )));
+    h.run_steps(3);
+    h.event(egui::Event::PointerButton {
+        pos: Pos2::new(body.center().x, picked_y),
+        button: PointerButton::Primary,
+        pressed: true,
+        modifiers: Modifiers::NONE,
+    });
+    h.event(egui::Event::PointerButton {
+        pos: Pos2::new(body.center().x, picked_y),
+        button: PointerButton::Primary,
+        pressed: false,
+        modifiers: Modifiers::NONE,
+    });
+    h.run_steps(3);
+    let picked = h.state().tl.picked.as_ref().expect("an interval is picked");
+    let names: Vec<String> = picked.stack.iter().map(|i| i.name()).collect();
+    assert_eq!(
+        names,
+        vec!["implicit_task", "sync (barrier)", "sync_wait (barrier)"]
+    );
+    h.remove_cursor();
+    h.run_steps(3);
+    h.get_by_label("sync_wait (barrier)");
+    assert_eq!(h.get_all_by_label("duration 1.000 ms").count(), 3);
+
+    // Theme toggle.
+    assert!(h.state().dark);
+    h.key_press(Key::T);
+    h.run_steps(3);
+    assert!(!h.state().dark);
+}
+
+/// Relative ns rounded the way the index query sees them.
+fn origin_ns(t: f64) -> i64 {
+    T + t as i64
+}
+
+/// The y of a thread row: rows are laid out host, rank, thread..., equally tall.
+fn thread_row_y(h: &Harness<'_, GuiApp>, rank: u32, thread: u32) -> f32 {
+    let body = h.state().tl.body[0];
+    // host, rank 0, t0, t1, rank 1, t0
+    let lines = 6.0;
+    let line_h = (body.height() / lines).clamp(5.0, 18.0);
+    let k = match (rank, thread) {
+        (0, 0) => 2.0,
+        (0, 1) => 3.0,
+        _ => 5.0,
+    };
+    body.top() + k * line_h + line_h / 2.0
+}
+
+#[test]
+fn collapsing_a_rank_hides_its_threads() {
+    let dir = TempDir::new("collapse");
+    write_trace(&dir.0);
+    let mut h = harness(&dir.0);
+    h.run_steps(3);
+    assert_eq!(h.state().tl.rects_drawn, 3);
+    let body = h.state().tl.body[0];
+    // Click the "rank 0" header label (second line).
+    let line_h = (body.height() / 6.0).clamp(5.0, 18.0);
+    let p = Pos2::new(body.left() - 60.0, body.top() + 1.5 * line_h);
+    h.event(egui::Event::PointerMoved(p));
+    h.run_steps(3);
+    h.event(egui::Event::PointerButton {
+        pos: p,
+        button: PointerButton::Primary,
+        pressed: true,
+        modifiers: Modifiers::NONE,
+    });
+    h.event(egui::Event::PointerButton {
+        pos: p,
+        button: PointerButton::Primary,
+        pressed: false,
+        modifiers: Modifiers::NONE,
+    });
+    h.run_steps(3);
+    assert!(h.state().tl.collapsed_ranks.contains(&(0, 0)));
+    // Rank 0 collapsed: its header draws thread 0's row, rank 1 its thread.
+    assert_eq!(h.state().tl.rects_drawn, 2);
+}

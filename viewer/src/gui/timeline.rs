@@ -1,0 +1,526 @@
+//! The timeline widget: rows grouped host -> rank -> thread, drawn from the
+//! level-of-detail index (one query per row per frame, one rectangle per run of
+//! equal pixel columns), a time ruler, p2p message lines, highlights, and the
+//! mouse interactions (wheel zoom, drag pan, shift/right-drag range select,
+//! click select, hover tooltip).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Vec2};
+use hyscope_analyzer::timeline::{Detail, Interval, State};
+
+use super::data::{Instance, Loading, TraceData};
+
+/// (trace, row, segment start) of the hovered segment.
+type HoverKey = (usize, usize, i64);
+
+/// Width of the row-label column.
+pub const LABEL_W: f32 = 130.0;
+const RULER_H: f32 = 20.0;
+/// Draw message lines only when at most this many are in view.
+const MAX_MESSAGES: usize = 400;
+
+/// The state colours (the same hues as the TUI's legend).
+pub fn state_color(s: State, dark: bool) -> Color32 {
+    match s {
+        State::Serial => {
+            if dark {
+                Color32::from_rgb(70, 70, 78)
+            } else {
+                Color32::from_rgb(205, 205, 212)
+            }
+        }
+        State::Compute => Color32::from_rgb(64, 160, 90),
+        State::OmpRuntime => Color32::from_rgb(230, 150, 40),
+        State::BarrierWait => Color32::from_rgb(220, 60, 60),
+        State::LockWait => Color32::from_rgb(170, 50, 170),
+        State::Task => Color32::from_rgb(60, 190, 190),
+        State::MpiP2p => Color32::from_rgb(60, 110, 230),
+        State::MpiCollective => Color32::from_rgb(120, 80, 220),
+        State::MpiWait => Color32::from_rgb(140, 170, 250),
+        State::MpiOther => Color32::from_rgb(110, 130, 160),
+    }
+}
+
+/// The visible time window, in ns relative to each trace's first event (so two
+/// compared traces share it on aligned axes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct View {
+    pub t0: f64,
+    pub t1: f64,
+}
+
+impl View {
+    pub fn width(&self) -> f64 {
+        (self.t1 - self.t0).max(1.0)
+    }
+
+    /// Zoom by `factor` (< 1 zooms in) keeping time `at` under the same pixel.
+    pub fn zoom(&mut self, factor: f64, at: f64) {
+        let factor = factor.clamp(0.01, 100.0);
+        let w = (self.width() * factor).max(100.0);
+        let frac = (at - self.t0) / self.width();
+        self.t0 = at - frac * w;
+        self.t1 = self.t0 + w;
+    }
+
+    pub fn pan(&mut self, dt: f64) {
+        self.t0 += dt;
+        self.t1 += dt;
+    }
+}
+
+/// The interval picked by a click, with its details read from the trace.
+pub struct Picked {
+    pub trace: usize,
+    pub row: usize,
+    pub t: i64,
+    pub stack: Vec<Interval>,
+}
+
+/// UI state of the timelines shared across frames.
+#[derive(Default)]
+pub struct TimelineState {
+    pub collapsed_hosts: HashSet<(usize, String)>,
+    pub collapsed_ranks: HashSet<(usize, u32)>,
+    /// Range selection (relative ns) and where a range drag started.
+    pub range: Option<(f64, f64)>,
+    drag_from: Option<f64>,
+    pub picked: Option<Picked>,
+    /// Highlighted instances (rank, thread, start, end) per trace, and what they are.
+    pub highlight: Option<(usize, String, Vec<Instance>)>,
+    /// Messages between this rank pair are highlighted.
+    pub rank_pair: Option<(u32, u32)>,
+    /// Hover details computed in the background, keyed by (trace, row, segment start).
+    hover: Option<(HoverKey, Loading<Vec<Interval>>)>,
+    /// Frame statistics: rectangles drawn last frame.
+    pub rects_drawn: usize,
+    /// Screen rectangle of each trace's timeline body last frame (row area right of the labels).
+    pub body: Vec<Rect>,
+}
+
+enum Line {
+    Host(String),
+    Rank(u32, Option<usize>),
+    Thread(usize),
+}
+
+/// Draw the timeline of trace `which` into `rect` and handle its input.
+pub fn show(
+    ui: &mut egui::Ui,
+    rect: Rect,
+    data: &Arc<TraceData>,
+    which: usize,
+    view: &mut View,
+    st: &mut TimelineState,
+) {
+    let dark = ui.visuals().dark_mode;
+    let painter = ui.painter_at(rect);
+    let index = &data.index;
+    let origin = index.span().0;
+    let text_color = ui.visuals().text_color();
+
+    // Display lines: host and rank headers, then the threads of expanded ranks.
+    let mut lines = Vec::new();
+    let mut last_host: Option<&str> = None;
+    let mut last_rank: Option<u32> = None;
+    for (i, r) in index.rows().iter().enumerate() {
+        if last_host != Some(r.host.as_str()) {
+            lines.push(Line::Host(r.host.clone()));
+            last_host = Some(&r.host);
+            last_rank = None;
+        }
+        if st.collapsed_hosts.contains(&(which, r.host.clone())) {
+            continue;
+        }
+        if last_rank != Some(r.rank) {
+            let collapsed = st.collapsed_ranks.contains(&(which, r.rank));
+            lines.push(Line::Rank(r.rank, collapsed.then_some(i)));
+            last_rank = Some(r.rank);
+            if collapsed {
+                continue;
+            }
+        }
+        if !st.collapsed_ranks.contains(&(which, r.rank)) {
+            lines.push(Line::Thread(i));
+        }
+    }
+    let body = Rect::from_min_max(
+        Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
+        rect.right_bottom(),
+    );
+    if st.body.len() <= which {
+        st.body.resize(which + 1, Rect::NOTHING);
+    }
+    st.body[which] = body;
+    let line_h = ((body.height()) / lines.len().max(1) as f32).clamp(5.0, 18.0);
+    let width_px = body.width().max(1.0);
+    let v = *view;
+    let to_x = |t_rel: f64| body.left() + ((t_rel - v.t0) / v.width() * width_px as f64) as f32;
+    let to_t = |x: f32| v.t0 + (x - body.left()) as f64 / width_px as f64 * v.width();
+
+    ruler(
+        &painter,
+        Rect::from_min_max(
+            Pos2::new(body.left(), rect.top()),
+            Pos2::new(rect.right(), body.top()),
+        ),
+        view,
+        text_color,
+    );
+
+    // Rows.
+    let columns = width_px.floor() as usize;
+    let abs0 = origin + view.t0 as i64;
+    let abs1 = origin + view.t1.ceil() as i64;
+    let mut row_y: HashMap<(u32, u32), f32> = HashMap::new();
+    let mut rank_y: HashMap<u32, f32> = HashMap::new();
+    let mut hit_rows: Vec<(Rect, usize)> = Vec::new();
+    let mut rects = 0usize;
+    let label_font = FontId::proportional((line_h - 3.0).clamp(7.0, 12.0));
+    for (k, line) in lines.iter().enumerate() {
+        let y = body.top() + k as f32 * line_h;
+        let label_rect =
+            Rect::from_min_size(Pos2::new(rect.left(), y), Vec2::new(LABEL_W - 4.0, line_h));
+        let (label, data_row, toggle): (String, Option<usize>, Option<Toggle>) = match line {
+            Line::Host(h) => {
+                let c = st.collapsed_hosts.contains(&(which, h.clone()));
+                (
+                    format!(
+                        "{} {}",
+                        if c { "+" } else { "-" },
+                        if h.is_empty() { "host" } else { h }
+                    ),
+                    None,
+                    Some(Toggle::Host(h.clone())),
+                )
+            }
+            Line::Rank(r, collapsed) => {
+                rank_y.insert(*r, y + line_h / 2.0);
+                (
+                    format!("  {} rank {r}", if collapsed.is_some() { "+" } else { "-" }),
+                    *collapsed,
+                    Some(Toggle::Rank(*r)),
+                )
+            }
+            Line::Thread(i) => {
+                let r = &index.rows()[*i];
+                row_y.insert((r.rank, r.thread), y + line_h / 2.0);
+                (format!("      thread {}", r.thread), Some(*i), None)
+            }
+        };
+        painter.text(
+            label_rect.left_center(),
+            Align2::LEFT_CENTER,
+            label,
+            label_font.clone(),
+            text_color,
+        );
+        if let Some(t) = toggle {
+            let resp = ui.interact(
+                label_rect,
+                egui::Id::unique(("hyscope-toggle", which, k)),
+                Sense::click(),
+            );
+            if resp.clicked() {
+                match t {
+                    Toggle::Host(h) => toggle_set(&mut st.collapsed_hosts, (which, h)),
+                    Toggle::Rank(r) => toggle_set(&mut st.collapsed_ranks, (which, r)),
+                }
+            }
+        }
+        let Some(row) = data_row else { continue };
+        let row_rect = Rect::from_min_max(
+            Pos2::new(body.left(), y + 1.0),
+            Pos2::new(body.right(), y + line_h - 1.0),
+        );
+        hit_rows.push((row_rect, row));
+        let cells = index.query(row, abs0, abs1, columns);
+        let mut run: Option<(usize, State)> = None;
+        for c in 0..=columns {
+            let dom = cells.get(c).and_then(|x| x.dominant());
+            if run.map(|r| r.1) != dom {
+                if let Some((from, s)) = run {
+                    let r = Rect::from_min_max(
+                        Pos2::new(body.left() + from as f32, row_rect.top()),
+                        Pos2::new(body.left() + c as f32, row_rect.bottom()),
+                    );
+                    painter.rect_filled(r, 0.0, state_color(s, dark));
+                    rects += 1;
+                }
+                run = dom.map(|d| (c, d));
+            }
+        }
+    }
+    st.rects_drawn = rects;
+
+    // Highlighted instances (loop or region selected in a panel).
+    if let Some((t, _, inst)) = &st.highlight
+        && *t == which
+    {
+        let stroke = Stroke::new(2.0, Color32::from_rgb(255, 220, 0));
+        for &(rank, thread, s, e) in inst {
+            let (s, e) = ((s - origin) as f64, (e - origin) as f64);
+            if e < view.t0 || s > view.t1 {
+                continue;
+            }
+            let Some(&y) = row_y.get(&(rank, thread)).or_else(|| rank_y.get(&rank)) else {
+                continue;
+            };
+            let r = Rect::from_min_max(
+                Pos2::new(to_x(s).max(body.left()), y - line_h / 2.0 + 1.0),
+                Pos2::new(
+                    to_x(e).min(body.right()).max(to_x(s) + 1.0),
+                    y + line_h / 2.0 - 1.0,
+                ),
+            );
+            painter.rect_stroke(r, 0.0, stroke, StrokeKind::Inside);
+        }
+    }
+
+    // Point-to-point messages.
+    let in_view: Vec<_> = data
+        .messages
+        .iter()
+        .filter(|m| {
+            let s = (m.send_ns - origin) as f64;
+            let r = (m.recv_ns - origin) as f64;
+            r >= view.t0 && s <= view.t1
+        })
+        .filter(|m| {
+            st.rank_pair.is_none_or(|(a, b)| {
+                (m.from_rank, m.to_rank) == (a, b) || (m.from_rank, m.to_rank) == (b, a)
+            })
+        })
+        .take(MAX_MESSAGES + 1)
+        .collect();
+    if in_view.len() <= MAX_MESSAGES {
+        let stroke = Stroke::new(1.0, if dark { Color32::WHITE } else { Color32::BLACK });
+        for m in in_view {
+            let y0 = row_y
+                .get(&(m.from_rank, m.from_thread))
+                .or_else(|| rank_y.get(&m.from_rank));
+            let y1 = row_y
+                .get(&(m.to_rank, m.to_thread))
+                .or_else(|| rank_y.get(&m.to_rank));
+            if let (Some(&y0), Some(&y1)) = (y0, y1) {
+                let a = Pos2::new(to_x((m.send_ns - origin) as f64), y0);
+                let b = Pos2::new(to_x((m.recv_ns - origin) as f64), y1);
+                painter.line_segment([a, b], stroke);
+                painter.circle_filled(b, 2.0, stroke.color);
+            }
+        }
+    }
+
+    // Range selection.
+    if let Some((a, b)) = st.range {
+        let r = Rect::from_min_max(
+            Pos2::new(to_x(a.min(b)), body.top()),
+            Pos2::new(to_x(a.max(b)), body.bottom()),
+        );
+        painter.rect_filled(
+            r.intersect(body),
+            0.0,
+            Color32::from_rgba_unmultiplied(120, 160, 255, 50),
+        );
+        painter.rect_stroke(
+            r.intersect(body),
+            0.0,
+            Stroke::new(1.0, Color32::from_rgb(90, 130, 255)),
+            StrokeKind::Inside,
+        );
+    }
+
+    // Input.
+    let resp = ui.interact(
+        body,
+        egui::Id::unique(("hyscope-timeline", which)),
+        Sense::click_and_drag(),
+    );
+    let (scroll, zoom, shift) =
+        ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta(), i.modifiers.shift));
+    if let Some(p) = resp.hover_pos() {
+        let at = to_t(p.x);
+        if zoom != 1.0 {
+            view.zoom(1.0 / zoom as f64, at);
+        } else if scroll.y != 0.0 {
+            view.zoom((-scroll.y as f64 * 0.004).exp(), at);
+        }
+        if scroll.x != 0.0 {
+            view.pan(-scroll.x as f64 / width_px as f64 * view.width());
+        }
+    }
+    let selecting = shift || resp.dragged_by(egui::PointerButton::Secondary);
+    if resp.drag_started()
+        && selecting
+        && let Some(p) = ui
+            .input(|i| i.pointer.press_origin())
+            .or(resp.interact_pointer_pos())
+    {
+        st.drag_from = Some(to_t(p.x));
+    }
+    if resp.dragged() {
+        if let (Some(from), Some(p)) = (st.drag_from, resp.interact_pointer_pos()) {
+            let to = to_t(p.x);
+            st.range = Some((from.min(to), from.max(to)));
+        } else if resp.dragged_by(egui::PointerButton::Primary) {
+            view.pan(-resp.drag_delta().x as f64 / width_px as f64 * view.width());
+        }
+    }
+    if resp.drag_stopped() {
+        st.drag_from = None;
+    }
+    let hovered_row = resp.hover_pos().and_then(|p| {
+        hit_rows
+            .iter()
+            .find(|(r, _)| r.top() <= p.y && p.y < r.bottom() + 2.0)
+            .map(|&(_, row)| (row, origin + to_t(p.x) as i64))
+    });
+    if resp.clicked()
+        && let Some((row, t)) = hovered_row
+    {
+        let stack = index.stack_at(row, t).unwrap_or_default();
+        st.picked = Some(Picked {
+            trace: which,
+            row,
+            t,
+            stack,
+        });
+    }
+    if let Some((row, t)) = hovered_row
+        && let Some(seg) = index.segment_at(row, t)
+    {
+        let key = (which, row, seg.start);
+        if st.hover.as_ref().is_none_or(|(k, _)| *k != key) {
+            let data = Arc::clone(data);
+            st.hover = Some((
+                key,
+                Loading::spawn(move || data.index.stack_at(row, t).map_err(|e| e.to_string())),
+            ));
+        }
+        let info = &index.rows()[row];
+        let details = st.hover.as_mut().map(|(_, l)| {
+            l.poll();
+            l
+        });
+        let pending = matches!(details, Some(Loading::Pending(_)));
+        let stack = details.and_then(|l| l.ready()).cloned().unwrap_or_default();
+        if pending {
+            ui.ctx().request_repaint();
+        }
+        resp.clone().on_hover_ui_at_pointer(|ui| {
+            ui.label(format!("rank {} thread {}", info.rank, info.thread));
+            ui.label(format!(
+                "{}: {}",
+                seg.state.name(),
+                fmt_ns((seg.end - seg.start) as f64)
+            ));
+            if let Some(inner) = stack
+                .iter()
+                .rev()
+                .find(|i| i.state == seg.state)
+                .or(stack.last())
+            {
+                interval_details(ui, data, info.rank, inner);
+            } else if pending {
+                ui.weak("reading details...");
+            }
+        });
+    } else {
+        st.hover = None;
+    }
+}
+
+enum Toggle {
+    Host(String),
+    Rank(u32),
+}
+
+fn toggle_set<T: std::hash::Hash + Eq>(set: &mut HashSet<T>, v: T) {
+    if !set.remove(&v) {
+        set.insert(v);
+    }
+}
+
+/// Details of one interval: kind, code location, duration, iterations, bytes, peer.
+pub fn interval_details(ui: &mut egui::Ui, data: &TraceData, rank: u32, i: &Interval) {
+    ui.strong(i.name());
+    ui.label(format!("at {}", data.location(rank, i.code_address())));
+    ui.label(format!("duration {}", fmt_ns((i.end - i.start) as f64)));
+    match &i.detail {
+        Detail::Omp(r) => {
+            if r.kind == hyscope_format::schema::OmpKind::Chunk as u8 {
+                ui.label(format!("iterations {} (from {})", r.count, r.chunk_start));
+            } else if r.kind == hyscope_format::schema::OmpKind::Work as u8 {
+                ui.label(format!("trip count {}", r.count));
+            }
+            if r.team_size > 0 {
+                ui.label(format!("team size {}", r.team_size));
+            }
+        }
+        Detail::Mpi(r) => {
+            if r.peer >= 0 {
+                ui.label(format!("peer rank {}", r.peer));
+            }
+            if r.root >= 0 {
+                ui.label(format!("root rank {}", r.root));
+            }
+            if r.bytes_sent > 0 || r.bytes_recv > 0 {
+                ui.label(format!(
+                    "bytes sent {} / received {}",
+                    r.bytes_sent, r.bytes_recv
+                ));
+            }
+        }
+    }
+}
+
+/// A duration with a unit that fits.
+pub fn fmt_ns(ns: f64) -> String {
+    let a = ns.abs();
+    if a >= 1e9 {
+        format!("{:.3} s", ns / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.3} ms", ns / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.3} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// Ticks at 1-2-5 steps with labels relative to the trace start.
+fn ruler(painter: &egui::Painter, rect: Rect, view: &View, color: Color32) {
+    let px = rect.width().max(1.0) as f64;
+    let target = view.width() / (px / 90.0).max(1.0);
+    let mag = 10f64.powf(target.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= target)
+        .unwrap_or(10.0 * mag);
+    let mut t = (view.t0 / step).ceil() * step;
+    let stroke = Stroke::new(1.0, color.gamma_multiply(0.6));
+    painter.line_segment([rect.left_bottom(), rect.right_bottom()], stroke);
+    let mut n = 0;
+    while t <= view.t1 && n < 200 {
+        let x = rect.left() + ((t - view.t0) / view.width() * px) as f32;
+        painter.line_segment(
+            [
+                Pos2::new(x, rect.bottom() - 6.0),
+                rect.left_bottom() + Vec2::new(x - rect.left(), 0.0),
+            ],
+            stroke,
+        );
+        painter.text(
+            Pos2::new(x + 2.0, rect.top() + 2.0),
+            Align2::LEFT_TOP,
+            fmt_ns(t),
+            FontId::proportional(11.0),
+            color,
+        );
+        t += step;
+        n += 1;
+    }
+}
