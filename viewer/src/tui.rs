@@ -1,15 +1,141 @@
-//! `hyscope tui`: not built yet.
+//! `hyscope tui <trace>`: explore a trace in the terminal.
+//!
+//! The first frame shows the run facts from the manifest at once; the analysis
+//! and the timeline's level-of-detail index are computed on background threads
+//! and appear when ready. Every redraw reads only those in-memory results, never
+//! the trace files.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind};
+use crossterm::execute;
+
+#[path = "tui/app.rs"]
+pub mod app;
+#[path = "tui/data.rs"]
+pub mod data;
+#[path = "tui/draw.rs"]
+pub mod draw;
+#[path = "tui/energy.rs"]
+pub mod energy;
+#[path = "tui/fmt.rs"]
+pub mod fmt;
+#[path = "tui/loops.rs"]
+pub mod loops;
+#[path = "tui/memory.rs"]
+pub mod memory;
+#[path = "tui/model.rs"]
+pub mod model;
+#[path = "tui/mpi.rs"]
+pub mod mpi;
+#[path = "tui/openmp.rs"]
+pub mod openmp;
+#[path = "tui/summary.rs"]
+pub mod summary;
+#[path = "tui/timeline.rs"]
+pub mod timeline;
+#[path = "tui/widgets.rs"]
+pub mod widgets;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Arguments (not used yet).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    rest: Vec<String>,
+    /// The trace directory (written by `hyscope record`).
+    pub trace: PathBuf,
+    /// Print the time to the first frame and of each redraw to stderr on exit.
+    #[arg(long, hide = true)]
+    pub timing: bool,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    eprintln!("hyscope: `hyscope tui` is not built yet in this version");
-    Ok(ExitCode::from(2))
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let data = data::Data::open(&args.trace)?;
+    let mut app = app::App::new(data);
+
+    let mut terminal = ratatui::try_init()?;
+    let _ = execute!(std::io::stdout(), EnableMouseCapture);
+    let result = event_loop(&mut terminal, &mut app, started);
+    let _ = execute!(std::io::stdout(), DisableMouseCapture);
+    ratatui::restore();
+    let timings = result?;
+    if args.timing {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(
+            err,
+            "hyscope-tui: first frame {:.1} ms",
+            timings.first_frame_ms
+        );
+        if let Some(t) = timings.ready_ms {
+            let _ = writeln!(err, "hyscope-tui: analysis and timeline ready {t:.1} ms");
+        }
+        for (what, ms) in &timings.redraws {
+            let _ = writeln!(err, "hyscope-tui: redraw after {what} {ms:.2} ms");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Default)]
+struct Timings {
+    first_frame_ms: f64,
+    ready_ms: Option<f64>,
+    redraws: Vec<(String, f64)>,
+}
+
+fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    app: &mut app::App,
+    started: Instant,
+) -> anyhow::Result<Timings> {
+    let mut timings = Timings::default();
+    terminal.draw(|f| draw::draw(f, app))?;
+    timings.first_frame_ms = started.elapsed().as_secs_f64() * 1e3;
+    let mut cause = String::new();
+    loop {
+        let mut dirty = false;
+        if event::poll(Duration::from_millis(100))? {
+            match event::read()? {
+                Event::Key(k) if k.kind != KeyEventKind::Release => {
+                    app.on_key(k);
+                    cause = format!("{:?}", k.code);
+                    dirty = true;
+                }
+                Event::Mouse(m) => {
+                    app.on_mouse(m);
+                    cause = format!("{:?}", m.kind);
+                    dirty = true;
+                }
+                Event::Resize(..) => {
+                    cause = "resize".into();
+                    dirty = true;
+                }
+                _ => {}
+            }
+        }
+        if app.quit {
+            return Ok(timings);
+        }
+        if app.data.poll() {
+            let was_pending = app.data.timeline().is_none();
+            if let Some(t) = app.data.timeline()
+                && (app.timeline.t1 <= app.timeline.t0 || was_pending)
+            {
+                (app.timeline.t0, app.timeline.t1) = t.span();
+            }
+            if app.data.analysis().is_some() && app.data.timeline().is_some() {
+                timings.ready_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+            }
+            cause = "data loaded".into();
+            dirty = true;
+        }
+        if dirty {
+            let t = Instant::now();
+            terminal.draw(|f| draw::draw(f, app))?;
+            timings
+                .redraws
+                .push((std::mem::take(&mut cause), t.elapsed().as_secs_f64() * 1e3));
+        }
+    }
 }

@@ -1,0 +1,260 @@
+//! The TUI's state and its reaction to keys and the mouse. Pure: no terminal
+//! here, so render tests drive it with the same calls the event loop makes.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+
+use super::data::Data;
+use super::timeline::TimelineState;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Summary,
+    Timeline,
+    OpenMp,
+    Loops,
+    Mpi,
+    Memory,
+    Energy,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 7] = [
+        Tab::Summary,
+        Tab::Timeline,
+        Tab::OpenMp,
+        Tab::Loops,
+        Tab::Mpi,
+        Tab::Memory,
+        Tab::Energy,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Summary => "Summary",
+            Tab::Timeline => "Timeline",
+            Tab::OpenMp => "OpenMP",
+            Tab::Loops => "Loops",
+            Tab::Mpi => "MPI",
+            Tab::Memory => "Memory",
+            Tab::Energy => "Energy",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        Tab::ALL.iter().position(|&t| t == self).unwrap_or(0)
+    }
+}
+
+/// Selection and sorting of one table-like tab.
+#[derive(Debug, Clone, Default)]
+pub struct TableNav {
+    pub selected: usize,
+    /// Column index the rows are sorted by (tab-specific meaning).
+    pub sort: usize,
+    /// Ascending instead of the default descending.
+    pub ascending: bool,
+    /// Drill-down open (threads of a region, bars of a loop...).
+    pub detail: bool,
+    /// Sub-view of the tab (MPI: profile, sizes, matrix, waits).
+    pub view: usize,
+}
+
+pub struct App {
+    pub tab: Tab,
+    pub help: bool,
+    pub filter: String,
+    pub filter_editing: bool,
+    pub quit: bool,
+    pub data: Data,
+    pub nav: [TableNav; 7],
+    pub timeline: TimelineState,
+    /// Size of the last drawn frame's timeline area, for mouse mapping.
+    pub last_timeline_area: ratatui::layout::Rect,
+}
+
+impl App {
+    pub fn new(data: Data) -> App {
+        let timeline = TimelineState::new(&data);
+        App {
+            tab: Tab::Summary,
+            help: false,
+            filter: String::new(),
+            filter_editing: false,
+            quit: false,
+            data,
+            nav: Default::default(),
+            timeline,
+            last_timeline_area: Default::default(),
+        }
+    }
+
+    pub fn nav(&self) -> &TableNav {
+        &self.nav[self.tab.index()]
+    }
+
+    fn nav_mut(&mut self) -> &mut TableNav {
+        &mut self.nav[self.tab.index()]
+    }
+
+    /// True when `text` passes the `/` filter (case-insensitive substring).
+    pub fn matches(&self, text: &str) -> bool {
+        self.filter.is_empty() || text.to_lowercase().contains(&self.filter.to_lowercase())
+    }
+
+    pub fn on_key(&mut self, key: KeyEvent) {
+        if self.filter_editing {
+            match key.code {
+                KeyCode::Enter => self.filter_editing = false,
+                KeyCode::Esc => {
+                    self.filter_editing = false;
+                    self.filter.clear();
+                }
+                KeyCode::Backspace => {
+                    self.filter.pop();
+                }
+                KeyCode::Char(c) => self.filter.push(c),
+                _ => {}
+            }
+            self.reset_selection();
+            return;
+        }
+        if self.help {
+            // Any key closes the help; q still quits.
+            self.help = false;
+            if key.code == KeyCode::Char('q') {
+                self.quit = true;
+            }
+            return;
+        }
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return;
+        }
+        match key.code {
+            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Char('?') | KeyCode::F(1) => self.help = true,
+            KeyCode::Char('/') => {
+                self.filter_editing = true;
+                self.filter.clear();
+            }
+            KeyCode::Esc => {
+                if self.nav().detail {
+                    self.nav_mut().detail = false;
+                } else {
+                    self.filter.clear();
+                }
+            }
+            KeyCode::Tab => self.switch(1),
+            KeyCode::BackTab => self.switch(-1),
+            KeyCode::Char(c @ '1'..='7') => self.tab = Tab::ALL[c as usize - '1' as usize],
+            _ if self.tab == Tab::Timeline => self.timeline.on_key(key, &self.data, &self.filter),
+            KeyCode::Up | KeyCode::Char('k') => {
+                let n = self.nav_mut();
+                n.selected = n.selected.saturating_sub(1);
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.nav_mut().selected += 1,
+            KeyCode::PageUp => {
+                let n = self.nav_mut();
+                n.selected = n.selected.saturating_sub(10);
+            }
+            KeyCode::PageDown => self.nav_mut().selected += 10,
+            KeyCode::Home => self.nav_mut().selected = 0,
+            KeyCode::Enter => {
+                let n = self.nav_mut();
+                n.detail = !n.detail;
+            }
+            KeyCode::Char('s') => {
+                let n = self.nav_mut();
+                n.sort += 1;
+                n.selected = 0;
+            }
+            KeyCode::Char('S') => {
+                let n = self.nav_mut();
+                n.ascending = !n.ascending;
+                n.selected = 0;
+            }
+            KeyCode::Left | KeyCode::Char('h') => {
+                let n = self.nav_mut();
+                n.view = n.view.saturating_sub(1);
+            }
+            KeyCode::Right | KeyCode::Char('l') => self.nav_mut().view += 1,
+            _ => {}
+        }
+    }
+
+    pub fn on_mouse(&mut self, m: MouseEvent) {
+        if self.tab == Tab::Timeline {
+            let area = self.last_timeline_area;
+            self.timeline.on_mouse(m, area, &self.data);
+            return;
+        }
+        match m.kind {
+            MouseEventKind::ScrollDown => self.nav_mut().selected += 1,
+            MouseEventKind::ScrollUp => {
+                let n = self.nav_mut();
+                n.selected = n.selected.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+
+    fn switch(&mut self, by: isize) {
+        let n = Tab::ALL.len() as isize;
+        let i = (self.tab.index() as isize + by).rem_euclid(n);
+        self.tab = Tab::ALL[i as usize];
+    }
+
+    fn reset_selection(&mut self) {
+        for n in &mut self.nav {
+            n.selected = 0;
+        }
+        self.timeline.row_scroll = 0;
+    }
+}
+
+/// The keys of the footer, per tab (the help overlay lists them all).
+pub fn footer_keys(tab: Tab) -> &'static str {
+    match tab {
+        Tab::Timeline => {
+            "←→ cursor  H/L pan  +/- zoom  0 all  ↑↓ row  ⏎ threads  v select  / filter  ? help  q quit"
+        }
+        Tab::Mpi => "Tab/1-7 tabs  ←→ view  ↑↓ select  s sort  S order  / filter  ? help  q quit",
+        Tab::Summary | Tab::Memory | Tab::Energy => {
+            "Tab/1-7 tabs  ↑↓ scroll  / filter  ? help  q quit"
+        }
+        _ => "Tab/1-7 tabs  ↑↓ select  s sort  S order  ⏎ details  / filter  ? help  q quit",
+    }
+}
+
+pub const HELP: &[(&str, &str)] = &[
+    (
+        "Tab / Shift-Tab, 1-7",
+        "next / previous tab, or go to tab N",
+    ),
+    (
+        "↑ ↓  j k  PgUp PgDn",
+        "move the selection (rows, loops, regions)",
+    ),
+    ("s / S", "sort by the next column / reverse the order"),
+    (
+        "Enter",
+        "drill down (threads of a region, bars of a loop, rank rows)",
+    ),
+    ("← →  h l", "MPI: profile, sizes, matrix, wait states"),
+    ("/ text Enter", "filter rows by name (Esc clears)"),
+    (
+        "Timeline ← →",
+        "move the cursor one cell; details of the interval under it",
+    ),
+    ("Timeline H L", "pan by a quarter of the window"),
+    ("Timeline + - (wheel)", "zoom in / out around the cursor"),
+    ("Timeline 0", "show the whole run"),
+    (
+        "Timeline v",
+        "start / end a selected range (statistics below)",
+    ),
+    ("Timeline z", "zoom to the selected range"),
+    ("Timeline click / drag", "place the cursor / select a range"),
+    ("?", "this help (any key closes it)"),
+    ("q, Ctrl-C", "quit"),
+];

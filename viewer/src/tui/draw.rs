@@ -1,0 +1,108 @@
+//! The frame: tab bar, the current tab, the footer with its keys, the filter
+//! line and the help overlay.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Tabs, Wrap};
+
+use super::app::{App, HELP, Tab, footer_keys};
+use super::{energy, loops, memory, mpi, openmp, summary, timeline};
+
+pub fn draw(f: &mut Frame, app: &mut App) {
+    let [tabs, body, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+
+    let titles: Vec<Line> = Tab::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, t)| Line::from(format!("{} {}", i + 1, t.title())))
+        .collect();
+    f.render_widget(
+        Tabs::new(titles)
+            .select(app.tab.index())
+            .highlight_style(Style::default().add_modifier(Modifier::REVERSED | Modifier::BOLD))
+            .divider("│")
+            .padding("", ""),
+        tabs,
+    );
+
+    match app.tab {
+        Tab::Summary => summary::draw(f, body, app),
+        Tab::Timeline => timeline::draw(f, body, app),
+        Tab::OpenMp => openmp::draw(f, body, app),
+        Tab::Loops => loops::draw(f, body, app),
+        Tab::Mpi => mpi::draw(f, body, app),
+        Tab::Memory => memory::draw(f, body, app),
+        Tab::Energy => energy::draw(f, body, app),
+    }
+
+    let foot = if app.filter_editing {
+        Line::from(vec![
+            Span::styled("/", Style::default().fg(Color::Yellow)),
+            Span::raw(app.filter.clone()),
+            Span::styled("▏", Style::default().fg(Color::Yellow)),
+            Span::styled("  Enter apply  Esc clear", Style::default().fg(Color::Gray)),
+        ])
+    } else {
+        let mut spans = Vec::new();
+        if !app.filter.is_empty() {
+            spans.push(Span::styled(
+                format!("filter: {}  ", app.filter),
+                Style::default().fg(Color::Yellow),
+            ));
+        }
+        spans.push(Span::styled(
+            footer_keys(app.tab),
+            Style::default().fg(Color::Gray),
+        ));
+        Line::from(spans)
+    };
+    f.render_widget(Paragraph::new(foot), footer);
+
+    if app.help {
+        help(f, f.area());
+    }
+}
+
+/// A block with the analysis' loading status when it is not ready yet.
+pub fn not_ready(f: &mut Frame, area: Rect, app: &App, title: &str) {
+    f.render_widget(
+        Paragraph::new(app.data.analysis_status())
+            .wrap(Wrap { trim: true })
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(title.to_string()),
+            ),
+        area,
+    );
+}
+
+fn help(f: &mut Frame, area: Rect) {
+    let w = area.width.min(76);
+    let h = (HELP.len() as u16 + 2).min(area.height);
+    let [r] = Layout::horizontal([Constraint::Length(w)])
+        .flex(Flex::Center)
+        .areas(area);
+    let [r] = Layout::vertical([Constraint::Length(h)])
+        .flex(Flex::Center)
+        .areas(r);
+    let rows = HELP
+        .iter()
+        .map(|(k, v)| Row::new(vec![k.to_string(), v.to_string()]));
+    f.render_widget(Clear, r);
+    f.render_widget(
+        Table::new(rows, [Constraint::Length(22), Constraint::Min(10)]).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title("Keys — any key closes"),
+        ),
+        r,
+    );
+}

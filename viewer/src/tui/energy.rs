@@ -1,0 +1,97 @@
+//! Energy tab: energy per domain and per phase, or "not measured" and why.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::app::App;
+use super::fmt;
+use super::widgets::{self, s};
+
+pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
+    let Some(a) = app.data.analysis() else {
+        return super::draw::not_ready(f, area, app, "Energy");
+    };
+    let e = match &a.energy {
+        hyscope_analyzer::Observable::Observed(e) => e,
+        hyscope_analyzer::Observable::NotObservable(why) => {
+            f.render_widget(
+                Paragraph::new(vec![
+                    Line::styled("Energy: not measured", Style::default().fg(Color::Yellow)),
+                    Line::from(""),
+                    Line::from(format!("why: {why}")),
+                ])
+                .wrap(ratatui::widgets::Wrap { trim: true })
+                .block(widgets::block("Energy")),
+                area,
+            );
+            return;
+        }
+    };
+    let [top, bottom] = Layout::vertical([Constraint::Length(3), Constraint::Min(4)]).areas(area);
+    f.render_widget(
+        Paragraph::new(Line::from(format!(
+            "total {:.2} J  average power {:.1} W  energy-delay {:.3} J·s",
+            e.total_joules, e.avg_power_w, e.edp_js
+        )))
+        .block(widgets::block("Energy")),
+        top,
+    );
+    let [phases, domains] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(bottom);
+    let max = e
+        .phases
+        .iter()
+        .map(|p| p.joules)
+        .fold(0.0, f64::max)
+        .max(1e-12);
+    let w = phases.width.saturating_sub(36) as usize;
+    let lines: Vec<Line> = e
+        .phases
+        .iter()
+        .map(|p| {
+            Line::from(vec![
+                Span::raw(format!("{:<15}", fmt::clip(&p.phase, 15))),
+                Span::styled(
+                    fmt::bar(p.joules / max, w),
+                    Style::default().fg(Color::Yellow),
+                ),
+                Span::raw(format!(" {:.2} J {}", p.joules, s(p.seconds))),
+            ])
+        })
+        .collect();
+    f.render_widget(
+        Paragraph::new(lines).block(widgets::block("energy per phase")),
+        phases,
+    );
+    let rows = e
+        .domains
+        .iter()
+        .map(|d| {
+            vec![
+                d.host.clone(),
+                format!("{} #{}", d.metric, d.package),
+                format!("{:.2} J", d.joules),
+                format!("{:.1} W", d.avg_power_w),
+            ]
+        })
+        .collect();
+    widgets::table(
+        f,
+        domains,
+        "domains".into(),
+        &["host", "domain", "energy", "power"],
+        None,
+        false,
+        &[
+            Constraint::Min(6),
+            Constraint::Min(12),
+            Constraint::Length(10),
+            Constraint::Length(8),
+        ],
+        rows,
+        None,
+    );
+}

@@ -1,0 +1,295 @@
+//! MPI tab, four views (← →): the call profile, the message-size histogram
+//! with the eager/rendezvous split, the communication matrix as a heat map,
+//! and the wait states.
+
+use hyscope_analyzer::{MpiCallStats, MpiProfile, WaitStates};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::app::{App, Tab};
+use super::fmt;
+use super::widgets::{self, s};
+
+pub const VIEWS: [&str; 4] = ["profile", "message sizes", "matrix", "wait states"];
+
+const KEYS: [(usize, fn(&MpiCallStats) -> f64); 5] = [
+    (2, |c| c.total_s),
+    (1, |c| c.count as f64),
+    (5, |c| c.cv),
+    (6, |c| c.bytes_sent as f64),
+    (4, |c| c.max_rank_s),
+];
+
+pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
+    let Some(a) = app.data.analysis() else {
+        return super::draw::not_ready(f, area, app, "MPI");
+    };
+    let view = app.nav[Tab::Mpi.index()].view.min(VIEWS.len() - 1);
+    app.nav[Tab::Mpi.index()].view = view;
+    let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
+    let mut spans = Vec::new();
+    for (i, v) in VIEWS.iter().enumerate() {
+        let st = if i == view {
+            Style::default().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::default().fg(Color::Gray)
+        };
+        spans.push(Span::styled(format!(" {v} "), st));
+        spans.push(Span::raw(" "));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), head);
+    if view == 3 {
+        if let Some(w) = widgets::observed(f, body, "Wait states", &a.wait_states) {
+            waits(f, body, w, app);
+        }
+        return;
+    }
+    let Some(p) = widgets::observed(f, body, "MPI", &a.mpi) else {
+        return;
+    };
+    match view {
+        0 => profile(f, body, p, app),
+        1 => histogram(f, body, p),
+        _ => matrix(f, body, p),
+    }
+}
+
+fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
+    let [top, bottom] = Layout::vertical([Constraint::Min(4), Constraint::Length(3)]).areas(area);
+    let mut items: Vec<&MpiCallStats> = p.calls.iter().filter(|c| app.matches(&c.call)).collect();
+    let mut nav = app.nav[Tab::Mpi.index()].clone();
+    let keys: Vec<fn(&MpiCallStats) -> f64> = KEYS.iter().map(|k| k.1).collect();
+    widgets::sort_by(&mut items, &mut nav, &keys);
+    let rows = items
+        .iter()
+        .map(|c| {
+            vec![
+                c.call.clone(),
+                fmt::count(c.count),
+                s(c.total_s),
+                s(c.mean_rank_s),
+                s(c.max_rank_s),
+                format!("{:.2}", c.cv),
+                fmt::bytes(c.bytes_sent as f64),
+                fmt::pct(c.share_of_run),
+            ]
+        })
+        .collect();
+    widgets::table(
+        f,
+        top,
+        format!("MPI calls ({})  s: sort", items.len()),
+        &[
+            "call", "count", "total", "mean/rk", "max/rk", "cv", "sent", "run",
+        ],
+        Some(KEYS[nav.sort % KEYS.len()].0),
+        nav.ascending,
+        &[
+            Constraint::Min(13),
+            Constraint::Length(8),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(5),
+            Constraint::Length(10),
+            Constraint::Length(6),
+        ],
+        rows,
+        Some(nav.selected),
+    );
+    let lines = vec![Line::from(format!(
+        "MPI total {} ({} of run)  inside parallel {}  outside {}  calling threads {}",
+        s(p.total_s),
+        fmt::pct(p.share_of_run),
+        s(p.inside_parallel_s),
+        s(p.outside_parallel_s),
+        p.calling_threads
+    ))];
+    f.render_widget(
+        Paragraph::new(lines).block(widgets::block("MPI time")),
+        bottom,
+    );
+}
+
+fn histogram(f: &mut Frame, area: Rect, p: &MpiProfile) {
+    let limit = match &p.eager_limit {
+        hyscope_analyzer::Observable::Observed((b, src)) => {
+            format!("eager limit {} ({src})", fmt::bytes(*b as f64))
+        }
+        hyscope_analyzer::Observable::NotObservable(why) => format!("eager limit unknown: {why}"),
+    };
+    let max = p
+        .histogram
+        .iter()
+        .map(|b| b.messages)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let w = area.width.saturating_sub(44) as usize;
+    let mut lines = vec![
+        Line::from(format!(
+            "{limit}   eager {}  rendezvous {}",
+            fmt::count(p.eager_messages),
+            fmt::count(p.rendezvous_messages)
+        )),
+        Line::from(vec![
+            Span::styled("█ eager ", Style::default().fg(Color::Green)),
+            Span::styled("█ rendezvous", Style::default().fg(Color::Magenta)),
+        ]),
+    ];
+    for b in &p.histogram {
+        let ew = (b.eager as f64 / max as f64 * w as f64).round() as usize;
+        let rw = (b.rendezvous as f64 / max as f64 * w as f64).round() as usize;
+        lines.push(Line::from(vec![
+            Span::raw(format!(
+                "{:>9} – {:<9} ",
+                fmt::bytes(b.lo as f64),
+                fmt::bytes(b.hi as f64)
+            )),
+            Span::styled("█".repeat(ew), Style::default().fg(Color::Green)),
+            Span::styled("█".repeat(rw), Style::default().fg(Color::Magenta)),
+            Span::raw(format!(
+                " {} msg {}",
+                fmt::count(b.messages),
+                fmt::bytes(b.bytes as f64)
+            )),
+        ]));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(widgets::block("point-to-point message sizes")),
+        area,
+    );
+}
+
+/// Heat colour for a fraction of the maximum (0 = none).
+fn heat(frac: f64) -> Color {
+    if frac <= 0.0 {
+        Color::Reset
+    } else if frac < 0.25 {
+        Color::Blue
+    } else if frac < 0.5 {
+        Color::Cyan
+    } else if frac < 0.75 {
+        Color::Yellow
+    } else {
+        Color::Red
+    }
+}
+
+fn matrix(f: &mut Frame, area: Rect, p: &MpiProfile) {
+    let m = &p.matrix;
+    let n = m.ranks as usize;
+    // Ranks per cell when the matrix is larger than the screen (drawing only: sum of a block).
+    let fit_w = (area.width.saturating_sub(8) / 3).max(1) as usize;
+    let fit_h = area.height.saturating_sub(4).max(1) as usize;
+    let per = n.div_ceil(fit_w.min(fit_h)).max(1);
+    let cells = n.div_ceil(per);
+    let get = |src: usize, dst: usize| -> u64 {
+        let mut t = 0;
+        for a in src * per..((src + 1) * per).min(n) {
+            for b in dst * per..((dst + 1) * per).min(n) {
+                t += m.bytes.get(a).and_then(|r| r.get(b)).copied().unwrap_or(0);
+            }
+        }
+        t
+    };
+    let mut max = 0;
+    for a in 0..cells {
+        for b in 0..cells {
+            max = max.max(get(a, b));
+        }
+    }
+    let mut lines = vec![Line::from(format!(
+        "bytes sent, row = sender, column = receiver; max {}{}",
+        fmt::bytes(max as f64),
+        if per > 1 {
+            format!("; {per} ranks per cell")
+        } else {
+            String::new()
+        }
+    ))];
+    let mut head = String::from("     ");
+    for b in 0..cells {
+        head.push_str(&format!("{:>3}", b * per));
+    }
+    lines.push(Line::from(head));
+    for a in 0..cells {
+        let mut spans = vec![Span::raw(format!("{:>4} ", a * per))];
+        for b in 0..cells {
+            let v = get(a, b);
+            let frac = v as f64 / max.max(1) as f64;
+            let ch = if v == 0 { " · " } else { "███" };
+            spans.push(Span::styled(ch, Style::default().fg(heat(frac))));
+        }
+        lines.push(Line::from(spans));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(widgets::block("communication matrix")),
+        area,
+    );
+}
+
+fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
+    let [top, bottom] = Layout::vertical([Constraint::Length(9), Constraint::Min(3)]).areas(area);
+    let max = w
+        .by_kind
+        .iter()
+        .map(|e| e.seconds)
+        .fold(0.0, f64::max)
+        .max(1e-12);
+    let bw = top.width.saturating_sub(40) as usize;
+    let mut lines = vec![Line::from(format!(
+        "total {}  unmatched messages {}  clock error ±{}",
+        s(w.total_s),
+        w.unmatched_messages,
+        s(w.clock_error_s)
+    ))];
+    for e in &w.by_kind {
+        lines.push(Line::from(vec![
+            Span::raw(format!("{:<15}", e.kind.name())),
+            Span::styled(
+                fmt::bar(e.seconds / max, bw),
+                Style::default().fg(Color::Red),
+            ),
+            Span::raw(format!(" {} ×{}", s(e.seconds), e.instances)),
+        ]));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(widgets::block("wait states")),
+        top,
+    );
+    let rows = w
+        .per_callsite
+        .iter()
+        .filter(|e| app.matches(e.call.as_deref().unwrap_or("")))
+        .map(|e| {
+            vec![
+                e.kind.name().to_string(),
+                e.call.clone().unwrap_or_default(),
+                e.location.as_ref().map(widgets::loc).unwrap_or_default(),
+                s(e.seconds),
+                e.instances.to_string(),
+            ]
+        })
+        .collect();
+    widgets::table(
+        f,
+        bottom,
+        "per call site".into(),
+        &["kind", "call", "site", "time", "count"],
+        None,
+        false,
+        &[
+            Constraint::Length(15),
+            Constraint::Length(14),
+            Constraint::Min(12),
+            Constraint::Length(9),
+            Constraint::Length(7),
+        ],
+        rows,
+        None,
+    );
+}

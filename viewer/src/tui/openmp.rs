@@ -1,0 +1,203 @@
+//! OpenMP tab: the parallel regions, sortable by any numeric column, with a
+//! drill-down to the threads of the selected region, and the runtime costs
+//! that are not per region (locks, tasks, fine-grain model).
+
+use hyscope_analyzer::RegionStats;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+
+use super::app::App;
+use super::fmt;
+use super::widgets::{self, loc, s};
+
+const HEADER: [&str; 8] = [
+    "region",
+    "inst",
+    "team",
+    "time",
+    "fork/join",
+    "bar.wait",
+    "sync ovh",
+    "imbal",
+];
+/// Sort keys, in `s` order; the column each marks.
+const KEYS: [(usize, fn(&RegionStats) -> f64); 7] = [
+    (3, |r| r.time_s),
+    (4, |r| r.fork_join_s),
+    (5, |r| r.barrier.wait_s),
+    (7, |r| r.imbalance),
+    (6, |r| r.barrier.sync_overhead_s),
+    (1, |r| r.instances as f64),
+    (2, |r| r.team_size as f64),
+];
+
+pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
+    let Some(a) = app.data.analysis() else {
+        return super::draw::not_ready(f, area, app, "OpenMP");
+    };
+    let [top, bottom] = Layout::vertical([Constraint::Min(6), Constraint::Length(5)]).areas(area);
+    let Some(regions) = widgets::observed(f, top, "OpenMP regions", &a.regions) else {
+        overhead(f, bottom, app);
+        return;
+    };
+    let mut items: Vec<&RegionStats> = regions
+        .iter()
+        .filter(|r| app.matches(&loc(&r.location)))
+        .collect();
+    let nav = &mut app.nav[super::app::Tab::OpenMp.index()];
+    let keys: Vec<fn(&RegionStats) -> f64> = KEYS.iter().map(|k| k.1).collect();
+    widgets::sort_by(&mut items, nav, &keys);
+    let sorted_col = KEYS[nav.sort % KEYS.len()].0;
+    let selected = nav.selected;
+    let detail = nav.detail;
+    let ascending = nav.ascending;
+
+    let (list_area, detail_area) = if detail {
+        let [l, d] = Layout::vertical([Constraint::Length(6), Constraint::Min(4)]).areas(top);
+        (l, Some(d))
+    } else {
+        (top, None)
+    };
+    let rows = items
+        .iter()
+        .map(|r| {
+            vec![
+                loc(&r.location),
+                r.instances.to_string(),
+                r.team_size.to_string(),
+                s(r.time_s),
+                format!("{} {}", s(r.fork_join_s), fmt::pct(r.fork_join_fraction)),
+                s(r.barrier.wait_s),
+                s(r.barrier.sync_overhead_s),
+                format!("{:.2}", r.imbalance),
+            ]
+        })
+        .collect();
+    widgets::table(
+        f,
+        list_area,
+        format!("OpenMP regions ({})  s: sort  Enter: threads", items.len()),
+        &HEADER,
+        Some(sorted_col),
+        ascending,
+        &[
+            Constraint::Min(14),
+            Constraint::Length(5),
+            Constraint::Length(4),
+            Constraint::Length(9),
+            Constraint::Length(16),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(5),
+        ],
+        rows,
+        Some(selected),
+    );
+    if let (Some(d), Some(r)) = (detail_area, items.get(selected)) {
+        threads(f, d, r);
+    }
+    overhead(f, bottom, app);
+}
+
+/// The threads of one region.
+fn threads(f: &mut Frame, area: Rect, r: &RegionStats) {
+    let rows = r
+        .per_thread
+        .iter()
+        .map(|t| {
+            vec![
+                t.rank.to_string(),
+                t.thread.to_string(),
+                s(t.implicit_task_s),
+                s(t.busy_s),
+                s(t.barrier.wait_s),
+                s(t.barrier.sync_overhead_s),
+                s(t.activation_s),
+                s(t.release_s),
+            ]
+        })
+        .collect();
+    widgets::table(
+        f,
+        area,
+        format!("threads of {}  (Esc: back)", loc(&r.location)),
+        &[
+            "rank", "thread", "task", "busy", "bar.wait", "sync", "activ.", "release",
+        ],
+        None,
+        false,
+        &[
+            Constraint::Length(4),
+            Constraint::Length(6),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(9),
+        ],
+        rows,
+        None,
+    );
+}
+
+/// Runtime costs that are not per region.
+fn overhead(f: &mut Frame, area: Rect, app: &App) {
+    let Some(a) = app.data.analysis() else { return };
+    let Some(o) = a.openmp.get() else {
+        widgets::not_observable(f, area, "OpenMP runtime", a.openmp.reason().unwrap_or(""));
+        return;
+    };
+    let mut lines = vec![Line::from(format!(
+        "fork/join {}  barriers {} (wait {}, sync {})  scheduling {}",
+        s(o.fork_join_s),
+        s(o.barrier.total_s),
+        s(o.barrier.wait_s),
+        s(o.barrier.sync_overhead_s),
+        o.scheduling_s
+            .get()
+            .map(|v| s(*v))
+            .unwrap_or_else(|| "not observable".into()),
+    ))];
+    lines.push(Line::from(match o.mutexes.get() {
+        Some(m) => {
+            let wait: f64 = m.iter().map(|x| x.wait_s).sum();
+            let acq: u64 = m.iter().map(|x| x.acquisitions).sum();
+            format!(
+                "locks/critical: {} sites, {acq} acquisitions, wait {}",
+                m.len(),
+                s(wait)
+            )
+        }
+        None => format!("locks: {}", o.mutexes.reason().unwrap_or("")),
+    }));
+    lines.push(Line::from(match o.tasks.get() {
+        Some(t) => format!(
+            "tasks: {} created, run {}, mean {}, taskwait {}",
+            t.created,
+            s(t.run_s),
+            s(t.mean_task_s),
+            s(t.taskwait_s)
+        ),
+        None => format!("tasks: {}", o.tasks.reason().unwrap_or("")),
+    }));
+    if let Some(m) = o.fine_grain.first() {
+        lines.push(Line::from(format!(
+            "rank {}: T_seq {} T_comm {} T_compute {} on {} threads → speedup bound {}",
+            m.rank,
+            s(m.t_seq_s),
+            s(m.t_comm_s),
+            s(m.t_compute_s),
+            m.threads,
+            m.speedup_bound
+                .map(|v| format!("{v:.2}"))
+                .unwrap_or_else(|| "none".into())
+        )));
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(widgets::block("OpenMP runtime")),
+        area,
+    );
+}

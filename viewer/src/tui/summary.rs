@@ -1,0 +1,185 @@
+//! Summary tab: run facts (from the manifest), the POP efficiency tree and the
+//! top findings (from the analysis).
+
+use hyscope_analyzer::{Observable, PopNode};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+
+use super::app::App;
+use super::fmt;
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let [facts, rest] = Layout::vertical([Constraint::Length(8), Constraint::Min(0)]).areas(area);
+    f.render_widget(
+        Paragraph::new(run_facts(app)).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(format!("Run — {}", app.data.dir.display())),
+        ),
+        facts,
+    );
+    let [pop, findings] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(rest);
+    draw_pop(f, pop, app);
+    draw_findings(f, findings, app);
+}
+
+fn run_facts(app: &App) -> Vec<Line<'static>> {
+    let m = &app.data.manifest;
+    let threads: Vec<u32> = m.ranks.iter().map(|r| r.threads).collect();
+    let tmin = threads.iter().min().copied().unwrap_or(0);
+    let tmax = threads.iter().max().copied().unwrap_or(0);
+    let threads = if tmin == tmax {
+        format!("{tmax}")
+    } else {
+        format!("{tmin}–{tmax}")
+    };
+    let ranks = m.world_size.max(m.ranks.len() as u32);
+    let mpi = m.mpi.as_ref().map_or("none".to_string(), |x| {
+        let lvl = x
+            .thread_level_provided
+            .clone()
+            .unwrap_or_else(|| "?".into());
+        format!(
+            "{} {} (thread level {lvl})",
+            x.flavour,
+            fmt::clip(x.library_version.lines().next().unwrap_or(""), 30)
+        )
+    });
+    let omp = m
+        .openmp
+        .as_ref()
+        .map_or("none".to_string(), |o| fmt::clip(&o.runtime_version, 40));
+    let mut missing: Vec<String> = m
+        .openmp
+        .as_ref()
+        .map(|o| o.missing.clone())
+        .unwrap_or_default();
+    missing.extend(
+        m.samplers
+            .iter()
+            .filter(|s| !s.available)
+            .map(|s| format!("{} ({})", s.name, s.reason)),
+    );
+    let dropped: u64 = m.ranks.iter().map(|r| r.dropped_events).sum();
+    let events: u64 = m
+        .ranks
+        .iter()
+        .map(|r| r.events.omp + r.events.mpi + r.events.samples)
+        .sum();
+    let duration = super::model::duration_ns(app)
+        .map(fmt::ns)
+        .unwrap_or_else(|| "…".into());
+    vec![
+        Line::from(format!("command   {}", fmt::clip(&m.command.join(" "), 68))),
+        Line::from(format!(
+            "ranks {ranks}  threads/rank {threads}  nodes {}  duration {duration}  mode {}",
+            m.hosts.len(),
+            m.mode
+        )),
+        Line::from(format!("MPI       {mpi}")),
+        Line::from(format!("OpenMP    {omp}")),
+        Line::from(format!(
+            "events    {}  dropped {}  started {}",
+            fmt::count(events),
+            fmt::count(dropped),
+            m.start_time
+        )),
+        Line::from(format!(
+            "missing   {}",
+            if missing.is_empty() {
+                "nothing".to_string()
+            } else {
+                missing.join("; ")
+            }
+        )),
+    ]
+}
+
+/// The POP tree, indented, with the additive losses below it.
+fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
+    let Some(a) = app.data.analysis() else {
+        return super::draw::not_ready(f, area, app, "POP efficiency");
+    };
+    let Some(pop) = super::widgets::observed(f, area, "POP efficiency", &a.pop) else {
+        return;
+    };
+    let mut lines = Vec::new();
+    fn walk(n: &PopNode, depth: usize, out: &mut Vec<Line<'static>>) {
+        let v = match &n.value {
+            Observable::Observed(v) => fmt::pct(*v),
+            Observable::NotObservable(_) => "n/a".into(),
+        };
+        let color = match n.value.get() {
+            Some(v) if *v >= 0.8 => Color::Green,
+            Some(v) if *v >= 0.6 => Color::Yellow,
+            Some(_) => Color::Red,
+            None => Color::Gray,
+        };
+        out.push(Line::from(vec![
+            Span::raw(format!("{:w$}{} ", "", n.name, w = depth * 2)),
+            Span::styled(v, Style::default().fg(color)),
+        ]));
+        for c in &n.children {
+            walk(c, depth + 1, out);
+        }
+    }
+    walk(&pop.tree, 0, &mut lines);
+    if !pop.additive.is_empty() {
+        lines.push(Line::from("losses (share of core-time):"));
+        for l in &pop.additive {
+            lines.push(Line::from(format!("  {} {}", l.name, fmt::pct(l.fraction))));
+        }
+    }
+    f.render_widget(
+        Paragraph::new(lines).block(super::widgets::block(format!(
+            "POP efficiency ({} cores, {})",
+            pop.cores,
+            fmt::ns(pop.elapsed_s * 1e9)
+        ))),
+        area,
+    );
+}
+
+/// Findings, biggest cost first, filtered by `/`.
+fn draw_findings(f: &mut Frame, area: Rect, app: &App) {
+    let Some(a) = app.data.analysis() else {
+        return super::draw::not_ready(f, area, app, "Findings");
+    };
+    let mut lines = Vec::new();
+    for (i, x) in a
+        .findings
+        .iter()
+        .filter(|x| app.matches(&x.title) || app.matches(&x.category))
+        .enumerate()
+    {
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("{}. {} ", i + 1, x.title),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(
+                format!("{} ({})", fmt::ns(x.cost_s * 1e9), fmt::pct(x.share_of_run)),
+                Style::default().fg(Color::Yellow),
+            ),
+        ]));
+        lines.push(Line::from(format!("   {}", x.what_to_do)));
+    }
+    if lines.is_empty() {
+        lines.push(Line::from("no findings"));
+    }
+    let scroll = app.nav[super::app::Tab::Summary.index()].selected as u16;
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0))
+            .block(super::widgets::block(format!(
+                "Findings ({})",
+                a.findings.len()
+            ))),
+        area,
+    );
+}

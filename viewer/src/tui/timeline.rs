@@ -1,0 +1,556 @@
+//! Timeline tab: one row per rank (expandable to its threads), each character
+//! cell coloured by the state that dominates it, with zoom, pan, a cursor and a
+//! selected range. The per-cell summaries come from the analyzer's
+//! level-of-detail index (`hyscope_analyzer::timeline`); this module only maps the
+//! window to cells and draws.
+
+use std::collections::BTreeSet;
+
+use crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::data::Data;
+use super::fmt;
+
+pub use hyscope_analyzer::timeline::{CellSummary, STATES, State, TimelineIndex};
+
+/// A row of the timeline: a rank, or one thread of a rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowKey {
+    pub rank: u32,
+    /// None = the rank as a whole (its threads summed).
+    pub thread: Option<u32>,
+    /// Rows of the index this row sums.
+    pub index_rows: Vec<usize>,
+}
+
+/// Colour of each state of the analyzer's classification.
+pub fn color(s: State) -> Color {
+    match s {
+        State::Serial => Color::DarkGray,
+        State::Compute => Color::Green,
+        State::OmpRuntime => Color::Yellow,
+        State::BarrierWait => Color::Red,
+        State::LockWait => Color::Magenta,
+        State::Task => Color::LightGreen,
+        State::MpiP2p => Color::Blue,
+        State::MpiCollective => Color::Cyan,
+        State::MpiWait => Color::LightBlue,
+        State::MpiOther => Color::Gray,
+    }
+}
+
+/// Sum the cells of several index rows (a rank row sums its threads).
+fn row_cells(
+    ix: &TimelineIndex,
+    row: &RowKey,
+    t0: i64,
+    t1: i64,
+    columns: usize,
+) -> Vec<CellSummary> {
+    let mut out: Option<Vec<CellSummary>> = None;
+    for &r in &row.index_rows {
+        let cells = ix.query(r, t0, t1, columns);
+        match &mut out {
+            None => out = Some(cells),
+            Some(acc) => {
+                for (a, c) in acc.iter_mut().zip(cells) {
+                    for s in 0..STATES {
+                        a.time[s] += c.time[s];
+                    }
+                }
+            }
+        }
+    }
+    out.unwrap_or_default()
+}
+
+/// What the cursor shows, cached: reading intervals touches the trace files.
+#[derive(Debug, Clone, Default)]
+pub struct CursorDetail {
+    key: Option<(usize, i64, i64)>,
+    pub lines: Vec<String>,
+}
+
+/// Window, cursor, selection and expanded ranks.
+#[derive(Debug, Clone, Default)]
+pub struct TimelineState {
+    pub t0: i64,
+    pub t1: i64,
+    /// Cursor column inside the data area (0-based).
+    pub cursor: u16,
+    /// Selected visible row.
+    pub row: usize,
+    pub row_scroll: usize,
+    pub expanded: BTreeSet<u32>,
+    /// Start of a range being selected with `v`.
+    pub anchor: Option<i64>,
+    pub selection: Option<(i64, i64)>,
+    /// Width of the data area at the last draw (columns).
+    pub columns: u16,
+    pub detail: CursorDetail,
+    drag_from: Option<u16>,
+}
+
+const LABEL_W: u16 = 12;
+
+impl TimelineState {
+    pub fn new(data: &Data) -> TimelineState {
+        let mut s = TimelineState {
+            columns: 60,
+            ..Default::default()
+        };
+        if let Some(ix) = data.timeline() {
+            (s.t0, s.t1) = ix.span();
+        }
+        s
+    }
+
+    fn full(&self, data: &Data) -> (i64, i64) {
+        data.timeline().map_or((0, 1), |s| s.span())
+    }
+
+    /// Rows shown: ranks, and the threads of expanded ranks, that pass the filter.
+    pub fn visible_rows(&self, data: &Data, filter: &str) -> Vec<RowKey> {
+        let Some(ix) = data.timeline() else {
+            return Vec::new();
+        };
+        let f = filter.to_lowercase();
+        let mut out: Vec<RowKey> = Vec::new();
+        for (i, r) in ix.rows().iter().enumerate() {
+            match out
+                .iter_mut()
+                .find(|k| k.rank == r.rank && k.thread.is_none())
+            {
+                Some(k) => k.index_rows.push(i),
+                None => out.push(RowKey {
+                    rank: r.rank,
+                    thread: None,
+                    index_rows: vec![i],
+                }),
+            }
+        }
+        let mut rows = Vec::new();
+        for k in out {
+            let threads: Vec<RowKey> = if self.expanded.contains(&k.rank) {
+                k.index_rows
+                    .iter()
+                    .map(|&i| RowKey {
+                        rank: k.rank,
+                        thread: Some(ix.rows()[i].thread),
+                        index_rows: vec![i],
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            if f.is_empty() || row_label(&k).to_lowercase().contains(&f) {
+                rows.push(k);
+                rows.extend(threads);
+            }
+        }
+        rows
+    }
+
+    /// ns per character cell.
+    pub fn cell_ns(&self) -> f64 {
+        (self.t1 - self.t0).max(1) as f64 / self.columns.max(1) as f64
+    }
+
+    /// Time at the left edge of column `c` (the index's own cell bounds).
+    pub fn time_at(&self, c: u16) -> i64 {
+        hyscope_analyzer::timeline::cell_bounds(
+            self.t0,
+            self.t1,
+            self.columns.max(1) as usize,
+            c as usize,
+        )
+        .0
+    }
+
+    /// `[start, end)` of the cursor's cell.
+    pub fn cursor_time(&self) -> (i64, i64) {
+        hyscope_analyzer::timeline::cell_bounds(
+            self.t0,
+            self.t1,
+            self.columns.max(1) as usize,
+            self.cursor as usize,
+        )
+    }
+
+    /// Zoom by `factor` (< 1 zooms in) keeping the cursor's time under the cursor.
+    pub fn zoom(&mut self, factor: f64, data: &Data) {
+        let (lo, hi) = self.full(data);
+        let pivot = self.time_at(self.cursor);
+        let frac = self.cursor as f64 / self.columns.max(1) as f64;
+        // At least one ns per cell, at most the whole run.
+        let width = (((self.t1 - self.t0) as f64 * factor) as i64)
+            .max(self.columns as i64)
+            .min((hi - lo).max(1));
+        self.t0 = pivot - (width as f64 * frac) as i64;
+        self.t1 = self.t0 + width;
+        self.clamp(lo, hi);
+    }
+
+    /// Pan by `cells` character cells (negative = left).
+    pub fn pan(&mut self, cells: i64, data: &Data) {
+        let (lo, hi) = self.full(data);
+        let d = (cells as f64 * self.cell_ns()) as i64;
+        self.t0 += d;
+        self.t1 += d;
+        self.clamp(lo, hi);
+    }
+
+    fn clamp(&mut self, lo: i64, hi: i64) {
+        let w = self.t1 - self.t0;
+        if self.t0 < lo {
+            self.t0 = lo;
+            self.t1 = lo + w;
+        }
+        if self.t1 > hi {
+            self.t1 = hi;
+            self.t0 = (hi - w).max(lo);
+        }
+    }
+
+    pub fn on_key(&mut self, key: KeyEvent, data: &Data, filter: &str) {
+        let rows = self.visible_rows(data, filter).len();
+        match key.code {
+            KeyCode::Left | KeyCode::Char('h') => {
+                if self.cursor == 0 {
+                    self.pan(-1, data);
+                } else {
+                    self.cursor -= 1;
+                }
+            }
+            KeyCode::Right | KeyCode::Char('l') => {
+                if self.cursor + 1 >= self.columns {
+                    self.pan(1, data);
+                } else {
+                    self.cursor += 1;
+                }
+            }
+            KeyCode::Char('H') => self.pan(-(self.columns as i64 / 4).max(1), data),
+            KeyCode::Char('L') => self.pan((self.columns as i64 / 4).max(1), data),
+            KeyCode::Char('+') | KeyCode::Char('=') | KeyCode::Char('i') => self.zoom(0.5, data),
+            KeyCode::Char('-') | KeyCode::Char('o') => self.zoom(2.0, data),
+            KeyCode::Char('0') => {
+                (self.t0, self.t1) = self.full(data);
+            }
+            KeyCode::Up | KeyCode::Char('k') => self.row = self.row.saturating_sub(1),
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.row = (self.row + 1).min(rows.saturating_sub(1))
+            }
+            KeyCode::PageDown => self.row = (self.row + 10).min(rows.saturating_sub(1)),
+            KeyCode::PageUp => self.row = self.row.saturating_sub(10),
+            KeyCode::Enter => {
+                let visible = self.visible_rows(data, filter);
+                if let Some(r) = visible.get(self.row)
+                    && !self.expanded.remove(&r.rank)
+                {
+                    self.expanded.insert(r.rank);
+                }
+            }
+            KeyCode::Char('v') => {
+                let (t, end) = self.cursor_time();
+                match self.anchor.take() {
+                    None => {
+                        self.anchor = Some(t);
+                        self.selection = None;
+                    }
+                    Some(a) => self.selection = Some((a.min(t), a.max(end))),
+                }
+            }
+            KeyCode::Char('z') => {
+                if let Some((a, b)) = self.selection {
+                    let (lo, hi) = self.full(data);
+                    self.t0 = a;
+                    self.t1 = b.max(a + self.columns as i64);
+                    self.clamp(lo, hi);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn on_mouse(&mut self, m: MouseEvent, area: Rect, data: &Data) {
+        // Data columns start after the border and the label.
+        let data_x = area.x + 1 + LABEL_W;
+        let col = m
+            .column
+            .saturating_sub(data_x)
+            .min(self.columns.saturating_sub(1));
+        match m.kind {
+            MouseEventKind::ScrollUp => {
+                self.cursor = col;
+                self.zoom(0.5, data);
+            }
+            MouseEventKind::ScrollDown => {
+                self.cursor = col;
+                self.zoom(2.0, data);
+            }
+            MouseEventKind::Down(MouseButton::Left) => {
+                self.cursor = col;
+                self.drag_from = Some(col);
+                // Rows start two lines below the top (border + ruler).
+                if m.row >= area.y + 2 {
+                    self.row = (m.row - area.y - 2) as usize + self.row_scroll;
+                }
+            }
+            MouseEventKind::Drag(MouseButton::Left) => {
+                if let Some(from) = self.drag_from {
+                    let (a, b) = (from.min(col), from.max(col));
+                    self.selection = Some((self.time_at(a), self.time_at(b + 1)));
+                    self.cursor = col;
+                }
+            }
+            MouseEventKind::Up(MouseButton::Left) => self.drag_from = None,
+            _ => {}
+        }
+    }
+}
+
+pub fn row_label(r: &RowKey) -> String {
+    match r.thread {
+        None => format!("rank {}", r.rank),
+        Some(t) => format!(" thread {t}"),
+    }
+}
+
+/// Shade of a cell by how much of it the dominant state covers.
+fn shade(share: f64) -> char {
+    if share >= 0.75 {
+        '█'
+    } else if share >= 0.5 {
+        '▓'
+    } else if share >= 0.25 {
+        '▒'
+    } else {
+        '░'
+    }
+}
+
+/// Relative time on the ruler (from the start of the run).
+fn rel(t: i64, origin: i64) -> String {
+    fmt::ns((t - origin) as f64)
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
+    app.last_timeline_area = area;
+    let Some(ix) = app.data.timeline() else {
+        let msg = app.data.timeline_status();
+        f.render_widget(
+            Paragraph::new(msg).block(Block::default().borders(Borders::ALL).title("Timeline")),
+            area,
+        );
+        return;
+    };
+    let [main, legend, details] = Layout::vertical([
+        Constraint::Min(4),
+        Constraint::Length(1),
+        Constraint::Length(3),
+    ])
+    .areas(area);
+    let origin = ix.span().0;
+    let st = &mut app.timeline;
+    st.columns = main.width.saturating_sub(LABEL_W + 2).max(1);
+    st.cursor = st.cursor.min(st.columns - 1);
+    let rows = st.visible_rows(&app.data, &app.filter);
+    st.row = st.row.min(rows.len().saturating_sub(1));
+    let height = main.height.saturating_sub(3) as usize; // borders + ruler
+    if st.row < st.row_scroll {
+        st.row_scroll = st.row;
+    } else if height > 0 && st.row >= st.row_scroll + height {
+        st.row_scroll = st.row + 1 - height;
+    }
+    let cols = st.columns as usize;
+    let (sel_a, sel_b) = st.selection.unwrap_or((i64::MAX, i64::MIN));
+
+    let mut lines = Vec::with_capacity(height + 1);
+    // Ruler: window start, cursor time and cell width, window end.
+    let (ct, _) = st.cursor_time();
+    let left = rel(st.t0, origin);
+    let right = rel(st.t1, origin);
+    let mid = format!("cursor {}  cell {}", rel(ct, origin), fmt::ns(st.cell_ns()));
+    let used = left.chars().count() + right.chars().count() + mid.chars().count();
+    let pad = cols.saturating_sub(used);
+    lines.push(Line::from(vec![
+        Span::raw(format!("{:w$}", "", w = LABEL_W as usize)),
+        Span::styled(
+            format!(
+                "{left}{:a$}{mid}{:b$}{right}",
+                "",
+                "",
+                a = pad / 2,
+                b = pad - pad / 2
+            ),
+            Style::default().fg(Color::Gray),
+        ),
+    ]));
+    for (i, row) in rows.iter().enumerate().skip(st.row_scroll).take(height) {
+        let cells = row_cells(ix, row, st.t0, st.t1, cols);
+        let marker = match row.thread {
+            None if st.expanded.contains(&row.rank) => "▾",
+            None => "▸",
+            Some(_) => " ",
+        };
+        let label = format!(
+            "{marker}{}",
+            fmt::clip(&row_label(row), LABEL_W as usize - 2)
+        );
+        let label_style = if i == st.row {
+            Style::default().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::default()
+        };
+        let mut spans = Vec::with_capacity(cols + 2);
+        spans.push(Span::styled(
+            format!("{label:w$}", w = LABEL_W as usize - 1),
+            label_style,
+        ));
+        spans.push(Span::raw(" "));
+        for (c, cell) in cells.iter().enumerate().take(cols) {
+            let mut style = Style::default();
+            let ch = match cell.dominant() {
+                Some(s) => {
+                    style = style.fg(color(s));
+                    shade(cell.share(s))
+                }
+                None => ' ',
+            };
+            if c == st.cursor as usize {
+                style = style.bg(Color::White);
+            } else if cell.t0 < sel_b && cell.t1 > sel_a {
+                style = style.bg(Color::DarkGray);
+            }
+            spans.push(Span::styled(ch.to_string(), style));
+        }
+        lines.push(Line::from(spans));
+    }
+    let title = format!(
+        "Timeline {} – {} ({} shown)",
+        rel(st.t0, origin),
+        rel(st.t1, origin),
+        fmt::ns((st.t1 - st.t0) as f64)
+    );
+    f.render_widget(
+        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
+        main,
+    );
+
+    let mut leg = Vec::new();
+    for s in State::ALL {
+        leg.push(Span::styled("█", Style::default().fg(color(s))));
+        leg.push(Span::raw(format!("{} ", s.name())));
+    }
+    f.render_widget(Paragraph::new(Line::from(leg)), legend);
+
+    // Details: the interval under the cursor, and the selected range's statistics.
+    let mut text: Vec<Line> = Vec::new();
+    if let Some(row) = rows.get(st.row) {
+        let (a, b) = st.cursor_time();
+        // The first thread of a rank row stands for the rank under the cursor.
+        let irow = row.index_rows[0];
+        let key = (irow, a, b);
+        if st.detail.key != Some(key) {
+            st.detail = CursorDetail {
+                key: Some(key),
+                lines: cursor_lines(ix, irow, a, b, origin),
+            };
+        }
+        let who = match row.thread {
+            Some(t) => format!("rank {} thread {t}", row.rank),
+            None => format!("rank {} thread {}", row.rank, ix.rows()[irow].thread),
+        };
+        for (i, l) in st.detail.lines.iter().enumerate() {
+            text.push(Line::from(if i == 0 {
+                format!("{who}: {l}")
+            } else {
+                l.clone()
+            }));
+        }
+        if let Some((a, b)) = st.selection {
+            let cells = row_cells(ix, row, a, b, 1);
+            let mut per: Vec<(State, u64)> = State::ALL
+                .iter()
+                .map(|&s| (s, cells.iter().map(|c| c.time[s as usize]).sum()))
+                .filter(|x| x.1 > 0)
+                .collect();
+            let total: u64 = per.iter().map(|x| x.1).sum();
+            per.sort_by(|x, y| y.1.cmp(&x.1));
+            let mut spans = vec![Span::raw(format!(
+                "range {} – {} ({}): ",
+                rel(a, origin),
+                rel(b, origin),
+                fmt::ns((b - a) as f64)
+            ))];
+            for (s, t) in per.iter().take(4) {
+                spans.push(Span::styled(
+                    format!(
+                        "{} {} ",
+                        s.name(),
+                        fmt::pct(*t as f64 / total.max(1) as f64)
+                    ),
+                    Style::default().fg(color(*s)),
+                ));
+            }
+            text.push(Line::from(spans));
+        } else if let Some(a) = st.anchor {
+            text.push(Line::from(format!(
+                "selecting from {} — press v again to end the range",
+                rel(a, origin)
+            )));
+        }
+    }
+    f.render_widget(Paragraph::new(text), details);
+}
+
+/// The cell's state shares and the innermost recorded interval at its middle.
+fn cursor_lines(ix: &TimelineIndex, row: usize, a: i64, b: i64, origin: i64) -> Vec<String> {
+    let cell = ix.summary(row, a, b);
+    let mut shares: Vec<(State, f64)> = State::ALL
+        .iter()
+        .map(|&s| (s, cell.share(s)))
+        .filter(|x| x.1 > 0.0)
+        .collect();
+    shares.sort_by(|x, y| y.1.total_cmp(&x.1));
+    let mid = a + (b - a) / 2;
+    let innermost = match ix.segment_at(row, mid) {
+        None => "nothing recorded".to_string(),
+        Some(seg) => {
+            // The recorded interval behind the segment, once the cell is fine
+            // enough to hold only a few segments: it reads the row groups around
+            // the cursor from the trace, too slow to do at every zoom level.
+            let fine = ix.segments_in(row, a, b, 4).len() <= 3;
+            let iv = fine
+                .then(|| ix.stack_at(row, mid).ok())
+                .flatten()
+                .and_then(|v| v.into_iter().rev().find(|i| i.state == seg.state));
+            match iv {
+                Some(iv) => format!(
+                    "{} [{}] {} at {}",
+                    iv.name(),
+                    seg.state.name(),
+                    fmt::ns((iv.end - iv.start) as f64),
+                    rel(iv.start, origin)
+                ),
+                None => format!(
+                    "{} for {} at {}",
+                    seg.state.name(),
+                    fmt::ns((seg.end - seg.start) as f64),
+                    rel(seg.start, origin)
+                ),
+            }
+        }
+    };
+    let share_text: Vec<String> = shares
+        .iter()
+        .take(3)
+        .map(|(s, v)| format!("{} {}", s.name(), fmt::pct(*v)))
+        .collect();
+    vec![innermost, format!("cell: {}", share_text.join(", "))]
+}
