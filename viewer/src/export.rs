@@ -12,7 +12,7 @@
 //! - the `samples` table becomes counter tracks (`ph: C`).
 //!
 //! Timestamps are microseconds (with ns decimals) since the start of the trace,
-//! mapped to rank 0's clock with the offsets in the manifest.
+//! mapped to rank 0's clock with the manifest's offsets for ranks on other nodes.
 //!
 //! OTF2 is not written by this version.
 
@@ -147,17 +147,21 @@ struct RankMeta {
 impl TraceData {
     fn load(trace: &Trace, from: Option<i64>, to: Option<i64>) -> anyhow::Result<TraceData> {
         let m = &trace.manifest;
+        // Ranks on rank 0's node share its clock: their measured offsets are noise
+        // of the ping-pong, not a clock difference, so only other nodes are shifted.
+        let host0 = m.ranks.iter().find(|i| i.rank == 0).map(|i| i.host.clone());
         let mut ranks: Vec<RankMeta> = trace
             .ranks()
             .into_iter()
             .map(|r| {
                 let info = m.ranks.iter().find(|i| i.rank == r);
+                let other_node = info.is_some_and(|i| Some(&i.host) != host0.as_ref());
                 RankMeta {
                     rank: r,
                     host: info.map(|i| i.host.clone()).unwrap_or_default(),
-                    // The offset measured at MPI_Init: ranks of one node share a clock
-                    // and have none.
+                    // The offset measured at MPI_Init.
                     offset_ns: info
+                        .filter(|_| other_node)
                         .and_then(|i| i.clock_offsets.first())
                         .map_or(0, |o| o.offset_ns),
                 }

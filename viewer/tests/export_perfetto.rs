@@ -1,0 +1,215 @@
+//! `hyscope export --format perfetto`: a real 2-rank MPI+OpenMP recording,
+//! exported and parsed back, with exact counts per rank and thread and one flow
+//! per point-to-point message.
+
+mod record_support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hyscope_format::schema::mpi_call;
+use hyscope_format::{MpiRecord, ScanOptions, Trace};
+use record_support::*;
+use serde_json::Value;
+
+/// Record the MPI test program with 2 ranks × 2 threads; returns (tempdir, trace dir).
+fn recorded() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_mpi(tmp.path(), "mpi_app", MPI_SRC);
+    let dir = tmp.path().join("trace");
+    let out = hyscope()
+        .arg("record")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg("mpirun")
+        .args(mpirun_args(2))
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    (tmp, dir)
+}
+
+fn export(trace: &Path, out: &Path, extra: &[&str]) -> String {
+    let o = hyscope()
+        .args(["export", "--format", "perfetto", "-o"])
+        .arg(out)
+        .args(extra)
+        .arg(trace)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    err
+}
+
+fn events(json: &Path) -> Vec<Value> {
+    let v: Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    assert_eq!(v["displayTimeUnit"], "ns");
+    v["traceEvents"].as_array().unwrap().clone()
+}
+
+/// (pid, tid) → count of complete/instant events of a category.
+fn per_thread(evs: &[Value], cat: &str) -> BTreeMap<(u64, u64), usize> {
+    let mut m = BTreeMap::new();
+    for e in evs {
+        let ph = e["ph"].as_str().unwrap();
+        if (ph == "X" || ph == "i") && e["cat"] == cat {
+            *m.entry((e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()))
+                .or_default() += 1;
+        }
+    }
+    m
+}
+
+fn rows_per_thread<I: Iterator<Item = (u32, u32)>>(rows: I) -> BTreeMap<(u64, u64), usize> {
+    let mut m = BTreeMap::new();
+    for (rank, thread) in rows {
+        *m.entry((u64::from(rank) + 1, u64::from(thread) + 1))
+            .or_default() += 1;
+    }
+    m
+}
+
+#[test]
+fn perfetto_export_has_every_event_and_one_flow_per_message() {
+    let (tmp, dir) = recorded();
+    let json = tmp.path().join("out.json");
+    let err = export(&dir, &json, &[]);
+    let evs = events(&json);
+
+    let trace = Trace::open(&dir).unwrap();
+    let omp = omp_rows(&trace);
+    let mpi: Vec<(u32, MpiRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+
+    // Every row is exactly one event on its rank's process and its thread.
+    let exported_omp = per_thread(&evs, "omp");
+    assert_eq!(
+        exported_omp,
+        rows_per_thread(omp.iter().map(|(r, o)| (*r, o.thread)))
+    );
+    assert_eq!(
+        per_thread(&evs, "mpi"),
+        rows_per_thread(mpi.iter().map(|(r, m)| (*r, m.thread)))
+    );
+    // 2 ranks × 2 OpenMP threads.
+    assert_eq!(
+        exported_omp.keys().copied().collect::<Vec<_>>(),
+        vec![(1, 1), (1, 2), (2, 1), (2, 2)]
+    );
+    // Known answers of the program: 2 parallel regions per rank, one Isend and one Irecv each.
+    for pid in [1u64, 2] {
+        let named = |n: &str| {
+            evs.iter()
+                .filter(|e| e["pid"] == pid && e["ph"] == "X")
+                .filter(|e| e["name"].as_str().unwrap().split(' ').next() == Some(n))
+                .count()
+        };
+        assert_eq!(named("parallel"), 2, "pid {pid}");
+        assert_eq!(named("MPI_Isend"), 1, "pid {pid}");
+        assert_eq!(named("MPI_Irecv"), 1, "pid {pid}");
+        assert_eq!(named("MPI_Allreduce"), 1, "pid {pid}");
+        let pname = evs
+            .iter()
+            .find(|e| e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == pid)
+            .unwrap();
+        assert!(
+            pname["args"]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("rank {} ", pid - 1))
+        );
+    }
+    let total = evs
+        .iter()
+        .filter(|e| e["ph"] == "X" || e["ph"] == "i")
+        .count();
+    assert_eq!(total, omp.len() + mpi.len());
+    assert!(err.contains(&format!("({total} events, 2 flows,")), "{err}");
+
+    // The ring of 2 ranks sends one message each way: 2 flows, from the Isend on
+    // one rank to the completion of the matching Irecv on the other.
+    let starts: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "s").collect();
+    let ends: Vec<&Value> = evs.iter().filter(|e| e["ph"] == "f").collect();
+    assert_eq!((starts.len(), ends.len()), (2, 2));
+    for s in &starts {
+        let f = ends.iter().find(|f| f["id"] == s["id"]).unwrap();
+        assert_ne!(s["pid"], f["pid"]);
+        assert_eq!(f["bp"], "e");
+        assert_eq!(s["args"]["tag"], 7);
+        assert_eq!(s["args"]["bytes"], 8);
+        // Bound to the Isend slice and to the receive's completion on the other rank.
+        let on = |pid: &Value, tid: &Value, ts: &Value, name: &str| {
+            evs.iter().any(|e| {
+                e["pid"] == *pid && e["tid"] == *tid && e["ts"] == *ts && e["name"] == name
+            })
+        };
+        assert!(on(&s["pid"], &s["tid"], &s["ts"], "MPI_Isend"), "{s}");
+        assert!(
+            on(&f["pid"], &f["tid"], &f["ts"], "request complete"),
+            "{f}"
+        );
+    }
+    // The trace has exactly those two receive completions with a status.
+    let recv_completions = mpi
+        .iter()
+        .filter(|(_, m)| m.call == mpi_call::REQUEST_COMPLETE && m.bytes_recv == 8)
+        .count();
+    assert_eq!(recv_completions, 2);
+}
+
+#[test]
+fn perfetto_time_window_keeps_overlapping_events_only() {
+    let (tmp, dir) = recorded();
+    let trace = Trace::open(&dir).unwrap();
+    let start = trace.manifest.start_clock_ns;
+    let mpi: Vec<(u32, MpiRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    // A window around the Allreduce of rank 0, relative to the trace start.
+    let ar = mpi
+        .iter()
+        .find(|(r, m)| *r == 0 && m.call == mpi_call::MPI_Allreduce)
+        .unwrap()
+        .1;
+    let (from, to) = (ar.start_ns - start, ar.end_ns - start);
+    let json = tmp.path().join("window.json");
+    export(
+        &dir,
+        &json,
+        &["--from", &format!("{from}ns"), "--to", &format!("{to}ns")],
+    );
+    let evs = events(&json);
+    let overlapping = |s: i64, e: i64| e >= start + from && s <= start + to;
+    let omp = omp_rows(&trace);
+    let expect = omp
+        .iter()
+        .filter(|(_, o)| overlapping(o.start_ns, o.end_ns))
+        .count()
+        + mpi
+            .iter()
+            .filter(|(_, m)| overlapping(m.start_ns, m.end_ns))
+            .count();
+    let got = evs
+        .iter()
+        .filter(|e| e["ph"] == "X" || e["ph"] == "i")
+        .count();
+    assert_eq!(got, expect);
+    assert!(got < omp.len() + mpi.len());
+    assert!(
+        evs.iter()
+            .any(|e| e["name"] == "MPI_Allreduce" && e["pid"] == 1)
+    );
+}
+
+#[test]
+fn otf2_is_refused_with_a_clear_message() {
+    let (tmp, dir) = recorded();
+    let o = hyscope()
+        .args(["export", "--format", "otf2", "-o"])
+        .arg(tmp.path().join("x.otf2"))
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("OTF2 export is not available"));
+}
