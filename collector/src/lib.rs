@@ -91,6 +91,7 @@ fn start() {
 }
 
 extern "C" fn at_exit() {
+            samplers::start();
     guarded(session::finish);
 }
 

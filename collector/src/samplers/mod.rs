@@ -158,6 +158,11 @@ fn publish(info: SamplerInfo, metrics: &[MetricDef]) {
 }
 
 fn sample_all(st: &mut State) {
+    // A process that records nothing else (a shell or launcher the preload leaked
+    // into) must not leave a trace behind just because it was sampled.
+    if !events::is_active() {
+        return;
+    }
     let now = clock::now_ns();
     let mut emit = record;
     for a in &mut st.samplers {
@@ -184,11 +189,21 @@ pub fn start() {
         .name("hyscope-sampler".into())
         .spawn(move || run(every));
     match spawned {
-        Ok(h) => st.thread = Some(h),
+        Ok(h) => {
+            st.thread = Some(h);
+            // atexit handlers run last-registered first: this one, registered after
+            // the session's, stops the thread before the session's final flush.
+            // SAFETY: registering a plain extern "C" function.
+            unsafe { libc::atexit(stop_at_exit) };
+        }
         Err(e) => session::warn(&format!(
             "cannot start the sampler thread ({e}); no samples"
         )),
     }
+}
+
+extern "C" fn stop_at_exit() {
+    crate::guarded(stop);
 }
 
 fn run(every: Duration) {

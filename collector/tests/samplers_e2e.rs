@@ -1,0 +1,205 @@
+//! End to end: real programs under `LD_PRELOAD=libhyscope.so`; the trace has the
+//! sampler's rows and the manifest its table. MPI cases run with the real `mpirun`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hyscope_format::schema::SampleRecord;
+use hyscope_format::{ScanOptions, Trace};
+
+const LLVM_LIB: &str = "/usr/lib/llvm-19/lib";
+
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn preload_lib() -> PathBuf {
+    let lib = target_dir().join("libhyscope.so");
+    assert!(lib.exists(), "{} not built", lib.display());
+    lib
+}
+
+fn program(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/programs")
+        .join(name)
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("samplers")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn samples(trace: &Path) -> Vec<(u32, SampleRecord)> {
+    let t = Trace::open(trace).unwrap();
+    t.read_records::<SampleRecord>(&ScanOptions::default())
+        .unwrap()
+}
+
+fn values(rows: &[(u32, SampleRecord)], rank: u32, metric: &str, key: i64) -> Vec<(i64, f64)> {
+    let mut v: Vec<(i64, f64)> = rows
+        .iter()
+        .filter(|(r, s)| *r == rank && s.metric == metric && s.key == key)
+        .map(|(_, s)| (s.time_ns, s.value))
+        .collect();
+    v.sort_by_key(|x| x.0);
+    v
+}
+
+#[test]
+fn openmp_program_has_memory_samples_and_the_sampler_table() {
+    let dir = scratch("omp");
+    let exe = dir.join("omp_mem");
+    let st = Command::new("clang-19")
+        .args(["-fopenmp", "-O1"])
+        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
+        .arg(format!("-L{LLVM_LIB}"))
+        .arg(program("omp_mem.c"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let trace = dir.join("trace");
+    let out = Command::new(&exe)
+        .env("LD_PRELOAD", preload_lib())
+        .env("HYSCOPE_OUTPUT", &trace)
+        .env("HYSCOPE_SAMPLE_MS", "20")
+        .env("OMP_NUM_THREADS", "2")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 64 MiB touched one byte per page: 16384 pages.
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "16384");
+
+    let rows = samples(&trace);
+    let rss = values(&rows, 0, "mem.vmrss", -1);
+    // ~300 ms at 20 ms: at least 5 samples, all positive; the peak holds the 64 MiB.
+    assert!(rss.len() >= 5, "{} samples", rss.len());
+    assert!(rss.iter().all(|&(_, v)| v > 0.0));
+    let peak = rss.iter().map(|x| x.1).fold(0.0, f64::max);
+    assert!(peak >= (64u64 << 20) as f64, "peak RSS {peak}");
+    let hwm = values(&rows, 0, "mem.vmhwm", -1);
+    // VmHWM is folded from per-thread RSS counters lazily by the kernel, so it may
+    // dip at the end; its maximum still covers the peak.
+    let hwm_max = hwm.iter().map(|x| x.1).fold(0.0, f64::max);
+    assert!(hwm_max >= peak, "HWM {hwm:?} RSS {rss:?}");
+
+    let m = Trace::open(&trace).unwrap().manifest.clone();
+    let table: Vec<(&str, bool)> = m
+        .samplers
+        .iter()
+        .map(|s| (s.name.as_str(), s.available))
+        .collect();
+    assert_eq!(
+        table,
+        vec![("memory", true), ("rapl", false), ("rdma", false)]
+    );
+    let rapl = &m.samplers[1];
+    assert!(!rapl.reason.is_empty());
+    assert!(rapl.ranks.is_empty());
+    assert_eq!(m.metrics["mem.vmrss"].unit, "bytes");
+    assert_eq!(m.metrics["mem.shm_mapped"].unit, "bytes");
+    assert!(
+        !m.metrics.contains_key("energy.pkg"),
+        "no unit for a metric never written"
+    );
+    // No energy rows when RAPL is unavailable: never 0 J.
+    assert!(rows.iter().all(|(_, s)| !s.metric.starts_with("energy.")));
+}
+
+fn mpicc(src: &str, dir: &Path) -> PathBuf {
+    let exe = dir.join(Path::new(src).file_stem().unwrap());
+    let st = Command::new("mpicc")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(program(src))
+        .status()
+        .unwrap();
+    assert!(st.success(), "mpicc {src}");
+    exe
+}
+
+fn mpirun(exe: &Path, np: u32, trace: &Path) {
+    let out = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+        ])
+        .args(["-x", &format!("LD_PRELOAD={}", preload_lib().display())])
+        .args(["-x", &format!("HYSCOPE_OUTPUT={}", trace.display())])
+        .args(["-x", "HYSCOPE_SAMPLE_MS=10"])
+        .arg(exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mpirun failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Two ranks: RSS grows across MPI_Init; the unexpected queue of rank 1 holds
+/// exactly the 5 messages rank 0 sent before rank 1 posted them, then 0.
+#[test]
+fn mpi_rss_across_init_and_unexpected_queue() {
+    let dir = scratch("mpi");
+    let exe = mpicc("mpi_unexpected.c", &dir);
+    let trace = dir.join("trace");
+    mpirun(&exe, 2, &trace);
+    let t = Trace::open(&trace).unwrap();
+    let m = t.manifest.clone();
+    assert_eq!(m.ranks.len(), 2);
+    for r in &m.ranks {
+        let (b, a) = (r.rss_before_init.unwrap(), r.rss_after_init.unwrap());
+        assert!(a > b, "rank {}: RSS {b} → {a}", r.rank);
+    }
+    let mpit = m
+        .samplers
+        .iter()
+        .find(|s| s.name == "mpi_t")
+        .expect("mpi_t in the manifest");
+    assert!(mpit.available, "{}", mpit.reason);
+    assert!(
+        mpit.reason
+            .contains("pml_ob1_unexpected_msgq_length (2 peers"),
+        "{}",
+        mpit.reason
+    );
+    assert_eq!(
+        m.metrics["mpi_t.pml_ob1_unexpected_msgq_length"].unit,
+        "messages"
+    );
+    // RAPL is unavailable here; were it available, node 0's reader is rank 0.
+    let rapl = m.samplers.iter().find(|s| s.name == "rapl").unwrap();
+    assert!(!rapl.available);
+
+    let rows = t
+        .read_records::<SampleRecord>(&ScanOptions::default())
+        .unwrap();
+    let q = values(&rows, 1, "mpi_t.pml_ob1_unexpected_msgq_length", -1);
+    let max = q.iter().map(|x| x.1).fold(0.0, f64::max);
+    assert_eq!(max, 5.0, "{q:?}");
+    let first5 = q.iter().position(|x| x.1 == 5.0).unwrap();
+    assert!(q[first5..].iter().any(|x| x.1 == 0.0), "back to 0: {q:?}");
+    assert_eq!(q.last().unwrap().1, 0.0);
+    // Per peer: all from rank 0.
+    let from0 = values(&rows, 1, "mpi_t.pml_ob1_unexpected_msgq_length", 0);
+    assert_eq!(from0.iter().map(|x| x.1).fold(0.0, f64::max), 5.0);
+    let from1 = values(&rows, 1, "mpi_t.pml_ob1_unexpected_msgq_length", 1);
+    assert!(from1.iter().all(|x| x.1 == 0.0));
+    // Rank 0 never had anything unexpected.
+    let q0 = values(&rows, 0, "mpi_t.pml_ob1_unexpected_msgq_length", -1);
+    assert!(!q0.is_empty() && q0.iter().all(|x| x.1 == 0.0));
+}
