@@ -280,7 +280,7 @@ pub struct LoopStats {
     /// Schedule reported by the runtime (`static`, `dynamic`, `guided`), or why not.
     pub schedule: Observable<String>,
     pub instances: u64,
-    /// Trip count of the most common instance.
+    /// Mean trip count over instances.
     pub trip_count: u64,
     pub team_size: u32,
     /// Σ loop time (per instance: first thread in → last thread out).

@@ -830,12 +830,16 @@ fn build_loop(
             "the runtime reports only ompt_work_loop, without the schedule kind (libomp < 19)",
         ),
     };
-    let trip = a
-        .trips
-        .iter()
-        .max_by_key(|(_, n)| **n)
-        .map(|(t, _)| *t)
-        .unwrap_or(0);
+    // The mean trip count: the simulation stands for the mean instance.
+    let trip = {
+        let n: u64 = a.trips.values().sum();
+        let s: u128 = a.trips.iter().map(|(t, k)| *t as u128 * *k as u128).sum();
+        if n > 0 {
+            (s as f64 / n as f64).round() as u64
+        } else {
+            0
+        }
+    };
     let per_thread: Vec<LoopThreadStats> = a
         .per_thread
         .iter()

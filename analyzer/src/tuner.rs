@@ -262,15 +262,22 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
         .current
         .map(|c| model.simulate(c).0)
         .unwrap_or(input.measured_ns);
-    // Loop entry/exit costs the simulator does not model stay in every prediction.
+    // Calibrate on the current schedule: loop entry/exit costs the simulator does
+    // not model stay in every prediction (additive); when the simulation of the
+    // current schedule overshoots the measurement, scale instead.
     let fixed = (input.measured_ns - baseline_sim).max(0.0);
+    let scale = if baseline_sim > input.measured_ns && baseline_sim > 0.0 {
+        input.measured_ns / baseline_sim
+    } else {
+        1.0
+    };
     let measured = input.measured_ns.max(1.0);
     let mut sims: Vec<(Sched, SimulatedSchedule)> = model
         .candidates()
         .into_iter()
         .map(|s| {
             let (t, imb, chunks) = model.simulate(s);
-            let predicted = t + fixed;
+            let predicted = t * scale + fixed;
             (
                 s,
                 SimulatedSchedule {
@@ -315,7 +322,7 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
         && input.imbalance <= 1.05
     {
         // Document 002 §6.6.2: balanced under static → keep static.
-        let s = model.simulate(Sched::Static).0 + fixed;
+        let s = model.simulate(Sched::Static).0 * scale + fixed;
         (
             Sched::Static,
             SimulatedSchedule {
@@ -335,8 +342,8 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
             cur,
             SimulatedSchedule {
                 schedule: cur.text(),
-                predicted_s: (t + fixed) * 1e-9,
-                speedup: measured / (t + fixed).max(1.0),
+                predicted_s: (t * scale + fixed) * 1e-9,
+                speedup: measured / (t * scale + fixed).max(1.0),
                 imbalance: imb,
                 chunks,
             },

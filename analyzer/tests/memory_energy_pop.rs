@@ -21,8 +21,18 @@ fn ring(alltoall: bool) -> Builder {
     }
     b.manifest.ranks[0].rss_before_init = Some(100 << 20);
     b.manifest.ranks[0].rss_after_init = Some(150 << 20);
-    b.samples[0].push(SampleRecord { time_ns: 5, metric: "mpi.connections".into(), key: -1, value: 2.0 });
-    b.samples[0].push(SampleRecord { time_ns: 5, metric: "mem.vmhwm".into(), key: -1, value: 3e8 });
+    b.samples[0].push(SampleRecord {
+        time_ns: 5,
+        metric: "mpi.connections".into(),
+        key: -1,
+        value: 2.0,
+    });
+    b.samples[0].push(SampleRecord {
+        time_ns: 5,
+        metric: "mem.vmhwm".into(),
+        key: -1,
+        value: 3e8,
+    });
     b
 }
 
@@ -50,12 +60,20 @@ fn queue_pairs_follow_table_3_4() {
     assert_eq!(r0.connections_measured, Some(2));
     assert_eq!(r0.mpi_init_delta, Some(50 << 20));
     assert_eq!(r0.rss_peak, Some(300_000_000));
-    assert!(m.pattern.starts_with("constant neighbourhood"), "{}", m.pattern);
+    assert!(
+        m.pattern.starts_with("constant neighbourhood"),
+        "{}",
+        m.pattern
+    );
     let p = m.projections.iter().find(|p| p.ranks == 32_768).unwrap();
     assert_eq!(p.connections_per_rank, 2.0);
     assert_eq!(p.nodes, 16_384);
     let shared = (2048 * 1024 + 12288 * 1024 + 65536 * 1024) as f64;
-    assert!(close(p.buffer_bytes_per_rank, 2.0 * BYTES_PER_CONNECTION + shared, 1e-12));
+    assert!(close(
+        p.buffer_bytes_per_rank,
+        2.0 * BYTES_PER_CONNECTION + shared,
+        1e-12
+    ));
 }
 
 #[test]
@@ -70,7 +88,10 @@ fn alltoall_forces_full_connection_in_the_projection() {
     assert_eq!(p.connections_per_rank, 1_048_575.0);
     // RC fully connected at 2 ranks per node: (N−1)·C² with N = 524 288.
     assert_eq!(p.qp_rc_per_node, 524_287.0 * 4.0);
-    let opts = AnalyzeOptions { memory_per_core: Some(4 << 30), ..AnalyzeOptions::default() };
+    let opts = AnalyzeOptions {
+        memory_per_core: Some(4 << 30),
+        ..AnalyzeOptions::default()
+    };
     let dir = tempfile::tempdir().unwrap();
     ring(true).write(dir.path());
     let a = hyscope_analyzer::analyze(dir.path(), &opts).unwrap();
@@ -96,9 +117,22 @@ fn energy_not_measured_carries_the_reason() {
 fn energy_from_package_counters() {
     let mut b = Builder::new(1, 1, 1);
     b.call(0, c::MPI_Barrier, 0, 1_000, -1, 0, 1);
-    b.call(0, c::MPI_Barrier, 10_000 * MS - 1_000, 10_000 * MS, -1, 0, 1);
+    b.call(
+        0,
+        c::MPI_Barrier,
+        10_000 * MS - 1_000,
+        10_000 * MS,
+        -1,
+        0,
+        1,
+    );
     for (t, j) in [(0, 0.0), (5_000 * MS, 40.0), (10_000 * MS, 100.0)] {
-        b.samples[0].push(SampleRecord { time_ns: t, metric: "energy.pkg".into(), key: 0, value: j });
+        b.samples[0].push(SampleRecord {
+            time_ns: t,
+            metric: "energy.pkg".into(),
+            key: 0,
+            value: j,
+        });
     }
     let (_d, a) = b.analyze();
     let e = a.energy.get().expect("energy");
@@ -139,8 +173,18 @@ fn pop_multiplicative_and_additive() {
     assert!(mpi.children[1].children[0].value.get().is_none());
     let omp = &p.tree.children[1];
     assert!(close(*omp.value.get().unwrap(), 0.745 / 0.9, 1e-9));
-    assert!(close(*omp.children[0].value.get().unwrap(), 74.5 / 89.0, 1e-9));
-    let loss = |n: &str| p.additive.iter().find(|l| l.name.starts_with(n)).unwrap().fraction;
+    assert!(close(
+        *omp.children[0].value.get().unwrap(),
+        74.5 / 89.0,
+        1e-9
+    ));
+    let loss = |n: &str| {
+        p.additive
+            .iter()
+            .find(|l| l.name.starts_with(n))
+            .unwrap()
+            .fraction
+    };
     assert!(close(loss("MPI"), 0.1, 1e-9));
     assert!(close(loss("OpenMP runtime"), 0.105, 1e-9));
     assert!(close(loss("serial"), 0.05, 1e-9));
@@ -179,20 +223,27 @@ fn findings_are_ranked_and_compare_diffs() {
 
 #[test]
 fn bad_input_errors_name_the_file() {
-    let err = hyscope_analyzer::analyze(std::path::Path::new("/nonexistent/trace"), &Default::default())
-        .unwrap_err()
-        .to_string();
+    let err = hyscope_analyzer::analyze(
+        std::path::Path::new("/nonexistent/trace"),
+        &Default::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("/nonexistent/trace"), "{err}");
 
     let dir = tempfile::tempdir().unwrap();
     pop_trace().write(dir.path());
     let part = dir.path().join("omp/rank=0/part-0.parquet");
     std::fs::write(&part, b"PAR1 not really parquet PAR1").unwrap();
-    let err = hyscope_analyzer::analyze(dir.path(), &Default::default()).unwrap_err().to_string();
+    let err = hyscope_analyzer::analyze(dir.path(), &Default::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("part-0.parquet"), "{err}");
 
     std::fs::write(dir.path().join("manifest.json"), b"{ not json").unwrap();
-    let err = hyscope_analyzer::analyze(dir.path(), &Default::default()).unwrap_err().to_string();
+    let err = hyscope_analyzer::analyze(dir.path(), &Default::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("manifest.json"), "{err}");
 }
 

@@ -27,10 +27,21 @@ fn local1(global: i64) -> i64 {
 
 fn two_ranks() -> Builder {
     let mut b = Builder::new(2, 1, 2);
-    b.set_offsets(1, vec![
-        ClockOffset { local_ns: 1_000_000_000, offset_ns: 1_000_000_000, rtt_ns: 2_000 },
-        ClockOffset { local_ns: 11_000_000_000, offset_ns: 1_000_001_000, rtt_ns: 2_000 },
-    ]);
+    b.set_offsets(
+        1,
+        vec![
+            ClockOffset {
+                local_ns: 1_000_000_000,
+                offset_ns: 1_000_000_000,
+                rtt_ns: 2_000,
+            },
+            ClockOffset {
+                local_ns: 11_000_000_000,
+                offset_ns: 1_000_001_000,
+                rtt_ns: 2_000,
+            },
+        ],
+    );
     b.symbol(SITE_RECV, "halo.c", 77);
     b
 }
@@ -40,19 +51,43 @@ fn late_sender_of_5_ms_across_clocks() {
     let mut b = two_ranks();
     // Global time: recv posted at 1 s, send starts at 1 s + 5 ms.
     let t0 = 1_000_000_000i64;
-    b.call(0, c::MPI_Send, t0 + 5 * MS, t0 + 5 * MS + 10 * US, 1, 100, SITE_SEND);
-    b.call(1, c::MPI_Recv, local1(t0), local1(t0 + 5 * MS + 20 * US), 0, 100, SITE_RECV);
+    b.call(
+        0,
+        c::MPI_Send,
+        t0 + 5 * MS,
+        t0 + 5 * MS + 10 * US,
+        1,
+        100,
+        SITE_SEND,
+    );
+    b.call(
+        1,
+        c::MPI_Recv,
+        local1(t0),
+        local1(t0 + 5 * MS + 20 * US),
+        0,
+        100,
+        SITE_RECV,
+    );
     let (_d, a) = b.analyze();
     assert!(a.run.clock_corrected);
     assert!(close(a.run.clock_error_s, 1e-6, 1e-9));
     let w = a.wait_states.get().expect("wait states");
-    let ls = w.by_kind.iter().find(|e| e.kind == WaitKind::LateSender).unwrap();
+    let ls = w
+        .by_kind
+        .iter()
+        .find(|e| e.kind == WaitKind::LateSender)
+        .unwrap();
     assert!((ls.seconds - 5e-3).abs() < 2e-9, "{}", ls.seconds);
     assert_eq!(ls.instances, 1);
     let site = &w.per_callsite[0];
     assert_eq!(site.location.as_ref().unwrap().label, "halo.c:77");
     assert_eq!(site.call.as_deref(), Some("MPI_Recv"));
-    let pr = w.per_rank.iter().find(|e| e.kind == WaitKind::LateSender).unwrap();
+    let pr = w
+        .per_rank
+        .iter()
+        .find(|e| e.kind == WaitKind::LateSender)
+        .unwrap();
     assert_eq!(pr.rank, Some(1));
     assert_eq!(w.unmatched_messages, 0);
 }
@@ -61,7 +96,15 @@ fn late_sender_of_5_ms_across_clocks() {
 fn late_sender_through_irecv_and_wait() {
     let mut b = two_ranks();
     let t0 = 2_000_000_000i64;
-    b.call(0, c::MPI_Send, t0 + 5 * MS, t0 + 5 * MS + 10 * US, 1, 100, SITE_SEND);
+    b.call(
+        0,
+        c::MPI_Send,
+        t0 + 5 * MS,
+        t0 + 5 * MS + 10 * US,
+        1,
+        100,
+        SITE_SEND,
+    );
     let mut irecv = MpiRecord {
         call: c::MPI_Irecv,
         start_ns: local1(t0),
@@ -78,18 +121,25 @@ fn late_sender_through_irecv_and_wait() {
     irecv.start_ns = local1(t0 + MS);
     irecv.end_ns = local1(t0 + 5 * MS + 30 * US);
     b.mpi(1, irecv);
-    b.mpi(1, MpiRecord {
-        call: c::REQUEST_COMPLETE,
-        start_ns: local1(t0 + 5 * MS + 25 * US),
-        end_ns: local1(t0 + 5 * MS + 25 * US),
-        peer: 0,
-        request_id: 7,
-        bytes_recv: 100,
-        ..MpiRecord::default()
-    });
+    b.mpi(
+        1,
+        MpiRecord {
+            call: c::REQUEST_COMPLETE,
+            start_ns: local1(t0 + 5 * MS + 25 * US),
+            end_ns: local1(t0 + 5 * MS + 25 * US),
+            peer: 0,
+            request_id: 7,
+            bytes_recv: 100,
+            ..MpiRecord::default()
+        },
+    );
     let (_d, a) = b.analyze();
     let w = a.wait_states.get().unwrap();
-    let ls = w.by_kind.iter().find(|e| e.kind == WaitKind::LateSender).unwrap();
+    let ls = w
+        .by_kind
+        .iter()
+        .find(|e| e.kind == WaitKind::LateSender)
+        .unwrap();
     assert!((ls.seconds - 4e-3).abs() < 2e-9, "{}", ls.seconds);
     assert_eq!(w.per_callsite[0].call.as_deref(), Some("MPI_Wait"));
 }
@@ -114,13 +164,39 @@ fn collective_and_receiver_wait_states() {
     b.collective(1, c::MPI_Reduce, 41 * MS, 41 * MS + 10 * US, 0, 4);
     let (_d, a) = b.analyze();
     let w = a.wait_states.get().unwrap();
-    let get = |k: WaitKind| w.by_kind.iter().find(|e| e.kind == k).map(|e| (e.seconds, e.instances));
-    let near = |x: Option<(f64, u64)>, s: f64| x.is_some_and(|(v, n)| (v - s).abs() < 1e-12 && n == 1);
-    assert!(near(get(WaitKind::LateReceiver), 4e-3), "{:?}", get(WaitKind::LateReceiver));
-    assert!(near(get(WaitKind::BarrierWait), 2e-3), "{:?}", get(WaitKind::BarrierWait));
-    assert!(near(get(WaitKind::WaitAtNxN), 3e-3), "{:?}", get(WaitKind::WaitAtNxN));
-    assert!(near(get(WaitKind::LateBroadcast), 2e-3), "{:?}", get(WaitKind::LateBroadcast));
-    assert!(near(get(WaitKind::EarlyReduce), 1e-3), "{:?}", get(WaitKind::EarlyReduce));
+    let get = |k: WaitKind| {
+        w.by_kind
+            .iter()
+            .find(|e| e.kind == k)
+            .map(|e| (e.seconds, e.instances))
+    };
+    let near =
+        |x: Option<(f64, u64)>, s: f64| x.is_some_and(|(v, n)| (v - s).abs() < 1e-12 && n == 1);
+    assert!(
+        near(get(WaitKind::LateReceiver), 4e-3),
+        "{:?}",
+        get(WaitKind::LateReceiver)
+    );
+    assert!(
+        near(get(WaitKind::BarrierWait), 2e-3),
+        "{:?}",
+        get(WaitKind::BarrierWait)
+    );
+    assert!(
+        near(get(WaitKind::WaitAtNxN), 3e-3),
+        "{:?}",
+        get(WaitKind::WaitAtNxN)
+    );
+    assert!(
+        near(get(WaitKind::LateBroadcast), 2e-3),
+        "{:?}",
+        get(WaitKind::LateBroadcast)
+    );
+    assert!(
+        near(get(WaitKind::EarlyReduce), 1e-3),
+        "{:?}",
+        get(WaitKind::EarlyReduce)
+    );
     assert!(get(WaitKind::LateSender).is_none());
     assert!((w.total_s - 12e-3).abs() < 1e-12);
 }
@@ -131,7 +207,15 @@ fn profile_histogram_and_matrix() {
     // Rank 0 sends 3 × 100 B (eager) and 2 × 10 000 B (rendezvous above vader's 4096) to rank 1.
     for i in 0..5i64 {
         let bytes = if i < 3 { 100 } else { 10_000 };
-        b.call(0, c::MPI_Send, i * MS, i * MS + (i + 1) * US, 1, bytes, SITE_SEND);
+        b.call(
+            0,
+            c::MPI_Send,
+            i * MS,
+            i * MS + (i + 1) * US,
+            1,
+            bytes,
+            SITE_SEND,
+        );
         b.call(1, c::MPI_Recv, i * MS, i * MS + 2 * US, 0, bytes, SITE_RECV);
     }
     let (_d, a) = b.analyze();
@@ -147,9 +231,20 @@ fn profile_histogram_and_matrix() {
     assert_eq!(m.eager_messages, 3);
     assert_eq!(m.rendezvous_messages, 2);
     assert_eq!(m.eager_limit.get().unwrap().0, 4096);
-    let bin100 = m.histogram.iter().find(|b| b.lo <= 100 && 100 < b.hi).unwrap();
-    assert_eq!((bin100.messages, bin100.eager, bin100.rendezvous), (3, 3, 0));
-    let big = m.histogram.iter().find(|b| b.lo <= 10_000 && 10_000 < b.hi).unwrap();
+    let bin100 = m
+        .histogram
+        .iter()
+        .find(|b| b.lo <= 100 && 100 < b.hi)
+        .unwrap();
+    assert_eq!(
+        (bin100.messages, bin100.eager, bin100.rendezvous),
+        (3, 3, 0)
+    );
+    let big = m
+        .histogram
+        .iter()
+        .find(|b| b.lo <= 10_000 && 10_000 < b.hi)
+        .unwrap();
     assert_eq!((big.messages, big.bytes, big.rendezvous), (2, 20_000, 2));
     assert_eq!(m.matrix.messages[0][1], 5);
     assert_eq!(m.matrix.bytes[0][1], 20_300);
@@ -158,7 +253,10 @@ fn profile_histogram_and_matrix() {
     assert!(close(m.total_s, 25e-6, 1e-9));
     assert!(close(m.outside_parallel_s, 25e-6, 1e-9));
     assert_eq!(m.inside_parallel_s, 0.0);
-    let site = m.callsites.iter().find(|s| s.location.as_ref().unwrap().label == "halo.c:77");
+    let site = m
+        .callsites
+        .iter()
+        .find(|s| s.location.as_ref().unwrap().label == "halo.c:77");
     assert!(site.is_none(), "no symbols in this trace");
 }
 

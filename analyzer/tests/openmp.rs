@@ -42,7 +42,11 @@ fn fork_join_overhead_is_region_minus_implicit_task() {
 fn barrier_sync_overhead_is_total_minus_wait() {
     let (_d, a) = region_with_late_task().analyze();
     let r = &a.regions.get().unwrap()[0];
-    assert!(close(r.barrier.total_s, 14e-6, 1e-9), "{}", r.barrier.total_s);
+    assert!(
+        close(r.barrier.total_s, 14e-6, 1e-9),
+        "{}",
+        r.barrier.total_s
+    );
     assert!(close(r.barrier.wait_s, 8e-6, 1e-9));
     assert!(close(r.barrier.sync_overhead_s, 6e-6, 1e-9));
     let m = r.per_thread.iter().find(|t| t.thread == 0).unwrap();
@@ -63,13 +67,24 @@ fn late_worker_join_barrier_is_clipped_at_parallel_end() {
     b.implicit_task(0, 1, 0, 0, 100 * US);
     b.implicit_task(0, 1, 1, 0, 1_100 * US);
     b.barrier(0, 1, 0, 9, (95 * US, 100 * US), Some((95 * US, 99 * US)));
-    b.barrier(0, 1, 1, 9, (90 * US, 1_100 * US), Some((90 * US, 1_100 * US)));
+    b.barrier(
+        0,
+        1,
+        1,
+        9,
+        (90 * US, 1_100 * US),
+        Some((90 * US, 1_100 * US)),
+    );
     let (_d, a) = b.analyze();
     assert_eq!(a.run.clipped_join_waits, 1);
     assert!(close(a.run.clipped_join_wait_s, 1e-3, 1e-9));
     let r = &a.regions.get().unwrap()[0];
     // Worker: 10 µs of barrier, all of it waiting; master 5 µs, 4 waiting.
-    assert!(close(r.barrier.total_s, 15e-6, 1e-9), "{}", r.barrier.total_s);
+    assert!(
+        close(r.barrier.total_s, 15e-6, 1e-9),
+        "{}",
+        r.barrier.total_s
+    );
     assert!(close(r.barrier.wait_s, 14e-6, 1e-9));
     let w = r.per_thread.iter().find(|t| t.thread == 1).unwrap();
     assert!(close(w.implicit_task_s, 100e-6, 1e-9));
@@ -96,9 +111,21 @@ fn serialized_regions_are_counted() {
 fn no_openmp_events_is_not_observable_not_zero() {
     let mut b = Builder::new(1, 1, 1);
     b.manifest.openmp = None;
-    b.call(0, hyscope_format::schema::mpi_call::MPI_Barrier, 0, 10, -1, 0, 1);
+    b.call(
+        0,
+        hyscope_format::schema::mpi_call::MPI_Barrier,
+        0,
+        10,
+        -1,
+        0,
+        1,
+    );
     let (_d, a) = b.analyze();
-    assert!(a.regions.reason().unwrap().contains("OMPT"), "{:?}", a.regions);
+    assert!(
+        a.regions.reason().unwrap().contains("OMPT"),
+        "{:?}",
+        a.regions
+    );
     assert!(a.loops.get().is_none());
 }
 
@@ -124,33 +151,46 @@ fn triangular_loop(schedule_variant: u8, with_chunks: bool) -> (Builder, f64) {
     b.parallel(0, 1, REGION, p as u32, 0, region_end);
     for &(t, start, end, s, len) in &work_rows {
         b.implicit_task(0, 1, t as u32, 0, region_end);
-        b.omp(0, OmpRecord {
-            thread: t as u32,
-            kind: OmpKind::Work as u8,
-            variant: schedule_variant,
-            start_ns: start,
-            end_ns: end,
-            parallel_id: 1,
-            codeptr: LOOP,
-            count: n,
-            team_size: p as u32,
-            ..OmpRecord::default()
-        });
-        if with_chunks {
-            b.omp(0, OmpRecord {
+        b.omp(
+            0,
+            OmpRecord {
                 thread: t as u32,
-                kind: OmpKind::Chunk as u8,
-                variant: 3,
+                kind: OmpKind::Work as u8,
+                variant: schedule_variant,
                 start_ns: start,
                 end_ns: end,
                 parallel_id: 1,
                 codeptr: LOOP,
-                chunk_start: s,
-                count: len,
+                count: n,
+                team_size: p as u32,
                 ..OmpRecord::default()
-            });
+            },
+        );
+        if with_chunks {
+            b.omp(
+                0,
+                OmpRecord {
+                    thread: t as u32,
+                    kind: OmpKind::Chunk as u8,
+                    variant: 3,
+                    start_ns: start,
+                    end_ns: end,
+                    parallel_id: 1,
+                    codeptr: LOOP,
+                    chunk_start: s,
+                    count: len,
+                    ..OmpRecord::default()
+                },
+            );
         }
-        b.barrier(0, 1, t as u32, 8, (end, region_end), Some((end, region_end)));
+        b.barrier(
+            0,
+            1,
+            t as u32,
+            8,
+            (end, region_end),
+            Some((end, region_end)),
+        );
     }
     let total: f64 = (0..n).map(cost).sum::<i64>() as f64;
     (b, total)
@@ -168,16 +208,31 @@ fn triangular_static_loop_gets_dynamic_with_the_known_optimum() {
     // Static: the last thread holds 7/16 of the work → max/mean = 1.75.
     assert!(close(l.imbalance, 1.75, 0.01), "{}", l.imbalance);
     let prof = l.cost_profile.get().unwrap();
-    assert!(prof.shape.starts_with("triangular (cost grows"), "{}", prof.shape);
+    assert!(
+        prof.shape.starts_with("triangular (cost grows"),
+        "{}",
+        prof.shape
+    );
     let rec = l.recommendation.get().unwrap();
     // The optimum of a perfectly divisible triangular loop on 4 threads is total/4:
     // a speedup of 1.75 over static.
-    assert!(close(rec.predicted_s, total_ns / 4.0 * 1e-9, 0.02), "{rec:?}");
+    assert!(
+        close(rec.predicted_s, total_ns / 4.0 * 1e-9, 0.02),
+        "{rec:?}"
+    );
     assert!(close(rec.predicted_speedup, 1.75, 0.02), "{rec:?}");
     assert!(!rec.clause.starts_with("keep"), "{}", rec.clause);
-    assert!(rec.evidence.starts_with("stencil.c:42: schedule("), "{}", rec.evidence);
+    assert!(
+        rec.evidence.starts_with("stencil.c:42: schedule("),
+        "{}",
+        rec.evidence
+    );
     assert!(rec.evidence.contains("triangular"), "{}", rec.evidence);
-    assert!(rec.evidence.contains("43 % imbalance under static"), "{}", rec.evidence);
+    assert!(
+        rec.evidence.contains("43 % imbalance under static"),
+        "{}",
+        rec.evidence
+    );
     // The simulated static schedule reproduces the measured time.
     let sims = l.simulations.get().unwrap();
     let st = sims.iter().find(|s| s.schedule == "static").unwrap();
@@ -190,9 +245,15 @@ fn static_ranges_reconstruct_cost_without_chunk_events() {
     let (_d, a) = b.analyze();
     let l = &a.loops.get().unwrap()[0];
     assert!(l.chunks.get().is_none());
-    assert_eq!(l.cost_profile.get().unwrap().source, "per-thread static ranges");
+    assert_eq!(
+        l.cost_profile.get().unwrap().source,
+        "per-thread static ranges"
+    );
     let rec = l.recommendation.get().unwrap();
-    assert!(close(rec.predicted_s, total_ns / 4.0 * 1e-9, 0.03), "{rec:?}");
+    assert!(
+        close(rec.predicted_s, total_ns / 4.0 * 1e-9, 0.03),
+        "{rec:?}"
+    );
 }
 
 #[test]
@@ -202,20 +263,27 @@ fn balanced_static_loop_keeps_static() {
     b.parallel(0, 1, REGION, 4, 0, 20 * US);
     for t in 0..4u32 {
         b.implicit_task(0, 1, t, 0, 20 * US);
-        b.omp(0, OmpRecord {
-            thread: t,
-            kind: OmpKind::Work as u8,
-            variant: 10,
-            start_ns: US,
-            end_ns: 11 * US,
-            parallel_id: 1,
-            codeptr: LOOP,
-            count: 1000,
-            ..OmpRecord::default()
-        });
+        b.omp(
+            0,
+            OmpRecord {
+                thread: t,
+                kind: OmpKind::Work as u8,
+                variant: 10,
+                start_ns: US,
+                end_ns: 11 * US,
+                parallel_id: 1,
+                codeptr: LOOP,
+                count: 1000,
+                ..OmpRecord::default()
+            },
+        );
     }
     let (_d, a) = b.analyze();
-    let rec = a.loops.get().unwrap()[0].recommendation.get().unwrap().clone();
+    let rec = a.loops.get().unwrap()[0]
+        .recommendation
+        .get()
+        .unwrap()
+        .clone();
     assert_eq!(rec.clause, "keep schedule(static)");
     assert!(rec.rule.contains("002 §6.6.2"));
 }
@@ -249,17 +317,20 @@ fn dynamic_chunk_one_with_dispatch_cost_gets_a_larger_chunk() {
     b.parallel(0, 1, REGION, 2, 0, end + 1_000);
     for t in 0..2u32 {
         b.implicit_task(0, 1, t, 0, end + 1_000);
-        b.omp(0, OmpRecord {
-            thread: t,
-            kind: OmpKind::Work as u8,
-            variant: 11,
-            start_ns: 1_000,
-            end_ns: end,
-            parallel_id: 1,
-            codeptr: LOOP,
-            count: n,
-            ..OmpRecord::default()
-        });
+        b.omp(
+            0,
+            OmpRecord {
+                thread: t,
+                kind: OmpKind::Work as u8,
+                variant: 11,
+                start_ns: 1_000,
+                end_ns: end,
+                parallel_id: 1,
+                codeptr: LOOP,
+                count: n,
+                ..OmpRecord::default()
+            },
+        );
     }
     for r in rows {
         b.omp(0, r);

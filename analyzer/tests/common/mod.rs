@@ -45,7 +45,9 @@ impl Builder {
         m.mpi = Some(MpiInfo {
             flavour: "openmpi".into(),
             library_version: "Open MPI v4.1.4".into(),
-            eager_limits: [("btl_vader_eager_limit".to_string(), 4096u64)].into_iter().collect(),
+            eager_limits: [("btl_vader_eager_limit".to_string(), 4096u64)]
+                .into_iter()
+                .collect(),
             ..MpiInfo::default()
         });
         m.samplers = vec![SamplerInfo {
@@ -91,7 +93,8 @@ impl Builder {
         }
         for (r, rows) in self.samples.iter().enumerate() {
             if !rows.is_empty() {
-                let mut w = PartWriter::create(dir, Table::Samples, r as u32, opts.clone()).unwrap();
+                let mut w =
+                    PartWriter::create(dir, Table::Samples, r as u32, opts.clone()).unwrap();
                 w.write_records(rows).unwrap();
                 w.finish().unwrap();
             }
@@ -124,54 +127,74 @@ impl Builder {
 
     /// A parallel region on the master (thread 0) with id `pid`.
     pub fn parallel(&mut self, rank: u32, pid: u64, codeptr: u64, team: u32, start: i64, end: i64) {
-        self.omp(rank, OmpRecord {
-            thread: 0,
-            kind: OmpKind::Parallel as u8,
-            start_ns: start,
-            end_ns: end,
-            parallel_id: pid,
-            task_id: 1,
-            codeptr,
-            team_size: team,
-            requested_team_size: team,
-            ..OmpRecord::default()
-        });
+        self.omp(
+            rank,
+            OmpRecord {
+                thread: 0,
+                kind: OmpKind::Parallel as u8,
+                start_ns: start,
+                end_ns: end,
+                parallel_id: pid,
+                task_id: 1,
+                codeptr,
+                team_size: team,
+                requested_team_size: team,
+                ..OmpRecord::default()
+            },
+        );
     }
 
     pub fn implicit_task(&mut self, rank: u32, pid: u64, thread: u32, start: i64, end: i64) {
-        self.omp(rank, OmpRecord {
-            thread,
-            kind: OmpKind::ImplicitTask as u8,
-            start_ns: start,
-            end_ns: end,
-            parallel_id: pid,
-            task_id: 100 + pid * 64 + thread as u64,
-            count: thread as u64,
-            ..OmpRecord::default()
-        });
+        self.omp(
+            rank,
+            OmpRecord {
+                thread,
+                kind: OmpKind::ImplicitTask as u8,
+                start_ns: start,
+                end_ns: end,
+                parallel_id: pid,
+                task_id: 100 + pid * 64 + thread as u64,
+                count: thread as u64,
+                ..OmpRecord::default()
+            },
+        );
     }
 
     /// A barrier (sync + optional wait) of `variant` on a thread.
-    pub fn barrier(&mut self, rank: u32, pid: u64, thread: u32, variant: u8, total: (i64, i64), wait: Option<(i64, i64)>) {
-        self.omp(rank, OmpRecord {
-            thread,
-            kind: OmpKind::Sync as u8,
-            variant,
-            start_ns: total.0,
-            end_ns: total.1,
-            parallel_id: pid,
-            ..OmpRecord::default()
-        });
-        if let Some(w) = wait {
-            self.omp(rank, OmpRecord {
+    pub fn barrier(
+        &mut self,
+        rank: u32,
+        pid: u64,
+        thread: u32,
+        variant: u8,
+        total: (i64, i64),
+        wait: Option<(i64, i64)>,
+    ) {
+        self.omp(
+            rank,
+            OmpRecord {
                 thread,
-                kind: OmpKind::SyncWait as u8,
+                kind: OmpKind::Sync as u8,
                 variant,
-                start_ns: w.0,
-                end_ns: w.1,
+                start_ns: total.0,
+                end_ns: total.1,
                 parallel_id: pid,
                 ..OmpRecord::default()
-            });
+            },
+        );
+        if let Some(w) = wait {
+            self.omp(
+                rank,
+                OmpRecord {
+                    thread,
+                    kind: OmpKind::SyncWait as u8,
+                    variant,
+                    start_ns: w.0,
+                    end_ns: w.1,
+                    parallel_id: pid,
+                    ..OmpRecord::default()
+                },
+            );
         }
     }
 
@@ -181,36 +204,63 @@ impl Builder {
         self.mpi[rank as usize].push(r);
     }
 
-    pub fn call(&mut self, rank: u32, call: u16, start: i64, end: i64, peer: i32, bytes: u64, callsite: u64) {
-        let (sent, recv) = if matches!(call, c::MPI_Recv | c::MPI_Irecv) { (0, bytes) } else { (bytes, 0) };
-        self.mpi(rank, MpiRecord {
-            thread: 0,
-            call,
-            start_ns: start,
-            end_ns: end,
-            peer,
-            tag: 0,
-            bytes_sent: sent,
-            bytes_recv: recv,
-            comm_id: 1,
-            root: -1,
-            request_id: 0,
-            in_parallel: false,
-            callsite,
-        });
+    pub fn call(
+        &mut self,
+        rank: u32,
+        call: u16,
+        start: i64,
+        end: i64,
+        peer: i32,
+        bytes: u64,
+        callsite: u64,
+    ) {
+        let (sent, recv) = if matches!(call, c::MPI_Recv | c::MPI_Irecv) {
+            (0, bytes)
+        } else {
+            (bytes, 0)
+        };
+        self.mpi(
+            rank,
+            MpiRecord {
+                thread: 0,
+                call,
+                start_ns: start,
+                end_ns: end,
+                peer,
+                tag: 0,
+                bytes_sent: sent,
+                bytes_recv: recv,
+                comm_id: 1,
+                root: -1,
+                request_id: 0,
+                in_parallel: false,
+                callsite,
+            },
+        );
     }
 
-    pub fn collective(&mut self, rank: u32, call: u16, start: i64, end: i64, root: i32, callsite: u64) {
-        self.mpi(rank, MpiRecord {
-            call,
-            start_ns: start,
-            end_ns: end,
-            peer: -1,
-            comm_id: 1,
-            root,
-            callsite,
-            ..MpiRecord::default()
-        });
+    pub fn collective(
+        &mut self,
+        rank: u32,
+        call: u16,
+        start: i64,
+        end: i64,
+        root: i32,
+        callsite: u64,
+    ) {
+        self.mpi(
+            rank,
+            MpiRecord {
+                call,
+                start_ns: start,
+                end_ns: end,
+                peer: -1,
+                comm_id: 1,
+                root,
+                callsite,
+                ..MpiRecord::default()
+            },
+        );
     }
 }
 
