@@ -65,13 +65,29 @@ fn f_statuses_ignored(st: *mut Fint) -> bool {
 const F_STATUS_SIZE: usize = 6;
 
 pub unsafe extern "C" fn f_init(cs: usize, ierr: *mut Fint) {
-    unsafe { set(ierr, w::MPI_Init::inner(cs, std::ptr::null_mut(), std::ptr::null_mut())) }
+    unsafe {
+        set(
+            ierr,
+            w::MPI_Init::inner(cs, std::ptr::null_mut(), std::ptr::null_mut()),
+        )
+    }
 }
 crate::mpi_shim!(f_init => "mpi_init_", "mpi_init__", "MPI_INIT", "mpi_init");
 
-pub unsafe extern "C" fn f_init_thread(cs: usize, required: *const Fint, provided: *mut Fint, ierr: *mut Fint) {
+pub unsafe extern "C" fn f_init_thread(
+    cs: usize,
+    required: *const Fint,
+    provided: *mut Fint,
+    ierr: *mut Fint,
+) {
     unsafe {
-        let rc = w::MPI_Init_thread::inner(cs, std::ptr::null_mut(), std::ptr::null_mut(), *required, provided);
+        let rc = w::MPI_Init_thread::inner(
+            cs,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            *required,
+            provided,
+        );
         set(ierr, rc)
     }
 }
@@ -92,7 +108,12 @@ pub unsafe extern "C" fn f_send(
     c: *const Fint,
     ierr: *mut Fint,
 ) {
-    unsafe { set(ierr, w::MPI_Send::inner(cs, fbuf(buf), *count, dtype(dt), *dest, *tag, comm(c))) }
+    unsafe {
+        set(
+            ierr,
+            w::MPI_Send::inner(cs, fbuf(buf), *count, dtype(dt), *dest, *tag, comm(c)),
+        )
+    }
 }
 crate::mpi_shim!(f_send => "mpi_send_", "mpi_send__", "MPI_SEND", "mpi_send");
 
@@ -109,7 +130,16 @@ pub unsafe extern "C" fn f_recv(
 ) {
     unsafe {
         let mut st = zero_status();
-        let rc = w::MPI_Recv::inner(cs, fbuf(buf), *count, dtype(dt), *source, *tag, comm(c), &mut st);
+        let rc = w::MPI_Recv::inner(
+            cs,
+            fbuf(buf),
+            *count,
+            dtype(dt),
+            *source,
+            *tag,
+            comm(c),
+            &mut st,
+        );
         if rc == 0 && !f_status_ignored(status) {
             ffi::PMPI_Status_c2f(&st, status);
         }
@@ -131,7 +161,16 @@ pub unsafe extern "C" fn f_isend(
 ) {
     unsafe {
         let mut r = ffi::RSMPI_REQUEST_NULL;
-        let rc = w::MPI_Isend::inner(cs, fbuf(buf), *count, dtype(dt), *dest, *tag, comm(c), &mut r);
+        let rc = w::MPI_Isend::inner(
+            cs,
+            fbuf(buf),
+            *count,
+            dtype(dt),
+            *dest,
+            *tag,
+            comm(c),
+            &mut r,
+        );
         if rc == 0 {
             *req = ffi::PMPI_Request_c2f(r);
         }
@@ -153,7 +192,16 @@ pub unsafe extern "C" fn f_irecv(
 ) {
     unsafe {
         let mut r = ffi::RSMPI_REQUEST_NULL;
-        let rc = w::MPI_Irecv::inner(cs, fbuf(buf), *count, dtype(dt), *source, *tag, comm(c), &mut r);
+        let rc = w::MPI_Irecv::inner(
+            cs,
+            fbuf(buf),
+            *count,
+            dtype(dt),
+            *source,
+            *tag,
+            comm(c),
+            &mut r,
+        );
         if rc == 0 {
             *req = ffi::PMPI_Request_c2f(r);
         }
@@ -178,10 +226,18 @@ pub unsafe extern "C" fn f_wait(cs: usize, req: *mut Fint, status: *mut Fint, ie
 }
 crate::mpi_shim!(f_wait => "mpi_wait_", "mpi_wait__", "MPI_WAIT", "mpi_wait");
 
-pub unsafe extern "C" fn f_waitall(cs: usize, count: *const Fint, reqs: *mut Fint, statuses: *mut Fint, ierr: *mut Fint) {
+pub unsafe extern "C" fn f_waitall(
+    cs: usize,
+    count: *const Fint,
+    reqs: *mut Fint,
+    statuses: *mut Fint,
+    ierr: *mut Fint,
+) {
     unsafe {
         let n = (*count).max(0) as usize;
-        let mut creqs: Vec<ffi::MPI_Request> = (0..n).map(|i| ffi::PMPI_Request_f2c(*reqs.add(i))).collect();
+        let mut creqs: Vec<ffi::MPI_Request> = (0..n)
+            .map(|i| ffi::PMPI_Request_f2c(*reqs.add(i)))
+            .collect();
         let mut sts = vec![zero_status(); n];
         let rc = w::MPI_Waitall::inner(cs, *count, creqs.as_mut_ptr(), sts.as_mut_ptr());
         if rc == 0 {
@@ -211,7 +267,12 @@ pub unsafe extern "C" fn f_bcast(
     c: *const Fint,
     ierr: *mut Fint,
 ) {
-    unsafe { set(ierr, w::MPI_Bcast::inner(cs, fbuf(buf), *count, dtype(dt), *root, comm(c))) }
+    unsafe {
+        set(
+            ierr,
+            w::MPI_Bcast::inner(cs, fbuf(buf), *count, dtype(dt), *root, comm(c)),
+        )
+    }
 }
 crate::mpi_shim!(f_bcast => "mpi_bcast_", "mpi_bcast__", "MPI_BCAST", "mpi_bcast");
 
@@ -228,7 +289,16 @@ pub unsafe extern "C" fn f_reduce(
     ierr: *mut Fint,
 ) {
     unsafe {
-        let rc = w::MPI_Reduce::inner(cs, fbuf(sbuf), fbuf(rbuf), *count, dtype(dt), ffi::PMPI_Op_f2c(*op), *root, comm(c));
+        let rc = w::MPI_Reduce::inner(
+            cs,
+            fbuf(sbuf),
+            fbuf(rbuf),
+            *count,
+            dtype(dt),
+            ffi::PMPI_Op_f2c(*op),
+            *root,
+            comm(c),
+        );
         set(ierr, rc)
     }
 }
@@ -245,7 +315,15 @@ pub unsafe extern "C" fn f_allreduce(
     ierr: *mut Fint,
 ) {
     unsafe {
-        let rc = w::MPI_Allreduce::inner(cs, fbuf(sbuf), fbuf(rbuf), *count, dtype(dt), ffi::PMPI_Op_f2c(*op), comm(c));
+        let rc = w::MPI_Allreduce::inner(
+            cs,
+            fbuf(sbuf),
+            fbuf(rbuf),
+            *count,
+            dtype(dt),
+            ffi::PMPI_Op_f2c(*op),
+            comm(c),
+        );
         set(ierr, rc)
     }
 }

@@ -69,7 +69,9 @@ pub fn at_finalize() {
     let ranks = gather_rank_infos();
     if world_rank() == 0 {
         if ranks.is_empty() {
-            session::warn("could not gather the ranks' descriptions; the manifest lists rank 0 only");
+            session::warn(
+                "could not gather the ranks' descriptions; the manifest lists rank 0 only",
+            );
         }
         write_manifest(ranks);
         session::mark_manifest_written_by_mpi();
@@ -95,11 +97,22 @@ fn sync_clock() {
                 let mut t1: i64 = 0;
                 // SAFETY: one i64 each way on our private communicator.
                 unsafe {
-                    if ffi::PMPI_Recv((&mut t1 as *mut i64).cast(), 1, int64, peer, TAG_SYNC, comm, status) != 0 {
+                    if ffi::PMPI_Recv(
+                        (&mut t1 as *mut i64).cast(),
+                        1,
+                        int64,
+                        peer,
+                        TAG_SYNC,
+                        comm,
+                        status,
+                    ) != 0
+                    {
                         return;
                     }
                     let t0 = clock::now_ns();
-                    if ffi::PMPI_Send((&t0 as *const i64).cast(), 1, int64, peer, TAG_SYNC, comm) != 0 {
+                    if ffi::PMPI_Send((&t0 as *const i64).cast(), 1, int64, peer, TAG_SYNC, comm)
+                        != 0
+                    {
                         return;
                     }
                 }
@@ -122,7 +135,15 @@ fn sync_clock() {
         // SAFETY: as above.
         unsafe {
             if ffi::PMPI_Send((&t1 as *const i64).cast(), 1, int64, 0, TAG_SYNC, comm) != 0
-                || ffi::PMPI_Recv((&mut t0 as *mut i64).cast(), 1, int64, 0, TAG_SYNC, comm, status) != 0
+                || ffi::PMPI_Recv(
+                    (&mut t0 as *mut i64).cast(),
+                    1,
+                    int64,
+                    0,
+                    TAG_SYNC,
+                    comm,
+                    status,
+                ) != 0
             {
                 return;
             }
@@ -150,7 +171,10 @@ fn library_version() -> String {
         return String::new();
     }
     // SAFETY: MPI wrote a NUL-terminated string.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().trim().to_string()
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .trim()
+        .to_string()
 }
 
 fn standard_version() -> String {
@@ -177,7 +201,16 @@ fn gather_rank_infos() -> Vec<RankInfo> {
     let byte = unsafe { ffi::RSMPI_UINT8_T };
     // SAFETY: one int from each rank into `size` ints at the root.
     if unsafe {
-        ffi::PMPI_Gather((&len as *const c_int).cast(), 1, int32, lens.as_mut_ptr().cast(), 1, int32, 0, comm)
+        ffi::PMPI_Gather(
+            (&len as *const c_int).cast(),
+            1,
+            int32,
+            lens.as_mut_ptr().cast(),
+            1,
+            int32,
+            0,
+            comm,
+        )
     } != 0
     {
         return Vec::new();
@@ -304,14 +337,19 @@ fn read_cvar(index: c_int) -> Option<(String, String)> {
         return None;
     }
     // SAFETY: MPI wrote a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+    let name = unsafe { CStr::from_ptr(name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
     if !wanted(&name) || bind != ffi::MPI_T_BIND_NO_OBJECT as c_int {
         return None;
     }
     let mut handle: ffi::MPI_T_cvar_handle = std::ptr::null_mut();
     let mut count = 0;
     // SAFETY: no object is bound to this variable.
-    if unsafe { ffi::PMPI_T_cvar_handle_alloc(index, std::ptr::null_mut(), &mut handle, &mut count) } != 0 {
+    if unsafe {
+        ffi::PMPI_T_cvar_handle_alloc(index, std::ptr::null_mut(), &mut handle, &mut count)
+    } != 0
+    {
         return None;
     }
     let mut buf = vec![0u8; 8192];
@@ -339,7 +377,9 @@ fn type_name(dt: ffi::MPI_Datatype) -> String {
         return String::new();
     }
     // SAFETY: NUL-terminated by MPI.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The first value of a control variable as text, by its MPI type name.
@@ -352,9 +392,12 @@ fn decode(type_name: &str, buf: &[u8]) -> Option<String> {
     Some(match type_name {
         "MPI_INT" => i32::from_ne_bytes(buf[..4].try_into().ok()?).to_string(),
         "MPI_UNSIGNED" => u32::from_ne_bytes(buf[..4].try_into().ok()?).to_string(),
-        "MPI_UNSIGNED_LONG" | "MPI_UNSIGNED_LONG_LONG" | "MPI_COUNT" | "MPI_LONG" | "MPI_LONG_LONG" | "MPI_LONG_LONG_INT" => {
-            u64::from_ne_bytes(b8(8)).to_string()
-        }
+        "MPI_UNSIGNED_LONG"
+        | "MPI_UNSIGNED_LONG_LONG"
+        | "MPI_COUNT"
+        | "MPI_LONG"
+        | "MPI_LONG_LONG"
+        | "MPI_LONG_LONG_INT" => u64::from_ne_bytes(b8(8)).to_string(),
         "MPI_DOUBLE" => f64::from_ne_bytes(b8(8)).to_string(),
         "MPI_CHAR" => {
             let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
@@ -367,7 +410,9 @@ fn decode(type_name: &str, buf: &[u8]) -> Option<String> {
 /// Fill eager limits, receive queues and transports from the control variables.
 pub fn apply_cvars(mpi: &mut MpiInfo, cvars: BTreeMap<String, String>) {
     for (name, value) in &cvars {
-        if let Some(btl) = name.strip_prefix("btl_").and_then(|n| n.strip_suffix("_eager_limit"))
+        if let Some(btl) = name
+            .strip_prefix("btl_")
+            .and_then(|n| n.strip_suffix("_eager_limit"))
             && !btl.contains('_')
             && let Ok(v) = value.parse::<u64>()
         {
@@ -376,9 +421,28 @@ pub fn apply_cvars(mpi: &mut MpiInfo, cvars: BTreeMap<String, String>) {
         if name.contains("receive_queues") {
             mpi.receive_queues.insert(name.clone(), value.clone());
         }
-        if name == "btl" {
-            mpi.transports = value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
-        }
+    }
+    // `btl` lists the transports to use, or with a leading `^` the ones to exclude
+    // (then: every transport that has an eager limit, minus those).
+    if let Some(btl) = cvars.get("btl") {
+        let list = |s: &str| -> Vec<String> {
+            s.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        mpi.transports = match btl.strip_prefix('^') {
+            Some(excluded) => {
+                let excluded = list(excluded);
+                mpi.eager_limits
+                    .keys()
+                    .filter(|k| !excluded.contains(k))
+                    .cloned()
+                    .collect()
+            }
+            None => list(btl),
+        };
     }
     mpi.control_variables = cvars;
 }
@@ -393,8 +457,11 @@ mod tests {
         let cvars: BTreeMap<String, String> = [
             ("btl_vader_eager_limit", "4096"),
             ("btl_tcp_eager_limit", "65536"),
-            ("btl_openib_receive_queues", "P,128,256,192,128:S,65536,256,128,32"),
-            ("btl", "self,vader"),
+            (
+                "btl_openib_receive_queues",
+                "P,128,256,192,128:S,65536,256,128,32",
+            ),
+            ("btl", "^uct,openib"),
             ("btl_tcp_rndv_eager_limit", "65536"),
         ]
         .into_iter()
@@ -405,7 +472,7 @@ mod tests {
         assert_eq!(mpi.eager_limits.get("tcp"), Some(&65536));
         // btl_tcp_rndv_eager_limit is not the eager limit of a transport "tcp_rndv".
         assert_eq!(mpi.eager_limits.len(), 2);
-        assert_eq!(mpi.transports, vec!["self", "vader"]);
+        assert_eq!(mpi.transports, vec!["tcp", "vader"]);
         assert_eq!(mpi.receive_queues.len(), 1);
         assert_eq!(mpi.control_variables.len(), 5);
     }
@@ -413,7 +480,10 @@ mod tests {
     #[test]
     fn decode_by_type() {
         assert_eq!(decode("MPI_INT", &(-5i32).to_ne_bytes()), Some("-5".into()));
-        assert_eq!(decode("MPI_UNSIGNED_LONG", &4096u64.to_ne_bytes()), Some("4096".into()));
+        assert_eq!(
+            decode("MPI_UNSIGNED_LONG", &4096u64.to_ne_bytes()),
+            Some("4096".into())
+        );
         assert_eq!(decode("MPI_CHAR", b"P,128\0junk"), Some("P,128".into()));
         assert_eq!(decode("MPI_WEIRD", &[0; 8]), None);
     }

@@ -121,7 +121,14 @@ pub trait Handle: Copy {
 macro_rules! handle_newtype {
     ($($t:ident),*) => {$(impl Handle for ffi::$t { #[inline] fn key(self) -> usize { self.0 as usize } })*};
 }
-handle_newtype!(MPI_Comm, MPI_Request, MPI_Win, MPI_Datatype, MPI_Message, MPI_Group);
+handle_newtype!(
+    MPI_Comm,
+    MPI_Request,
+    MPI_Win,
+    MPI_Datatype,
+    MPI_Message,
+    MPI_Group
+);
 impl Handle for ffi::MPI_File {
     #[inline]
     fn key(self) -> usize {
@@ -476,7 +483,7 @@ pub fn new_request(
     if kind == ReqKind::Recv {
         flags |= REQ_RECV;
     }
-    let ok = requests().insert(
+    let ok = requests().insert_dup(
         req.key(),
         [
             id,
@@ -509,56 +516,120 @@ pub fn start_request(r: &mut MpiRecord, req: usize) {
     }
 }
 
-/// Forget a freed request.
+/// Forget a freed request (this thread's oldest entry of that handle).
 pub fn free_request(req: usize) {
-    requests().remove_key(req);
+    Taken::take(req);
 }
 
-/// Record the completion of request handle `req` (its value before the
-/// completion call) with `status` (may be null).
+/// A request's entry, taken out of the map by the thread completing it.
 ///
-/// # Safety
-/// `status` is null or points to the status MPI filled for this request.
-pub unsafe fn complete(req: usize, status: *const ffi::MPI_Status, t: i64, callsite: usize) {
-    if req == request_null() {
-        return;
-    }
-    let Some((slot, w)) = requests().get(req) else {
-        return;
-    };
-    if w[1] & REQ_ACTIVE == 0 {
-        return; // an inactive persistent request completes trivially
-    }
-    if w[1] & REQ_PERSISTENT != 0 {
-        requests().set_word(slot, 1, w[1] & !REQ_ACTIVE);
-    } else {
-        requests().remove(slot, req);
-    }
-    let mut r = base(mpi_call::REQUEST_COMPLETE, t, t, callsite);
-    r.request_id = w[0];
-    r.peer = (w[2] >> 32) as u32 as i32;
-    r.tag = w[2] as u32 as i32;
-    r.comm_id = w[4];
-    if w[1] & REQ_RECV != 0 && !status.is_null() {
-        let comm = CommInfo {
-            id: w[4],
-            size: (w[5] >> 48) as i32,
-            rank: NO_RANK,
-            world: (w[5] & ((1 << 48) - 1)) as *const i32,
-        };
-        // SAFETY: guaranteed by the caller.
-        let st = unsafe { &*status };
-        let mut cancelled = 0;
-        // SAFETY: st is a valid status.
-        unsafe { ffi::PMPI_Test_cancelled(st, &mut cancelled) };
-        if cancelled == 0 {
-            r.peer = comm.world_rank(st.MPI_SOURCE);
-            r.tag = st.MPI_TAG;
-            r.bytes_recv = status_bytes(st);
-            note_peer(r.peer, r.bytes_recv, t);
+/// Taken *before* the PMPI completion call: once MPI has completed and freed a
+/// request, another thread may get the same handle from its next `MPI_Isend`
+/// and insert it while this thread still processes the old one. The owner
+/// puts back what did not complete (a `Test` with flag false, persistent requests).
+#[derive(Clone, Copy)]
+pub struct Taken {
+    key: usize,
+    val: Option<[u64; table::WORDS]>,
+}
+
+impl Taken {
+    pub const NONE: Taken = Taken { key: 0, val: None };
+
+    /// Take the entry of request handle `key` (nothing for unknown or null handles).
+    #[inline]
+    pub fn take(key: usize) -> Taken {
+        if key == request_null() {
+            return Taken::NONE;
+        }
+        // Several live entries can share a handle (Open MPI returns its shared
+        // `ompi_request_empty` for sends completed inline): prefer this thread's
+        // oldest request.
+        let me = events::thread_index() as u64;
+        let score =
+            |w: &[u64; table::WORDS]| ((w[0] >> 40 != me) as u64) << 63 | (w[0] & ((1 << 40) - 1));
+        match requests().get_best(key, score) {
+            Some((slot, w)) => {
+                requests().remove(slot, key);
+                Taken { key, val: Some(w) }
+            }
+            None => Taken { key, val: None },
         }
     }
-    record(r);
+
+    /// The request did not complete: put its entry back.
+    #[inline]
+    pub fn put_back(self) {
+        if let Some(w) = self.val {
+            requests().insert_dup(self.key, w);
+        }
+    }
+
+    /// The request completed with `status` (may be null): record it; a
+    /// persistent request goes back, inactive until its next start.
+    ///
+    /// # Safety
+    /// `status` is null or points to the status MPI filled for this request.
+    pub unsafe fn completed(self, status: *const ffi::MPI_Status, t: i64, callsite: usize) {
+        let Some(w) = self.val else {
+            return;
+        };
+        if w[1] & REQ_PERSISTENT != 0 {
+            let mut back = w;
+            back[1] &= !REQ_ACTIVE;
+            requests().insert_dup(self.key, back);
+        }
+        if w[1] & REQ_ACTIVE == 0 {
+            return; // an inactive persistent request completes trivially
+        }
+        let mut r = base(mpi_call::REQUEST_COMPLETE, t, t, callsite);
+        r.request_id = w[0];
+        r.peer = (w[2] >> 32) as u32 as i32;
+        r.tag = w[2] as u32 as i32;
+        r.comm_id = w[4];
+        if w[1] & REQ_RECV != 0 && !status.is_null() {
+            let comm = CommInfo {
+                id: w[4],
+                size: (w[5] >> 48) as i32,
+                rank: NO_RANK,
+                world: (w[5] & ((1 << 48) - 1)) as *const i32,
+            };
+            // SAFETY: guaranteed by the caller.
+            let st = unsafe { &*status };
+            let mut cancelled = 0;
+            // SAFETY: st is a valid status.
+            unsafe { ffi::PMPI_Test_cancelled(st, &mut cancelled) };
+            if cancelled == 0 {
+                r.peer = comm.world_rank(st.MPI_SOURCE);
+                r.tag = st.MPI_TAG;
+                r.bytes_recv = status_bytes(st);
+                note_peer(r.peer, r.bytes_recv, t);
+            }
+        }
+        if recording() {
+            record(r);
+        }
+    }
+
+    /// Completed if `done`, else put back.
+    ///
+    /// # Safety
+    /// As for [`Taken::completed`].
+    #[inline]
+    pub unsafe fn finish(
+        self,
+        done: bool,
+        status: *const ffi::MPI_Status,
+        t: i64,
+        callsite: usize,
+    ) {
+        if done {
+            // SAFETY: forwarded.
+            unsafe { self.completed(status, t, callsite) }
+        } else {
+            self.put_back();
+        }
+    }
 }
 
 /// Bytes received according to a status.
@@ -631,8 +702,7 @@ pub fn note_peer(peer: i32, bytes: u64, t: i64) {
 
 #[cold]
 fn new_peer(p: &PeerSlot, t: i64) {
-    if p
-        .first
+    if p.first
         .compare_exchange(0, t, Ordering::Relaxed, Ordering::Relaxed)
         .is_ok()
     {
@@ -652,8 +722,18 @@ fn write_peer_samples(t: i64) {
             continue;
         }
         let key = rank as i64;
-        events::record_sample(t, "mpi.peer.messages", key, p.messages.load(Ordering::Relaxed) as f64);
-        events::record_sample(t, "mpi.peer.bytes", key, p.bytes.load(Ordering::Relaxed) as f64);
+        events::record_sample(
+            t,
+            "mpi.peer.messages",
+            key,
+            p.messages.load(Ordering::Relaxed) as f64,
+        );
+        events::record_sample(
+            t,
+            "mpi.peer.bytes",
+            key,
+            p.bytes.load(Ordering::Relaxed) as f64,
+        );
         events::record_sample(t, "mpi.peer.first_contact_ns", key, first as f64);
     }
 }
@@ -661,10 +741,26 @@ fn write_peer_samples(t: i64) {
 fn register_metrics() {
     use hyscope_format::manifest::MetricInfo;
     let defs = [
-        ("mpi.connections", "peers", "distinct point-to-point peers of this rank so far (a sample each time a new one appears)"),
-        ("mpi.peer.messages", "messages", "point-to-point messages sent to and received from peer `key` (world rank)"),
-        ("mpi.peer.bytes", "bytes", "point-to-point bytes sent to and received from peer `key`"),
-        ("mpi.peer.first_contact_ns", "ns", "collector clock at the first message with peer `key`"),
+        (
+            "mpi.connections",
+            "peers",
+            "distinct point-to-point peers of this rank so far (a sample each time a new one appears)",
+        ),
+        (
+            "mpi.peer.messages",
+            "messages",
+            "point-to-point messages sent to and received from peer `key` (world rank)",
+        ),
+        (
+            "mpi.peer.bytes",
+            "bytes",
+            "point-to-point bytes sent to and received from peer `key`",
+        ),
+        (
+            "mpi.peer.first_contact_ns",
+            "ns",
+            "collector clock at the first message with peer `key`",
+        ),
     ];
     session::with_manifest(|m| {
         for (name, unit, description) in defs {

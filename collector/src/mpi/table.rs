@@ -48,6 +48,16 @@ impl HandleTable {
 
     /// Insert or replace `key`. False when no slot is free near its home.
     pub fn insert(&self, key: usize, val: [u64; WORDS]) -> bool {
+        self.insert_with(key, val, true)
+    }
+
+    /// Insert `key` as one more entry even if it is already present (MPI may hand
+    /// out one handle for several requests: Open MPI's `ompi_request_empty`).
+    pub fn insert_dup(&self, key: usize, val: [u64; WORDS]) -> bool {
+        self.insert_with(key, val, false)
+    }
+
+    fn insert_with(&self, key: usize, val: [u64; WORDS], replace: bool) -> bool {
         if key <= TOMB {
             return false;
         }
@@ -55,7 +65,7 @@ impl HandleTable {
         for i in 0..MAX_PROBE.min(self.mask + 1) {
             let s = (h + i) & self.mask;
             let k = self.keys[s].load(Ordering::Acquire);
-            if (k == EMPTY || k == TOMB || k == key)
+            if (k == EMPTY || k == TOMB || (replace && k == key))
                 && self.keys[s]
                     .compare_exchange(k, BUSY, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
@@ -89,6 +99,36 @@ impl HandleTable {
             }
         }
         None
+    }
+
+    /// Among the entries of `key`, the one with the smallest `score(payload)`.
+    #[inline]
+    pub fn get_best(
+        &self,
+        key: usize,
+        score: impl Fn(&[u64; WORDS]) -> u64,
+    ) -> Option<(usize, [u64; WORDS])> {
+        if key <= TOMB {
+            return None;
+        }
+        let h = self.home(key);
+        let mut best: Option<(u64, usize, [u64; WORDS])> = None;
+        for i in 0..MAX_PROBE.min(self.mask + 1) {
+            let s = (h + i) & self.mask;
+            let k = self.keys[s].load(Ordering::Acquire);
+            if k == key {
+                let v: [u64; WORDS] =
+                    std::array::from_fn(|w| self.vals[s][w].load(Ordering::Relaxed));
+                let sc = score(&v);
+                if best.as_ref().is_none_or(|b| sc < b.0) {
+                    best = Some((sc, s, v));
+                }
+            }
+            if k == EMPTY {
+                break;
+            }
+        }
+        best.map(|(_, s, v)| (s, v))
     }
 
     /// Change one payload word of the entry in `slot` (owner only).
@@ -131,6 +171,14 @@ mod tests {
         // Replacing keeps one entry.
         assert!(t.insert(1000 * 8, [9; WORDS]));
         assert_eq!(t.get(1000 * 8).unwrap().1[0], 9);
+        // Duplicates: the best by score, then the other.
+        let t = HandleTable::new(6);
+        assert!(t.insert_dup(64, [5; WORDS]));
+        assert!(t.insert_dup(64, [3; WORDS]));
+        let (s, v) = t.get_best(64, |v| v[0]).unwrap();
+        assert_eq!(v[0], 3);
+        t.remove(s, 64);
+        assert_eq!(t.get_best(64, |v| v[0]).unwrap().1[0], 5);
     }
 
     #[test]

@@ -59,7 +59,14 @@ macro_rules! wrappers {
 
 /// A point-to-point send: peer, tag, bytes, communicator; counts the peer.
 #[inline]
-fn send(r: &mut MpiRecord, count: c_int, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> CommInfo {
+fn send(
+    r: &mut MpiRecord,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> CommInfo {
     let c = comm_info(comm);
     r.comm_id = c.id;
     r.peer = c.world_rank(dest);
@@ -75,7 +82,11 @@ fn post_recv(r: &mut MpiRecord, source: c_int, tag: c_int, comm: MPI_Comm) -> Co
     let c = comm_info(comm);
     r.comm_id = c.id;
     r.peer = c.world_rank(source);
-    r.tag = if tag < 0 { hyscope_format::schema::ANY } else { tag };
+    r.tag = if tag < 0 {
+        hyscope_format::schema::ANY
+    } else {
+        tag
+    };
     c
 }
 
@@ -93,11 +104,12 @@ fn rooted(r: &mut MpiRecord, comm: MPI_Comm, root: c_int) -> (CommInfo, bool) {
     (c, c.rank == root)
 }
 
-/// Request handles saved before a completion call overwrites them.
+/// The entries of the requests of a completion call, taken before the call
+/// (see [`Taken`]); each is finished exactly once afterwards.
 pub struct Saved {
     n: usize,
-    stack: [usize; 16],
-    heap: Vec<usize>,
+    stack: [Taken; 16],
+    heap: Vec<Taken>,
 }
 
 impl Saved {
@@ -108,29 +120,52 @@ impl Saved {
         let n = if reqs.is_null() { 0 } else { n.max(0) as usize };
         let mut s = Saved {
             n,
-            stack: [0; 16],
+            stack: [Taken::NONE; 16],
             heap: Vec::new(),
         };
         // SAFETY: guaranteed by the caller.
         let src = unsafe { std::slice::from_raw_parts(reqs, n) };
         if n <= 16 {
             for (d, q) in s.stack.iter_mut().zip(src) {
-                *d = q.key();
+                *d = Taken::take(q.key());
             }
         } else {
-            s.heap = src.iter().map(|q| q.key()).collect();
+            s.heap = src.iter().map(|q| Taken::take(q.key())).collect();
         }
         s
     }
 
     #[inline]
-    pub fn get(&self, i: usize) -> usize {
+    fn slot(&mut self, i: usize) -> Option<&mut Taken> {
         if i >= self.n {
-            request_null()
+            None
         } else if self.n <= 16 {
-            self.stack[i]
+            Some(&mut self.stack[i])
         } else {
-            self.heap[i]
+            Some(&mut self.heap[i])
+        }
+    }
+
+    /// Request i completed with `status`.
+    ///
+    /// # Safety
+    /// `status` is null or filled by MPI for request i.
+    #[inline]
+    pub unsafe fn done(&mut self, i: usize, status: *const MPI_Status, t: i64, callsite: usize) {
+        if let Some(s) = self.slot(i) {
+            let taken = std::mem::replace(s, Taken::NONE);
+            // SAFETY: forwarded.
+            unsafe { taken.completed(status, t, callsite) };
+        }
+    }
+
+    /// Put back every request not reported as completed.
+    #[inline]
+    pub fn rest_back(&mut self) {
+        for i in 0..self.n {
+            if let Some(s) = self.slot(i) {
+                std::mem::replace(s, Taken::NONE).put_back();
+            }
         }
     }
 }
@@ -290,18 +325,14 @@ wrappers! {
             }
         }
     MPI_Mrecv = PMPI_Mrecv(buf: *mut c_void, count: c_int, dt: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status)
-        pre { let mut own = zero_status(); if status_ignored(status) { status = &mut own; } let msg = (*message).key(); }
+        pre { let mut own = zero_status(); if status_ignored(status) { status = &mut own; } let c = alias_info((*message).key()); forget_handle((*message).key()); }
         |r, rc| {
-            let c = alias_info(msg);
-            forget_handle(msg);
             r.comm_id = c.id;
             if rc == 0 { recv_from_status(&mut r, &c, status); }
         }
     MPI_Imrecv = PMPI_Imrecv(buf: *mut c_void, count: c_int, dt: MPI_Datatype, message: *mut MPI_Message, req: *mut MPI_Request)
-        pre { let msg = (*message).key(); }
+        pre { let c = alias_info((*message).key()); forget_handle((*message).key()); }
         |r, rc| {
-            let c = alias_info(msg);
-            forget_handle(msg);
             r.comm_id = c.id;
             if rc == 0 { new_request(&mut r, *req, ReqKind::Recv, false, 0, &c); }
         }
@@ -321,72 +352,77 @@ wrappers! {
         pre { let key = (*req).key(); }
         |r, rc| { if rc == 0 { start_request(&mut r, key); } }
     MPI_Startall = PMPI_Startall(count: c_int, reqs: *mut MPI_Request)
-        pre { let saved = Saved::new(count, reqs); }
         |r, rc| {
             // One row for the call; per-request ids are on the completions.
-            if rc == 0 {
+            if rc == 0 && !reqs.is_null() {
                 for i in 0..count.max(0) as usize {
                     let mut one = r;
-                    start_request(&mut one, saved.get(i));
+                    start_request(&mut one, (*reqs.add(i)).key());
                     r.bytes_sent = one.bytes_sent;
                     if count == 1 { r = one; }
                 }
             }
         }
     MPI_Request_free = PMPI_Request_free(req: *mut MPI_Request)
-        pre { let key = (*req).key(); }
-        |r, rc| { if rc == 0 { free_request(key); } }
+        pre { free_request((*req).key()); }
+        |r, rc| {}
     MPI_Cancel = PMPI_Cancel(req: *mut MPI_Request)
         |r, rc| {}
 
-    // ---- completion
+    // ---- completion (entries taken before the call, see `Taken`)
     MPI_Wait = PMPI_Wait(req: *mut MPI_Request, status: *mut MPI_Status)
-        pre { let key = (*req).key(); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
-        |r, rc| { if rc == 0 { complete(key, status, r.end_ns, r.callsite as usize); } }
+        pre { let taken = Taken::take((*req).key()); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
+        |r, rc| { taken.finish(rc == 0, status, r.end_ns, r.callsite as usize); }
     MPI_Test = PMPI_Test(req: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status)
-        pre { let key = (*req).key(); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
-        |r, rc| { if rc == 0 && is_true(flag) { complete(key, status, r.end_ns, r.callsite as usize); } }
+        pre { let taken = Taken::take((*req).key()); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
+        |r, rc| { taken.finish(rc == 0 && is_true(flag), status, r.end_ns, r.callsite as usize); }
     MPI_Waitall = PMPI_Waitall(count: c_int, reqs: *mut MPI_Request, statuses: *mut MPI_Status)
-        pre { let saved = Saved::new(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
+        pre { let mut saved = Saved::new(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
         |r, rc| {
             if rc == 0 {
-                for i in 0..count.max(0) as usize { complete(saved.get(i), statuses.add(i), r.end_ns, r.callsite as usize); }
+                for i in 0..count.max(0) as usize { saved.done(i, statuses.add(i), r.end_ns, r.callsite as usize); }
             }
+            saved.rest_back();
         }
     MPI_Testall = PMPI_Testall(count: c_int, reqs: *mut MPI_Request, flag: *mut c_int, statuses: *mut MPI_Status)
-        pre { let saved = Saved::new(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
+        pre { let mut saved = Saved::new(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
         |r, rc| {
             if rc == 0 && is_true(flag) {
-                for i in 0..count.max(0) as usize { complete(saved.get(i), statuses.add(i), r.end_ns, r.callsite as usize); }
+                for i in 0..count.max(0) as usize { saved.done(i, statuses.add(i), r.end_ns, r.callsite as usize); }
             }
+            saved.rest_back();
         }
     MPI_Waitany = PMPI_Waitany(count: c_int, reqs: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status)
-        pre { let saved = Saved::new(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
+        pre { let mut saved = Saved::new(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
         |r, rc| {
-            if rc == 0 && *index >= 0 { complete(saved.get(*index as usize), status, r.end_ns, r.callsite as usize); }
+            if rc == 0 && *index >= 0 { saved.done(*index as usize, status, r.end_ns, r.callsite as usize); }
+            saved.rest_back();
         }
     MPI_Testany = PMPI_Testany(count: c_int, reqs: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status)
-        pre { let saved = Saved::new(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
+        pre { let mut saved = Saved::new(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
         |r, rc| {
-            if rc == 0 && is_true(flag) && *index >= 0 { complete(saved.get(*index as usize), status, r.end_ns, r.callsite as usize); }
+            if rc == 0 && is_true(flag) && *index >= 0 { saved.done(*index as usize, status, r.end_ns, r.callsite as usize); }
+            saved.rest_back();
         }
     MPI_Waitsome = PMPI_Waitsome(incount: c_int, reqs: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status)
-        pre { let saved = Saved::new(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
+        pre { let mut saved = Saved::new(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
         |r, rc| {
             if rc == 0 && *outcount > 0 {
                 for k in 0..*outcount as usize {
-                    complete(saved.get(*indices.add(k) as usize), statuses.add(k), r.end_ns, r.callsite as usize);
+                    saved.done(*indices.add(k) as usize, statuses.add(k), r.end_ns, r.callsite as usize);
                 }
             }
+            saved.rest_back();
         }
     MPI_Testsome = PMPI_Testsome(incount: c_int, reqs: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status)
-        pre { let saved = Saved::new(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
+        pre { let mut saved = Saved::new(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
         |r, rc| {
             if rc == 0 && *outcount > 0 {
                 for k in 0..*outcount as usize {
-                    complete(saved.get(*indices.add(k) as usize), statuses.add(k), r.end_ns, r.callsite as usize);
+                    saved.done(*indices.add(k) as usize, statuses.add(k), r.end_ns, r.callsite as usize);
                 }
             }
+            saved.rest_back();
         }
 
     // ---- blocking collectives
@@ -534,8 +570,9 @@ wrappers! {
                                                                      info: MPI_Info, reorder: c_int, newcomm: *mut MPI_Comm)
         |r, rc| { if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Comm_free = PMPI_Comm_free(comm: *mut MPI_Comm)
-        pre { let key = (*comm).key(); r.comm_id = comm_info(*comm).id; }
-        |r, rc| { if rc == 0 { forget_handle(key); } }
+        // Forgotten before the call: once freed, another thread may get the same handle.
+        pre { r.comm_id = comm_info(*comm).id; forget_handle((*comm).key()); }
+        |r, rc| {}
     MPI_Comm_group = PMPI_Comm_group(comm: MPI_Comm, group: *mut MPI_Group)
         |r, rc| { coll(&mut r, comm); }
     MPI_Group_incl = PMPI_Group_incl(group: MPI_Group, n: c_int, ranks: *const c_int, newgroup: *mut MPI_Group)
@@ -551,8 +588,8 @@ wrappers! {
     MPI_Win_allocate = PMPI_Win_allocate(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win)
         |r, rc| { coll(&mut r, comm); if rc == 0 { register_alias((*win).key(), comm); } }
     MPI_Win_free = PMPI_Win_free(win: *mut MPI_Win)
-        pre { let key = (*win).key(); r.comm_id = alias_info(key).id; }
-        |r, rc| { if rc == 0 { forget_handle(key); } }
+        pre { r.comm_id = alias_info((*win).key()).id; forget_handle((*win).key()); }
+        |r, rc| {}
     MPI_Win_fence = PMPI_Win_fence(assert: c_int, win: MPI_Win)
         |r, rc| { r.comm_id = alias_info(win.key()).id; }
     MPI_Win_lock = PMPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win)
@@ -588,8 +625,8 @@ wrappers! {
     MPI_File_open = PMPI_File_open(comm: MPI_Comm, filename: *const c_char, amode: c_int, info: MPI_Info, fh: *mut MPI_File)
         |r, rc| { coll(&mut r, comm); if rc == 0 { register_alias((*fh).key(), comm); } }
     MPI_File_close = PMPI_File_close(fh: *mut MPI_File)
-        pre { let key = (*fh).key(); r.comm_id = alias_info(key).id; }
-        |r, rc| { if rc == 0 { forget_handle(key); } }
+        pre { r.comm_id = alias_info((*fh).key()).id; forget_handle((*fh).key()); }
+        |r, rc| {}
     MPI_File_read = PMPI_File_read(fh: MPI_File, buf: *mut c_void, count: c_int, dt: MPI_Datatype, status: *mut MPI_Status)
         |r, rc| { r.comm_id = alias_info(fh.key()).id; r.bytes_recv = nbytes(count, dt); }
     MPI_File_write = PMPI_File_write(fh: MPI_File, buf: *const c_void, count: c_int, dt: MPI_Datatype, status: *mut MPI_Status)
@@ -632,8 +669,21 @@ wrappers! {
 
 /// Gather/Allgather: send my block; the receiving rank gets `size` blocks.
 #[allow(clippy::too_many_arguments)]
-fn gather(r: &mut MpiRecord, c: &CommInfo, receiver: bool, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvcount: c_int, recvtype: MPI_Datatype) {
-    let mine = if in_place(sendbuf) { nbytes(recvcount, recvtype) } else { nbytes(sendcount, sendtype) };
+fn gather(
+    r: &mut MpiRecord,
+    c: &CommInfo,
+    receiver: bool,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) {
+    let mine = if in_place(sendbuf) {
+        nbytes(recvcount, recvtype)
+    } else {
+        nbytes(sendcount, sendtype)
+    };
     r.bytes_sent = mine;
     if receiver {
         r.bytes_recv = nbytes(recvcount, recvtype) * c.size.max(0) as u64;
@@ -641,11 +691,28 @@ fn gather(r: &mut MpiRecord, c: &CommInfo, receiver: bool, sendbuf: *const c_voi
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn gatherv(r: &mut MpiRecord, c: &CommInfo, receiver: bool, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvcounts: *const c_int, recvtype: MPI_Datatype) {
-    let all = if receiver { unsafe { nbytes_v(recvcounts, c.size, recvtype) } } else { 0 };
+unsafe fn gatherv(
+    r: &mut MpiRecord,
+    c: &CommInfo,
+    receiver: bool,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvcounts: *const c_int,
+    recvtype: MPI_Datatype,
+) {
+    let all = if receiver {
+        unsafe { nbytes_v(recvcounts, c.size, recvtype) }
+    } else {
+        0
+    };
     r.bytes_sent = if in_place(sendbuf) {
         // My block is already in place: its size is my entry of recvcounts.
-        if receiver && !recvcounts.is_null() && c.rank >= 0 { nbytes(unsafe { *recvcounts.add(c.rank as usize) }, recvtype) } else { 0 }
+        if receiver && !recvcounts.is_null() && c.rank >= 0 {
+            nbytes(unsafe { *recvcounts.add(c.rank as usize) }, recvtype)
+        } else {
+            0
+        }
     } else {
         nbytes(sendcount, sendtype)
     };
@@ -653,39 +720,97 @@ unsafe fn gatherv(r: &mut MpiRecord, c: &CommInfo, receiver: bool, sendbuf: *con
 }
 
 #[allow(clippy::too_many_arguments)]
-fn scatter(r: &mut MpiRecord, c: &CommInfo, root: bool, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) {
+fn scatter(
+    r: &mut MpiRecord,
+    c: &CommInfo,
+    root: bool,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) {
     if root {
         r.bytes_sent = nbytes(sendcount, sendtype) * c.size.max(0) as u64;
     }
-    r.bytes_recv = if in_place(recvbuf) { nbytes(sendcount, sendtype) } else { nbytes(recvcount, recvtype) };
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn scatterv(r: &mut MpiRecord, c: &CommInfo, root: bool, sendcounts: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype) {
-    if root {
-        r.bytes_sent = unsafe { nbytes_v(sendcounts, c.size, sendtype) };
-    }
     r.bytes_recv = if in_place(recvbuf) {
-        if root && !sendcounts.is_null() && c.rank >= 0 { nbytes(unsafe { *sendcounts.add(c.rank as usize) }, sendtype) } else { 0 }
+        nbytes(sendcount, sendtype)
     } else {
         nbytes(recvcount, recvtype)
     };
 }
 
-fn alltoall(r: &mut MpiRecord, c: &CommInfo, sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvcount: c_int, recvtype: MPI_Datatype) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatterv(
+    r: &mut MpiRecord,
+    c: &CommInfo,
+    root: bool,
+    sendcounts: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) {
+    if root {
+        r.bytes_sent = unsafe { nbytes_v(sendcounts, c.size, sendtype) };
+    }
+    r.bytes_recv = if in_place(recvbuf) {
+        if root && !sendcounts.is_null() && c.rank >= 0 {
+            nbytes(unsafe { *sendcounts.add(c.rank as usize) }, sendtype)
+        } else {
+            0
+        }
+    } else {
+        nbytes(recvcount, recvtype)
+    };
+}
+
+fn alltoall(
+    r: &mut MpiRecord,
+    c: &CommInfo,
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+) {
     let n = c.size.max(0) as u64;
     r.bytes_recv = nbytes(recvcount, recvtype) * n;
-    r.bytes_sent = if in_place(sendbuf) { r.bytes_recv } else { nbytes(sendcount, sendtype) * n };
+    r.bytes_sent = if in_place(sendbuf) {
+        r.bytes_recv
+    } else {
+        nbytes(sendcount, sendtype) * n
+    };
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn alltoallv(r: &mut MpiRecord, c: &CommInfo, sendbuf: *const c_void, sendcounts: *const c_int, sendtype: MPI_Datatype, recvcounts: *const c_int, recvtype: MPI_Datatype) {
+unsafe fn alltoallv(
+    r: &mut MpiRecord,
+    c: &CommInfo,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sendtype: MPI_Datatype,
+    recvcounts: *const c_int,
+    recvtype: MPI_Datatype,
+) {
     r.bytes_recv = unsafe { nbytes_v(recvcounts, c.size, recvtype) };
-    r.bytes_sent = if in_place(sendbuf) { r.bytes_recv } else { unsafe { nbytes_v(sendcounts, c.size, sendtype) } };
+    r.bytes_sent = if in_place(sendbuf) {
+        r.bytes_recv
+    } else {
+        unsafe { nbytes_v(sendcounts, c.size, sendtype) }
+    };
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe fn alltoallw(r: &mut MpiRecord, c: &CommInfo, sendbuf: *const c_void, sendcounts: *const c_int, sendtypes: *const MPI_Datatype, recvcounts: *const c_int, recvtypes: *const MPI_Datatype) {
+unsafe fn alltoallw(
+    r: &mut MpiRecord,
+    c: &CommInfo,
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvcounts: *const c_int,
+    recvtypes: *const MPI_Datatype,
+) {
     let sum = |counts: *const c_int, types: *const MPI_Datatype| -> u64 {
         if counts.is_null() || types.is_null() {
             return 0;
@@ -696,10 +821,19 @@ unsafe fn alltoallw(r: &mut MpiRecord, c: &CommInfo, sendbuf: *const c_void, sen
             .sum()
     };
     r.bytes_recv = sum(recvcounts, recvtypes);
-    r.bytes_sent = if in_place(sendbuf) { r.bytes_recv } else { sum(sendcounts, sendtypes) };
+    r.bytes_sent = if in_place(sendbuf) {
+        r.bytes_recv
+    } else {
+        sum(sendcounts, sendtypes)
+    };
 }
 
-unsafe fn reduce_scatter(r: &mut MpiRecord, c: &CommInfo, recvcounts: *const c_int, dt: MPI_Datatype) {
+unsafe fn reduce_scatter(
+    r: &mut MpiRecord,
+    c: &CommInfo,
+    recvcounts: *const c_int,
+    dt: MPI_Datatype,
+) {
     r.bytes_sent = unsafe { nbytes_v(recvcounts, c.size, dt) };
     if !recvcounts.is_null() && c.rank >= 0 {
         r.bytes_recv = nbytes(unsafe { *recvcounts.add(c.rank as usize) }, dt);

@@ -1,0 +1,135 @@
+//! Shared helpers of the MPI end-to-end tests: build a program from
+//! `tests/mpi/` with the real `mpicc`/`mpif90`, run it with the real `mpirun`
+//! under `libhyscope.so`, read the trace back with `hyscope_format`.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use hyscope_format::reader::{ScanOptions, Trace};
+use hyscope_format::schema::{MpiRecord, SampleRecord, mpi_call};
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The preload library cargo built for this test run (next to the test binary).
+pub fn library() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    for dir in [deps, deps.parent().unwrap()] {
+        let p = dir.join("libhyscope.so");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("libhyscope.so not found next to {}", exe.display());
+}
+
+pub fn tmp() -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mpi-tests");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compile `tests/mpi/<src>` with `compiler` (mpicc or mpif90), once per test binary.
+pub fn build(src: &str, compiler: &str, extra: &[&str]) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = built.get(src) {
+        return p.clone();
+    }
+    let out = tmp().join(format!(
+        "{}-{}",
+        Path::new(src).file_stem().unwrap().to_string_lossy(),
+        std::process::id()
+    ));
+    let st = Command::new(compiler)
+        .args(["-g", "-O1", "-o"])
+        .arg(&out)
+        .arg(repo().join("tests/mpi").join(src))
+        .args(extra)
+        .status()
+        .expect("run the MPI compiler");
+    assert!(st.success(), "{compiler} {src} failed");
+    built.insert(src.to_string(), out.clone());
+    out
+}
+
+pub struct Run {
+    pub code: Option<i32>,
+    pub dir: PathBuf,
+    pub stderr: String,
+}
+
+/// `mpirun -np <np>` the program under the collector; the trace goes to a fresh directory.
+pub fn run(prog: &Path, np: u32, name: &str) -> Run {
+    let dir = tmp().join(format!("trace-{name}-{np}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            &np.to_string(),
+        ])
+        .args(["-x", &format!("LD_PRELOAD={}", library().display())])
+        .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
+        .arg(prog)
+        .output()
+        .expect("run mpirun");
+    Run {
+        code: out.status.code(),
+        dir,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn mpi_rows(trace: &Trace) -> Vec<(u32, MpiRecord)> {
+    trace
+        .read_records::<MpiRecord>(&ScanOptions::default())
+        .unwrap()
+}
+
+pub fn samples(trace: &Trace) -> Vec<(u32, SampleRecord)> {
+    trace
+        .read_records::<SampleRecord>(&ScanOptions::default())
+        .unwrap()
+}
+
+/// Rows of `rank` with call `name`.
+pub fn calls<'a>(rows: &'a [(u32, MpiRecord)], rank: u32, name: &str) -> Vec<&'a MpiRecord> {
+    let code = mpi_call::code(name).unwrap();
+    rows.iter()
+        .filter(|(r, m)| *r == rank && m.call == code)
+        .map(|(_, m)| m)
+        .collect()
+}
+
+/// Call name → count for one rank.
+pub fn histogram(rows: &[(u32, MpiRecord)], rank: u32) -> BTreeMap<&'static str, usize> {
+    let mut h = BTreeMap::new();
+    for (_, m) in rows.iter().filter(|(r, _)| *r == rank) {
+        *h.entry(mpi_call::name(m.call)).or_insert(0) += 1;
+    }
+    h
+}
+
+/// The completion row of a request id (exactly one).
+pub fn completion(rows: &[(u32, MpiRecord)], rank: u32, id: u64) -> MpiRecord {
+    let c: Vec<_> = calls(rows, rank, "REQUEST_COMPLETE")
+        .into_iter()
+        .filter(|m| m.request_id == id)
+        .collect();
+    assert_eq!(
+        c.len(),
+        1,
+        "rank {rank}: completions of request {id}: {c:?}"
+    );
+    *c[0]
+}
