@@ -109,6 +109,9 @@ pub struct Args {
     /// (also HYSCOPE_LIB).
     #[arg(long, value_name = "FILE")]
     lib: Option<PathBuf>,
+    /// Print the collector library, the variables set and the command run.
+    #[arg(short, long)]
+    verbose: bool,
     /// The command: a program, or an MPI launcher (mpirun, mpiexec, srun) with its program.
     #[arg(
         trailing_var_arg = true,
@@ -248,12 +251,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
 
+    if args.verbose && is_rank0 {
+        eprintln!("hyscope: collector {}", lib.display());
+        eprintln!("hyscope: position {position:?}, MPI flavour {flavour:?}");
+        for (k, v) in &env {
+            eprintln!("hyscope: set {k}={v}");
+        }
+    }
+
     let started = Instant::now();
     let status = match position {
         Position::Launcher(kind) => {
             let mut cmd = Command::new(&command[0]);
             cmd.args(launcher_env_args(kind, &env));
             cmd.args(&command[1..]);
+            if args.verbose {
+                eprintln!("hyscope: run {cmd:?}");
+            }
             // The HYSCOPE_* variables (not LD_PRELOAD) may also live in the launcher's
             // own environment: harmless, and it lets launchers that forward everything work.
             for (k, v) in &env {
@@ -447,7 +461,7 @@ fn find_library(explicit: Option<&Path>, flavour: Option<Flavour>) -> anyhow::Re
     for dir in &candidates {
         let p = dir.join(name);
         if p.is_file() {
-            return Ok(p);
+            return Ok(p.canonicalize().unwrap_or(p));
         }
     }
     let looked: Vec<String> = candidates.iter().map(|d| d.display().to_string()).collect();

@@ -5,7 +5,8 @@ mod record_support;
 
 use std::path::Path;
 
-use hyscope_format::{OmpKind, Trace};
+use hyscope_format::schema::mpi_call;
+use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace};
 use record_support::*;
 
 /// Both ranks wrote their part of the trace, with the OpenMP regions the program has.
@@ -23,6 +24,26 @@ fn check_trace(dir: &Path) {
             4,
             "rank {rank}"
         );
+    }
+    // The MPI calls of the program, per rank.
+    let mpi: Vec<(u32, MpiRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    for rank in [0, 1] {
+        let calls = |c: u16| {
+            mpi.iter()
+                .filter(|(r, m)| *r == rank && m.call == c)
+                .count()
+        };
+        for (call, n) in [
+            (mpi_call::MPI_Init_thread, 1),
+            (mpi_call::MPI_Irecv, 1),
+            (mpi_call::MPI_Isend, 1),
+            (mpi_call::MPI_Waitall, 1),
+            (mpi_call::MPI_Allreduce, 1),
+            (mpi_call::MPI_Finalize, 1),
+            (mpi_call::REQUEST_COMPLETE, 2),
+        ] {
+            assert_eq!(calls(call), n, "rank {rank}: {}", mpi_call::name(call));
+        }
     }
 }
 
