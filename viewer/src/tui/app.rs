@@ -216,7 +216,7 @@ impl App {
 pub fn footer_keys(tab: Tab) -> &'static str {
     match tab {
         Tab::Timeline => {
-            "←→ cursor  H/L pan  +/- zoom  0 all  ↑↓ row  ⏎ threads  v select  / filter  ? help  q quit"
+            "←→ cursor H/L pan +/- zoom 0 all ↑↓ row ⏎ threads v range / filter ? help q quit"
         }
         Tab::Mpi => "Tab/1-7 tabs  ←→ view  ↑↓ select  s sort  S order  / filter  ? help  q quit",
         Tab::Summary | Tab::Memory | Tab::Energy => {

@@ -21,7 +21,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 Paragraph::new(vec![
                     Line::styled("Energy: not measured", Style::default().fg(Color::Yellow)),
                     Line::from(""),
-                    Line::from(format!("why: {why}")),
+                    Line::from(why.clone()),
                 ])
                 .wrap(ratatui::widgets::Wrap { trim: true })
                 .block(widgets::block("Energy")),

@@ -44,6 +44,22 @@ pub fn color(s: State) -> Color {
     }
 }
 
+/// Legend names short enough for 80 columns.
+fn short_name(s: State) -> &'static str {
+    match s {
+        State::Serial => "serial",
+        State::Compute => "compute",
+        State::OmpRuntime => "omp-rt",
+        State::BarrierWait => "barrier",
+        State::LockWait => "lock",
+        State::Task => "task",
+        State::MpiP2p => "p2p",
+        State::MpiCollective => "coll",
+        State::MpiWait => "mpi-wait",
+        State::MpiOther => "mpi",
+    }
+}
+
 /// Sum the cells of several index rows (a rank row sums its threads).
 fn row_cells(
     ix: &TimelineIndex,
@@ -445,7 +461,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
     let mut leg = Vec::new();
     for s in State::ALL {
         leg.push(Span::styled("█", Style::default().fg(color(s))));
-        leg.push(Span::raw(format!("{} ", s.name())));
+        leg.push(Span::raw(format!("{} ", short_name(s))));
     }
     f.render_widget(Paragraph::new(Line::from(leg)), legend);
 
