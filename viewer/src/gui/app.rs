@@ -259,6 +259,9 @@ impl GuiApp {
             if i.key_pressed(Key::C) {
                 self.show_counters = !self.show_counters;
             }
+            if i.key_pressed(Key::M) {
+                self.tl.shares = !self.tl.shares;
+            }
             if i.modifiers.command && i.key_pressed(Key::F) {
                 self.focus_search = true;
             }
@@ -291,8 +294,10 @@ impl GuiApp {
             if ui.button("fit (Home)").clicked() {
                 self.fit();
             }
+            ui.checkbox(&mut self.tl.shares, "shares (M)")
+                .on_hover_text("each pixel column split by the share of each state, instead of its dominant state");
             ui.label(format!("view {} – {}", fmt_ns(self.view.t0), fmt_ns(self.view.t1)));
-            ui.weak("wheel: zoom · drag: pan · shift/right-drag: select · Z: zoom to selection · Esc: clear · T: theme · C: counters");
+            ui.weak("wheel: zoom · drag: pan · shift/right-drag: select · Z: zoom to selection · Esc: clear · T: theme · C: counters · M: shares");
         });
         if !self.search.is_empty() {
             ui.horizontal_wrapped(|ui| {
@@ -459,33 +464,78 @@ impl GuiApp {
         }
         let n = families.len().min(4);
         let h = (ui.available_height() / n as f32 - 4.0).max(40.0);
-        let (v0, v1) = (self.view.t0 / 1e9, self.view.t1 / 1e9);
-        // Align the plots with the timeline body.
+        let view = self.view;
+        // Align the plots with the timeline body: same left edge, same width,
+        // same time axis (relative ns); the y range goes into the label.
+        let body = self.tl.body.first().copied();
         for (fam, tracks) in families.iter().take(4) {
             ui.horizontal(|ui| {
-                ui.add_sized([timeline::LABEL_W - 8.0, h], egui::Label::new(fam.as_str()));
+                let (lo, hi) = tracks
+                    .iter()
+                    .flat_map(|t| t.points.iter().map(|p| p.1))
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                        (a.min(v), b.max(v))
+                    });
+                let label_w = body.map_or(timeline::LABEL_W, |b| {
+                    b.left() - ui.cursor().left() - ui.spacing().item_spacing.x
+                });
+                ui.allocate_ui_with_layout(
+                    Vec2::new(label_w.max(20.0), h),
+                    egui::Layout::top_down(egui::Align::Min),
+                    |ui| {
+                        ui.set_width(label_w.max(20.0));
+                        ui.label(fam.as_str());
+                        ui.small(format!("max {}", short(hi)));
+                        ui.small(format!("min {}", short(lo)));
+                    },
+                );
+                let width = body.map_or(ui.available_width(), |b| b.width());
                 egui_plot::Plot::new(("counter", fam.as_str()))
                     .height(h)
+                    .width(width)
+                    .show_axes([false, false])
                     .allow_drag(false)
                     .allow_zoom(false)
                     .allow_scroll(false)
-                    .show_x(true)
+                    .allow_boxed_zoom(false)
+                    .allow_double_click_reset(false)
+                    .set_margin_fraction(Vec2::new(0.0, 0.1))
+                    .x_axis_formatter(|m, _| fmt_ns(m.value))
+                    .label_formatter(|h| match h {
+                        egui_plot::HoverPosition::NearDataPoint {
+                            plot_name,
+                            position,
+                            ..
+                        } => Some(format!(
+                            "{plot_name}\n{} at {}",
+                            short(position.y),
+                            fmt_ns(position.x)
+                        )),
+                        _ => None,
+                    })
                     .legend(egui_plot::Legend::default())
                     .show(ui, |p| {
                         for t in tracks {
-                            let pts: Vec<[f64; 2]> = t
+                            // Points in view (plus one either side), thinned to ~4 per pixel.
+                            let first = t
                                 .points
+                                .partition_point(|q| ((q.0 - origin) as f64) < view.t0)
+                                .saturating_sub(1);
+                            let last = (t
+                                .points
+                                .partition_point(|q| ((q.0 - origin) as f64) <= view.t1)
+                                + 1)
+                            .min(t.points.len());
+                            let slice = &t.points[first.min(last)..last];
+                            let step = (slice.len() / (4 * width.max(1.0) as usize)).max(1);
+                            let pts: Vec<[f64; 2]> = slice
                                 .iter()
-                                .map(|&(ts, v)| [(ts - origin) as f64 / 1e9, v])
-                                .filter(|p| p[0] >= v0 - (v1 - v0) && p[0] <= v1 + (v1 - v0))
+                                .step_by(step)
+                                .map(|&(ts, v)| [(ts - origin) as f64, v])
                                 .collect();
-                            let step = (pts.len() / 4000).max(1);
-                            let pts: Vec<[f64; 2]> = pts.into_iter().step_by(step).collect();
                             p.line(egui_plot::Line::new(t.name.clone(), pts));
                         }
-                        let b = p.plot_bounds();
-                        p.set_plot_bounds_x(v0..=v1);
-                        let _ = b;
+                        p.set_plot_bounds_x(view.t0..=view.t1);
                     });
             });
         }
@@ -572,6 +622,26 @@ impl GuiApp {
             });
         }
     }
+}
+
+/// A value in 3 significant digits with an SI suffix.
+fn short(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let a = v.abs();
+    let (d, suffix) = if a >= 1e12 {
+        (1e12, "T")
+    } else if a >= 1e9 {
+        (1e9, "G")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e3 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    format!("{:.3}{suffix}", v / d)
 }
 
 /// Save an image as binary PPM (P6): no image library needed.

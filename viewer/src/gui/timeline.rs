@@ -96,6 +96,9 @@ pub struct TimelineState {
     hover: Option<(HoverKey, Loading<Vec<Interval>>)>,
     /// Frame statistics: rectangles drawn last frame.
     pub rects_drawn: usize,
+    /// Draw each pixel column as stacked state shares instead of the dominant state
+    /// (shows minority states such as short barrier waits at any zoom).
+    pub shares: bool,
     /// Screen rectangle of each trace's timeline body last frame (row area right of the labels).
     pub body: Vec<Rect>,
 }
@@ -237,6 +240,10 @@ pub fn show(
         );
         hit_rows.push((row_rect, row));
         let cells = index.query(row, abs0, abs1, columns);
+        if st.shares {
+            rects += draw_shares(&painter, &cells, body.left(), row_rect, dark);
+            continue;
+        }
         let mut run: Option<(usize, State)> = None;
         for c in 0..=columns {
             let dom = cells.get(c).and_then(|x| x.dominant());
@@ -430,6 +437,59 @@ pub fn show(
     } else {
         st.hover = None;
     }
+}
+
+/// Stacked shares: each column split vertically by the time share of each
+/// state, quantised to whole pixels; equal neighbouring columns merge into one
+/// rectangle per state band.
+fn draw_shares(
+    painter: &egui::Painter,
+    cells: &[hyscope_analyzer::timeline::CellSummary],
+    left: f32,
+    row: Rect,
+    dark: bool,
+) -> usize {
+    let h = row.height().max(1.0);
+    let layout = |c: &hyscope_analyzer::timeline::CellSummary| -> [u8; 10] {
+        let mut out = [0u8; 10];
+        let covered = c.covered();
+        if covered == 0 {
+            return out;
+        }
+        let mut acc = 0u64;
+        for (i, t) in c.time.iter().enumerate() {
+            // Cumulative rounding keeps the bands summing to the row height.
+            let before = (acc as f64 / covered as f64 * h as f64).round() as u8;
+            acc += t;
+            let after = (acc as f64 / covered as f64 * h as f64).round() as u8;
+            out[i] = after - before;
+        }
+        out
+    };
+    let mut rects = 0;
+    let mut run: Option<(usize, [u8; 10])> = None;
+    for c in 0..=cells.len() {
+        let l = cells.get(c).map(layout);
+        if run.map(|r| r.1) != l {
+            if let Some((from, bands)) = run {
+                let mut y = row.top();
+                for (i, &b) in bands.iter().enumerate() {
+                    if b == 0 {
+                        continue;
+                    }
+                    let r = Rect::from_min_max(
+                        Pos2::new(left + from as f32, y),
+                        Pos2::new(left + c as f32, y + b as f32),
+                    );
+                    painter.rect_filled(r, 0.0, state_color(State::ALL[i], dark));
+                    rects += 1;
+                    y += b as f32;
+                }
+            }
+            run = l.map(|l| (c, l));
+        }
+    }
+    rects
 }
 
 enum Toggle {
