@@ -1,0 +1,92 @@
+//! Drives the real `hyscope tui` in a real terminal (tmux): every tab, zoom,
+//! help, quit; asserts on what the pane shows.
+
+#![allow(dead_code)]
+
+#[path = "tui_common.rs"]
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+struct Session(String);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).status();
+    }
+}
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Send keys, then wait until the pane shows `want` (or fail after 10 s).
+fn expect(s: &Session, keys: &[&str], want: &str) -> String {
+    for k in keys {
+        tmux(&["send-keys", "-t", &s.0, k]);
+    }
+    let start = Instant::now();
+    loop {
+        let pane = tmux(&["capture-pane", "-p", "-t", &s.0]);
+        if pane.contains(want) {
+            return pane;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "after {keys:?} the pane does not show {want:?}:\n{pane}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn real_terminal_through_every_tab() {
+    let dir = common::write_trace("tmux");
+    let name = format!("hyscope-tui-test-{}", std::process::id());
+    let done = dir.join("exit-status");
+    let cmd = format!(
+        "{} tui {}; echo $? > {}; sleep 30",
+        env!("CARGO_BIN_EXE_hyscope"),
+        dir.display(),
+        done.display()
+    );
+    tmux(&["new-session", "-d", "-s", &name, "-x", "100", "-y", "30", &cmd]);
+    let s = Session(name);
+
+    expect(&s, &[], "ranks 2  threads/rank 2  nodes 1");
+    expect(&s, &[], "POP efficiency (4 cores");
+    let p = expect(&s, &["2"], "Timeline 0 ns – 10.00 ms (10.00 ms shown)");
+    assert!(p.contains("▸rank 0") && p.contains("▸rank 1"), "{p}");
+    expect(&s, &["+"], "(5.00 ms shown)");
+    expect(&s, &["+"], "(2.50 ms shown)");
+    expect(&s, &["Enter"], " thread 1");
+    expect(&s, &["-"], "(5.00 ms shown)");
+    expect(&s, &["0"], "(10.00 ms shown)");
+    let p = expect(&s, &["3"], "OpenMP regions (1)");
+    assert!(p.contains("12.00 ms") && p.contains("160.0 µs"), "{p}");
+    expect(&s, &["Enter"], "threads of 0x401000");
+    expect(&s, &["4"], "r0t0");
+    let p = expect(&s, &["5"], "MPI calls (6)");
+    assert!(p.contains("1.01 MiB"), "{p}");
+    expect(&s, &["Right"], "eager 10  rendezvous 1");
+    expect(&s, &["Right"], "communication matrix");
+    expect(&s, &["Right"], "late sender");
+    expect(&s, &["6"], "20.00 MiB");
+    expect(&s, &["7"], "Energy: not measured");
+    expect(&s, &["?"], "Keys — any key closes");
+    expect(&s, &["Escape"], "Energy: not measured");
+    // Resize: the frame follows the terminal.
+    tmux(&["resize-window", "-t", &s.0, "-x", "80", "-y", "24"]);
+    expect(&s, &["1"], "ranks 2  threads/rank 2");
+    tmux(&["send-keys", "-t", &s.0, "q"]);
+    let start = Instant::now();
+    while !done.exists() {
+        assert!(start.elapsed() < Duration::from_secs(10), "hyscope tui did not quit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "0");
+}
