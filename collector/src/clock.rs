@@ -166,7 +166,12 @@ mod tests {
         let m1 = monotonic_ns();
         assert!(b > a);
         // Same time line as CLOCK_MONOTONIC within 200 µs over 20 ms.
-        assert!(((b - a) - (m1 - m0)).abs() < 200_000, "{} vs {}", b - a, m1 - m0);
+        assert!(
+            ((b - a) - (m1 - m0)).abs() < 200_000,
+            "{} vs {}",
+            b - a,
+            m1 - m0
+        );
         assert!((b - m1).abs() < 1_000_000);
         let info = info();
         assert!(info.source == "tsc" || info.source == "clock_monotonic");

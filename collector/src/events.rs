@@ -136,7 +136,8 @@ pub fn is_active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-pub(crate) fn mark_active() {
+/// Mark the process as one whose trace files must be written at exit.
+pub fn mark_active() {
     ACTIVE.store(true, Ordering::Relaxed);
 }
 
@@ -351,7 +352,10 @@ impl Writer {
             Full::Omp(b) => {
                 // SAFETY: handed off; the owner no longer touches it.
                 let block = unsafe { &*b };
-                let (from, to) = (block.taken.load(Ordering::Relaxed), block.len.load(Ordering::Acquire));
+                let (from, to) = (
+                    block.taken.load(Ordering::Relaxed),
+                    block.len.load(Ordering::Acquire),
+                );
                 // SAFETY: from <= to <= len.
                 let mut rows = unsafe { block.rows(from, to) }.to_vec();
                 self.write_omp(&mut rows);
@@ -360,7 +364,10 @@ impl Writer {
             Full::Mpi(b) => {
                 // SAFETY: as above.
                 let block = unsafe { &*b };
-                let (from, to) = (block.taken.load(Ordering::Relaxed), block.len.load(Ordering::Acquire));
+                let (from, to) = (
+                    block.taken.load(Ordering::Relaxed),
+                    block.len.load(Ordering::Acquire),
+                );
                 // SAFETY: from <= to <= len.
                 let mut rows = unsafe { block.rows(from, to) }.to_vec();
                 self.write_mpi(&mut rows);
@@ -400,7 +407,8 @@ impl Writer {
         if rows.is_empty() {
             return;
         }
-        self.addresses.extend(rows.iter().map(|r| r.codeptr).filter(|&a| a != 0));
+        self.addresses
+            .extend(rows.iter().map(|r| r.codeptr).filter(|&a| a != 0));
         let n = rows.len() as u64;
         let result = self.writer(Table::Omp).map(|w| w.write_omp(rows));
         self.account(result, n, |c| &mut c.omp);
@@ -410,7 +418,8 @@ impl Writer {
         if rows.is_empty() {
             return;
         }
-        self.addresses.extend(rows.iter().map(|r| r.callsite).filter(|&a| a != 0));
+        self.addresses
+            .extend(rows.iter().map(|r| r.callsite).filter(|&a| a != 0));
         let n = rows.len() as u64;
         let result = self.writer(Table::Mpi).map(|w| w.write_mpi(rows));
         self.account(result, n, |c| &mut c.mpi);
@@ -445,7 +454,10 @@ impl Writer {
     }
 
     fn close_parts(&mut self) {
-        for w in [&mut self.omp, &mut self.mpi, &mut self.samples].into_iter().flatten() {
+        for w in [&mut self.omp, &mut self.mpi, &mut self.samples]
+            .into_iter()
+            .flatten()
+        {
             if let Err(e) = w.flush() {
                 session::warn(&format!("cannot close a trace part ({e})"));
             }
@@ -470,7 +482,10 @@ pub fn flush_all() {
         if !b.is_null() {
             // SAFETY: see the module documentation: [taken, len) is stable and ours to copy.
             let block = unsafe { &*b };
-            let (from, to) = (block.taken.load(Ordering::Relaxed), block.len.load(Ordering::Acquire));
+            let (from, to) = (
+                block.taken.load(Ordering::Relaxed),
+                block.len.load(Ordering::Acquire),
+            );
             if to > from {
                 // SAFETY: from < to <= len.
                 let mut rows = unsafe { block.rows(from, to) }.to_vec();
@@ -482,7 +497,10 @@ pub fn flush_all() {
         if !b.is_null() {
             // SAFETY: as above.
             let block = unsafe { &*b };
-            let (from, to) = (block.taken.load(Ordering::Relaxed), block.len.load(Ordering::Acquire));
+            let (from, to) = (
+                block.taken.load(Ordering::Relaxed),
+                block.len.load(Ordering::Acquire),
+            );
             if to > from {
                 // SAFETY: from < to <= len.
                 let mut rows = unsafe { block.rows(from, to) }.to_vec();
@@ -492,6 +510,11 @@ pub fn flush_all() {
         }
     }
     w.close_parts();
+}
+
+/// True once writing the trace failed (the warning was given; nothing more is written).
+pub fn output_failed() -> bool {
+    lock(&WRITER).broken
 }
 
 /// Rows written so far per table.

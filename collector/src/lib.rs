@@ -51,7 +51,9 @@ static SINK: CollectorSink = CollectorSink;
 /// Run `f`, turning a panic into a warning: the collector never takes the application down.
 pub(crate) fn guarded(f: impl FnOnce()) {
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-        let _ = std::panic::catch_unwind(|| session::warn("internal error (see above); recording may be incomplete"));
+        let _ = std::panic::catch_unwind(|| {
+            session::warn("internal error (see above); recording may be incomplete")
+        });
     }
 }
 
@@ -68,6 +70,9 @@ pub unsafe extern "C" fn ompt_start_tool(
         return std::ptr::null_mut();
     }
     start();
+    // An OpenMP program: write the rank's files at exit even if (profile mode) no
+    // interval reached the buffers before.
+    events::mark_active();
     // SAFETY: forwarded from the runtime.
     unsafe { hyscope_ompt::start_tool(omp_version, runtime_version) }
 }
@@ -86,12 +91,12 @@ fn start() {
             hyscope_ompt::set_sink(&SINK);
             // SAFETY: registering a plain extern "C" function.
             unsafe { libc::atexit(at_exit) };
+            samplers::start();
         });
     });
 }
 
 extern "C" fn at_exit() {
-            samplers::start();
     guarded(session::finish);
 }
 

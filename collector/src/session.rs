@@ -174,10 +174,13 @@ pub fn finish() {
     let Some(dir) = trace_dir() else {
         return;
     };
+    if events::output_failed() {
+        // Already reported once; the application's output stays untouched otherwise.
+        return;
+    }
     symbols::write_new(&dir, rank());
     let mut info = rank_info_snapshot();
     info.finished = true;
-    // A failed write was already reported by the writer when the trace is unwritable.
     if let Err(e) = info.write(&dir) {
         warn(&format!("cannot write the rank file ({e})"));
         return;
@@ -197,10 +200,15 @@ pub fn finish() {
 }
 
 fn rank_from_env() -> u32 {
-    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"]
-        .iter()
-        .find_map(|k| std::env::var(k).ok()?.trim().parse::<u32>().ok())
-        .unwrap_or(0)
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok()?.trim().parse::<u32>().ok())
+    .unwrap_or(0)
 }
 
 fn launched_by_mpi() -> bool {

@@ -136,7 +136,9 @@ fn elf_is_exec(path: &Path) -> bool {
     let mut header = [0u8; 18];
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut header))
-        .is_ok_and(|_| &header[..4] == b"\x7fELF" && u16::from_le_bytes([header[16], header[17]]) == 2)
+        .is_ok_and(|_| {
+            &header[..4] == b"\x7fELF" && u16::from_le_bytes([header[16], header[17]]) == 2
+        })
 }
 
 /// Resolve the addresses seen since the last call and append them to the `symbols` table.
@@ -152,11 +154,12 @@ pub(crate) fn write_new(dir: &Path, rank: u32) {
         return;
     }
     let rows = resolve(&new);
-    let result = PartWriter::create(dir, Table::Symbols, rank, WriterOptions::default())
-        .and_then(|mut w| {
+    let result = PartWriter::create(dir, Table::Symbols, rank, WriterOptions::default()).and_then(
+        |mut w| {
             w.write_records(&rows)?;
             w.finish()
-        });
+        },
+    );
     match result {
         Ok(_) => lock(&DONE).extend(new),
         Err(e) => session::warn(&format!("cannot write the symbols table ({e})")),
@@ -197,7 +200,13 @@ mod tests {
         assert_eq!(unknown.module, "");
         let row = rows.iter().find(|r| r.address == addr).unwrap();
         assert!(row.module.contains("hyscope"), "{row:?}");
-        assert!(row.function.as_deref().unwrap_or("").contains("marker"), "{row:?}");
-        assert!(row.file.as_deref().unwrap_or("").ends_with("symbols.rs"), "{row:?}");
+        assert!(
+            row.function.as_deref().unwrap_or("").contains("marker"),
+            "{row:?}"
+        );
+        assert!(
+            row.file.as_deref().unwrap_or("").ends_with("symbols.rs"),
+            "{row:?}"
+        );
     }
 }

@@ -12,6 +12,10 @@
 //!
 //! No OpenMP user API is called here (it can crash inside callbacks), no
 //! panics: all pointers from the runtime are checked for null.
+//!
+//! # Safety (all callbacks)
+//! Call them as the runtime does: every pointer is null or valid for the call.
+#![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::atomic::Ordering;
@@ -97,7 +101,9 @@ fn register_all(lookup: Lookup) {
     let f = unsafe { lookup(c"ompt_set_callback".as_ptr()) };
     let Some(f) = f else {
         if let Some(s) = sink() {
-            s.warn("the OpenMP runtime offers no ompt_set_callback; OpenMP events are not recorded");
+            s.warn(
+                "the OpenMP runtime offers no ompt_set_callback; OpenMP events are not recorded",
+            );
         }
         return;
     };
@@ -130,7 +136,9 @@ fn needed(id: c_uint) -> bool {
     match id {
         // State: thread indices, region and task ids, in_parallel.
         1..=4 | 7 => true,
-        5 | 6 | 18 | 19 => k(OmpKind::TaskCreate) || k(OmpKind::TaskRun) || k(OmpKind::TaskDependence),
+        5 | 6 | 18 | 19 => {
+            k(OmpKind::TaskCreate) || k(OmpKind::TaskRun) || k(OmpKind::TaskDependence)
+        }
         16 => k(OmpKind::SyncWait),
         23 => k(OmpKind::Sync),
         17 | 26 | 27 => k(OmpKind::MutexWait) || k(OmpKind::MutexHold),
@@ -152,7 +160,9 @@ fn module_of(addr: *const c_void) -> String {
     unsafe {
         let mut info: libc::Dl_info = std::mem::zeroed();
         if libc::dladdr(addr, &mut info) != 0 && !info.dli_fname.is_null() {
-            let name = CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned();
+            let name = CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned();
             return std::fs::canonicalize(&name)
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or(name);
@@ -165,7 +175,9 @@ fn callback_for(id: c_uint) -> ompt_callback_t {
     macro_rules! cb {
         ($f:expr) => {
             // SAFETY: only erases the signature; the runtime calls it with the right one.
-            Some(unsafe { std::mem::transmute::<*const (), unsafe extern "C" fn()>($f as *const ()) })
+            Some(unsafe {
+                std::mem::transmute::<*const (), unsafe extern "C" fn()>($f as *const ())
+            })
         };
     }
     match id {
@@ -251,7 +263,9 @@ pub unsafe extern "C" fn parallel_end(
 ) {
     let t = now();
     let id = data(parallel_data);
-    current().close(t, |r| r.kind == OmpKind::Parallel as u8 && r.parallel_id == id);
+    current().close(t, |r| {
+        r.kind == OmpKind::Parallel as u8 && r.parallel_id == id
+    });
 }
 
 pub unsafe extern "C" fn implicit_task(
@@ -283,12 +297,11 @@ pub unsafe extern "C" fn implicit_task(
         if !initial {
             st.implicit_depth += 1;
             // The team size of a region is what its primary thread's implicit task reports.
-            if index == 0 {
-                if let Some(p) =
+            if index == 0
+                && let Some(p) =
                     st.find(|r| r.kind == OmpKind::Parallel as u8 && r.parallel_id == pid)
-                {
-                    p.team_size = actual_parallelism;
-                }
+            {
+                p.team_size = actual_parallelism;
             }
         }
         st.push(rec);
@@ -416,7 +429,14 @@ pub unsafe extern "C" fn sync_region(
     task_data: *mut ompt_data_t,
     codeptr_ra: *const c_void,
 ) {
-    scoped(OmpKind::Sync, kind, endpoint, parallel_data, task_data, codeptr_ra);
+    scoped(
+        OmpKind::Sync,
+        kind,
+        endpoint,
+        parallel_data,
+        task_data,
+        codeptr_ra,
+    );
 }
 
 pub unsafe extern "C" fn sync_region_wait(
@@ -426,7 +446,14 @@ pub unsafe extern "C" fn sync_region_wait(
     task_data: *mut ompt_data_t,
     codeptr_ra: *const c_void,
 ) {
-    scoped(OmpKind::SyncWait, kind, endpoint, parallel_data, task_data, codeptr_ra);
+    scoped(
+        OmpKind::SyncWait,
+        kind,
+        endpoint,
+        parallel_data,
+        task_data,
+        codeptr_ra,
+    );
 }
 
 pub unsafe extern "C" fn reduction(
@@ -436,7 +463,14 @@ pub unsafe extern "C" fn reduction(
     task_data: *mut ompt_data_t,
     codeptr_ra: *const c_void,
 ) {
-    scoped(OmpKind::Reduction, kind, endpoint, parallel_data, task_data, codeptr_ra);
+    scoped(
+        OmpKind::Reduction,
+        kind,
+        endpoint,
+        parallel_data,
+        task_data,
+        codeptr_ra,
+    );
 }
 
 pub unsafe extern "C" fn masked(
@@ -445,7 +479,14 @@ pub unsafe extern "C" fn masked(
     task_data: *mut ompt_data_t,
     codeptr_ra: *const c_void,
 ) {
-    scoped(OmpKind::Masked, 0, endpoint, parallel_data, task_data, codeptr_ra);
+    scoped(
+        OmpKind::Masked,
+        0,
+        endpoint,
+        parallel_data,
+        task_data,
+        codeptr_ra,
+    );
 }
 
 // ---- mutual exclusion ----------------------------------------------------
@@ -465,7 +506,7 @@ pub unsafe extern "C" fn mutex_acquire(
     rec.count = wait_id;
     rec.flags = hint;
     rec.codeptr = codeptr_ra as u64;
-    rec.parallel_id = st.context_parallel();
+    (rec.parallel_id, rec.task_id) = st.context();
     st.push(rec);
 }
 
@@ -476,11 +517,13 @@ pub unsafe extern "C" fn mutex_acquired(
 ) {
     let t = now();
     let st = current();
-    let wait = st.close(t, |r| r.kind == OmpKind::MutexWait as u8 && r.count == wait_id);
+    let wait = st.close(t, |r| {
+        r.kind == OmpKind::MutexWait as u8 && r.count == wait_id
+    });
     let mut rec = st.rec(OmpKind::MutexHold, kind, t);
     rec.count = wait_id;
     rec.codeptr = codeptr_ra as u64;
-    rec.parallel_id = st.context_parallel();
+    (rec.parallel_id, rec.task_id) = st.context();
     if let Some(w) = wait {
         rec.variant = w.variant;
         rec.flags = w.flags;
@@ -494,7 +537,9 @@ pub unsafe extern "C" fn mutex_released(
     _codeptr_ra: *const c_void,
 ) {
     let t = now();
-    current().close(t, |r| r.kind == OmpKind::MutexHold as u8 && r.count == wait_id);
+    current().close(t, |r| {
+        r.kind == OmpKind::MutexHold as u8 && r.count == wait_id
+    });
 }
 
 pub unsafe extern "C" fn nest_lock(
@@ -529,7 +574,7 @@ fn lock_lifetime(kind: c_uint, wait_id: u64, codeptr_ra: *const c_void, flags: u
     rec.count = wait_id;
     rec.flags = flags;
     rec.codeptr = codeptr_ra as u64;
-    rec.parallel_id = st.context_parallel();
+    (rec.parallel_id, rec.task_id) = st.context();
     st.emit(rec);
 }
 
@@ -556,7 +601,7 @@ pub unsafe extern "C" fn task_create(
     rec.count = data(encountering_task_data);
     rec.flags = flags as u32;
     rec.codeptr = codeptr_ra as u64;
-    rec.parallel_id = st.context_parallel();
+    rec.parallel_id = st.context().0;
     st.emit(rec);
 }
 
@@ -573,13 +618,15 @@ pub unsafe extern "C" fn task_schedule(
         if let Some(i) = st.find(|r| r.kind == OmpKind::TaskRun as u8 && r.task_id == prior) {
             i.variant = status;
         }
-        st.close(t, |r| r.kind == OmpKind::TaskRun as u8 && r.task_id == prior);
+        st.close(t, |r| {
+            r.kind == OmpKind::TaskRun as u8 && r.task_id == prior
+        });
     }
     let next = data(next_task_data);
     if next & EXPLICIT_TASK_BIT != 0 {
         let mut rec = st.rec(OmpKind::TaskRun, 0, t);
         rec.task_id = next;
-        rec.parallel_id = st.context_parallel();
+        rec.parallel_id = st.context().0;
         st.push(rec);
     }
 }
@@ -594,7 +641,7 @@ pub unsafe extern "C" fn dependences(
     let mut rec = st.rec(OmpKind::TaskDependence, 0, t);
     rec.task_id = data(task_data);
     rec.count = ndeps.max(0) as u64;
-    rec.parallel_id = st.context_parallel();
+    rec.parallel_id = st.context().0;
     st.emit(rec);
 }
 
@@ -608,7 +655,7 @@ pub unsafe extern "C" fn task_dependence(
     rec.task_id = data(sink_task_data);
     rec.count = data(src_task_data);
     rec.flags = 1;
-    rec.parallel_id = st.context_parallel();
+    rec.parallel_id = st.context().0;
     st.emit(rec);
 }
 
@@ -618,14 +665,18 @@ pub unsafe extern "C" fn flush(_thread_data: *mut ompt_data_t, codeptr_ra: *cons
     instant(OmpKind::Flush, 0, codeptr_ra);
 }
 
-pub unsafe extern "C" fn cancel(task_data: *mut ompt_data_t, flags: c_int, codeptr_ra: *const c_void) {
+pub unsafe extern "C" fn cancel(
+    task_data: *mut ompt_data_t,
+    flags: c_int,
+    codeptr_ra: *const c_void,
+) {
     let t = now();
     let st = current();
     let mut rec = st.rec(OmpKind::Cancel, 0, t);
     rec.task_id = data(task_data);
     rec.flags = flags as u32;
     rec.codeptr = codeptr_ra as u64;
-    rec.parallel_id = st.context_parallel();
+    rec.parallel_id = st.context().0;
     st.emit(rec);
 }
 
@@ -635,7 +686,7 @@ fn instant(kind: OmpKind, flags: u32, codeptr_ra: *const c_void) {
     let mut rec: OmpRecord = st.rec(kind, 0, t);
     rec.flags = flags;
     rec.codeptr = codeptr_ra as u64;
-    rec.parallel_id = st.context_parallel();
+    (rec.parallel_id, rec.task_id) = st.context();
     st.emit(rec);
 }
 

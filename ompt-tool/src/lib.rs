@@ -74,18 +74,30 @@ pub const GROUPS: &[(&str, &[OmpKind])] = &[
     ("thread", &[OmpKind::Thread]),
     (
         "parallel",
-        &[OmpKind::Parallel, OmpKind::ImplicitTask, OmpKind::InitialTask],
+        &[
+            OmpKind::Parallel,
+            OmpKind::ImplicitTask,
+            OmpKind::InitialTask,
+        ],
     ),
     ("work", &[OmpKind::Work]),
     ("chunk", &[OmpKind::Chunk]),
     ("sync", &[OmpKind::Sync, OmpKind::SyncWait]),
     (
         "mutex",
-        &[OmpKind::MutexWait, OmpKind::MutexHold, OmpKind::LockLifetime],
+        &[
+            OmpKind::MutexWait,
+            OmpKind::MutexHold,
+            OmpKind::LockLifetime,
+        ],
     ),
     (
         "task",
-        &[OmpKind::TaskCreate, OmpKind::TaskRun, OmpKind::TaskDependence],
+        &[
+            OmpKind::TaskCreate,
+            OmpKind::TaskRun,
+            OmpKind::TaskDependence,
+        ],
     ),
     ("masked", &[OmpKind::Masked]),
     ("reduction", &[OmpKind::Reduction]),
@@ -141,7 +153,10 @@ impl ToolConfig {
                 }
             }
         }
-        if matches!(dispatch.map(str::trim), Some("0") | Some("off") | Some("false")) {
+        if matches!(
+            dispatch.map(str::trim),
+            Some("0") | Some("off") | Some("false")
+        ) {
             config.kinds &= !(1 << OmpKind::Chunk as u32);
         }
         (config, warnings)
@@ -216,7 +231,11 @@ pub fn openmp_info() -> Option<OpenMpInfo> {
                     "ompt_callback_masked" => "no masked/master constructs",
                     _ => "not reported",
                 };
-                let how = if result == ffi::OMPT_SET_ERROR { "error" } else { "never" };
+                let how = if result == ffi::OMPT_SET_ERROR {
+                    "error"
+                } else {
+                    "never"
+                };
                 missing.push(format!("{what} ({name}: {how})"));
             }
         }

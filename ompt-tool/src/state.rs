@@ -178,13 +178,17 @@ impl ThreadState {
         }
     }
 
-    /// Innermost parallel region id this thread works in (0 = none).
-    pub fn context_parallel(&self) -> u64 {
+    /// (parallel region id, task id) of the innermost task this thread executes (0 = none).
+    pub fn context(&self) -> (u64, u64) {
         (0..self.depth)
             .rev()
             .map(|i| &self.stack[i])
-            .find(|r| r.kind == OmpKind::ImplicitTask as u8 || r.kind == OmpKind::Parallel as u8)
-            .map_or(0, |r| r.parallel_id)
+            .find(|r| {
+                r.kind == OmpKind::ImplicitTask as u8
+                    || r.kind == OmpKind::TaskRun as u8
+                    || r.kind == OmpKind::InitialTask as u8
+            })
+            .map_or((0, 0), |r| (r.parallel_id, r.task_id))
     }
 
     /// Hand a finished interval to the sink (or the profile aggregates).
@@ -193,10 +197,10 @@ impl ThreadState {
         if !kind_enabled(rec.kind) {
             return;
         }
-        if let Some(table) = self.profile.as_deref_mut() {
-            if aggregate(table, &rec) {
-                return;
-            }
+        if let Some(table) = self.profile.as_deref_mut()
+            && aggregate(table, &rec)
+        {
+            return;
         }
         if let Some(s) = sink() {
             s.record(rec);
