@@ -46,7 +46,7 @@ pub fn monotonic_ns() -> i64 {
     };
     // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -109,11 +109,11 @@ pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecor
                                 .as_ref()
                                 .and_then(|f| f.raw_name().ok().map(|n| n.into_owned()));
                         }
-                        if rec.file.is_none() {
-                            if let Some(loc) = &frame.location {
-                                rec.file = loc.file.map(str::to_string);
-                                rec.line = loc.line;
-                            }
+                        if rec.file.is_none()
+                            && let Some(loc) = &frame.location
+                        {
+                            rec.file = loc.file.map(str::to_string);
+                            rec.line = loc.line;
                         }
                         if rec.function.is_some() && rec.file.is_some() {
                             break;
@@ -188,7 +188,7 @@ mod tests {
     #[inline(never)]
     fn marker() -> u64 {
         // A return address inside this test's own code.
-        marker as usize as u64 + 1
+        marker as *const () as usize as u64 + 1
     }
 
     #[test]
