@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use hyscope_format::reader::read_part_records;
+use hyscope_format::reader::PartScan;
+use hyscope_format::records::Record;
 use hyscope_format::schema::{MpiRecord, OmpRecord, Table};
 use hyscope_format::{FormatError, PartFile, ScanOptions, Trace};
 use rayon::prelude::*;
@@ -88,34 +89,43 @@ pub(super) fn build(
     })
 }
 
-/// Read one part into compact intervals per thread.
+/// Read one part into compact intervals per thread, batch by batch (memory
+/// stays at one decoded batch plus the compact intervals).
 fn read_part(part: &PartFile) -> Result<BTreeMap<u32, Vec<Iv>>, FormatError> {
     let mut out: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
-    let options = ScanOptions::default();
-    match part.table {
-        Table::Omp => {
-            for r in read_part_records::<OmpRecord>(part, &options)? {
-                if let Some(layer) = omp_layer(&r)
-                    && r.end_ns > r.start_ns
-                {
-                    out.entry(r.thread)
-                        .or_default()
-                        .push((r.start_ns, r.end_ns, layer));
+    let scan = PartScan::open(part, &ScanOptions::default())?;
+    let schema_error = |message: String| FormatError::Schema {
+        path: part.path.clone(),
+        table: part.table.to_string(),
+        message,
+    };
+    for batch in scan {
+        let batch = batch?;
+        match part.table {
+            Table::Omp => {
+                for r in OmpRecord::from_batch(&batch).map_err(schema_error)? {
+                    if let Some(layer) = omp_layer(&r)
+                        && r.end_ns > r.start_ns
+                    {
+                        out.entry(r.thread)
+                            .or_default()
+                            .push((r.start_ns, r.end_ns, layer));
+                    }
                 }
             }
-        }
-        Table::Mpi => {
-            for r in read_part_records::<MpiRecord>(part, &options)? {
-                if let Some(layer) = mpi_layer(&r)
-                    && r.end_ns > r.start_ns
-                {
-                    out.entry(r.thread)
-                        .or_default()
-                        .push((r.start_ns, r.end_ns, layer));
+            Table::Mpi => {
+                for r in MpiRecord::from_batch(&batch).map_err(schema_error)? {
+                    if let Some(layer) = mpi_layer(&r)
+                        && r.end_ns > r.start_ns
+                    {
+                        out.entry(r.thread)
+                            .or_default()
+                            .push((r.start_ns, r.end_ns, layer));
+                    }
                 }
             }
+            _ => {}
         }
-        _ => {}
     }
     Ok(out)
 }
