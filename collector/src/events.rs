@@ -315,10 +315,7 @@ fn writer_loop() {
             }
             std::mem::take(&mut *q)
         };
-        let mut w = lock(&WRITER);
-        for item in items {
-            w.write(item);
-        }
+        lock(&WRITER).write_items(items);
     }
 }
 
@@ -347,34 +344,40 @@ static WRITER: Mutex<Writer> = Mutex::new(Writer {
 });
 
 impl Writer {
-    fn write(&mut self, item: Full) {
-        match item {
-            Full::Omp(b) => {
-                // SAFETY: handed off; the owner no longer touches it.
-                let block = unsafe { &*b };
-                let (from, to) = (
-                    block.taken.load(Ordering::Relaxed),
-                    block.len.load(Ordering::Acquire),
-                );
-                // SAFETY: from <= to <= len.
-                let mut rows = unsafe { block.rows(from, to) }.to_vec();
-                self.write_omp(&mut rows);
-                OMP_POOL.give_back(b);
+    /// Write handed-off work: the rows of all blocks of a table in one batch
+    /// (fewer, larger writes), then recycle the blocks.
+    fn write_items(&mut self, items: Vec<Full>) {
+        let mut omp = Vec::new();
+        let mut mpi = Vec::new();
+        for item in items {
+            match item {
+                Full::Omp(b) => {
+                    // SAFETY: handed off; the owner no longer touches it.
+                    let block = unsafe { &*b };
+                    let (from, to) = (
+                        block.taken.load(Ordering::Relaxed),
+                        block.len.load(Ordering::Acquire),
+                    );
+                    // SAFETY: from <= to <= len.
+                    omp.extend_from_slice(unsafe { block.rows(from, to) });
+                    OMP_POOL.give_back(b);
+                }
+                Full::Mpi(b) => {
+                    // SAFETY: as above.
+                    let block = unsafe { &*b };
+                    let (from, to) = (
+                        block.taken.load(Ordering::Relaxed),
+                        block.len.load(Ordering::Acquire),
+                    );
+                    // SAFETY: from <= to <= len.
+                    mpi.extend_from_slice(unsafe { block.rows(from, to) });
+                    MPI_POOL.give_back(b);
+                }
+                Full::Samples(rows) => self.write_samples(&rows),
             }
-            Full::Mpi(b) => {
-                // SAFETY: as above.
-                let block = unsafe { &*b };
-                let (from, to) = (
-                    block.taken.load(Ordering::Relaxed),
-                    block.len.load(Ordering::Acquire),
-                );
-                // SAFETY: from <= to <= len.
-                let mut rows = unsafe { block.rows(from, to) }.to_vec();
-                self.write_mpi(&mut rows);
-                MPI_POOL.give_back(b);
-            }
-            Full::Samples(rows) => self.write_samples(&rows),
         }
+        self.write_omp(&mut omp);
+        self.write_mpi(&mut mpi);
     }
 
     fn writer(&mut self, table: Table) -> Option<&mut PartWriter> {
@@ -473,9 +476,7 @@ pub fn flush_all() {
     let samples = std::mem::take(&mut *lock(&SAMPLES));
     let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
     let mut w = lock(&WRITER);
-    for item in items {
-        w.write(item);
-    }
+    w.write_items(items);
     w.write_samples(&samples);
     for slot in slots {
         let b = slot.omp.load(Ordering::Acquire);

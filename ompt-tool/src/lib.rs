@@ -15,6 +15,23 @@
 //! runtime's `ompt_data_t` of the region or task; explicit tasks have bit 62
 //! set as well, which is how a task switch tells them from implicit tasks.
 //!
+//! ## Raw truth, and what the analyzer must normalise
+//!
+//! Intervals are recorded exactly when libomp dispatches the callbacks
+//! (platform-facts, "Quirks an analyzer must handle"):
+//! - A worker's join-barrier `sync_wait`/`sync` (variant 9, implicit parallel)
+//!   and its `implicit_task` end when the worker wakes for the next region or at
+//!   shutdown. Clip them at the `parallel` end of the same `parallel_id` (on the
+//!   encountering thread), otherwise serial time is booked as barrier wait.
+//! - Serialized regions (`if(0)`, team size 1) have no implicit barrier.
+//! - The initial thread's `thread`/`initial_task` intervals, and workers' last
+//!   ones, end during process shutdown.
+//! - Chunks (`chunk`) end at the next dispatch or at the loop's end on that
+//!   thread, so they include the scheduling cost of getting the next chunk.
+//!   `chunk_start` is the loop variable's first value as the runtime reports it.
+//! - Profile mode: several `summary` rows with the same (thread, variant,
+//!   flags, codeptr) can appear (one per flush at exit); add them up.
+//!
 //! What is deliberately not recorded: `nest_lock` re-acquisitions of an
 //! already owned nest lock (the outer acquire/release pair is recorded),
 //! `control_tool` and `error` (registered, so the capability table lists them).

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# OMPT recording cost, side by side in one run: no tool vs hyscope (trace and profile).
+# usage: tests/omp/bench-ompt.sh [rounds]      (default 7 alternating rounds)
+# Needs: cargo build --release -p hyscope-collector --lib  (or HYSCOPE_LIB=/path/libhyscope.so)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+lib=${HYSCOPE_LIB:-$root/target/release/libhyscope.so}
+rounds=${1:-7}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cc=(clang-19 -fopenmp -O2 -g -Wl,-rpath,/usr/lib/llvm-19/lib -L/usr/lib/llvm-19/lib)
+"${cc[@]}" "$root/tests/omp/epcc.c" -o "$work/epcc"
+"${cc[@]}" "$root/tests/omp/loopheavy.c" -o "$work/loopheavy"
+export OMP_NUM_THREADS=2
+unset OMP_TOOL HYSCOPE_MODE HYSCOPE_GROUPS HYSCOPE_DISPATCH
+
+median() { sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
+field() { sed -n "s/.*$1=\([-0-9.]*\).*/\1/p"; }
+omp_rows() { sed -n 's/.*"omp": \([0-9]*\).*/\1/p' "$1/ranks/rank-0.json" | head -1; }
+omp_bytes() { du -cb "$1"/omp/rank=0/*.parquet | tail -1 | cut -f1; }
+
+echo "lib: $lib"
+echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| construct | no tool µs | hyscope trace µs | added µs | profile µs | added µs | events/construct (all threads) | added ns per event (critical path) |"
+echo "|---|---|---|---|---|---|---|---|"
+for test in parallel for barrier critical dynamic; do
+    : >"$work/base" ; : >"$work/trace" ; : >"$work/prof"
+    for r in $(seq "$rounds"); do
+        "$work/epcc" "$test" | field overhead_us >>"$work/base"
+        rm -rf "$work/t"
+        out=$(LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/t "$work/epcc" "$test")
+        echo "$out" | field overhead_us >>"$work/trace"
+        constructs=$(echo "$out" | field constructs)
+        rows=$(omp_rows "$work/t")
+        rm -rf "$work/p"
+        LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/p HYSCOPE_MODE=profile "$work/epcc" "$test" | field overhead_us >>"$work/prof"
+    done
+    b=$(median <"$work/base"); t=$(median <"$work/trace"); p=$(median <"$work/prof")
+    awk -v test="$test" -v b="$b" -v t="$t" -v p="$p" -v rows="$rows" -v c="$constructs" 'BEGIN {
+        epc = rows / c; added = t - b
+        printf "| %s | %.3f | %.3f | %+.3f | %.3f | %+.3f | %.1f | %.0f |\n", test, b, t, added, p, p - b, epc, added * 1000 / (epc / 2)
+    }'
+done
+
+echo
+echo "Whole program (tests/omp/loopheavy.c, 2 threads), median of $rounds alternating runs:"
+: >"$work/base" ; : >"$work/trace" ; : >"$work/prof"
+for r in $(seq "$rounds"); do
+    "$work/loopheavy" | field elapsed >>"$work/base"
+    rm -rf "$work/t"
+    LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/t "$work/loopheavy" | field elapsed >>"$work/trace"
+    rows=$(omp_rows "$work/t"); bytes=$(omp_bytes "$work/t")
+    rm -rf "$work/p"
+    LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/p HYSCOPE_MODE=profile "$work/loopheavy" | field elapsed >>"$work/prof"
+done
+b=$(median <"$work/base"); t=$(median <"$work/trace"); p=$(median <"$work/prof")
+awk -v b="$b" -v t="$t" -v p="$p" -v rows="$rows" -v bytes="$bytes" 'BEGIN {
+    printf "| no tool s | trace s | overhead | profile s | overhead | events | events/s | trace bytes/event |\n|---|---|---|---|---|---|---|---|\n"
+    printf "| %.3f | %.3f | %+.1f %% | %.3f | %+.1f %% | %d | %.2f M | %.2f |\n", b, t, (t/b-1)*100, p, (p/b-1)*100, rows, rows/t/1e6, bytes/rows
+}'
