@@ -41,6 +41,10 @@ pub struct Args {
     /// Do not run the analysis (timeline only).
     #[arg(long)]
     pub no_analysis: bool,
+    /// Always rebuild the timeline index instead of loading it from the cache
+    /// (`$HYSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/hyscope`, else `~/.cache/hyscope`).
+    #[arg(long)]
+    pub no_cache: bool,
     /// Window size, WIDTHxHEIGHT.
     #[arg(long, default_value = "1280x800")]
     pub size: String,
@@ -70,7 +74,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .split_once('x')
         .and_then(|(w, h)| Some((w.parse::<f32>().ok()?, h.parse::<f32>().ok()?)))
         .context("--size must be WIDTHxHEIGHT")?;
-    let mut gui = app::GuiApp::new(&args.trace, args.compare.as_deref(), !args.no_analysis);
+    let mut gui = app::GuiApp::new(
+        &args.trace,
+        args.compare.as_deref(),
+        !args.no_analysis,
+        !args.no_cache,
+    );
     if let Some(path) = &args.screenshot {
         gui.wait_loaded();
         gui.screenshot = Some(app::Screenshot::new(path.clone(), args.quit_after_frames));
@@ -225,7 +234,14 @@ impl Bench {
                 "first frame with the timeline: {:.3} s",
                 self.timeline_s.unwrap_or(0.0)
             );
-            println!("rows: {rows}, segments: {segments}, index: {index_mb:.1} MB");
+            let (cached, index_s) = gui.slots[0]
+                .data
+                .ready()
+                .map_or((false, 0.0), |d| (d.index_cached, d.index_s));
+            println!(
+                "rows: {rows}, segments: {segments}, index: {index_mb:.1} MB, {} in {index_s:.3} s",
+                if cached { "loaded from cache" } else { "built" }
+            );
             println!(
                 "frame interval ({} frames zooming/panning): {}",
                 self.intervals_ms.len(),

@@ -129,6 +129,7 @@ fn gui_renders_the_timeline_under_xvfb() {
         .arg(&shot)
         .args(["--quit-after-frames", "5"])
         .env("LIBGL_ALWAYS_SOFTWARE", "1")
+        .env("HYSCOPE_CACHE_DIR", dir.join("cache"))
         .output()
         .expect("xvfb-run (Debian package xvfb) must be installed");
     assert!(
@@ -137,6 +138,10 @@ fn gui_renders_the_timeline_under_xvfb() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+    // The timeline index was cached for the next opening.
+    let cached: Vec<_> = std::fs::read_dir(dir.join("cache")).unwrap().flatten().collect();
+    assert_eq!(cached.len(), 1);
+    assert!(cached[0].file_name().to_string_lossy().starts_with("timeline-"));
     let (w, h, rgb) = read_ppm(&shot);
     assert_eq!((w, h), (1280, 800));
     let pixels: Vec<[u8; 3]> = rgb.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect();

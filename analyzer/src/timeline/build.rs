@@ -70,23 +70,8 @@ pub(super) fn build(
         }
     }
     rows.sort_by(|a, b| (&a.0.host, a.0.rank, a.0.thread).cmp(&(&b.0.host, b.0.rank, b.0.thread)));
-    let span = rows
-        .iter()
-        .filter_map(|(_, d)| d.start().map(|s| (s, d.end)))
-        .fold(None, |acc: Option<(i64, i64)>, (s, e)| match acc {
-            None => Some((s, e)),
-            Some((a, b)) => Some((a.min(s), b.max(e))),
-        })
-        .unwrap_or((0, 0));
-    let segments = rows.iter().map(|(_, d)| d.packed.len()).sum();
     let (rows, data) = rows.into_iter().unzip();
-    Ok(TimelineIndex {
-        trace: trace.clone(),
-        rows,
-        data,
-        span,
-        segments,
-    })
+    Ok(TimelineIndex::from_parts(trace, rows, data))
 }
 
 /// Read one part into compact intervals per thread, batch by batch (memory

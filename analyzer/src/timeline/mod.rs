@@ -33,11 +33,14 @@
 //! window through the reader's time-range filter.
 
 mod build;
+mod cache;
 #[cfg(test)]
 mod tests;
 
 use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, mpi_call};
 use hyscope_format::{FormatError, ScanOptions, Trace};
+
+pub use cache::cache_dir;
 
 /// What a thread is doing at an instant, in increasing order of priority when
 /// intervals nest (an MPI call inside a loop chunk shows as MPI).
@@ -397,6 +400,30 @@ impl TimelineIndex {
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> Result<TimelineIndex, FormatError> {
         build::build(trace, progress)
+    }
+
+    /// Assemble an index from its rows (span and counts derived).
+    pub(crate) fn from_parts(
+        trace: &Trace,
+        rows: Vec<RowInfo>,
+        data: Vec<RowData>,
+    ) -> TimelineIndex {
+        let span = data
+            .iter()
+            .filter_map(|d| d.start().map(|s| (s, d.end)))
+            .fold(None, |acc: Option<(i64, i64)>, (s, e)| match acc {
+                None => Some((s, e)),
+                Some((a, b)) => Some((a.min(s), b.max(e))),
+            })
+            .unwrap_or((0, 0));
+        let segments = data.iter().map(|d| d.packed.len()).sum();
+        TimelineIndex {
+            trace: trace.clone(),
+            rows,
+            data,
+            span,
+            segments,
+        }
     }
 
     /// The trace the index was built from.

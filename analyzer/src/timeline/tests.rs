@@ -351,8 +351,8 @@ fn many_segments_and_long_gaps_cross_blocks_exactly() {
     let cells = index.query(0, first, t, 1280);
     let mut sum = [0u64; STATES];
     for c in &cells {
-        for s in 0..STATES {
-            sum[s] += c.time[s];
+        for (acc, v) in sum.iter_mut().zip(c.time) {
+            *acc += v;
         }
     }
     assert_eq!(sum, brute(&expected, first, t));
@@ -416,4 +416,46 @@ fn parts_split_across_files_give_the_same_index() {
     assert_eq!(ivs.len(), 3);
     assert_eq!(ivs[0].name(), "implicit_task");
     assert_eq!((ivs[1].start, ivs[2].start), (10_000, 10_060));
+}
+
+#[test]
+fn cached_index_answers_like_the_built_one() {
+    let dir = TempDir::new("cache");
+    let mut rows = Vec::new();
+    for i in 0..300i64 {
+        rows.push(omp(i as u32 % 3, OmpKind::Chunk, 3, i * 50, i * 50 + 30));
+        rows.push(omp(
+            i as u32 % 3,
+            OmpKind::SyncWait,
+            2,
+            i * 50 + 30,
+            i * 50 + 45,
+        ));
+    }
+    let calls = vec![mpi(3, mpi_call::MPI_Bcast, 100, 9_000, -1, 64)];
+    let trace = write_trace(&dir.0, &[(0, 0, rows, calls)], WriterOptions::default());
+    let built = TimelineIndex::build(&trace).unwrap();
+    let file = dir.0.join("cache").join("t.idx");
+    super::cache::save(&built, &file, "key-1").unwrap();
+    let loaded = super::cache::load(&trace, &file, "key-1").unwrap();
+    assert_eq!(loaded.rows(), built.rows());
+    assert_eq!(loaded.span(), built.span());
+    assert_eq!(loaded.segments(), built.segments());
+    for row in 0..built.rows().len() {
+        assert_eq!(
+            loaded.query(row, 0, 15_000, 97),
+            built.query(row, 0, 15_000, 97)
+        );
+        assert_eq!(
+            loaded.segments_in(row, 0, 15_000, 1000),
+            built.segments_in(row, 0, 15_000, 1000)
+        );
+    }
+    // Another key (the trace changed) or a truncated file: not used.
+    assert!(super::cache::load(&trace, &file, "key-2").is_err());
+    let bytes = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &bytes[..bytes.len() - 3]).unwrap();
+    assert!(super::cache::load(&trace, &file, "key-1").is_err());
+    std::fs::write(&file, b"garbage").unwrap();
+    assert!(super::cache::load(&trace, &file, "key-1").is_err());
 }

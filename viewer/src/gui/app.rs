@@ -23,13 +23,13 @@ pub struct TraceSlot {
 }
 
 impl TraceSlot {
-    pub fn open(path: &Path, with_analysis: bool) -> TraceSlot {
+    pub fn open(path: &Path, with_analysis: bool, cache: bool) -> TraceSlot {
         let progress = Arc::new(Progress::default());
         let p = Arc::clone(&progress);
         let owned = path.to_path_buf();
         TraceSlot {
             path: path.to_path_buf(),
-            data: Loading::spawn(move || data::load_trace(&owned, &p).map(Arc::new)),
+            data: Loading::spawn(move || data::load_trace(&owned, &p, cache).map(Arc::new)),
             progress,
             analysis: if with_analysis {
                 data::spawn_analysis(path.to_path_buf())
@@ -91,10 +91,12 @@ pub struct GuiApp {
 }
 
 impl GuiApp {
-    pub fn new(a: &Path, b: Option<&Path>, with_analysis: bool) -> GuiApp {
-        let mut slots = vec![TraceSlot::open(a, with_analysis)];
+    /// Open trace `a` (and `b` to compare); `with_analysis`: run the analyzer for
+    /// the panels; `cache`: use the on-disk index cache.
+    pub fn new(a: &Path, b: Option<&Path>, with_analysis: bool, cache: bool) -> GuiApp {
+        let mut slots = vec![TraceSlot::open(a, with_analysis, cache)];
         if let Some(b) = b {
-            slots.push(TraceSlot::open(b, with_analysis));
+            slots.push(TraceSlot::open(b, with_analysis, cache));
         }
         GuiApp {
             slots,
@@ -313,7 +315,7 @@ impl GuiApp {
         }
     }
 
-    fn highlight(&mut self, which: usize, address: u64, label: String) {
+    pub fn highlight(&mut self, which: usize, address: u64, label: String) {
         if let Some(d) = self.slots.get(which).and_then(|s| s.data.ready()).cloned() {
             self.pending_highlight = Some((
                 which,

@@ -41,6 +41,9 @@ pub struct Message {
 /// Everything the timeline of one trace needs.
 pub struct TraceData {
     pub index: TimelineIndex,
+    /// Whether the index came from the on-disk cache, and how long it took.
+    pub index_cached: bool,
+    pub index_s: f64,
     pub symbols: HashMap<(u32, u64), SymbolRecord>,
     pub counters: Vec<CounterTrack>,
     pub messages: Vec<Message>,
@@ -133,15 +136,22 @@ impl<T: Send + 'static> Loading<T> {
     }
 }
 
-/// Load the timeline data of a trace.
-pub fn load_trace(path: &Path, progress: &Progress) -> Result<TraceData, String> {
+/// Load the timeline data of a trace; `cache`: use the on-disk index cache.
+pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<TraceData, String> {
     let trace = Trace::open(path).map_err(|e| e.to_string())?;
     progress.stage("building the timeline index");
-    let index = TimelineIndex::build_with_progress(&trace, &|done, total| {
+    let started = std::time::Instant::now();
+    let report = |done, total| {
         progress.total.store(total, Ordering::Relaxed);
         progress.done.store(done, Ordering::Relaxed);
-    })
+    };
+    let (index, index_cached) = if cache {
+        TimelineIndex::open_cached(&trace, &report)
+    } else {
+        TimelineIndex::build_with_progress(&trace, &report).map(|i| (i, false))
+    }
     .map_err(|e| e.to_string())?;
+    let index_s = started.elapsed().as_secs_f64();
     progress.stage("reading symbols, samples and messages");
     let shift: HashMap<u32, i64> = index.rows().iter().map(|r| (r.rank, r.shift_ns)).collect();
     let symbols = trace
@@ -157,6 +167,8 @@ pub fn load_trace(path: &Path, progress: &Progress) -> Result<TraceData, String>
     let messages = match_messages(&trace, &shift).map_err(|e| e.to_string())?;
     Ok(TraceData {
         index,
+        index_cached,
+        index_s,
         symbols,
         counters,
         messages,

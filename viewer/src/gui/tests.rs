@@ -118,7 +118,7 @@ fn write_trace(dir: &Path) {
 }
 
 fn harness(dir: &Path) -> Harness<'static, GuiApp> {
-    let mut app = GuiApp::new(dir, None, false);
+    let mut app = GuiApp::new(dir, None, false, false);
     app.wait_loaded();
     Harness::builder()
         .with_size([1280.0, 800.0])
@@ -289,4 +289,46 @@ fn collapsing_a_rank_hides_its_threads() {
     assert!(h.state().tl.collapsed_ranks.contains(&(0, 0)));
     // Rank 0 collapsed: its header draws thread 0's row, rank 1 its thread.
     assert_eq!(h.state().tl.rects_drawn, 2);
+}
+
+#[test]
+fn highlight_instances_and_compare_two_traces() {
+    let a = TempDir::new("cmp-a");
+    let b = TempDir::new("cmp-b");
+    write_trace(&a.0);
+    write_trace(&b.0);
+    let mut app = GuiApp::new(&a.0, Some(&b.0), false, false);
+    app.wait_loaded();
+    // Both implicit tasks of rank 0 have the region's code address.
+    app.highlight(0, 0x401a00, "region 0x401a00".into());
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
+    for _ in 0..200 {
+        h.run_steps(1);
+        if h.state().tl.highlight.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    h.run_steps(2);
+    let (which, _, inst) = h.state().tl.highlight.clone().expect("instances found");
+    assert_eq!(which, 0);
+    assert_eq!(inst, vec![(0, 0, T, T + SPAN), (0, 1, T, T + SPAN)]);
+    h.get_by_label("highlighted: region 0x401a00, 2 instances");
+    // Two timelines on the same relative time axis, one above the other.
+    let bodies = h.state().tl.body.clone();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0].left(), bodies[1].left());
+    assert!(bodies[1].top() > bodies[0].bottom());
+    assert_eq!(h.state().tl.rects_drawn, 3);
+    // A range selection summarises both traces.
+    h.state_mut().tl.range = Some((0.0, 500_000.0));
+    h.run_steps(2);
+    assert_eq!(h.get_all_by_label("thread time 1.500 ms").count(), 2);
+    assert_eq!(
+        h.get_all_by_label("barrier wait: 500.000 µs (33.3 %)")
+            .count(),
+        2
+    );
 }

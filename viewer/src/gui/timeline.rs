@@ -174,7 +174,11 @@ pub fn show(
     );
 
     // Rows.
-    let columns = width_px.floor() as usize;
+    // One cell per pixel column, or per nanosecond when zoomed in further.
+    let columns = (width_px.floor() as usize)
+        .min(v.width().ceil() as usize)
+        .max(1);
+    let col_w = width_px / columns as f32;
     let abs0 = origin + view.t0 as i64;
     let abs1 = origin + view.t1.ceil() as i64;
     let mut row_y: HashMap<(u32, u32), f32> = HashMap::new();
@@ -241,7 +245,7 @@ pub fn show(
         hit_rows.push((row_rect, row));
         let cells = index.query(row, abs0, abs1, columns);
         if st.shares {
-            rects += draw_shares(&painter, &cells, body.left(), row_rect, dark);
+            rects += draw_shares(&painter, &cells, body.left(), col_w, row_rect, dark);
             continue;
         }
         let mut run: Option<(usize, State)> = None;
@@ -250,8 +254,8 @@ pub fn show(
             if run.map(|r| r.1) != dom {
                 if let Some((from, s)) = run {
                     let r = Rect::from_min_max(
-                        Pos2::new(body.left() + from as f32, row_rect.top()),
-                        Pos2::new(body.left() + c as f32, row_rect.bottom()),
+                        Pos2::new(body.left() + from as f32 * col_w, row_rect.top()),
+                        Pos2::new(body.left() + c as f32 * col_w, row_rect.bottom()),
                     );
                     painter.rect_filled(r, 0.0, state_color(s, dark));
                     rects += 1;
@@ -446,6 +450,7 @@ fn draw_shares(
     painter: &egui::Painter,
     cells: &[hyscope_analyzer::timeline::CellSummary],
     left: f32,
+    col_w: f32,
     row: Rect,
     dark: bool,
 ) -> usize {
@@ -478,8 +483,8 @@ fn draw_shares(
                         continue;
                     }
                     let r = Rect::from_min_max(
-                        Pos2::new(left + from as f32, y),
-                        Pos2::new(left + c as f32, y + b as f32),
+                        Pos2::new(left + from as f32 * col_w, y),
+                        Pos2::new(left + c as f32 * col_w, y + b as f32),
                     );
                     painter.rect_filled(r, 0.0, state_color(State::ALL[i], dark));
                     rects += 1;
