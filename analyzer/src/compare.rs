@@ -42,9 +42,8 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             }
         }
     }
-    let pair = |x: &[(String, f64, f64)],
-                y: &[(String, f64, f64)]|
-     -> Vec<(String, (f64, f64), (f64, f64))> {
+    type Pair = (String, (f64, f64), (f64, f64));
+    let pair = |x: &[(String, f64, f64)], y: &[(String, f64, f64)]| -> Vec<Pair> {
         let my: BTreeMap<&String, (f64, f64)> = y.iter().map(|(k, p, q)| (k, (*p, *q))).collect();
         x.iter()
             .filter_map(|(k, p, q)| my.get(k).map(|v| (k.clone(), (*p, *q), *v)))

@@ -24,6 +24,11 @@ pub struct RankData {
     /// First and last timestamp of any row (rank 0's clock).
     pub first_ns: i64,
     pub last_ns: i64,
+    /// The application's window: end of `MPI_Init(_thread)` to start of
+    /// `MPI_Finalize` (first/last event without them). The fine-grain model and
+    /// the POP metrics look at this window, so MPI start-up is not "communication".
+    pub app_start_ns: i64,
+    pub app_end_ns: i64,
 }
 
 /// Everything the analysis passes read.
@@ -38,9 +43,18 @@ pub struct TraceData {
     /// Half the worst clock-offset round trip, ns.
     pub clock_error_ns: i64,
     pub clock_corrected: bool,
+    /// Code address → the address that stands for its source location: ranks load
+    /// the program at different addresses (ASLR), so one `file:line` has one
+    /// address per rank; aggregates are keyed by the canonical one.
+    pub canonical: HashMap<u64, u64>,
 }
 
 impl TraceData {
+    /// The canonical address of a code address (itself when unresolved).
+    pub fn canon(&self, address: u64) -> u64 {
+        self.canonical.get(&address).copied().unwrap_or(address)
+    }
+
     /// The location of a code address (an unresolved one is labelled `0x…`).
     pub fn location(&self, address: u64) -> CodeLocation {
         self.symbols
@@ -198,15 +212,34 @@ pub fn load(dir: &Path, progress: bool) -> Result<TraceData, AnalyzeError> {
             }
         }
     }
+    let canonical = canonical_addresses(&symbols);
     let mut data = TraceData {
         dir: dir.to_path_buf(),
         manifest,
         ranks: by_rank.into_values().collect(),
         symbols,
+        canonical,
         ..TraceData::default()
     };
     normalise_clocks(&mut data);
     Ok(data)
+}
+
+/// Resolved addresses with the same source location map to the smallest of them.
+pub fn canonical_addresses(symbols: &HashMap<u64, CodeLocation>) -> HashMap<u64, u64> {
+    type Key<'a> = (&'a Option<String>, &'a Option<String>, Option<u32>);
+    let mut first: HashMap<Key, u64> = HashMap::new();
+    for (a, l) in symbols {
+        if l.file.is_none() && l.function.is_none() {
+            continue;
+        }
+        let e = first.entry((&l.file, &l.function, l.line)).or_insert(*a);
+        *e = (*e).min(*a);
+    }
+    symbols
+        .iter()
+        .filter_map(|(a, l)| first.get(&(&l.file, &l.function, l.line)).map(|c| (*a, *c)))
+        .collect()
 }
 
 /// Apply the manifest's clock offsets (with linear drift) to every timestamp,
@@ -258,6 +291,23 @@ pub fn normalise_clocks(data: &mut TraceData) {
         }
         rd.first_ns = first;
         rd.last_ns = last;
+        use hyscope_format::schema::mpi_call as c;
+        rd.app_start_ns = rd
+            .mpi
+            .iter()
+            .filter(|m| m.call == c::MPI_Init || m.call == c::MPI_Init_thread)
+            .map(|m| m.end_ns)
+            .max()
+            .unwrap_or(first)
+            .clamp(first, last);
+        rd.app_end_ns = rd
+            .mpi
+            .iter()
+            .filter(|m| m.call == c::MPI_Finalize)
+            .map(|m| m.start_ns)
+            .min()
+            .unwrap_or(last)
+            .clamp(rd.app_start_ns, last);
     });
     for rd in &data.ranks {
         if maps.get(&rd.rank).is_some_and(|m| !m.is_identity()) {

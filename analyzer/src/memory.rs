@@ -168,7 +168,9 @@ pub fn analyze_memory(
             ) || (matches!(r.call, c::MPI_Scatterv | c::MPI_Gatherv)
                 && r.root == rd.rank as i32);
             if forces {
-                let e = full_calls.entry((r.call, r.callsite)).or_default();
+                let e = full_calls
+                    .entry((r.call, data.canon(r.callsite)))
+                    .or_default();
                 e.0.insert(rd.rank);
                 e.1 += 1;
             }
@@ -334,7 +336,7 @@ pub fn analyze_memory(
                 max_peers as f64
             };
             let remote_share = if nodes_p > 1 {
-                (r - cores_per_node as u64).max(0) as f64 / (r - 1).max(1) as f64
+                r.saturating_sub(cores_per_node as u64) as f64 / r.saturating_sub(1).max(1) as f64
             } else {
                 0.0
             };

@@ -224,7 +224,7 @@ struct WaitAcc {
 }
 
 impl WaitAcc {
-    fn add(&mut self, kind: WaitKind, rank: u32, r: &MpiRecord, wait_ns: i64) {
+    fn add(&mut self, kind: WaitKind, rank: u32, r: &MpiRecord, site: u64, wait_ns: i64) {
         if wait_ns <= 0 {
             return;
         }
@@ -232,7 +232,7 @@ impl WaitAcc {
         for e in [
             self.by_kind.entry(kind).or_default(),
             self.per_rank.entry((kind, rank)).or_default(),
-            self.per_site.entry((kind, r.call, r.callsite)).or_default(),
+            self.per_site.entry((kind, r.call, site)).or_default(),
         ] {
             e.0 += s;
             e.1 += 1;
@@ -243,10 +243,11 @@ impl WaitAcc {
 /// Where a receive waits: its own interval (blocking) or the wait call that completed it.
 struct RecvWait {
     rank: u32,
+    /// The call that waited: the Recv itself, or the Wait/Test that completed an Irecv.
+    waiter: MpiRecord,
     post_ns: i64,
     wait_from: i64,
     wait_to: i64,
-    row: MpiRecord,
 }
 
 /// Wait states (Scalasca definitions) over all ranks.
@@ -262,7 +263,9 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
     let limit = eager_limit(data, run.hosts.len()).map(|l| l.0);
     let mut acc = WaitAcc::default();
     // Point to point: FIFO matching per (src, dst, comm, tag) (MPI non-overtaking).
-    let mut sends: HashMap<(u32, u32, u64, i32), VecDeque<(u32, MpiRecord)>> = HashMap::new();
+    // (src, dst, comm, tag) → sends in order.
+    type Channel = (u32, u32, u64, i32);
+    let mut sends: HashMap<Channel, VecDeque<(u32, MpiRecord)>> = HashMap::new();
     let mut recvs: Vec<((u32, u32, u64, i32), RecvWait)> = Vec::new();
     for rd in &data.ranks {
         // Completion time of each request, and the wait calls per thread.
@@ -282,8 +285,8 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
                     .or_default()
                     .push_back((rd.rank, *r));
             } else if is_recv(r.call) && r.peer >= 0 {
-                let (wait_from, wait_to) = if r.call == c::MPI_Recv {
-                    (r.start_ns, r.end_ns)
+                let (wait_from, wait_to, waiter) = if r.call == c::MPI_Recv {
+                    (r.start_ns, r.end_ns, *r)
                 } else {
                     // Irecv: the wait/test call on this thread that contains the completion.
                     let done = completion.get(&r.request_id).copied();
@@ -291,20 +294,20 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
                         waits
                             .get(&r.thread)
                             .and_then(|v| v.iter().find(|w| w.start_ns <= t && t <= w.end_ns))
-                            .map(|w| (w.start_ns, w.end_ns))
+                            .map(|w| (w.start_ns, w.end_ns, **w))
                     }) {
                         Some(iv) => iv,
-                        None => (r.end_ns, r.end_ns),
+                        None => (r.end_ns, r.end_ns, *r),
                     }
                 };
                 recvs.push((
                     (r.peer as u32, rd.rank, r.comm_id, r.tag),
                     RecvWait {
                         rank: rd.rank,
+                        waiter,
                         post_ns: r.start_ns,
                         wait_from,
                         wait_to,
-                        row: *r,
                     },
                 ));
             }
@@ -319,16 +322,19 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
         };
         // Late sender: the receive waits from its wait start until the send starts.
         let ls = (s.start_ns.min(rw.wait_to) - rw.wait_from).max(0);
-        let mut row = rw.row;
-        if rw.row.call == c::MPI_Irecv {
-            row.call = c::MPI_Wait;
-        }
-        acc.add(WaitKind::LateSender, rw.rank, &row, ls);
+        let w = &rw.waiter;
+        acc.add(WaitKind::LateSender, rw.rank, w, data.canon(w.callsite), ls);
         // Late receiver: a blocking synchronous or rendezvous send waits for the receive's post.
         let sync = s.call == c::MPI_Ssend || limit.is_some_and(|l| s.bytes_sent > l);
         if sync && matches!(s.call, c::MPI_Send | c::MPI_Ssend) {
             let lr = (rw.post_ns.min(s.end_ns) - s.start_ns).max(0);
-            acc.add(WaitKind::LateReceiver, srank, &s, lr);
+            acc.add(
+                WaitKind::LateReceiver,
+                srank,
+                &s,
+                data.canon(s.callsite),
+                lr,
+            );
         }
     }
     unmatched += sends.values().map(|q| q.len() as u64).sum::<u64>();
@@ -357,7 +363,13 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
         match call {
             c::MPI_Barrier => {
                 for (rank, r) in members {
-                    acc.add(WaitKind::BarrierWait, *rank, r, clampw(r, last_start));
+                    acc.add(
+                        WaitKind::BarrierWait,
+                        *rank,
+                        r,
+                        data.canon(r.callsite),
+                        clampw(r, last_start),
+                    );
                 }
             }
             c::MPI_Allreduce
@@ -369,7 +381,13 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
             | c::MPI_Reduce_scatter
             | c::MPI_Reduce_scatter_block => {
                 for (rank, r) in members {
-                    acc.add(WaitKind::WaitAtNxN, *rank, r, clampw(r, last_start));
+                    acc.add(
+                        WaitKind::WaitAtNxN,
+                        *rank,
+                        r,
+                        data.canon(r.callsite),
+                        clampw(r, last_start),
+                    );
                 }
             }
             c::MPI_Reduce | c::MPI_Gather | c::MPI_Gatherv => {
@@ -383,14 +401,26 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
                     members.iter().find(|(rk, _)| *rk as i32 == root),
                     last_other,
                 ) {
-                    acc.add(WaitKind::EarlyReduce, *rank, r, clampw(r, lo));
+                    acc.add(
+                        WaitKind::EarlyReduce,
+                        *rank,
+                        r,
+                        data.canon(r.callsite),
+                        clampw(r, lo),
+                    );
                 }
             }
             c::MPI_Bcast | c::MPI_Scatter | c::MPI_Scatterv => {
                 let root = members[0].1.root;
                 if let Some((_, rr)) = members.iter().find(|(rk, _)| *rk as i32 == root) {
                     for (rank, r) in members.iter().filter(|(rk, _)| *rk as i32 != root) {
-                        acc.add(WaitKind::LateBroadcast, *rank, r, clampw(r, rr.start_ns));
+                        acc.add(
+                            WaitKind::LateBroadcast,
+                            *rank,
+                            r,
+                            data.canon(r.callsite),
+                            clampw(r, rr.start_ns),
+                        );
                     }
                 }
             }

@@ -535,7 +535,7 @@ pub fn analyze_omp(data: &TraceData, run: &RunFacts, warnings: &mut Vec<String>)
     let mut ranks = Vec::new();
     for p in passes {
         for (k, v) in p.regions {
-            let e = regions.entry(k).or_default();
+            let e = regions.entry(data.canon(k)).or_default();
             e.instances += v.instances;
             e.serialized += v.serialized;
             e.ranks.extend(v.ranks);
@@ -545,13 +545,32 @@ pub fn analyze_omp(data: &TraceData, run: &RunFacts, warnings: &mut Vec<String>)
             e.fork_join += v.fork_join;
             e.fj_max = e.fj_max.max(v.fj_max);
             e.fj_observed += v.fj_observed;
-            e.per_thread.extend(v.per_thread);
+            for (key, t) in v.per_thread {
+                let x = e
+                    .per_thread
+                    .entry(key)
+                    .or_insert_with(|| ThreadRegionStats {
+                        rank: t.rank,
+                        thread: t.thread,
+                        ..ThreadRegionStats::default()
+                    });
+                x.implicit_task_s += t.implicit_task_s;
+                x.busy_s += t.busy_s;
+                x.activation_s += t.activation_s;
+                x.release_s += t.release_s;
+                x.barrier.total_s += t.barrier.total_s;
+                x.barrier.wait_s += t.barrier.wait_s;
+                x.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
+                x.barrier.count += t.barrier.count;
+                x.barrier.wait_observed |= t.barrier.wait_observed;
+            }
         }
-        for (k, v) in p.loops {
-            loops.entry(k).or_default().merge(v);
+        for (k, mut v) in p.loops {
+            v.region_codeptr = data.canon(v.region_codeptr);
+            loops.entry(data.canon(k)).or_default().merge(v);
         }
         for (k, v) in p.mutexes {
-            let e = mutexes.entry(k).or_default();
+            let e = mutexes.entry(data.canon(k)).or_default();
             e.kind = v.kind;
             e.acquisitions += v.acquisitions;
             e.wait += v.wait;
@@ -752,17 +771,25 @@ pub fn fine_grain(data: &TraceData, ranks: &[RankOmp]) -> Vec<FineGrainModel> {
         .iter()
         .zip(ranks)
         .map(|(rd, ro)| {
-            let total = rd.last_ns - rd.first_ns;
+            let (w0, w1) = (rd.app_start_ns, rd.app_end_ns);
+            let total = w1 - w0;
             let comm: i64 = rd
                 .mpi
                 .iter()
                 .filter(|m| {
-                    !m.in_parallel && m.call != hyscope_format::schema::mpi_call::REQUEST_COMPLETE
+                    !m.in_parallel
+                        && m.call != hyscope_format::schema::mpi_call::REQUEST_COMPLETE
+                        && m.start_ns >= w0
+                        && m.end_ns <= w1
                 })
                 .filter(|m| !inside(&ro.regions, m.start_ns))
                 .map(|m| (m.end_ns - m.start_ns).max(0))
                 .sum();
-            let compute: i64 = ro.regions.iter().map(|(s, e)| e - s).sum();
+            let compute: i64 = ro
+                .regions
+                .iter()
+                .map(|(s, e)| ((*e).min(w1) - (*s).max(w0)).max(0))
+                .sum();
             let seq = (total - compute - comm).max(0);
             let p = ro.threads.max(1);
             let denom = (seq + comm) as f64;

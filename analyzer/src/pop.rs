@@ -27,8 +27,12 @@ use crate::load::{TraceData, ns_to_s};
 use crate::model::*;
 use crate::omp::{OmpResult, inside};
 
-pub fn analyze_pop(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Observable<Pop> {
-    let t = run.duration_s;
+pub fn analyze_pop(data: &TraceData, _run: &RunFacts, omp: &OmpResult) -> Observable<Pop> {
+    // Elapsed time of the application windows (MPI_Init end → MPI_Finalize start).
+    let active = data.ranks.iter().filter(|r| r.app_end_ns > r.app_start_ns);
+    let t0 = active.clone().map(|r| r.app_start_ns).min().unwrap_or(0);
+    let t1 = active.map(|r| r.app_end_ns).max().unwrap_or(0);
+    let t = ns_to_s(t1 - t0);
     if t <= 0.0 || data.ranks.is_empty() {
         return Observable::not("empty trace: no elapsed time");
     }
@@ -39,12 +43,16 @@ pub fn analyze_pop(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Observa
     for (rd, ro) in data.ranks.iter().zip(&omp.ranks) {
         let p = ro.threads.max(1) as usize;
         cores += p as u32;
-        let total = rd.last_ns - rd.first_ns;
+        let (w0, w1) = (rd.app_start_ns, rd.app_end_ns);
+        let total = w1 - w0;
         let mut mpi_in = vec![0i64; p];
         let mut master_out = 0i64;
         let mut mpi_all = 0i64;
         for m in &rd.mpi {
-            if m.call == hyscope_format::schema::mpi_call::REQUEST_COMPLETE {
+            if m.call == hyscope_format::schema::mpi_call::REQUEST_COMPLETE
+                || m.start_ns < w0
+                || m.end_ns > w1
+            {
                 continue;
             }
             let d = (m.end_ns - m.start_ns).max(0);
@@ -60,10 +68,10 @@ pub fn analyze_pop(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Observa
         }
         let seq = (total - ro.region_ns.min(total) - master_out).max(0);
         let mut u = Vec::with_capacity(p);
-        for th in 0..p {
+        for (th, mpi) in mpi_in.iter().enumerate() {
             let busy = ro.busy_ns.get(th).copied().unwrap_or(0);
             let serial = if th == 0 { seq } else { 0 };
-            u.push(ns_to_s((busy + serial - mpi_in[th]).max(0)));
+            u.push(ns_to_s((busy + serial - mpi).max(0)));
         }
         outside_mpi.push(ns_to_s((total - master_out - mpi_in[0]).max(0)));
         useful.push(u);

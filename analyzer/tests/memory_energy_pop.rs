@@ -255,3 +255,26 @@ fn analysis_round_trips_through_json() {
     assert_eq!(back.run, a.run);
     assert!(text.contains("\"not_observable\":\"not measured: "));
 }
+
+#[test]
+fn mpi_init_and_finalize_are_outside_the_application_window() {
+    let mut b = pop_trace();
+    b.call(0, c::MPI_Init_thread, -100 * US, 0, -1, 0, 5);
+    b.call(0, c::MPI_Finalize, 100 * US, 300 * US, -1, 0, 6);
+    let (_d, a) = b.analyze();
+    let p = a.pop.get().unwrap();
+    assert!(close(p.elapsed_s, 100e-6, 1e-9));
+    assert!(close(*p.tree.value.get().unwrap(), 0.745, 1e-9));
+    let fg = &a.openmp.get().unwrap().fine_grain[0];
+    assert!(close(fg.t_comm_s, 10e-6, 1e-9));
+    assert!(close(fg.speedup_bound.unwrap(), 5.0, 1e-9));
+    // The profile still lists them.
+    assert!(
+        a.mpi
+            .get()
+            .unwrap()
+            .calls
+            .iter()
+            .any(|x| x.call == "MPI_Finalize")
+    );
+}

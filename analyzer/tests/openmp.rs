@@ -347,3 +347,22 @@ fn dynamic_chunk_one_with_dispatch_cost_gets_a_larger_chunk() {
     assert!(rec.rule.contains("larger chunk"), "{}", rec.rule);
     assert_ne!(rec.omp_schedule, "dynamic,1");
 }
+
+#[test]
+fn one_source_location_at_different_addresses_is_one_region() {
+    // Two ranks load the program at different addresses (ASLR).
+    let mut b = Builder::new(2, 1, 1);
+    b.symbol(0x1000, "stencil.c", 10);
+    b.symbol(0x7000, "stencil.c", 10);
+    b.parallel(0, 1, 0x1000, 1, 0, 10 * US);
+    b.implicit_task(0, 1, 0, US, 10 * US);
+    b.parallel(1, 1, 0x7000, 1, 0, 10 * US);
+    b.implicit_task(1, 1, 0, 2 * US, 10 * US);
+    let (_d, a) = b.analyze();
+    let regions = a.regions.get().unwrap();
+    assert_eq!(regions.len(), 1);
+    assert_eq!(regions[0].instances, 2);
+    assert_eq!(regions[0].ranks, vec![0, 1]);
+    assert!(close(regions[0].fork_join_s, 3e-6, 1e-9));
+    assert_eq!(regions[0].per_thread.len(), 2);
+}
