@@ -204,6 +204,7 @@ impl Builder {
         self.mpi[rank as usize].push(r);
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub fn call(
         &mut self,
         rank: u32,
