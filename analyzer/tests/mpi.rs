@@ -263,7 +263,7 @@ fn profile_histogram_and_matrix() {
 #[test]
 fn cv_across_ranks() {
     let mut b = Builder::new(2, 1, 1);
-    b.collective(0, c::MPI_Barrier, 0, 1 * MS, -1, 1);
+    b.collective(0, c::MPI_Barrier, 0, MS, -1, 1);
     b.collective(1, c::MPI_Barrier, 0, 3 * MS, -1, 1);
     let (_d, a) = b.analyze();
     let m = a.mpi.get().unwrap();
