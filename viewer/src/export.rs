@@ -14,7 +14,7 @@
 //! Timestamps are microseconds (with ns decimals) since the start of the trace,
 //! mapped to rank 0's clock with the manifest's offsets for ranks on other nodes.
 //!
-//! OTF2 is not written by this version.
+//! OTF2: see [`otf2`] (written through the OTF2 C library).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -29,6 +29,8 @@ use hyscope_format::{
 };
 use serde_json::{Value, json};
 
+mod otf2;
+
 /// Above this many events, viewers get slow: say so and suggest a window.
 const LARGE_EXPORT: usize = 1_000_000;
 
@@ -36,7 +38,7 @@ const LARGE_EXPORT: usize = 1_000_000;
 pub enum Format {
     /// Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing).
     Perfetto,
-    /// OTF2 archive (Score-P/Vampir ecosystem). Not available in this version.
+    /// OTF2 archive (Vampir, Scalasca, otf2-print): OUT is a directory holding OUT/traces.otf2.
     Otf2,
 }
 
@@ -51,7 +53,7 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum)]
     format: Format,
-    /// Output file.
+    /// Output file (perfetto) or directory (otf2).
     #[arg(short, long, value_name = "OUT")]
     output: PathBuf,
     /// Only events ending at or after this time since the trace start (e.g. 0.5s, 200ms, 150us, 1000ns).
@@ -89,12 +91,6 @@ fn parse_time(s: &str) -> Result<i64, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.format == Format::Otf2 {
-        bail!(
-            "OTF2 export is not available in this version of hyscope; use --format perfetto \
-             (opens in ui.perfetto.dev)"
-        );
-    }
     if let (Some(f), Some(t)) = (args.from, args.to)
         && f > t
     {
@@ -103,6 +99,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let trace = Trace::open(&args.trace)
         .with_context(|| format!("cannot open the trace {}", args.trace.display()))?;
     let data = TraceData::load(&trace, args.from, args.to)?;
+    if args.format == Format::Otf2 {
+        let stats = otf2::write(&data, &args.output)?;
+        let archive = args.output.join("traces.otf2");
+        eprintln!(
+            "hyscope: wrote {} ({} locations, {} regions entered, {} sends, {} receives, {} collectives, {} metric values)",
+            archive.display(),
+            stats.locations,
+            stats.enters,
+            stats.sends,
+            stats.recvs,
+            stats.collectives,
+            stats.metrics
+        );
+        if stats.clipped > 0 {
+            eprintln!(
+                "hyscope: note: {} intervals were clipped to their enclosing interval (OTF2 needs strict nesting)",
+                stats.clipped
+            );
+        }
+        eprintln!("hyscope: next: otf2-print {} | less", archive.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     let stats = write_perfetto(&data, &args.output)?;
     if stats.events > LARGE_EXPORT {
         eprintln!(
@@ -130,6 +148,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 struct TraceData {
     /// Time 0 of the export, ns on rank 0's clock.
     base_ns: i64,
+    /// The manifest's wall-clock start and the clock reading taken with it.
+    start_unix_ns: i64,
+    start_clock_ns: i64,
     ranks: Vec<RankMeta>,
     omp: Vec<(u32, OmpRecord)>,
     mpi: Vec<(u32, MpiRecord)>,
@@ -227,6 +248,8 @@ impl TraceData {
         };
         Ok(TraceData {
             base_ns,
+            start_unix_ns: m.start_unix_ns,
+            start_clock_ns: m.start_clock_ns,
             ranks,
             omp,
             mpi,
@@ -374,7 +397,16 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
 }
 
 /// A complete event (or an instant) for one `omp` row.
-fn omp_event(data: &TraceData, base: i64, rank: u32, rec: &OmpRecord) -> Value {
+/// What an `omp` row is called: kind and variant, the function of its code
+/// address when known; and its source location (file name, line) if resolved.
+pub(crate) struct OmpLabel<'a> {
+    pub name: String,
+    pub function: Option<&'a str>,
+    pub file: Option<&'a str>,
+    pub line: Option<u32>,
+}
+
+fn omp_label<'a>(data: &'a TraceData, rank: u32, rec: &OmpRecord) -> OmpLabel<'a> {
     let kind = OmpKind::from_u8(rec.kind);
     let kind_name = kind.map_or("unknown", OmpKind::name);
     let variant = kind.map_or("", |k| variant_name(k, rec.variant));
@@ -383,25 +415,40 @@ fn omp_event(data: &TraceData, base: i64, rank: u32, rec: &OmpRecord) -> Value {
     } else {
         format!("{kind_name} {variant}")
     };
+    let sym = (rec.codeptr != 0)
+        .then(|| data.symbols.get(&(rank, rec.codeptr)))
+        .flatten();
+    let function = sym.and_then(|s| s.function.as_deref());
+    if let Some(f) = function {
+        name = format!("{name} @ {f}");
+    }
+    OmpLabel {
+        name,
+        function,
+        file: sym.and_then(|s| s.file.as_deref()),
+        line: sym.and_then(|s| s.line),
+    }
+}
+
+fn omp_event(data: &TraceData, base: i64, rank: u32, rec: &OmpRecord) -> Value {
+    let label = omp_label(data, rank, rec);
+    let name = label.name;
     let mut args = serde_json::Map::new();
     if rec.codeptr != 0 {
         args.insert("codeptr".into(), json!(format!("{:#x}", rec.codeptr)));
-        if let Some(sym) = data.symbols.get(&(rank, rec.codeptr)) {
-            if let Some(f) = &sym.function {
-                name = format!("{name} @ {f}");
-                args.insert("function".into(), json!(f));
-            }
-            if let Some(file) = &sym.file {
-                let base_name = Path::new(file)
-                    .file_name()
-                    .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
-                let source = match sym.line {
-                    Some(l) => format!("{base_name}:{l}"),
-                    None => base_name,
-                };
-                args.insert("source".into(), json!(source));
-            }
-        }
+    }
+    if let Some(f) = label.function {
+        args.insert("function".into(), json!(f));
+    }
+    if let Some(file) = label.file {
+        let base_name = Path::new(file)
+            .file_name()
+            .map_or(file.to_string(), |n| n.to_string_lossy().into_owned());
+        let source = match label.line {
+            Some(l) => format!("{base_name}:{l}"),
+            None => base_name,
+        };
+        args.insert("source".into(), json!(source));
     }
     for (k, v) in [
         ("parallel_id", rec.parallel_id),

@@ -202,14 +202,19 @@ fn perfetto_time_window_keeps_overlapping_events_only() {
 }
 
 #[test]
-fn otf2_is_refused_with_a_clear_message() {
-    let (tmp, dir) = recorded();
+fn not_a_trace_gives_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
     let o = hyscope()
-        .args(["export", "--format", "otf2", "-o"])
-        .arg(tmp.path().join("x.otf2"))
-        .arg(&dir)
+        .args(["export", "--format", "perfetto", "-o"])
+        .arg(tmp.path().join("x.json"))
+        .arg(tmp.path())
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("OTF2 export is not available"));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot open the trace") && err.contains("no manifest.json"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("x.json").exists());
 }

@@ -1,0 +1,1030 @@
+//! OTF2 export through the OTF2 C library (Debian `libotf2-trace-dev`), loaded
+//! at run time with `dlopen` so hyscope builds and runs without it.
+//!
+//! The archive is `OUT/traces.otf2` (+ `OUT/traces/`, `OUT/traces.def`), the
+//! layout Score-P uses, so Vampir, Scalasca and `otf2-print OUT/traces.otf2` open it.
+//!
+//! Mapping:
+//! - system tree: machine → one node per host; one location group (process) per
+//!   rank; one location (CPU thread) per OpenMP thread, id `rank << 16 | thread`;
+//! - every `omp` row and every MPI call is a region Enter/Leave pair (regions are
+//!   named like the Perfetto slices, with the source file and line when resolved).
+//!   OTF2 needs properly nested regions per location: an interval that would
+//!   cross its enclosing one is clipped to it and counted (libomp's late
+//!   join-barrier ends are such, see platform-facts.md, "Quirks");
+//! - MPI: `MpiSend`/`MpiIsend`/`MpiRecv`/`MpiIrecvRequest` inside the call, the
+//!   request completions as `MpiIsendComplete`/`MpiIrecv`, collectives as
+//!   `MpiCollectiveBegin`/`End`. Peers are world ranks, so every record refers to
+//!   the `MPI_COMM_WORLD` definition (sub-communicator membership is not recorded);
+//! - samples: one metric (double, absolute point) per sampled metric name, written
+//!   on the rank's thread 0.
+
+// The mpi_call codes are named like the MPI functions.
+#![allow(non_upper_case_globals)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::{CString, c_char, c_void};
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use hyscope_format::schema::mpi_call;
+use hyscope_format::{MpiRecord, OmpKind};
+
+use super::{TraceData, omp_label};
+
+// Constant values of OTF2 3.0 (checked against /usr/include/otf2 with a C program).
+const FILEMODE_WRITE: u8 = 0;
+const SUBSTRATE_POSIX: u8 = 1;
+const COMPRESSION_NONE: u8 = 1;
+const CHUNK_SIZE_EVENTS: u64 = 1 << 20;
+const CHUNK_SIZE_DEFS: u64 = 4 << 20;
+const FLUSH: u8 = 1;
+const UNDEFINED_U32: u32 = u32::MAX;
+const UNDEFINED_TIMESTAMP: u64 = u64::MAX;
+
+const ROLE_UNKNOWN: u8 = 0;
+const ROLE_FUNCTION: u8 = 1;
+const ROLE_LOOP: u8 = 3;
+const ROLE_PARALLEL: u8 = 5;
+const ROLE_SECTIONS: u8 = 6;
+const ROLE_WORKSHARE: u8 = 8;
+const ROLE_SINGLE: u8 = 9;
+const ROLE_MASTER: u8 = 11;
+const ROLE_CRITICAL: u8 = 12;
+const ROLE_BARRIER: u8 = 15;
+const ROLE_IMPLICIT_BARRIER: u8 = 16;
+const ROLE_TASK: u8 = 20;
+const ROLE_TASK_CREATE: u8 = 21;
+const ROLE_TASK_WAIT: u8 = 22;
+const ROLE_COLL_ONE2ALL: u8 = 23;
+const ROLE_COLL_ALL2ONE: u8 = 24;
+const ROLE_COLL_ALL2ALL: u8 = 25;
+const ROLE_COLL_OTHER: u8 = 26;
+const ROLE_POINT2POINT: u8 = 28;
+const ROLE_ARTIFICIAL: u8 = 31;
+
+const PARADIGM_OPENMP: u8 = 3;
+const PARADIGM_MPI: u8 = 4;
+const PARADIGM_MEASUREMENT_SYSTEM: u8 = 6;
+
+const LOCATION_GROUP_TYPE_PROCESS: u8 = 1;
+const LOCATION_TYPE_CPU_THREAD: u8 = 1;
+const GROUP_TYPE_COMM_LOCATIONS: u8 = 4;
+const GROUP_TYPE_COMM_GROUP: u8 = 5;
+
+const METRIC_TYPE_OTHER: u8 = 0;
+const METRIC_ABSOLUTE_POINT: u8 = 17;
+const TYPE_DOUBLE: u8 = 10;
+const BASE_DECIMAL: u8 = 1;
+const METRIC_SYNCHRONOUS: u8 = 1;
+const RECORDER_KIND_ABSTRACT: u8 = 1;
+
+const COLL_BARRIER: u8 = 0;
+const COLL_BCAST: u8 = 1;
+const COLL_GATHER: u8 = 2;
+const COLL_GATHERV: u8 = 3;
+const COLL_SCATTER: u8 = 4;
+const COLL_SCATTERV: u8 = 5;
+const COLL_ALLGATHER: u8 = 6;
+const COLL_ALLGATHERV: u8 = 7;
+const COLL_ALLTOALL: u8 = 8;
+const COLL_ALLTOALLV: u8 = 9;
+const COLL_ALLTOALLW: u8 = 10;
+const COLL_ALLREDUCE: u8 = 11;
+const COLL_REDUCE: u8 = 12;
+const COLL_REDUCE_SCATTER: u8 = 13;
+const COLL_SCAN: u8 = 14;
+const COLL_EXSCAN: u8 = 15;
+const COLL_REDUCE_SCATTER_BLOCK: u8 = 16;
+
+/// The communicator every MPI record refers to (MPI_COMM_WORLD).
+const WORLD_COMM: u32 = 0;
+
+type P = *mut c_void;
+
+#[repr(C)]
+struct FlushCallbacks {
+    pre_flush: extern "C" fn(P, u8, u64, P, bool) -> u8,
+    post_flush: extern "C" fn(P, u8, u64) -> u64,
+}
+
+extern "C" fn pre_flush(_: P, _: u8, _: u64, _: P, _: bool) -> u8 {
+    FLUSH
+}
+
+/// OTF2 keeps the pointer, not a copy: the callbacks must outlive the archive.
+static FLUSH_CALLBACKS: FlushCallbacks = FlushCallbacks {
+    pre_flush,
+    post_flush,
+};
+
+extern "C" fn post_flush(_: P, _: u8, _: u64) -> u64 {
+    // No buffer-flush records are written (the export is not measuring itself).
+    0
+}
+
+macro_rules! otf2_api {
+    ($($name:ident : fn($($arg:ty),*) -> $ret:ty;)*) => {
+        /// The OTF2 functions hyscope uses, resolved from the shared library.
+        #[allow(non_snake_case)]
+        struct Api {
+            _handle: P,
+            $($name: unsafe extern "C" fn($($arg),*) -> $ret,)*
+        }
+
+        impl Api {
+            fn load() -> anyhow::Result<Api> {
+                let mut handle = std::ptr::null_mut();
+                for name in ["libotf2.so", "libopen-trace-format2.so.10", "libotf2.so.10"] {
+                    let c = CString::new(name).expect("no NUL");
+                    // SAFETY: dlopen with a valid C string.
+                    handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+                    if !handle.is_null() {
+                        break;
+                    }
+                }
+                if handle.is_null() {
+                    bail!(
+                        "OTF2 export needs the OTF2 library (libotf2.so), which was not found; \
+                         on Debian: apt-get install libotf2-trace-dev"
+                    );
+                }
+                Ok(Api {
+                    _handle: handle,
+                    $($name: {
+                        let c = CString::new(stringify!($name)).expect("no NUL");
+                        // SAFETY: handle is a live dlopen handle.
+                        let sym = unsafe { libc::dlsym(handle, c.as_ptr()) };
+                        if sym.is_null() {
+                            bail!("the OTF2 library has no {}: version 3.x is needed", stringify!($name));
+                        }
+                        // SAFETY: the symbol has this C signature in OTF2 3.x (OTF2_*.h).
+                        unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn($($arg),*) -> $ret>(sym) }
+                    },)*
+                })
+            }
+        }
+    };
+}
+
+otf2_api! {
+    OTF2_Archive_Open: fn(*const c_char, *const c_char, u8, u64, u64, u8, u8) -> P;
+    OTF2_Archive_Close: fn(P) -> i32;
+    OTF2_Archive_SetFlushCallbacks: fn(P, *const FlushCallbacks, P) -> i32;
+    OTF2_Archive_SetSerialCollectiveCallbacks: fn(P) -> i32;
+    OTF2_Archive_SetCreator: fn(P, *const c_char) -> i32;
+    OTF2_Archive_SetDescription: fn(P, *const c_char) -> i32;
+    OTF2_Archive_OpenEvtFiles: fn(P) -> i32;
+    OTF2_Archive_CloseEvtFiles: fn(P) -> i32;
+    OTF2_Archive_OpenDefFiles: fn(P) -> i32;
+    OTF2_Archive_CloseDefFiles: fn(P) -> i32;
+    OTF2_Archive_GetEvtWriter: fn(P, u64) -> P;
+    OTF2_Archive_CloseEvtWriter: fn(P, P) -> i32;
+    OTF2_Archive_GetDefWriter: fn(P, u64) -> P;
+    OTF2_Archive_CloseDefWriter: fn(P, P) -> i32;
+    OTF2_Archive_GetGlobalDefWriter: fn(P) -> P;
+    OTF2_Archive_CloseGlobalDefWriter: fn(P, P) -> i32;
+    OTF2_GlobalDefWriter_WriteClockProperties: fn(P, u64, u64, u64, u64) -> i32;
+    OTF2_GlobalDefWriter_WriteString: fn(P, u32, *const c_char) -> i32;
+    OTF2_GlobalDefWriter_WriteRegion: fn(P, u32, u32, u32, u32, u8, u8, u32, u32, u32, u32) -> i32;
+    OTF2_GlobalDefWriter_WriteSystemTreeNode: fn(P, u32, u32, u32, u32) -> i32;
+    OTF2_GlobalDefWriter_WriteLocationGroup: fn(P, u32, u32, u8, u32, u32) -> i32;
+    OTF2_GlobalDefWriter_WriteLocation: fn(P, u64, u32, u8, u64, u32) -> i32;
+    OTF2_GlobalDefWriter_WriteGroup: fn(P, u32, u32, u8, u8, u32, u32, *const u64) -> i32;
+    OTF2_GlobalDefWriter_WriteComm: fn(P, u32, u32, u32, u32, u32) -> i32;
+    OTF2_GlobalDefWriter_WriteMetricMember: fn(P, u32, u32, u32, u8, u8, u8, u8, i64, u32) -> i32;
+    OTF2_GlobalDefWriter_WriteMetricClass: fn(P, u32, u8, *const u32, u8, u8) -> i32;
+    OTF2_EvtWriter_Enter: fn(P, P, u64, u32) -> i32;
+    OTF2_EvtWriter_Leave: fn(P, P, u64, u32) -> i32;
+    OTF2_EvtWriter_MpiSend: fn(P, P, u64, u32, u32, u32, u64) -> i32;
+    OTF2_EvtWriter_MpiIsend: fn(P, P, u64, u32, u32, u32, u64, u64) -> i32;
+    OTF2_EvtWriter_MpiIsendComplete: fn(P, P, u64, u64) -> i32;
+    OTF2_EvtWriter_MpiIrecvRequest: fn(P, P, u64, u64) -> i32;
+    OTF2_EvtWriter_MpiRecv: fn(P, P, u64, u32, u32, u32, u64) -> i32;
+    OTF2_EvtWriter_MpiIrecv: fn(P, P, u64, u32, u32, u32, u64, u64) -> i32;
+    OTF2_EvtWriter_MpiCollectiveBegin: fn(P, P, u64) -> i32;
+    OTF2_EvtWriter_MpiCollectiveEnd: fn(P, P, u64, u8, u32, u32, u64, u64) -> i32;
+    OTF2_EvtWriter_Metric: fn(P, P, u64, u32, u8, *const u8, *const u64) -> i32;
+}
+
+fn check(code: i32, what: &str) -> anyhow::Result<()> {
+    if code == 0 {
+        Ok(())
+    } else {
+        bail!("OTF2 {what} failed (OTF2 error code {code})")
+    }
+}
+
+/// What the OTF2 export wrote.
+#[derive(Debug, Default)]
+pub(crate) struct Otf2Stats {
+    pub enters: u64,
+    pub sends: u64,
+    pub recvs: u64,
+    pub collectives: u64,
+    pub metrics: u64,
+    pub locations: usize,
+    /// Intervals whose end was clipped to their enclosing interval.
+    pub clipped: u64,
+}
+
+/// One event of a location, in the order it is written.
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Enter(u32),
+    Leave(u32),
+    Send {
+        peer: u32,
+        tag: u32,
+        bytes: u64,
+    },
+    Isend {
+        peer: u32,
+        tag: u32,
+        bytes: u64,
+        req: u64,
+    },
+    IsendComplete {
+        req: u64,
+    },
+    IrecvRequest {
+        req: u64,
+    },
+    Recv {
+        peer: u32,
+        tag: u32,
+        bytes: u64,
+    },
+    Irecv {
+        peer: u32,
+        tag: u32,
+        bytes: u64,
+        req: u64,
+    },
+    CollBegin,
+    CollEnd {
+        op: u8,
+        root: u32,
+        sent: u64,
+        recv: u64,
+    },
+    Metric {
+        metric: u32,
+        value: f64,
+    },
+}
+
+/// An interval of a location before nesting: region, times, and the MPI events
+/// to write right after its Enter and right before its Leave.
+struct Interval {
+    start: u64,
+    end: u64,
+    region: u32,
+    after_enter: Vec<Ev>,
+    before_leave: Vec<Ev>,
+}
+
+/// Interned strings and regions of the global definitions.
+#[derive(Default)]
+struct Defs {
+    strings: Vec<String>,
+    string_ids: HashMap<String, u32>,
+    /// (name, role, paradigm, file, line) → id.
+    regions: Vec<(u32, u8, u8, u32, u32)>,
+    region_ids: HashMap<(String, u8, u8, u32, u32), u32>,
+}
+
+impl Defs {
+    fn string(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.string_ids.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as u32;
+        self.strings.push(s.to_string());
+        self.string_ids.insert(s.to_string(), id);
+        id
+    }
+
+    fn region(
+        &mut self,
+        name: &str,
+        role: u8,
+        paradigm: u8,
+        file: Option<&str>,
+        line: Option<u32>,
+    ) -> u32 {
+        let file = match file {
+            Some(f) => self.string(f),
+            None => UNDEFINED_U32,
+        };
+        let line = line.unwrap_or(0);
+        let key = (name.to_string(), role, paradigm, file, line);
+        if let Some(&id) = self.region_ids.get(&key) {
+            return id;
+        }
+        let name_id = self.string(name);
+        let id = self.regions.len() as u32;
+        self.regions.push((name_id, role, paradigm, file, line));
+        self.region_ids.insert(key, id);
+        id
+    }
+}
+
+fn location_id(rank: u32, thread: u32) -> u64 {
+    (u64::from(rank) << 16) | u64::from(thread & 0xffff)
+}
+
+fn omp_role(kind: Option<OmpKind>, variant: u8) -> u8 {
+    match kind {
+        Some(OmpKind::Parallel) => ROLE_PARALLEL,
+        Some(OmpKind::ImplicitTask | OmpKind::InitialTask | OmpKind::TaskRun) => ROLE_TASK,
+        Some(OmpKind::Work) => match variant {
+            2 => ROLE_SECTIONS,
+            3 | 4 => ROLE_SINGLE,
+            5 | 6 => ROLE_WORKSHARE,
+            _ => ROLE_LOOP,
+        },
+        Some(OmpKind::Chunk) => ROLE_LOOP,
+        Some(OmpKind::Sync | OmpKind::SyncWait) => match variant {
+            2 | 4 | 8 | 9 => ROLE_IMPLICIT_BARRIER,
+            5 | 6 => ROLE_TASK_WAIT,
+            _ => ROLE_BARRIER,
+        },
+        Some(OmpKind::MutexWait | OmpKind::MutexHold) => ROLE_CRITICAL,
+        Some(OmpKind::TaskCreate) => ROLE_TASK_CREATE,
+        Some(OmpKind::Masked) => ROLE_MASTER,
+        Some(OmpKind::Thread) => ROLE_ARTIFICIAL,
+        _ => ROLE_UNKNOWN,
+    }
+}
+
+/// OTF2 collective operation and region role of an MPI collective call.
+fn collective(call: u16) -> Option<(u8, u8)> {
+    use mpi_call::*;
+    Some(match call {
+        MPI_Barrier | MPI_Ibarrier => (COLL_BARRIER, ROLE_BARRIER),
+        MPI_Bcast | MPI_Ibcast => (COLL_BCAST, ROLE_COLL_ONE2ALL),
+        MPI_Gather | MPI_Igather => (COLL_GATHER, ROLE_COLL_ALL2ONE),
+        MPI_Gatherv | MPI_Igatherv => (COLL_GATHERV, ROLE_COLL_ALL2ONE),
+        MPI_Scatter | MPI_Iscatter => (COLL_SCATTER, ROLE_COLL_ONE2ALL),
+        MPI_Scatterv | MPI_Iscatterv => (COLL_SCATTERV, ROLE_COLL_ONE2ALL),
+        MPI_Allgather | MPI_Iallgather => (COLL_ALLGATHER, ROLE_COLL_ALL2ALL),
+        MPI_Allgatherv | MPI_Iallgatherv => (COLL_ALLGATHERV, ROLE_COLL_ALL2ALL),
+        MPI_Alltoall | MPI_Ialltoall => (COLL_ALLTOALL, ROLE_COLL_ALL2ALL),
+        MPI_Alltoallv | MPI_Ialltoallv => (COLL_ALLTOALLV, ROLE_COLL_ALL2ALL),
+        MPI_Alltoallw | MPI_Ialltoallw => (COLL_ALLTOALLW, ROLE_COLL_ALL2ALL),
+        MPI_Allreduce | MPI_Iallreduce => (COLL_ALLREDUCE, ROLE_COLL_ALL2ALL),
+        MPI_Reduce | MPI_Ireduce => (COLL_REDUCE, ROLE_COLL_ALL2ONE),
+        MPI_Reduce_scatter | MPI_Ireduce_scatter => (COLL_REDUCE_SCATTER, ROLE_COLL_ALL2ALL),
+        MPI_Reduce_scatter_block | MPI_Ireduce_scatter_block => {
+            (COLL_REDUCE_SCATTER_BLOCK, ROLE_COLL_ALL2ALL)
+        }
+        MPI_Scan | MPI_Iscan => (COLL_SCAN, ROLE_COLL_OTHER),
+        MPI_Exscan | MPI_Iexscan => (COLL_EXSCAN, ROLE_COLL_OTHER),
+        _ => return None,
+    })
+}
+
+/// Nest intervals with a stack and turn them into ordered events; an interval
+/// crossing the end of its enclosing one is clipped to it.
+fn nest(mut intervals: Vec<Interval>, clipped: &mut u64) -> Vec<(u64, Ev)> {
+    intervals.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+    let mut out = Vec::with_capacity(intervals.len() * 2);
+    let mut stack: Vec<Interval> = Vec::new();
+    let close = |iv: Interval, out: &mut Vec<(u64, Ev)>| {
+        for e in iv.before_leave {
+            out.push((iv.end, e));
+        }
+        out.push((iv.end, Ev::Leave(iv.region)));
+    };
+    for mut iv in intervals {
+        while stack.last().is_some_and(|top| top.end <= iv.start) {
+            close(stack.pop().expect("non-empty"), &mut out);
+        }
+        if let Some(top) = stack.last()
+            && iv.end > top.end
+        {
+            iv.end = top.end;
+            *clipped += 1;
+        }
+        out.push((iv.start, Ev::Enter(iv.region)));
+        for e in std::mem::take(&mut iv.after_enter) {
+            out.push((iv.start, e));
+        }
+        stack.push(iv);
+    }
+    while let Some(iv) = stack.pop() {
+        close(iv, &mut out);
+    }
+    out
+}
+
+pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
+    if out.exists() {
+        bail!("{} already exists; refusing to overwrite it", out.display());
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let api = Api::load()?;
+    let mut defs = Defs::default();
+    let mut stats = Otf2Stats::default();
+    let base = data.base_ns;
+    let t = |ns: i64| -> u64 { (ns - base).max(0) as u64 };
+
+    // Requests of Irecv/Isend calls per rank, to turn completions into OTF2 records.
+    let mut requests: HashMap<(u32, u64), &MpiRecord> = HashMap::new();
+    for (rank, r) in &data.mpi {
+        if matches!(
+            r.call,
+            mpi_call::MPI_Irecv
+                | mpi_call::MPI_Isend
+                | mpi_call::MPI_Issend
+                | mpi_call::MPI_Ibsend
+                | mpi_call::MPI_Irsend
+        ) && r.request_id != 0
+        {
+            requests.insert((*rank, r.request_id), r);
+        }
+    }
+
+    let mut per_loc: BTreeMap<(u32, u32), Vec<Interval>> = BTreeMap::new();
+    // Instant rows that are not intervals (request completions) per location.
+    let mut loose: BTreeMap<(u32, u32), Vec<(u64, Ev)>> = BTreeMap::new();
+    for (rank, rec) in &data.omp {
+        let kind = OmpKind::from_u8(rec.kind);
+        let label = omp_label(data, *rank, rec);
+        let region = defs.region(
+            &label.name,
+            omp_role(kind, rec.variant),
+            PARADIGM_OPENMP,
+            label.file,
+            label.line,
+        );
+        per_loc
+            .entry((*rank, rec.thread))
+            .or_default()
+            .push(Interval {
+                start: t(rec.start_ns),
+                end: t(rec.end_ns),
+                region,
+                after_enter: Vec::new(),
+                before_leave: Vec::new(),
+            });
+    }
+    for (rank, r) in &data.mpi {
+        let loc = (*rank, r.thread);
+        let peer = r.peer.max(0) as u32;
+        let tag = r.tag as u32;
+        if r.call == mpi_call::REQUEST_COMPLETE {
+            let Some(req) = requests.get(&(*rank, r.request_id)) else {
+                continue;
+            };
+            let ev = if req.call == mpi_call::MPI_Irecv {
+                // The status names the real source and tag.
+                let (src, tag) = if r.peer >= 0 {
+                    (r.peer, r.tag)
+                } else {
+                    (req.peer, req.tag)
+                };
+                if src < 0 {
+                    continue;
+                }
+                stats.recvs += 1;
+                Ev::Irecv {
+                    peer: src as u32,
+                    tag: tag as u32,
+                    bytes: r.bytes_recv,
+                    req: r.request_id,
+                }
+            } else {
+                Ev::IsendComplete { req: r.request_id }
+            };
+            loose.entry(loc).or_default().push((t(r.start_ns), ev));
+            continue;
+        }
+        let name = mpi_call::name(r.call);
+        let coll = collective(r.call);
+        let role = match coll {
+            Some((_, role)) => role,
+            None if super::is_send(r.call)
+                || matches!(
+                    r.call,
+                    mpi_call::MPI_Recv | mpi_call::MPI_Irecv | mpi_call::MPI_Sendrecv
+                ) =>
+            {
+                ROLE_POINT2POINT
+            }
+            None => ROLE_FUNCTION,
+        };
+        let region = defs.region(name, role, PARADIGM_MPI, None, None);
+        let mut after_enter = Vec::new();
+        let mut before_leave = Vec::new();
+        use mpi_call::*;
+        match r.call {
+            MPI_Send | MPI_Ssend | MPI_Bsend | MPI_Rsend if r.peer >= 0 => {
+                after_enter.push(Ev::Send {
+                    peer,
+                    tag,
+                    bytes: r.bytes_sent,
+                });
+                stats.sends += 1;
+            }
+            MPI_Isend | MPI_Issend | MPI_Ibsend | MPI_Irsend if r.peer >= 0 => {
+                after_enter.push(Ev::Isend {
+                    peer,
+                    tag,
+                    bytes: r.bytes_sent,
+                    req: r.request_id,
+                });
+                stats.sends += 1;
+            }
+            MPI_Irecv => after_enter.push(Ev::IrecvRequest { req: r.request_id }),
+            MPI_Recv if r.peer >= 0 => {
+                before_leave.push(Ev::Recv {
+                    peer,
+                    tag,
+                    bytes: r.bytes_recv,
+                });
+                stats.recvs += 1;
+            }
+            _ => {}
+        }
+        if let Some((op, _)) = coll {
+            after_enter.push(Ev::CollBegin);
+            let root = if r.root >= 0 {
+                r.root as u32
+            } else {
+                UNDEFINED_U32
+            };
+            before_leave.push(Ev::CollEnd {
+                op,
+                root,
+                sent: r.bytes_sent,
+                recv: r.bytes_recv,
+            });
+            stats.collectives += 1;
+        }
+        per_loc.entry(loc).or_default().push(Interval {
+            start: t(r.start_ns),
+            end: t(r.end_ns),
+            region,
+            after_enter,
+            before_leave,
+        });
+    }
+    // Metrics: one member and class per metric name, on thread 0 of the rank.
+    let mut metric_ids: BTreeMap<String, u32> = BTreeMap::new();
+    for (rank, s) in &data.samples {
+        let name = if s.key >= 0 {
+            format!("{}[{}]", s.metric, s.key)
+        } else {
+            s.metric.clone()
+        };
+        let next = metric_ids.len() as u32;
+        let id = *metric_ids.entry(name).or_insert(next);
+        loose.entry((*rank, 0)).or_default().push((
+            t(s.time_ns),
+            Ev::Metric {
+                metric: id,
+                value: s.value,
+            },
+        ));
+        stats.metrics += 1;
+    }
+    // Every rank's thread 0 exists as a location (metrics and MPI records need one).
+    for rm in &data.ranks {
+        per_loc.entry((rm.rank, 0)).or_default();
+    }
+    for loc in loose.keys() {
+        per_loc.entry(*loc).or_default();
+    }
+
+    // Events per location, in time order.
+    let mut streams: BTreeMap<(u32, u32), Vec<(u64, Ev)>> = BTreeMap::new();
+    for (loc, intervals) in per_loc {
+        let mut evs = nest(intervals, &mut stats.clipped);
+        if let Some(mut extra) = loose.remove(&loc) {
+            extra.sort_by_key(|e| e.0);
+            evs.extend(extra);
+            // Stable: nested events keep their order, loose ones go after equal times.
+            evs.sort_by_key(|e| e.0);
+        }
+        streams.insert(loc, evs);
+    }
+    stats.locations = streams.len();
+    let trace_end = streams
+        .values()
+        .filter_map(|v| v.last().map(|e| e.0))
+        .max()
+        .unwrap_or(0);
+
+    let dir =
+        CString::new(out.as_os_str().as_encoded_bytes()).context("output path has a NUL byte")?;
+    let name = CString::new("traces").expect("no NUL");
+    // SAFETY: valid C strings; the archive handle is checked below and closed at the end.
+    let archive = unsafe {
+        (api.OTF2_Archive_Open)(
+            dir.as_ptr(),
+            name.as_ptr(),
+            FILEMODE_WRITE,
+            CHUNK_SIZE_EVENTS,
+            CHUNK_SIZE_DEFS,
+            SUBSTRATE_POSIX,
+            COMPRESSION_NONE,
+        )
+    };
+    if archive.is_null() {
+        bail!("OTF2 could not create an archive in {}", out.display());
+    }
+    let result = write_archive(
+        &api,
+        archive,
+        data,
+        &mut defs,
+        &streams,
+        &metric_ids,
+        trace_end,
+        &mut stats,
+    );
+    // SAFETY: archive is open.
+    let closed = unsafe { (api.OTF2_Archive_Close)(archive) };
+    result?;
+    check(closed, "closing the archive")?;
+    Ok(stats)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_archive(
+    api: &Api,
+    archive: P,
+    data: &TraceData,
+    defs: &mut Defs,
+    streams: &BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
+    metric_ids: &BTreeMap<String, u32>,
+    trace_end: u64,
+    stats: &mut Otf2Stats,
+) -> anyhow::Result<()> {
+    let null = std::ptr::null_mut();
+    // SAFETY (whole function): every call passes the live archive/writer handles
+    // OTF2 returned, C strings that outlive the call, and arrays of the stated length.
+    unsafe {
+        check(
+            (api.OTF2_Archive_SetFlushCallbacks)(archive, &FLUSH_CALLBACKS, null),
+            "SetFlushCallbacks",
+        )?;
+        check(
+            (api.OTF2_Archive_SetSerialCollectiveCallbacks)(archive),
+            "SetSerialCollectiveCallbacks",
+        )?;
+        let creator =
+            CString::new(format!("hyscope {}", env!("CARGO_PKG_VERSION"))).expect("no NUL");
+        check(
+            (api.OTF2_Archive_SetCreator)(archive, creator.as_ptr()),
+            "SetCreator",
+        )?;
+        let desc = CString::new(data_description(data)).unwrap_or_default();
+        check(
+            (api.OTF2_Archive_SetDescription)(archive, desc.as_ptr()),
+            "SetDescription",
+        )?;
+
+        check((api.OTF2_Archive_OpenEvtFiles)(archive), "OpenEvtFiles")?;
+        let mut counts: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+        for (&(rank, thread), evs) in streams {
+            let w = (api.OTF2_Archive_GetEvtWriter)(archive, location_id(rank, thread));
+            if w.is_null() {
+                bail!("OTF2 could not open the event writer of rank {rank} thread {thread}");
+            }
+            for &(time, ev) in evs {
+                let c = WORLD_COMM;
+                let rc = match ev {
+                    Ev::Enter(r) => {
+                        stats.enters += 1;
+                        (api.OTF2_EvtWriter_Enter)(w, null, time, r)
+                    }
+                    Ev::Leave(r) => (api.OTF2_EvtWriter_Leave)(w, null, time, r),
+                    Ev::Send { peer, tag, bytes } => {
+                        (api.OTF2_EvtWriter_MpiSend)(w, null, time, peer, c, tag, bytes)
+                    }
+                    Ev::Isend {
+                        peer,
+                        tag,
+                        bytes,
+                        req,
+                    } => (api.OTF2_EvtWriter_MpiIsend)(w, null, time, peer, c, tag, bytes, req),
+                    Ev::IsendComplete { req } => {
+                        (api.OTF2_EvtWriter_MpiIsendComplete)(w, null, time, req)
+                    }
+                    Ev::IrecvRequest { req } => {
+                        (api.OTF2_EvtWriter_MpiIrecvRequest)(w, null, time, req)
+                    }
+                    Ev::Recv { peer, tag, bytes } => {
+                        (api.OTF2_EvtWriter_MpiRecv)(w, null, time, peer, c, tag, bytes)
+                    }
+                    Ev::Irecv {
+                        peer,
+                        tag,
+                        bytes,
+                        req,
+                    } => (api.OTF2_EvtWriter_MpiIrecv)(w, null, time, peer, c, tag, bytes, req),
+                    Ev::CollBegin => (api.OTF2_EvtWriter_MpiCollectiveBegin)(w, null, time),
+                    Ev::CollEnd {
+                        op,
+                        root,
+                        sent,
+                        recv,
+                    } => (api.OTF2_EvtWriter_MpiCollectiveEnd)(
+                        w, null, time, op, c, root, sent, recv,
+                    ),
+                    Ev::Metric { metric, value } => {
+                        let ty = [TYPE_DOUBLE];
+                        let v = [value.to_bits()];
+                        (api.OTF2_EvtWriter_Metric)(
+                            w,
+                            null,
+                            time,
+                            metric,
+                            1,
+                            ty.as_ptr(),
+                            v.as_ptr(),
+                        )
+                    }
+                };
+                check(rc, "writing an event")?;
+            }
+            counts.insert((rank, thread), evs.len() as u64);
+            check(
+                (api.OTF2_Archive_CloseEvtWriter)(archive, w),
+                "CloseEvtWriter",
+            )?;
+        }
+        check((api.OTF2_Archive_CloseEvtFiles)(archive), "CloseEvtFiles")?;
+
+        // Empty local definitions (no id mappings: events use global ids).
+        check((api.OTF2_Archive_OpenDefFiles)(archive), "OpenDefFiles")?;
+        for &(rank, thread) in streams.keys() {
+            let d = (api.OTF2_Archive_GetDefWriter)(archive, location_id(rank, thread));
+            if d.is_null() {
+                bail!("OTF2 could not open the definition writer of rank {rank} thread {thread}");
+            }
+            check(
+                (api.OTF2_Archive_CloseDefWriter)(archive, d),
+                "CloseDefWriter",
+            )?;
+        }
+        check((api.OTF2_Archive_CloseDefFiles)(archive), "CloseDefFiles")?;
+
+        // Global definitions.
+        let g = (api.OTF2_Archive_GetGlobalDefWriter)(archive);
+        if g.is_null() {
+            bail!("OTF2 could not open the global definition writer");
+        }
+        let realtime = if data.start_unix_ns > 0 {
+            (data.start_unix_ns + (data.base_ns - data.start_clock_ns)).max(0) as u64
+        } else {
+            UNDEFINED_TIMESTAMP
+        };
+        check(
+            (api.OTF2_GlobalDefWriter_WriteClockProperties)(
+                g,
+                1_000_000_000,
+                0,
+                trace_end + 1,
+                realtime,
+            ),
+            "ClockProperties",
+        )?;
+
+        // Strings needed by the system tree, locations, groups and metrics.
+        let machine = defs.string("machine");
+        let node_class = defs.string("node");
+        let mut hosts: Vec<String> = data
+            .ranks
+            .iter()
+            .map(|r| {
+                if r.host.is_empty() {
+                    "localhost".to_string()
+                } else {
+                    r.host.clone()
+                }
+            })
+            .collect();
+        hosts.dedup();
+        let mut uniq: Vec<String> = Vec::new();
+        for h in hosts {
+            if !uniq.contains(&h) {
+                uniq.push(h);
+            }
+        }
+        let host_ids: Vec<u32> = uniq.iter().map(|h| defs.string(h)).collect();
+        let rank_names: Vec<u32> = data
+            .ranks
+            .iter()
+            .map(|r| defs.string(&format!("MPI Rank {}", r.rank)))
+            .collect();
+        let thread_names: BTreeMap<(u32, u32), u32> = streams
+            .keys()
+            .map(|&(r, t)| {
+                (
+                    (r, t),
+                    defs.string(&format!("OpenMP thread {t} (rank {r})")),
+                )
+            })
+            .collect();
+        let world = defs.string("MPI_COMM_WORLD");
+        let locations_name = defs.string("MPI ranks");
+        // Definitions are read in id order.
+        let mut metric_names: Vec<(u32, u32)> = metric_ids
+            .iter()
+            .map(|(n, &id)| (id, defs.string(n)))
+            .collect();
+        metric_names.sort_unstable();
+        let empty = defs.string("");
+        let measurement = defs.region(
+            "hyscope",
+            ROLE_ARTIFICIAL,
+            PARADIGM_MEASUREMENT_SYSTEM,
+            None,
+            None,
+        );
+        let _ = measurement;
+
+        for (i, s) in defs.strings.iter().enumerate() {
+            let c = CString::new(s.replace('\0', "")).expect("NUL removed");
+            check(
+                (api.OTF2_GlobalDefWriter_WriteString)(g, i as u32, c.as_ptr()),
+                "WriteString",
+            )?;
+        }
+        check(
+            (api.OTF2_GlobalDefWriter_WriteSystemTreeNode)(g, 0, machine, machine, UNDEFINED_U32),
+            "SystemTreeNode",
+        )?;
+        for (i, h) in host_ids.iter().enumerate() {
+            check(
+                (api.OTF2_GlobalDefWriter_WriteSystemTreeNode)(g, i as u32 + 1, *h, node_class, 0),
+                "SystemTreeNode",
+            )?;
+        }
+        for (i, rm) in data.ranks.iter().enumerate() {
+            let host = if rm.host.is_empty() {
+                "localhost"
+            } else {
+                rm.host.as_str()
+            };
+            let node = uniq.iter().position(|h| h == host).unwrap_or(0) as u32 + 1;
+            check(
+                (api.OTF2_GlobalDefWriter_WriteLocationGroup)(
+                    g,
+                    rm.rank,
+                    rank_names[i],
+                    LOCATION_GROUP_TYPE_PROCESS,
+                    node,
+                    UNDEFINED_U32,
+                ),
+                "LocationGroup",
+            )?;
+        }
+        for (&(rank, thread), &n) in &thread_names {
+            let events = counts.get(&(rank, thread)).copied().unwrap_or(0);
+            check(
+                (api.OTF2_GlobalDefWriter_WriteLocation)(
+                    g,
+                    location_id(rank, thread),
+                    n,
+                    LOCATION_TYPE_CPU_THREAD,
+                    events,
+                    rank,
+                ),
+                "Location",
+            )?;
+        }
+        for (id, (name, role, paradigm, file, line)) in defs.regions.iter().enumerate() {
+            check(
+                (api.OTF2_GlobalDefWriter_WriteRegion)(
+                    g, id as u32, *name, *name, empty, *role, *paradigm, 0, *file, *line, *line,
+                ),
+                "Region",
+            )?;
+        }
+        // MPI: rank i of MPI_COMM_WORLD is the location of thread 0 of rank i.
+        let members: Vec<u64> = data.ranks.iter().map(|r| location_id(r.rank, 0)).collect();
+        check(
+            (api.OTF2_GlobalDefWriter_WriteGroup)(
+                g,
+                0,
+                locations_name,
+                GROUP_TYPE_COMM_LOCATIONS,
+                PARADIGM_MPI,
+                0,
+                members.len() as u32,
+                members.as_ptr(),
+            ),
+            "Group",
+        )?;
+        let ranks: Vec<u64> = (0..members.len() as u64).collect();
+        check(
+            (api.OTF2_GlobalDefWriter_WriteGroup)(
+                g,
+                1,
+                world,
+                GROUP_TYPE_COMM_GROUP,
+                PARADIGM_MPI,
+                0,
+                ranks.len() as u32,
+                ranks.as_ptr(),
+            ),
+            "Group",
+        )?;
+        check(
+            (api.OTF2_GlobalDefWriter_WriteComm)(g, WORLD_COMM, world, 1, UNDEFINED_U32, 0),
+            "Comm",
+        )?;
+        for &(id, name) in &metric_names {
+            check(
+                (api.OTF2_GlobalDefWriter_WriteMetricMember)(
+                    g,
+                    id,
+                    name,
+                    name,
+                    METRIC_TYPE_OTHER,
+                    METRIC_ABSOLUTE_POINT,
+                    TYPE_DOUBLE,
+                    BASE_DECIMAL,
+                    0,
+                    empty,
+                ),
+                "MetricMember",
+            )?;
+            let member = [id];
+            check(
+                (api.OTF2_GlobalDefWriter_WriteMetricClass)(
+                    g,
+                    id,
+                    1,
+                    member.as_ptr(),
+                    METRIC_SYNCHRONOUS,
+                    RECORDER_KIND_ABSTRACT,
+                ),
+                "MetricClass",
+            )?;
+        }
+        check(
+            (api.OTF2_Archive_CloseGlobalDefWriter)(archive, g),
+            "CloseGlobalDefWriter",
+        )?;
+    }
+    Ok(())
+}
+
+fn data_description(data: &TraceData) -> String {
+    format!("hyscope trace, {} ranks", data.ranks.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(start: u64, end: u64, region: u32) -> Interval {
+        Interval {
+            start,
+            end,
+            region,
+            after_enter: Vec::new(),
+            before_leave: Vec::new(),
+        }
+    }
+
+    fn show(evs: &[(u64, Ev)]) -> Vec<String> {
+        evs.iter()
+            .map(|(t, e)| match e {
+                Ev::Enter(r) => format!("{t}+{r}"),
+                Ev::Leave(r) => format!("{t}-{r}"),
+                other => format!("{t}:{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn nesting_siblings_instants_and_clipping() {
+        let mut clipped = 0;
+        // 0 encloses 1 and 2 (siblings touching at 20); 3 is an instant at 20;
+        // 4 crosses the end of 0 and is clipped to 50.
+        let evs = nest(
+            vec![
+                iv(10, 20, 1),
+                iv(0, 50, 0),
+                iv(20, 30, 2),
+                iv(20, 20, 3),
+                iv(40, 60, 4),
+            ],
+            &mut clipped,
+        );
+        assert_eq!(
+            show(&evs),
+            [
+                "0+0", "10+1", "20-1", "20+2", "20+3", "20-3", "30-2", "40+4", "50-4", "50-0"
+            ]
+        );
+        assert_eq!(clipped, 1);
+    }
+}
