@@ -56,7 +56,7 @@ fn main() {
                     callsite: 0x4000,
                     ..MpiRecord::default()
                 });
-                if region % 8 == 0 {
+                if region.is_multiple_of(8) {
                     let to = (rank + 1) % ranks;
                     let from = (rank + ranks - 1) % ranks;
                     calls.push(MpiRecord {
