@@ -134,9 +134,9 @@ impl Table {
         }
         let line = |r: &[String], out: &mut String| {
             let mut s = String::from("  ");
-            for i in 0..n {
+            for (i, wi) in w.iter().enumerate() {
                 let c = r.get(i).map(String::as_str).unwrap_or("");
-                let pad = w[i] - c.chars().count();
+                let pad = wi.saturating_sub(c.chars().count());
                 if i == 0 {
                     s.push_str(c);
                     s.push_str(&" ".repeat(pad));
