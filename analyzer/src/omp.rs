@@ -448,16 +448,25 @@ fn region_instance(rank: u32, rows: &[OmpRecord], group: &[u32], out: &mut RankP
         let le = ws.iter().map(|w| w.end_ns.min(re)).max().unwrap_or(rs);
         la.time += (le - ls).max(0);
         let static_sched = ws.iter().all(|w| w.variant == 10);
-        for w in &ws {
-            let wd = clip(w, rs, re);
-            let chunks: Vec<&OmpRecord> = chunks_by_thread
-                .get(&w.thread)
-                .map(|v| {
+        let chunk_sets: Vec<&[&OmpRecord]> = ws
+            .iter()
+            .map(|w| {
+                chunks_by_thread.get(&w.thread).map_or(&[][..], |v| {
                     let a = v.partition_point(|c| c.start_ns < w.start_ns);
                     let b = v.partition_point(|c| c.start_ns <= w.end_ns);
-                    v[a..b].to_vec()
+                    &v[a..b]
                 })
-                .unwrap_or_default();
+            })
+            .collect();
+        // chunk_start is the loop variable's first value as the runtime reports it
+        // (ompt-tool docs): the iteration space starts at the smallest one.
+        let base = chunk_sets
+            .iter()
+            .flat_map(|v| v.iter().map(|c| c.chunk_start))
+            .min()
+            .unwrap_or(0);
+        for (w, chunks) in ws.iter().zip(&chunk_sets) {
+            let wd = clip(w, rs, re);
             let mut ta = LoopThreadAcc {
                 time: wd,
                 ..LoopThreadAcc::default()
@@ -477,7 +486,7 @@ fn region_instance(rank: u32, rows: &[OmpRecord], group: &[u32], out: &mut RankP
                 la.any_chunks = true;
                 la.profile_from_chunks = true;
                 let mut prev_end: Option<i64> = None;
-                for c in &chunks {
+                for c in chunks.iter() {
                     let d = (c.end_ns.min(w.end_ns) - c.start_ns).max(0);
                     ta.busy += d;
                     ta.iterations += c.count;
@@ -493,7 +502,7 @@ fn region_instance(rank: u32, rows: &[OmpRecord], group: &[u32], out: &mut RankP
                         }
                     }
                     prev_end = Some(c.end_ns);
-                    la.add_segment(trip, c.chunk_start, c.count, d);
+                    la.add_segment(trip, c.chunk_start.wrapping_sub(base), c.count, d);
                 }
             }
             let e = la.per_thread.entry((rank, w.thread)).or_default();

@@ -366,3 +366,15 @@ fn one_source_location_at_different_addresses_is_one_region() {
     assert!(close(regions[0].fork_join_s, 3e-6, 1e-9));
     assert_eq!(regions[0].per_thread.len(), 2);
 }
+
+#[test]
+fn chunk_starts_are_relative_to_the_loop_lower_bound() {
+    // for (i = 1000; i < 5000; i++): the runtime reports loop-variable values.
+    let (mut b, total_ns) = triangular_loop(10, true);
+    for r in b.omp[0].iter_mut().filter(|r| r.kind == OmpKind::Chunk as u8) {
+        r.chunk_start += 1000;
+    }
+    let (_d, a) = b.analyze();
+    let rec = a.loops.get().unwrap()[0].recommendation.get().unwrap().clone();
+    assert!(close(rec.predicted_s, total_ns / 4.0 * 1e-9, 0.02), "{rec:?}");
+}
