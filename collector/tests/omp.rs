@@ -252,14 +252,21 @@ fn parallel_regions_threads_nesting_and_if0() {
         assert!(inside(b, task), "barrier {b:?} outside its implicit task");
     }
 
-    // Threads: the initial thread, one worker for the outer teams, one per inner team.
+    // Threads: the initial thread and the workers. The inner teams need one worker
+    // each, but libomp may reuse one for both when the first inner region is over
+    // before the second starts: 2 or 3 workers, each with exactly one thread row.
     let threads = run.of(OmpKind::Thread);
-    assert_eq!(threads.len(), 4);
+    let seen: BTreeSet<u32> = run.omp.iter().map(|r| r.thread).collect();
+    assert_eq!(threads.len(), seen.len(), "{threads:#?}");
+    assert!(seen.len() == 3 || seen.len() == 4, "{seen:?}");
     assert_eq!(threads.iter().filter(|t| t.variant == 1).count(), 1);
-    assert_eq!(threads.iter().filter(|t| t.variant == 2).count(), 3);
+    assert_eq!(
+        threads.iter().filter(|t| t.variant == 2).count(),
+        seen.len() - 1
+    );
     assert_eq!(run.of(OmpKind::InitialTask).len(), 1);
     let info = &run.trace.manifest.ranks[0];
-    assert_eq!(info.threads, 4);
+    assert_eq!(info.threads as usize, seen.len());
     assert_eq!(info.dropped_events, 0);
     assert_eq!(info.events.omp, run.omp.len() as u64);
 
@@ -590,4 +597,65 @@ fn libomp14_records_missing_capabilities() {
     assert_eq!(run.of_variant(OmpKind::Sync, BARRIER_EXPLICIT).len(), 6);
     assert_eq!(run.of_variant(OmpKind::MutexHold, MUTEX_CRITICAL).len(), 10);
     assert_eq!(run.of(OmpKind::TaskRun).len(), 20);
+}
+
+#[test]
+fn gcc_built_program_on_libomp_through_a_libgomp_shim() {
+    // GCC's libgomp has no OMPT; libomp exports the GOMP ABI, so a `libgomp.so.1`
+    // resolving to libomp first on the library path makes GCC-built code visible.
+    let dir = tempfile::tempdir().unwrap();
+    let shim = dir.path().join("shim");
+    std::fs::create_dir(&shim).unwrap();
+    std::os::unix::fs::symlink(format!("{LLVM_LIB}/libomp.so.5"), shim.join("libgomp.so.1"))
+        .unwrap();
+    let exe = dir.path().join("sync_gcc");
+    let status = Command::new("gcc")
+        .args(["-fopenmp", "-g", "-O1"])
+        .arg(source("sync"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("gcc runs");
+    assert!(status.success());
+    let trace_dir = dir.path().join("trace");
+    let out = run(
+        &exe,
+        &trace_dir,
+        &[("LD_LIBRARY_PATH", shim.to_str().unwrap())],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "crit=10 locked=6 tasks=20\n"
+    );
+    let trace = Trace::open(&trace_dir).unwrap();
+    let omp: Vec<OmpRecord> = trace
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let count = |kind: OmpKind, variant: Option<u8>| {
+        omp.iter()
+            .filter(|r| r.kind == kind as u8 && variant.is_none_or(|v| r.variant == v))
+            .count()
+    };
+    // What GCC-built code cannot show (platform-facts): explicit and worksharing
+    // barriers both arrive as barrier_implementation (3 + 3 per thread), inlined
+    // static loops have no work events, single has no executor.
+    assert_eq!(count(OmpKind::Sync, Some(4)), 12);
+    assert_eq!(count(OmpKind::Sync, Some(BARRIER_EXPLICIT)), 0);
+    assert_eq!(count(OmpKind::Work, Some(LOOP_STATIC)), 0);
+    assert_eq!(count(OmpKind::Work, Some(SINGLE_EXECUTOR)), 0);
+    assert_eq!(count(OmpKind::Work, Some(SINGLE_OTHER)), 1);
+    assert_eq!(count(OmpKind::Parallel, None), 1);
+    assert_eq!(count(OmpKind::MutexHold, Some(MUTEX_CRITICAL)), 10);
+    assert_eq!(count(OmpKind::MutexHold, Some(MUTEX_LOCK)), 6);
+    assert_eq!(count(OmpKind::TaskCreate, None), 20);
+    assert_eq!(count(OmpKind::TaskRun, None), 20);
+    let info = trace.manifest.openmp.as_ref().unwrap();
+    assert!(
+        info.runtime_path.ends_with("llvm-19/lib/libomp.so.5"),
+        "{}",
+        info.runtime_path
+    );
 }

@@ -285,6 +285,22 @@ pub fn before_exit_flush() {
     if profile_mode() {
         state::emit_all_summaries();
     }
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    if let Some(s) = sink().filter(|_| !REPORTED.swap(true, Ordering::Relaxed)) {
+        let overflows = state::STACK_OVERFLOWS.load(Ordering::Relaxed);
+        if overflows > 0 {
+            s.warn(&format!(
+                "{overflows} OpenMP intervals nested deeper than {} were not recorded",
+                state::STACK_CAP
+            ));
+        }
+        let open = state::UNTERMINATED.load(Ordering::Relaxed);
+        if open > 0 {
+            s.warn(&format!(
+                "{open} OpenMP intervals had no end event from the runtime and were not recorded"
+            ));
+        }
+    }
 }
 
 pub use callbacks::start_tool;

@@ -56,6 +56,8 @@ static STATES: Mutex<Vec<StatePtr>> = Mutex::new(Vec::new());
 static THREADS: AtomicU32 = AtomicU32::new(0);
 /// Intervals lost to a full stack.
 pub(crate) static STACK_OVERFLOWS: AtomicU64 = AtomicU64::new(0);
+/// Intervals whose end event never came before their enclosing task ended.
+pub(crate) static UNTERMINATED: AtomicU64 = AtomicU64::new(0);
 
 /// Threads the OMPT adapter has seen.
 pub fn threads_seen() -> u32 {
@@ -153,6 +155,15 @@ impl ThreadState {
         let mut rec = self.stack[i];
         rec.end_ns = end_ns;
         // Remove entry i, closing chunks above it and keeping the other entries in order.
+        // When a task, region or thread ends, constructs still open inside it never got
+        // their end event (e.g. `single` in GCC-built code): drop them, keeping only
+        // mutex holds (a lock may be held across constructs).
+        let region_end = matches!(
+            OmpKind::from_u8(rec.kind),
+            Some(
+                OmpKind::ImplicitTask | OmpKind::InitialTask | OmpKind::Parallel | OmpKind::Thread
+            )
+        );
         let mut w = i;
         for r in i + 1..self.depth {
             let above = self.stack[r];
@@ -160,6 +171,8 @@ impl ThreadState {
                 let mut chunk = above;
                 chunk.end_ns = end_ns;
                 self.emit(chunk);
+            } else if region_end && above.kind != OmpKind::MutexHold as u8 {
+                UNTERMINATED.fetch_add(1, Ordering::Relaxed);
             } else {
                 self.stack[w] = above;
                 w += 1;
