@@ -67,15 +67,11 @@ pub enum AnalyzeError {
 
 /// Analyse the trace in `trace_dir`.
 pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
-    let data = load::load(trace_dir, options.progress)?;
-    Ok(analyze_loaded(&data, options))
-}
-
-/// Analyse already loaded data (used by [`analyze`] and by tests).
-pub fn analyze_loaded(data: &load::TraceData, options: &AnalyzeOptions) -> Analysis {
+    let (data, passes) = load::load(trace_dir, options.progress)?;
+    let data = &data;
     let mut warnings = data.warnings.clone();
     let run = load::run_facts(data);
-    let omp = omp::analyze_omp(data, &run, &mut warnings);
+    let omp = omp::analyze_omp(data, &run, passes, &mut warnings);
     let mpi = mpi::analyze_mpi(data, &run, &omp);
     let waits = mpi::wait_states(data, &run);
     let memory = memory::analyze_memory(data, &run, options);
@@ -103,5 +99,5 @@ pub fn analyze_loaded(data: &load::TraceData, options: &AnalyzeOptions) -> Analy
     warnings.sort();
     warnings.dedup();
     analysis.warnings = warnings;
-    analysis
+    Ok(analysis)
 }

@@ -13,12 +13,17 @@ use rayon::prelude::*;
 
 use crate::AnalyzeError;
 use crate::model::{CodeLocation, RunFacts};
+use crate::omp::RankPass;
 
 /// One rank's rows, on rank 0's clock.
 #[derive(Debug, Default, Clone)]
 pub struct RankData {
     pub rank: u32,
-    pub omp: Vec<OmpRecord>,
+    /// OpenMP rows read (the rows themselves are aggregated per rank by
+    /// [`crate::omp::rank_pass`] while loading and then dropped: memory stays bounded).
+    pub omp_rows: u64,
+    /// Highest OpenMP thread index seen + 1.
+    pub omp_threads: u32,
     pub mpi: Vec<MpiRecord>,
     pub samples: Vec<SampleRecord>,
     /// First and last timestamp of any row (rank 0's clock).
@@ -133,26 +138,32 @@ impl ClockMap {
     }
 }
 
-/// Open and read a whole trace.
-pub fn load(dir: &Path, progress: bool) -> Result<TraceData, AnalyzeError> {
+/// Bytes of Parquet OpenMP parts decoded at the same time: at ~4 bytes per
+/// row on disk and 80 bytes per row in memory, 48 MiB of parts is ~1 GiB of rows.
+const OMP_BATCH_BYTES: u64 = 48 << 20;
+
+/// Open and read a whole trace: MPI, samples and symbols are kept; the OpenMP
+/// rows are reduced rank by rank to [`crate::omp::RankPass`] aggregates.
+pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), AnalyzeError> {
     let trace = Trace::open(dir)?;
     let mut parts: Vec<&PartFile> = Vec::new();
-    for t in [Table::Omp, Table::Mpi, Table::Samples, Table::Symbols] {
+    for t in [Table::Mpi, Table::Samples, Table::Symbols] {
         parts.extend(trace.parts(t));
     }
-    let total_bytes: u64 = parts.iter().map(|p| p.bytes).sum();
+    let omp_parts = trace.parts(Table::Omp);
+    let total_bytes: u64 =
+        parts.iter().map(|p| p.bytes).sum::<u64>() + omp_parts.iter().map(|p| p.bytes).sum::<u64>();
     let bar = (progress && total_bytes > 64 << 20).then(|| {
         let b = indicatif::ProgressBar::new(total_bytes);
         b.set_style(
             indicatif::ProgressStyle::with_template(
-                "reading {bar:40} {binary_bytes}/{binary_total_bytes} ({eta})",
+                "analysing {bar:40} {binary_bytes}/{binary_total_bytes} ({eta})",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b
     });
     enum Rows {
-        Omp(Vec<OmpRecord>),
         Mpi(Vec<MpiRecord>),
         Samples(Vec<SampleRecord>),
         Symbols(Vec<SymbolRecord>),
@@ -160,24 +171,20 @@ pub fn load(dir: &Path, progress: bool) -> Result<TraceData, AnalyzeError> {
     let options = ScanOptions::default();
     // Biggest parts first so the two cores finish together.
     parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
-    let decoded: Vec<(u32, Table, Rows)> = parts
+    let decoded: Vec<(u32, Rows)> = parts
         .par_iter()
         .map(|p| {
             let rows = match p.table {
-                Table::Omp => Rows::Omp(read_part_records(p, &options)?),
                 Table::Mpi => Rows::Mpi(read_part_records(p, &options)?),
                 Table::Samples => Rows::Samples(read_part_records(p, &options)?),
-                Table::Symbols => Rows::Symbols(read_part_records(p, &options)?),
+                _ => Rows::Symbols(read_part_records(p, &options)?),
             };
             if let Some(b) = &bar {
                 b.inc(p.bytes);
             }
-            Ok::<_, AnalyzeError>((p.rank, p.table, rows))
+            Ok::<_, AnalyzeError>((p.rank, rows))
         })
         .collect::<Result<_, _>>()?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
 
     let manifest = trace.manifest.clone();
     let mut by_rank: std::collections::BTreeMap<u32, RankData> = std::collections::BTreeMap::new();
@@ -187,14 +194,19 @@ pub fn load(dir: &Path, progress: bool) -> Result<TraceData, AnalyzeError> {
             ..RankData::default()
         });
     }
+    for p in omp_parts {
+        by_rank.entry(p.rank).or_insert_with(|| RankData {
+            rank: p.rank,
+            ..RankData::default()
+        });
+    }
     let mut symbols = HashMap::new();
-    for (rank, _table, rows) in decoded {
+    for (rank, rows) in decoded {
         let rd = by_rank.entry(rank).or_insert_with(|| RankData {
             rank,
             ..RankData::default()
         });
         match rows {
-            Rows::Omp(mut v) => rd.omp.append(&mut v),
             Rows::Mpi(mut v) => rd.mpi.append(&mut v),
             Rows::Samples(mut v) => rd.samples.append(&mut v),
             Rows::Symbols(v) => {
@@ -212,6 +224,92 @@ pub fn load(dir: &Path, progress: bool) -> Result<TraceData, AnalyzeError> {
             }
         }
     }
+
+    // OpenMP: ranks in batches of at most OMP_BATCH_BYTES of parts, the ranks of a
+    // batch and the parts of a rank decoded in parallel; each rank's rows go
+    // through the OpenMP pass and are dropped.
+    let maps: HashMap<u32, ClockMap> = manifest
+        .ranks
+        .iter()
+        .map(|r| (r.rank, ClockMap::new(&r.clock_offsets)))
+        .collect();
+    let manifest_threads: HashMap<u32, u32> =
+        manifest.ranks.iter().map(|r| (r.rank, r.threads)).collect();
+    let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
+    for p in omp_parts {
+        rank_parts.entry(p.rank).or_default().push(p);
+    }
+    let mut batches: Vec<Vec<(u32, Vec<&PartFile>)>> = vec![Vec::new()];
+    let mut batch_bytes = 0u64;
+    for (rank, ps) in rank_parts {
+        let bytes: u64 = ps.iter().map(|p| p.bytes).sum();
+        if batch_bytes > 0 && batch_bytes + bytes > OMP_BATCH_BYTES {
+            batches.push(Vec::new());
+            batch_bytes = 0;
+        }
+        batch_bytes += bytes;
+        batches.last_mut().expect("one batch").push((rank, ps));
+    }
+    let mut passes: Vec<RankPass> = Vec::new();
+    let mut omp_span: HashMap<u32, (i64, i64, u64, u32)> = HashMap::new();
+    for batch in batches {
+        let done: Vec<(RankPass, (i64, i64, u64, u32))> = batch
+            .into_par_iter()
+            .map(|(rank, ps)| {
+                let chunks: Vec<Vec<OmpRecord>> = ps
+                    .par_iter()
+                    .map(|p| {
+                        let v = read_part_records::<OmpRecord>(p, &options)?;
+                        if let Some(b) = &bar {
+                            b.inc(p.bytes);
+                        }
+                        Ok::<_, AnalyzeError>(v)
+                    })
+                    .collect::<Result<_, _>>()?;
+                let mut rows: Vec<OmpRecord> =
+                    Vec::with_capacity(chunks.iter().map(Vec::len).sum());
+                for mut c in chunks {
+                    rows.append(&mut c);
+                }
+                if let Some(m) = maps.get(&rank).filter(|m| !m.is_identity()) {
+                    rows.par_iter_mut().for_each(|r| {
+                        r.start_ns = m.to_global(r.start_ns);
+                        r.end_ns = m.to_global(r.end_ns);
+                    });
+                }
+                let mut first = i64::MAX;
+                let mut last = i64::MIN;
+                let mut threads = 0u32;
+                for r in &rows {
+                    first = first.min(r.start_ns);
+                    last = last.max(r.end_ns);
+                    threads = threads.max(r.thread + 1);
+                }
+                let threads = threads
+                    .max(manifest_threads.get(&rank).copied().unwrap_or(1))
+                    .max(1);
+                let pass = crate::omp::rank_pass(rank, &rows, threads);
+                Ok::<_, AnalyzeError>((pass, (first, last, rows.len() as u64, threads)))
+            })
+            .collect::<Result<_, _>>()?;
+        for (pass, span) in done {
+            omp_span.insert(pass.rank(), span);
+            passes.push(pass);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for rd in by_rank.values_mut() {
+        if let Some(&(first, last, n, threads)) = omp_span.get(&rd.rank) {
+            rd.omp_rows = n;
+            rd.omp_threads = threads;
+            if n > 0 {
+                rd.first_ns = first;
+                rd.last_ns = last;
+            }
+        }
+    }
     let canonical = canonical_addresses(&symbols);
     let mut data = TraceData {
         dir: dir.to_path_buf(),
@@ -222,7 +320,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<TraceData, AnalyzeError> {
         ..TraceData::default()
     };
     normalise_clocks(&mut data);
-    Ok(data)
+    Ok((data, passes))
 }
 
 /// Resolved addresses with the same source location map to the smallest of them.
@@ -260,10 +358,6 @@ pub fn normalise_clocks(data: &mut TraceData) {
         .collect();
     data.ranks.par_iter_mut().for_each(|rd| {
         if let Some(m) = maps.get(&rd.rank).filter(|m| !m.is_identity()) {
-            for r in &mut rd.omp {
-                r.start_ns = m.to_global(r.start_ns);
-                r.end_ns = m.to_global(r.end_ns);
-            }
             for r in &mut rd.mpi {
                 r.start_ns = m.to_global(r.start_ns);
                 r.end_ns = m.to_global(r.end_ns);
@@ -272,16 +366,14 @@ pub fn normalise_clocks(data: &mut TraceData) {
                 r.time_ns = m.to_global(r.time_ns);
             }
         }
-        rd.omp
-            .sort_unstable_by_key(|r| (r.start_ns, std::cmp::Reverse(r.end_ns)));
         rd.mpi.sort_unstable_by_key(|r| (r.start_ns, r.end_ns));
         rd.samples.sort_by_key(|r| r.time_ns);
-        let mut first = i64::MAX;
-        let mut last = i64::MIN;
-        for r in &rd.omp {
-            first = first.min(r.start_ns);
-            last = last.max(r.end_ns);
-        }
+        // The OpenMP span was measured while loading (on rank 0's clock already).
+        let (mut first, mut last) = if rd.omp_rows > 0 {
+            (rd.first_ns, rd.last_ns)
+        } else {
+            (i64::MAX, i64::MIN)
+        };
         for r in &rd.mpi {
             first = first.min(r.start_ns);
             last = last.max(r.end_ns);
@@ -329,7 +421,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         }
     }
     for rd in &data.ranks {
-        let seen = rd.omp.iter().map(|r| r.thread + 1).max().unwrap_or(1);
+        let seen = rd.omp_threads.max(1);
         if let Some(t) = threads.get_mut(rd.rank as usize) {
             *t = (*t).max(seen);
         }
@@ -361,7 +453,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
     let mut missing = Vec::new();
     if let Some(o) = &m.openmp {
         missing.extend(o.missing.iter().cloned());
-    } else if data.ranks.iter().all(|r| r.omp.is_empty()) {
+    } else if data.ranks.iter().all(|r| r.omp_rows == 0) {
         missing.push("no OpenMP events (no OMPT runtime, or not an OpenMP program)".to_string());
     }
     for s in &m.samplers {
@@ -372,7 +464,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
     let counts = |f: fn(&hyscope_format::manifest::EventCounts) -> u64| -> u64 {
         m.ranks.iter().map(|r| f(&r.events)).sum()
     };
-    let omp_rows: u64 = data.ranks.iter().map(|r| r.omp.len() as u64).sum();
+    let omp_rows: u64 = data.ranks.iter().map(|r| r.omp_rows).sum();
     let mpi_rows: u64 = data.ranks.iter().map(|r| r.mpi.len() as u64).sum();
     let sample_rows: u64 = data.ranks.iter().map(|r| r.samples.len() as u64).sum();
     RunFacts {

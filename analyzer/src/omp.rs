@@ -199,8 +199,9 @@ struct MutexAcc {
     max_wait: i64,
 }
 
+/// One rank's OpenMP aggregates (its rows are dropped after the pass).
 #[derive(Default)]
-struct RankPass {
+pub struct RankPass {
     regions: HashMap<u64, RegionAcc>,
     loops: HashMap<u64, LoopAcc>,
     mutexes: HashMap<u64, MutexAcc>,
@@ -216,6 +217,12 @@ struct RankPass {
     any_sync_wait: bool,
 }
 
+impl RankPass {
+    pub fn rank(&self) -> u32 {
+        self.info.rank
+    }
+}
+
 fn clip(r: &OmpRecord, lo: i64, hi: i64) -> i64 {
     (r.end_ns.min(hi) - r.start_ns.max(lo)).max(0)
 }
@@ -228,7 +235,8 @@ fn static_range(n: u64, p: u64, i: u64) -> (u64, u64) {
     (start, base + u64::from(i < extra))
 }
 
-fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
+/// The OpenMP pass over one rank's rows (on rank 0's clock).
+pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
     let mut out = RankPass {
         info: RankOmp {
             rank,
@@ -239,14 +247,30 @@ fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
         },
         ..RankPass::default()
     };
-    // Rows of regions, grouped by (parallel_id, thread, kind, start).
-    let mut idx: Vec<u32> = (0..rows.len() as u32)
-        .filter(|&i| rows[i as usize].parallel_id != 0)
+    // Rows of regions grouped by parallel_id ((pid, index) pairs sorted in
+    // parallel), then each group by (thread, kind, start).
+    let mut keyed: Vec<(u64, u32)> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.parallel_id != 0)
+        .map(|(i, r)| (r.parallel_id, i as u32))
         .collect();
-    idx.sort_unstable_by_key(|&i| {
-        let r = &rows[i as usize];
-        (r.parallel_id, r.thread, r.kind, r.start_ns)
-    });
+    keyed.par_sort_unstable();
+    let mut idx: Vec<u32> = keyed.iter().map(|k| k.1).collect();
+    drop(keyed);
+    let mut i = 0;
+    while i < idx.len() {
+        let pid = rows[idx[i] as usize].parallel_id;
+        let mut j = i;
+        while j < idx.len() && rows[idx[j] as usize].parallel_id == pid {
+            j += 1;
+        }
+        idx[i..j].sort_unstable_by_key(|&k| {
+            let r = &rows[k as usize];
+            (r.thread, r.kind, r.start_ns)
+        });
+        i = j;
+    }
     // Lock, task and taskwait statistics need no grouping.
     for r in rows {
         match r.kind {
@@ -515,21 +539,26 @@ fn region_instance(rank: u32, rows: &[OmpRecord], group: &[u32], out: &mut RankP
 }
 
 /// The OpenMP pass over every rank.
-pub fn analyze_omp(data: &TraceData, run: &RunFacts, warnings: &mut Vec<String>) -> OmpResult {
-    let passes: Vec<RankPass> = data
-        .ranks
-        .par_iter()
-        .map(|rd| {
+pub fn analyze_omp(
+    data: &TraceData,
+    run: &RunFacts,
+    mut passes: Vec<RankPass>,
+    warnings: &mut Vec<String>,
+) -> OmpResult {
+    passes.sort_by_key(|p| p.info.rank);
+    // Ranks with no OpenMP rows still get an (empty) entry, in rank order.
+    for rd in &data.ranks {
+        if !passes.iter().any(|p| p.info.rank == rd.rank) {
             let threads = run
                 .threads_per_rank
                 .get(rd.rank as usize)
                 .copied()
-                .unwrap_or(1)
-                .max(1);
-            rank_pass(rd.rank, &rd.omp, threads)
-        })
-        .collect();
-    let any_omp = data.ranks.iter().any(|r| !r.omp.is_empty());
+                .unwrap_or(1);
+            passes.push(rank_pass(rd.rank, &[], threads.max(1)));
+        }
+    }
+    passes.sort_by_key(|p| p.info.rank);
+    let any_omp = data.ranks.iter().any(|r| r.omp_rows > 0);
     let total_rank_s: f64 = run.rank_duration_s.iter().sum::<f64>().max(1e-12);
 
     let mut regions: HashMap<u64, RegionAcc> = HashMap::new();
