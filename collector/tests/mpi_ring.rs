@@ -5,8 +5,8 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::reader::Trace;
-use hyscope_format::schema::ANY;
+use hyscope_format::reader::{ScanOptions, Trace};
+use hyscope_format::schema::{ANY, SymbolRecord};
 
 const ROUNDS: usize = 3;
 
@@ -38,6 +38,9 @@ fn check(np: u32) {
         assert!(m.metrics.contains_key(unit), "{unit}");
     }
     let samples = samples(&trace);
+    let symbols = trace
+        .read_records::<SymbolRecord>(&ScanOptions::default())
+        .unwrap();
     for rank in 0..np {
         let info = &m.ranks[rank as usize];
         assert_eq!(
@@ -70,6 +73,24 @@ fn check(np: u32) {
             assert!(s.end_ns >= s.start_ns && s.start_ns > 0);
             assert!(s.callsite != 0);
             assert!(!s.in_parallel);
+        }
+        // The call site is the application's line of the MPI_Send.
+        let send_line = if rank % 2 == 0 { 18 } else { 22 };
+        for s in calls(&rows, rank, "MPI_Send") {
+            let sym = symbols
+                .iter()
+                .find(|(r, y)| *r == rank && y.address == s.callsite)
+                .map(|(_, y)| y)
+                .expect("call site resolved");
+            assert_eq!(sym.function.as_deref(), Some("main"));
+            assert!(
+                sym.file
+                    .as_deref()
+                    .unwrap_or("")
+                    .ends_with("tests/mpi/ring.c"),
+                "{sym:?}"
+            );
+            assert_eq!(sym.line, Some(send_line));
         }
         for r in calls(&rows, rank, "MPI_Recv") {
             // Even ranks receive with MPI_ANY_SOURCE, odd with MPI_ANY_TAG: the status fills both in.

@@ -65,5 +65,16 @@ fn thread_multiple_2_ranks() {
             let c = completion(&rows, rank, id);
             assert_eq!(c.peer, (rank ^ 1) as i32);
         }
+        // Per-thread peer counters summed: every send and receive of the 4 threads.
+        let samples = samples(&trace);
+        let peer = |metric: &str| -> Vec<f64> {
+            samples
+                .iter()
+                .filter(|(r, s)| *r == rank && s.metric == metric && s.key == (rank ^ 1) as i64)
+                .map(|(_, s)| s.value)
+                .collect()
+        };
+        assert_eq!(peer("mpi.peer.messages"), vec![2.0 * n as f64]);
+        assert_eq!(peer("mpi.peer.bytes"), vec![2.0 * total as f64]);
     }
 }

@@ -31,7 +31,7 @@ unsafe extern "C" {
 #[inline]
 fn fbuf<T>(p: *const T) -> *mut c_void {
     if std::ptr::eq(p.cast::<Fint>(), &raw mut mpi_fortran_in_place_) {
-        1 as *mut c_void // Open MPI's MPI_IN_PLACE
+        std::ptr::without_provenance_mut(1) // Open MPI's MPI_IN_PLACE
     } else if std::ptr::eq(p.cast::<Fint>(), &raw mut mpi_fortran_bottom_) {
         std::ptr::null_mut() // MPI_BOTTOM
     } else {

@@ -39,6 +39,11 @@ pub fn tmp() -> PathBuf {
 
 /// Compile `tests/mpi/<src>` with `compiler` (mpicc or mpif90), once per test binary.
 pub fn build(src: &str, compiler: &str, extra: &[&str]) -> PathBuf {
+    build_env(src, compiler, extra, &[])
+}
+
+/// [`build`] with environment variables for the compiler wrapper (e.g. `OMPI_CC`).
+pub fn build_env(src: &str, compiler: &str, extra: &[&str], env: &[(&str, &str)]) -> PathBuf {
     static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(p) = built.get(src) {
@@ -54,6 +59,7 @@ pub fn build(src: &str, compiler: &str, extra: &[&str]) -> PathBuf {
         .arg(&out)
         .arg(repo().join("tests/mpi").join(src))
         .args(extra)
+        .envs(env.iter().copied())
         .status()
         .expect("run the MPI compiler");
     assert!(st.success(), "{compiler} {src} failed");
