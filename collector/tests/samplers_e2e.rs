@@ -102,8 +102,14 @@ fn openmp_program_has_memory_samples_and_the_sampler_table() {
         .collect();
     assert_eq!(
         table,
-        vec![("memory", true), ("rapl", false), ("rdma", false)]
+        vec![
+            ("memory", true),
+            ("rapl", false),
+            ("rdma", false),
+            ("mpi_t", false)
+        ]
     );
+    assert_eq!(m.samplers[3].reason, "no MPI_Init in this process");
     let rapl = &m.samplers[1];
     assert!(!rapl.reason.is_empty());
     assert!(rapl.ranks.is_empty());

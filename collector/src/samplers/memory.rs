@@ -92,9 +92,14 @@ pub fn current_rss() -> Option<u64> {
     parse_status(&std::fs::read_to_string("/proc/self/status").ok()?).rss
 }
 
+/// `/proc/self/maps` is read every this many ticks.
+pub const MAPS_EVERY: u32 = 10;
+
 /// The `memory` sampler: VmRSS, VmHWM, VmPin and the `/dev/shm` mappings.
 pub struct Memory {
     proc_dir: String,
+    /// Ticks since `/proc/self/maps` was last read.
+    ticks: u32,
 }
 
 impl Default for Memory {
@@ -107,6 +112,7 @@ impl Memory {
     pub fn new() -> Memory {
         Memory {
             proc_dir: "/proc/self".into(),
+            ticks: 0,
         }
     }
 
@@ -114,6 +120,7 @@ impl Memory {
     pub fn with_proc_dir(dir: &str) -> Memory {
         Memory {
             proc_dir: dir.into(),
+            ticks: 0,
         }
     }
 }
@@ -168,6 +175,14 @@ impl Sampler for Memory {
                     emit(now_ns, m, -1, v as f64);
                 }
             }
+        }
+        // The maps file of an MPI process has thousands of lines and its shared
+        // segments change only at init and communicator creation: read it every
+        // MAPS_EVERY ticks (and at the first), the status file every tick.
+        let read_maps = self.ticks % MAPS_EVERY == 0;
+        self.ticks = self.ticks.wrapping_add(1);
+        if !read_maps {
+            return;
         }
         if let Ok(t) = std::fs::read_to_string(format!("{}/maps", self.proc_dir)) {
             let m = parse_maps(&t);

@@ -184,6 +184,16 @@ pub fn start() {
     r.reader_ranks = vec![session::rank()];
     register(&mut st, Box::new(r));
     register(&mut st, Box::new(rdma::Rdma::new(rapl::sysfs_root())));
+    // Replaced at MPI_Init by what MPI_T offers.
+    publish(
+        SamplerInfo {
+            name: "mpi_t".into(),
+            available: false,
+            reason: "no MPI_Init in this process".into(),
+            ranks: Vec::new(),
+        },
+        &[],
+    );
     let every = interval();
     let spawned = std::thread::Builder::new()
         .name("hyscope-sampler".into())

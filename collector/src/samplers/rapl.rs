@@ -280,9 +280,19 @@ enum Source {
 
 impl Source {
     fn read(&mut self) -> Option<u64> {
+        self.try_read().ok()
+    }
+
+    /// Read, saying why not (e.g. `energy_uj` is root-only since Linux 5.10).
+    fn try_read(&mut self) -> Result<u64, String> {
         match self {
-            Source::Perf(c) => c.read().ok(),
-            Source::File(p) => read_trim(p)?.parse().ok(),
+            Source::Perf(c) => c.read().map_err(|e| e.to_string()),
+            Source::File(p) => {
+                let t = std::fs::read_to_string(&*p).map_err(|e| e.to_string())?;
+                t.trim()
+                    .parse()
+                    .map_err(|_| format!("not a number: `{}`", t.trim()))
+            }
         }
     }
 }
@@ -397,15 +407,15 @@ impl Rapl {
         let settle = self.settle;
         let mut keep = Vec::new();
         for mut c in std::mem::take(&mut self.counters) {
-            let mut v = c.source.read();
-            if v == Some(0) {
+            let mut v = c.source.try_read();
+            if v == Ok(0) {
                 std::thread::sleep(settle);
-                v = c.source.read();
+                v = c.source.try_read();
             }
             match v {
-                None => notes.push(format!("{}: unreadable", c.label)),
-                Some(0) => notes.push(format!("{}: reads 0", c.label)),
-                Some(v) => {
+                Err(e) => notes.push(format!("{}: unreadable ({e})", c.label)),
+                Ok(0) => notes.push(format!("{}: reads 0", c.label)),
+                Ok(v) => {
                     c.acc = Accumulator::new(v, c.acc.wrap);
                     keep.push(c);
                 }
