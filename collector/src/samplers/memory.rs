@@ -179,7 +179,7 @@ impl Sampler for Memory {
         // The maps file of an MPI process has thousands of lines and its shared
         // segments change only at init and communicator creation: read it every
         // MAPS_EVERY ticks (and at the first), the status file every tick.
-        let read_maps = self.ticks % MAPS_EVERY == 0;
+        let read_maps = self.ticks.is_multiple_of(MAPS_EVERY);
         self.ticks = self.ticks.wrapping_add(1);
         if !read_maps {
             return;
