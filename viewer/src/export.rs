@@ -276,42 +276,123 @@ fn tid(thread: u32) -> u64 {
     u64::from(thread) + 1
 }
 
-/// Microseconds since the base, exact to the nanosecond in decimal.
-fn ts(base: i64, ns: i64) -> Value {
-    let d = ns - base;
-    // Through a decimal string so 1234567 ns prints as 1234.567, not 1234.5670000001.
-    let text = format!(
-        "{}{}.{:03}",
-        if d < 0 { "-" } else { "" },
-        (d.abs() / 1000),
-        d.abs() % 1000
-    );
-    serde_json::from_str(&text).unwrap_or(Value::Null)
+/// A duration of `d` ns as microseconds, exact to the nanosecond in decimal
+/// (1234567 → `1234.567`, never `1234.5670000001`).
+fn write_us(w: &mut impl Write, d: i64) -> std::io::Result<()> {
+    if d < 0 {
+        w.write_all(b"-")?;
+    }
+    let a = d.unsigned_abs();
+    write!(w, "{}.{:03}", a / 1000, a % 1000)
 }
 
-fn dur(ns: i64) -> Value {
-    ts(0, ns.max(0))
+/// `s` as a JSON string literal.
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// The `args` object of an event, built as text (events are written by hand:
+/// a `serde_json::Value` per event was the export's main cost).
+struct ArgsText(String);
+
+impl ArgsText {
+    fn new() -> ArgsText {
+        ArgsText(String::from("{"))
+    }
+
+    fn sep(&mut self) {
+        if self.0.len() > 1 {
+            self.0.push(',');
+        }
+    }
+
+    fn num(&mut self, key: &str, v: impl std::fmt::Display) {
+        use std::fmt::Write as _;
+        self.sep();
+        let _ = write!(self.0, "\"{key}\":{v}");
+    }
+
+    /// `json` is already a JSON literal.
+    fn raw(&mut self, key: &str, json: &str) {
+        self.sep();
+        self.0.push('"');
+        self.0.push_str(key);
+        self.0.push_str("\":");
+        self.0.push_str(json);
+    }
+
+    fn finish(mut self) -> String {
+        self.0.push('}');
+        self.0
+    }
+}
+
+/// Writes the `traceEvents` array, one event per line.
+struct EventsOut<W: Write> {
+    w: W,
+    first: bool,
+}
+
+impl<W: Write> EventsOut<W> {
+    fn next(&mut self) -> std::io::Result<&mut W> {
+        if !self.first {
+            self.w.write_all(b",\n")?;
+        }
+        self.first = false;
+        Ok(&mut self.w)
+    }
+
+    fn value(&mut self, v: &Value) -> anyhow::Result<()> {
+        let w = self.next()?;
+        serde_json::to_writer(w, v)?;
+        Ok(())
+    }
+
+    /// A complete event, or an instant when it has no duration.
+    #[allow(clippy::too_many_arguments)]
+    fn interval(
+        &mut self,
+        cat: &str,
+        name_json: &str,
+        pid: u64,
+        tid: u64,
+        base: i64,
+        start: i64,
+        end: i64,
+        args: &str,
+    ) -> std::io::Result<()> {
+        let w = self.next()?;
+        let ph = if end > start { "X" } else { "i\",\"s\":\"t" };
+        write!(
+            w,
+            "{{\"ph\":\"{ph}\",\"cat\":\"{cat}\",\"name\":{name_json},\"pid\":{pid},\"tid\":{tid},\"ts\":"
+        )?;
+        write_us(w, start - base)?;
+        if end > start {
+            w.write_all(b",\"dur\":")?;
+            write_us(w, end - start)?;
+        }
+        write!(w, ",\"args\":{args}}}")
+    }
+}
+
+fn ts(base: i64, ns: i64) -> Value {
+    let mut v = Vec::new();
+    let _ = write_us(&mut v, ns - base);
+    serde_json::from_slice(&v).unwrap_or(Value::Null)
 }
 
 fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
     let file =
         std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut w = std::io::BufWriter::new(file);
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+    let mut o = EventsOut { w, first: true };
     let mut stats = Stats {
         ranks: data.ranks.len(),
         ..Stats::default()
     };
-    let mut first = true;
-    let mut emit = |w: &mut std::io::BufWriter<std::fs::File>, v: Value| -> anyhow::Result<()> {
-        if !first {
-            w.write_all(b",\n")?;
-        }
-        first = false;
-        serde_json::to_writer(&mut *w, &v)?;
-        Ok(())
-    };
     let base = data.base_ns;
-    w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
 
     // Names of processes and threads.
     let mut threads: BTreeMap<(u32, u32), ()> = BTreeMap::new();
@@ -327,53 +408,124 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
         } else {
             format!("rank {} ({})", rm.rank, rm.host)
         };
-        emit(
-            &mut w,
-            json!({"ph": "M", "name": "process_name", "pid": pid(rm.rank), "args": {"name": name}}),
-        )?;
-        emit(
-            &mut w,
-            json!({"ph": "M", "name": "process_sort_index", "pid": pid(rm.rank), "args": {"sort_index": rm.rank}}),
-        )?;
+        o.value(&json!({"ph": "M", "name": "process_name", "pid": pid(rm.rank), "args": {"name": name}}))?;
+        o.value(&json!({"ph": "M", "name": "process_sort_index", "pid": pid(rm.rank), "args": {"sort_index": rm.rank}}))?;
     }
     for (r, t) in threads.keys() {
-        emit(
-            &mut w,
-            json!({"ph": "M", "name": "thread_name", "pid": pid(*r), "tid": tid(*t),
-                   "args": {"name": format!("thread {t}")}}),
+        o.value(
+            &json!({"ph": "M", "name": "thread_name", "pid": pid(*r), "tid": tid(*t),
+                        "args": {"name": format!("thread {t}")}}),
         )?;
-        emit(
-            &mut w,
-            json!({"ph": "M", "name": "thread_sort_index", "pid": pid(*r), "tid": tid(*t),
-                   "args": {"sort_index": t}}),
+        o.value(
+            &json!({"ph": "M", "name": "thread_sort_index", "pid": pid(*r), "tid": tid(*t),
+                        "args": {"sort_index": t}}),
         )?;
     }
 
-    for (r, rec) in &data.omp {
-        let v = omp_event(data, base, *r, rec);
-        emit(&mut w, v)?;
+    // Names and source locations, once per (rank, kind, variant, code address).
+    let mut labels: HashMap<(u32, u8, u8, u64), (String, Option<String>)> = HashMap::new();
+    for (rank, rec) in &data.omp {
+        let (name, source) = labels
+            .entry((*rank, rec.kind, rec.variant, rec.codeptr))
+            .or_insert_with(|| {
+                let label = omp_label(data, *rank, rec);
+                let source = label.file.map(|file| {
+                    let base_name = Path::new(file)
+                        .file_name()
+                        .map_or(file.to_string(), |n| n.to_string_lossy().into_owned());
+                    json_str(&match label.line {
+                        Some(l) => format!("{base_name}:{l}"),
+                        None => base_name,
+                    })
+                });
+                (json_str(&label.name), source)
+            });
+        let mut args = ArgsText::new();
+        match source {
+            Some(s) => args.raw("source", s),
+            None if rec.codeptr != 0 => args.raw("codeptr", &format!("\"{:#x}\"", rec.codeptr)),
+            None => {}
+        }
+        for (k, v) in [
+            ("parallel_id", rec.parallel_id),
+            ("task_id", rec.task_id),
+            ("count", rec.count),
+            ("chunk_start", rec.chunk_start),
+            ("team_size", u64::from(rec.team_size)),
+            ("requested_team_size", u64::from(rec.requested_team_size)),
+            ("flags", u64::from(rec.flags)),
+        ] {
+            if v != 0 {
+                args.num(k, v);
+            }
+        }
+        o.interval(
+            "omp",
+            name,
+            pid(*rank),
+            tid(rec.thread),
+            base,
+            rec.start_ns,
+            rec.end_ns,
+            &args.finish(),
+        )?;
         stats.events += 1;
     }
-    for (r, rec) in &data.mpi {
-        let v = mpi_event(data, base, *r, rec);
-        emit(&mut w, v)?;
+    for (rank, rec) in &data.mpi {
+        let name = if rec.call == mpi_call::REQUEST_COMPLETE {
+            "request complete"
+        } else {
+            mpi_call::name(rec.call)
+        };
+        let mut args = ArgsText::new();
+        if rec.peer != NO_RANK {
+            args.num("peer", rec.peer);
+            args.num("tag", rec.tag);
+        }
+        if rec.root != NO_RANK {
+            args.num("root", rec.root);
+        }
+        for (k, v) in [
+            ("bytes_sent", rec.bytes_sent),
+            ("bytes_recv", rec.bytes_recv),
+            ("comm_id", rec.comm_id),
+            ("request_id", rec.request_id),
+        ] {
+            if v != 0 {
+                args.num(k, v);
+            }
+        }
+        if rec.in_parallel {
+            args.num("in_parallel", true);
+        }
+        if rec.callsite != 0 {
+            args.raw("callsite", &format!("\"{:#x}\"", rec.callsite));
+        }
+        o.interval(
+            "mpi",
+            &json_str(name),
+            pid(*rank),
+            tid(rec.thread),
+            base,
+            rec.start_ns,
+            rec.end_ns,
+            &args.finish(),
+        )?;
         stats.events += 1;
     }
     for (i, m) in match_messages(&data.mpi).iter().enumerate() {
         let (sr, send) = &data.mpi[m.send];
         let (rr, recv) = &data.mpi[m.recv];
         let id = i + 1;
-        let name = format!("message {} → {}", sr, rr);
-        emit(
-            &mut w,
-            json!({"ph": "s", "id": id, "name": name, "cat": "mpi.message",
-                   "pid": pid(*sr), "tid": tid(send.thread), "ts": ts(base, send.start_ns),
-                   "args": {"tag": m.tag, "bytes": send.bytes_sent}}),
+        let name = format!("message {sr} → {rr}");
+        o.value(
+            &json!({"ph": "s", "id": id, "name": name, "cat": "mpi.message",
+                        "pid": pid(*sr), "tid": tid(send.thread), "ts": ts(base, send.start_ns),
+                        "args": {"tag": m.tag, "bytes": send.bytes_sent}}),
         )?;
-        emit(
-            &mut w,
-            json!({"ph": "f", "bp": "e", "id": id, "name": name, "cat": "mpi.message",
-                   "pid": pid(*rr), "tid": tid(recv.thread), "ts": ts(base, recv.start_ns)}),
+        o.value(
+            &json!({"ph": "f", "bp": "e", "id": id, "name": name, "cat": "mpi.message",
+                        "pid": pid(*rr), "tid": tid(recv.thread), "ts": ts(base, recv.start_ns)}),
         )?;
         stats.flows += 1;
     }
@@ -383,25 +535,22 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
         } else {
             s.metric.clone()
         };
-        emit(
-            &mut w,
-            json!({"ph": "C", "name": name, "pid": pid(*r), "ts": ts(base, s.time_ns),
-                   "args": {"value": s.value}}),
+        o.value(
+            &json!({"ph": "C", "name": name, "pid": pid(*r), "ts": ts(base, s.time_ns),
+                        "args": {"value": s.value}}),
         )?;
         stats.counters += 1;
     }
-    w.write_all(b"\n]}\n")?;
-    w.flush()
+    o.w.write_all(b"\n]}\n")?;
+    o.w.flush()
         .with_context(|| format!("cannot write {}", out.display()))?;
     Ok(stats)
 }
 
-/// A complete event (or an instant) for one `omp` row.
 /// What an `omp` row is called: kind and variant, the function of its code
 /// address when known; and its source location (file name, line) if resolved.
 pub(crate) struct OmpLabel<'a> {
     pub name: String,
-    pub function: Option<&'a str>,
     pub file: Option<&'a str>,
     pub line: Option<u32>,
 }
@@ -418,131 +567,13 @@ fn omp_label<'a>(data: &'a TraceData, rank: u32, rec: &OmpRecord) -> OmpLabel<'a
     let sym = (rec.codeptr != 0)
         .then(|| data.symbols.get(&(rank, rec.codeptr)))
         .flatten();
-    let function = sym.and_then(|s| s.function.as_deref());
-    if let Some(f) = function {
+    if let Some(f) = sym.and_then(|s| s.function.as_deref()) {
         name = format!("{name} @ {f}");
     }
     OmpLabel {
         name,
-        function,
         file: sym.and_then(|s| s.file.as_deref()),
         line: sym.and_then(|s| s.line),
-    }
-}
-
-fn omp_event(data: &TraceData, base: i64, rank: u32, rec: &OmpRecord) -> Value {
-    let label = omp_label(data, rank, rec);
-    let name = label.name;
-    let mut args = serde_json::Map::new();
-    if rec.codeptr != 0 {
-        args.insert("codeptr".into(), json!(format!("{:#x}", rec.codeptr)));
-    }
-    if let Some(f) = label.function {
-        args.insert("function".into(), json!(f));
-    }
-    if let Some(file) = label.file {
-        let base_name = Path::new(file)
-            .file_name()
-            .map_or(file.to_string(), |n| n.to_string_lossy().into_owned());
-        let source = match label.line {
-            Some(l) => format!("{base_name}:{l}"),
-            None => base_name,
-        };
-        args.insert("source".into(), json!(source));
-    }
-    for (k, v) in [
-        ("parallel_id", rec.parallel_id),
-        ("task_id", rec.task_id),
-        ("count", rec.count),
-        ("chunk_start", rec.chunk_start),
-    ] {
-        if v != 0 {
-            args.insert(k.into(), json!(v));
-        }
-    }
-    if rec.team_size != 0 {
-        args.insert("team_size".into(), json!(rec.team_size));
-    }
-    if rec.requested_team_size != 0 {
-        args.insert("requested_team_size".into(), json!(rec.requested_team_size));
-    }
-    if rec.flags != 0 {
-        args.insert("flags".into(), json!(rec.flags));
-    }
-    interval(
-        "omp",
-        &name,
-        pid(rank),
-        tid(rec.thread),
-        base,
-        rec.start_ns,
-        rec.end_ns,
-        args,
-    )
-}
-
-/// A complete event (or an instant) for one `mpi` row.
-fn mpi_event(_data: &TraceData, base: i64, rank: u32, rec: &MpiRecord) -> Value {
-    let name = if rec.call == mpi_call::REQUEST_COMPLETE {
-        "request complete"
-    } else {
-        mpi_call::name(rec.call)
-    };
-    let mut args = serde_json::Map::new();
-    if rec.peer != NO_RANK {
-        args.insert("peer".into(), json!(rec.peer));
-    }
-    if rec.root != NO_RANK {
-        args.insert("root".into(), json!(rec.root));
-    }
-    for (k, v) in [
-        ("bytes_sent", rec.bytes_sent),
-        ("bytes_recv", rec.bytes_recv),
-        ("comm_id", rec.comm_id),
-        ("request_id", rec.request_id),
-    ] {
-        if v != 0 {
-            args.insert(k.into(), json!(v));
-        }
-    }
-    if rec.peer != NO_RANK {
-        args.insert("tag".into(), json!(rec.tag));
-    }
-    if rec.in_parallel {
-        args.insert("in_parallel".into(), json!(true));
-    }
-    if rec.callsite != 0 {
-        args.insert("callsite".into(), json!(format!("{:#x}", rec.callsite)));
-    }
-    interval(
-        "mpi",
-        name,
-        pid(rank),
-        tid(rec.thread),
-        base,
-        rec.start_ns,
-        rec.end_ns,
-        args,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn interval(
-    cat: &str,
-    name: &str,
-    pid: u64,
-    tid: u64,
-    base: i64,
-    start: i64,
-    end: i64,
-    args: serde_json::Map<String, Value>,
-) -> Value {
-    if end > start {
-        json!({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
-               "ts": ts(base, start), "dur": dur(end - start), "args": args})
-    } else {
-        json!({"ph": "i", "s": "t", "cat": cat, "name": name, "pid": pid, "tid": tid,
-               "ts": ts(base, start), "args": args})
     }
 }
 
