@@ -423,7 +423,9 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
     }
 
     // Names and source locations, once per (rank, kind, variant, code address).
-    let mut labels: HashMap<(u32, u8, u8, u64), (String, Option<String>)> = HashMap::new();
+    // (rank, kind, variant, codeptr) → (name, source) as JSON literals.
+    type LabelKey = (u32, u8, u8, u64);
+    let mut labels: HashMap<LabelKey, (String, Option<String>)> = HashMap::new();
     for (rank, rec) in &data.omp {
         let (name, source) = labels
             .entry((*rank, rec.kind, rec.variant, rec.codeptr))
