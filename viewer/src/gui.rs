@@ -45,6 +45,12 @@ pub struct Args {
     /// (`$HYSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/hyscope`, else `~/.cache/hyscope`).
     #[arg(long)]
     pub no_cache: bool,
+    /// Start with the light theme (T toggles).
+    #[arg(long)]
+    pub light: bool,
+    /// Start in stacked-shares mode (M toggles).
+    #[arg(long)]
+    pub shares: bool,
     /// Window size, WIDTHxHEIGHT.
     #[arg(long, default_value = "1280x800")]
     pub size: String,
@@ -80,6 +86,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         !args.no_analysis,
         !args.no_cache,
     );
+    gui.dark = !args.light;
+    gui.tl.shares = args.shares;
     if let Some(path) = &args.screenshot {
         gui.wait_loaded();
         gui.screenshot = Some(app::Screenshot::new(path.clone(), args.quit_after_frames));

@@ -14,6 +14,8 @@ use super::data::{self, Loading, Progress, TraceData};
 use super::panels::{self, Action, Tab};
 use super::timeline::{self, TimelineState, View, fmt_ns, state_color};
 
+const NO_ANALYSIS: &str = "analysis not run (--no-analysis)";
+
 /// One opened trace.
 pub struct TraceSlot {
     pub path: PathBuf,
@@ -34,7 +36,7 @@ impl TraceSlot {
             analysis: if with_analysis {
                 data::spawn_analysis(path.to_path_buf())
             } else {
-                Loading::Failed("analysis not requested".into())
+                Loading::Failed(NO_ANALYSIS.into())
             },
         }
     }
@@ -348,6 +350,10 @@ impl GuiApp {
                 });
                 None
             }
+            Loading::Failed(e) if e == NO_ANALYSIS => {
+                ui.weak(NO_ANALYSIS);
+                None
+            }
             Loading::Failed(e) => {
                 ui.colored_label(
                     Color32::from_rgb(220, 80, 80),
@@ -444,6 +450,21 @@ impl GuiApp {
             "frame {:.1} ms, {} rects",
             self.last_frame_ms, self.tl.rects_drawn
         ));
+        for s in &self.slots {
+            if let Some(d) = s.data.ready() {
+                ui.weak(format!(
+                    "index: {} segments, {:.0} MB, {} in {:.2} s",
+                    d.index.segments(),
+                    d.index.heap_bytes() as f64 / 1e6,
+                    if d.index_cached {
+                        "loaded from cache"
+                    } else {
+                        "built"
+                    },
+                    d.index_s
+                ));
+            }
+        }
     }
 
     fn counters(&mut self, ui: &mut egui::Ui) {
