@@ -87,7 +87,8 @@ pub struct Args {
     /// What to write (HYSCOPE_MODE).
     #[arg(long, value_enum, default_value = "trace")]
     mode: Mode,
-    /// Event groups to record, comma-separated, e.g. omp,mpi,samples (HYSCOPE_GROUPS) [default: all].
+    /// OpenMP event groups to record, comma-separated (HYSCOPE_GROUPS): thread, parallel, work,
+    /// chunk, sync, mutex, task, masked, reduction, cancel, flush, or all [default: all].
     #[arg(long, value_name = "LIST")]
     groups: Option<String>,
     /// Sampling interval of the samplers in milliseconds (HYSCOPE_SAMPLE_MS).
@@ -122,6 +123,34 @@ pub struct Args {
     command: Vec<OsString>,
 }
 
+/// The OpenMP event groups the collector knows (`hyscope_ompt::GROUPS`; a unit test keeps them equal).
+const OMP_GROUPS: [&str; 11] = [
+    "thread",
+    "parallel",
+    "work",
+    "chunk",
+    "sync",
+    "mutex",
+    "task",
+    "masked",
+    "reduction",
+    "cancel",
+    "flush",
+];
+
+/// Refuse unknown group names before anything runs.
+fn check_groups(list: &str) -> anyhow::Result<()> {
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if name != "all" && !OMP_GROUPS.contains(&name) {
+            bail!(
+                "--groups: unknown group `{name}` (known: {}, all)",
+                OMP_GROUPS.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
 /// How the command is started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Position {
@@ -138,6 +167,9 @@ enum LauncherKind {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(g) = &args.groups {
+        check_groups(g)?;
+    }
     let command = args.command.clone();
     let program0 = PathBuf::from(&command[0]);
     let position = position(&program0, args.mpi_flavour);
@@ -801,6 +833,15 @@ mod tests {
         assert_eq!(timestamp(0), "19700101-000000");
         // 2026-11-22 10:12:05 UTC
         assert_eq!(timestamp(1_795_342_325), "20261122-101205");
+    }
+
+    #[test]
+    fn groups_match_the_collector() {
+        let theirs: Vec<&str> = hyscope_ompt::GROUPS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(theirs, OMP_GROUPS);
+        assert!(check_groups("parallel, sync").is_ok());
+        assert!(check_groups("all").is_ok());
+        assert!(check_groups("parallel,mpi").is_err());
     }
 
     #[test]

@@ -176,3 +176,67 @@ fn existing_output_directory_is_refused() {
     assert_eq!(left.len(), 1);
     assert_eq!(std::fs::read(dir.join("keep.txt")).unwrap(), b"previous");
 }
+
+#[test]
+fn groups_and_dispatch_options_reach_the_collector() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
+    let kinds_of = |dir: &std::path::Path| {
+        let mut k: Vec<u8> = omp_rows(&Trace::open(dir).unwrap())
+            .iter()
+            .map(|(_, r)| r.kind)
+            .collect();
+        k.sort_unstable();
+        k.dedup();
+        k
+    };
+    // Only the `parallel` group: regions, implicit and initial tasks.
+    let dir = tmp.path().join("parallel-only");
+    let out = hyscope()
+        .args(["record", "--groups", "parallel", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        kinds_of(&dir),
+        vec![
+            OmpKind::Parallel as u8,
+            OmpKind::ImplicitTask as u8,
+            OmpKind::InitialTask as u8
+        ]
+    );
+    // Dispatch off: everything but loop chunks.
+    let dir = tmp.path().join("no-chunks");
+    let out = hyscope()
+        .args(["record", "--dispatch", "off", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let kinds = kinds_of(&dir);
+    assert!(!kinds.contains(&(OmpKind::Chunk as u8)), "{kinds:?}");
+    assert!(kinds.contains(&(OmpKind::Work as u8)), "{kinds:?}");
+    // An unknown group is refused before the run.
+    let marker = tmp.path().join("ran");
+    let out = hyscope()
+        .args(["record", "--groups", "parallel,mpi", "-o"])
+        .arg(tmp.path().join("never"))
+        .arg("--")
+        .arg(&exe)
+        .arg("0")
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("unknown group `mpi`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!marker.exists());
+}
