@@ -9,15 +9,19 @@ use hyscope_format::{ScanOptions, Trace};
 
 const LLVM_LIB: &str = "/usr/lib/llvm-19/lib";
 
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
+/// The preload library of this build. `cargo test` leaves the fresh cdylib in
+/// `deps/` (next to the test binary) and does not copy it up to the profile
+/// directory, whose copy may be stale: prefer `deps/`.
 fn preload_lib() -> PathBuf {
-    let lib = target_dir().join("libhyscope.so");
-    assert!(lib.exists(), "{} not built", lib.display());
-    lib
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    for dir in [deps, deps.parent().unwrap()] {
+        let lib = dir.join("libhyscope.so");
+        if lib.exists() {
+            return lib;
+        }
+    }
+    panic!("libhyscope.so not built next to {}", exe.display());
 }
 
 fn program(name: &str) -> PathBuf {
@@ -136,6 +140,10 @@ fn mpicc(src: &str, dir: &Path) -> PathBuf {
 }
 
 fn mpirun(exe: &Path, np: u32, trace: &Path) {
+    mpirun_env(exe, np, trace, &[]);
+}
+
+fn mpirun_env(exe: &Path, np: u32, trace: &Path, env: &[String]) {
     let out = Command::new("mpirun")
         .args([
             "--allow-run-as-root",
@@ -146,6 +154,7 @@ fn mpirun(exe: &Path, np: u32, trace: &Path) {
         .args(["-x", &format!("LD_PRELOAD={}", preload_lib().display())])
         .args(["-x", &format!("HYSCOPE_OUTPUT={}", trace.display())])
         .args(["-x", "HYSCOPE_SAMPLE_MS=10"])
+        .args(env.iter().flat_map(|e| ["-x".to_string(), e.clone()]))
         .arg(exe)
         .output()
         .unwrap();
@@ -208,4 +217,70 @@ fn mpi_rss_across_init_and_unexpected_queue() {
     // Rank 0 never had anything unexpected.
     let q0 = values(&rows, 0, "mpi_t.pml_ob1_unexpected_msgq_length", -1);
     assert!(!q0.is_empty() && q0.iter().all(|x| x.1 == 0.0));
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
+/// RAPL on a fixture powercap tree under MPI: one reader per node, elected with
+/// MPI_Comm_split_type; it reports exactly the 12.5 J the counter moved.
+#[test]
+fn mpi_one_rapl_reader_per_node() {
+    let dir = scratch("mpi-rapl");
+    let exe = mpicc("mpi_rapl.c", &dir);
+    let sys = dir.join("sys");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs-powercap"),
+        &sys,
+    );
+    let pkg0 = sys.join("class/powercap/intel-rapl:0/energy_uj");
+    let trace = dir.join("trace");
+    mpirun_env(
+        &exe,
+        2,
+        &trace,
+        &[
+            format!("HYSCOPE_SYSFS_ROOT={}", sys.display()),
+            format!("RAPL_PKG0_FILE={}", pkg0.display()),
+        ],
+    );
+    let t = Trace::open(&trace).unwrap();
+    let rapl = t
+        .manifest
+        .samplers
+        .iter()
+        .find(|s| s.name == "rapl")
+        .unwrap();
+    assert!(rapl.available, "{}", rapl.reason);
+    assert_eq!(rapl.ranks, vec![0]);
+    assert!(
+        rapl.reason.contains("one reader per node"),
+        "{}",
+        rapl.reason
+    );
+    assert_eq!(t.manifest.metrics["energy.pkg"].unit, "J");
+
+    let rows = t
+        .read_records::<SampleRecord>(&ScanOptions::default())
+        .unwrap();
+    assert!(
+        rows.iter()
+            .all(|(r, s)| *r == 0 || !s.metric.starts_with("energy.")),
+        "only the node's reader writes energy"
+    );
+    let pkg0 = values(&rows, 0, "energy.pkg", 0);
+    assert_eq!(pkg0.last().unwrap().1, 12.5, "{pkg0:?}");
+    assert_eq!(pkg0.first().unwrap().1, 0.0, "{pkg0:?}");
+    assert_eq!(values(&rows, 0, "energy.pkg", 1).last().unwrap().1, 0.0);
+    assert_eq!(values(&rows, 0, "energy.ram", 0).last().unwrap().1, 0.0);
 }

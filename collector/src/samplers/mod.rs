@@ -292,6 +292,11 @@ pub fn on_mpi_init_end() {
         }
         if let Some(a) = st.samplers.iter_mut().find(|a| a.sampler.name() == "rapl") {
             a.sampler.elect(leader, &readers);
+            // The reader's first row marks the end of MPI_Init (energy since its start).
+            if leader {
+                let mut emit = record;
+                a.sampler.sample(clock::now_ns(), &mut emit);
+            }
         }
         let rapl_info =
             session::with_manifest(|m| m.samplers.iter().find(|x| x.name == "rapl").cloned());
