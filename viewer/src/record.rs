@@ -207,13 +207,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let output = absolute(&output)?;
-    prepare_output(&output, position)?;
-
+    // Everything that can fail is checked before the trace directory is made.
+    if resolve_in_path(&program0).is_none() {
+        bail!("cannot find the program `{}`", program0.display());
+    }
     let explicit_lib = args
         .lib
         .clone()
         .or_else(|| std::env::var_os("HYSCOPE_LIB").map(PathBuf::from));
     let lib = find_library(explicit_lib.as_deref(), flavour)?;
+    if args.openmp_runtime == OpenMpRuntime::Llvm {
+        libomp_path()?;
+    }
+    prepare_output(&output, position)?;
+
     let mut env: BTreeMap<String, String> = std::env::vars()
         .filter(|(k, _)| k.starts_with("HYSCOPE_") && k != "HYSCOPE_LIB")
         .collect();
@@ -307,18 +314,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     cmd.env(k, v);
                 }
             }
-            spawn_and_wait(cmd)?
+            spawn_and_wait(cmd, &output)?
         }
         Position::PerRank { rank } if rank != 0 => {
             let mut cmd = Command::new(&command[0]);
             cmd.args(&command[1..]).envs(&env);
             let err = cmd.exec();
+            remove_if_unused(&output);
             bail!("cannot run {}: {err}", command[0].to_string_lossy());
         }
         Position::PerRank { .. } | Position::Plain => {
             let mut cmd = Command::new(&command[0]);
             cmd.args(&command[1..]).envs(&env);
-            spawn_and_wait(cmd)?
+            spawn_and_wait(cmd, &output)?
         }
     };
     let code = exit_code(status);
@@ -328,7 +336,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     if is_rank0 {
-        summary(&output, expected_ranks, started.elapsed());
+        summary(&output, expected_ranks, started.elapsed(), code);
     }
     Ok(ExitCode::from(code))
 }
@@ -596,10 +604,8 @@ fn exists_ok(position: Position) -> bool {
     matches!(position, Position::PerRank { .. })
 }
 
-/// A private directory with `libgomp.so.1 → libomp`, put first on `LD_LIBRARY_PATH`
-/// so a GCC-built program binds its GOMP_* calls to libomp (platform-facts.md,
-/// "OpenMP runtimes and OMPT", last point).
-fn gomp_shim(output: &Path) -> anyhow::Result<PathBuf> {
+/// LLVM's OpenMP runtime for `--openmp-runtime=llvm` (`HYSCOPE_LIBOMP` overrides).
+fn libomp_path() -> anyhow::Result<PathBuf> {
     let libomp = std::env::var_os("HYSCOPE_LIBOMP")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(LLVM_LIBOMP));
@@ -610,6 +616,14 @@ fn gomp_shim(output: &Path) -> anyhow::Result<PathBuf> {
             libomp.display()
         );
     }
+    Ok(libomp)
+}
+
+/// A private directory with `libgomp.so.1 → libomp`, put first on `LD_LIBRARY_PATH`
+/// so a GCC-built program binds its GOMP_* calls to libomp (platform-facts.md,
+/// "OpenMP runtimes and OMPT", last point).
+fn gomp_shim(output: &Path) -> anyhow::Result<PathBuf> {
+    let libomp = libomp_path()?;
     let dir = output.join(RUNTIME_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let link = dir.join("libgomp.so.1");
@@ -633,11 +647,21 @@ extern "C" fn forward_signal(sig: libc::c_int) {
     }
 }
 
-fn spawn_and_wait(mut cmd: Command) -> anyhow::Result<std::process::ExitStatus> {
+/// Remove the trace directory when nothing was written into it (the program did not start).
+fn remove_if_unused(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir.join(RUNTIME_DIR));
+    let _ = std::fs::remove_dir(dir);
+}
+
+fn spawn_and_wait(mut cmd: Command, output: &Path) -> anyhow::Result<std::process::ExitStatus> {
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run {program}"))?;
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            remove_if_unused(output);
+            return Err(e).with_context(|| format!("cannot run {program}"));
+        }
+    };
     CHILD.store(child.id() as i32, Ordering::Relaxed);
     // Ctrl-C reaches the child through the terminal's process group; TERM and HUP
     // (e.g. from a batch system) are sent to us only.
@@ -672,7 +696,7 @@ fn world_size_from_env() -> Option<u32> {
 }
 
 /// One line: trace path, size, ranks, events, drops and warnings; then the next command.
-fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration) {
+fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration, code: u8) {
     // Per rank, rank 0 may finish before its siblings have written their rank files.
     if let Some(n) = expected_ranks {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -684,10 +708,17 @@ fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration) {
     if size == 0 && count_rank_files(dir) == 0 {
         // Nothing was recorded (no OpenMP runtime with OMPT, no MPI): leave no empty trace behind.
         let _ = std::fs::remove_dir_all(dir);
-        eprintln!(
-            "hyscope: no trace written: the program reported no OpenMP or MPI activity \
-             (is it built with an OpenMP runtime that has OMPT, or with MPI?)"
-        );
+        if code != 0 {
+            eprintln!(
+                "hyscope: no trace written: the command exited with code {code} before \
+                 recording anything"
+            );
+        } else {
+            eprintln!(
+                "hyscope: no trace written: the program reported no OpenMP or MPI activity \
+                 (is it built with an OpenMP runtime that has OMPT, or with MPI?)"
+            );
+        }
         return;
     }
     let (ranks, events, dropped, warnings, note) = match hyscope_format::Trace::open(dir) {

@@ -240,3 +240,24 @@ fn groups_and_dispatch_options_reach_the_collector() {
     );
     assert!(!marker.exists());
 }
+
+#[test]
+fn missing_program_leaves_no_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("trace");
+    let out = hyscope()
+        .arg("record")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(tmp.path().join("does-not-exist"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot find the program"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!dir.exists());
+}
