@@ -501,7 +501,20 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
             args.num("in_parallel", true);
         }
         if rec.callsite != 0 {
-            args.raw("callsite", &format!("\"{:#x}\"", rec.callsite));
+            match data.symbols.get(&(*rank, rec.callsite)) {
+                Some(sym) if sym.file.is_some() => {
+                    let file = sym.file.as_deref().unwrap_or_default();
+                    let base_name = Path::new(file)
+                        .file_name()
+                        .map_or(file.to_string(), |n| n.to_string_lossy().into_owned());
+                    let source = match sym.line {
+                        Some(l) => format!("{base_name}:{l}"),
+                        None => base_name,
+                    };
+                    args.raw("source", &json_str(&source));
+                }
+                _ => args.raw("callsite", &format!("\"{:#x}\"", rec.callsite)),
+            }
         }
         o.interval(
             "mpi",
