@@ -284,3 +284,48 @@ fn mpi_one_rapl_reader_per_node() {
     assert_eq!(values(&rows, 0, "energy.pkg", 1).last().unwrap().1, 0.0);
     assert_eq!(values(&rows, 0, "energy.ram", 0).last().unwrap().1, 0.0);
 }
+
+/// A forked child exits normally although the sampler thread exists only in its parent.
+/// (A program whose stderr fills the pipe would block: this one writes little.)
+#[test]
+fn forked_child_exits_without_waiting_for_the_sampler() {
+    let dir = scratch("fork");
+    let exe = dir.join("omp_fork");
+    let st = Command::new("clang-19")
+        .args(["-fopenmp", "-O1"])
+        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
+        .arg(format!("-L{LLVM_LIB}"))
+        .arg(program("omp_fork.c"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut child = Command::new(&exe)
+        .env("LD_PRELOAD", preload_lib())
+        .env("HYSCOPE_OUTPUT", dir.join("trace"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang is the failure: give it 20 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the program hung after fork");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success());
+    assert_eq!(out.trim(), "child 7");
+    // Neither a hang nor a caught panic (joining a thread that is not there).
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -17,6 +17,7 @@ mod node;
 pub mod rapl;
 pub mod rdma;
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -96,6 +97,8 @@ static STATE: Mutex<State> = Mutex::new(State {
     thread: None,
 });
 static WAKE: Condvar = Condvar::new();
+/// The process that started the sampler thread (0 before [`start`]).
+static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 
 fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
@@ -177,6 +180,7 @@ pub fn start() {
     if st.thread.is_some() || st.stop {
         return;
     }
+    OWNER_PID.store(std::process::id(), Ordering::Relaxed);
     register(&mut st, Box::new(memory::Memory::new()));
     // Under an MPI launcher the node's reader is elected at MPI_Init; until then
     // every rank reads (to follow wraps) but none writes.
@@ -233,6 +237,12 @@ fn run(every: Duration) {
 /// Take a last sample, stop the thread and close every sampler. Call before
 /// the final flush of the buffers (session exit path).
 pub fn stop() {
+    // A forked child has a copy of this state but not the thread (nor, maybe, a
+    // usable lock): joining would wait forever. It only leaves.
+    let owner = OWNER_PID.load(Ordering::Relaxed);
+    if owner != 0 && owner != std::process::id() {
+        return;
+    }
     let handle = {
         let mut st = state();
         if st.stop {
