@@ -6,7 +6,7 @@
  *                          under schedule(static): the last thread does ~3/4 of the work.
  *   2. triangular_runtime  the same loop under schedule(runtime), so
  *                          `hyscope tune` can set OMP_SCHEDULE and re-run.
- *   3. barrier_heavy       many tiny steps each ending in an explicit barrier.
+ *   3. barrier_heavy       many tiny, unequal steps each ending in an explicit barrier.
  *   4. master_allreduce    MPI_Allreduce on the master thread only, the other
  *                          threads idle at the barrier (funneled style).
  *   5. ring_exchange       neighbour exchange: Isend/Irecv to rank±1, Waitall.
@@ -24,7 +24,7 @@
 
 #define N 4000          /* iterations of the triangular loops */
 #define STEPS 2         /* outer time steps */
-#define BARRIER_STEPS 400
+#define BARRIER_STEPS 1000
 #define RING_DOUBLES 4096
 #define A2A_DOUBLES 1024
 
@@ -55,7 +55,8 @@ static double barrier_heavy(int scale) {
     {
         int t = omp_get_thread_num();
         for (int s = 0; s < BARRIER_STEPS; s++) {
-            cell[t] = work(200L * scale, cell[t] + s);
+            /* Thread t does (t + 1) units per step: the others wait at every barrier. */
+            cell[t] = work(20000L * (t + 1) * scale, cell[t] + s);
 #pragma omp barrier
         }
 #pragma omp single
