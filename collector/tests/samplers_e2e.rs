@@ -153,7 +153,12 @@ fn mpirun_env(exe: &Path, np: u32, trace: &Path, env: &[String]) {
         ])
         .args(["-x", &format!("LD_PRELOAD={}", preload_lib().display())])
         .args(["-x", &format!("HYSCOPE_OUTPUT={}", trace.display())])
-        .args(["-x", "HYSCOPE_SAMPLE_MS=10"])
+        .args(
+            (!env.iter().any(|e| e.starts_with("HYSCOPE_SAMPLE_MS=")))
+                .then_some(["-x", "HYSCOPE_SAMPLE_MS=10"])
+                .into_iter()
+                .flatten(),
+        )
         .args(env.iter().flat_map(|e| ["-x".to_string(), e.clone()]))
         .arg(exe)
         .output()
@@ -328,4 +333,58 @@ fn forked_child_exits_without_waiting_for_the_sampler() {
     assert_eq!(out.trim(), "child 7");
     // Neither a hang nor a caught panic (joining a thread that is not there).
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// `HYSCOPE_SAMPLE_MS=0`: no sampler thread, every sampler listed as disabled,
+/// RSS around MPI_Init still taken.
+#[test]
+fn sampling_disabled() {
+    let dir = scratch("disabled");
+    let exe = mpicc("mpi_rapl.c", &dir);
+    let sys = dir.join("sys");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs-powercap"),
+        &sys,
+    );
+    let trace = dir.join("trace");
+    mpirun_env(
+        &exe,
+        2,
+        &trace,
+        &[
+            "HYSCOPE_SAMPLE_MS=0".into(),
+            format!("HYSCOPE_SYSFS_ROOT={}", sys.display()),
+            format!(
+                "RAPL_PKG0_FILE={}",
+                sys.join("class/powercap/intel-rapl:0/energy_uj").display()
+            ),
+        ],
+    );
+    let t = Trace::open(&trace).unwrap();
+    let table: Vec<(&str, bool, &str)> = t
+        .manifest
+        .samplers
+        .iter()
+        .map(|s| (s.name.as_str(), s.available, s.reason.as_str()))
+        .collect();
+    let off = "sampling disabled (HYSCOPE_SAMPLE_MS=0)";
+    assert_eq!(
+        table,
+        vec![
+            ("memory", false, off),
+            ("rapl", false, off),
+            ("rdma", false, off),
+            ("mpi_t", false, off)
+        ]
+    );
+    let rows = t
+        .read_records::<SampleRecord>(&ScanOptions::default())
+        .unwrap();
+    assert!(
+        rows.iter()
+            .all(|(_, s)| !s.metric.starts_with("energy.") && !s.metric.starts_with("mpi_t."))
+    );
+    for r in &t.manifest.ranks {
+        assert!(r.rss_after_init.unwrap() > r.rss_before_init.unwrap());
+    }
 }

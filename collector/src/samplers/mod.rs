@@ -8,8 +8,21 @@
 //! `events::record_sample`. The manifest lists every sampler, available or
 //! not, with the reason (`Manifest::samplers`) and the unit of every metric.
 //!
+//! | sampler | reads | metrics (unit) | who |
+//! |---|---|---|---|
+//! | `memory` | `/proc/self/status`, `/proc/self/maps` (every 10th tick) | `mem.vmrss`, `mem.vmhwm`, `mem.vmpin`, `mem.shm_mapped`, `mem.shm_vader` (bytes) | every rank |
+//! | `rapl` | perf `power` PMU (perf-event2), else powercap `energy_uj` | `energy.pkg`/`.cores`/`.ram`/`.gpu`/`.psys` (J, cumulative; key = package) | one rank per node |
+//! | `rdma` | `rdma -j -d res show qp/cq/mr pid <pid>`, every 5 s | `rdma.qps`, `rdma.rc_connected`, `rdma.cqs`, `rdma.cqes`, `rdma.mrs` (count), `rdma.mr_bytes` (bytes) | every rank |
+//! | `mpi_t` | MPI_T pvars bound after MPI_Init | `mpi_t.<pvar>` (messages or bytes; key = peer rank, -1 = sum) | every rank |
+//!
+//! Adding a source is adding a module with a [`Sampler`] and one `register` line
+//! in [`start`]. `HYSCOPE_SAMPLE_MS=0` disables the thread (every sampler is then
+//! listed as disabled). `HYSCOPE_SYSFS_ROOT` redirects sysfs (tests).
+//!
 //! The MPI layer calls [`on_mpi_init_begin`], [`on_mpi_init_end`] and
-//! [`on_mpi_finalize_begin`]; the session exit path calls [`stop`].
+//! [`on_mpi_finalize_begin`] (RSS before/after MPI_Init, the RAPL election,
+//! MPI_T open/close); an `atexit` handler calls [`stop`] before the session's
+//! final flush.
 
 pub mod memory;
 pub mod mpit;
@@ -104,14 +117,23 @@ fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The sampling interval from `HYSCOPE_SAMPLE_MS` (0 or invalid → default).
-pub fn interval() -> Duration {
-    let ms = std::env::var("HYSCOPE_SAMPLE_MS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(DEFAULT_SAMPLE_MS);
-    Duration::from_millis(ms)
+/// The sampling interval from `HYSCOPE_SAMPLE_MS`: unset or invalid → the
+/// default, `0` → None (no sampler thread; RSS around MPI_Init is still taken).
+pub fn interval() -> Option<Duration> {
+    let ms = match std::env::var("HYSCOPE_SAMPLE_MS") {
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(0) => return None,
+            Ok(ms) => ms,
+            Err(_) => {
+                session::warn(&format!(
+                    "HYSCOPE_SAMPLE_MS=`{v}` is not a number of milliseconds; using {DEFAULT_SAMPLE_MS}"
+                ));
+                DEFAULT_SAMPLE_MS
+            }
+        },
+        Err(_) => DEFAULT_SAMPLE_MS,
+    };
+    Some(Duration::from_millis(ms))
 }
 
 fn record(t: i64, metric: &str, key: i64, value: f64) {
@@ -181,6 +203,21 @@ pub fn start() {
         return;
     }
     OWNER_PID.store(std::process::id(), Ordering::Relaxed);
+    let Some(every) = interval() else {
+        for name in ["memory", "rapl", "rdma", "mpi_t"] {
+            publish(
+                SamplerInfo {
+                    name: name.into(),
+                    available: false,
+                    reason: "sampling disabled (HYSCOPE_SAMPLE_MS=0)".into(),
+                    ranks: Vec::new(),
+                },
+                &[],
+            );
+        }
+        st.stop = true;
+        return;
+    };
     register(&mut st, Box::new(memory::Memory::new()));
     // Under an MPI launcher the node's reader is elected at MPI_Init; until then
     // every rank reads (to follow wraps) but none writes.
@@ -198,7 +235,6 @@ pub fn start() {
         },
         &[],
     );
-    let every = interval();
     let spawned = std::thread::Builder::new()
         .name("hyscope-sampler".into())
         .spawn(move || run(every));
@@ -285,6 +321,11 @@ pub fn on_mpi_init_end() {
         record(clock::now_ns(), "mem.vmrss", -1, v as f64);
     }
     crate::guarded(|| {
+        // Sampling disabled (the same setting on every rank, so no rank is left
+        // alone in the collective election).
+        if state().stop {
+            return;
+        }
         let (leader, readers) = match node::elect() {
             Ok(x) => x,
             Err(e) => {
@@ -297,9 +338,6 @@ pub fn on_mpi_init_end() {
         };
         let mpit = mpit::MpiT::open();
         let mut st = state();
-        if st.stop {
-            return;
-        }
         if let Some(a) = st.samplers.iter_mut().find(|a| a.sampler.name() == "rapl") {
             a.sampler.elect(leader, &readers);
             // The reader's first row marks the end of MPI_Init (energy since its start).

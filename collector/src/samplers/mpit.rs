@@ -179,6 +179,10 @@ impl MpiT {
                 Err(e) => notes.push(e),
             }
         }
+        if num == 0 {
+            me.summary = "the MPI exposes no performance variables (MPICH: built without --enable-mpit-pvars)".into();
+            return me;
+        }
         let flavour_note = format!("{num} pvars ({invalid} invalid indices)");
         if me.bound.is_empty() {
             me.summary = format!(
