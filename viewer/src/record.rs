@@ -186,11 +186,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_else(|| "app".into());
     let ldd = app.as_deref().map(ldd).unwrap_or_default();
 
+    // The program's own MPI decides (an OpenMP-only program needs no MPI build,
+    // whatever starts it); the launcher's kind only when the program was not found.
     let flavour = match args.mpi_flavour {
-        Flavour::Auto => match position {
-            Position::Launcher(LauncherKind::Hydra) => Some(Flavour::Mpich),
-            Position::Launcher(LauncherKind::OpenMpi) => Some(Flavour::Openmpi),
-            _ => flavour_from_ldd(&ldd),
+        Flavour::Auto => match (flavour_from_ldd(&ldd), position) {
+            (Some(f), _) => Some(f),
+            (None, Position::Launcher(kind)) if app.is_none() => match kind {
+                LauncherKind::Hydra => Some(Flavour::Mpich),
+                _ => Some(Flavour::Openmpi),
+            },
+            (None, _) => None,
         },
         f => Some(f),
     };
