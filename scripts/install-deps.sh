@@ -5,7 +5,7 @@
 set -euo pipefail
 
 # System packages. Other parts of hyscope append their packages to this one line.
-APT_PACKAGES="clang-19 libomp-19-dev openmpi-bin libopenmpi-dev libclang-dev pkg-config gfortran tmux xvfb xauth x11-apps libgl1-mesa-dri libxkbcommon-x11-0 libotf2-trace-dev otf2-tools"
+APT_PACKAGES="clang-19 libomp-19-dev openmpi-bin libopenmpi-dev libclang-dev pkg-config gfortran tmux xvfb xauth x11-apps libgl1-mesa-dri libxkbcommon-x11-0 libotf2-trace-dev otf2-tools mpich libmpich-dev"
 
 say() { echo "install-deps: $*" >&2; }
 
