@@ -219,6 +219,15 @@ fn mpi_rss_across_init_and_unexpected_queue() {
     assert_eq!(from0.iter().map(|x| x.1).fold(0.0, f64::max), 5.0);
     let from1 = values(&rows, 1, "mpi_t.pml_ob1_unexpected_msgq_length", 1);
     assert!(from1.iter().all(|x| x.1 == 0.0));
+    // Rank 0 waits in MPI_Recv(tag 8 from rank 1) for the whole 600 ms: one posted,
+    // unmatched receive for peer 1, then none.
+    let posted = values(&rows, 0, "mpi_t.pml_ob1_posted_recvq_length", 1);
+    assert_eq!(
+        posted.iter().map(|x| x.1).fold(0.0, f64::max),
+        1.0,
+        "{posted:?}"
+    );
+    assert_eq!(posted.last().unwrap().1, 0.0);
     // Rank 0 never had anything unexpected.
     let q0 = values(&rows, 0, "mpi_t.pml_ob1_unexpected_msgq_length", -1);
     assert!(!q0.is_empty() && q0.iter().all(|x| x.1 == 0.0));

@@ -252,3 +252,53 @@ fn this_machine_reports_rapl_unavailable_with_the_reason() {
         assert!(why.contains("energy-psys pkg 0: reads 0"), "{why}");
     }
 }
+
+/// The perf path (perf-event2 dynamic PMU → perf_event_open on one CPU per
+/// package → enable → read) on a real system-wide kernel counter: this machine
+/// has no `power` PMU, so the fixture's PMU directory is pointed at the `msr` PMU
+/// and its `tsc` event (also system-wide, also `event=` in `config:0-63`).
+/// The values are TSC ticks × 2^-32, not energy: only the plumbing is tested.
+#[test]
+fn perf_path_on_a_real_system_wide_pmu() {
+    let msr = Path::new("/sys/bus/event_source/devices/msr");
+    let Ok(ty) = std::fs::read_to_string(msr.join("type")) else {
+        eprintln!("no msr PMU on this machine; nothing to check");
+        return;
+    };
+    let root = root_of(&["sysfs-pmu"]);
+    let pmu = root.path().join("bus/event_source/devices/power");
+    std::fs::write(pmu.join("type"), ty).unwrap();
+    std::fs::write(pmu.join("cpumask"), "0\n").unwrap();
+    std::fs::write(pmu.join("format/event"), "config:0-63\n").unwrap();
+    for e in ["cores", "ram", "psys"] {
+        for suffix in ["", ".scale", ".unit"] {
+            std::fs::remove_file(pmu.join(format!("events/energy-{e}{suffix}"))).unwrap();
+        }
+    }
+    std::fs::write(pmu.join("events/energy-pkg"), "event=0x00\n").unwrap();
+    let mut r = Rapl::new(root.path().to_path_buf(), true);
+    match r.probe() {
+        Probe::Available(what) => {
+            assert_eq!(
+                what,
+                format!("perf power PMU ({}): energy-pkg pkg 0", pmu.display())
+            );
+        }
+        // Containers may forbid system-wide perf events: then the reason says so.
+        Probe::Unavailable(why) => {
+            assert!(
+                why.contains("energy-pkg on cpu 0: perf_event_open failed"),
+                "{why}"
+            );
+            eprintln!("perf_event_open not permitted here: {why}");
+            return;
+        }
+    }
+    let a = sample(&mut r);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let b = sample(&mut r);
+    assert_eq!(a.len(), 1);
+    assert_eq!((a[0].0.as_str(), a[0].1), ("energy.pkg", 0));
+    // 20 ms of a GHz-class TSC is > 1e7 ticks, i.e. > 0.002 after the 2^-32 scale.
+    assert!(b[0].2 - a[0].2 > 0.002, "{a:?} {b:?}");
+}
