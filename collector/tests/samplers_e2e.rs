@@ -185,6 +185,18 @@ fn mpi_rss_across_init_and_unexpected_queue() {
         let (b, a) = (r.rss_before_init.unwrap(), r.rss_after_init.unwrap());
         assert!(a > b, "rank {}: RSS {b} → {a}", r.rank);
     }
+    // After MPI_Init both ranks map both vader segments (Open MPI's shared-memory
+    // transport on one node) and the PMIx session stores.
+    let rows = t
+        .read_records::<SampleRecord>(&ScanOptions::default())
+        .unwrap();
+    for r in 0..2 {
+        let vader = values(&rows, r, "mem.shm_vader", -1);
+        assert!(vader.last().unwrap().1 > 0.0, "rank {r}: {vader:?}");
+        let all = values(&rows, r, "mem.shm_mapped", -1);
+        assert!(all.last().unwrap().1 >= vader.last().unwrap().1);
+        assert!(values(&rows, r, "mem.shm_session", -1).last().unwrap().1 > 0.0);
+    }
     let mpit = m
         .samplers
         .iter()

@@ -43,6 +43,9 @@ const MAPS: &str = "\
 7f10b0000000-7f10b0400000 rw-s 00000000 00:1a 29                         /dev/shm/sm_segment.node01.0.5a3c0000.0 (deleted)
 7f10b0400000-7f10b0401000 rw-s 00400000 00:1a 29                         /dev/shm/sm_segment.node01.0.5a3c0000.0 (deleted)
 7f10c0000000-7f10c0021000 rw-p 00000000 00:00 0
+7fafaaa00000-7fafaae00000 r--s 00000000 fe:00 10011565                   /tmp/ompi.vm.0/pid.15949/pmix_dstor_ds21_15949/smdataseg-1387462657-0
+7fafb01f5000-7fafb01f6000 rw-s 00000000 fe:00 10011561                   /tmp/ompi.vm.0/pid.15949/pmix_dstor_ds21_15949/smlockseg-1387462657
+7fafb0168000-7fafb016a000 rw-p 0000b000 fe:00 15696040                   /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3/mca_btl_vader.so
 7f10c1000000-7f10c1200000 rw-s 00000000 00:01 12                         /SYSV00000000 (deleted)
 7ffd5e3c0000-7ffd5e3e1000 rw-p 00000000 00:00 0                          [stack]
 garbage line
@@ -50,13 +53,17 @@ garbage line
 
 #[test]
 fn dev_shm_mappings_summed() {
-    // Two 64 MiB vader segments, one 4 MiB + 4 KiB sm segment (two mappings of one file).
+    // Two 64 MiB vader segments, one 4 MiB + 4 KiB sm segment (two mappings of one
+    // file), and Open MPI 4.1's PMIx session files (lines recorded on this machine).
     assert_eq!(
         memory::parse_maps(MAPS),
         ShmMaps {
             dev_shm_bytes: 2 * (64 << 20) + (4 << 20) + 4096,
             vader_bytes: 2 * (64 << 20),
-            files: 3,
+            // A 4 MiB PMIx data segment and a one-page lock segment; the vader
+            // library's own (private) mapping is not a segment.
+            session_bytes: (4 << 20) + 4096,
+            files: 5,
         }
     );
     assert_eq!(memory::parse_maps(""), ShmMaps::default());
@@ -81,7 +88,8 @@ fn sampler_reads_this_process() {
             "mem.vmhwm",
             "mem.vmpin",
             "mem.shm_mapped",
-            "mem.shm_vader"
+            "mem.shm_vader",
+            "mem.shm_session"
         ]
     );
     assert!(rows.iter().all(|r| r.0 == 5 && r.2 == -1));

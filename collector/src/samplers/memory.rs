@@ -43,28 +43,37 @@ fn parse_kb(rest: &str) -> Option<u64> {
 /// Bytes mapped from MPI shared-memory segments, per `/proc/<pid>/maps`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShmMaps {
-    /// Every mapping of a file under `/dev/shm` (Open MPI vader/sm, PMIx, MPICH).
+    /// Every mapping of a file under `/dev/shm` (Open MPI vader/sm, MPICH, PMIx).
     pub dev_shm_bytes: u64,
     /// Of those, Open MPI's vader (shared-memory BTL) segments.
     pub vader_bytes: u64,
-    /// Number of distinct `/dev/shm` files mapped.
+    /// Shared mappings of the launcher's session files elsewhere (PMIx data
+    /// stores under Open MPI's `/tmp/ompi.<host>.<uid>/` session directory).
+    pub session_bytes: u64,
+    /// Number of distinct files counted in either of the above.
     pub files: u64,
 }
 
-/// Sum the sizes of `/dev/shm` mappings in a `/proc/<pid>/maps` text.
+/// A shared mapping of an MPI runtime's session file outside `/dev/shm`.
+fn is_session_file(path: &str, perms: &str) -> bool {
+    perms.ends_with('s') && (path.contains("/ompi.") || path.contains("pmix_dstor"))
+}
+
+/// Sum the sizes of MPI shared-memory mappings in a `/proc/<pid>/maps` text.
 /// Line format (proc(5)): `start-end perms offset dev inode pathname`.
 pub fn parse_maps(text: &str) -> ShmMaps {
     let mut out = ShmMaps::default();
     let mut seen: Vec<&str> = Vec::new();
     for line in text.lines() {
         let mut f = line.splitn(6, char::is_whitespace);
-        let (Some(range), Some(_perms), Some(_off), Some(_dev), Some(_inode)) =
+        let (Some(range), Some(perms), Some(_off), Some(_dev), Some(_inode)) =
             (f.next(), f.next(), f.next(), f.next(), f.next())
         else {
             continue;
         };
         let path = f.next().unwrap_or("").trim();
-        if !path.starts_with("/dev/shm/") {
+        let dev_shm = path.starts_with("/dev/shm/");
+        if !dev_shm && !is_session_file(path, perms) {
             continue;
         }
         let Some((a, b)) = range.split_once('-') else {
@@ -74,10 +83,14 @@ pub fn parse_maps(text: &str) -> ShmMaps {
             continue;
         };
         let len = b.saturating_sub(a);
-        out.dev_shm_bytes += len;
         let name = path.trim_end_matches(" (deleted)");
-        if name.contains("vader_segment") {
-            out.vader_bytes += len;
+        if dev_shm {
+            out.dev_shm_bytes += len;
+            if name.contains("vader_segment") {
+                out.vader_bytes += len;
+            }
+        } else {
+            out.session_bytes += len;
         }
         if !seen.contains(&name) {
             seen.push(name);
@@ -160,6 +173,11 @@ impl Sampler for Memory {
                 "bytes",
                 "bytes mapped from Open MPI vader segments",
             ),
+            MetricDef::new(
+                "mem.shm_session",
+                "bytes",
+                "bytes of shared mappings of the MPI launcher's session files (PMIx data stores)",
+            ),
         ]
     }
 
@@ -188,6 +206,7 @@ impl Sampler for Memory {
             let m = parse_maps(&t);
             emit(now_ns, "mem.shm_mapped", -1, m.dev_shm_bytes as f64);
             emit(now_ns, "mem.shm_vader", -1, m.vader_bytes as f64);
+            emit(now_ns, "mem.shm_session", -1, m.session_bytes as f64);
         }
     }
 }
