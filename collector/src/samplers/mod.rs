@@ -10,7 +10,7 @@
 //!
 //! | sampler | reads | metrics (unit) | who |
 //! |---|---|---|---|
-//! | `memory` | `/proc/self/status`, `/proc/self/maps` (every 10th tick) | `mem.vmrss`, `mem.vmhwm`, `mem.vmpin`, `mem.shm_mapped`, `mem.shm_vader` (bytes) | every rank |
+//! | `memory` | `/proc/self/status`, `/proc/self/maps` (every 10th tick) | `mem.vmrss`, `mem.vmhwm`, `mem.vmpin`, `mem.shm_mapped`, `mem.shm_vader`, `mem.shm_session` (bytes) | every rank |
 //! | `rapl` | perf `power` PMU (perf-event2), else powercap `energy_uj` | `energy.pkg`/`.cores`/`.ram`/`.gpu`/`.psys` (J, cumulative; key = package) | one rank per node |
 //! | `rdma` | `rdma -j -d res show qp/cq/mr pid <pid>`, every 5 s | `rdma.qps`, `rdma.rc_connected`, `rdma.cqs`, `rdma.cqes`, `rdma.mrs` (count), `rdma.mr_bytes` (bytes) | every rank |
 //! | `mpi_t` | MPI_T pvars bound after MPI_Init | `mpi_t.<pvar>` (messages or bytes; key = peer rank, -1 = sum) | every rank |
