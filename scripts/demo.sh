@@ -45,3 +45,6 @@ touch "$DEMO_DIR/$MARKER"
 # 5. The analysis.
 say "${HYSCOPE#"$ROOT"/} report ${DEMO_DIR#"$ROOT"/}"
 "$HYSCOPE" report "$DEMO_DIR"
+
+say "next: ${HYSCOPE#"$ROOT"/} tui ${DEMO_DIR#"$ROOT"/}   (terminal UI)"
+say "      ${HYSCOPE#"$ROOT"/} export --format perfetto -o demo.json ${DEMO_DIR#"$ROOT"/}   (open in ui.perfetto.dev)"
