@@ -181,6 +181,11 @@ impl Sampler for Memory {
         ]
     }
 
+    fn last_sample(&mut self, now_ns: i64, emit: &mut Emit<'_>) {
+        self.ticks = 0;
+        self.sample(now_ns, emit);
+    }
+
     fn sample(&mut self, now_ns: i64, emit: &mut Emit<'_>) {
         if let Ok(t) = std::fs::read_to_string(format!("{}/status", self.proc_dir)) {
             let s = parse_status(&t);

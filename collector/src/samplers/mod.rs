@@ -86,6 +86,10 @@ pub trait Sampler: Send {
     fn elect(&mut self, _leader: bool, _readers: &[u32]) {}
     /// Release what it holds (MPI_T before MPI_Finalize).
     fn close(&mut self) {}
+    /// The last reading at exit: everything, including what is read only now and then.
+    fn last_sample(&mut self, now_ns: i64, emit: &mut Emit<'_>) {
+        self.sample(now_ns, emit);
+    }
 }
 
 /// Default interval. 100 ms gives 10 points per second of phase, ~36 000
@@ -284,8 +288,12 @@ pub fn stop() {
         if st.stop {
             return;
         }
-        if st.thread.is_some() {
-            sample_all(&mut st);
+        if st.thread.is_some() && events::is_active() {
+            let now = clock::now_ns();
+            let mut emit = record;
+            for a in &mut st.samplers {
+                a.sampler.last_sample(now, &mut emit);
+            }
         }
         st.stop = true;
         st.samplers.clear();
