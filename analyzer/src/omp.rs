@@ -39,6 +39,7 @@ const K_MWAIT: u8 = OmpKind::MutexWait as u8;
 const K_MHOLD: u8 = OmpKind::MutexHold as u8;
 const K_TCREATE: u8 = OmpKind::TaskCreate as u8;
 const K_TRUN: u8 = OmpKind::TaskRun as u8;
+const K_SUMMARY: u8 = OmpKind::Summary as u8;
 
 /// Per-rank facts other passes need (POP, energy, findings).
 #[derive(Debug, Clone, Default)]
@@ -215,6 +216,8 @@ pub struct RankPass {
     clipped_ns: i64,
     info: RankOmp,
     any_sync_wait: bool,
+    profile_mode: bool,
+    notes: Vec<String>,
 }
 
 impl RankPass {
@@ -272,6 +275,7 @@ pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
         i = j;
     }
     // Lock, task and taskwait statistics need no grouping.
+    let mut summaries: Vec<&OmpRecord> = Vec::new();
     for r in rows {
         match r.kind {
             K_MWAIT | K_MHOLD => {
@@ -293,8 +297,12 @@ pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
             }
             K_SYNC if is_taskwait(r.variant) => out.taskwait += (r.end_ns - r.start_ns).max(0),
             K_SYNCWAIT => out.any_sync_wait = true,
+            K_SUMMARY => summaries.push(r),
             _ => {}
         }
+    }
+    if !summaries.is_empty() {
+        profile_summaries(rank, &summaries, &mut out);
     }
     // Outermost regions of the rank for the serial/compute split.
     let mut i = 0;
@@ -318,6 +326,116 @@ pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
     }
     out.info.regions = merged;
     out
+}
+
+/// Profile mode (`summary` rows: variant = kind, flags = its variant, count =
+/// intervals, chunk_start = summed ns). Only totals exist: no join-barrier
+/// clipping, no per-instance times, no chunks. Rows with the same key add up.
+fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
+    out.profile_mode = true;
+    let total = |r: &OmpRecord| r.chunk_start as i64;
+    // Encountering thread of each region code location.
+    let mut master: HashMap<u64, u32> = HashMap::new();
+    let mut itask_by_thread: HashMap<u32, i64> = HashMap::new();
+    for r in rows.iter().filter(|r| r.variant == K_PARALLEL) {
+        master.entry(r.codeptr).or_insert(r.thread);
+        let acc = out.regions.entry(r.codeptr).or_default();
+        acc.instances += r.count;
+        if !acc.ranks.contains(&rank) {
+            acc.ranks.push(rank);
+        }
+        acc.time += total(r);
+        out.info.region_ns += total(r);
+        out.info.region_count += r.count;
+    }
+    for r in rows.iter() {
+        match r.variant {
+            K_ITASK => {
+                *itask_by_thread.entry(r.thread).or_default() += total(r);
+                if let Some(acc) = out.regions.get_mut(&r.codeptr).filter(|_| r.codeptr != 0) {
+                    acc.team = acc.team.max(r.thread + 1);
+                    let t = acc.per_thread.entry((rank, r.thread)).or_insert_with(|| {
+                        ThreadRegionStats {
+                            rank,
+                            thread: r.thread,
+                            ..ThreadRegionStats::default()
+                        }
+                    });
+                    t.implicit_task_s += ns_to_s(total(r));
+                    t.busy_s += ns_to_s(total(r));
+                    if master.get(&r.codeptr) == Some(&r.thread) {
+                        acc.itask += total(r);
+                    }
+                }
+                if let Some(b) = out.info.busy_ns.get_mut(r.thread as usize) {
+                    *b += total(r);
+                }
+            }
+            K_SYNC if is_barrier(r.flags as u8) => {
+                out.barrier.total_s += ns_to_s(total(r));
+                out.barrier.count += r.count;
+                if let Some(b) = out.info.busy_ns.get_mut(r.thread as usize) {
+                    *b -= total(r);
+                }
+                if let Some(b) = out.info.runtime_ns.get_mut(r.thread as usize) {
+                    *b += total(r);
+                }
+            }
+            K_SYNCWAIT if is_barrier(r.flags as u8) => {
+                out.barrier.wait_s += ns_to_s(total(r));
+                out.any_sync_wait = true;
+            }
+            K_SYNC if is_taskwait(r.flags as u8) => out.taskwait += total(r),
+            K_MWAIT | K_MHOLD => {
+                let m = out.mutexes.entry(r.codeptr).or_default();
+                m.kind = r.flags as u8;
+                if r.variant == K_MWAIT {
+                    m.acquisitions += r.count;
+                    m.wait += total(r);
+                } else {
+                    m.hold += total(r);
+                }
+            }
+            K_TCREATE => out.tasks_created += r.count,
+            K_TRUN => {
+                out.task_run += total(r);
+                out.task_runs += r.count;
+            }
+            K_WORK if is_loop(r.flags as u8) => {
+                let la = out.loops.entry(r.codeptr).or_default();
+                *la.variants.entry(r.flags as u8).or_default() += r.count;
+                if !la.ranks.contains(&rank) {
+                    la.ranks.push(rank);
+                }
+                la.team = la.team.max(r.thread + 1);
+                let ta = la.per_thread.entry((rank, r.thread)).or_default();
+                ta.time += total(r);
+                ta.busy += total(r);
+                // Per-thread intervals: instances counted on the master only.
+                if r.thread == 0 {
+                    la.instances += r.count;
+                    la.time += total(r);
+                }
+            }
+            _ => {}
+        }
+    }
+    if out.regions.values().all(|a| a.itask > 0) {
+        for acc in out.regions.values_mut() {
+            acc.fork_join = (acc.time - acc.itask).max(0);
+            acc.fj_observed = acc.instances;
+            out.info.fork_join_ns += acc.fork_join;
+        }
+    } else {
+        // Implicit tasks carry no code address: only the rank's total is known
+        // (all regions forked by thread 0).
+        let master_task = itask_by_thread.get(&0).copied().unwrap_or(0);
+        out.info.fork_join_ns = (out.info.region_ns - master_task).max(0);
+        out.notes.push(format!(
+            "profile mode: implicit tasks carry no code address, fork/join is known per rank only (rank {rank}: {:.3} ms)",
+            ns_to_s(out.info.fork_join_ns) * 1e3
+        ));
+    }
 }
 
 fn region_instance(rank: u32, rows: &[OmpRecord], group: &[u32], out: &mut RankPass) {
@@ -570,6 +688,7 @@ pub fn analyze_omp(
     let mut barrier = BarrierStats::default();
     let (mut created, mut run_ns, mut runs, mut taskwait) = (0u64, 0i64, 0u64, 0i64);
     let mut any_wait = false;
+    let mut profile_mode = false;
     let mut ranks = Vec::new();
     for p in passes {
         for (k, v) in p.regions {
@@ -626,6 +745,8 @@ pub fn analyze_omp(
         runs += p.task_runs;
         taskwait += p.taskwait;
         any_wait |= p.any_sync_wait;
+        profile_mode |= p.profile_mode;
+        warnings.extend(p.notes);
         ranks.push(p.info);
     }
     barrier.sync_overhead_s = (barrier.total_s - barrier.wait_s).max(0.0);
@@ -707,6 +828,7 @@ pub fn analyze_omp(
                 a,
                 total_rank_s,
                 capability("ompt_callback_dispatch"),
+                profile_mode,
             )
         })
         .collect();
@@ -878,6 +1000,7 @@ fn build_loop(
     mut a: LoopAcc,
     total_rank_s: f64,
     dispatch_cap: Option<i32>,
+    profile_mode: bool,
 ) -> LoopStats {
     let location = data.location(codeptr);
     let variant = a
@@ -1007,7 +1130,9 @@ fn build_loop(
             Observable::Observed(rec),
         )
     } else {
-        let why = if trip == 0 {
+        let why = if profile_mode {
+            "profile mode records totals only (no trip counts, no chunks): re-record with --mode trace".to_string()
+        } else if trip == 0 {
             "trip count not reported by the runtime".to_string()
         } else {
             format!("cost per iteration not reconstructible: {}", no_chunks())

@@ -371,10 +371,63 @@ fn one_source_location_at_different_addresses_is_one_region() {
 fn chunk_starts_are_relative_to_the_loop_lower_bound() {
     // for (i = 1000; i < 5000; i++): the runtime reports loop-variable values.
     let (mut b, total_ns) = triangular_loop(10, true);
-    for r in b.omp[0].iter_mut().filter(|r| r.kind == OmpKind::Chunk as u8) {
+    for r in b.omp[0]
+        .iter_mut()
+        .filter(|r| r.kind == OmpKind::Chunk as u8)
+    {
         r.chunk_start += 1000;
     }
     let (_d, a) = b.analyze();
-    let rec = a.loops.get().unwrap()[0].recommendation.get().unwrap().clone();
-    assert!(close(rec.predicted_s, total_ns / 4.0 * 1e-9, 0.02), "{rec:?}");
+    let rec = a.loops.get().unwrap()[0]
+        .recommendation
+        .get()
+        .unwrap()
+        .clone();
+    assert!(
+        close(rec.predicted_s, total_ns / 4.0 * 1e-9, 0.02),
+        "{rec:?}"
+    );
+}
+
+#[test]
+fn profile_mode_summaries() {
+    let mut b = Builder::new(1, 2, 1);
+    b.manifest.mode = "profile".into();
+    let sum =
+        |thread: u32, kind: OmpKind, flags: u32, codeptr: u64, count: u64, total: i64| OmpRecord {
+            thread,
+            kind: OmpKind::Summary as u8,
+            variant: kind as u8,
+            start_ns: 0,
+            end_ns: 10 * MS,
+            codeptr,
+            count,
+            chunk_start: total as u64,
+            flags,
+            ..OmpRecord::default()
+        };
+    for r in [
+        sum(0, OmpKind::Parallel, 0, REGION, 10, 1_000 * US),
+        sum(0, OmpKind::ImplicitTask, 0, 0, 10, 970 * US),
+        sum(1, OmpKind::ImplicitTask, 0, 0, 10, 960 * US),
+        sum(0, OmpKind::Sync, 9, LOOP, 10, 100 * US),
+        sum(0, OmpKind::SyncWait, 9, LOOP, 10, 80 * US),
+        sum(0, OmpKind::Work, 10, LOOP, 10, 800 * US),
+        sum(1, OmpKind::Work, 10, LOOP, 10, 700 * US),
+    ] {
+        b.omp(0, r);
+    }
+    let (_d, a) = b.analyze();
+    let r = &a.regions.get().unwrap()[0];
+    assert_eq!(r.instances, 10);
+    assert!(close(r.time_s, 1e-3, 1e-9));
+    let o = a.openmp.get().unwrap();
+    assert!(close(o.fine_grain[0].fork_join_s, 30e-6, 1e-9));
+    assert!(close(o.barrier.total_s, 100e-6, 1e-9));
+    assert!(close(o.barrier.wait_s, 80e-6, 1e-9));
+    assert!(a.warnings.iter().any(|w| w.contains("profile mode")));
+    let l = &a.loops.get().unwrap()[0];
+    assert_eq!(l.instances, 10);
+    assert!(close(l.imbalance, 800.0 / 750.0, 1e-9));
+    assert!(l.recommendation.reason().unwrap().contains("profile mode"));
 }
