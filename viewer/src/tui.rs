@@ -67,8 +67,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "hyscope-tui: first frame {:.1} ms",
             timings.first_frame_ms
         );
-        if let Some(t) = timings.ready_ms {
-            let _ = writeln!(err, "hyscope-tui: analysis and timeline ready {t:.1} ms");
+        if let Some(t) = timings.timeline_ms {
+            let _ = writeln!(err, "hyscope-tui: timeline index ready {t:.1} ms");
+        }
+        if let Some(t) = timings.analysis_ms {
+            let _ = writeln!(err, "hyscope-tui: analysis ready {t:.1} ms");
         }
         for (what, ms) in &timings.redraws {
             let _ = writeln!(err, "hyscope-tui: redraw after {what} {ms:.2} ms");
@@ -80,7 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 #[derive(Default)]
 struct Timings {
     first_frame_ms: f64,
-    ready_ms: Option<f64>,
+    timeline_ms: Option<f64>,
+    analysis_ms: Option<f64>,
     redraws: Vec<(String, f64)>,
 }
 
@@ -118,14 +122,16 @@ fn event_loop(
             return Ok(timings);
         }
         if app.data.poll() {
-            let was_pending = app.data.timeline().is_none();
+            let now = started.elapsed().as_secs_f64() * 1e3;
             if let Some(t) = app.data.timeline()
-                && (app.timeline.t1 <= app.timeline.t0 || was_pending)
+                && timings.timeline_ms.is_none()
             {
+                // The window starts as the whole run once the index exists.
                 (app.timeline.t0, app.timeline.t1) = t.span();
+                timings.timeline_ms = Some(now);
             }
-            if app.data.analysis().is_some() && app.data.timeline().is_some() {
-                timings.ready_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+            if app.data.analysis().is_some() && timings.analysis_ms.is_none() {
+                timings.analysis_ms = Some(now);
             }
             cause = "data loaded".into();
             dirty = true;

@@ -259,3 +259,119 @@ fn energy_tab_and_help() {
     key(&mut a, KeyCode::Char('q'));
     assert!(a.quit);
 }
+
+#[test]
+fn timeline_mouse() {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut a = app("mouse");
+    key(&mut a, KeyCode::Char('2'));
+    render(&mut a, 100, 30);
+    let area = a.last_timeline_area;
+    // Data columns start after the border and the 12-column label.
+    let x0 = area.x + 1 + 12;
+    let ev = |kind, column, row| MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    };
+    // Wheel up over the middle column zooms in around it.
+    let mid = x0 + a.timeline.columns / 2;
+    let before = a.timeline.time_at(a.timeline.columns / 2);
+    a.on_mouse(ev(MouseEventKind::ScrollUp, mid, area.y + 3));
+    assert_eq!(a.timeline.t1 - a.timeline.t0, common::END / 2);
+    let after = a.timeline.time_at(a.timeline.columns / 2);
+    assert!(
+        (after - before).abs() <= 2 * a.timeline.cell_ns() as i64,
+        "{before} {after}"
+    );
+    a.on_mouse(ev(MouseEventKind::ScrollDown, mid, area.y + 3));
+    assert_eq!((a.timeline.t0, a.timeline.t1), (0, common::END));
+    // Drag from column 0 to column 9 of rank 1's row: a 10-cell range.
+    a.on_mouse(ev(MouseEventKind::Down(MouseButton::Left), x0, area.y + 3));
+    assert_eq!(a.timeline.row, 1);
+    a.on_mouse(ev(
+        MouseEventKind::Drag(MouseButton::Left),
+        x0 + 9,
+        area.y + 3,
+    ));
+    a.on_mouse(ev(
+        MouseEventKind::Up(MouseButton::Left),
+        x0 + 9,
+        area.y + 3,
+    ));
+    let (s0, s1) = a.timeline.selection.expect("a range");
+    assert_eq!((s0, s1), (0, a.timeline.time_at(10)));
+    let s = render(&mut a, 100, 30);
+    assert!(s.contains("rank 1 thread 0:"), "{s}");
+    assert!(
+        s.contains(&format!("range 0 ns – {}", tui::fmt::ns(s1 as f64))),
+        "{s}"
+    );
+}
+
+/// Like [`render`], but every shaded cell shows the letter of its state colour
+/// (s serial, c compute, r OpenMP runtime, b barrier wait, l lock, t task,
+/// p MPI p2p, o collective, w MPI wait, m other MPI), so snapshots keep the colours.
+fn render_states(app: &mut App, w: u16, h: u16) -> String {
+    use ratatui::style::Color;
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| tui::draw::draw(f, app)).unwrap();
+    let buf = term.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..h {
+        for x in 0..w {
+            let c = &buf[(x, y)];
+            let sym = c.symbol();
+            let shaded = matches!(sym, "█" | "▓" | "▒" | "░");
+            let letter = match c.fg {
+                Color::DarkGray => "s",
+                Color::Green => "c",
+                Color::Yellow => "r",
+                Color::Red => "b",
+                Color::Magenta => "l",
+                Color::LightGreen => "t",
+                Color::Blue => "p",
+                Color::Cyan => "o",
+                Color::LightBlue => "w",
+                Color::Gray => "m",
+                _ => sym,
+            };
+            out.push_str(if shaded { letter } else { sym });
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn timeline_states() {
+    // Region 0 on rank 0: 1.0–2.5 ms; thread 1 computes until 1.8 ms then waits in the barrier.
+    let mut a = app("states");
+    key(&mut a, KeyCode::Char('2'));
+    key(&mut a, KeyCode::Enter);
+    for _ in 0..2 {
+        key(&mut a, KeyCode::Char('+'));
+    }
+    let s = render_states(&mut a, 80, 24);
+    println!("{s}");
+    let t1 = s.lines().find(|l| l.contains(" thread 1")).unwrap();
+    assert!(t1.contains("cccc") && t1.contains("bbbb"), "{t1}");
+    let r0 = s.lines().find(|l| l.contains("rank 0")).unwrap();
+    assert!(r0.contains('m') && r0.contains('c'), "{r0}");
+    insta::assert_snapshot!("timeline_states_80x24", s);
+}
+
+#[test]
+fn snapshots() {
+    // Tabs whose text depends only on the trace and the drawing code.
+    let mut a = app("snapshots");
+    key(&mut a, KeyCode::Char('2'));
+    key(&mut a, KeyCode::Enter);
+    insta::assert_snapshot!("timeline_80x24", render(&mut a, 80, 24));
+    key(&mut a, KeyCode::Char('5'));
+    key(&mut a, KeyCode::Right);
+    insta::assert_snapshot!("mpi_sizes_80x24", render(&mut a, 80, 24));
+    key(&mut a, KeyCode::Char('7'));
+    insta::assert_snapshot!("energy_80x24", render(&mut a, 80, 24));
+}
