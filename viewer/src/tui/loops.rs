@@ -24,7 +24,7 @@ fn speedup(l: &LoopStats) -> f64 {
     l.recommendation.get().map_or(1.0, |r| r.predicted_speedup)
 }
 
-const KEYS: [(usize, fn(&LoopStats) -> f64); 4] = [
+const KEYS: [widgets::SortKey<LoopStats>; 4] = [
     (6, gain),
     (2, |l| l.time_s),
     (3, |l| l.imbalance),

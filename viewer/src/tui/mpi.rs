@@ -15,7 +15,7 @@ use super::widgets::{self, s};
 
 pub const VIEWS: [&str; 4] = ["profile", "message sizes", "matrix", "wait states"];
 
-const KEYS: [(usize, fn(&MpiCallStats) -> f64); 5] = [
+const KEYS: [widgets::SortKey<MpiCallStats>; 5] = [
     (2, |c| c.total_s),
     (1, |c| c.count as f64),
     (5, |c| c.cv),

@@ -23,7 +23,7 @@ const HEADER: [&str; 8] = [
     "imbal",
 ];
 /// Sort keys, in `s` order; the column each marks.
-const KEYS: [(usize, fn(&RegionStats) -> f64); 7] = [
+const KEYS: [widgets::SortKey<RegionStats>; 7] = [
     (3, |r| r.time_s),
     (4, |r| r.fork_join_s),
     (5, |r| r.barrier.wait_s),

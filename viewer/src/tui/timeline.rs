@@ -497,7 +497,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
                 .filter(|x| x.1 > 0)
                 .collect();
             let total: u64 = per.iter().map(|x| x.1).sum();
-            per.sort_by(|x, y| y.1.cmp(&x.1));
+            per.sort_by_key(|x| std::cmp::Reverse(x.1));
             let mut spans = vec![Span::raw(format!(
                 "range {} – {} ({}): ",
                 rel(a, origin),

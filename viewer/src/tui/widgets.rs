@@ -9,6 +9,9 @@ use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState, Wrap};
 
 use super::app::TableNav;
 
+/// A sort key of a table: the column it marks and the value rows are ordered by.
+pub type SortKey<T> = (usize, fn(&T) -> f64);
+
 pub fn block(title: impl Into<String>) -> Block<'static> {
     Block::default().borders(Borders::ALL).title(title.into())
 }
