@@ -73,10 +73,14 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                     "{threads} threads per rank idle during master-only MPI: overlap communication with computation, or use hybrid collectives / MPI_THREAD_MULTIPLE (document 002 §5.1)"
                 ),
             );
+            // Parallelising serial code over P threads saves (P − 1)/P of it.
             let seq: f64 = o
                 .fine_grain
                 .iter()
-                .map(|f| f.t_seq_s - f.fork_join_s)
+                .map(|f| {
+                    (f.t_seq_s - f.fork_join_s) * (f.threads.max(1) - 1) as f64
+                        / f.threads.max(1) as f64
+                })
                 .sum::<f64>()
                 / ranks;
             push(
