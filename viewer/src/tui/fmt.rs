@@ -2,6 +2,8 @@
 
 /// Nanoseconds as a short human duration: `812 ns`, `12.3 µs`, `4.56 ms`, `1.234 s`.
 pub fn ns(v: f64) -> String {
+    // Sums of tiny negatives round to "-0": show 0.
+    let v = if v.abs() < 0.5 { 0.0 } else { v };
     let a = v.abs();
     if a < 1e3 {
         format!("{v:.0} ns")

@@ -81,11 +81,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         Some(sorted_col),
         ascending,
         &[
-            Constraint::Min(12),
+            Constraint::Min(10),
             Constraint::Length(7),
             Constraint::Length(9),
             Constraint::Length(5),
-            Constraint::Length(20),
+            Constraint::Length(22),
             Constraint::Length(7),
             Constraint::Length(9),
         ],
