@@ -1,0 +1,89 @@
+//! End to end on a real trace: `examples/hybrid/hybrid` (clang-19, libomp 19,
+//! Open MPI 4.1.4), 2 ranks × 2 threads, recorded with `hyscope record` into
+//! `tests/fixtures/hybrid-2x2`. The assertions follow from the program's
+//! construction (N = 4000, STEPS = 2, RING_DOUBLES = 4096, A2A_DOUBLES = 1024).
+
+use std::path::Path;
+
+use hyscope_analyzer::{Observable, WaitKind, analyze};
+
+fn fixture() -> hyscope_analyzer::Analysis {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hybrid-2x2");
+    analyze(&dir, &Default::default()).unwrap()
+}
+
+#[test]
+fn run_facts_and_normalisation() {
+    let a = fixture();
+    assert_eq!(a.run.ranks, 2);
+    assert_eq!(a.run.threads_per_rank, vec![2, 2]);
+    assert_eq!(a.run.thread_level_provided.as_deref(), Some("funneled"));
+    // libomp dispatches workers' join-barrier ends late: every multi-thread
+    // region instance has one to clip.
+    assert!(a.run.clipped_join_waits > 0);
+    assert!(a.run.clock_corrected);
+}
+
+#[test]
+fn regions_and_loops_by_source_line() {
+    let a = fixture();
+    let regions = a.regions.get().unwrap();
+    let labels: Vec<&str> = regions.iter().map(|r| r.location.label.as_str()).collect();
+    for l in ["hybrid.c:39", "hybrid.c:46"] {
+        assert!(labels.contains(&l), "{labels:?}");
+    }
+    // One row per source location across both ranks (ASLR merged).
+    let r39 = regions
+        .iter()
+        .find(|r| r.location.label == "hybrid.c:39")
+        .unwrap();
+    assert_eq!(r39.instances, 4);
+    assert_eq!(r39.ranks, vec![0, 1]);
+    assert_eq!(r39.team_size, 2);
+    let loops = a.loops.get().unwrap();
+    for label in ["hybrid.c:39", "hybrid.c:47"] {
+        let l = loops.iter().find(|l| l.location.label == label).unwrap();
+        assert_eq!(l.trip_count, 4000);
+        assert_eq!(l.instances, 4);
+        // libomp 19 reports schedule(runtime) loops as static.
+        assert_eq!(l.schedule, Observable::Observed("static".into()));
+        // Triangular cost under static on 2 threads: the second half costs more.
+        let p = l.cost_profile.get().unwrap();
+        assert_eq!(p.shape, "increasing", "{label}");
+        assert!(l.imbalance > 1.15, "{label}: {}", l.imbalance);
+        let rec = l.recommendation.get().unwrap();
+        assert!(!rec.clause.starts_with("keep"), "{rec:?}");
+        assert!(rec.predicted_speedup > 1.15, "{rec:?}");
+        assert!(rec.evidence.starts_with(&format!("{label}: schedule(")));
+    }
+}
+
+#[test]
+fn mpi_profile_and_memory() {
+    let a = fixture();
+    let m = a.mpi.get().unwrap();
+    let call = |n: &str| m.calls.iter().find(|c| c.call == n).unwrap();
+    assert_eq!(call("MPI_Isend").count, 8);
+    assert_eq!(call("MPI_Isend").bytes_sent, 8 * 4096 * 8);
+    assert_eq!(call("MPI_Irecv").count, 8);
+    assert_eq!(call("MPI_Alltoall").count, 2);
+    assert_eq!(call("MPI_Alltoall").bytes_sent, 2 * 2 * 1024 * 8);
+    assert_eq!(m.matrix.messages[0][1], 4);
+    assert_eq!(m.matrix.messages[1][0], 4);
+    // 32 KiB messages are above vader's 4 KiB eager limit.
+    assert_eq!((m.eager_messages, m.rendezvous_messages), (0, 8));
+    let w = a.wait_states.get().unwrap();
+    assert_eq!(w.unmatched_messages, 0);
+    assert!(w.by_kind.iter().any(|e| e.kind == WaitKind::WaitAtNxN));
+    let mem = a.memory.get().unwrap();
+    assert!(mem.pattern.starts_with("grows with N"));
+    assert!(
+        mem.full_connection_calls.iter().any(
+            |c| c.call == "MPI_Alltoall" && c.location.as_ref().unwrap().label == "hybrid.c:99"
+        )
+    );
+    assert_eq!(mem.per_rank[0].peers_observed, 1);
+    assert!(mem.per_rank[0].mpi_init_delta.is_some());
+    // No RAPL on the machine that recorded it.
+    assert!(a.energy.reason().unwrap().starts_with("not measured: "));
+}
