@@ -33,6 +33,8 @@ pub mod model;
 pub mod mpi;
 #[path = "tui/openmp.rs"]
 pub mod openmp;
+#[path = "tui/series.rs"]
+pub mod series;
 #[path = "tui/summary.rs"]
 pub mod summary;
 #[path = "tui/timeline.rs"]

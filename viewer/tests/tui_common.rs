@@ -9,7 +9,10 @@
 //! - rank 0 sends rank 1 ten 1 KiB messages (`MPI_Send`/`MPI_Recv`, eager under
 //!   the 4096 B limit) and one 1 MiB message (rendezvous);
 //! - both ranks call `MPI_Allreduce` (8 B) twice and `MPI_Barrier` once;
-//! - RAPL unavailable ("perf power PMU: energy-psys reads 0").
+//! - samples: `mpi.connections` 0 → 1 at 2.5 ms, `mem.vmrss` 30 → 40 → 35 MiB;
+//! - RAPL unavailable ("perf power PMU: energy-psys reads 0"), or with
+//!   [`write_trace_with_energy`] available: `energy.pkg` 0 → 0.5 → 1.0 J at
+//!   0, 5, 10 ms (100 W throughout).
 
 #![allow(dead_code)]
 
@@ -17,7 +20,9 @@ use std::path::{Path, PathBuf};
 
 use hyscope_format::manifest::{MpiInfo, OpenMpInfo, RankInfo, SamplerInfo};
 use hyscope_format::schema::{OmpKind, mpi_call};
-use hyscope_format::{Manifest, MpiRecord, OmpRecord, PartWriter, Table, WriterOptions};
+use hyscope_format::{
+    Manifest, MpiRecord, OmpRecord, PartWriter, SampleRecord, Table, WriterOptions,
+};
 
 pub const MS: i64 = 1_000_000;
 pub const US: i64 = 1_000;
@@ -160,8 +165,44 @@ fn mpi_rows(rank: u32) -> Vec<MpiRecord> {
     v
 }
 
+fn sample(time_ns: i64, metric: &str, key: i64, value: f64) -> SampleRecord {
+    SampleRecord {
+        time_ns,
+        metric: metric.into(),
+        key,
+        value,
+    }
+}
+
+fn sample_rows(energy: bool) -> Vec<SampleRecord> {
+    let mib = (1 << 20) as f64;
+    let mut v = vec![
+        sample(500 * US, "mpi.connections", -1, 0.0),
+        sample(2500 * US, "mpi.connections", -1, 1.0),
+        sample(9500 * US, "mpi.connections", -1, 1.0),
+        sample(500 * US, "mem.vmrss", -1, 30.0 * mib),
+        sample(5 * MS, "mem.vmrss", -1, 40.0 * mib),
+        sample(9500 * US, "mem.vmrss", -1, 35.0 * mib),
+    ];
+    if energy {
+        v.push(sample(0, "energy.pkg", 0, 0.0));
+        v.push(sample(5 * MS, "energy.pkg", 0, 0.5));
+        v.push(sample(10 * MS, "energy.pkg", 0, 1.0));
+    }
+    v
+}
+
 /// Write the trace into a fresh directory under the target dir and return it.
 pub fn write_trace(name: &str) -> PathBuf {
+    write(name, false)
+}
+
+/// The same trace with RAPL available on rank 0 (100 W for 10 ms).
+pub fn write_trace_with_energy(name: &str) -> PathBuf {
+    write(name, true)
+}
+
+fn write(name: &str, energy: bool) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tui-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -187,15 +228,25 @@ pub fn write_trace(name: &str) -> PathBuf {
         ompt_version: 1,
         ..Default::default()
     });
-    m.samplers = vec![SamplerInfo {
-        name: "rapl".into(),
-        available: false,
-        reason: "perf power PMU: energy-psys reads 0".into(),
-        ranks: vec![],
+    m.samplers = vec![if energy {
+        SamplerInfo {
+            name: "rapl".into(),
+            available: true,
+            reason: "perf power PMU: energy-pkg".into(),
+            ranks: vec![0],
+        }
+    } else {
+        SamplerInfo {
+            name: "rapl".into(),
+            available: false,
+            reason: "perf power PMU: energy-psys reads 0".into(),
+            ranks: vec![],
+        }
     }];
     for rank in 0..2_u32 {
         let mut o = omp_rows(rank);
         let mut p = mpi_rows(rank);
+        let samples = sample_rows(energy && rank == 0);
         m.ranks.push(RankInfo {
             rank,
             host: "node0".into(),
@@ -205,7 +256,7 @@ pub fn write_trace(name: &str) -> PathBuf {
             events: hyscope_format::manifest::EventCounts {
                 omp: o.len() as u64,
                 mpi: p.len() as u64,
-                samples: 0,
+                samples: samples.len() as u64,
             },
             rss_before_init: Some(10 << 20),
             rss_after_init: Some(30 << 20),
@@ -217,6 +268,10 @@ pub fn write_trace(name: &str) -> PathBuf {
         w.finish().unwrap();
         let mut w = PartWriter::create(&dir, Table::Mpi, rank, WriterOptions::default()).unwrap();
         w.write_mpi(&mut p).unwrap();
+        w.finish().unwrap();
+        let mut w =
+            PartWriter::create(&dir, Table::Samples, rank, WriterOptions::default()).unwrap();
+        w.write_records(&samples).unwrap();
         w.finish().unwrap();
     }
     m.write(&dir).unwrap();

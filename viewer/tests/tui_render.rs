@@ -375,3 +375,52 @@ fn snapshots() {
     key(&mut a, KeyCode::Char('7'));
     insta::assert_snapshot!("energy_80x24", render(&mut a, 80, 24));
 }
+
+#[test]
+fn memory_over_time() {
+    let mut a = app("memory-time");
+    key(&mut a, KeyCode::Char('6'));
+    key(&mut a, KeyCode::Right);
+    let s = render(&mut a, 100, 30);
+    println!("{s}");
+    assert!(
+        s.contains("MPI connections") && s.contains("resident memory (VmRSS)"),
+        "{s}"
+    );
+    // y axes end at the largest sample: 1 connection, 40 MiB.
+    let conn = s
+        .lines()
+        .skip_while(|l| !l.contains("MPI connections"))
+        .take(3)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(conn.contains("│1"), "{conn}");
+    assert!(s.contains("40.00 MiB"), "{s}");
+    // The x axis ends at the last sample, 9.5 ms.
+    assert!(s.contains("9.50 ms"), "{s}");
+    // No MPI_T samples in this trace: said so.
+    assert!(s.contains("no samples of this metric"), "{s}");
+    let _ = render(&mut a, 80, 24);
+}
+
+#[test]
+fn energy_measured() {
+    let dir = common::write_trace_with_energy("energy-measured");
+    let mut a = App::new(tui::data::Data::open_blocking(&dir).unwrap());
+    key(&mut a, KeyCode::Char('7'));
+    let s = render(&mut a, 100, 30);
+    println!("{s}");
+    // 1 J over 10 ms.
+    assert!(s.contains("total 1.00 J  average power 100.0 W"), "{s}");
+    assert!(s.contains("power over time (W)"), "{s}");
+    // Both intervals are 0.5 J in 5 ms: the chart's top label is 100.0 W.
+    assert!(s.contains("100.0 W│") || s.contains("100.0 W "), "{s}");
+    assert!(s.contains("energy.pkg #0") && s.contains("1.00 J"), "{s}");
+    // The step covers the whole run: drawn from the first column of the plot.
+    let line = s.lines().find(|l| l.contains('⠒')).unwrap();
+    assert!(
+        line.contains("│⠒") || line.contains("│⠉") || line.contains("│⠤"),
+        "{line}"
+    );
+    let _ = render(&mut a, 80, 24);
+}

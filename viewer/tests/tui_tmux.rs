@@ -13,13 +13,19 @@ struct Session(String);
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).status();
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
     }
 }
 
 fn tmux(args: &[&str]) -> String {
     let out = Command::new("tmux").args(args).output().expect("tmux runs");
-    assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "tmux {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -53,7 +59,17 @@ fn real_terminal_through_every_tab() {
         dir.display(),
         done.display()
     );
-    tmux(&["new-session", "-d", "-s", &name, "-x", "100", "-y", "30", &cmd]);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "100",
+        "-y",
+        "30",
+        &cmd,
+    ]);
     let s = Session(name);
 
     expect(&s, &[], "ranks 2  threads/rank 2  nodes 1");
@@ -75,6 +91,7 @@ fn real_terminal_through_every_tab() {
     expect(&s, &["Right"], "communication matrix");
     expect(&s, &["Right"], "late sender");
     expect(&s, &["6"], "20.00 MiB");
+    expect(&s, &["Right"], "resident memory (VmRSS)");
     expect(&s, &["7"], "Energy: not measured");
     expect(&s, &["?"], "Keys — any key closes");
     expect(&s, &["Escape"], "Energy: not measured");
@@ -84,7 +101,10 @@ fn real_terminal_through_every_tab() {
     tmux(&["send-keys", "-t", &s.0, "q"]);
     let start = Instant::now();
     while !done.exists() {
-        assert!(start.elapsed() < Duration::from_secs(10), "hyscope tui did not quit");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "hyscope tui did not quit"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(100));

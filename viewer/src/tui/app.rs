@@ -219,9 +219,8 @@ pub fn footer_keys(tab: Tab) -> &'static str {
             "←→ cursor H/L pan +/- zoom 0 all ↑↓ row ⏎ threads v range / filter ? help q quit"
         }
         Tab::Mpi => "Tab/1-7 tabs  ←→ view  ↑↓ select  s sort  S order  / filter  ? help  q quit",
-        Tab::Summary | Tab::Memory | Tab::Energy => {
-            "Tab/1-7 tabs  ↑↓ scroll  / filter  ? help  q quit"
-        }
+        Tab::Memory => "Tab/1-7 tabs  ←→ view  ↑↓ select  / filter  ? help  q quit",
+        Tab::Summary | Tab::Energy => "Tab/1-7 tabs  ↑↓ scroll  / filter  ? help  q quit",
         _ => "Tab/1-7 tabs  ↑↓ select  s sort  S order  ⏎ details  / filter  ? help  q quit",
     }
 }
@@ -240,7 +239,10 @@ pub const HELP: &[(&str, &str)] = &[
         "Enter",
         "drill down (threads of a region, bars of a loop, rank rows)",
     ),
-    ("← →  h l", "MPI: profile, sizes, matrix, wait states"),
+    (
+        "← →  h l",
+        "views: MPI profile/sizes/matrix/waits, memory over time",
+    ),
     ("/ text Enter", "filter rows by name (Esc clears)"),
     (
         "Timeline ← →",

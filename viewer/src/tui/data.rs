@@ -7,6 +7,7 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 
 use hyscope_format::{Manifest, Trace};
 
+use super::series::Series;
 use super::timeline::TimelineIndex;
 
 pub use hyscope_analyzer::Analysis;
@@ -21,6 +22,7 @@ pub enum Loading<T> {
 pub enum Loaded {
     Analysis(Result<Box<Analysis>, String>),
     Timeline(Result<Box<TimelineIndex>, String>),
+    Series(Result<Vec<Series>, String>),
 }
 
 pub struct Data {
@@ -28,6 +30,8 @@ pub struct Data {
     pub manifest: Manifest,
     pub analysis: Loading<Box<Analysis>>,
     pub timeline: Loading<Box<TimelineIndex>>,
+    /// Sampled metrics over time (memory, queues, energy charts).
+    pub series: Loading<Vec<Series>>,
     rx: Option<Receiver<Loaded>>,
 }
 
@@ -47,6 +51,8 @@ impl Data {
         std::thread::Builder::new()
             .name("hyscope-tui-timeline".into())
             .spawn(move || {
+                // The samples table is small: read it first, then build the index.
+                let _ = tx2.send(Loaded::Series(super::series::load_series(&d)));
                 let _ = tx2.send(Loaded::Timeline(super::model::load_timeline(&d)));
             })?;
         Ok(Data {
@@ -54,6 +60,7 @@ impl Data {
             manifest: trace.manifest,
             analysis: Loading::Pending("analysing the trace…".into()),
             timeline: Loading::Pending("building the timeline index…".into()),
+            series: Loading::Pending("reading the samples…".into()),
             rx: Some(rx),
         })
     }
@@ -67,6 +74,7 @@ impl Data {
             manifest: trace.manifest,
             analysis: into_loading(super::model::load_analysis(dir)),
             timeline: into_loading(super::model::load_timeline(dir)),
+            series: into_loading(super::series::load_series(dir)),
             rx: None,
         })
     }
@@ -83,6 +91,10 @@ impl Data {
                 }
                 Ok(Loaded::Timeline(r)) => {
                     self.timeline = into_loading(r);
+                    changed = true;
+                }
+                Ok(Loaded::Series(r)) => {
+                    self.series = into_loading(r);
                     changed = true;
                 }
                 Err(TryRecvError::Empty) => break,
@@ -114,6 +126,29 @@ impl Data {
         match &self.timeline {
             Loading::Ready(t) => Some(t),
             _ => None,
+        }
+    }
+
+    /// Series of metrics whose name starts with `prefix`.
+    pub fn series(&self, prefix: &str) -> Vec<&Series> {
+        match &self.series {
+            Loading::Ready(s) => s.iter().filter(|x| x.metric.starts_with(prefix)).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Time origin of the charts: the start of the timeline, else the first sample.
+    pub fn origin(&self) -> i64 {
+        if let Some(t) = self.timeline() {
+            return t.span().0;
+        }
+        match &self.series {
+            Loading::Ready(s) => s
+                .iter()
+                .filter_map(|x| x.points.first().map(|p| p.0))
+                .min()
+                .unwrap_or(0),
+            _ => 0,
         }
     }
 

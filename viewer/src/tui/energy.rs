@@ -30,7 +30,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             return;
         }
     };
-    let [top, bottom] = Layout::vertical([Constraint::Length(3), Constraint::Min(4)]).areas(area);
+    let [top, power, bottom] = Layout::vertical([
+        Constraint::Length(3),
+        Constraint::Min(6),
+        Constraint::Length(7),
+    ])
+    .areas(area);
+    // Power between consecutive samples of the cumulative energy counters.
+    super::series::chart(
+        f,
+        power,
+        "power over time (W)",
+        &app.data.series("energy."),
+        app.data.origin(),
+        true,
+        |w| format!("{w:.1} W"),
+    );
     f.render_widget(
         Paragraph::new(Line::from(format!(
             "total {:.2} J  average power {:.1} W  energy-delay {:.3} J·s",
@@ -86,8 +101,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         None,
         false,
         &[
-            Constraint::Min(6),
-            Constraint::Min(12),
+            Constraint::Length(8),
+            Constraint::Min(14),
             Constraint::Length(10),
             Constraint::Length(8),
         ],

@@ -12,12 +12,62 @@ use super::app::{App, Tab};
 use super::fmt;
 use super::widgets;
 
+pub const VIEWS: [&str; 2] = ["footprint and projection", "over time"];
+
+/// Connections, RSS and MPI_T queue lengths over the run, per rank.
+fn over_time(f: &mut Frame, area: Rect, app: &App) {
+    let d = &app.data;
+    let origin = d.origin();
+    let [a, b, c] = Layout::vertical([
+        Constraint::Ratio(1, 3),
+        Constraint::Ratio(1, 3),
+        Constraint::Ratio(1, 3),
+    ])
+    .areas(area);
+    let count = |v: f64| format!("{v:.0}");
+    let mib = |v: f64| fmt::bytes(v);
+    super::series::chart(
+        f,
+        a,
+        "MPI connections",
+        &d.series("mpi.connections"),
+        origin,
+        false,
+        count,
+    );
+    super::series::chart(
+        f,
+        b,
+        "resident memory (VmRSS)",
+        &d.series("mem.vmrss"),
+        origin,
+        false,
+        mib,
+    );
+    super::series::chart(
+        f,
+        c,
+        "MPI_T queue lengths",
+        &d.series("mpi_t."),
+        origin,
+        false,
+        count,
+    );
+}
+
 fn opt_bytes(v: Option<u64>) -> String {
     v.map(|b| fmt::bytes(b as f64))
         .unwrap_or_else(|| "—".into())
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
+    let view = app.nav[Tab::Memory.index()].view.min(VIEWS.len() - 1);
+    app.nav[Tab::Memory.index()].view = view;
+    let [head, area] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
+    super::mpi::view_bar(f, head, &VIEWS, view);
+    if view == 1 {
+        return over_time(f, area, app);
+    }
     let Some(a) = app.data.analysis() else {
         return super::draw::not_ready(f, area, app, "Memory");
     };

@@ -30,17 +30,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let view = app.nav[Tab::Mpi.index()].view.min(VIEWS.len() - 1);
     app.nav[Tab::Mpi.index()].view = view;
     let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
-    let mut spans = Vec::new();
-    for (i, v) in VIEWS.iter().enumerate() {
-        let st = if i == view {
-            Style::default().add_modifier(Modifier::REVERSED)
-        } else {
-            Style::default().fg(Color::Gray)
-        };
-        spans.push(Span::styled(format!(" {v} "), st));
-        spans.push(Span::raw(" "));
-    }
-    f.render_widget(Paragraph::new(Line::from(spans)), head);
+    view_bar(f, head, &VIEWS, view);
     if view == 3 {
         if let Some(w) = widgets::observed(f, body, "Wait states", &a.wait_states) {
             waits(f, body, w, app);
@@ -55,6 +45,21 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         1 => histogram(f, body, p),
         _ => matrix(f, body, p),
     }
+}
+
+/// The sub-views of a tab, the current one highlighted (← → switch).
+pub fn view_bar(f: &mut Frame, area: Rect, views: &[&str], view: usize) {
+    let mut spans = Vec::new();
+    for (i, v) in views.iter().enumerate() {
+        let st = if i == view {
+            Style::default().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::default().fg(Color::Gray)
+        };
+        spans.push(Span::styled(format!(" {v} "), st));
+        spans.push(Span::raw(" "));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {

@@ -108,7 +108,9 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
         return;
     };
     let mut lines = Vec::new();
-    fn walk(n: &PopNode, depth: usize, out: &mut Vec<Line<'static>>) {
+    // Names are clipped so that the values stay visible in a narrow column.
+    let width = area.width.saturating_sub(2) as usize;
+    fn walk(n: &PopNode, depth: usize, width: usize, out: &mut Vec<Line<'static>>) {
         let v = match &n.value {
             Observable::Observed(v) => fmt::pct(*v),
             Observable::NotObservable(_) => "n/a".into(),
@@ -119,15 +121,21 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
             Some(_) => Color::Red,
             None => Color::Gray,
         };
+        let name_w = width.saturating_sub(depth * 2 + 7);
         out.push(Line::from(vec![
-            Span::raw(format!("{:w$}{} ", "", n.name, w = depth * 2)),
-            Span::styled(v, Style::default().fg(color)),
+            Span::raw(format!(
+                "{:d$}{:name_w$}",
+                "",
+                fmt::clip(&n.name, name_w),
+                d = depth * 2
+            )),
+            Span::styled(format!("{v:>6}"), Style::default().fg(color)),
         ]));
         for c in &n.children {
-            walk(c, depth + 1, out);
+            walk(c, depth + 1, width, out);
         }
     }
-    walk(&pop.tree, 0, &mut lines);
+    walk(&pop.tree, 0, width, &mut lines);
     if !pop.additive.is_empty() {
         lines.push(Line::from("losses (share of core-time):"));
         for l in &pop.additive {
