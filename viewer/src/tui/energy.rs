@@ -55,7 +55,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         top,
     );
     let [phases, domains] =
-        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(bottom);
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(bottom);
     let max = e
         .phases
         .iter()
@@ -101,10 +101,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         None,
         false,
         &[
+            Constraint::Min(5),
+            Constraint::Length(14),
             Constraint::Length(8),
-            Constraint::Min(14),
-            Constraint::Length(10),
-            Constraint::Length(8),
+            Constraint::Length(7),
         ],
         rows,
         None,

@@ -97,10 +97,16 @@ pub fn chart(
                     })
                     .collect()
             } else {
-                s.points
-                    .iter()
-                    .map(|&(t, v)| ((t - origin) as f64 / 1e9, v))
-                    .collect()
+                // Steps: a sampled value holds until the next sample.
+                let x = |t: i64| (t - origin) as f64 / 1e9;
+                let mut out = Vec::with_capacity(s.points.len() * 2);
+                for (i, &(t, v)) in s.points.iter().enumerate() {
+                    if i > 0 {
+                        out.push((x(t), s.points[i - 1].1));
+                    }
+                    out.push((x(t), v));
+                }
+                out
             };
             (format!("rank {}", s.rank), pts)
         })
