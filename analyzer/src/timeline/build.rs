@@ -129,6 +129,9 @@ pub(super) fn flatten(ivs: Vec<Iv>, shift_ns: i64) -> RowData {
     let mut counts = [0i32; LAYER_STATE.len()];
     let mut mask: u16 = 0;
     let mut builder = RowBuilder::default();
+    if events.is_empty() {
+        return RowData::new(Vec::new(), Vec::new(), 0);
+    }
     let mut i = 0;
     while i < events.len() {
         let t = events[i].0;
@@ -191,8 +194,10 @@ impl RowBuilder {
     }
 
     fn finish(&mut self, t: i64) {
-        self.data.end = t;
-        self.data.packed.shrink_to_fit();
-        self.data.blocks.shrink_to_fit();
+        let d = std::mem::take(&mut self.data);
+        let (mut blocks, mut packed) = (d.blocks, d.packed);
+        packed.shrink_to_fit();
+        blocks.shrink_to_fit();
+        self.data = RowData::new(blocks, packed, t);
     }
 }

@@ -229,11 +229,7 @@ pub(super) fn load(trace: &Trace, path: &Path, key: &str) -> std::io::Result<Tim
             host,
             shift_ns,
         });
-        data.push(RowData {
-            blocks,
-            packed,
-            end,
-        });
+        data.push(RowData::new(blocks, packed, end));
     }
     Ok(TimelineIndex::from_parts(trace, rows, data))
 }

@@ -181,6 +181,15 @@ pub fn show(
     let col_w = width_px / columns as f32;
     let abs0 = origin + view.t0 as i64;
     let abs1 = origin + view.t1.ceil() as i64;
+    // Query every drawn row (in parallel: the cost is cells × rows, not events).
+    let drawn: Vec<usize> = lines
+        .iter()
+        .filter_map(|l| match l {
+            Line::Thread(i) | Line::Rank(_, Some(i)) => Some(*i),
+            _ => None,
+        })
+        .collect();
+    let mut cells_of = query_rows(index, &drawn, abs0, abs1, columns);
     let mut row_y: HashMap<(u32, u32), f32> = HashMap::new();
     let mut rank_y: HashMap<u32, f32> = HashMap::new();
     let mut hit_rows: Vec<(Rect, usize)> = Vec::new();
@@ -243,7 +252,7 @@ pub fn show(
             Pos2::new(body.right(), y + line_h - 1.0),
         );
         hit_rows.push((row_rect, row));
-        let cells = index.query(row, abs0, abs1, columns);
+        let cells = cells_of.remove(&row).unwrap_or_default();
         if st.shares {
             rects += draw_shares(&painter, &cells, body.left(), col_w, row_rect, dark);
             continue;
@@ -495,6 +504,38 @@ fn draw_shares(
         }
     }
     rects
+}
+
+/// `index.query` for several rows, split over the available cores.
+fn query_rows(
+    index: &hyscope_analyzer::timeline::TimelineIndex,
+    rows: &[usize],
+    t0: i64,
+    t1: i64,
+    columns: usize,
+) -> HashMap<usize, Vec<hyscope_analyzer::timeline::CellSummary>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(rows.len())
+        .max(1);
+    let per = rows.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = rows
+            .chunks(per)
+            .map(|chunk| {
+                s.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|&r| (r, index.query(r, t0, t1, columns)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
 }
 
 enum Toggle {
