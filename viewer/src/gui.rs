@@ -192,6 +192,9 @@ impl Bench {
         if let Some(last) = self.last {
             self.intervals_ms
                 .push(now.duration_since(last).as_secs_f64() * 1e3);
+            if let Some(f) = previous_frame_s {
+                self.frame_ms.push(f64::from(f) * 1e3);
+            }
         }
         self.last = Some(now);
         // 40 frames zooming in around the middle, 40 panning, 40 zooming out.
