@@ -136,100 +136,146 @@ pub(super) fn save(index: &TimelineIndex, path: &Path, key: &str) -> std::io::Re
     std::fs::rename(&tmp, path)
 }
 
-/// Reads little-endian values from a byte slice, failing on truncation.
-struct Cursor<'a>(&'a [u8]);
+const BLOCK_BYTES: usize = 12 + 8 * STATES;
 
-impl Cursor<'_> {
-    fn take(&mut self, n: usize) -> std::io::Result<&[u8]> {
-        if self.0.len() < n {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "truncated cache",
-            ));
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Ok(a)
-    }
-    fn u64(&mut self) -> std::io::Result<u64> {
-        Ok(u64::from_le_bytes(
-            self.take(8)?.try_into().expect("8 bytes"),
-        ))
-    }
-    fn len(&mut self, item: usize) -> std::io::Result<usize> {
-        let n = self.u64()? as usize;
-        if n.checked_mul(item).is_none_or(|b| b > self.0.len()) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "bad length",
-            ));
-        }
-        Ok(n)
-    }
+fn bad(m: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string())
 }
 
+fn get_u64(r: &mut impl Read) -> std::io::Result<u64> {
+    let mut b = [0u8; 8];
+    r.read_exact(&mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+/// A length read from the file, checked against what is left of it.
+fn get_len(r: &mut impl Read, item: u64, left: u64) -> std::io::Result<u64> {
+    let n = get_u64(r)?;
+    if n.checked_mul(item).is_none_or(|b| b > left) {
+        return Err(bad("bad length"));
+    }
+    Ok(n)
+}
+
+/// Where a row's arrays are in the file.
+struct RowMeta {
+    info: RowInfo,
+    end: i64,
+    blocks_at: u64,
+    blocks: u64,
+    packed_at: u64,
+    packed: u64,
+}
+
+/// Load in two passes: the row headers (seeking over the arrays), then the
+/// rows' arrays in parallel, each through its own file handle. Memory stays at
+/// the index plus one read buffer per thread.
 pub(super) fn load(trace: &Trace, path: &Path, key: &str) -> std::io::Result<TimelineIndex> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?.read_to_end(&mut bytes)?;
-    let mut c = Cursor(&bytes);
-    let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
-    if c.take(8)? != MAGIC {
+    use std::io::{Seek, SeekFrom};
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut r = std::io::BufReader::new(file);
+    let mut magic = [0u8; 8];
+    r.read_exact(&mut magic)?;
+    if &magic != MAGIC {
         return Err(bad("not a timeline cache"));
     }
-    let n = c.len(1)?;
-    if c.take(n)? != key.as_bytes() {
+    let n = get_len(&mut r, 1, size)? as usize;
+    let mut k = vec![0u8; n];
+    r.read_exact(&mut k)?;
+    if k != key.as_bytes() {
         return Err(bad("stale cache"));
     }
-    let rows_n = c.u64()? as usize;
-    let mut rows = Vec::new();
-    let mut data = Vec::new();
+    let rows_n = get_len(&mut r, 8, size)?;
+    let mut metas = Vec::new();
     for _ in 0..rows_n {
-        let rank = c.u64()? as u32;
-        let thread = c.u64()? as u32;
-        let n = c.len(1)?;
-        let host = String::from_utf8_lossy(c.take(n)?).into_owned();
-        let shift_ns = c.u64()? as i64;
-        let end = c.u64()? as i64;
-        let nb = c.len(12 + 8 * STATES)?;
-        let raw = c.take(nb * (12 + 8 * STATES))?;
-        let blocks = raw
-            .chunks_exact(12 + 8 * STATES)
-            .map(|b| {
-                let mut cum = [0u64; STATES];
-                for (s, v) in cum.iter_mut().enumerate() {
-                    *v = u64::from_le_bytes(b[12 + 8 * s..20 + 8 * s].try_into().expect("8"));
-                }
-                Block {
-                    base: i64::from_le_bytes(b[0..8].try_into().expect("8")),
-                    first: u32::from_le_bytes(b[8..12].try_into().expect("4")),
-                    cum,
-                }
-            })
-            .collect::<Vec<_>>();
-        let np = c.len(4)?;
-        let packed: Vec<u32> = c
-            .take(np * 4)?
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4")))
-            .collect();
-        // The structure the queries rely on: blocks in order, indices in range.
-        let ok = blocks
-            .windows(2)
-            .all(|w| w[0].base <= w[1].base && w[0].first < w[1].first)
-            && blocks
-                .last()
-                .is_none_or(|b| (b.first as usize) < packed.len())
-            && blocks.first().is_none_or(|b| b.first == 0);
-        if !ok {
-            return Err(bad("inconsistent cache"));
+        let rank = get_u64(&mut r)? as u32;
+        let thread = get_u64(&mut r)? as u32;
+        let n = get_len(&mut r, 1, size)? as usize;
+        let mut host = vec![0u8; n];
+        r.read_exact(&mut host)?;
+        let shift_ns = get_u64(&mut r)? as i64;
+        let end = get_u64(&mut r)? as i64;
+        let blocks = get_len(&mut r, BLOCK_BYTES as u64, size)?;
+        let blocks_at = r.stream_position()?;
+        r.seek(SeekFrom::Current((blocks * BLOCK_BYTES as u64) as i64))?;
+        let packed = get_len(&mut r, 4, size)?;
+        let packed_at = r.stream_position()?;
+        if packed_at + packed * 4 > size {
+            return Err(bad("truncated cache"));
         }
-        rows.push(RowInfo {
-            rank,
-            thread,
-            host,
-            shift_ns,
+        r.seek(SeekFrom::Current((packed * 4) as i64))?;
+        metas.push(RowMeta {
+            info: RowInfo {
+                rank,
+                thread,
+                host: String::from_utf8_lossy(&host).into_owned(),
+                shift_ns,
+            },
+            end,
+            blocks_at,
+            blocks,
+            packed_at,
+            packed,
         });
-        data.push(RowData::new(blocks, packed, end));
     }
+    if r.stream_position()? != size {
+        return Err(bad("trailing bytes in cache"));
+    }
+    use rayon::prelude::*;
+    let data: Vec<RowData> = metas
+        .par_iter()
+        .map(|m| load_row(path, m))
+        .collect::<std::io::Result<_>>()?;
+    let rows = metas.into_iter().map(|m| m.info).collect();
     Ok(TimelineIndex::from_parts(trace, rows, data))
+}
+
+fn load_row(path: &Path, m: &RowMeta) -> std::io::Result<RowData> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    f.seek(SeekFrom::Start(m.blocks_at))?;
+    let mut raw = vec![0u8; m.blocks as usize * BLOCK_BYTES];
+    f.read_exact(&mut raw)?;
+    let blocks: Vec<Block> = raw
+        .chunks_exact(BLOCK_BYTES)
+        .map(|b| {
+            let mut cum = [0u64; STATES];
+            for (s, v) in cum.iter_mut().enumerate() {
+                *v = u64::from_le_bytes(b[12 + 8 * s..20 + 8 * s].try_into().expect("8"));
+            }
+            Block {
+                base: i64::from_le_bytes(b[0..8].try_into().expect("8")),
+                first: u32::from_le_bytes(b[8..12].try_into().expect("4")),
+                cum,
+            }
+        })
+        .collect();
+    drop(raw);
+    f.seek(SeekFrom::Start(m.packed_at))?;
+    let mut packed: Vec<u32> = Vec::with_capacity(m.packed as usize);
+    let mut buf = vec![0u8; 4 << 20];
+    let mut left = m.packed as usize * 4;
+    while left > 0 {
+        let n = left.min(buf.len());
+        f.read_exact(&mut buf[..n])?;
+        packed.extend(
+            buf[..n]
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes(b.try_into().expect("4"))),
+        );
+        left -= n;
+    }
+    // The structure the queries rely on: blocks in order, indices in range.
+    let ok = blocks
+        .windows(2)
+        .all(|w| w[0].base <= w[1].base && w[0].first < w[1].first)
+        && blocks
+            .last()
+            .is_none_or(|b| (b.first as usize) < packed.len())
+        && blocks.first().is_none_or(|b| b.first == 0);
+    if !ok {
+        return Err(bad("inconsistent cache"));
+    }
+    Ok(RowData::new(blocks, packed, m.end))
 }
