@@ -17,7 +17,9 @@
 use std::cell::Cell;
 use std::ffi::c_int;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering,
+};
 
 use hyscope_format::schema::{ANY, MpiRecord, NO_RANK, PROC_NULL, mpi_call};
 use mpi_sys as ffi;
@@ -60,8 +62,13 @@ thread_local! {
 pub struct Enter(());
 
 impl Enter {
+    /// None inside another wrapper, or when the program uses another MPI than
+    /// the one this library was built for (then every call is passed through).
     #[inline]
     pub fn new() -> Option<Enter> {
+        if foreign() {
+            return None;
+        }
         INSIDE.with(|c| {
             if c.get() {
                 None
@@ -78,6 +85,43 @@ impl Drop for Enter {
     fn drop(&mut self) {
         INSIDE.with(|c| c.set(false));
     }
+}
+
+/// 0 not checked yet, 1 the program's MPI is ours, 2 it is another one.
+static FLAVOUR_CHECK: AtomicU8 = AtomicU8::new(0);
+
+/// True when the program uses another MPI than this build's (platform-facts
+/// "MPI": the ABIs differ, interpreting MPICH handles as Open MPI's crashes).
+#[inline]
+pub fn foreign() -> bool {
+    match FLAVOUR_CHECK.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => check_flavour(),
+    }
+}
+
+#[cold]
+fn check_flavour() -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let foreign = maps_show_foreign_mpi(&maps);
+    FLAVOUR_CHECK.store(if foreign { 2 } else { 1 }, Ordering::Relaxed);
+    if foreign {
+        session::warn(
+            "this libhyscope.so is built for Open MPI but the program uses MPICH: \
+             MPI calls are passed through and not recorded (use the MPICH build of the library)",
+        );
+    }
+    foreign
+}
+
+/// Whether a `/proc/<pid>/maps` text shows an MPICH library (`libmpich*`, or
+/// MPICH's ABI soname `libmpi.so.12`; Open MPI's is `libmpi.so.40`).
+pub fn maps_show_foreign_mpi(maps: &str) -> bool {
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter_map(|p| p.rsplit('/').next())
+        .any(|f| f.starts_with("libmpich") || f.starts_with("libmpi.so.12"))
 }
 
 #[inline]
@@ -893,4 +937,22 @@ pub fn world_rank() -> i32 {
 }
 pub fn world_size() -> i32 {
     WORLD_SIZE.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_mpi_from_maps() {
+        let openmpi = "7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4\n\
+                       7f02-7f03 r-xp 00000000 08:01 124 /usr/lib/x86_64-linux-gnu/libopen-pal.so.40.30.2\n";
+        assert!(!maps_show_foreign_mpi(openmpi));
+        let mpich =
+            "7f00-7f01 r-xp 00000000 08:01 125 /usr/lib/x86_64-linux-gnu/libmpich.so.12.3.0\n";
+        assert!(maps_show_foreign_mpi(mpich));
+        let mpich_abi = "7f00-7f01 r-xp 00000000 08:01 126 /opt/mpich/lib/libmpi.so.12.1.1\n";
+        assert!(maps_show_foreign_mpi(mpich_abi));
+        assert!(!maps_show_foreign_mpi("7f00-7f01 rw-p 00000000 00:00 0 \n"));
+    }
 }
