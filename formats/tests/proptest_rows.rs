@@ -228,4 +228,34 @@ proptest! {
         let want: Vec<u64> = rows.iter().filter(|r| r.start_ns <= to && r.end_ns >= from).map(|r| r.count).collect();
         prop_assert_eq!(got, want);
     }
+
+    /// `write_omp` sorts by (thread, kind, start, longest first) and keeps every row,
+    /// on the fast path (small start span, many ties) and the fallback (huge span).
+    #[test]
+    fn write_omp_sorts_and_keeps_every_row(
+        rows in proptest::collection::vec(
+            (0u32..3, 1u8..4, 0i64..50, 0i64..5, any::<u64>()),
+            0..200,
+        ),
+        huge_span in any::<bool>(),
+    ) {
+        let mut rows: Vec<OmpRecord> = rows
+            .into_iter()
+            .enumerate()
+            .map(|(i, (thread, kind, start, len, id))| {
+                let start_ns = if huge_span && i % 7 == 0 { i64::MAX - 10 - start } else { start - 25 };
+                OmpRecord { thread, kind, start_ns, end_ns: start_ns.saturating_add(len), task_id: id, ..OmpRecord::default() }
+            })
+            .collect();
+        let mut before: Vec<String> = rows.iter().map(|r| format!("{r:?}")).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = PartWriter::create(dir.path(), hyscope_format::Table::Omp, 0, common::small(1000, 1000)).unwrap();
+        w.write_omp(&mut rows).unwrap();
+        w.finish().unwrap();
+        prop_assert!(rows.is_sorted_by_key(|r| (r.thread, r.kind, r.start_ns, std::cmp::Reverse(r.end_ns))));
+        let mut after: Vec<String> = rows.iter().map(|r| format!("{r:?}")).collect();
+        before.sort();
+        after.sort();
+        prop_assert_eq!(before, after);
+    }
 }
