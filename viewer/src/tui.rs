@@ -123,6 +123,10 @@ fn event_loop(
         if app.quit {
             return Ok(timings);
         }
+        if app.timeline.detail.poll() {
+            cause = "cursor details".into();
+            dirty = true;
+        }
         if app.data.poll() {
             let now = started.elapsed().as_secs_f64() * 1e3;
             if let Some(t) = app.data.timeline()

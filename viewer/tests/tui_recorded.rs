@@ -51,6 +51,9 @@ int main(int argc, char **argv) {
 fn render(app: &mut App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| tui::draw::draw(f, app)).unwrap();
+    if app.timeline.detail.wait() {
+        term.draw(|f| tui::draw::draw(f, app)).unwrap();
+    }
     let buf = term.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {

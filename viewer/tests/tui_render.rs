@@ -27,6 +27,10 @@ fn key(app: &mut App, c: KeyCode) {
 fn render(app: &mut App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| tui::draw::draw(f, app)).unwrap();
+    // The interval under the cursor arrives from a worker thread: redraw with it.
+    if app.timeline.detail.wait() {
+        term.draw(|f| tui::draw::draw(f, app)).unwrap();
+    }
     let buf = term.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {
@@ -317,6 +321,9 @@ fn render_states(app: &mut App, w: u16, h: u16) -> String {
     use ratatui::style::Color;
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| tui::draw::draw(f, app)).unwrap();
+    if app.timeline.detail.wait() {
+        term.draw(|f| tui::draw::draw(f, app)).unwrap();
+    }
     let buf = term.backend().buffer().clone();
     let mut out = String::new();
     for y in 0..h {

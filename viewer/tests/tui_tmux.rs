@@ -75,6 +75,12 @@ fn real_terminal_through_every_tab() {
     expect(&s, &[], "ranks 2  threads/rank 2  nodes 1");
     expect(&s, &[], "POP efficiency (4 cores");
     let p = expect(&s, &["2"], "Timeline 0 ns – 10.00 ms (10.00 ms shown)");
+    // The interval under the cursor, read from the trace on a worker thread.
+    expect(
+        &s,
+        &[],
+        "rank 0 thread 0: MPI_Init_thread [MPI other] 900.0 µs at 0 ns",
+    );
     assert!(p.contains("▸rank 0") && p.contains("▸rank 1"), "{p}");
     expect(&s, &["+"], "(5.00 ms shown)");
     expect(&s, &["+"], "(2.50 ms shown)");

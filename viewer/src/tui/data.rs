@@ -3,6 +3,7 @@
 //! first frame does not wait for them).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, TryRecvError};
 
 use hyscope_format::{Manifest, Trace};
@@ -29,7 +30,7 @@ pub struct Data {
     pub dir: PathBuf,
     pub manifest: Manifest,
     pub analysis: Loading<Box<Analysis>>,
-    pub timeline: Loading<Box<TimelineIndex>>,
+    pub timeline: Loading<Arc<TimelineIndex>>,
     /// Sampled metrics over time (memory, queues, energy charts).
     pub series: Loading<Vec<Series>>,
     rx: Option<Receiver<Loaded>>,
@@ -73,7 +74,7 @@ impl Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
             analysis: into_loading(super::model::load_analysis(dir)),
-            timeline: into_loading(super::model::load_timeline(dir)),
+            timeline: into_loading(super::model::load_timeline(dir).map(Arc::from)),
             series: into_loading(super::series::load_series(dir)),
             rx: None,
         })
@@ -90,7 +91,7 @@ impl Data {
                     changed = true;
                 }
                 Ok(Loaded::Timeline(r)) => {
-                    self.timeline = into_loading(r);
+                    self.timeline = into_loading(r.map(Arc::from));
                     changed = true;
                 }
                 Ok(Loaded::Series(r)) => {
@@ -123,6 +124,11 @@ impl Data {
     }
 
     pub fn timeline(&self) -> Option<&TimelineIndex> {
+        self.timeline_arc().map(|t| t.as_ref())
+    }
+
+    /// The index, shareable with a worker thread.
+    pub fn timeline_arc(&self) -> Option<&Arc<TimelineIndex>> {
         match &self.timeline {
             Loading::Ready(t) => Some(t),
             _ => None,

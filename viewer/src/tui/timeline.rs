@@ -5,6 +5,8 @@
 //! window to cells and draws.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crossterm::event::{KeyCode, KeyEvent, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::Frame;
@@ -16,7 +18,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use super::data::Data;
 use super::fmt;
 
-pub use hyscope_analyzer::timeline::{CellSummary, STATES, State, TimelineIndex};
+pub use hyscope_analyzer::timeline::{CellSummary, STATES, Segment, State, TimelineIndex};
 
 /// A row of the timeline: a rank, or one thread of a rank.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,15 +87,59 @@ fn row_cells(
     out.unwrap_or_default()
 }
 
-/// What the cursor shows, cached: reading intervals touches the trace files.
-#[derive(Debug, Clone, Default)]
+/// What the cursor shows, cached per cell. The recorded interval under the
+/// cursor is read from the trace files on a worker thread, so a redraw never
+/// waits for the disk; it replaces the first line when it arrives.
+#[derive(Debug, Default)]
 pub struct CursorDetail {
     key: Option<(usize, i64, i64)>,
     pub lines: Vec<String>,
+    pending: Option<std::sync::mpsc::Receiver<Option<String>>>,
+}
+
+impl CursorDetail {
+    /// Take the worker's answer if it is there. True when the lines changed.
+    pub fn poll(&mut self) -> bool {
+        let Some(rx) = &self.pending else {
+            return false;
+        };
+        match rx.try_recv() {
+            Ok(line) => {
+                self.pending = None;
+                match line {
+                    Some(l) if !self.lines.is_empty() => {
+                        self.lines[0] = l;
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => false,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                self.pending = None;
+                false
+            }
+        }
+    }
+
+    /// Block until the worker answered (render tests). True when the lines changed.
+    #[allow(dead_code)]
+    pub fn wait(&mut self) -> bool {
+        let Some(rx) = self.pending.take() else {
+            return false;
+        };
+        match rx.recv() {
+            Ok(Some(l)) if !self.lines.is_empty() => {
+                self.lines[0] = l;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Window, cursor, selection and expanded ranks.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct TimelineState {
     pub t0: i64,
     pub t1: i64,
@@ -109,6 +155,8 @@ pub struct TimelineState {
     /// Width of the data area at the last draw (columns).
     pub columns: u16,
     pub detail: CursorDetail,
+    /// Cursor-detail readers in flight.
+    readers: Arc<AtomicUsize>,
     drag_from: Option<u16>,
 }
 
@@ -473,9 +521,34 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
         let irow = row.index_rows[0];
         let key = (irow, a, b);
         if st.detail.key != Some(key) {
+            let (lines, fine) = cursor_lines(ix, irow, a, b, origin);
+            // At most two readers in flight: a held arrow key must not pile
+            // up threads reading the trace (the cell then shows its segment).
+            let readers = Arc::clone(&st.readers);
+            let pending = match (fine, app.data.timeline_arc()) {
+                (Some(seg), Some(ix)) if readers.load(Ordering::Relaxed) < 2 => {
+                    let ix = Arc::clone(ix);
+                    let (tx, rx) = std::sync::mpsc::channel();
+                    readers.fetch_add(1, Ordering::Relaxed);
+                    let r2 = Arc::clone(&readers);
+                    let spawned = std::thread::Builder::new()
+                        .name("hyscope-tui-cursor".into())
+                        .spawn(move || {
+                            let line = interval_line(&ix, irow, seg, origin);
+                            r2.fetch_sub(1, Ordering::Relaxed);
+                            let _ = tx.send(line);
+                        });
+                    if spawned.is_err() {
+                        readers.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    spawned.ok().map(|_| rx)
+                }
+                _ => None,
+            };
             st.detail = CursorDetail {
                 key: Some(key),
-                lines: cursor_lines(ix, irow, a, b, origin),
+                lines,
+                pending,
             };
         }
         let who = match row.thread {
@@ -525,8 +598,16 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
     f.render_widget(Paragraph::new(text), details);
 }
 
-/// The cell's state shares and the innermost recorded interval at its middle.
-fn cursor_lines(ix: &TimelineIndex, row: usize, a: i64, b: i64, origin: i64) -> Vec<String> {
+/// The cell's state shares and the segment at its middle; the segment too when
+/// the cell is fine enough (≤ 3 segments) for its recorded interval to be
+/// worth reading from the trace.
+fn cursor_lines(
+    ix: &TimelineIndex,
+    row: usize,
+    a: i64,
+    b: i64,
+    origin: i64,
+) -> (Vec<String>, Option<Segment>) {
     let cell = ix.summary(row, a, b);
     let mut shares: Vec<(State, f64)> = State::ALL
         .iter()
@@ -535,38 +616,44 @@ fn cursor_lines(ix: &TimelineIndex, row: usize, a: i64, b: i64, origin: i64) -> 
         .collect();
     shares.sort_by(|x, y| y.1.total_cmp(&x.1));
     let mid = a + (b - a) / 2;
-    let innermost = match ix.segment_at(row, mid) {
-        None => "nothing recorded".to_string(),
-        Some(seg) => {
-            // The recorded interval behind the segment, once the cell is fine
-            // enough to hold only a few segments: it reads the row groups around
-            // the cursor from the trace, too slow to do at every zoom level.
-            let fine = ix.segments_in(row, a, b, 4).len() <= 3;
-            let iv = fine
-                .then(|| ix.stack_at(row, mid).ok())
-                .flatten()
-                .and_then(|v| v.into_iter().rev().find(|i| i.state == seg.state));
-            match iv {
-                Some(iv) => format!(
-                    "{} [{}] {} at {}",
-                    iv.name(),
-                    seg.state.name(),
-                    fmt::ns((iv.end - iv.start) as f64),
-                    rel(iv.start, origin)
-                ),
-                None => format!(
-                    "{} for {} at {}",
-                    seg.state.name(),
-                    fmt::ns((seg.end - seg.start) as f64),
-                    rel(seg.start, origin)
-                ),
-            }
-        }
+    let (first, fine) = match ix.segment_at(row, mid) {
+        None => ("nothing recorded".to_string(), None),
+        Some(seg) => (
+            format!(
+                "{} for {} at {}",
+                seg.state.name(),
+                fmt::ns((seg.end - seg.start) as f64),
+                rel(seg.start, origin)
+            ),
+            (ix.segments_in(row, a, b, 4).len() <= 3).then_some(seg),
+        ),
     };
     let share_text: Vec<String> = shares
         .iter()
         .take(3)
         .map(|(s, v)| format!("{} {}", s.name(), fmt::pct(*v)))
         .collect();
-    vec![innermost, format!("cell: {}", share_text.join(", "))]
+    (
+        vec![first, format!("cell: {}", share_text.join(", "))],
+        fine,
+    )
+}
+
+/// The innermost recorded interval behind `seg` (reads the row groups of the
+/// trace around it).
+fn interval_line(ix: &TimelineIndex, row: usize, seg: Segment, origin: i64) -> Option<String> {
+    let mid = seg.start + (seg.end - seg.start) / 2;
+    let iv = ix
+        .stack_at(row, mid)
+        .ok()?
+        .into_iter()
+        .rev()
+        .find(|i| i.state == seg.state)?;
+    Some(format!(
+        "{} [{}] {} at {}",
+        iv.name(),
+        seg.state.name(),
+        fmt::ns((iv.end - iv.start) as f64),
+        rel(iv.start, origin)
+    ))
 }
