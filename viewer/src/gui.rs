@@ -159,6 +159,8 @@ struct Bench {
     /// eframe's measure of the previous frame: UI + tessellation + rendering, without vsync waits.
     frame_ms: Vec<f64>,
     ui_ms: Vec<f64>,
+    query_ms: Vec<f64>,
+    rects: Vec<f64>,
     step: u64,
     done: bool,
 }
@@ -175,6 +177,8 @@ impl Bench {
             intervals_ms: Vec::new(),
             frame_ms: Vec::new(),
             ui_ms: Vec::new(),
+            query_ms: Vec::new(),
+            rects: Vec::new(),
             step: 0,
             done: false,
         }
@@ -219,6 +223,8 @@ impl Bench {
             return;
         }
         self.ui_ms.push(gui.last_frame_ms);
+        self.query_ms.push(gui.tl.query_ms);
+        self.rects.push(gui.tl.rects_drawn as f64);
         if self.intervals_ms.len() as u64 >= self.frames {
             let stats = |v: &mut Vec<f64>| {
                 v.sort_by(f64::total_cmp);
@@ -271,6 +277,8 @@ impl Bench {
                 stats(&mut self.frame_ms)
             );
             println!("UI code per frame: {}", stats(&mut self.ui_ms));
+            println!("  of which index queries: {}", stats(&mut self.query_ms));
+            println!("  rectangles drawn (not ms): {}", stats(&mut self.rects));
             println!("peak memory: {}", hwm.trim_start_matches("VmHWM:").trim());
             self.done = true;
             ctx.send_viewport_cmd(eframe::egui::ViewportCommand::Close);

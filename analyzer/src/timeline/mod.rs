@@ -332,21 +332,49 @@ impl RowData {
 
     /// (block, segment) containing `t`, for `start <= t < end`.
     fn locate(&self, t: i64) -> Option<(usize, usize)> {
+        self.locate_from(t, None)
+    }
+
+    /// Block `b` with `bases[b] <= t < bases[b + 1]`, searching forward from
+    /// `hint` by galloping (successive cell boundaries are close when zoomed in).
+    fn find_block(&self, t: i64, hint: Option<usize>) -> usize {
+        let n = self.bases.len();
+        match hint {
+            Some(h) if h < n && self.bases[h] <= t => {
+                let (mut lo, mut step) = (h, 1);
+                let mut hi = lo + 1;
+                while hi < n && self.bases[hi] <= t {
+                    lo = hi;
+                    step *= 2;
+                    hi = lo + step;
+                }
+                let hi = hi.min(n);
+                lo + self.bases[lo..hi].partition_point(|&b| b <= t) - 1
+            }
+            _ => self.bases.partition_point(|&b| b <= t) - 1,
+        }
+    }
+
+    fn locate_from(&self, t: i64, hint: Option<usize>) -> Option<(usize, usize)> {
         let start = self.start()?;
         if t < start || t >= self.end {
             return None;
         }
-        let b = self.bases.partition_point(|&base| base <= t) - 1;
+        let b = self.find_block(t, hint);
         let lo = self.blocks[b].first as usize;
         let hi = self.block_end(b);
-        let base = self.blocks[b].base;
-        let off = t - base;
+        let off = t - self.bases[b];
         let i = lo + self.packed[lo..hi].partition_point(|&p| i64::from(p >> 4) <= off) - 1;
         Some((b, i))
     }
 
     /// Time per state from the row's start to `t`.
     fn cum(&self, t: i64) -> [u64; STATES] {
+        self.cum_from(t, &mut None)
+    }
+
+    /// [`RowData::cum`] with a search hint updated to the block of `t`.
+    fn cum_from(&self, t: i64, hint: &mut Option<usize>) -> [u64; STATES] {
         let Some(start) = self.start() else {
             return [0; STATES];
         };
@@ -355,11 +383,11 @@ impl RowData {
         }
         let t = t.min(self.end);
         if t == self.end {
-            // Sum the last block fully.
             let b = self.blocks.len() - 1;
             return self.cum_in_block(b, self.packed.len(), self.end);
         }
-        let (b, i) = self.locate(t).expect("start <= t < end");
+        let (b, i) = self.locate_from(t, *hint).expect("start <= t < end");
+        *hint = Some(b);
         self.cum_in_block(b, i, t)
     }
 
@@ -515,10 +543,11 @@ impl TimelineIndex {
                 .collect();
         };
         let mut out = Vec::with_capacity(columns);
-        let mut prev = d.cum(t0);
+        let mut hint = None;
+        let mut prev = d.cum_from(t0, &mut hint);
         for c in 0..columns {
             let (a, b) = cell_bounds(t0, t1, columns, c);
-            let next = d.cum(b);
+            let next = d.cum_from(b, &mut hint);
             let mut time = [0; STATES];
             for s in 0..STATES {
                 time[s] = next[s] - prev[s];

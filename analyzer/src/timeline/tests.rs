@@ -349,6 +349,13 @@ fn many_segments_and_long_gaps_cross_blocks_exactly() {
     }
     // A query over the whole span: cells add up to the total.
     let cells = index.query(0, first, t, 1280);
+    // The hinted walk of `query` gives what independent lookups give.
+    for c in &cells {
+        assert_eq!(c.time, index.summary(0, c.t0, c.t1).time);
+    }
+    for c in index.query(0, first + 9_000, first + 12_000, 700) {
+        assert_eq!(c.time, brute(&expected, c.t0, c.t1));
+    }
     let mut sum = [0u64; STATES];
     for c in &cells {
         for (acc, v) in sum.iter_mut().zip(c.time) {

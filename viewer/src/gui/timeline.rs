@@ -96,6 +96,8 @@ pub struct TimelineState {
     hover: Option<(HoverKey, Loading<Vec<Interval>>)>,
     /// Frame statistics: rectangles drawn last frame.
     pub rects_drawn: usize,
+    /// Time spent in the index queries last frame (ms).
+    pub query_ms: f64,
     /// Draw each pixel column as stacked state shares instead of the dominant state
     /// (shows minority states such as short barrier waits at any zoom).
     pub shares: bool,
@@ -189,7 +191,9 @@ pub fn show(
             _ => None,
         })
         .collect();
+    let q = std::time::Instant::now();
     let mut cells_of = query_rows(index, &drawn, abs0, abs1, columns);
+    st.query_ms = q.elapsed().as_secs_f64() * 1e3;
     let mut row_y: HashMap<(u32, u32), f32> = HashMap::new();
     let mut rank_y: HashMap<u32, f32> = HashMap::new();
     let mut hit_rows: Vec<(Rect, usize)> = Vec::new();
