@@ -251,6 +251,12 @@ impl<T: Copy> Pool<T> {
         if let Some(p) = lock(&self.free).pop() {
             return Some(p.0);
         }
+        self.allocate()
+    }
+
+    /// A new block within the memory budget, its pages touched (so page faults
+    /// happen here, not while recording).
+    fn allocate(&self) -> Option<*mut Block<T>> {
         let size = std::mem::size_of::<Block<T>>();
         let budget = session::config().buffer_bytes;
         let before = ALLOCATED.fetch_add(size, Ordering::Relaxed);
@@ -258,7 +264,20 @@ impl<T: Copy> Pool<T> {
             ALLOCATED.fetch_sub(size, Ordering::Relaxed);
             return None;
         }
-        Some(Box::into_raw(Block::new()))
+        let b = Box::into_raw(Block::new());
+        // SAFETY: b is a fresh allocation; zeroing MaybeUninit slots is fine.
+        unsafe { std::ptr::write_bytes((*b).data.get(), 0, 1) };
+        Some(b)
+    }
+
+    /// Keep a few free blocks ready (writer thread), so recording threads rarely allocate.
+    fn top_up(&self, n: usize) {
+        while lock(&self.free).len() < n {
+            match self.allocate() {
+                Some(b) => lock(&self.free).push(SendPtr(b)),
+                None => break,
+            }
+        }
     }
 
     fn give_back(&self, b: *mut Block<T>) {
@@ -316,6 +335,7 @@ fn writer_loop() {
             std::mem::take(&mut *q)
         };
         lock(&WRITER).write_items(items);
+        OMP_POOL.top_up(4);
     }
 }
 
@@ -328,6 +348,7 @@ struct Writer {
     counts: EventCounts,
     /// Distinct code addresses seen (OMP codeptr, MPI call sites), for the symbols table.
     addresses: BTreeSet<u64>,
+    scratch: Vec<OmpRecord>,
 }
 
 static WRITER: Mutex<Writer> = Mutex::new(Writer {
@@ -341,13 +362,16 @@ static WRITER: Mutex<Writer> = Mutex::new(Writer {
         samples: 0,
     },
     addresses: BTreeSet::new(),
+    scratch: Vec::new(),
 });
 
 impl Writer {
     /// Write handed-off work: the rows of all blocks of a table in one batch
     /// (fewer, larger writes), then recycle the blocks.
     fn write_items(&mut self, items: Vec<Full>) {
-        let mut omp = Vec::new();
+        // Reuse the row buffer between writes (no fresh pages per batch).
+        let mut omp = std::mem::take(&mut self.scratch);
+        omp.clear();
         let mut mpi = Vec::new();
         for item in items {
             match item {
@@ -378,6 +402,7 @@ impl Writer {
         }
         self.write_omp(&mut omp);
         self.write_mpi(&mut mpi);
+        self.scratch = omp;
     }
 
     fn writer(&mut self, table: Table) -> Option<&mut PartWriter> {
@@ -410,8 +435,7 @@ impl Writer {
         if rows.is_empty() {
             return;
         }
-        self.addresses
-            .extend(rows.iter().map(|r| r.codeptr).filter(|&a| a != 0));
+        note_addresses(&mut self.addresses, rows.iter().map(|r| r.codeptr));
         let n = rows.len() as u64;
         let result = self.writer(Table::Omp).map(|w| w.write_omp(rows));
         self.account(result, n, |c| &mut c.omp);
@@ -421,8 +445,7 @@ impl Writer {
         if rows.is_empty() {
             return;
         }
-        self.addresses
-            .extend(rows.iter().map(|r| r.callsite).filter(|&a| a != 0));
+        note_addresses(&mut self.addresses, rows.iter().map(|r| r.callsite));
         let n = rows.len() as u64;
         let result = self.writer(Table::Mpi).map(|w| w.write_mpi(rows));
         self.account(result, n, |c| &mut c.mpi);
@@ -521,6 +544,18 @@ pub fn output_failed() -> bool {
 /// Rows written so far per table.
 pub fn written_counts() -> EventCounts {
     lock(&WRITER).counts
+}
+
+/// Add non-zero addresses to the set, skipping runs of the same address (the
+/// common case: one thread repeating one construct) to keep the set cheap.
+fn note_addresses(set: &mut BTreeSet<u64>, addresses: impl Iterator<Item = u64>) {
+    let mut last = 0;
+    for a in addresses {
+        if a != 0 && a != last {
+            set.insert(a);
+            last = a;
+        }
+    }
 }
 
 /// Distinct code addresses written so far (OpenMP codeptrs and MPI call sites).
