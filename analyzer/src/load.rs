@@ -256,6 +256,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         let done: Vec<(RankPass, (i64, i64, u64, u32))> = batch
             .into_par_iter()
             .map(|(rank, ps)| {
+                let t_decode = std::time::Instant::now();
                 let chunks: Vec<Vec<OmpRecord>> = ps
                     .par_iter()
                     .map(|p| {
@@ -288,7 +289,16 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                 let threads = threads
                     .max(manifest_threads.get(&rank).copied().unwrap_or(1))
                     .max(1);
+                let t_pass = std::time::Instant::now();
                 let pass = crate::omp::rank_pass(rank, &rows, threads);
+                if std::env::var_os("HYSCOPE_TIMING").is_some() {
+                    eprintln!(
+                        "hyscope: rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
+                        rows.len(),
+                        (t_pass - t_decode).as_secs_f64(),
+                        t_pass.elapsed().as_secs_f64()
+                    );
+                }
                 Ok::<_, AnalyzeError>((pass, (first, last, rows.len() as u64, threads)))
             })
             .collect::<Result<_, _>>()?;

@@ -250,29 +250,54 @@ pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
         },
         ..RankPass::default()
     };
-    // Rows of regions grouped by parallel_id ((pid, index) pairs sorted in
-    // parallel), then each group by (thread, kind, start).
-    let mut keyed: Vec<(u64, u32)> = rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.parallel_id != 0)
-        .map(|(i, r)| (r.parallel_id, i as u32))
-        .collect();
-    keyed.par_sort_unstable();
-    let mut idx: Vec<u32> = keyed.iter().map(|k| k.1).collect();
-    drop(keyed);
-    let mut i = 0;
-    while i < idx.len() {
-        let pid = rows[idx[i] as usize].parallel_id;
-        let mut j = i;
-        while j < idx.len() && rows[idx[j] as usize].parallel_id == pid {
-            j += 1;
+    // Rows of regions grouped by parallel_id with a counting sort (linear: the
+    // rows of one region mostly come in runs, so the hash lookup is rarely
+    // needed), then each group by (thread, kind, start).
+    let mut group_of: HashMap<u64, u32> = HashMap::new();
+    let mut sizes: Vec<u32> = Vec::new();
+    let mut gid: Vec<u32> = vec![u32::MAX; rows.len()];
+    let mut last: Option<(u64, u32)> = None;
+    for (i, r) in rows.iter().enumerate() {
+        if r.parallel_id == 0 {
+            continue;
         }
-        idx[i..j].sort_unstable_by_key(|&k| {
+        let g = match last {
+            Some((p, g)) if p == r.parallel_id => g,
+            _ => {
+                let next = sizes.len() as u32;
+                let g = *group_of.entry(r.parallel_id).or_insert(next);
+                if g == next {
+                    sizes.push(0);
+                }
+                last = Some((r.parallel_id, g));
+                g
+            }
+        };
+        sizes[g as usize] += 1;
+        gid[i] = g;
+    }
+    drop(group_of);
+    let mut offsets: Vec<u32> = Vec::with_capacity(sizes.len() + 1);
+    let mut acc = 0u32;
+    for sz in &sizes {
+        offsets.push(acc);
+        acc += sz;
+    }
+    offsets.push(acc);
+    let mut idx: Vec<u32> = vec![0; acc as usize];
+    let mut fill = offsets.clone();
+    for (i, g) in gid.iter().enumerate() {
+        if *g != u32::MAX {
+            idx[fill[*g as usize] as usize] = i as u32;
+            fill[*g as usize] += 1;
+        }
+    }
+    drop(gid);
+    for w in offsets.windows(2) {
+        idx[w[0] as usize..w[1] as usize].sort_unstable_by_key(|&k| {
             let r = &rows[k as usize];
             (r.thread, r.kind, r.start_ns)
         });
-        i = j;
     }
     // Lock, task and taskwait statistics need no grouping.
     let mut summaries: Vec<&OmpRecord> = Vec::new();
