@@ -10,7 +10,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use hyscope_format::{OmpKind, OmpRecord};
-use rayon::prelude::*;
 
 use crate::load::{TraceData, ns_to_s};
 use crate::model::*;
