@@ -21,6 +21,7 @@ mod tests;
 mod timeline;
 
 #[derive(clap::Args)]
+#[cfg_attr(not(feature = "gui"), allow(dead_code))]
 pub struct Args {
     /// Trace directory to open.
     pub trace: PathBuf,
