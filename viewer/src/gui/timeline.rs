@@ -96,6 +96,8 @@ pub struct TimelineState {
     hover: Option<(HoverKey, Loading<Vec<Interval>>)>,
     /// Frame statistics: rectangles drawn last frame.
     pub rects_drawn: usize,
+    /// The view drawn last frame, per trace (to detect motion).
+    last_view: Vec<View>,
     /// Time spent in the index queries last frame (ms).
     pub query_ms: f64,
     /// Draw each pixel column as stacked state shares instead of the dominant state
@@ -177,7 +179,18 @@ pub fn show(
 
     // Rows.
     // One cell per pixel column, or per nanosecond when zoomed in further.
-    let columns = (width_px.floor() as usize)
+    // While the view moves (zoom, pan), cells are 2 px wide; the first still
+    // frame after the motion redraws at full resolution.
+    let moving = st.last_view.get(which).is_some_and(|lv| *lv != v);
+    if st.last_view.len() <= which {
+        st.last_view.resize(which + 1, v);
+    }
+    st.last_view[which] = v;
+    if moving {
+        ui.ctx().request_repaint();
+    }
+    let px_per_cell = if moving { 2.0 } else { 1.0 };
+    let columns = ((width_px / px_per_cell).floor() as usize)
         .min(v.width().ceil() as usize)
         .max(1);
     let col_w = width_px / columns as f32;
