@@ -23,7 +23,7 @@ pub struct Config {
     pub output: Option<PathBuf>,
     /// `HYSCOPE_MODE`: `trace` (default) or `profile`.
     pub mode: String,
-    /// `HYSCOPE_BUFFER_MB` (default 16) in bytes: the cap on event buffer memory.
+    /// `HYSCOPE_BUFFER_MB` (default 64: about 0.8 s of events at 1 M events/s, so a writer that falls behind on a busy node rarely drops) in bytes: the cap on event buffer memory.
     pub buffer_bytes: usize,
 }
 
@@ -230,7 +230,7 @@ fn config_from_env() -> Config {
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&v| v > 0)
-        .unwrap_or(16);
+        .unwrap_or(64);
     Config {
         output,
         mode,
