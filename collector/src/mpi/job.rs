@@ -340,7 +340,7 @@ fn read_cvar(index: c_int) -> Option<(String, String)> {
     let name = unsafe { CStr::from_ptr(name.as_ptr()) }
         .to_string_lossy()
         .into_owned();
-    if !wanted(&name) || bind != ffi::MPI_T_BIND_NO_OBJECT as c_int {
+    if !wanted(&name) || bind != super::T_BIND_NO_OBJECT {
         return None;
     }
     let mut handle: ffi::MPI_T_cvar_handle = std::ptr::null_mut();

@@ -26,6 +26,8 @@ use mpi_sys as ffi;
 
 use crate::{clock, events, session};
 
+// Open MPI's Fortran symbols (`mpi_fortran_in_place_`, ...): not in an MPICH process.
+#[cfg(not(hyscope_mpich))]
 pub mod fortran;
 pub mod job;
 pub mod shim;
@@ -34,11 +36,25 @@ pub mod wrappers;
 
 use table::HandleTable;
 
+/// MPI_T binding kinds: enum constants whose bindgen names differ by flavour
+/// (MPICH's enum is `MPIR_T_bind_t`).
+#[cfg(not(hyscope_mpich))]
+pub const T_BIND_NO_OBJECT: std::ffi::c_int = ffi::MPI_T_BIND_NO_OBJECT as _;
+#[cfg(not(hyscope_mpich))]
+pub const T_BIND_MPI_COMM: std::ffi::c_int = ffi::MPI_T_BIND_MPI_COMM as _;
+#[cfg(hyscope_mpich)]
+pub const T_BIND_NO_OBJECT: std::ffi::c_int = ffi::MPIR_T_bind_t_MPI_T_BIND_NO_OBJECT as _;
+#[cfg(hyscope_mpich)]
+pub const T_BIND_MPI_COMM: std::ffi::c_int = ffi::MPIR_T_bind_t_MPI_T_BIND_MPI_COMM as _;
+
 /// `tag` when the call has none.
 pub const NO_TAG: i32 = -1;
 
-/// The MPI this library was built for.
+/// The MPI this library was built for (`collector/build.rs` sets the cfg from `MPICC`).
+#[cfg(not(hyscope_mpich))]
 pub const FLAVOUR: &str = "openmpi";
+#[cfg(hyscope_mpich)]
+pub const FLAVOUR: &str = "mpich";
 
 /// Pcontrol(0) pauses recording, any other level resumes it.
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -88,7 +104,7 @@ impl Drop for Enter {
 }
 
 /// 0 not checked yet, 1 the program's MPI is ours, 2 it is another one.
-static FLAVOUR_CHECK: AtomicU8 = AtomicU8::new(0);
+pub static FLAVOUR_CHECK: AtomicU8 = AtomicU8::new(0);
 
 /// True when the program uses another MPI than this build's (platform-facts
 /// "MPI": the ABIs differ, interpreting MPICH handles as Open MPI's crashes).
@@ -107,21 +123,44 @@ fn check_flavour() -> bool {
     let foreign = maps_show_foreign_mpi(&maps);
     FLAVOUR_CHECK.store(if foreign { 2 } else { 1 }, Ordering::Relaxed);
     if foreign {
+        #[cfg(not(hyscope_mpich))]
         session::warn(
             "this libhyscope.so is built for Open MPI but the program uses MPICH: \
              MPI calls are passed through and not recorded (use the MPICH build of the library)",
+        );
+        #[cfg(hyscope_mpich)]
+        session::warn(
+            "this libhyscope-mpich.so is built for MPICH but the program uses Open MPI: \
+             MPI calls are passed through and not recorded (use libhyscope.so)",
         );
     }
     foreign
 }
 
+/// Whether a `/proc/<pid>/maps` text shows an MPI of the other flavour.
+#[cfg(not(hyscope_mpich))]
+pub fn maps_show_foreign_mpi(maps: &str) -> bool {
+    maps_show_mpich(maps)
+}
+
+/// Whether a `/proc/<pid>/maps` text shows an MPI of the other flavour: this
+/// library itself pulls libmpich into any process, so only the presence of
+/// Open MPI (`libmpi.so.40`, `libopen-pal`) tells.
+#[cfg(hyscope_mpich)]
+pub fn maps_show_foreign_mpi(maps: &str) -> bool {
+    maps_libs(maps).any(|f| f.starts_with("libmpi.so.40") || f.starts_with("libopen-pal"))
+}
+
 /// Whether a `/proc/<pid>/maps` text shows an MPICH library (`libmpich*`, or
 /// MPICH's ABI soname `libmpi.so.12`; Open MPI's is `libmpi.so.40`).
-pub fn maps_show_foreign_mpi(maps: &str) -> bool {
+pub fn maps_show_mpich(maps: &str) -> bool {
+    maps_libs(maps).any(|f| f.starts_with("libmpich") || f.starts_with("libmpi.so.12"))
+}
+
+fn maps_libs(maps: &str) -> impl Iterator<Item = &str> {
     maps.lines()
         .filter_map(|l| l.split_whitespace().nth(5))
         .filter_map(|p| p.rsplit('/').next())
-        .any(|f| f.starts_with("libmpich") || f.starts_with("libmpi.so.12"))
 }
 
 #[inline]
@@ -162,8 +201,15 @@ pub fn record(r: MpiRecord) {
 pub trait Handle: Copy {
     fn key(self) -> usize;
 }
+#[cfg(not(hyscope_mpich))]
 macro_rules! handle_newtype {
     ($($t:ident),*) => {$(impl Handle for ffi::$t { #[inline] fn key(self) -> usize { self.0 as usize } })*};
+}
+// MPICH: the handles wrap an `int` (platform-facts "MPI"), often negative
+// (`0x84000000`): zero-extend it.
+#[cfg(hyscope_mpich)]
+macro_rules! handle_newtype {
+    ($($t:ident),*) => {$(impl Handle for ffi::$t { #[inline] fn key(self) -> usize { self.0 as u32 as usize } })*};
 }
 handle_newtype!(
     MPI_Comm,
@@ -226,10 +272,13 @@ pub unsafe fn nbytes_v(counts: *const c_int, n: c_int, dt: ffi::MPI_Datatype) ->
     nbytes(1, dt) * total as u64
 }
 
-/// Open MPI's `MPI_IN_PLACE` is `(void *) 1`.
+/// Open MPI's `MPI_IN_PLACE` is `(void *) 1`, MPICH's `(void *) -1`.
 #[inline]
 pub fn in_place(p: *const std::ffi::c_void) -> bool {
-    p as usize == 1
+    #[cfg(not(hyscope_mpich))]
+    return p as usize == 1;
+    #[cfg(hyscope_mpich)]
+    return p as usize == usize::MAX;
 }
 
 // ---------------------------------------------------------------- communicators
@@ -943,6 +992,31 @@ pub fn world_size() -> i32 {
 mod tests {
     use super::*;
 
+    #[test]
+    fn mpich_from_maps() {
+        let openmpi =
+            "7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4\n";
+        assert!(!maps_show_mpich(openmpi));
+        assert!(maps_show_mpich(
+            "7f00-7f01 r-xp 00000000 08:01 125 /usr/lib/x86_64-linux-gnu/libmpich.so.12.3.0\n"
+        ));
+        assert!(maps_show_mpich(
+            "7f00-7f01 r-xp 00000000 08:01 126 /opt/mpich/lib/libmpi.so.12.1.1\n"
+        ));
+    }
+
+    #[cfg(hyscope_mpich)]
+    #[test]
+    fn foreign_mpi_from_maps() {
+        let openmpi =
+            "7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4\n";
+        assert!(maps_show_foreign_mpi(openmpi));
+        let mpich =
+            "7f00-7f01 r-xp 00000000 08:01 125 /usr/lib/x86_64-linux-gnu/libmpich.so.12.3.0\n";
+        assert!(!maps_show_foreign_mpi(mpich));
+    }
+
+    #[cfg(not(hyscope_mpich))]
     #[test]
     fn foreign_mpi_from_maps() {
         let openmpi = "7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libmpi.so.40.30.4\n\

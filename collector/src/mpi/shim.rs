@@ -7,6 +7,12 @@
 //! the stack; up to 8 stack arguments are copied, enough for MPI's longest
 //! signatures of 14 arguments). About a dozen moves: ~2 ns.
 //!
+//! When the program uses the other MPI flavour (see `mpi::foreign`), the shim
+//! jumps straight to the program's `PMPI_*` with the registers untouched: a
+//! wrapper typed for one flavour would truncate the other's handles (MPICH's
+//! are 32-bit ints, Open MPI's 64-bit pointers). Fast path: one compare of
+//! `FLAVOUR_CHECK` against 1 ("ours"); anything else goes to [`resolve`].
+//!
 //! Stack at entry: `[rsp]` return address, `[rsp+8+8i]` stack argument i.
 //! After `sub rsp, 72` (which also restores 16-byte alignment for the call):
 //! new stack argument 0 = old r9 at `[rsp]`, old stack argument i at
@@ -19,10 +25,15 @@
 macro_rules! mpi_shim {
     ($inner:path => $($export:expr),+ $(,)?) => {$(
         const _: () = {
+            static NAME: &str = concat!($export, "\0");
+            static REAL: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
             #[unsafe(naked)]
             #[unsafe(export_name = $export)]
             unsafe extern "C" fn shim() {
                 core::arch::naked_asm!(
+                    "cmp byte ptr [rip + {check}], 1",
+                    "jne 2f",
+                    "3:",
                     "mov r11, [rsp]",
                     "sub rsp, 72",
                     "mov [rsp], r9",
@@ -51,9 +62,57 @@ macro_rules! mpi_shim {
                     "call {inner}",
                     "add rsp, 72",
                     "ret",
+                    // Not known to be ours: save the argument registers (6 pushes
+                    // + 8 keep the call aligned), ask resolve, restore them.
+                    "2:",
+                    "push rdi", "push rsi", "push rdx", "push rcx", "push r8", "push r9",
+                    "sub rsp, 8",
+                    "lea rdi, [rip + {name}]",
+                    "lea rsi, [rip + {real}]",
+                    "call {resolve}",
+                    "add rsp, 8",
+                    "pop r9", "pop r8", "pop rcx", "pop rdx", "pop rsi", "pop rdi",
+                    "test rax, rax",
+                    "jz 3b",
+                    "jmp rax",
                     inner = sym $inner,
+                    check = sym $crate::mpi::FLAVOUR_CHECK,
+                    name = sym NAME,
+                    real = sym REAL,
+                    resolve = sym $crate::mpi::shim::resolve,
                 );
             }
         };
     )+};
+}
+
+/// Where a shim goes when the flavour is not known to be ours: 0 to run the
+/// wrapper (this library's MPI), else the address of the program's own
+/// `PMPI_*`/`pmpi_*` for `name` (cached in `real`).
+///
+/// # Safety
+/// `name` points to a `&'static str` ending in NUL.
+pub unsafe extern "C" fn resolve(
+    name: &&'static str,
+    real: &std::sync::atomic::AtomicUsize,
+) -> usize {
+    use std::sync::atomic::Ordering;
+    if !super::foreign() {
+        return 0;
+    }
+    let cached = real.load(Ordering::Relaxed);
+    if cached != 0 {
+        return cached;
+    }
+    let name = name.trim_end_matches('\0');
+    let prefix = if name.starts_with('M') { "P" } else { "p" };
+    let Ok(pname) = std::ffi::CString::new(format!("{prefix}{name}")) else {
+        return 0;
+    };
+    // SAFETY: a NUL-terminated name; RTLD_DEFAULT finds the program's MPI
+    // first (it precedes this library's own MPI dependency in load order).
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, pname.as_ptr()) } as usize;
+    real.store(p, Ordering::Relaxed);
+    // Not found: the wrapper passes the call through as before.
+    p
 }

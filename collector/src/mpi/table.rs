@@ -42,8 +42,11 @@ impl HandleTable {
 
     #[inline]
     fn home(&self, key: usize) -> usize {
-        // Fibonacci hashing; handles are pointers, so drop the alignment bits first.
-        ((key >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & self.mask
+        // Fibonacci hashing; Open MPI's handles are pointers, so drop the
+        // alignment bits first (MPICH's are ints whose low bits are an index).
+        #[cfg(not(hyscope_mpich))]
+        let key = key >> 3;
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & self.mask
     }
 
     /// Insert or replace `key`. False when no slot is free near its home.

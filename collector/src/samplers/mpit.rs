@@ -218,10 +218,10 @@ impl MpiT {
     fn bind(&mut self, index: c_int, info: PvarInfo) -> Result<(), String> {
         // SAFETY: a copy of the predefined communicator handle, as obj_handle.
         let mut world: ffi::MPI_Comm = unsafe { ffi::RSMPI_COMM_WORLD };
-        let per_peer = info.bind == ffi::MPI_T_BIND_MPI_COMM as c_int;
+        let per_peer = info.bind == crate::mpi::T_BIND_MPI_COMM;
         let obj: *mut c_void = if per_peer {
             (&mut world as *mut ffi::MPI_Comm).cast()
-        } else if info.bind == ffi::MPI_T_BIND_NO_OBJECT as c_int {
+        } else if info.bind == crate::mpi::T_BIND_NO_OBJECT {
             std::ptr::null_mut()
         } else {
             return Err(format!("{}: bound to object kind {}", info.name, info.bind));

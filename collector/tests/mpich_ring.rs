@@ -1,0 +1,218 @@
+//! The MPICH flavour of the collector (`libhyscope-mpich.so`, built by
+//! `scripts/build-mpich.sh`): the ring of tests/mpi/ring.c built with
+//! `mpicc.mpich` and run with `mpiexec.mpich` at 2 and 4 ranks, exact counts,
+//! bytes and peers per rank; and each flavour refuses the other MPI with one
+//! `hyscope:` warning, leaving the program's output and exit code alone.
+
+mod mpi_common;
+use mpi_common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hyscope_format::reader::Trace;
+use hyscope_format::schema::ANY;
+
+const ROUNDS: usize = 3;
+
+/// `target/<profile>/libhyscope-mpich.so`, next to `libhyscope.so`.
+fn mpich_library() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let p = deps.parent().unwrap().join("libhyscope-mpich.so");
+    assert!(
+        p.is_file(),
+        "{} missing: run scripts/build-mpich.sh first",
+        p.display()
+    );
+    p
+}
+
+/// Compile tests/mpi/ring.c with `compiler` into `name`.
+fn ring(compiler: &str, name: &str) -> PathBuf {
+    let out = tmp().join(format!("{name}-{}", std::process::id()));
+    let st = Command::new(compiler)
+        .args(["-g", "-O1", "-o"])
+        .arg(&out)
+        .arg(repo().join("tests/mpi/ring.c"))
+        .status()
+        .expect("run the MPI compiler");
+    assert!(st.success(), "{compiler} ring.c failed");
+    out
+}
+
+struct Out {
+    code: Option<i32>,
+    dir: PathBuf,
+    stdout: String,
+    stderr: String,
+}
+
+/// `mpiexec.mpich -n <np>` with the variables passed by `-genv`; `lib` None runs it bare.
+fn mpich_run(prog: &Path, np: u32, name: &str, lib: Option<&Path>) -> Out {
+    let dir = tmp().join(format!("trace-mpich-{name}-{np}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = Command::new("mpiexec.mpich");
+    cmd.args(["-n", &np.to_string()]);
+    if let Some(lib) = lib {
+        cmd.args(["-genv", "LD_PRELOAD", &lib.display().to_string()]);
+        cmd.args(["-genv", "HYSCOPE_OUTPUT", &dir.display().to_string()]);
+    }
+    let out = cmd.arg(prog).output().expect("run mpiexec.mpich");
+    Out {
+        code: out.status.code(),
+        dir,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn check(np: u32) {
+    let prog = ring("mpicc.mpich", "ring-mpich");
+    let run = mpich_run(&prog, np, "ring", Some(&mpich_library()));
+    // Rank 0 returns 3: the launcher reports it, the collector did not change it.
+    assert_eq!(run.code, Some(3), "{}", run.stderr);
+    assert!(!run.stderr.contains("hyscope:"), "{}", run.stderr);
+    let trace = Trace::open(&run.dir).unwrap();
+    let rows = mpi_rows(&trace);
+    let m = &trace.manifest;
+    assert_eq!(m.world_size, np);
+    assert_eq!(m.ranks.len(), np as usize);
+    let mpi = m.mpi.as_ref().unwrap();
+    assert_eq!(mpi.flavour, "mpich");
+    assert!(
+        mpi.library_version.starts_with("MPICH Version:"),
+        "{}",
+        mpi.library_version
+    );
+    assert_eq!(mpi.thread_level_provided.as_deref(), Some("single"));
+    let samples = samples(&trace);
+    for rank in 0..np {
+        let info = &m.ranks[rank as usize];
+        assert_eq!(info.clock_offsets.len(), 2, "rank {rank}");
+        if rank > 0 {
+            // One node, one clock: the true offset is 0, and a ping-pong
+            // estimate is off by at most half its round trip (MPICH polls,
+            // so 4 ranks on 2 cores can make that round trip long).
+            for o in &info.clock_offsets {
+                assert!(
+                    o.rtt_ns > 0 && o.offset_ns.abs() <= o.rtt_ns / 2 + 1_000,
+                    "{o:?}"
+                );
+            }
+        }
+        let next = (rank + 1) % np;
+        let prev = (rank + np - 1) % np;
+        let h = histogram(&rows, rank);
+        assert_eq!(h.get("MPI_Send"), Some(&ROUNDS), "rank {rank}: {h:?}");
+        assert_eq!(h.get("MPI_Recv"), Some(&ROUNDS));
+        assert_eq!(h.get("MPI_Init"), Some(&1));
+        assert_eq!(h.get("MPI_Finalize"), Some(&1));
+        assert_eq!(h.len(), 4, "only the program's own calls: {h:?}");
+        for s in calls(&rows, rank, "MPI_Send") {
+            assert_eq!(s.peer, next as i32);
+            assert_eq!(s.tag, rank as i32);
+            assert_eq!(s.bytes_sent, (rank as u64 + 1) * 400);
+            assert_eq!(s.bytes_recv, 0);
+            assert_eq!(s.comm_id, 1);
+            assert!(s.end_ns >= s.start_ns && s.start_ns > 0);
+            assert!(s.callsite != 0);
+        }
+        for r in calls(&rows, rank, "MPI_Recv") {
+            // MPI_ANY_SOURCE / MPI_ANY_TAG: the status fills both in.
+            assert_eq!(r.peer, prev as i32);
+            assert_eq!(r.tag, prev as i32);
+            assert_ne!(r.peer, ANY);
+            assert_eq!(r.bytes_recv, (prev as u64 + 1) * 400);
+        }
+        let peer_value = |metric: &str, key: u32| -> f64 {
+            let v: Vec<f64> = samples
+                .iter()
+                .filter(|(r, s)| *r == rank && s.metric == metric && s.key == key as i64)
+                .map(|(_, s)| s.value)
+                .collect();
+            assert_eq!(v.len(), 1, "rank {rank} {metric} key {key}");
+            v[0]
+        };
+        let conns: Vec<f64> = samples
+            .iter()
+            .filter(|(r, s)| *r == rank && s.metric == "mpi.connections")
+            .map(|(_, s)| s.value)
+            .collect();
+        if np == 2 {
+            assert_eq!(conns, vec![1.0]);
+            assert_eq!(peer_value("mpi.peer.messages", next), (2 * ROUNDS) as f64);
+            assert_eq!(
+                peer_value("mpi.peer.bytes", next),
+                (ROUNDS as u64 * (400 + 800)) as f64
+            );
+        } else {
+            assert_eq!(conns, vec![1.0, 2.0]);
+            assert_eq!(peer_value("mpi.peer.messages", next), ROUNDS as f64);
+            assert_eq!(
+                peer_value("mpi.peer.bytes", next),
+                (ROUNDS as u64 * (rank as u64 + 1) * 400) as f64
+            );
+            assert_eq!(
+                peer_value("mpi.peer.bytes", prev),
+                (ROUNDS as u64 * (prev as u64 + 1) * 400) as f64
+            );
+        }
+    }
+}
+
+#[test]
+fn mpich_ring_2_ranks() {
+    check(2);
+}
+
+#[test]
+fn mpich_ring_4_ranks() {
+    check(4);
+}
+
+/// No MPI row in the trace (if one was written at all).
+fn no_mpi_rows(dir: &Path) {
+    if let Ok(trace) = Trace::open(dir) {
+        assert!(mpi_rows(&trace).is_empty());
+    }
+}
+
+#[test]
+fn openmpi_program_under_the_mpich_flavour_is_refused() {
+    let prog = ring("mpicc", "ring-openmpi");
+    let dir = tmp().join("trace-mpich-cross-openmpi");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .args(["-x", &format!("LD_PRELOAD={}", mpich_library().display())])
+        .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    let warning =
+        "hyscope: this libhyscope-mpich.so is built for MPICH but the program uses Open MPI";
+    assert_eq!(err.matches(warning).count(), 2, "one per rank: {err}");
+    no_mpi_rows(&dir);
+}
+
+#[test]
+fn mpich_program_under_the_openmpi_flavour_is_refused() {
+    let prog = ring("mpicc.mpich", "ring-mpich-cross");
+    let bare = mpich_run(&prog, 2, "bare", None);
+    let run = mpich_run(&prog, 2, "cross", Some(&library()));
+    assert_eq!(run.code, bare.code, "{}", run.stderr);
+    assert_eq!(run.code, Some(3));
+    assert_eq!(run.stdout, bare.stdout);
+    let warning = "hyscope: this libhyscope.so is built for Open MPI but the program uses MPICH";
+    assert_eq!(
+        run.stderr.matches(warning).count(),
+        2,
+        "one per rank: {}",
+        run.stderr
+    );
+    no_mpi_rows(&run.dir);
+}
