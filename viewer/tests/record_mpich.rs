@@ -6,7 +6,8 @@ mod record_support;
 
 use std::process::Command;
 
-use hyscope_format::{OmpKind, Trace};
+use hyscope_format::schema::mpi_call;
+use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace};
 use record_support::*;
 
 #[test]
@@ -68,8 +69,40 @@ fn mpich_program_needs_the_mpich_build_of_the_collector() {
         .unwrap();
     let err = stderr(&out);
     if mpich_lib.is_file() {
+        // scripts/build-mpich.sh built it: the program runs under it and its
+        // MPI calls are recorded per rank (the Open MPI build would refuse them).
         assert_eq!(out.status.code(), Some(0), "{err}");
-        assert_eq!(Trace::open(&dir).unwrap().ranks(), vec![0, 1]);
+        assert!(!err.contains("built for"), "{err}");
+        // sum over 2 ranks of 2 regions x (1 + 2)
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 12\n");
+        let trace = Trace::open(&dir).unwrap();
+        assert_eq!(trace.ranks(), vec![0, 1]);
+        assert_eq!(trace.manifest.mpi.as_ref().unwrap().flavour, "mpich");
+        let mpi: Vec<(u32, MpiRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+        for rank in [0, 1] {
+            let calls = |c: u16| {
+                mpi.iter()
+                    .filter(|(r, m)| *r == rank && m.call == c)
+                    .count()
+            };
+            for (call, n) in [
+                (mpi_call::MPI_Init_thread, 1),
+                (mpi_call::MPI_Irecv, 1),
+                (mpi_call::MPI_Isend, 1),
+                (mpi_call::MPI_Waitall, 1),
+                (mpi_call::MPI_Allreduce, 1),
+                (mpi_call::MPI_Finalize, 1),
+                (mpi_call::REQUEST_COMPLETE, 2),
+            ] {
+                assert_eq!(calls(call), n, "rank {rank}: {}", mpi_call::name(call));
+            }
+            let isend = mpi
+                .iter()
+                .find(|(r, m)| *r == rank && m.call == mpi_call::MPI_Isend)
+                .unwrap();
+            assert_eq!(isend.1.peer, (rank as i32 + 1) % 2);
+            assert_eq!(isend.1.bytes_sent, 8);
+        }
     } else {
         // Refused before anything runs, with the reason.
         assert_eq!(out.status.code(), Some(2), "{err}");
