@@ -1,0 +1,130 @@
+//! The MPICH flavour records what the Open MPI flavour records: each program of
+//! tests/mpi/ (whose exact answers the `mpi_*` tests check under Open MPI) is
+//! built and run with both MPIs, and every rank's rows must agree field by
+//! field (call, peer, tag, bytes, root, communicator id), as must the exit code.
+//! Only the number of MPI_Test*/MPI_Waitsome calls may differ (it depends on the MPI's progress).
+
+mod mpi_common;
+use mpi_common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hyscope_format::reader::Trace;
+use hyscope_format::schema::mpi_call;
+
+fn compile(compiler: &str, src: &str, extra: &[&str]) -> PathBuf {
+    let out = tmp().join(format!(
+        "same-{compiler}-{}-{}",
+        src.trim_end_matches(".c"),
+        std::process::id()
+    ));
+    let st = Command::new(compiler)
+        .args(["-g", "-O1", "-o"])
+        .arg(&out)
+        .arg(repo().join("tests/mpi").join(src))
+        .args(extra)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{compiler} {src}");
+    out
+}
+
+type Row = (u32, &'static str, i32, i32, u64, u64, i32, u64);
+
+/// Sorted rows of the trace in `dir` (request ids and times differ between runs).
+fn rows(dir: &Path) -> Vec<Row> {
+    let trace = Trace::open(dir).unwrap();
+    let mut v: Vec<Row> = mpi_rows(&trace)
+        .into_iter()
+        .map(|(r, m)| {
+            (
+                r,
+                mpi_call::name(m.call),
+                m.peer,
+                m.tag,
+                m.bytes_sent,
+                m.bytes_recv,
+                m.root,
+                m.comm_id,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn same(src: &str, extra: &[&str], np: u32) {
+    let name = src.trim_end_matches(".c");
+    let ompi = compile("mpicc", src, extra);
+    let ompi_run = run(&ompi, np, &format!("same-{name}"));
+    let mpich = compile("mpicc.mpich", src, extra);
+    let dir = tmp().join(format!("trace-same-mpich-{name}-{np}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let lib = library().parent().unwrap().join("libhyscope-mpich.so");
+    let lib = if lib.is_file() {
+        lib
+    } else {
+        library()
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("libhyscope-mpich.so")
+    };
+    assert!(lib.is_file(), "run scripts/build-mpich.sh first");
+    let out = Command::new("mpiexec.mpich")
+        .args(["-n", &np.to_string()])
+        .args(["-genv", "LD_PRELOAD", &lib.display().to_string()])
+        .args(["-genv", "HYSCOPE_OUTPUT", &dir.display().to_string()])
+        .arg(&mpich)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), ompi_run.code, "{err}");
+    assert!(!err.contains("hyscope:"), "{err}");
+    // Polling calls (MPI_Test*, and MPI_Waitsome, which may return one or both
+    // requests) repeat as often as the MPI needs: compare which ranks made
+    // them, and every other row (completions included) exactly.
+    let split = |v: Vec<Row>| -> (Vec<Row>, Vec<(u32, &'static str)>) {
+        let (polls, rest): (Vec<Row>, Vec<Row>) = v
+            .into_iter()
+            .partition(|r| r.1.starts_with("MPI_Test") || r.1 == "MPI_Waitsome");
+        let mut p: Vec<(u32, &'static str)> = polls.iter().map(|r| (r.0, r.1)).collect();
+        p.dedup();
+        (rest, p)
+    };
+    let (a, a_polls) = split(rows(&ompi_run.dir));
+    let (b, b_polls) = split(rows(&dir));
+    assert_eq!(a_polls, b_polls, "{name}: polling calls");
+    assert!(!a.is_empty());
+    if a.len() != b.len() {
+        let n = |v: &[Row], r: &Row| v.iter().filter(|x| *x == r).count();
+        let only_a: Vec<&Row> = a.iter().filter(|r| n(&a, r) != n(&b, r)).collect();
+        let only_b: Vec<&Row> = b.iter().filter(|r| n(&a, r) != n(&b, r)).collect();
+        panic!("{name}: only Open MPI {only_a:?}\nonly MPICH {only_b:?}");
+    }
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y, "{name}: Open MPI row vs MPICH row");
+    }
+}
+
+#[test]
+fn nonblocking_2_ranks() {
+    same("nonblocking.c", &[], 2);
+}
+
+#[test]
+fn collectives_4_ranks() {
+    same("collectives.c", &[], 4);
+}
+
+#[test]
+fn split_4_ranks() {
+    same("split.c", &[], 4);
+}
+
+#[test]
+fn threads_2_ranks() {
+    same("threads.c", &["-pthread"], 2);
+}
