@@ -124,7 +124,10 @@ fn event_loop(
             return Ok(timings);
         }
         if app.timeline.detail.poll() {
-            cause = "cursor details".into();
+            cause = format!(
+                "cursor details (read in {:.1} ms)",
+                app.timeline.detail.last_read_ms.unwrap_or(0.0)
+            );
             dirty = true;
         }
         if app.data.poll() {

@@ -95,6 +95,9 @@ pub struct CursorDetail {
     key: Option<(usize, i64, i64)>,
     pub lines: Vec<String>,
     pending: Option<std::sync::mpsc::Receiver<Option<String>>>,
+    started: Option<std::time::Instant>,
+    /// How long the last read took (for `--timing`).
+    pub last_read_ms: Option<f64>,
 }
 
 impl CursorDetail {
@@ -106,6 +109,7 @@ impl CursorDetail {
         match rx.try_recv() {
             Ok(line) => {
                 self.pending = None;
+                self.last_read_ms = self.started.map(|t| t.elapsed().as_secs_f64() * 1e3);
                 match line {
                     Some(l) if !self.lines.is_empty() => {
                         self.lines[0] = l;
@@ -548,7 +552,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
             st.detail = CursorDetail {
                 key: Some(key),
                 lines,
+                started: pending.as_ref().map(|_| std::time::Instant::now()),
                 pending,
+                last_read_ms: None,
             };
         }
         let who = match row.thread {
