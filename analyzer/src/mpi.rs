@@ -133,8 +133,10 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
             }
             let d = (r.end_ns - r.start_ns).max(0);
             calls.entry(r.call).or_default().add(rd.rank, r);
+            // One row per source location across ranks: each rank loads the
+            // program at its own address (ASLR).
             sites
-                .entry((r.call, r.callsite))
+                .entry((r.call, data.canon(r.callsite)))
                 .or_default()
                 .add(rd.rank, r);
             if r.in_parallel {

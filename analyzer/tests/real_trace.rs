@@ -68,6 +68,32 @@ fn mpi_profile_and_memory() {
     assert_eq!(call("MPI_Irecv").count, 8);
     assert_eq!(call("MPI_Alltoall").count, 2);
     assert_eq!(call("MPI_Alltoall").bytes_sent, 2 * 2 * 1024 * 8);
+    // One call-site row per source location, across both ranks (their code
+    // addresses differ under ASLR): 2 ranks × 1 Alltoall, 2 ranks × 1 Init_thread,
+    // and the ring's two Isend lines (89, 90) with 2 ranks × 2 steps each.
+    let site = |n: &str| {
+        let rows: Vec<_> = m.callsites.iter().filter(|c| c.call == n).collect();
+        assert_eq!(rows.len(), 1, "{n}: {rows:?}");
+        rows[0]
+    };
+    assert_eq!(site("MPI_Alltoall").count, 2);
+    assert_eq!(
+        site("MPI_Alltoall").location.as_ref().unwrap().label,
+        "hybrid.c:99"
+    );
+    let isend: Vec<_> = m
+        .callsites
+        .iter()
+        .filter(|c| c.call == "MPI_Isend")
+        .collect();
+    let labels: Vec<&str> = isend
+        .iter()
+        .map(|c| c.location.as_ref().unwrap().label.as_str())
+        .collect();
+    assert_eq!(labels.len(), 2, "{labels:?}");
+    assert!(labels.contains(&"hybrid.c:89") && labels.contains(&"hybrid.c:90"));
+    assert!(isend.iter().all(|c| c.count == 4));
+    assert_eq!(site("MPI_Init_thread").count, 2);
     assert_eq!(m.matrix.messages[0][1], 4);
     assert_eq!(m.matrix.messages[1][0], 4);
     // 32 KiB messages are above vader's 4 KiB eager limit.

@@ -139,9 +139,17 @@ fn gui_renders_the_timeline_under_xvfb() {
         String::from_utf8_lossy(&out.stderr)
     );
     // The timeline index was cached for the next opening.
-    let cached: Vec<_> = std::fs::read_dir(dir.join("cache")).unwrap().flatten().collect();
+    let cached: Vec<_> = std::fs::read_dir(dir.join("cache"))
+        .unwrap()
+        .flatten()
+        .collect();
     assert_eq!(cached.len(), 1);
-    assert!(cached[0].file_name().to_string_lossy().starts_with("timeline-"));
+    assert!(
+        cached[0]
+            .file_name()
+            .to_string_lossy()
+            .starts_with("timeline-")
+    );
     let (w, h, rgb) = read_ppm(&shot);
     assert_eq!((w, h), (1280, 800));
     let pixels: Vec<[u8; 3]> = rgb.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect();
