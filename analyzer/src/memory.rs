@@ -231,7 +231,8 @@ pub fn analyze_memory(
                     .or_else(|| sample_max(rank, "mem.vmrss"))
                     .map(|v| v as u64),
                 rss_last: sample_last(rank, "mem.vmrss").map(|v| v as u64),
-                shm_mapped: sample_last(rank, "mem.shm_mapped").map(|v| v as u64),
+                // The peak: MPI_Finalize unmaps the segments, so the last sample is 0.
+                shm_mapped: sample_max(rank, "mem.shm_mapped").map(|v| v as u64),
                 buffer_bytes_observed: estimated as f64 * bytes_per_connection + rq_shared as f64,
                 communicators: comm_members.values().filter(|m| m.contains(&rank)).count() as u32,
             }

@@ -526,6 +526,7 @@ pub struct RankMemory {
     pub mpi_init_delta: Option<u64>,
     pub rss_peak: Option<u64>,
     pub rss_last: Option<u64>,
+    /// Most MPI shared-memory segment bytes mapped at once (`mem.shm_mapped` peak).
     pub shm_mapped: Option<u64>,
     /// Modelled connection buffer bytes on the observed graph.
     pub buffer_bytes_observed: f64,

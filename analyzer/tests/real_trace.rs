@@ -110,6 +110,11 @@ fn mpi_profile_and_memory() {
     );
     assert_eq!(mem.per_rank[0].peers_observed, 1);
     assert!(mem.per_rank[0].mpi_init_delta.is_some());
+    // Both ranks mapped Open MPI's vader segments (unmapped again at MPI_Finalize):
+    // the footprint shows the peak, not the final 0.
+    for r in &mem.per_rank {
+        assert!(r.shm_mapped.unwrap_or(0) > 1 << 20, "{r:?}");
+    }
     // No RAPL on the machine that recorded it.
     assert!(a.energy.reason().unwrap().starts_with("not measured: "));
 }
