@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# OMPT recording cost, side by side in one run: no tool vs hyscope (trace and profile).
+# OMPT recording cost, side by side in one run: no tool, an empty OMPT tool
+# (tests/omp/empty_tool.c: the same callbacks registered, doing nothing = the
+# floor libomp's callback dispatch sets for any tool), hyscope trace and profile.
 # usage: tests/omp/bench-ompt.sh [rounds]      (default 7 alternating rounds)
 # Needs: cargo build --release -p hyscope-collector --lib  (or HYSCOPE_LIB=/path/libhyscope.so)
 set -euo pipefail
@@ -11,6 +13,8 @@ trap 'rm -rf "$work"' EXIT
 cc=(clang-19 -fopenmp -O2 -g -Wl,-rpath,/usr/lib/llvm-19/lib -L/usr/lib/llvm-19/lib)
 "${cc[@]}" "$root/tests/omp/epcc.c" -o "$work/epcc"
 "${cc[@]}" "$root/tests/omp/loopheavy.c" -o "$work/loopheavy"
+clang-19 -O2 -shared -fPIC "$root/tests/omp/empty_tool.c" -o "$work/empty_tool.so"
+empty=$work/empty_tool.so
 export OMP_NUM_THREADS=2
 unset OMP_TOOL HYSCOPE_MODE HYSCOPE_GROUPS HYSCOPE_DISPATCH
 
@@ -22,12 +26,13 @@ omp_bytes() { du -cb "$1"/omp/rank=0/*.parquet | tail -1 | cut -f1; }
 echo "lib: $lib"
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| construct | no tool µs | hyscope trace µs | added µs | profile µs | added µs | events/construct (all threads) | added ns per event (critical path) |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| construct | no tool µs | empty OMPT tool µs | hyscope trace µs | added µs | profile µs | added µs | events/construct (all threads) | trace: added ns per event (critical path) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for test in parallel for barrier critical dynamic; do
-    : >"$work/base" ; : >"$work/trace" ; : >"$work/prof"
+    : >"$work/base" ; : >"$work/empty" ; : >"$work/trace" ; : >"$work/prof"
     for r in $(seq "$rounds"); do
         "$work/epcc" "$test" | field overhead_us >>"$work/base"
+        LD_PRELOAD=$empty "$work/epcc" "$test" | field overhead_us >>"$work/empty"
         rm -rf "$work/t"
         out=$(LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/t "$work/epcc" "$test")
         echo "$out" | field overhead_us >>"$work/trace"
@@ -36,26 +41,27 @@ for test in parallel for barrier critical dynamic; do
         rm -rf "$work/p"
         LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/p HYSCOPE_MODE=profile "$work/epcc" "$test" | field overhead_us >>"$work/prof"
     done
-    b=$(median <"$work/base"); t=$(median <"$work/trace"); p=$(median <"$work/prof")
-    awk -v test="$test" -v b="$b" -v t="$t" -v p="$p" -v rows="$rows" -v c="$constructs" 'BEGIN {
+    b=$(median <"$work/base"); e=$(median <"$work/empty"); t=$(median <"$work/trace"); p=$(median <"$work/prof")
+    awk -v test="$test" -v b="$b" -v e="$e" -v t="$t" -v p="$p" -v rows="$rows" -v c="$constructs" 'BEGIN {
         epc = rows / c; added = t - b
-        printf "| %s | %.3f | %.3f | %+.3f | %.3f | %+.3f | %.1f | %.0f |\n", test, b, t, added, p, p - b, epc, added * 1000 / (epc / 2)
+        printf "| %s | %.3f | %.3f (%+.3f) | %.3f | %+.3f | %.3f | %+.3f | %.1f | %.0f |\n", test, b, e, e - b, t, added, p, p - b, epc, added * 1000 / (epc / 2)
     }'
 done
 
 echo
 echo "Whole program (tests/omp/loopheavy.c, 2 threads), median of $rounds alternating runs:"
-: >"$work/base" ; : >"$work/trace" ; : >"$work/prof"
+: >"$work/base" ; : >"$work/empty" ; : >"$work/trace" ; : >"$work/prof"
 for r in $(seq "$rounds"); do
     "$work/loopheavy" | field elapsed >>"$work/base"
+    LD_PRELOAD=$empty "$work/loopheavy" | field elapsed >>"$work/empty"
     rm -rf "$work/t"
     LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/t "$work/loopheavy" | field elapsed >>"$work/trace"
     rows=$(omp_rows "$work/t"); bytes=$(omp_bytes "$work/t")
     rm -rf "$work/p"
     LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/p HYSCOPE_MODE=profile "$work/loopheavy" | field elapsed >>"$work/prof"
 done
-b=$(median <"$work/base"); t=$(median <"$work/trace"); p=$(median <"$work/prof")
-awk -v b="$b" -v t="$t" -v p="$p" -v rows="$rows" -v bytes="$bytes" 'BEGIN {
-    printf "| no tool s | trace s | overhead | profile s | overhead | events | events/s | trace bytes/event |\n|---|---|---|---|---|---|---|---|\n"
-    printf "| %.3f | %.3f | %+.1f %% | %.3f | %+.1f %% | %d | %.2f M | %.2f |\n", b, t, (t/b-1)*100, p, (p/b-1)*100, rows, rows/t/1e6, bytes/rows
+b=$(median <"$work/base"); e=$(median <"$work/empty"); t=$(median <"$work/trace"); p=$(median <"$work/prof")
+awk -v b="$b" -v e="$e" -v t="$t" -v p="$p" -v rows="$rows" -v bytes="$bytes" 'BEGIN {
+    printf "| no tool s | empty OMPT tool s | trace s | overhead | profile s | overhead | events | events/s | trace bytes/event |\n|---|---|---|---|---|---|---|---|---|\n"
+    printf "| %.3f | %.3f (%+.1f %%) | %.3f | %+.1f %% | %.3f | %+.1f %% | %d | %.2f M | %.2f |\n", b, e, (e/b-1)*100, t, (t/b-1)*100, p, (p/b-1)*100, rows, rows/b/1e6, bytes/rows
 }'

@@ -195,14 +195,19 @@ impl GuiApp {
         }
         self.keyboard(&ctx);
 
+        // The timeline is the point of this window: side panels get at most a
+        // third and a fifth of its width, however wide their text is.
+        let full_w = ui.available_width();
         egui::Panel::top("top").show(ui, |ui| self.top_bar(ui));
         egui::Panel::left("analysis")
             .resizable(true)
             .default_size(380.0)
+            .size_range(220.0..=(full_w / 3.0).max(240.0))
             .show(ui, |ui| self.analysis_panel(ui));
         egui::Panel::right("selection")
             .resizable(true)
-            .default_size(260.0)
+            .default_size(240.0)
+            .size_range(160.0..=(full_w / 5.0).max(180.0))
             .show(ui, |ui| self.selection_panel(ui));
         if self.show_counters {
             egui::Panel::bottom("counters")
@@ -507,7 +512,14 @@ impl GuiApp {
                     egui::Layout::top_down(egui::Align::Min),
                     |ui| {
                         ui.set_width(label_w.max(20.0));
-                        ui.label(fam.as_str());
+                        // No legend over plots this small: hovering a line names it.
+                        ui.label(fam.as_str()).on_hover_text(
+                            tracks
+                                .iter()
+                                .map(|t| t.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join("\n"),
+                        );
                         ui.small(format!("max {}", short(hi)));
                         ui.small(format!("min {}", short(lo)));
                     },
@@ -536,7 +548,6 @@ impl GuiApp {
                         )),
                         _ => None,
                     })
-                    .legend(egui_plot::Legend::default())
                     .show(ui, |p| {
                         for t in tracks {
                             // Points in view (plus one either side), thinned to ~4 per pixel.

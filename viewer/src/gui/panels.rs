@@ -68,13 +68,17 @@ pub fn show(ui: &mut egui::Ui, tab: Tab, a: &Analysis, filter: &str) -> Option<A
     let mut action = None;
     egui::ScrollArea::vertical()
         .auto_shrink([false, false])
-        .show(ui, |ui| match tab {
-            Tab::Summary => summary(ui, a, &mut action),
-            Tab::Regions => regions(ui, a, filter, &mut action),
-            Tab::Loops => loops(ui, a, filter, &mut action),
-            Tab::Mpi => mpi(ui, a, &mut action),
-            Tab::Memory => json_section(ui, "memory", &a.memory),
-            Tab::Energy => energy(ui, a),
+        .show(ui, |ui| {
+            // Wrap text at the panel's edge: nothing may widen the content.
+            ui.set_max_width(ui.available_width());
+            match tab {
+                Tab::Summary => summary(ui, a, &mut action),
+                Tab::Regions => regions(ui, a, filter, &mut action),
+                Tab::Loops => loops(ui, a, filter, &mut action),
+                Tab::Mpi => mpi(ui, a, &mut action),
+                Tab::Memory => json_section(ui, "memory", &a.memory),
+                Tab::Energy => energy(ui, a),
+            }
         });
     action
 }
@@ -87,7 +91,9 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
         .show(ui, |ui| {
             let mut row = |k: &str, v: String| {
                 ui.label(k);
-                ui.label(v);
+                // Long values (the MPI library string) end in "…"; hover for all of it.
+                ui.add(egui::Label::new(v.as_str()).truncate())
+                    .on_hover_text(v);
                 ui.end_row();
             };
             row("command", r.command.join(" "));

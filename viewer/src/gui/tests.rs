@@ -332,3 +332,27 @@ fn highlight_instances_and_compare_two_traces() {
         2
     );
 }
+
+#[test]
+fn the_timeline_keeps_most_of_the_window_beside_long_analysis_text() {
+    // A real recorded trace: its run facts hold Open MPI's long library string
+    // and its findings long advice, which once widened the analysis panel to
+    // half the window.
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2");
+    let mut app = GuiApp::new(&fixture, None, true, false);
+    app.wait_loaded();
+    assert!(app.slots[0].analysis.ready().is_some(), "analysis loaded");
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
+    h.run_steps(5);
+    let body = h.state().tl.body[0];
+    // Side panels take at most 1/3 + 1/5 of the width, the row labels ~130 px:
+    // the body gets more than a third (235 px, under a fifth, before the cap).
+    assert!(
+        body.width() > 1280.0 / 3.0,
+        "timeline body is only {} px of 1280",
+        body.width()
+    );
+}
