@@ -349,6 +349,8 @@ struct Writer {
     /// Distinct code addresses seen (OMP codeptr, MPI call sites), for the symbols table.
     addresses: BTreeSet<u64>,
     scratch: Vec<OmpRecord>,
+    /// CPU time spent in writes, ns (see [`writer_cpu_ns`]).
+    cpu_ns: u64,
 }
 
 static WRITER: Mutex<Writer> = Mutex::new(Writer {
@@ -363,12 +365,19 @@ static WRITER: Mutex<Writer> = Mutex::new(Writer {
     },
     addresses: BTreeSet::new(),
     scratch: Vec::new(),
+    cpu_ns: 0,
 });
 
 impl Writer {
     /// Write handed-off work: the rows of all blocks of a table in one batch
     /// (fewer, larger writes), then recycle the blocks.
     fn write_items(&mut self, items: Vec<Full>) {
+        let cpu = thread_cpu_ns();
+        self.write_items_untimed(items);
+        self.cpu_ns += thread_cpu_ns().saturating_sub(cpu);
+    }
+
+    fn write_items_untimed(&mut self, items: Vec<Full>) {
         // Reuse the row buffer between writes (no fresh pages per batch).
         let mut omp = std::mem::take(&mut self.scratch);
         omp.clear();
@@ -499,7 +508,8 @@ pub fn flush_all() {
     let samples = std::mem::take(&mut *lock(&SAMPLES));
     let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
     let mut w = lock(&WRITER);
-    w.write_items(items);
+    let cpu = thread_cpu_ns();
+    w.write_items_untimed(items);
     w.write_samples(&samples);
     for slot in slots {
         let b = slot.omp.load(Ordering::Acquire);
@@ -534,6 +544,23 @@ pub fn flush_all() {
         }
     }
     w.close_parts();
+    w.cpu_ns += thread_cpu_ns().saturating_sub(cpu);
+}
+
+/// CPU time spent encoding and writing the trace so far, ns.
+pub fn writer_cpu_ns() -> u64 {
+    lock(&WRITER).cpu_ns
+}
+
+/// CPU time of the calling thread, ns (a syscall: per batch, never per event).
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec; the clock exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// True once writing the trace failed (the warning was given; nothing more is written).

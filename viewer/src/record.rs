@@ -726,23 +726,36 @@ fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration, code: u8)
         }
         return;
     }
-    let (ranks, events, dropped, warnings, note) = match hyscope_format::Trace::open(dir) {
-        Ok(trace) => {
-            let r = &trace.manifest.ranks;
-            let mut w: Vec<&String> = r.iter().flat_map(|r| &r.warnings).collect();
-            w.sort();
-            w.dedup();
-            (
-                r.len(),
-                r.iter()
-                    .map(|r| r.events.omp + r.events.mpi + r.events.samples)
-                    .sum::<u64>(),
-                r.iter().map(|r| r.dropped_events).sum::<u64>(),
-                w.len(),
-                None,
-            )
-        }
-        Err(e) => (count_rank_files(dir), 0, 0, 0, Some(e.to_string())),
+    let (ranks, events, dropped, warnings, writer_cpu_ns, note) =
+        match hyscope_format::Trace::open(dir) {
+            Ok(trace) => {
+                let r = &trace.manifest.ranks;
+                let mut w: Vec<&String> = r.iter().flat_map(|r| &r.warnings).collect();
+                w.sort();
+                w.dedup();
+                (
+                    r.len(),
+                    r.iter()
+                        .map(|r| r.events.omp + r.events.mpi + r.events.samples)
+                        .sum::<u64>(),
+                    r.iter().map(|r| r.dropped_events).sum::<u64>(),
+                    w.len(),
+                    r.iter().map(|r| r.writer_cpu_ns).sum::<u64>(),
+                    None,
+                )
+            }
+            Err(e) => (count_rank_files(dir), 0, 0, 0, 0, Some(e.to_string())),
+        };
+    // What trace mode cost in CPU time: on a node whose cores the job fills,
+    // this time is taken from the application.
+    let writer = if writer_cpu_ns > 0 && events > 0 {
+        format!(
+            ", writer {:.2} s CPU ({:.0} ns/event)",
+            writer_cpu_ns as f64 * 1e-9,
+            writer_cpu_ns as f64 / events as f64
+        )
+    } else {
+        String::new()
     };
     let dropped = if dropped > 0 {
         format!(", {dropped} dropped")
@@ -756,7 +769,7 @@ fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration, code: u8)
         return;
     }
     eprintln!(
-        "{head}, {ranks} rank{}, {events} events{dropped}, {warnings} warning{}, {:.1} s)",
+        "{head}, {ranks} rank{}, {events} events{dropped}, {warnings} warning{}{writer}, {:.1} s)",
         if ranks == 1 { "" } else { "s" },
         if warnings == 1 { "" } else { "s" },
         elapsed.as_secs_f64(),

@@ -53,6 +53,20 @@ fn records_an_openmp_only_program() {
         "{}",
         summary[0]
     );
+    // The CPU time the writer took (what trace mode costs a full node) is
+    // recorded per rank and shown per event.
+    let writer_ns = trace.manifest.ranks[0].writer_cpu_ns;
+    assert!(writer_ns > 0, "writer_cpu_ns = 0");
+    let total = events.omp + events.mpi + events.samples;
+    assert!(
+        summary[0].contains(&format!(
+            "writer {:.2} s CPU ({:.0} ns/event)",
+            writer_ns as f64 * 1e-9,
+            writer_ns as f64 / total as f64
+        )),
+        "{}",
+        summary[0]
+    );
     assert!(err.contains(&format!(
         "hyscope: next: hyscope report {}",
         out_dir.display()
