@@ -69,10 +69,22 @@ impl<T: Copy> Block<T> {
 }
 
 /// One thread's recording state. Leaked: lives until the process ends.
-struct ThreadSlot {
-    index: u32,
+///
+/// Everything a hot path needs about its thread is here, behind the one
+/// thread-local pointer: in a preloaded shared library each distinct
+/// thread-local costs a `__tls_get_addr` call (~5–10 ns here), so an MPI
+/// wrapper looks the slot up once and reads the rest from it. Fields other
+/// threads never touch are atomics only to make the slot `Sync` (the writer
+/// reads `omp`/`mpi`); relaxed loads and stores are plain moves.
+pub struct ThreadSlot {
+    pub index: u32,
     omp: AtomicPtr<Block<OmpRecord>>,
     mpi: AtomicPtr<Block<MpiRecord>>,
+    /// The OMPT adapter's count of open implicit tasks of this thread (null
+    /// until the adapter sees the thread: then it is not in a parallel region).
+    parallel_depth: AtomicPtr<AtomicU32>,
+    /// Per-thread state of the MPI wrappers.
+    pub mpi_thread: crate::mpi::MpiThread,
 }
 
 thread_local! {
@@ -85,8 +97,9 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Set once anything was recorded: the exit path then writes the rank's files.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
+/// The calling thread's slot, created on first use (one thread-local lookup).
 #[inline]
-fn slot() -> &'static ThreadSlot {
+pub fn slot() -> &'static ThreadSlot {
     let p = SLOT.with(|s| s.get());
     if !p.is_null() {
         // SAFETY: slots are leaked, never freed.
@@ -96,11 +109,14 @@ fn slot() -> &'static ThreadSlot {
 }
 
 #[cold]
+#[inline(never)]
 fn new_slot() -> &'static ThreadSlot {
     let slot: &'static ThreadSlot = Box::leak(Box::new(ThreadSlot {
         index: NEXT_THREAD.fetch_add(1, Ordering::Relaxed),
         omp: AtomicPtr::new(ptr::null_mut()),
         mpi: AtomicPtr::new(ptr::null_mut()),
+        parallel_depth: AtomicPtr::new(ptr::null_mut()),
+        mpi_thread: crate::mpi::MpiThread::new(),
     }));
     SLOT.with(|s| s.set(slot));
     lock(&SLOTS).push(slot);
@@ -123,7 +139,34 @@ pub fn threads_seen() -> u32 {
 /// True when the calling thread is inside an OpenMP parallel region (as OMPT reported it).
 #[inline]
 pub fn in_parallel() -> bool {
-    hyscope_ompt::in_parallel()
+    slot().in_parallel()
+}
+
+/// The OMPT adapter created its state for the calling thread (see
+/// [`hyscope_ompt::Sink::bind_parallel_depth`]).
+pub fn bind_parallel_depth(depth: &'static AtomicU32) {
+    slot().parallel_depth.store(
+        depth as *const AtomicU32 as *mut AtomicU32,
+        Ordering::Relaxed,
+    );
+}
+
+impl ThreadSlot {
+    /// True when this (the calling) thread is inside an OpenMP parallel region.
+    #[inline]
+    pub fn in_parallel(&self) -> bool {
+        let d = self.parallel_depth.load(Ordering::Relaxed);
+        // SAFETY: the adapter's counter is leaked, never freed.
+        !d.is_null() && unsafe { &*d }.load(Ordering::Relaxed) > 0
+    }
+
+    /// Append one MPI call to this (the calling) thread's buffer.
+    #[inline]
+    pub fn record_mpi(&self, rec: MpiRecord) {
+        if !push(&self.mpi, rec) {
+            push_slow(&self.mpi, rec, &MPI_POOL, Full::Mpi);
+        }
+    }
 }
 
 /// Events lost so far (no free buffer, or the trace could not be written).
@@ -153,10 +196,7 @@ pub fn record_omp(rec: OmpRecord) {
 /// Append one MPI call to the calling thread's buffer.
 #[inline]
 pub fn record_mpi(rec: MpiRecord) {
-    let slot = slot();
-    if !push(&slot.mpi, rec) {
-        push_slow(&slot.mpi, rec, &MPI_POOL, Full::Mpi);
-    }
+    slot().record_mpi(rec);
 }
 
 /// Record one value of a sampled metric (sampler threads; not a hot path).
@@ -334,8 +374,14 @@ fn writer_loop() {
             }
             std::mem::take(&mut *q)
         };
+        let mpi = items.iter().any(|i| matches!(i, Full::Mpi(_)));
         lock(&WRITER).write_items(items);
+        // Allocating (and touching) blocks is the writer's job, not the
+        // recording threads'.
         OMP_POOL.top_up(4);
+        if mpi {
+            MPI_POOL.top_up(4);
+        }
     }
 }
 
@@ -349,6 +395,7 @@ struct Writer {
     /// Distinct code addresses seen (OMP codeptr, MPI call sites), for the symbols table.
     addresses: BTreeSet<u64>,
     scratch: Vec<OmpRecord>,
+    scratch_mpi: Vec<MpiRecord>,
 }
 
 static WRITER: Mutex<Writer> = Mutex::new(Writer {
@@ -363,6 +410,7 @@ static WRITER: Mutex<Writer> = Mutex::new(Writer {
     },
     addresses: BTreeSet::new(),
     scratch: Vec::new(),
+    scratch_mpi: Vec::new(),
 });
 
 impl Writer {
@@ -372,7 +420,8 @@ impl Writer {
         // Reuse the row buffer between writes (no fresh pages per batch).
         let mut omp = std::mem::take(&mut self.scratch);
         omp.clear();
-        let mut mpi = Vec::new();
+        let mut mpi = std::mem::take(&mut self.scratch_mpi);
+        mpi.clear();
         for item in items {
             match item {
                 Full::Omp(b) => {
@@ -403,6 +452,7 @@ impl Writer {
         self.write_omp(&mut omp);
         self.write_mpi(&mut mpi);
         self.scratch = omp;
+        self.scratch_mpi = mpi;
     }
 
     fn writer(&mut self, table: Table) -> Option<&mut PartWriter> {
