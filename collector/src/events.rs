@@ -271,6 +271,11 @@ fn push_slow<T: Copy>(
 /// Free blocks of one record type, allocated lazily up to the memory budget.
 struct Pool<T> {
     free: Mutex<Vec<SendPtr<Block<T>>>>,
+    /// Length of `free` (written under its lock; read without it as a hint,
+    /// so that a thread finding no block and no budget drops its event
+    /// without taking the lock: a writer that falls behind must not make
+    /// every recorded call slower).
+    free_len: AtomicUsize,
 }
 
 struct SendPtr<T>(*mut T);
@@ -279,19 +284,37 @@ unsafe impl<T> Send for SendPtr<T> {}
 
 static OMP_POOL: Pool<OmpRecord> = Pool {
     free: Mutex::new(Vec::new()),
+    free_len: AtomicUsize::new(0),
 };
 static MPI_POOL: Pool<MpiRecord> = Pool {
     free: Mutex::new(Vec::new()),
+    free_len: AtomicUsize::new(0),
 };
 /// Bytes of blocks allocated so far, against `HYSCOPE_BUFFER_MB`.
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 
 impl<T: Copy> Pool<T> {
     fn take(&self) -> Option<*mut Block<T>> {
-        if let Some(p) = lock(&self.free).pop() {
-            return Some(p.0);
+        let size = std::mem::size_of::<Block<T>>();
+        if self.free_len.load(Ordering::Relaxed) == 0
+            && ALLOCATED.load(Ordering::Relaxed) + size > session::config().buffer_bytes
+        {
+            return None; // nothing free and no budget left: drop without locking
+        }
+        {
+            let mut free = lock(&self.free);
+            if let Some(p) = free.pop() {
+                self.free_len.store(free.len(), Ordering::Relaxed);
+                return Some(p.0);
+            }
         }
         self.allocate()
+    }
+
+    fn put(&self, b: *mut Block<T>) {
+        let mut free = lock(&self.free);
+        free.push(SendPtr(b));
+        self.free_len.store(free.len(), Ordering::Relaxed);
     }
 
     /// A new block within the memory budget, its pages touched (so page faults
@@ -314,7 +337,7 @@ impl<T: Copy> Pool<T> {
     fn top_up(&self, n: usize) {
         while lock(&self.free).len() < n {
             match self.allocate() {
-                Some(b) => lock(&self.free).push(SendPtr(b)),
+                Some(b) => self.put(b),
                 None => break,
             }
         }
@@ -325,7 +348,7 @@ impl<T: Copy> Pool<T> {
         let block = unsafe { &*b };
         block.len.store(0, Ordering::Relaxed);
         block.taken.store(0, Ordering::Relaxed);
-        lock(&self.free).push(SendPtr(b));
+        self.put(b);
     }
 }
 
