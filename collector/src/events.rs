@@ -69,10 +69,22 @@ impl<T: Copy> Block<T> {
 }
 
 /// One thread's recording state. Leaked: lives until the process ends.
-struct ThreadSlot {
-    index: u32,
+///
+/// Everything a hot path needs about its thread is here, behind the one
+/// thread-local pointer: in a preloaded shared library each distinct
+/// thread-local costs a `__tls_get_addr` call (~5–10 ns here), so an MPI
+/// wrapper looks the slot up once and reads the rest from it. Fields other
+/// threads never touch are atomics only to make the slot `Sync` (the writer
+/// reads `omp`/`mpi`); relaxed loads and stores are plain moves.
+pub struct ThreadSlot {
+    pub index: u32,
     omp: AtomicPtr<Block<OmpRecord>>,
     mpi: AtomicPtr<Block<MpiRecord>>,
+    /// The OMPT adapter's count of open implicit tasks of this thread (null
+    /// until the adapter sees the thread: then it is not in a parallel region).
+    parallel_depth: AtomicPtr<AtomicU32>,
+    /// Per-thread state of the MPI wrappers.
+    pub mpi_thread: crate::mpi::MpiThread,
 }
 
 thread_local! {
@@ -85,8 +97,9 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Set once anything was recorded: the exit path then writes the rank's files.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 
+/// The calling thread's slot, created on first use (one thread-local lookup).
 #[inline]
-fn slot() -> &'static ThreadSlot {
+pub fn slot() -> &'static ThreadSlot {
     let p = SLOT.with(|s| s.get());
     if !p.is_null() {
         // SAFETY: slots are leaked, never freed.
@@ -96,11 +109,14 @@ fn slot() -> &'static ThreadSlot {
 }
 
 #[cold]
+#[inline(never)]
 fn new_slot() -> &'static ThreadSlot {
     let slot: &'static ThreadSlot = Box::leak(Box::new(ThreadSlot {
         index: NEXT_THREAD.fetch_add(1, Ordering::Relaxed),
         omp: AtomicPtr::new(ptr::null_mut()),
         mpi: AtomicPtr::new(ptr::null_mut()),
+        parallel_depth: AtomicPtr::new(ptr::null_mut()),
+        mpi_thread: crate::mpi::MpiThread::new(),
     }));
     SLOT.with(|s| s.set(slot));
     lock(&SLOTS).push(slot);
@@ -123,7 +139,34 @@ pub fn threads_seen() -> u32 {
 /// True when the calling thread is inside an OpenMP parallel region (as OMPT reported it).
 #[inline]
 pub fn in_parallel() -> bool {
-    hyscope_ompt::in_parallel()
+    slot().in_parallel()
+}
+
+/// The OMPT adapter created its state for the calling thread (see
+/// [`hyscope_ompt::Sink::bind_parallel_depth`]).
+pub fn bind_parallel_depth(depth: &'static AtomicU32) {
+    slot().parallel_depth.store(
+        depth as *const AtomicU32 as *mut AtomicU32,
+        Ordering::Relaxed,
+    );
+}
+
+impl ThreadSlot {
+    /// True when this (the calling) thread is inside an OpenMP parallel region.
+    #[inline]
+    pub fn in_parallel(&self) -> bool {
+        let d = self.parallel_depth.load(Ordering::Relaxed);
+        // SAFETY: the adapter's counter is leaked, never freed.
+        !d.is_null() && unsafe { &*d }.load(Ordering::Relaxed) > 0
+    }
+
+    /// Append one MPI call to this (the calling) thread's buffer.
+    #[inline]
+    pub fn record_mpi(&self, rec: MpiRecord) {
+        if !push(&self.mpi, rec) {
+            push_slow(&self.mpi, rec, &MPI_POOL, Full::Mpi);
+        }
+    }
 }
 
 /// Events lost so far (no free buffer, or the trace could not be written).
@@ -153,10 +196,7 @@ pub fn record_omp(rec: OmpRecord) {
 /// Append one MPI call to the calling thread's buffer.
 #[inline]
 pub fn record_mpi(rec: MpiRecord) {
-    let slot = slot();
-    if !push(&slot.mpi, rec) {
-        push_slow(&slot.mpi, rec, &MPI_POOL, Full::Mpi);
-    }
+    slot().record_mpi(rec);
 }
 
 /// Record one value of a sampled metric (sampler threads; not a hot path).
@@ -231,6 +271,11 @@ fn push_slow<T: Copy>(
 /// Free blocks of one record type, allocated lazily up to the memory budget.
 struct Pool<T> {
     free: Mutex<Vec<SendPtr<Block<T>>>>,
+    /// Length of `free` (written under its lock; read without it as a hint,
+    /// so that a thread finding no block and no budget drops its event
+    /// without taking the lock: a writer that falls behind must not make
+    /// every recorded call slower).
+    free_len: AtomicUsize,
 }
 
 struct SendPtr<T>(*mut T);
@@ -239,19 +284,37 @@ unsafe impl<T> Send for SendPtr<T> {}
 
 static OMP_POOL: Pool<OmpRecord> = Pool {
     free: Mutex::new(Vec::new()),
+    free_len: AtomicUsize::new(0),
 };
 static MPI_POOL: Pool<MpiRecord> = Pool {
     free: Mutex::new(Vec::new()),
+    free_len: AtomicUsize::new(0),
 };
 /// Bytes of blocks allocated so far, against `HYSCOPE_BUFFER_MB`.
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 
 impl<T: Copy> Pool<T> {
     fn take(&self) -> Option<*mut Block<T>> {
-        if let Some(p) = lock(&self.free).pop() {
-            return Some(p.0);
+        let size = std::mem::size_of::<Block<T>>();
+        if self.free_len.load(Ordering::Relaxed) == 0
+            && ALLOCATED.load(Ordering::Relaxed) + size > session::config().buffer_bytes
+        {
+            return None; // nothing free and no budget left: drop without locking
+        }
+        {
+            let mut free = lock(&self.free);
+            if let Some(p) = free.pop() {
+                self.free_len.store(free.len(), Ordering::Relaxed);
+                return Some(p.0);
+            }
         }
         self.allocate()
+    }
+
+    fn put(&self, b: *mut Block<T>) {
+        let mut free = lock(&self.free);
+        free.push(SendPtr(b));
+        self.free_len.store(free.len(), Ordering::Relaxed);
     }
 
     /// A new block within the memory budget, its pages touched (so page faults
@@ -274,7 +337,7 @@ impl<T: Copy> Pool<T> {
     fn top_up(&self, n: usize) {
         while lock(&self.free).len() < n {
             match self.allocate() {
-                Some(b) => lock(&self.free).push(SendPtr(b)),
+                Some(b) => self.put(b),
                 None => break,
             }
         }
@@ -285,7 +348,7 @@ impl<T: Copy> Pool<T> {
         let block = unsafe { &*b };
         block.len.store(0, Ordering::Relaxed);
         block.taken.store(0, Ordering::Relaxed);
-        lock(&self.free).push(SendPtr(b));
+        self.put(b);
     }
 }
 
@@ -334,8 +397,14 @@ fn writer_loop() {
             }
             std::mem::take(&mut *q)
         };
+        let mpi = items.iter().any(|i| matches!(i, Full::Mpi(_)));
         lock(&WRITER).write_items(items);
+        // Allocating (and touching) blocks is the writer's job, not the
+        // recording threads'.
         OMP_POOL.top_up(4);
+        if mpi {
+            MPI_POOL.top_up(4);
+        }
     }
 }
 
@@ -349,6 +418,7 @@ struct Writer {
     /// Distinct code addresses seen (OMP codeptr, MPI call sites), for the symbols table.
     addresses: BTreeSet<u64>,
     scratch: Vec<OmpRecord>,
+    scratch_mpi: Vec<MpiRecord>,
     /// CPU time spent in writes, ns (see [`writer_cpu_ns`]).
     cpu_ns: u64,
 }
@@ -365,6 +435,7 @@ static WRITER: Mutex<Writer> = Mutex::new(Writer {
     },
     addresses: BTreeSet::new(),
     scratch: Vec::new(),
+    scratch_mpi: Vec::new(),
     cpu_ns: 0,
 });
 
@@ -381,7 +452,8 @@ impl Writer {
         // Reuse the row buffer between writes (no fresh pages per batch).
         let mut omp = std::mem::take(&mut self.scratch);
         omp.clear();
-        let mut mpi = Vec::new();
+        let mut mpi = std::mem::take(&mut self.scratch_mpi);
+        mpi.clear();
         for item in items {
             match item {
                 Full::Omp(b) => {
@@ -412,6 +484,7 @@ impl Writer {
         self.write_omp(&mut omp);
         self.write_mpi(&mut mpi);
         self.scratch = omp;
+        self.scratch_mpi = mpi;
     }
 
     fn writer(&mut self, table: Table) -> Option<&mut PartWriter> {

@@ -38,6 +38,9 @@ impl hyscope_ompt::Sink for CollectorSink {
     fn thread_index(&self) -> u32 {
         events::thread_index()
     }
+    fn bind_parallel_depth(&self, depth: &'static std::sync::atomic::AtomicU32) {
+        events::bind_parallel_depth(depth);
+    }
     fn warn(&self, msg: &str) {
         session::warn(msg);
     }

@@ -295,7 +295,8 @@ pub unsafe extern "C" fn implicit_task(
         rec.count = index as u64;
         rec.flags = flags as u32;
         if !initial {
-            st.implicit_depth += 1;
+            let d = st.implicit_depth;
+            d.store(d.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             // The team size of a region is what its primary thread's implicit task reports.
             if index == 0
                 && let Some(p) =
@@ -312,7 +313,11 @@ pub unsafe extern "C" fn implicit_task(
             .close(t, |r| r.kind == k && r.task_id == id)
             .or_else(|| st.close(t, |r| r.kind == k));
         if closed.is_some() && !initial {
-            st.implicit_depth = st.implicit_depth.saturating_sub(1);
+            let d = st.implicit_depth;
+            d.store(
+                d.load(Ordering::Relaxed).saturating_sub(1),
+                Ordering::Relaxed,
+            );
         }
     }
 }

@@ -58,6 +58,12 @@ pub trait Sink: Sync {
     fn record(&self, rec: OmpRecord);
     /// Index of the calling thread (first call happens in `thread_begin`).
     fn thread_index(&self) -> u32;
+    /// The calling thread's count of open implicit tasks (> 0: inside a
+    /// parallel region), handed over once when the adapter first sees the
+    /// thread, right after [`Sink::thread_index`]. A sink may keep it with its
+    /// own per-thread state and answer "in parallel?" without asking the
+    /// adapter (one thread-local lookup less on the MPI wrappers' hot path).
+    fn bind_parallel_depth(&self, _depth: &'static AtomicU32) {}
     /// Report a problem once (`hyscope: ...` on stderr).
     fn warn(&self, msg: &str);
     /// The runtime shut the tool down (OMPT finalize): flush everything.

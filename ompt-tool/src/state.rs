@@ -39,8 +39,10 @@ pub(crate) struct ThreadState {
     seq: u64,
     stack: [OmpRecord; STACK_CAP],
     depth: usize,
-    /// Implicit tasks of parallel regions open on this thread.
-    pub implicit_depth: u32,
+    /// Implicit tasks of parallel regions open on this thread (leaked and
+    /// shared with the sink, see [`crate::Sink::bind_parallel_depth`]; written
+    /// only by this thread).
+    pub implicit_depth: &'static AtomicU32,
     profile: Option<Box<[Aggregate; PROFILE_CAP]>>,
 }
 
@@ -78,13 +80,17 @@ pub(crate) fn current() -> &'static mut ThreadState {
 #[cold]
 fn create() -> &'static mut ThreadState {
     let index = sink().map_or_else(|| THREADS.load(Ordering::Relaxed), |s| s.thread_index());
+    let implicit_depth: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
+    if let Some(s) = sink() {
+        s.bind_parallel_depth(implicit_depth);
+    }
     THREADS.fetch_add(1, Ordering::Relaxed);
     let state = Box::leak(Box::new(ThreadState {
         index,
         seq: 0,
         stack: [OmpRecord::default(); STACK_CAP],
         depth: 0,
-        implicit_depth: 0,
+        implicit_depth,
         profile: profile_mode().then(|| Box::new([Aggregate::default(); PROFILE_CAP])),
     }));
     let p: *mut ThreadState = state;
@@ -99,7 +105,7 @@ fn create() -> &'static mut ThreadState {
 pub(crate) fn in_parallel() -> bool {
     let p = STATE.with(|s| s.get());
     // SAFETY: as in current().
-    !p.is_null() && unsafe { (*p).implicit_depth } > 0
+    !p.is_null() && unsafe { (*p).implicit_depth.load(Ordering::Relaxed) } > 0
 }
 
 impl ThreadState {

@@ -20,6 +20,13 @@ struct Recorder {
 
 thread_local! {
     static INDEX: Cell<Option<u32>> = const { Cell::new(None) };
+    /// The counter handed over by `bind_parallel_depth` for this thread.
+    static DEPTH: Cell<Option<&'static AtomicU32>> = const { Cell::new(None) };
+}
+
+/// "In parallel?" as a sink sees it through the bound counter (what the collector's MPI wrappers read).
+fn bound_in_parallel() -> bool {
+    DEPTH.with(|d| d.get().expect("counter bound").load(Ordering::Relaxed) > 0)
 }
 
 impl hyscope_ompt::Sink for Recorder {
@@ -39,6 +46,9 @@ impl hyscope_ompt::Sink for Recorder {
                 v
             }
         })
+    }
+    fn bind_parallel_depth(&self, depth: &'static AtomicU32) {
+        DEPTH.with(|d| d.set(Some(depth)));
     }
     fn warn(&self, _msg: &str) {}
     fn finalize(&self) {}
@@ -103,6 +113,7 @@ fn primary_thread_of_a_region_with_a_dynamic_loop() {
             OMPT_TASK_INITIAL,
         );
         assert!(!hyscope_ompt::in_parallel());
+        assert!(!bound_in_parallel());
         parallel_begin(
             &mut init,
             null(),
@@ -113,6 +124,7 @@ fn primary_thread_of_a_region_with_a_dynamic_loop() {
         );
         implicit_task(OMPT_SCOPE_BEGIN, &mut pd, &mut t0, 2, 0, OMPT_TASK_IMPLICIT);
         assert!(hyscope_ompt::in_parallel());
+        assert!(bound_in_parallel());
         work(11, OMPT_SCOPE_BEGIN, &mut pd, &mut t0, 100, code(0x2000));
         dispatch(
             &mut pd,
@@ -138,6 +150,7 @@ fn primary_thread_of_a_region_with_a_dynamic_loop() {
         implicit_task(OMPT_SCOPE_END, &mut pd, &mut t0, 2, 0, OMPT_TASK_IMPLICIT);
         parallel_end(&mut pd, &mut init, 0, code(0x1000));
         assert!(!hyscope_ompt::in_parallel());
+        assert!(!bound_in_parallel());
         // A critical section, a task run to completion, a failed test_lock then a lock.
         mutex_acquire(5, 0, 0, 42, code(0x3000));
         mutex_acquired(5, 42, code(0x3000));

@@ -14,11 +14,10 @@
 //! No lock anywhere on it: communicators and requests live in [`table`], peer
 //! counters are atomics, request ids come from a per-thread counter.
 
-use std::cell::Cell;
 use std::ffi::c_int;
 use std::sync::OnceLock;
 use std::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering,
+    AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering,
 };
 
 use hyscope_format::schema::{ANY, MpiRecord, NO_RANK, PROC_NULL, mpi_call};
@@ -67,15 +66,37 @@ static COMM_COUNTER: AtomicU64 = AtomicU64::new(1);
 /// Process-local ids of communicators created behind our back (high bit set).
 static LOCAL_COMM_IDS: AtomicU64 = AtomicU64::new(1 << 63);
 
-thread_local! {
+/// Per-thread state of the wrappers, kept in the thread's
+/// [`events::ThreadSlot`] so that a wrapper needs one thread-local lookup.
+/// Written only by its thread (atomics for `Sync`; relaxed = plain moves).
+pub struct MpiThread {
     /// Inside a wrapper: MPI calls the library makes internally are not recorded.
-    static INSIDE: Cell<bool> = const { Cell::new(false) };
-    /// Per-thread request counter: ids are `thread << 40 | n`, unique without contention.
-    static NEXT_REQ: Cell<u64> = const { Cell::new(0) };
+    inside: AtomicBool,
+    /// Request counter: ids are `thread << 40 | n`, unique without contention.
+    next_req: AtomicU64,
+    /// This thread's peer counters (null until its first message).
+    peers: AtomicPtr<PeerCounts>,
 }
 
-/// Marks the calling thread as inside a wrapper for its lifetime.
-pub struct Enter(());
+impl MpiThread {
+    pub const fn new() -> MpiThread {
+        MpiThread {
+            inside: AtomicBool::new(false),
+            next_req: AtomicU64::new(0),
+            peers: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+}
+
+impl Default for MpiThread {
+    fn default() -> Self {
+        MpiThread::new()
+    }
+}
+
+/// Marks the calling thread as inside a wrapper for its lifetime; carries
+/// the thread's slot for the rest of the wrapper.
+pub struct Enter(&'static events::ThreadSlot);
 
 impl Enter {
     /// None inside another wrapper, or when the program uses another MPI than
@@ -85,21 +106,27 @@ impl Enter {
         if foreign() {
             return None;
         }
-        INSIDE.with(|c| {
-            if c.get() {
-                None
-            } else {
-                c.set(true);
-                Some(Enter(()))
-            }
-        })
+        let slot = events::slot();
+        let inside = &slot.mpi_thread.inside;
+        if inside.load(Ordering::Relaxed) {
+            None
+        } else {
+            inside.store(true, Ordering::Relaxed);
+            Some(Enter(slot))
+        }
+    }
+
+    /// The calling thread's slot.
+    #[inline]
+    pub fn slot(&self) -> &'static events::ThreadSlot {
+        self.0
     }
 }
 
 impl Drop for Enter {
     #[inline]
     fn drop(&mut self) {
-        INSIDE.with(|c| c.set(false));
+        self.0.mpi_thread.inside.store(false, Ordering::Relaxed);
     }
 }
 
@@ -168,11 +195,17 @@ pub fn recording() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// A record with the common fields filled in.
+/// A record of the calling thread (`slot`) with the common fields filled in.
 #[inline]
-pub fn base(call: u16, start_ns: i64, end_ns: i64, callsite: usize) -> MpiRecord {
+pub fn base(
+    slot: &events::ThreadSlot,
+    call: u16,
+    start_ns: i64,
+    end_ns: i64,
+    callsite: usize,
+) -> MpiRecord {
     MpiRecord {
-        thread: events::thread_index(),
+        thread: slot.index,
         call,
         start_ns,
         end_ns,
@@ -183,15 +216,55 @@ pub fn base(call: u16, start_ns: i64, end_ns: i64, callsite: usize) -> MpiRecord
         comm_id: 0,
         root: NO_RANK,
         request_id: 0,
-        in_parallel: events::in_parallel(),
+        in_parallel: slot.in_parallel(),
         callsite: callsite as u64,
     }
 }
 
+/// Record `r` (unless its call was cleared) in the calling thread's (`slot`) buffer.
 #[inline]
-pub fn record(r: MpiRecord) {
+pub fn record(slot: &events::ThreadSlot, r: MpiRecord) {
     if r.call != 0 {
-        events::record_mpi(r);
+        slot.record_mpi(r);
+    }
+}
+
+/// The record a wrapper fills, with the calling thread's slot (looked up once
+/// per call). Derefs to the [`MpiRecord`].
+#[derive(Clone, Copy)]
+pub struct Rec {
+    pub rec: MpiRecord,
+    pub slot: &'static events::ThreadSlot,
+}
+
+impl Rec {
+    #[inline]
+    pub fn new(slot: &'static events::ThreadSlot, call: u16, callsite: usize) -> Rec {
+        Rec {
+            rec: base(slot, call, 0, 0, callsite),
+            slot,
+        }
+    }
+
+    /// Record it (unless its call was cleared).
+    #[inline]
+    pub fn record(&self) {
+        record(self.slot, self.rec);
+    }
+}
+
+impl std::ops::Deref for Rec {
+    type Target = MpiRecord;
+    #[inline]
+    fn deref(&self) -> &MpiRecord {
+        &self.rec
+    }
+}
+
+impl std::ops::DerefMut for Rec {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut MpiRecord {
+        &mut self.rec
     }
 }
 
@@ -352,6 +425,7 @@ fn comms() -> &'static HandleTable {
 /// call we do not wrap).
 #[inline]
 pub fn comm_info(comm: ffi::MPI_Comm) -> CommInfo {
+    // World inline (the common case), the rest out of line.
     if comm.key() == world().key() {
         return CommInfo {
             id: 1,
@@ -360,16 +434,22 @@ pub fn comm_info(comm: ffi::MPI_Comm) -> CommInfo {
             world: std::ptr::null(),
         };
     }
+    comm_info_other(comm)
+}
+
+#[inline(never)]
+fn comm_info_other(comm: ffi::MPI_Comm) -> CommInfo {
     if let Some((_, w)) = comms().get(comm.key()) {
         return CommInfo::from_words(w);
     }
     if comm.key() == comm_self().key() {
-        let me = WORLD_RANK.load(Ordering::Relaxed);
         return CommInfo {
             id: 2,
             size: 1,
             rank: 0,
-            world: Box::leak(Box::new([me])).as_ptr(),
+            // Local rank 0 of self is this rank: a one-entry translation
+            // (WORLD_RANK is written once, at MPI_Init, before any use).
+            world: WORLD_RANK.as_ptr() as *const i32,
         };
     }
     comm_info_slow(comm)
@@ -550,7 +630,7 @@ pub enum ReqKind {
 /// (`bytes`: what each start of a persistent send sends).
 #[inline]
 pub fn new_request(
-    r: &mut MpiRecord,
+    r: &mut Rec,
     req: ffi::MPI_Request,
     kind: ReqKind,
     persistent: bool,
@@ -560,11 +640,9 @@ pub fn new_request(
     if req.key() == request_null() {
         return;
     }
-    let n = NEXT_REQ.with(|c| {
-        let n = c.get() + 1;
-        c.set(n);
-        n
-    });
+    let counter = &r.slot.mpi_thread.next_req;
+    let n = counter.load(Ordering::Relaxed) + 1;
+    counter.store(n, Ordering::Relaxed);
     let id = ((r.thread as u64) << 40) | n;
     r.request_id = id;
     let mut flags = r.call as u64;
@@ -595,7 +673,7 @@ pub fn new_request(
 /// A persistent request was started: its next completion is recorded. Fills
 /// request id, peer, tag, communicator and (for sends) bytes into `r`.
 #[inline]
-pub fn start_request(r: &mut MpiRecord, req: usize) {
+pub fn start_request(r: &mut Rec, req: usize) {
     if let Some((s, w)) = requests().get(req) {
         requests().set_word(s, 1, w[1] | REQ_ACTIVE);
         r.request_id = w[0];
@@ -604,7 +682,7 @@ pub fn start_request(r: &mut MpiRecord, req: usize) {
         r.comm_id = w[4];
         if w[1] & REQ_RECV == 0 {
             r.bytes_sent += w[3];
-            note_peer(r.peer, w[3], r.start_ns);
+            note_peer(r.slot, r.peer, w[3], r.start_ns);
         }
     }
 }
@@ -638,7 +716,7 @@ impl Taken {
         // Several live entries can share a handle (Open MPI returns its shared
         // `ompi_request_empty` for sends completed inline): prefer this thread's
         // oldest request.
-        let me = events::thread_index() as u64;
+        let me = events::slot().index as u64;
         let score =
             |w: &[u64; table::WORDS]| ((w[0] >> 40 != me) as u64) << 63 | (w[0] & ((1 << 40) - 1));
         match requests().get_best(key, score) {
@@ -675,7 +753,8 @@ impl Taken {
         if w[1] & REQ_ACTIVE == 0 {
             return; // an inactive persistent request completes trivially
         }
-        let mut r = base(mpi_call::REQUEST_COMPLETE, t, t, callsite);
+        let slot = events::slot();
+        let mut r = base(slot, mpi_call::REQUEST_COMPLETE, t, t, callsite);
         r.request_id = w[0];
         r.peer = (w[2] >> 32) as u32 as i32;
         r.tag = w[2] as u32 as i32;
@@ -696,11 +775,11 @@ impl Taken {
                 r.peer = comm.world_rank(st.MPI_SOURCE);
                 r.tag = st.MPI_TAG;
                 r.bytes_recv = status_bytes(st);
-                note_peer(r.peer, r.bytes_recv, t);
+                note_peer(slot, r.peer, r.bytes_recv, t);
             }
         }
         if recording() {
-            record(r);
+            record(slot, r);
         }
     }
 
@@ -741,7 +820,7 @@ pub fn status_bytes(st: &ffi::MPI_Status) -> u64 {
 /// # Safety
 /// `status` is null or a status filled by MPI.
 #[inline]
-pub unsafe fn recv_from_status(r: &mut MpiRecord, comm: &CommInfo, status: *const ffi::MPI_Status) {
+pub unsafe fn recv_from_status(r: &mut Rec, comm: &CommInfo, status: *const ffi::MPI_Status) {
     if status.is_null() {
         return;
     }
@@ -750,7 +829,7 @@ pub unsafe fn recv_from_status(r: &mut MpiRecord, comm: &CommInfo, status: *cons
     r.peer = comm.world_rank(st.MPI_SOURCE);
     r.tag = st.MPI_TAG;
     r.bytes_recv = status_bytes(st);
-    note_peer(r.peer, r.bytes_recv, r.end_ns);
+    note_peer(r.slot, r.peer, r.bytes_recv, r.end_ns);
 }
 
 /// A status the wrapper owns when the application passed `MPI_STATUS_IGNORE`.
@@ -781,22 +860,19 @@ static FIRST_CONTACT: OnceLock<Box<[AtomicI64]>> = OnceLock::new();
 static PEER_TABLES: std::sync::Mutex<Vec<&'static PeerCounts>> = std::sync::Mutex::new(Vec::new());
 static DISTINCT_PEERS: AtomicU32 = AtomicU32::new(0);
 
-thread_local! {
-    static MY_PEERS: Cell<*const PeerCounts> = const { Cell::new(std::ptr::null()) };
-}
-
-/// One point-to-point message to or from world rank `peer`.
+/// One point-to-point message of the calling thread (`slot`) to or from world rank `peer`.
 #[inline]
-pub fn note_peer(peer: i32, bytes: u64, t: i64) {
+pub fn note_peer(slot: &events::ThreadSlot, peer: i32, bytes: u64, t: i64) {
     if peer < 0 || peer == WORLD_RANK.load(Ordering::Relaxed) {
         return;
     }
     let Some(first) = FIRST_CONTACT.get().and_then(|f| f.get(peer as usize)) else {
         return;
     };
-    let mut mine = MY_PEERS.with(|c| c.get());
+    let slot = &slot.mpi_thread.peers;
+    let mut mine = slot.load(Ordering::Relaxed) as *const PeerCounts;
     if mine.is_null() {
-        mine = my_peer_counts();
+        mine = my_peer_counts(slot);
     }
     // SAFETY: leaked, sized like FIRST_CONTACT, written only by this thread.
     let counts = unsafe { &*mine };
@@ -811,14 +887,17 @@ pub fn note_peer(peer: i32, bytes: u64, t: i64) {
 }
 
 #[cold]
-fn my_peer_counts() -> *const PeerCounts {
+fn my_peer_counts(slot: &AtomicPtr<PeerCounts>) -> *const PeerCounts {
     let n = FIRST_CONTACT.get().map_or(0, |f| f.len());
     let counts: &'static PeerCounts = Box::leak(Box::new(PeerCounts {
         messages: (0..n).map(|_| AtomicU64::new(0)).collect(),
         bytes: (0..n).map(|_| AtomicU64::new(0)).collect(),
     }));
     events::lock(&PEER_TABLES).push(counts);
-    MY_PEERS.with(|c| c.set(counts));
+    slot.store(
+        counts as *const PeerCounts as *mut PeerCounts,
+        Ordering::Relaxed,
+    );
     counts
 }
 

@@ -4,8 +4,9 @@
 //! without frame pointers, so the exported symbol is a naked function: it
 //! reads the return address at `[rsp]` and calls the wrapper with it as an
 //! extra *first* argument, shifting the others by one register (r9 moves to
-//! the stack; up to 8 stack arguments are copied, enough for MPI's longest
-//! signatures of 14 arguments). About a dozen moves: ~2 ns.
+//! the stack; the caller's stack arguments are copied: as many as the
+//! signature has, at most 8, enough for MPI's longest signatures of 14
+//! arguments). A handful of moves.
 //!
 //! When the program uses the other MPI flavour (see `mpi::foreign`), the shim
 //! jumps straight to the program's `PMPI_*` with the registers untouched: a
@@ -20,11 +21,22 @@
 
 /// `shim!(path::to::inner => "SYMBOL", "symbol_", ...)`: export each symbol as
 /// a trampoline to `inner(callsite, args...)`.
+/// `shim!(path::to::inner, args = N => ...)`: the same for a function of N
+/// arguments (callsite not counted), which copies only the stack arguments
+/// it has (none up to 6 arguments) instead of the 8 the longest signatures need.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! mpi_shim {
-    ($inner:path => $($export:expr),+ $(,)?) => {$(
+    ($inner:path => $($export:expr),+ $(,)?) => {
+        $crate::mpi_shim!($inner, args = 14 => $($export),+);
+    };
+    ($inner:path, args = $n:expr => $($export:expr),+ $(,)?) => {$(
         const _: () = {
+            // Caller's stack arguments to move (the 7th and later; the 6th
+            // moves from r9 to the stack).
+            const N: usize = $n;
+            const COPIES: usize = N.saturating_sub(6);
+            const _: () = assert!(COPIES <= 8, "the shim copies at most 8 stack arguments");
             static NAME: &str = concat!($export, "\0");
             static REAL: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
             #[unsafe(naked)]
@@ -37,22 +49,13 @@ macro_rules! mpi_shim {
                     "mov r11, [rsp]",
                     "sub rsp, 72",
                     "mov [rsp], r9",
-                    "mov r10, [rsp + 80]",
-                    "mov [rsp + 8], r10",
-                    "mov r10, [rsp + 88]",
-                    "mov [rsp + 16], r10",
-                    "mov r10, [rsp + 96]",
-                    "mov [rsp + 24], r10",
-                    "mov r10, [rsp + 104]",
-                    "mov [rsp + 32], r10",
-                    "mov r10, [rsp + 112]",
-                    "mov [rsp + 40], r10",
-                    "mov r10, [rsp + 120]",
-                    "mov [rsp + 48], r10",
-                    "mov r10, [rsp + 128]",
-                    "mov [rsp + 56], r10",
-                    "mov r10, [rsp + 136]",
-                    "mov [rsp + 64], r10",
+                    // Old stack argument i at [rsp+80+8i] to [rsp+8+8i], i < COPIES.
+                    ".set hyscope_shim_i, 0",
+                    ".rept {copies}",
+                    "mov r10, [rsp + 80 + 8 * hyscope_shim_i]",
+                    "mov [rsp + 8 + 8 * hyscope_shim_i], r10",
+                    ".set hyscope_shim_i, hyscope_shim_i + 1",
+                    ".endr",
                     "mov r9, r8",
                     "mov r8, rcx",
                     "mov rcx, rdx",
@@ -76,6 +79,7 @@ macro_rules! mpi_shim {
                     "jz 3b",
                     "jmp rax",
                     inner = sym $inner,
+                    copies = const COPIES,
                     check = sym $crate::mpi::FLAVOUR_CHECK,
                     name = sym NAME,
                     real = sym REAL,

@@ -35,10 +35,10 @@ macro_rules! wrappers {
             // The table's code reads only what MPI defines for these arguments.
             #[allow(unused_mut, unused_variables, unsafe_op_in_unsafe_fn, clippy::too_many_arguments)]
             pub unsafe extern "C" fn inner(callsite: usize, $(mut $arg: $ty),*) -> c_int {
-                let Some(_enter) = Enter::new() else {
+                let Some(enter) = Enter::new() else {
                     return ffi::$pmpi($($arg),*);
                 };
-                let mut $r = base(mpi_call::$name, 0, 0, callsite);
+                let mut $r = Rec::new(enter.slot(), mpi_call::$name, callsite);
                 $($($pre)*)?
                 $r.start_ns = clock::now_ns();
                 // Forwarded (statuses possibly replaced by the wrapper's own).
@@ -46,11 +46,11 @@ macro_rules! wrappers {
                 $r.end_ns = clock::now_ns();
                 $post
                 if recording() {
-                    record($r);
+                    $r.record();
                 }
                 $rc
             }
-            $crate::mpi_shim!(inner => stringify!($name));
+            $crate::mpi_shim!(inner, args = ({ let a: &[&str] = &[$(stringify!($arg)),*]; a.len() }) => stringify!($name));
         }
     )*};
 }
@@ -60,7 +60,7 @@ macro_rules! wrappers {
 /// A point-to-point send: peer, tag, bytes, communicator; counts the peer.
 #[inline]
 fn send(
-    r: &mut MpiRecord,
+    r: &mut Rec,
     count: c_int,
     dt: MPI_Datatype,
     dest: c_int,
@@ -72,7 +72,7 @@ fn send(
     r.peer = c.world_rank(dest);
     r.tag = tag;
     r.bytes_sent = nbytes(count, dt);
-    note_peer(r.peer, r.bytes_sent, r.start_ns);
+    note_peer(r.slot, r.peer, r.bytes_sent, r.start_ns);
     c
 }
 
@@ -234,7 +234,7 @@ wrappers! {
         pre { before_finalize(); }
         |r, rc| {
             // Record now and flush: the trace is complete when MPI is gone.
-            if recording() { record(r); }
+            if recording() { r.record(); }
             r.call = 0;
             after_finalize();
         }
@@ -244,7 +244,7 @@ wrappers! {
             r.tag = errorcode;
             r.start_ns = clock::now_ns();
             r.end_ns = r.start_ns;
-            record(r);
+            r.record();
             r.call = 0;
             before_abort();
         }
