@@ -387,7 +387,7 @@ fn hand_off(item: Full) {
 
 fn writer_loop() {
     loop {
-        let items = {
+        {
             let mut q = lock(&QUEUE.items);
             while q.is_empty() {
                 q = match QUEUE.ready.wait_timeout(q, Duration::from_secs(1)) {
@@ -395,10 +395,16 @@ fn writer_loop() {
                     Err(p) => p.into_inner().0,
                 };
             }
-            std::mem::take(&mut *q)
-        };
+        }
+        // Take the items only under the writer lock (lock order WRITER, then
+        // QUEUE, as in flush_all): a flush then either finds them still queued
+        // or waits until they are written, so none is written after the flush
+        // closed the parts and the symbols were resolved.
+        let mut writer = lock(&WRITER);
+        let items = std::mem::take(&mut *lock(&QUEUE.items));
         let mpi = items.iter().any(|i| matches!(i, Full::Mpi(_)));
-        lock(&WRITER).write_items(items);
+        writer.write_items(items);
+        drop(writer);
         // Allocating (and touching) blocks is the writer's job, not the
         // recording threads'.
         OMP_POOL.top_up(4);
@@ -577,10 +583,11 @@ impl Writer {
 /// that everything recorded so far is in complete part files. Safe to call
 /// from any thread, e.g. in `MPI_Finalize` or at exit, and more than once.
 pub fn flush_all() {
+    // The writer lock first: see writer_loop.
+    let mut w = lock(&WRITER);
     let items = std::mem::take(&mut *lock(&QUEUE.items));
     let samples = std::mem::take(&mut *lock(&SAMPLES));
     let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
-    let mut w = lock(&WRITER);
     let cpu = thread_cpu_ns();
     w.write_items_untimed(items);
     w.write_samples(&samples);
