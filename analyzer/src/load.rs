@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use hyscope_format::manifest::ClockOffset;
-use hyscope_format::reader::read_part_records;
+use hyscope_format::reader::{part_rows_selected, read_part_records, read_part_records_into};
 use hyscope_format::{
     Manifest, MpiRecord, OmpRecord, PartFile, SampleRecord, ScanOptions, SymbolRecord, Table, Trace,
 };
@@ -142,6 +142,57 @@ impl ClockMap {
 /// row on disk and 80 bytes per row in memory, 48 MiB of parts is ~1 GiB of rows.
 const OMP_BATCH_BYTES: u64 = 48 << 20;
 
+/// Rows per decoded record batch of OpenMP parts: the batch's temporary
+/// records (80 bytes each, 1.3 MB) stay in the cache on their way to the rank buffer.
+const OMP_DECODE_BATCH: usize = 16 * 1024;
+
+/// Decode a rank's OpenMP parts, in parallel, into disjoint slices of `buf`
+/// (grown when needed, never shrunk): returns the rows, in part order.
+fn decode_rank<'b>(
+    parts: &[&PartFile],
+    options: &ScanOptions,
+    buf: &'b mut Vec<OmpRecord>,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<&'b mut [OmpRecord], AnalyzeError> {
+    let sizes: Vec<usize> = parts
+        .par_iter()
+        .map(|p| part_rows_selected(p, options))
+        .collect::<Result<_, _>>()?;
+    let total: usize = sizes.iter().sum();
+    if buf.len() < total {
+        buf.resize(total, OmpRecord::default());
+    }
+    let mut slices: Vec<&mut [OmpRecord]> = Vec::with_capacity(parts.len());
+    let mut rest = &mut buf[..total];
+    for &n in &sizes {
+        let (head, tail) = rest.split_at_mut(n);
+        slices.push(head);
+        rest = tail;
+    }
+    let written: Vec<usize> = parts
+        .par_iter()
+        .zip(slices)
+        .map(|(p, slice)| {
+            let n = read_part_records_into(p, options, slice)?;
+            if let Some(b) = bar {
+                b.inc(p.bytes);
+            }
+            Ok::<_, AnalyzeError>(n)
+        })
+        .collect::<Result<_, _>>()?;
+    // A part may yield fewer rows than its row groups hold: close the gaps.
+    let mut n = 0;
+    let mut offset = 0;
+    for (&size, &w) in sizes.iter().zip(&written) {
+        if offset != n {
+            buf.copy_within(offset..offset + w, n);
+        }
+        n += w;
+        offset += size;
+    }
+    Ok(&mut buf[..n])
+}
+
 /// Open and read a whole trace: MPI, samples and symbols are kept; the OpenMP
 /// rows are reduced rank by rank to [`crate::omp::RankPass`] aggregates.
 pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), AnalyzeError> {
@@ -252,36 +303,34 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     }
     let mut passes: Vec<RankPass> = Vec::new();
     let mut omp_span: HashMap<u32, (i64, i64, u64, u32)> = HashMap::new();
+    // One row buffer per rank of a batch, reused from batch to batch: its pages
+    // are faulted in once, not once per part and rank.
+    let mut pool: Vec<Vec<OmpRecord>> = Vec::new();
+    let omp_options = ScanOptions {
+        batch_size: Some(OMP_DECODE_BATCH),
+        ..ScanOptions::default()
+    };
     for batch in batches {
+        if pool.len() < batch.len() {
+            pool.resize_with(batch.len(), Vec::new);
+        }
         let done: Vec<(RankPass, (i64, i64, u64, u32))> = batch
             .into_par_iter()
-            .map(|(rank, ps)| {
+            .zip(pool.par_iter_mut())
+            .map(|((rank, ps), buf)| {
                 let t_decode = std::time::Instant::now();
-                let chunks: Vec<Vec<OmpRecord>> = ps
-                    .par_iter()
-                    .map(|p| {
-                        let v = read_part_records::<OmpRecord>(p, &options)?;
-                        if let Some(b) = &bar {
-                            b.inc(p.bytes);
-                        }
-                        Ok::<_, AnalyzeError>(v)
-                    })
-                    .collect::<Result<_, _>>()?;
-                let mut rows: Vec<OmpRecord> =
-                    Vec::with_capacity(chunks.iter().map(Vec::len).sum());
-                for mut c in chunks {
-                    rows.append(&mut c);
-                }
+                let rows = decode_rank(&ps, &omp_options, buf, bar.as_ref())?;
                 if let Some(m) = maps.get(&rank).filter(|m| !m.is_identity()) {
                     rows.par_iter_mut().for_each(|r| {
                         r.start_ns = m.to_global(r.start_ns);
                         r.end_ns = m.to_global(r.end_ns);
                     });
                 }
+                let rows: &[OmpRecord] = rows;
                 let mut first = i64::MAX;
                 let mut last = i64::MIN;
                 let mut threads = 0u32;
-                for r in &rows {
+                for r in rows {
                     first = first.min(r.start_ns);
                     last = last.max(r.end_ns);
                     threads = threads.max(r.thread + 1);
@@ -290,7 +339,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                     .max(manifest_threads.get(&rank).copied().unwrap_or(1))
                     .max(1);
                 let t_pass = std::time::Instant::now();
-                let pass = crate::omp::rank_pass(rank, &rows, threads);
+                let pass = crate::omp::rank_pass(rank, rows, threads);
                 if std::env::var_os("HYSCOPE_TIMING").is_some() {
                     eprintln!(
                         "hyscope: rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
@@ -307,6 +356,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
             passes.push(pass);
         }
     }
+    drop(pool);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -169,6 +169,45 @@ pub fn read_part_records<R: Record>(
     Ok(out)
 }
 
+/// Rows a scan of one part yields at most (the rows of the row groups it reads):
+/// the length of the buffer [`read_part_records_into`] needs.
+pub fn part_rows_selected(part: &PartFile, options: &ScanOptions) -> Result<usize, FormatError> {
+    Ok(PartScan::open(part, options)?.rows_selected())
+}
+
+/// Decode one part's rows into the front of `out`, a caller's buffer (reused
+/// across parts and ranks, its pages are faulted in once, and parts can be
+/// decoded in parallel into disjoint slices of one buffer). Returns how many
+/// rows were written; `out` must hold [`part_rows_selected`] rows, a part that
+/// yields more is an error.
+pub fn read_part_records_into<R: Record>(
+    part: &PartFile,
+    options: &ScanOptions,
+    out: &mut [R],
+) -> Result<usize, FormatError> {
+    let mut n = 0usize;
+    let mut overflow = false;
+    for_each_part_batch::<R>(part, options, |rows, _| {
+        let k = rows.len();
+        match out.get_mut(n..n + k) {
+            Some(dst) if !overflow => {
+                for (d, r) in dst.iter_mut().zip(rows) {
+                    *d = r;
+                }
+                n += k;
+            }
+            _ => overflow = true,
+        }
+    })?;
+    if overflow {
+        return Err(FormatError::Invalid {
+            path: part.path.clone(),
+            message: format!("more rows than the {} of the buffer", out.len()),
+        });
+    }
+    Ok(n)
+}
+
 /// Decode a part batch by batch into records. `sink` gets the rows of each
 /// batch and, with the first, the number of rows the scan may still yield.
 fn for_each_part_batch<R: Record>(
