@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use hyscope_format::manifest::ClockOffset;
-use hyscope_format::reader::{part_rows_selected, read_part_records, read_part_records_into};
+use hyscope_format::reader::{part_row_group_rows, read_part_records, read_part_row_groups_into};
 use hyscope_format::{
     Manifest, MpiRecord, OmpRecord, PartFile, SampleRecord, ScanOptions, SymbolRecord, Table, Trace,
 };
@@ -146,49 +146,79 @@ const OMP_BATCH_BYTES: u64 = 48 << 20;
 /// records (80 bytes each, 1.3 MB) stay in the cache on their way to the rank buffer.
 const OMP_DECODE_BATCH: usize = 16 * 1024;
 
-/// Decode a rank's OpenMP parts, in parallel, into disjoint slices of `buf`
-/// (grown when needed, never shrunk): returns the rows, in part order.
+/// Rows per decoding task: parts (4 Mi rows by default) are split into pieces
+/// of whole row groups so both cores stay busy to the end of a rank.
+const OMP_DECODE_PIECE: usize = 1 << 20;
+
+/// Decode a rank's OpenMP parts, in parallel pieces of row groups, into
+/// disjoint slices of `buf` (grown when needed, never shrunk): returns the
+/// rows, in part order.
 fn decode_rank<'b>(
     parts: &[&PartFile],
     options: &ScanOptions,
     buf: &'b mut Vec<OmpRecord>,
     bar: Option<&indicatif::ProgressBar>,
 ) -> Result<&'b mut [OmpRecord], AnalyzeError> {
-    let sizes: Vec<usize> = parts
+    let groups: Vec<Vec<usize>> = parts
         .par_iter()
-        .map(|p| part_rows_selected(p, options))
+        .map(|p| part_row_group_rows(p, options))
         .collect::<Result<_, _>>()?;
-    let total: usize = sizes.iter().sum();
+    // Pieces: (part, row groups, rows at most, progress bytes).
+    let mut pieces: Vec<(&PartFile, std::ops::Range<usize>, usize, u64)> = Vec::new();
+    for (p, g) in parts.iter().zip(&groups) {
+        let first = pieces.len();
+        let mut start = 0;
+        while start < g.len() {
+            let mut end = start;
+            let mut rows = 0;
+            while end < g.len() && rows < OMP_DECODE_PIECE {
+                rows += g[end];
+                end += 1;
+            }
+            pieces.push((p, start..end, rows, 0));
+            start = end;
+        }
+        // The progress bar counts the part's bytes once, with its last piece.
+        match pieces.get_mut(first..).and_then(|v| v.last_mut()) {
+            Some(last) => last.3 = p.bytes,
+            None => {
+                if let Some(b) = bar {
+                    b.inc(p.bytes);
+                }
+            }
+        }
+    }
+    let total: usize = pieces.iter().map(|p| p.2).sum();
     if buf.len() < total {
         buf.resize(total, OmpRecord::default());
     }
-    let mut slices: Vec<&mut [OmpRecord]> = Vec::with_capacity(parts.len());
+    let mut slices: Vec<&mut [OmpRecord]> = Vec::with_capacity(pieces.len());
     let mut rest = &mut buf[..total];
-    for &n in &sizes {
-        let (head, tail) = rest.split_at_mut(n);
+    for piece in &pieces {
+        let (head, tail) = rest.split_at_mut(piece.2);
         slices.push(head);
         rest = tail;
     }
-    let written: Vec<usize> = parts
+    let written: Vec<usize> = pieces
         .par_iter()
         .zip(slices)
-        .map(|(p, slice)| {
-            let n = read_part_records_into(p, options, slice)?;
-            if let Some(b) = bar {
-                b.inc(p.bytes);
+        .map(|((p, range, _, bytes), slice)| {
+            let n = read_part_row_groups_into(p, options, range.clone(), slice)?;
+            if let (Some(b), true) = (bar, *bytes > 0) {
+                b.inc(*bytes);
             }
             Ok::<_, AnalyzeError>(n)
         })
         .collect::<Result<_, _>>()?;
-    // A part may yield fewer rows than its row groups hold: close the gaps.
+    // A piece may yield fewer rows than its row groups hold: close the gaps.
     let mut n = 0;
     let mut offset = 0;
-    for (&size, &w) in sizes.iter().zip(&written) {
+    for (piece, &w) in pieces.iter().zip(&written) {
         if offset != n {
             buf.copy_within(offset..offset + w, n);
         }
         n += w;
-        offset += size;
+        offset += piece.2;
     }
     Ok(&mut buf[..n])
 }

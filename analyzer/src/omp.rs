@@ -221,8 +221,8 @@ const BLOCK_ROWS: usize = 1 << 15;
 ///
 /// Both cores work on it: the rows are grouped by region while the lock, task
 /// and taskwait statistics are gathered; then region instances are sorted and
-/// reduced in parallel ([`instance`]) and their results added to the rank's
-/// aggregates in region order ([`apply_instance`]), so every floating-point sum
+/// reduced in parallel ([`Block::add`]) and their results added to the rank's
+/// aggregates in region order ([`Block::apply`]), so every floating-point sum
 /// is the same as one sequential pass's.
 pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
     rank_pass_in(rank, rows, threads, BLOCK_ROWS, WAVE_ROWS)
@@ -272,7 +272,7 @@ fn rank_pass_in(
         }
     }
     let per_wave = (wave_rows / block_rows.max(1)).max(1);
-    let mut pending: Vec<Vec<Instance>> = Vec::new();
+    let mut pending: Vec<Block> = Vec::new();
     let mut blocks = blocks.into_iter();
     loop {
         let wave: Vec<(&mut [u32], Vec<u32>)> = blocks.by_ref().take(per_wave).collect();
@@ -284,30 +284,29 @@ fn rank_pass_in(
             || {
                 wave.into_par_iter()
                     .map(|(idx, bounds)| {
-                        bounds
-                            .windows(2)
-                            .filter_map(|w| {
-                                let group = &mut idx[w[0] as usize..w[1] as usize];
-                                group.sort_unstable_by_key(|&k| {
-                                    let r = &rows[k as usize];
-                                    (r.thread, r.kind, r.start_ns)
-                                });
-                                instance(rows, group)
-                            })
-                            .collect::<Vec<Instance>>()
+                        let mut block = Block::default();
+                        for w in bounds.windows(2) {
+                            let group = &mut idx[w[0] as usize..w[1] as usize];
+                            group.sort_unstable_by_key(|&k| {
+                                let r = &rows[k as usize];
+                                (r.thread, r.kind, r.start_ns)
+                            });
+                            block.add(rows, group);
+                        }
+                        block
                     })
                     .collect::<Vec<_>>()
             },
             || {
-                for inst in std::mem::take(&mut pending).into_iter().flatten() {
-                    apply_instance(rank, inst, &mut out);
+                for block in std::mem::take(&mut pending) {
+                    block.apply(rank, &mut out);
                 }
             },
         );
         pending = done;
     }
-    for inst in pending.into_iter().flatten() {
-        apply_instance(rank, inst, &mut out);
+    for block in pending {
+        block.apply(rank, &mut out);
     }
     // Outermost region intervals (nested regions lie inside).
     out.info.regions.sort_unstable();
@@ -511,21 +510,49 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
     }
 }
 
-/// What one region instance adds to its rank's aggregates, computed on its own
-/// by [`instance`] (in parallel with other instances) and added in region order
-/// by [`apply_instance`].
+/// What the region instances of one block add to their rank's aggregates,
+/// computed on their own by [`Block::add`] (in parallel with other blocks) and
+/// added in region order by [`Block::apply`]. Flat vectors that the instances
+/// and loops index by ranges: a few allocations per block, none per instance.
+#[derive(Default)]
+struct Block {
+    insts: Vec<Instance>,
+    /// Per thread of each instance's team, by thread.
+    threads: Vec<ThreadRegionStats>,
+    loops: Vec<LoopInstance>,
+    /// The variant of each thread's work row.
+    variants: Vec<u8>,
+    per_thread: Vec<(u32, LoopThreadAcc)>,
+    /// (chunk size, chunks of that size).
+    chunk_sizes: Vec<(u64, u64)>,
+    gaps: Vec<i64>,
+    /// Cost-profile additions (bin, cost, iterations), in order.
+    bins: Vec<(u8, f64, f64)>,
+    // Scratch of one instance.
+    /// Loop work rows: (codeptr, k-th on its thread, row).
+    works: Vec<(u64, u32, u32)>,
+    /// Work rows seen per codeptr on the current thread.
+    seq: Vec<(u64, u32)>,
+    /// Each thread's chunk rows: (thread, first, end) positions in the group.
+    chunk_runs: Vec<(u32, usize, usize)>,
+    /// Thread → index in the team (implicit task `count`).
+    team_index: Vec<(u32, u64)>,
+    /// Chunks of each thread's work row: positions in the group.
+    chunk_sets: Vec<(usize, usize)>,
+}
+
+/// One region instance of a [`Block`].
 struct Instance {
     codeptr: u64,
     rs: i64,
     re: i64,
     team: u32,
-    /// Per thread of the team, by thread.
-    threads: Vec<ThreadRegionStats>,
-    master_task: Option<i64>,
     par_thread: u32,
+    master_task: Option<i64>,
     clipped: u64,
     clipped_ns: i64,
-    loops: Vec<LoopInstance>,
+    threads: std::ops::Range<usize>,
+    loops: std::ops::Range<usize>,
 }
 
 /// One loop instance of a region instance.
@@ -533,21 +560,18 @@ struct LoopInstance {
     codeptr: u64,
     trip: u64,
     team: u32,
-    /// The variant of each thread's work row.
-    variants: Vec<u8>,
     time: i64,
-    per_thread: Vec<(u32, LoopThreadAcc)>,
     any_chunks: bool,
     chunks: u64,
     chunk_iters: u64,
-    /// (chunk size, chunks of that size).
-    chunk_sizes: Vec<(u64, u64)>,
-    gaps: Vec<i64>,
     gap_total: i64,
     /// Whether a segment entered the cost profile (see [`segment_bins`]).
     profiled: bool,
-    /// Cost-profile additions (bin, cost, iterations), in order.
-    bins: Vec<(u8, f64, f64)>,
+    variants: std::ops::Range<usize>,
+    per_thread: std::ops::Range<usize>,
+    chunk_sizes: std::ops::Range<usize>,
+    gaps: std::ops::Range<usize>,
+    bins: std::ops::Range<usize>,
 }
 
 /// The cost-profile additions of `count` iterations from `start` of a `trip`
@@ -581,302 +605,352 @@ fn segment_bins(
     true
 }
 
-/// Reduce one region instance (its rows sorted by thread, kind, start).
-fn instance(rows: &[OmpRecord], group: &[u32]) -> Option<Instance> {
-    // Rows of a region whose parallel row is missing (truncated trace): None.
-    let par = group
-        .iter()
-        .map(|&i| &rows[i as usize])
-        .find(|r| r.kind == K_PARALLEL)?;
-    let (rs, re) = (par.start_ns, par.end_ns.max(par.start_ns));
-    let team = par.team_size.max(1);
-    let mut out = Instance {
-        codeptr: par.codeptr,
-        rs,
-        re,
-        team,
-        threads: Vec::new(),
-        master_task: None,
-        par_thread: par.thread,
-        clipped: 0,
-        clipped_ns: 0,
-        loops: Vec::new(),
-    };
-    // Per thread of the team.
-    let mut threads: BTreeMap<u32, ThreadRegionStats> = BTreeMap::new();
-    // Loop instances: (codeptr, k-th on this thread) → rows.
-    let mut works: BTreeMap<(u64, u32), Vec<&OmpRecord>> = BTreeMap::new();
-    let mut chunks_by_thread: BTreeMap<u32, Vec<&OmpRecord>> = BTreeMap::new();
-    let mut team_index: HashMap<u32, u64> = HashMap::new();
-    let mut work_seq: HashMap<(u32, u64), u32> = HashMap::new();
-    for &i in group {
-        let r = &rows[i as usize];
-        let d = clip(r, rs, re);
-        let th = || ThreadRegionStats {
-            thread: r.thread,
-            ..ThreadRegionStats::default()
+impl Block {
+    /// Reduce one region instance, its rows sorted by (thread, kind, start):
+    /// each thread's rows are contiguous, its chunks sorted by start.
+    fn add(&mut self, rows: &[OmpRecord], group: &[u32]) {
+        let Block {
+            insts,
+            threads,
+            loops,
+            variants,
+            per_thread,
+            chunk_sizes,
+            gaps,
+            bins,
+            works,
+            seq,
+            chunk_runs,
+            team_index,
+            chunk_sets,
+        } = self;
+        let Some(par) = group
+            .iter()
+            .map(|&i| &rows[i as usize])
+            .find(|r| r.kind == K_PARALLEL)
+        else {
+            return; // Rows of a region whose parallel row is missing (truncated trace).
         };
-        match r.kind {
-            K_ITASK => {
-                let t = threads.entry(r.thread).or_insert_with(th);
-                t.implicit_task_s += ns_to_s(d);
-                t.activation_s += ns_to_s((r.start_ns - rs).max(0));
-                t.release_s += ns_to_s((re - r.end_ns.min(re)).max(0));
-                team_index.insert(r.thread, r.count);
-                if r.thread == par.thread {
-                    out.master_task = Some(out.master_task.unwrap_or(0) + d);
-                }
+        let (rs, re) = (par.start_ns, par.end_ns.max(par.start_ns));
+        let team = par.team_size.max(1);
+        let mut inst = Instance {
+            codeptr: par.codeptr,
+            rs,
+            re,
+            team,
+            par_thread: par.thread,
+            master_task: None,
+            clipped: 0,
+            clipped_ns: 0,
+            threads: threads.len()..threads.len(),
+            loops: loops.len()..loops.len(),
+        };
+        let t0 = threads.len();
+        works.clear();
+        seq.clear();
+        chunk_runs.clear();
+        team_index.clear();
+        let mut current: Option<u32> = None;
+        for (pos, &i) in group.iter().enumerate() {
+            let r = &rows[i as usize];
+            if current != Some(r.thread) {
+                current = Some(r.thread);
+                seq.clear();
             }
-            K_SYNC | K_SYNCWAIT => {
-                if r.end_ns > re && r.thread != par.thread && r.kind == K_SYNC {
-                    out.clipped += 1;
-                    out.clipped_ns += r.end_ns - re.max(r.start_ns);
+            let d = clip(r, rs, re);
+            let entry = |threads: &mut Vec<ThreadRegionStats>| -> usize {
+                if threads.len() == t0 || threads[threads.len() - 1].thread != r.thread {
+                    threads.push(ThreadRegionStats {
+                        thread: r.thread,
+                        ..ThreadRegionStats::default()
+                    });
                 }
-                let t = threads.entry(r.thread).or_insert_with(th);
-                if r.kind == K_SYNC {
-                    if is_barrier(r.variant) {
-                        t.barrier.total_s += ns_to_s(d);
-                        t.barrier.count += 1;
+                threads.len() - 1
+            };
+            match r.kind {
+                K_ITASK => {
+                    let e = entry(threads);
+                    let t = &mut threads[e];
+                    t.implicit_task_s += ns_to_s(d);
+                    t.activation_s += ns_to_s((r.start_ns - rs).max(0));
+                    t.release_s += ns_to_s((re - r.end_ns.min(re)).max(0));
+                    match team_index.iter_mut().find(|(t, _)| *t == r.thread) {
+                        Some((_, k)) => *k = r.count,
+                        None => team_index.push((r.thread, r.count)),
                     }
-                    // Busy excludes every synchronisation (barrier, taskwait...).
+                    if r.thread == par.thread {
+                        inst.master_task = Some(inst.master_task.unwrap_or(0) + d);
+                    }
+                }
+                K_SYNC | K_SYNCWAIT => {
+                    if r.end_ns > re && r.thread != par.thread && r.kind == K_SYNC {
+                        inst.clipped += 1;
+                        inst.clipped_ns += r.end_ns - re.max(r.start_ns);
+                    }
+                    let e = entry(threads);
+                    let t = &mut threads[e];
+                    if r.kind == K_SYNC {
+                        if is_barrier(r.variant) {
+                            t.barrier.total_s += ns_to_s(d);
+                            t.barrier.count += 1;
+                        }
+                        // Busy excludes every synchronisation (barrier, taskwait...).
+                        t.busy_s -= ns_to_s(d);
+                    } else if is_barrier(r.variant) {
+                        t.barrier.wait_s += ns_to_s(d);
+                        t.barrier.wait_observed = true;
+                    }
+                }
+                K_MWAIT => {
+                    let e = entry(threads);
+                    let t = &mut threads[e];
                     t.busy_s -= ns_to_s(d);
-                } else if is_barrier(r.variant) {
-                    t.barrier.wait_s += ns_to_s(d);
-                    t.barrier.wait_observed = true;
                 }
+                K_WORK if is_loop(r.variant) => {
+                    let k = match seq.iter_mut().find(|(c, _)| *c == r.codeptr) {
+                        Some((_, n)) => {
+                            *n += 1;
+                            *n - 1
+                        }
+                        None => {
+                            seq.push((r.codeptr, 1));
+                            0
+                        }
+                    };
+                    works.push((r.codeptr, k, i));
+                }
+                K_CHUNK => match chunk_runs.last_mut() {
+                    Some((t, _, end)) if *t == r.thread && *end == pos => *end += 1,
+                    _ => chunk_runs.push((r.thread, pos, pos + 1)),
+                },
+                _ => {}
             }
-            K_MWAIT => {
-                let t = threads.entry(r.thread).or_insert_with(th);
-                t.busy_s -= ns_to_s(d);
-            }
-            K_WORK if is_loop(r.variant) => {
-                let seq = work_seq.entry((r.thread, r.codeptr)).or_insert(0);
-                works.entry((r.codeptr, *seq)).or_default().push(r);
-                *seq += 1;
-            }
-            K_CHUNK => chunks_by_thread.entry(r.thread).or_default().push(r),
-            _ => {}
         }
-    }
-    for t in threads.values_mut() {
-        t.busy_s += t.implicit_task_s;
-        t.barrier.sync_overhead_s = (t.barrier.total_s - t.barrier.wait_s).max(0.0);
-    }
-    out.threads = threads.into_values().collect();
-    for v in chunks_by_thread.values_mut() {
-        v.sort_unstable_by_key(|r| r.start_ns);
-    }
-    // Loops of this region instance.
-    for ((codeptr, _k), ws) in works {
-        let trip = ws.iter().map(|w| w.count).max().unwrap_or(0);
-        let nthreads = ws.len() as u32;
-        let ls = ws.iter().map(|w| w.start_ns).min().unwrap_or(rs);
-        let le = ws.iter().map(|w| w.end_ns.min(re)).max().unwrap_or(rs);
-        let mut li = LoopInstance {
-            codeptr,
-            trip,
-            team: nthreads.max(team),
-            variants: ws.iter().map(|w| w.variant).collect(),
-            time: (le - ls).max(0),
-            per_thread: Vec::with_capacity(ws.len()),
-            any_chunks: false,
-            chunks: 0,
-            chunk_iters: 0,
-            chunk_sizes: Vec::new(),
-            gaps: Vec::new(),
-            gap_total: 0,
-            profiled: false,
-            bins: Vec::new(),
-        };
-        let static_sched = ws.iter().all(|w| w.variant == 10);
-        let chunk_sets: Vec<&[&OmpRecord]> = ws
-            .iter()
-            .map(|w| {
-                chunks_by_thread.get(&w.thread).map_or(&[][..], |v| {
-                    let a = v.partition_point(|c| c.start_ns < w.start_ns);
-                    let b = v.partition_point(|c| c.start_ns <= w.end_ns);
-                    &v[a..b]
-                })
-            })
-            .collect();
-        // chunk_start is the loop variable's first value as the runtime reports it
-        // (ompt-tool docs): the iteration space starts at the smallest one.
-        let base = chunk_sets
-            .iter()
-            .flat_map(|v| v.iter().map(|c| c.chunk_start))
-            .min()
-            .unwrap_or(0);
-        for (w, chunks) in ws.iter().zip(&chunk_sets) {
-            let wd = clip(w, rs, re);
-            let mut ta = LoopThreadAcc {
-                time: wd,
-                ..LoopThreadAcc::default()
+        for t in &mut threads[t0..] {
+            t.busy_s += t.implicit_task_s;
+            t.barrier.sync_overhead_s = (t.barrier.total_s - t.barrier.wait_s).max(0.0);
+        }
+        inst.threads.end = threads.len();
+        // Loop instances: (codeptr, k-th on its thread), rows in group order.
+        works.sort_by_key(|w| (w.0, w.1));
+        let mut a = 0;
+        while a < works.len() {
+            let (codeptr, k, _) = works[a];
+            let mut b = a + 1;
+            while b < works.len() && works[b].0 == codeptr && works[b].1 == k {
+                b += 1;
+            }
+            let ws = works[a..b].iter().map(|w| &rows[w.2 as usize]);
+            a = b;
+            let trip = ws.clone().map(|w| w.count).max().unwrap_or(0);
+            let nthreads = ws.len() as u32;
+            let ls = ws.clone().map(|w| w.start_ns).min().unwrap_or(rs);
+            let le = ws.clone().map(|w| w.end_ns.min(re)).max().unwrap_or(rs);
+            let v0 = variants.len();
+            variants.extend(ws.clone().map(|w| w.variant));
+            let mut li = LoopInstance {
+                codeptr,
+                trip,
+                team: nthreads.max(team),
+                time: (le - ls).max(0),
+                any_chunks: false,
+                chunks: 0,
+                chunk_iters: 0,
+                gap_total: 0,
+                profiled: false,
+                variants: v0..variants.len(),
+                per_thread: per_thread.len()..per_thread.len(),
+                chunk_sizes: chunk_sizes.len()..chunk_sizes.len(),
+                gaps: gaps.len()..gaps.len(),
+                bins: bins.len()..bins.len(),
             };
-            if chunks.is_empty() {
-                ta.busy += wd;
-                if static_sched && trip > 0 {
-                    // Per-thread static ranges (no dispatch events): thread i ran
-                    // libomp's i-th block in the work interval.
-                    if let Some(&i) = team_index.get(&w.thread) {
-                        let (s, n) = static_range(trip, li.team as u64, i);
-                        ta.iterations += n;
-                        li.profiled |= segment_bins(trip, s, n, wd, &mut li.bins);
+            let static_sched = ws.clone().all(|w| w.variant == 10);
+            chunk_sets.clear();
+            chunk_sets.extend(ws.clone().map(|w| {
+                chunk_runs
+                    .iter()
+                    .find(|(t, _, _)| *t == w.thread)
+                    .map_or((0, 0), |&(_, lo, hi)| {
+                        let v = &group[lo..hi];
+                        let a = v.partition_point(|&c| rows[c as usize].start_ns < w.start_ns);
+                        let b = v.partition_point(|&c| rows[c as usize].start_ns <= w.end_ns);
+                        (lo + a, lo + b)
+                    })
+            }));
+            // chunk_start is the loop variable's first value as the runtime reports it
+            // (ompt-tool docs): the iteration space starts at the smallest one.
+            let base = chunk_sets
+                .iter()
+                .flat_map(|&(lo, hi)| group[lo..hi].iter().map(|&c| rows[c as usize].chunk_start))
+                .min()
+                .unwrap_or(0);
+            for (w, &(lo, hi)) in ws.zip(chunk_sets.iter()) {
+                let wd = clip(w, rs, re);
+                let mut ta = LoopThreadAcc {
+                    time: wd,
+                    ..LoopThreadAcc::default()
+                };
+                if lo == hi {
+                    ta.busy += wd;
+                    if static_sched && trip > 0 {
+                        // Per-thread static ranges (no dispatch events): thread i ran
+                        // libomp's i-th block in the work interval.
+                        if let Some(&(_, i)) = team_index.iter().find(|(t, _)| *t == w.thread) {
+                            let (s, n) = static_range(trip, li.team as u64, i);
+                            ta.iterations += n;
+                            li.profiled |= segment_bins(trip, s, n, wd, bins);
+                        }
+                    }
+                } else {
+                    li.any_chunks = true;
+                    let mut prev_end: Option<i64> = None;
+                    for &ci in &group[lo..hi] {
+                        let c = &rows[ci as usize];
+                        let d = (c.end_ns.min(w.end_ns) - c.start_ns).max(0);
+                        ta.busy += d;
+                        ta.iterations += c.count;
+                        ta.chunks += 1;
+                        li.chunks += 1;
+                        li.chunk_iters += c.count;
+                        match chunk_sizes[li.chunk_sizes.start..]
+                            .iter_mut()
+                            .find(|(s, _)| *s == c.count)
+                        {
+                            Some((_, n)) => *n += 1,
+                            None => chunk_sizes.push((c.count, 1)),
+                        }
+                        if let Some(pe) = prev_end {
+                            let g = (c.start_ns - pe).max(0);
+                            li.gap_total += g;
+                            gaps.push(g);
+                        }
+                        prev_end = Some(c.end_ns);
+                        li.profiled |=
+                            segment_bins(trip, c.chunk_start.wrapping_sub(base), c.count, d, bins);
                     }
                 }
-            } else {
-                li.any_chunks = true;
-                let mut prev_end: Option<i64> = None;
-                for c in chunks.iter() {
-                    let d = (c.end_ns.min(w.end_ns) - c.start_ns).max(0);
-                    ta.busy += d;
-                    ta.iterations += c.count;
-                    ta.chunks += 1;
-                    li.chunks += 1;
-                    li.chunk_iters += c.count;
-                    match li.chunk_sizes.iter_mut().find(|(s, _)| *s == c.count) {
-                        Some((_, n)) => *n += 1,
-                        None => li.chunk_sizes.push((c.count, 1)),
-                    }
-                    if let Some(pe) = prev_end {
-                        let g = (c.start_ns - pe).max(0);
-                        li.gap_total += g;
-                        li.gaps.push(g);
-                    }
-                    prev_end = Some(c.end_ns);
-                    li.profiled |= segment_bins(
-                        trip,
-                        c.chunk_start.wrapping_sub(base),
-                        c.count,
-                        d,
-                        &mut li.bins,
-                    );
-                }
+                per_thread.push((w.thread, ta));
             }
-            li.per_thread.push((w.thread, ta));
+            li.per_thread.end = per_thread.len();
+            li.chunk_sizes.end = chunk_sizes.len();
+            li.gaps.end = gaps.len();
+            li.bins.end = bins.len();
+            loops.push(li);
         }
-        out.loops.push(li);
+        inst.loops.end = loops.len();
+        insts.push(inst);
     }
-    Some(out)
-}
 
-/// Add a region instance to the rank's aggregates (in region order: the
-/// floating-point sums are those of one sequential pass).
-fn apply_instance(rank: u32, inst: Instance, out: &mut RankPass) {
-    let Instance {
-        codeptr,
-        rs,
-        re,
-        team,
-        threads,
-        master_task,
-        par_thread,
-        clipped,
-        clipped_ns,
-        loops,
-    } = inst;
-    out.clipped += clipped;
-    out.clipped_ns += clipped_ns;
-    let acc = out.regions.entry(codeptr).or_default();
-    acc.instances += 1;
-    acc.team = acc.team.max(team);
-    if !acc.ranks.contains(&rank) {
-        acc.ranks.push(rank);
-    }
-    acc.time += re - rs;
-    out.info.region_ns += re - rs;
-    out.info.region_count += 1;
-    out.info.regions.push((rs, re));
-    if team <= 1 {
-        // Serialized: a team of one has no implicit barrier.
-        acc.serialized += 1;
-        out.serialized += 1;
-    }
-    if let Some(task) = master_task {
-        let fj = (re - rs - task).max(0);
-        acc.fork_join += fj;
-        acc.fj_max = acc.fj_max.max(fj);
-        acc.fj_observed += 1;
-        acc.itask += task;
-        out.info.fork_join_ns += fj;
-    }
-    for mut t in threads {
-        t.rank = rank;
-        if let Some(b) = out.info.busy_ns.get_mut(t.thread as usize) {
-            *b += (t.busy_s * 1e9) as i64;
-        }
-        if let Some(b) = out.info.runtime_ns.get_mut(t.thread as usize) {
-            let task = (t.implicit_task_s * 1e9) as i64;
-            let busy = (t.busy_s * 1e9) as i64;
-            let idle = if t.thread == par_thread {
-                0 // the master's fork/join is counted once, as fork_join_ns
-            } else {
-                (re - rs - task).max(0)
-            };
-            *b += (task - busy).max(0) + idle;
-        }
-        out.barrier.total_s += t.barrier.total_s;
-        out.barrier.wait_s += t.barrier.wait_s;
-        out.barrier.count += t.barrier.count;
-        let e = acc
-            .per_thread
-            .entry((rank, t.thread))
-            .or_insert_with(|| ThreadRegionStats {
-                rank,
-                thread: t.thread,
-                ..ThreadRegionStats::default()
-            });
-        e.implicit_task_s += t.implicit_task_s;
-        e.busy_s += t.busy_s;
-        e.activation_s += t.activation_s;
-        e.release_s += t.release_s;
-        e.barrier.total_s += t.barrier.total_s;
-        e.barrier.wait_s += t.barrier.wait_s;
-        e.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
-        e.barrier.count += t.barrier.count;
-        e.barrier.wait_observed |= t.barrier.wait_observed;
-    }
-    for li in loops {
-        let la = out.loops.entry(li.codeptr).or_default();
-        la.region_codeptr = codeptr;
-        la.instances += 1;
-        if !la.ranks.contains(&rank) {
-            la.ranks.push(rank);
-        }
-        *la.trips.entry(li.trip).or_default() += 1;
-        la.team = la.team.max(li.team);
-        for v in li.variants {
-            *la.variants.entry(v).or_default() += 1;
-        }
-        la.time += li.time;
-        if li.any_chunks {
-            la.any_chunks = true;
-            la.profile_from_chunks = true;
-        }
-        la.chunks += li.chunks;
-        la.chunk_iters += li.chunk_iters;
-        for (s, n) in li.chunk_sizes {
-            *la.chunk_sizes.entry(s).or_default() += n;
-        }
-        let room = MAX_GAPS.saturating_sub(la.gaps.len());
-        la.gaps.extend(li.gaps.into_iter().take(room));
-        la.gap_total += li.gap_total;
-        if li.profiled {
-            if la.bin_cost.is_empty() {
-                la.bin_cost = vec![0.0; PROFILE_BINS];
-                la.bin_iters = vec![0.0; PROFILE_BINS];
+    /// Add the block's instances to the rank's aggregates, in region order (the
+    /// floating-point sums are those of one sequential pass).
+    fn apply(&self, rank: u32, out: &mut RankPass) {
+        for inst in &self.insts {
+            let (rs, re) = (inst.rs, inst.re);
+            out.clipped += inst.clipped;
+            out.clipped_ns += inst.clipped_ns;
+            let acc = out.regions.entry(inst.codeptr).or_default();
+            acc.instances += 1;
+            acc.team = acc.team.max(inst.team);
+            if !acc.ranks.contains(&rank) {
+                acc.ranks.push(rank);
             }
-            la.profile_ok = true;
-        }
-        for (k, c, n) in li.bins {
-            la.bin_cost[k as usize] += c;
-            la.bin_iters[k as usize] += n;
-        }
-        for (thread, ta) in li.per_thread {
-            let e = la.per_thread.entry((rank, thread)).or_default();
-            e.time += ta.time;
-            e.busy += ta.busy;
-            e.iterations += ta.iterations;
-            e.chunks += ta.chunks;
+            acc.time += re - rs;
+            out.info.region_ns += re - rs;
+            out.info.region_count += 1;
+            out.info.regions.push((rs, re));
+            if inst.team <= 1 {
+                // Serialized: a team of one has no implicit barrier.
+                acc.serialized += 1;
+                out.serialized += 1;
+            }
+            if let Some(task) = inst.master_task {
+                let fj = (re - rs - task).max(0);
+                acc.fork_join += fj;
+                acc.fj_max = acc.fj_max.max(fj);
+                acc.fj_observed += 1;
+                acc.itask += task;
+                out.info.fork_join_ns += fj;
+            }
+            for t in &self.threads[inst.threads.clone()] {
+                if let Some(b) = out.info.busy_ns.get_mut(t.thread as usize) {
+                    *b += (t.busy_s * 1e9) as i64;
+                }
+                if let Some(b) = out.info.runtime_ns.get_mut(t.thread as usize) {
+                    let task = (t.implicit_task_s * 1e9) as i64;
+                    let busy = (t.busy_s * 1e9) as i64;
+                    let idle = if t.thread == inst.par_thread {
+                        0 // the master's fork/join is counted once, as fork_join_ns
+                    } else {
+                        (re - rs - task).max(0)
+                    };
+                    *b += (task - busy).max(0) + idle;
+                }
+                out.barrier.total_s += t.barrier.total_s;
+                out.barrier.wait_s += t.barrier.wait_s;
+                out.barrier.count += t.barrier.count;
+                let e =
+                    acc.per_thread
+                        .entry((rank, t.thread))
+                        .or_insert_with(|| ThreadRegionStats {
+                            rank,
+                            thread: t.thread,
+                            ..ThreadRegionStats::default()
+                        });
+                e.implicit_task_s += t.implicit_task_s;
+                e.busy_s += t.busy_s;
+                e.activation_s += t.activation_s;
+                e.release_s += t.release_s;
+                e.barrier.total_s += t.barrier.total_s;
+                e.barrier.wait_s += t.barrier.wait_s;
+                e.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
+                e.barrier.count += t.barrier.count;
+                e.barrier.wait_observed |= t.barrier.wait_observed;
+            }
+            for li in &self.loops[inst.loops.clone()] {
+                let la = out.loops.entry(li.codeptr).or_default();
+                la.region_codeptr = inst.codeptr;
+                la.instances += 1;
+                if !la.ranks.contains(&rank) {
+                    la.ranks.push(rank);
+                }
+                *la.trips.entry(li.trip).or_default() += 1;
+                la.team = la.team.max(li.team);
+                for &v in &self.variants[li.variants.clone()] {
+                    *la.variants.entry(v).or_default() += 1;
+                }
+                la.time += li.time;
+                if li.any_chunks {
+                    la.any_chunks = true;
+                    la.profile_from_chunks = true;
+                }
+                la.chunks += li.chunks;
+                la.chunk_iters += li.chunk_iters;
+                for &(s, n) in &self.chunk_sizes[li.chunk_sizes.clone()] {
+                    *la.chunk_sizes.entry(s).or_default() += n;
+                }
+                let room = MAX_GAPS.saturating_sub(la.gaps.len());
+                la.gaps
+                    .extend(self.gaps[li.gaps.clone()].iter().take(room).copied());
+                la.gap_total += li.gap_total;
+                if li.profiled {
+                    if la.bin_cost.is_empty() {
+                        la.bin_cost = vec![0.0; PROFILE_BINS];
+                        la.bin_iters = vec![0.0; PROFILE_BINS];
+                    }
+                    la.profile_ok = true;
+                }
+                for &(k, c, n) in &self.bins[li.bins.clone()] {
+                    la.bin_cost[k as usize] += c;
+                    la.bin_iters[k as usize] += n;
+                }
+                for (thread, ta) in &self.per_thread[li.per_thread.clone()] {
+                    let e = la.per_thread.entry((rank, *thread)).or_default();
+                    e.time += ta.time;
+                    e.busy += ta.busy;
+                    e.iterations += ta.iterations;
+                    e.chunks += ta.chunks;
+                }
+            }
         }
     }
 }
