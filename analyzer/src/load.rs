@@ -357,14 +357,18 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                     });
                 }
                 let rows: &[OmpRecord] = rows;
-                let mut first = i64::MAX;
-                let mut last = i64::MIN;
-                let mut threads = 0u32;
-                for r in rows {
-                    first = first.min(r.start_ns);
-                    last = last.max(r.end_ns);
-                    threads = threads.max(r.thread + 1);
-                }
+                let (first, last, threads) = rows
+                    .par_chunks(1 << 20)
+                    .map(|rows| {
+                        rows.iter()
+                            .fold((i64::MAX, i64::MIN, 0u32), |(f, l, t), r| {
+                                (f.min(r.start_ns), l.max(r.end_ns), t.max(r.thread + 1))
+                            })
+                    })
+                    .reduce(
+                        || (i64::MAX, i64::MIN, 0u32),
+                        |a, b| (a.0.min(b.0), a.1.max(b.1), a.2.max(b.2)),
+                    );
                 let threads = threads
                     .max(manifest_threads.get(&rank).copied().unwrap_or(1))
                     .max(1);

@@ -321,35 +321,81 @@ fn rank_pass_in(
     out
 }
 
-/// Rows of regions grouped by parallel_id with a counting sort (linear: the
-/// rows of one region mostly come in runs, so the hash lookup is rarely
-/// needed): row indices, group after group in order of first appearance, and
-/// the offsets of the groups in them.
+/// Rows per task of the parallel grouping.
+const GROUP_CHUNK: usize = 1 << 20;
+
+/// Rows of regions grouped by parallel_id with a counting sort: row indices,
+/// group after group in order of first appearance, and the offsets of the
+/// groups in them. Chunks of rows are numbered in parallel (each with its own
+/// first-appearance order), then their numbers are mapped to the global ones
+/// in chunk order, which keeps the order of first appearance.
 fn group_rows(rows: &[OmpRecord]) -> (Vec<u32>, Vec<u32>) {
+    group_rows_in(rows, GROUP_CHUNK)
+}
+
+fn group_rows_in(rows: &[OmpRecord], chunk: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut gid: Vec<u32> = vec![u32::MAX; rows.len()];
+    // Per chunk: the parallel_id and row count of each local group.
+    let locals: Vec<(Vec<u64>, Vec<u32>)> = rows
+        .par_chunks(chunk)
+        .zip(gid.par_chunks_mut(chunk))
+        .map(|(rows, gid)| {
+            let mut group_of: HashMap<u64, u32> = HashMap::new();
+            let mut pids: Vec<u64> = Vec::new();
+            let mut sizes: Vec<u32> = Vec::new();
+            // Rows of one region mostly come in runs: the hash lookup is rarely needed.
+            let mut last: Option<(u64, u32)> = None;
+            for (r, g_out) in rows.iter().zip(gid.iter_mut()) {
+                if r.parallel_id == 0 {
+                    continue;
+                }
+                let g = match last {
+                    Some((p, g)) if p == r.parallel_id => g,
+                    _ => {
+                        let next = sizes.len() as u32;
+                        let g = *group_of.entry(r.parallel_id).or_insert(next);
+                        if g == next {
+                            sizes.push(0);
+                            pids.push(r.parallel_id);
+                        }
+                        last = Some((r.parallel_id, g));
+                        g
+                    }
+                };
+                sizes[g as usize] += 1;
+                *g_out = g;
+            }
+            (pids, sizes)
+        })
+        .collect();
     let mut group_of: HashMap<u64, u32> = HashMap::new();
     let mut sizes: Vec<u32> = Vec::new();
-    let mut gid: Vec<u32> = vec![u32::MAX; rows.len()];
-    let mut last: Option<(u64, u32)> = None;
-    for (i, r) in rows.iter().enumerate() {
-        if r.parallel_id == 0 {
-            continue;
-        }
-        let g = match last {
-            Some((p, g)) if p == r.parallel_id => g,
-            _ => {
-                let next = sizes.len() as u32;
-                let g = *group_of.entry(r.parallel_id).or_insert(next);
-                if g == next {
-                    sizes.push(0);
-                }
-                last = Some((r.parallel_id, g));
-                g
-            }
-        };
-        sizes[g as usize] += 1;
-        gid[i] = g;
-    }
+    let remaps: Vec<Vec<u32>> = locals
+        .iter()
+        .map(|(pids, local_sizes)| {
+            pids.iter()
+                .zip(local_sizes)
+                .map(|(pid, n)| {
+                    let next = sizes.len() as u32;
+                    let g = *group_of.entry(*pid).or_insert(next);
+                    if g == next {
+                        sizes.push(0);
+                    }
+                    sizes[g as usize] += n;
+                    g
+                })
+                .collect()
+        })
+        .collect();
     drop(group_of);
+    drop(locals);
+    gid.par_chunks_mut(chunk)
+        .zip(&remaps)
+        .for_each(|(gid, remap)| {
+            for g in gid.iter_mut().filter(|g| **g != u32::MAX) {
+                *g = remap[*g as usize];
+            }
+        });
     let mut offsets: Vec<u32> = Vec::with_capacity(sizes.len() + 1);
     let mut acc = 0u32;
     for sz in &sizes {
@@ -1537,5 +1583,34 @@ mod tests {
             assert!(split == whole, "blocks of {block} rows, waves of {wave}");
         }
         assert_eq!(canonical(&rank_pass(3, &rows, 4)), whole);
+    }
+
+    /// Grouping in parallel chunks gives the groups of one sequential scan, in
+    /// order of first appearance, also when regions are interleaved.
+    #[test]
+    fn grouping_is_the_same_however_the_rows_are_chunked() {
+        let spec = OmpTraceSpec {
+            threads: 3,
+            events_per_rank: 20_000,
+            ..OmpTraceSpec::default()
+        };
+        let rows = OmpGenerator::all(spec, 1);
+        let (a, b) = rows.split_at(rows.len() / 2);
+        let mut mixed: Vec<OmpRecord> = Vec::new();
+        for i in 0..a.len().max(b.len()) {
+            mixed.extend(a.get(i));
+            mixed.extend(b.get(i));
+        }
+        mixed.push(OmpRecord::default()); // parallel_id 0: in no group
+        for rows in [&rows, &mixed] {
+            let whole = group_rows_in(rows, usize::MAX);
+            assert_eq!(
+                whole.1.len(),
+                1 + rows.iter().filter(|r| r.kind == K_PARALLEL).count()
+            );
+            for chunk in [1, 7, 1_000] {
+                assert!(group_rows_in(rows, chunk) == whole, "chunks of {chunk}");
+            }
+        }
     }
 }
