@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use hyscope_format::manifest::ClockOffset;
-use hyscope_format::reader::read_part_records;
+use hyscope_format::reader::{part_row_group_rows, read_part_records, read_part_row_groups_into};
 use hyscope_format::{
     Manifest, MpiRecord, OmpRecord, PartFile, SampleRecord, ScanOptions, SymbolRecord, Table, Trace,
 };
@@ -142,6 +142,87 @@ impl ClockMap {
 /// row on disk and 80 bytes per row in memory, 48 MiB of parts is ~1 GiB of rows.
 const OMP_BATCH_BYTES: u64 = 48 << 20;
 
+/// Rows per decoded record batch of OpenMP parts: the batch's temporary
+/// records (80 bytes each, 1.3 MB) stay in the cache on their way to the rank buffer.
+const OMP_DECODE_BATCH: usize = 16 * 1024;
+
+/// Rows per decoding task: parts (4 Mi rows by default) are split into pieces
+/// of whole row groups so both cores stay busy to the end of a rank.
+const OMP_DECODE_PIECE: usize = 1 << 20;
+
+/// Decode a rank's OpenMP parts, in parallel pieces of row groups, into
+/// disjoint slices of `buf` (grown when needed, never shrunk): returns the
+/// rows, in part order.
+fn decode_rank<'b>(
+    parts: &[&PartFile],
+    options: &ScanOptions,
+    buf: &'b mut Vec<OmpRecord>,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<&'b mut [OmpRecord], AnalyzeError> {
+    let groups: Vec<Vec<usize>> = parts
+        .par_iter()
+        .map(|p| part_row_group_rows(p, options))
+        .collect::<Result<_, _>>()?;
+    // Pieces: (part, row groups, rows at most, progress bytes).
+    let mut pieces: Vec<(&PartFile, std::ops::Range<usize>, usize, u64)> = Vec::new();
+    for (p, g) in parts.iter().zip(&groups) {
+        let first = pieces.len();
+        let mut start = 0;
+        while start < g.len() {
+            let mut end = start;
+            let mut rows = 0;
+            while end < g.len() && rows < OMP_DECODE_PIECE {
+                rows += g[end];
+                end += 1;
+            }
+            pieces.push((p, start..end, rows, 0));
+            start = end;
+        }
+        // The progress bar counts the part's bytes once, with its last piece.
+        match pieces.get_mut(first..).and_then(|v| v.last_mut()) {
+            Some(last) => last.3 = p.bytes,
+            None => {
+                if let Some(b) = bar {
+                    b.inc(p.bytes);
+                }
+            }
+        }
+    }
+    let total: usize = pieces.iter().map(|p| p.2).sum();
+    if buf.len() < total {
+        buf.resize(total, OmpRecord::default());
+    }
+    let mut slices: Vec<&mut [OmpRecord]> = Vec::with_capacity(pieces.len());
+    let mut rest = &mut buf[..total];
+    for piece in &pieces {
+        let (head, tail) = rest.split_at_mut(piece.2);
+        slices.push(head);
+        rest = tail;
+    }
+    let written: Vec<usize> = pieces
+        .par_iter()
+        .zip(slices)
+        .map(|((p, range, _, bytes), slice)| {
+            let n = read_part_row_groups_into(p, options, range.clone(), slice)?;
+            if let (Some(b), true) = (bar, *bytes > 0) {
+                b.inc(*bytes);
+            }
+            Ok::<_, AnalyzeError>(n)
+        })
+        .collect::<Result<_, _>>()?;
+    // A piece may yield fewer rows than its row groups hold: close the gaps.
+    let mut n = 0;
+    let mut offset = 0;
+    for (piece, &w) in pieces.iter().zip(&written) {
+        if offset != n {
+            buf.copy_within(offset..offset + w, n);
+        }
+        n += w;
+        offset += piece.2;
+    }
+    Ok(&mut buf[..n])
+}
+
 /// Open and read a whole trace: MPI, samples and symbols are kept; the OpenMP
 /// rows are reduced rank by rank to [`crate::omp::RankPass`] aggregates.
 pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), AnalyzeError> {
@@ -252,45 +333,47 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     }
     let mut passes: Vec<RankPass> = Vec::new();
     let mut omp_span: HashMap<u32, (i64, i64, u64, u32)> = HashMap::new();
+    // One row buffer per rank of a batch, reused from batch to batch: its pages
+    // are faulted in once, not once per part and rank.
+    let mut pool: Vec<Vec<OmpRecord>> = Vec::new();
+    let omp_options = ScanOptions {
+        batch_size: Some(OMP_DECODE_BATCH),
+        ..ScanOptions::default()
+    };
     for batch in batches {
+        if pool.len() < batch.len() {
+            pool.resize_with(batch.len(), Vec::new);
+        }
         let done: Vec<(RankPass, (i64, i64, u64, u32))> = batch
             .into_par_iter()
-            .map(|(rank, ps)| {
+            .zip(pool.par_iter_mut())
+            .map(|((rank, ps), buf)| {
                 let t_decode = std::time::Instant::now();
-                let chunks: Vec<Vec<OmpRecord>> = ps
-                    .par_iter()
-                    .map(|p| {
-                        let v = read_part_records::<OmpRecord>(p, &options)?;
-                        if let Some(b) = &bar {
-                            b.inc(p.bytes);
-                        }
-                        Ok::<_, AnalyzeError>(v)
-                    })
-                    .collect::<Result<_, _>>()?;
-                let mut rows: Vec<OmpRecord> =
-                    Vec::with_capacity(chunks.iter().map(Vec::len).sum());
-                for mut c in chunks {
-                    rows.append(&mut c);
-                }
+                let rows = decode_rank(&ps, &omp_options, buf, bar.as_ref())?;
                 if let Some(m) = maps.get(&rank).filter(|m| !m.is_identity()) {
                     rows.par_iter_mut().for_each(|r| {
                         r.start_ns = m.to_global(r.start_ns);
                         r.end_ns = m.to_global(r.end_ns);
                     });
                 }
-                let mut first = i64::MAX;
-                let mut last = i64::MIN;
-                let mut threads = 0u32;
-                for r in &rows {
-                    first = first.min(r.start_ns);
-                    last = last.max(r.end_ns);
-                    threads = threads.max(r.thread + 1);
-                }
+                let rows: &[OmpRecord] = rows;
+                let (first, last, threads) = rows
+                    .par_chunks(1 << 20)
+                    .map(|rows| {
+                        rows.iter()
+                            .fold((i64::MAX, i64::MIN, 0u32), |(f, l, t), r| {
+                                (f.min(r.start_ns), l.max(r.end_ns), t.max(r.thread + 1))
+                            })
+                    })
+                    .reduce(
+                        || (i64::MAX, i64::MIN, 0u32),
+                        |a, b| (a.0.min(b.0), a.1.max(b.1), a.2.max(b.2)),
+                    );
                 let threads = threads
                     .max(manifest_threads.get(&rank).copied().unwrap_or(1))
                     .max(1);
                 let t_pass = std::time::Instant::now();
-                let pass = crate::omp::rank_pass(rank, &rows, threads);
+                let pass = crate::omp::rank_pass(rank, rows, threads);
                 if std::env::var_os("HYSCOPE_TIMING").is_some() {
                     eprintln!(
                         "hyscope: rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
@@ -307,6 +390,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
             passes.push(pass);
         }
     }
+    drop(pool);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use hyscope_format::{OmpKind, OmpRecord};
+use rayon::prelude::*;
 
 use crate::load::{TraceData, ns_to_s};
 use crate::model::*;
@@ -69,7 +70,7 @@ pub struct OmpResult {
     pub ranks: Vec<RankOmp>,
 }
 
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone)]
 struct RegionAcc {
     instances: u64,
     serialized: u64,
@@ -83,7 +84,7 @@ struct RegionAcc {
     per_thread: BTreeMap<(u32, u32), ThreadRegionStats>,
 }
 
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone)]
 struct LoopThreadAcc {
     time: i64,
     busy: i64,
@@ -91,7 +92,7 @@ struct LoopThreadAcc {
     chunks: u64,
 }
 
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone)]
 struct LoopAcc {
     region_codeptr: u64,
     variants: BTreeMap<u8, u64>,
@@ -118,33 +119,6 @@ const PROFILE_BINS: usize = 64;
 const MAX_GAPS: usize = 100_000;
 
 impl LoopAcc {
-    fn add_segment(&mut self, trip: u64, start: u64, count: u64, dur: i64) {
-        if trip == 0 || count == 0 || dur < 0 {
-            return;
-        }
-        if self.bin_cost.is_empty() {
-            self.bin_cost = vec![0.0; PROFILE_BINS];
-            self.bin_iters = vec![0.0; PROFILE_BINS];
-        }
-        let per_iter = dur as f64 / count as f64;
-        let w = trip as f64 / PROFILE_BINS as f64;
-        let (a, b) = (start as f64, (start + count).min(trip) as f64);
-        let mut k = ((a / w) as usize).min(PROFILE_BINS - 1);
-        while k < PROFILE_BINS {
-            let lo = (k as f64 * w).max(a);
-            let hi = ((k + 1) as f64 * w).min(b);
-            if hi > lo {
-                self.bin_cost[k] += per_iter * (hi - lo);
-                self.bin_iters[k] += hi - lo;
-            }
-            if (k + 1) as f64 * w >= b {
-                break;
-            }
-            k += 1;
-        }
-        self.profile_ok = true;
-    }
-
     fn merge(&mut self, o: LoopAcc) {
         if self.region_codeptr == 0 {
             self.region_codeptr = o.region_codeptr;
@@ -190,7 +164,7 @@ impl LoopAcc {
     }
 }
 
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone)]
 struct MutexAcc {
     kind: u8,
     acquisitions: u64,
@@ -200,7 +174,7 @@ struct MutexAcc {
 }
 
 /// One rank's OpenMP aggregates (its rows are dropped after the pass).
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct RankPass {
     regions: HashMap<u64, RegionAcc>,
     loops: HashMap<u64, LoopAcc>,
@@ -237,8 +211,32 @@ fn static_range(n: u64, p: u64, i: u64) -> (u64, u64) {
     (start, base + u64::from(i < extra))
 }
 
+/// Rows of region instances processed per parallel wave (bounds the memory of
+/// the per-instance results waiting to be applied).
+const WAVE_ROWS: usize = 1 << 20;
+/// Rows per parallel task of a wave.
+const BLOCK_ROWS: usize = 1 << 15;
+
 /// The OpenMP pass over one rank's rows (on rank 0's clock).
+///
+/// Both cores work on it: the rows are grouped by region while the lock, task
+/// and taskwait statistics are gathered; then region instances are sorted and
+/// reduced in parallel ([`Block::add`]) and their results added to the rank's
+/// aggregates in region order ([`Block::apply`]), so every floating-point sum
+/// is the same as one sequential pass's.
 pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
+    rank_pass_in(rank, rows, threads, BLOCK_ROWS, WAVE_ROWS)
+}
+
+/// [`rank_pass`] with parallel tasks of ≥ `block_rows` rows and waves of
+/// `wave_rows` rows (the result does not depend on them).
+fn rank_pass_in(
+    rank: u32,
+    rows: &[OmpRecord],
+    threads: u32,
+    block_rows: usize,
+    wave_rows: usize,
+) -> RankPass {
     let mut out = RankPass {
         info: RankOmp {
             rank,
@@ -249,33 +247,155 @@ pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
         },
         ..RankPass::default()
     };
-    // Rows of regions grouped by parallel_id with a counting sort (linear: the
-    // rows of one region mostly come in runs, so the hash lookup is rarely
-    // needed), then each group by (thread, kind, start).
+    let ((mut idx, offsets), summaries) =
+        rayon::join(|| group_rows(rows), || ungrouped_stats(rows, &mut out));
+    if !summaries.is_empty() {
+        profile_summaries(rank, &summaries, &mut out);
+    }
+    drop(summaries);
+    // Blocks of whole groups (≥ BLOCK_ROWS rows each), as disjoint slices of idx.
+    let mut blocks: Vec<(&mut [u32], Vec<u32>)> = Vec::new();
+    {
+        let mut rest: &mut [u32] = &mut idx;
+        let mut g = 0;
+        let ngroups = offsets.len().saturating_sub(1);
+        while g < ngroups {
+            let start = offsets[g];
+            let mut h = g + 1;
+            while h < ngroups && ((offsets[h] - start) as usize) < block_rows {
+                h += 1;
+            }
+            let (head, tail) = rest.split_at_mut((offsets[h] - start) as usize);
+            blocks.push((head, offsets[g..=h].iter().map(|o| o - start).collect()));
+            rest = tail;
+            g = h;
+        }
+    }
+    let per_wave = (wave_rows / block_rows.max(1)).max(1);
+    let mut pending: Vec<Block> = Vec::new();
+    let mut blocks = blocks.into_iter();
+    loop {
+        let wave: Vec<(&mut [u32], Vec<u32>)> = blocks.by_ref().take(per_wave).collect();
+        if wave.is_empty() {
+            break;
+        }
+        // Reduce this wave's instances while the previous wave's are applied.
+        let (done, ()) = rayon::join(
+            || {
+                wave.into_par_iter()
+                    .map(|(idx, bounds)| {
+                        let mut block = Block::default();
+                        for w in bounds.windows(2) {
+                            let group = &mut idx[w[0] as usize..w[1] as usize];
+                            group.sort_unstable_by_key(|&k| {
+                                let r = &rows[k as usize];
+                                (r.thread, r.kind, r.start_ns)
+                            });
+                            block.add(rows, group);
+                        }
+                        block
+                    })
+                    .collect::<Vec<_>>()
+            },
+            || {
+                for block in std::mem::take(&mut pending) {
+                    block.apply(rank, &mut out);
+                }
+            },
+        );
+        pending = done;
+    }
+    for block in pending {
+        block.apply(rank, &mut out);
+    }
+    // Outermost region intervals (nested regions lie inside).
+    out.info.regions.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::new();
+    for &(s, e) in &out.info.regions {
+        match merged.last_mut() {
+            Some(l) if s <= l.1 => l.1 = l.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    out.info.regions = merged;
+    out
+}
+
+/// Rows per task of the parallel grouping.
+const GROUP_CHUNK: usize = 1 << 20;
+
+/// Rows of regions grouped by parallel_id with a counting sort: row indices,
+/// group after group in order of first appearance, and the offsets of the
+/// groups in them. Chunks of rows are numbered in parallel (each with its own
+/// first-appearance order), then their numbers are mapped to the global ones
+/// in chunk order, which keeps the order of first appearance.
+fn group_rows(rows: &[OmpRecord]) -> (Vec<u32>, Vec<u32>) {
+    group_rows_in(rows, GROUP_CHUNK)
+}
+
+fn group_rows_in(rows: &[OmpRecord], chunk: usize) -> (Vec<u32>, Vec<u32>) {
+    let mut gid: Vec<u32> = vec![u32::MAX; rows.len()];
+    // Per chunk: the parallel_id and row count of each local group.
+    let locals: Vec<(Vec<u64>, Vec<u32>)> = rows
+        .par_chunks(chunk)
+        .zip(gid.par_chunks_mut(chunk))
+        .map(|(rows, gid)| {
+            let mut group_of: HashMap<u64, u32> = HashMap::new();
+            let mut pids: Vec<u64> = Vec::new();
+            let mut sizes: Vec<u32> = Vec::new();
+            // Rows of one region mostly come in runs: the hash lookup is rarely needed.
+            let mut last: Option<(u64, u32)> = None;
+            for (r, g_out) in rows.iter().zip(gid.iter_mut()) {
+                if r.parallel_id == 0 {
+                    continue;
+                }
+                let g = match last {
+                    Some((p, g)) if p == r.parallel_id => g,
+                    _ => {
+                        let next = sizes.len() as u32;
+                        let g = *group_of.entry(r.parallel_id).or_insert(next);
+                        if g == next {
+                            sizes.push(0);
+                            pids.push(r.parallel_id);
+                        }
+                        last = Some((r.parallel_id, g));
+                        g
+                    }
+                };
+                sizes[g as usize] += 1;
+                *g_out = g;
+            }
+            (pids, sizes)
+        })
+        .collect();
     let mut group_of: HashMap<u64, u32> = HashMap::new();
     let mut sizes: Vec<u32> = Vec::new();
-    let mut gid: Vec<u32> = vec![u32::MAX; rows.len()];
-    let mut last: Option<(u64, u32)> = None;
-    for (i, r) in rows.iter().enumerate() {
-        if r.parallel_id == 0 {
-            continue;
-        }
-        let g = match last {
-            Some((p, g)) if p == r.parallel_id => g,
-            _ => {
-                let next = sizes.len() as u32;
-                let g = *group_of.entry(r.parallel_id).or_insert(next);
-                if g == next {
-                    sizes.push(0);
-                }
-                last = Some((r.parallel_id, g));
-                g
-            }
-        };
-        sizes[g as usize] += 1;
-        gid[i] = g;
-    }
+    let remaps: Vec<Vec<u32>> = locals
+        .iter()
+        .map(|(pids, local_sizes)| {
+            pids.iter()
+                .zip(local_sizes)
+                .map(|(pid, n)| {
+                    let next = sizes.len() as u32;
+                    let g = *group_of.entry(*pid).or_insert(next);
+                    if g == next {
+                        sizes.push(0);
+                    }
+                    sizes[g as usize] += n;
+                    g
+                })
+                .collect()
+        })
+        .collect();
     drop(group_of);
+    drop(locals);
+    gid.par_chunks_mut(chunk)
+        .zip(&remaps)
+        .for_each(|(gid, remap)| {
+            for g in gid.iter_mut().filter(|g| **g != u32::MAX) {
+                *g = remap[*g as usize];
+            }
+        });
     let mut offsets: Vec<u32> = Vec::with_capacity(sizes.len() + 1);
     let mut acc = 0u32;
     for sz in &sizes {
@@ -291,14 +411,12 @@ pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
             fill[*g as usize] += 1;
         }
     }
-    drop(gid);
-    for w in offsets.windows(2) {
-        idx[w[0] as usize..w[1] as usize].sort_unstable_by_key(|&k| {
-            let r = &rows[k as usize];
-            (r.thread, r.kind, r.start_ns)
-        });
-    }
-    // Lock, task and taskwait statistics need no grouping.
+    (idx, offsets)
+}
+
+/// Lock, task and taskwait statistics (they need no grouping); returns the
+/// profile-mode summary rows.
+fn ungrouped_stats<'a>(rows: &'a [OmpRecord], out: &mut RankPass) -> Vec<&'a OmpRecord> {
     let mut summaries: Vec<&OmpRecord> = Vec::new();
     for r in rows {
         match r.kind {
@@ -325,31 +443,7 @@ pub fn rank_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
             _ => {}
         }
     }
-    if !summaries.is_empty() {
-        profile_summaries(rank, &summaries, &mut out);
-    }
-    // Outermost regions of the rank for the serial/compute split.
-    let mut i = 0;
-    while i < idx.len() {
-        let pid = rows[idx[i] as usize].parallel_id;
-        let mut j = i;
-        while j < idx.len() && rows[idx[j] as usize].parallel_id == pid {
-            j += 1;
-        }
-        region_instance(rank, rows, &idx[i..j], &mut out);
-        i = j;
-    }
-    // Outermost region intervals (nested regions lie inside).
-    out.info.regions.sort_unstable();
-    let mut merged: Vec<(i64, i64)> = Vec::new();
-    for &(s, e) in &out.info.regions {
-        match merged.last_mut() {
-            Some(l) if s <= l.1 => l.1 = l.1.max(e),
-            _ => merged.push((s, e)),
-        }
-    }
-    out.info.regions = merged;
-    out
+    summaries
 }
 
 /// Profile mode (`summary` rows: variant = kind, flags = its variant, count =
@@ -462,220 +556,447 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
     }
 }
 
-fn region_instance(rank: u32, rows: &[OmpRecord], group: &[u32], out: &mut RankPass) {
-    let Some(par) = group
-        .iter()
-        .map(|&i| &rows[i as usize])
-        .find(|r| r.kind == K_PARALLEL)
-    else {
-        return; // Rows of a region whose parallel row is missing (truncated trace).
-    };
-    let (rs, re) = (par.start_ns, par.end_ns.max(par.start_ns));
-    let team = par.team_size.max(1);
-    let serialized = team <= 1;
-    let acc = out.regions.entry(par.codeptr).or_default();
-    acc.instances += 1;
-    acc.team = acc.team.max(team);
-    if !acc.ranks.contains(&rank) {
-        acc.ranks.push(rank);
+/// What the region instances of one block add to their rank's aggregates,
+/// computed on their own by [`Block::add`] (in parallel with other blocks) and
+/// added in region order by [`Block::apply`]. Flat vectors that the instances
+/// and loops index by ranges: a few allocations per block, none per instance.
+#[derive(Default)]
+struct Block {
+    insts: Vec<Instance>,
+    /// Per thread of each instance's team, by thread.
+    threads: Vec<ThreadRegionStats>,
+    loops: Vec<LoopInstance>,
+    /// The variant of each thread's work row.
+    variants: Vec<u8>,
+    per_thread: Vec<(u32, LoopThreadAcc)>,
+    /// (chunk size, chunks of that size).
+    chunk_sizes: Vec<(u64, u64)>,
+    gaps: Vec<i64>,
+    /// Cost-profile additions (bin, cost, iterations), in order.
+    bins: Vec<(u8, f64, f64)>,
+    // Scratch of one instance.
+    /// Loop work rows: (codeptr, k-th on its thread, row).
+    works: Vec<(u64, u32, u32)>,
+    /// Work rows seen per codeptr on the current thread.
+    seq: Vec<(u64, u32)>,
+    /// Each thread's chunk rows: (thread, first, end) positions in the group.
+    chunk_runs: Vec<(u32, usize, usize)>,
+    /// Thread → index in the team (implicit task `count`).
+    team_index: Vec<(u32, u64)>,
+    /// Chunks of each thread's work row: positions in the group.
+    chunk_sets: Vec<(usize, usize)>,
+}
+
+/// One region instance of a [`Block`].
+struct Instance {
+    codeptr: u64,
+    rs: i64,
+    re: i64,
+    team: u32,
+    par_thread: u32,
+    master_task: Option<i64>,
+    clipped: u64,
+    clipped_ns: i64,
+    threads: std::ops::Range<usize>,
+    loops: std::ops::Range<usize>,
+}
+
+/// One loop instance of a region instance.
+struct LoopInstance {
+    codeptr: u64,
+    trip: u64,
+    team: u32,
+    time: i64,
+    any_chunks: bool,
+    chunks: u64,
+    chunk_iters: u64,
+    gap_total: i64,
+    /// Whether a segment entered the cost profile (see [`segment_bins`]).
+    profiled: bool,
+    variants: std::ops::Range<usize>,
+    per_thread: std::ops::Range<usize>,
+    chunk_sizes: std::ops::Range<usize>,
+    gaps: std::ops::Range<usize>,
+    bins: std::ops::Range<usize>,
+}
+
+/// The cost-profile additions of `count` iterations from `start` of a `trip`
+/// iterations loop that took `dur` ns, in bin order; false if the segment is
+/// unusable.
+fn segment_bins(
+    trip: u64,
+    start: u64,
+    count: u64,
+    dur: i64,
+    out: &mut Vec<(u8, f64, f64)>,
+) -> bool {
+    if trip == 0 || count == 0 || dur < 0 {
+        return false;
     }
-    acc.time += re - rs;
-    out.info.region_ns += re - rs;
-    out.info.region_count += 1;
-    out.info.regions.push((rs, re));
-    if serialized {
-        acc.serialized += 1;
-        out.serialized += 1;
+    let per_iter = dur as f64 / count as f64;
+    let w = trip as f64 / PROFILE_BINS as f64;
+    let (a, b) = (start as f64, (start + count).min(trip) as f64);
+    let mut k = ((a / w) as usize).min(PROFILE_BINS - 1);
+    while k < PROFILE_BINS {
+        let lo = (k as f64 * w).max(a);
+        let hi = ((k + 1) as f64 * w).min(b);
+        if hi > lo {
+            out.push((k as u8, per_iter * (hi - lo), hi - lo));
+        }
+        if (k + 1) as f64 * w >= b {
+            break;
+        }
+        k += 1;
     }
-    // Per thread of the team.
-    let mut threads: BTreeMap<u32, ThreadRegionStats> = BTreeMap::new();
-    let mut master_task: Option<i64> = None;
-    // Loop instances: (codeptr, k-th on this thread) → rows.
-    let mut works: BTreeMap<(u64, u32), Vec<&OmpRecord>> = BTreeMap::new();
-    let mut chunks_by_thread: BTreeMap<u32, Vec<&OmpRecord>> = BTreeMap::new();
-    let mut team_index: HashMap<u32, u64> = HashMap::new();
-    let mut work_seq: HashMap<(u32, u64), u32> = HashMap::new();
-    for &i in group {
-        let r = &rows[i as usize];
-        let d = clip(r, rs, re);
-        let th = || ThreadRegionStats {
-            rank,
-            thread: r.thread,
-            ..ThreadRegionStats::default()
+    true
+}
+
+impl Block {
+    /// Reduce one region instance, its rows sorted by (thread, kind, start):
+    /// each thread's rows are contiguous, its chunks sorted by start.
+    fn add(&mut self, rows: &[OmpRecord], group: &[u32]) {
+        let Block {
+            insts,
+            threads,
+            loops,
+            variants,
+            per_thread,
+            chunk_sizes,
+            gaps,
+            bins,
+            works,
+            seq,
+            chunk_runs,
+            team_index,
+            chunk_sets,
+        } = self;
+        let Some(par) = group
+            .iter()
+            .map(|&i| &rows[i as usize])
+            .find(|r| r.kind == K_PARALLEL)
+        else {
+            return; // Rows of a region whose parallel row is missing (truncated trace).
         };
-        match r.kind {
-            K_ITASK => {
-                let t = threads.entry(r.thread).or_insert_with(th);
-                t.implicit_task_s += ns_to_s(d);
-                t.activation_s += ns_to_s((r.start_ns - rs).max(0));
-                t.release_s += ns_to_s((re - r.end_ns.min(re)).max(0));
-                team_index.insert(r.thread, r.count);
-                if r.thread == par.thread {
-                    master_task = Some(master_task.unwrap_or(0) + d);
-                }
+        let (rs, re) = (par.start_ns, par.end_ns.max(par.start_ns));
+        let team = par.team_size.max(1);
+        let mut inst = Instance {
+            codeptr: par.codeptr,
+            rs,
+            re,
+            team,
+            par_thread: par.thread,
+            master_task: None,
+            clipped: 0,
+            clipped_ns: 0,
+            threads: threads.len()..threads.len(),
+            loops: loops.len()..loops.len(),
+        };
+        let t0 = threads.len();
+        works.clear();
+        seq.clear();
+        chunk_runs.clear();
+        team_index.clear();
+        let mut current: Option<u32> = None;
+        for (pos, &i) in group.iter().enumerate() {
+            let r = &rows[i as usize];
+            if current != Some(r.thread) {
+                current = Some(r.thread);
+                seq.clear();
             }
-            K_SYNC | K_SYNCWAIT => {
-                if r.end_ns > re && r.thread != par.thread && r.kind == K_SYNC {
-                    out.clipped += 1;
-                    out.clipped_ns += r.end_ns - re.max(r.start_ns);
+            let d = clip(r, rs, re);
+            let entry = |threads: &mut Vec<ThreadRegionStats>| -> usize {
+                if threads.len() == t0 || threads[threads.len() - 1].thread != r.thread {
+                    threads.push(ThreadRegionStats {
+                        thread: r.thread,
+                        ..ThreadRegionStats::default()
+                    });
                 }
-                let t = threads.entry(r.thread).or_insert_with(th);
-                if r.kind == K_SYNC {
-                    if is_barrier(r.variant) {
-                        t.barrier.total_s += ns_to_s(d);
-                        t.barrier.count += 1;
+                threads.len() - 1
+            };
+            match r.kind {
+                K_ITASK => {
+                    let e = entry(threads);
+                    let t = &mut threads[e];
+                    t.implicit_task_s += ns_to_s(d);
+                    t.activation_s += ns_to_s((r.start_ns - rs).max(0));
+                    t.release_s += ns_to_s((re - r.end_ns.min(re)).max(0));
+                    match team_index.iter_mut().find(|(t, _)| *t == r.thread) {
+                        Some((_, k)) => *k = r.count,
+                        None => team_index.push((r.thread, r.count)),
                     }
-                    // Busy excludes every synchronisation (barrier, taskwait...).
+                    if r.thread == par.thread {
+                        inst.master_task = Some(inst.master_task.unwrap_or(0) + d);
+                    }
+                }
+                K_SYNC | K_SYNCWAIT => {
+                    if r.end_ns > re && r.thread != par.thread && r.kind == K_SYNC {
+                        inst.clipped += 1;
+                        inst.clipped_ns += r.end_ns - re.max(r.start_ns);
+                    }
+                    let e = entry(threads);
+                    let t = &mut threads[e];
+                    if r.kind == K_SYNC {
+                        if is_barrier(r.variant) {
+                            t.barrier.total_s += ns_to_s(d);
+                            t.barrier.count += 1;
+                        }
+                        // Busy excludes every synchronisation (barrier, taskwait...).
+                        t.busy_s -= ns_to_s(d);
+                    } else if is_barrier(r.variant) {
+                        t.barrier.wait_s += ns_to_s(d);
+                        t.barrier.wait_observed = true;
+                    }
+                }
+                K_MWAIT => {
+                    let e = entry(threads);
+                    let t = &mut threads[e];
                     t.busy_s -= ns_to_s(d);
-                } else if is_barrier(r.variant) {
-                    t.barrier.wait_s += ns_to_s(d);
-                    t.barrier.wait_observed = true;
                 }
-            }
-            K_MWAIT => {
-                let t = threads.entry(r.thread).or_insert_with(th);
-                t.busy_s -= ns_to_s(d);
-            }
-            K_WORK if is_loop(r.variant) => {
-                let seq = work_seq.entry((r.thread, r.codeptr)).or_insert(0);
-                works.entry((r.codeptr, *seq)).or_default().push(r);
-                *seq += 1;
-            }
-            K_CHUNK => chunks_by_thread.entry(r.thread).or_default().push(r),
-            _ => {}
-        }
-    }
-    for t in threads.values_mut() {
-        t.busy_s += t.implicit_task_s;
-        t.barrier.sync_overhead_s = (t.barrier.total_s - t.barrier.wait_s).max(0.0);
-    }
-    if let Some(task) = master_task {
-        let fj = (re - rs - task).max(0);
-        acc.fork_join += fj;
-        acc.fj_max = acc.fj_max.max(fj);
-        acc.fj_observed += 1;
-        acc.itask += task;
-        out.info.fork_join_ns += fj;
-    }
-    for t in threads.values() {
-        if let Some(b) = out.info.busy_ns.get_mut(t.thread as usize) {
-            *b += (t.busy_s * 1e9) as i64;
-        }
-        if let Some(b) = out.info.runtime_ns.get_mut(t.thread as usize) {
-            let task = (t.implicit_task_s * 1e9) as i64;
-            let busy = (t.busy_s * 1e9) as i64;
-            let idle = if t.thread == par.thread {
-                0 // the master's fork/join is counted once, as fork_join_ns
-            } else {
-                (re - rs - task).max(0)
-            };
-            *b += (task - busy).max(0) + idle;
-        }
-        out.barrier.total_s += t.barrier.total_s;
-        out.barrier.wait_s += t.barrier.wait_s;
-        out.barrier.count += t.barrier.count;
-        let e = acc
-            .per_thread
-            .entry((rank, t.thread))
-            .or_insert_with(|| ThreadRegionStats {
-                rank,
-                thread: t.thread,
-                ..ThreadRegionStats::default()
-            });
-        e.implicit_task_s += t.implicit_task_s;
-        e.busy_s += t.busy_s;
-        e.activation_s += t.activation_s;
-        e.release_s += t.release_s;
-        e.barrier.total_s += t.barrier.total_s;
-        e.barrier.wait_s += t.barrier.wait_s;
-        e.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
-        e.barrier.count += t.barrier.count;
-        e.barrier.wait_observed |= t.barrier.wait_observed;
-    }
-    for v in chunks_by_thread.values_mut() {
-        v.sort_unstable_by_key(|r| r.start_ns);
-    }
-    // Loops of this region instance.
-    for ((codeptr, _k), ws) in works {
-        let la = out.loops.entry(codeptr).or_default();
-        la.region_codeptr = par.codeptr;
-        la.instances += 1;
-        if !la.ranks.contains(&rank) {
-            la.ranks.push(rank);
-        }
-        let trip = ws.iter().map(|w| w.count).max().unwrap_or(0);
-        *la.trips.entry(trip).or_default() += 1;
-        let nthreads = ws.len() as u32;
-        la.team = la.team.max(nthreads.max(team));
-        for w in &ws {
-            *la.variants.entry(w.variant).or_default() += 1;
-        }
-        let ls = ws.iter().map(|w| w.start_ns).min().unwrap_or(rs);
-        let le = ws.iter().map(|w| w.end_ns.min(re)).max().unwrap_or(rs);
-        la.time += (le - ls).max(0);
-        let static_sched = ws.iter().all(|w| w.variant == 10);
-        let chunk_sets: Vec<&[&OmpRecord]> = ws
-            .iter()
-            .map(|w| {
-                chunks_by_thread.get(&w.thread).map_or(&[][..], |v| {
-                    let a = v.partition_point(|c| c.start_ns < w.start_ns);
-                    let b = v.partition_point(|c| c.start_ns <= w.end_ns);
-                    &v[a..b]
-                })
-            })
-            .collect();
-        // chunk_start is the loop variable's first value as the runtime reports it
-        // (ompt-tool docs): the iteration space starts at the smallest one.
-        let base = chunk_sets
-            .iter()
-            .flat_map(|v| v.iter().map(|c| c.chunk_start))
-            .min()
-            .unwrap_or(0);
-        for (w, chunks) in ws.iter().zip(&chunk_sets) {
-            let wd = clip(w, rs, re);
-            let mut ta = LoopThreadAcc {
-                time: wd,
-                ..LoopThreadAcc::default()
-            };
-            if chunks.is_empty() {
-                ta.busy += wd;
-                if static_sched && trip > 0 {
-                    // Per-thread static ranges (no dispatch events): thread i ran
-                    // libomp's i-th block in the work interval.
-                    if let Some(&i) = team_index.get(&w.thread) {
-                        let (s, n) = static_range(trip, nthreads.max(team) as u64, i);
-                        ta.iterations += n;
-                        la.add_segment(trip, s, n, wd);
-                    }
+                K_WORK if is_loop(r.variant) => {
+                    let k = match seq.iter_mut().find(|(c, _)| *c == r.codeptr) {
+                        Some((_, n)) => {
+                            *n += 1;
+                            *n - 1
+                        }
+                        None => {
+                            seq.push((r.codeptr, 1));
+                            0
+                        }
+                    };
+                    works.push((r.codeptr, k, i));
                 }
-            } else {
-                la.any_chunks = true;
-                la.profile_from_chunks = true;
-                let mut prev_end: Option<i64> = None;
-                for c in chunks.iter() {
-                    let d = (c.end_ns.min(w.end_ns) - c.start_ns).max(0);
-                    ta.busy += d;
-                    ta.iterations += c.count;
-                    ta.chunks += 1;
-                    la.chunks += 1;
-                    la.chunk_iters += c.count;
-                    *la.chunk_sizes.entry(c.count).or_default() += 1;
-                    if let Some(pe) = prev_end {
-                        let g = (c.start_ns - pe).max(0);
-                        la.gap_total += g;
-                        if la.gaps.len() < MAX_GAPS {
-                            la.gaps.push(g);
+                K_CHUNK => match chunk_runs.last_mut() {
+                    Some((t, _, end)) if *t == r.thread && *end == pos => *end += 1,
+                    _ => chunk_runs.push((r.thread, pos, pos + 1)),
+                },
+                _ => {}
+            }
+        }
+        for t in &mut threads[t0..] {
+            t.busy_s += t.implicit_task_s;
+            t.barrier.sync_overhead_s = (t.barrier.total_s - t.barrier.wait_s).max(0.0);
+        }
+        inst.threads.end = threads.len();
+        // Loop instances: (codeptr, k-th on its thread), rows in group order.
+        works.sort_by_key(|w| (w.0, w.1));
+        let mut a = 0;
+        while a < works.len() {
+            let (codeptr, k, _) = works[a];
+            let mut b = a + 1;
+            while b < works.len() && works[b].0 == codeptr && works[b].1 == k {
+                b += 1;
+            }
+            let ws = works[a..b].iter().map(|w| &rows[w.2 as usize]);
+            a = b;
+            let trip = ws.clone().map(|w| w.count).max().unwrap_or(0);
+            let nthreads = ws.len() as u32;
+            let ls = ws.clone().map(|w| w.start_ns).min().unwrap_or(rs);
+            let le = ws.clone().map(|w| w.end_ns.min(re)).max().unwrap_or(rs);
+            let v0 = variants.len();
+            variants.extend(ws.clone().map(|w| w.variant));
+            let mut li = LoopInstance {
+                codeptr,
+                trip,
+                team: nthreads.max(team),
+                time: (le - ls).max(0),
+                any_chunks: false,
+                chunks: 0,
+                chunk_iters: 0,
+                gap_total: 0,
+                profiled: false,
+                variants: v0..variants.len(),
+                per_thread: per_thread.len()..per_thread.len(),
+                chunk_sizes: chunk_sizes.len()..chunk_sizes.len(),
+                gaps: gaps.len()..gaps.len(),
+                bins: bins.len()..bins.len(),
+            };
+            let static_sched = ws.clone().all(|w| w.variant == 10);
+            chunk_sets.clear();
+            chunk_sets.extend(ws.clone().map(|w| {
+                chunk_runs
+                    .iter()
+                    .find(|(t, _, _)| *t == w.thread)
+                    .map_or((0, 0), |&(_, lo, hi)| {
+                        let v = &group[lo..hi];
+                        let a = v.partition_point(|&c| rows[c as usize].start_ns < w.start_ns);
+                        let b = v.partition_point(|&c| rows[c as usize].start_ns <= w.end_ns);
+                        (lo + a, lo + b)
+                    })
+            }));
+            // chunk_start is the loop variable's first value as the runtime reports it
+            // (ompt-tool docs): the iteration space starts at the smallest one.
+            let base = chunk_sets
+                .iter()
+                .flat_map(|&(lo, hi)| group[lo..hi].iter().map(|&c| rows[c as usize].chunk_start))
+                .min()
+                .unwrap_or(0);
+            for (w, &(lo, hi)) in ws.zip(chunk_sets.iter()) {
+                let wd = clip(w, rs, re);
+                let mut ta = LoopThreadAcc {
+                    time: wd,
+                    ..LoopThreadAcc::default()
+                };
+                if lo == hi {
+                    ta.busy += wd;
+                    if static_sched && trip > 0 {
+                        // Per-thread static ranges (no dispatch events): thread i ran
+                        // libomp's i-th block in the work interval.
+                        if let Some(&(_, i)) = team_index.iter().find(|(t, _)| *t == w.thread) {
+                            let (s, n) = static_range(trip, li.team as u64, i);
+                            ta.iterations += n;
+                            li.profiled |= segment_bins(trip, s, n, wd, bins);
                         }
                     }
-                    prev_end = Some(c.end_ns);
-                    la.add_segment(trip, c.chunk_start.wrapping_sub(base), c.count, d);
+                } else {
+                    li.any_chunks = true;
+                    let mut prev_end: Option<i64> = None;
+                    for &ci in &group[lo..hi] {
+                        let c = &rows[ci as usize];
+                        let d = (c.end_ns.min(w.end_ns) - c.start_ns).max(0);
+                        ta.busy += d;
+                        ta.iterations += c.count;
+                        ta.chunks += 1;
+                        li.chunks += 1;
+                        li.chunk_iters += c.count;
+                        match chunk_sizes[li.chunk_sizes.start..]
+                            .iter_mut()
+                            .find(|(s, _)| *s == c.count)
+                        {
+                            Some((_, n)) => *n += 1,
+                            None => chunk_sizes.push((c.count, 1)),
+                        }
+                        if let Some(pe) = prev_end {
+                            let g = (c.start_ns - pe).max(0);
+                            li.gap_total += g;
+                            gaps.push(g);
+                        }
+                        prev_end = Some(c.end_ns);
+                        li.profiled |=
+                            segment_bins(trip, c.chunk_start.wrapping_sub(base), c.count, d, bins);
+                    }
+                }
+                per_thread.push((w.thread, ta));
+            }
+            li.per_thread.end = per_thread.len();
+            li.chunk_sizes.end = chunk_sizes.len();
+            li.gaps.end = gaps.len();
+            li.bins.end = bins.len();
+            loops.push(li);
+        }
+        inst.loops.end = loops.len();
+        insts.push(inst);
+    }
+
+    /// Add the block's instances to the rank's aggregates, in region order (the
+    /// floating-point sums are those of one sequential pass).
+    fn apply(&self, rank: u32, out: &mut RankPass) {
+        for inst in &self.insts {
+            let (rs, re) = (inst.rs, inst.re);
+            out.clipped += inst.clipped;
+            out.clipped_ns += inst.clipped_ns;
+            let acc = out.regions.entry(inst.codeptr).or_default();
+            acc.instances += 1;
+            acc.team = acc.team.max(inst.team);
+            if !acc.ranks.contains(&rank) {
+                acc.ranks.push(rank);
+            }
+            acc.time += re - rs;
+            out.info.region_ns += re - rs;
+            out.info.region_count += 1;
+            out.info.regions.push((rs, re));
+            if inst.team <= 1 {
+                // Serialized: a team of one has no implicit barrier.
+                acc.serialized += 1;
+                out.serialized += 1;
+            }
+            if let Some(task) = inst.master_task {
+                let fj = (re - rs - task).max(0);
+                acc.fork_join += fj;
+                acc.fj_max = acc.fj_max.max(fj);
+                acc.fj_observed += 1;
+                acc.itask += task;
+                out.info.fork_join_ns += fj;
+            }
+            for t in &self.threads[inst.threads.clone()] {
+                if let Some(b) = out.info.busy_ns.get_mut(t.thread as usize) {
+                    *b += (t.busy_s * 1e9) as i64;
+                }
+                if let Some(b) = out.info.runtime_ns.get_mut(t.thread as usize) {
+                    let task = (t.implicit_task_s * 1e9) as i64;
+                    let busy = (t.busy_s * 1e9) as i64;
+                    let idle = if t.thread == inst.par_thread {
+                        0 // the master's fork/join is counted once, as fork_join_ns
+                    } else {
+                        (re - rs - task).max(0)
+                    };
+                    *b += (task - busy).max(0) + idle;
+                }
+                out.barrier.total_s += t.barrier.total_s;
+                out.barrier.wait_s += t.barrier.wait_s;
+                out.barrier.count += t.barrier.count;
+                let e =
+                    acc.per_thread
+                        .entry((rank, t.thread))
+                        .or_insert_with(|| ThreadRegionStats {
+                            rank,
+                            thread: t.thread,
+                            ..ThreadRegionStats::default()
+                        });
+                e.implicit_task_s += t.implicit_task_s;
+                e.busy_s += t.busy_s;
+                e.activation_s += t.activation_s;
+                e.release_s += t.release_s;
+                e.barrier.total_s += t.barrier.total_s;
+                e.barrier.wait_s += t.barrier.wait_s;
+                e.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
+                e.barrier.count += t.barrier.count;
+                e.barrier.wait_observed |= t.barrier.wait_observed;
+            }
+            for li in &self.loops[inst.loops.clone()] {
+                let la = out.loops.entry(li.codeptr).or_default();
+                la.region_codeptr = inst.codeptr;
+                la.instances += 1;
+                if !la.ranks.contains(&rank) {
+                    la.ranks.push(rank);
+                }
+                *la.trips.entry(li.trip).or_default() += 1;
+                la.team = la.team.max(li.team);
+                for &v in &self.variants[li.variants.clone()] {
+                    *la.variants.entry(v).or_default() += 1;
+                }
+                la.time += li.time;
+                if li.any_chunks {
+                    la.any_chunks = true;
+                    la.profile_from_chunks = true;
+                }
+                la.chunks += li.chunks;
+                la.chunk_iters += li.chunk_iters;
+                for &(s, n) in &self.chunk_sizes[li.chunk_sizes.clone()] {
+                    *la.chunk_sizes.entry(s).or_default() += n;
+                }
+                let room = MAX_GAPS.saturating_sub(la.gaps.len());
+                la.gaps
+                    .extend(self.gaps[li.gaps.clone()].iter().take(room).copied());
+                la.gap_total += li.gap_total;
+                if li.profiled {
+                    if la.bin_cost.is_empty() {
+                        la.bin_cost = vec![0.0; PROFILE_BINS];
+                        la.bin_iters = vec![0.0; PROFILE_BINS];
+                    }
+                    la.profile_ok = true;
+                }
+                for &(k, c, n) in &self.bins[li.bins.clone()] {
+                    la.bin_cost[k as usize] += c;
+                    la.bin_iters[k as usize] += n;
+                }
+                for (thread, ta) in &self.per_thread[li.per_thread.clone()] {
+                    let e = la.per_thread.entry((rank, *thread)).or_default();
+                    e.time += ta.time;
+                    e.busy += ta.busy;
+                    e.iterations += ta.iterations;
+                    e.chunks += ta.chunks;
                 }
             }
-            let e = la.per_thread.entry((rank, w.thread)).or_default();
-            e.time += ta.time;
-            e.busy += ta.busy;
-            e.iterations += ta.iterations;
-            e.chunks += ta.chunks;
         }
     }
 }
@@ -1202,5 +1523,94 @@ fn build_loop(
         cost_profile,
         simulations,
         recommendation,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyscope_format::synthetic::{OmpGenerator, OmpTraceSpec};
+
+    /// Every aggregate of a rank pass, maps in key order, floats exactly.
+    fn canonical(p: &RankPass) -> String {
+        format!(
+            "{:?}\n{:?}\n{:?}\n{:?}",
+            p.regions.iter().collect::<BTreeMap<_, _>>(),
+            p.loops.iter().collect::<BTreeMap<_, _>>(),
+            p.mutexes.iter().collect::<BTreeMap<_, _>>(),
+            (
+                p.tasks_created,
+                p.task_run,
+                p.task_runs,
+                p.taskwait,
+                &p.barrier,
+                p.serialized,
+                p.clipped,
+                p.clipped_ns,
+                &p.info,
+                p.any_sync_wait,
+                p.profile_mode,
+                &p.notes,
+            )
+        )
+    }
+
+    /// The region instances are reduced in parallel blocks and waves: the
+    /// aggregates (floating-point sums included) are bit-identical to those of
+    /// one block in one wave, however the rows are split.
+    #[test]
+    fn rank_pass_is_identical_however_the_regions_are_split() {
+        let spec = OmpTraceSpec {
+            threads: 4,
+            events_per_rank: 60_000,
+            chunks_per_loop: 20,
+            ..OmpTraceSpec::default()
+        };
+        let mut rows = OmpGenerator::all(spec, 3);
+        // A region without its parallel row (truncated trace) and a static loop
+        // without chunks (cost profile from the static ranges).
+        rows.retain(|r| !(r.parallel_id == 7 && r.kind == K_PARALLEL));
+        for r in rows.iter_mut().filter(|r| r.parallel_id == 9) {
+            if r.kind == K_WORK {
+                r.variant = 10;
+            }
+        }
+        rows.retain(|r| !(r.parallel_id == 9 && r.kind == K_CHUNK));
+        let whole = canonical(&rank_pass_in(3, &rows, 4, usize::MAX, usize::MAX));
+        assert!(whole.contains("profile_ok: true"));
+        for (block, wave) in [(1, 1), (1, 3), (100, 1_000), (5_000, 20_000)] {
+            let split = canonical(&rank_pass_in(3, &rows, 4, block, wave));
+            assert!(split == whole, "blocks of {block} rows, waves of {wave}");
+        }
+        assert_eq!(canonical(&rank_pass(3, &rows, 4)), whole);
+    }
+
+    /// Grouping in parallel chunks gives the groups of one sequential scan, in
+    /// order of first appearance, also when regions are interleaved.
+    #[test]
+    fn grouping_is_the_same_however_the_rows_are_chunked() {
+        let spec = OmpTraceSpec {
+            threads: 3,
+            events_per_rank: 20_000,
+            ..OmpTraceSpec::default()
+        };
+        let rows = OmpGenerator::all(spec, 1);
+        let (a, b) = rows.split_at(rows.len() / 2);
+        let mut mixed: Vec<OmpRecord> = Vec::new();
+        for i in 0..a.len().max(b.len()) {
+            mixed.extend(a.get(i));
+            mixed.extend(b.get(i));
+        }
+        mixed.push(OmpRecord::default()); // parallel_id 0: in no group
+        for rows in [&rows, &mixed] {
+            let whole = group_rows_in(rows, usize::MAX);
+            assert_eq!(
+                whole.1.len(),
+                1 + rows.iter().filter(|r| r.kind == K_PARALLEL).count()
+            );
+            for chunk in [1, 7, 1_000] {
+                assert!(group_rows_in(rows, chunk) == whole, "chunks of {chunk}");
+            }
+        }
     }
 }

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -169,16 +170,88 @@ pub fn read_part_records<R: Record>(
     Ok(out)
 }
 
+/// Rows of each row group a scan of one part reads (after time-range pruning),
+/// in order: to split a part's decoding with [`read_part_row_groups_into`].
+pub fn part_row_group_rows(
+    part: &PartFile,
+    options: &ScanOptions,
+) -> Result<Vec<usize>, FormatError> {
+    Ok(PartScan::open(part, options)?.group_rows)
+}
+
+/// Decode one part's rows into the front of `out`, a caller's buffer (reused
+/// across parts and ranks, its pages are faulted in once, and parts can be
+/// decoded in parallel into disjoint slices of one buffer). Returns how many
+/// rows were written; `out` must hold the sum of [`part_row_group_rows`], a
+/// part that yields more is an error.
+pub fn read_part_records_into<R: Record>(
+    part: &PartFile,
+    options: &ScanOptions,
+    out: &mut [R],
+) -> Result<usize, FormatError> {
+    read_into(part, options, None, out)
+}
+
+/// [`read_part_records_into`] for the row groups `groups` (indices into
+/// [`part_row_group_rows`]) of a part: pieces of one part decoded in parallel.
+pub fn read_part_row_groups_into<R: Record>(
+    part: &PartFile,
+    options: &ScanOptions,
+    groups: Range<usize>,
+    out: &mut [R],
+) -> Result<usize, FormatError> {
+    read_into(part, options, Some(groups), out)
+}
+
+fn read_into<R: Record>(
+    part: &PartFile,
+    options: &ScanOptions,
+    groups: Option<Range<usize>>,
+    out: &mut [R],
+) -> Result<usize, FormatError> {
+    let mut n = 0usize;
+    let mut overflow = false;
+    for_each_part_batch_in::<R>(part, options, groups, |rows, _| {
+        let k = rows.len();
+        match out.get_mut(n..n + k) {
+            Some(dst) if !overflow => {
+                for (d, r) in dst.iter_mut().zip(rows) {
+                    *d = r;
+                }
+                n += k;
+            }
+            _ => overflow = true,
+        }
+    })?;
+    if overflow {
+        return Err(FormatError::Invalid {
+            path: part.path.clone(),
+            message: format!("more rows than the {} of the buffer", out.len()),
+        });
+    }
+    Ok(n)
+}
+
 /// Decode a part batch by batch into records. `sink` gets the rows of each
 /// batch and, with the first, the number of rows the scan may still yield.
 fn for_each_part_batch<R: Record>(
     part: &PartFile,
     options: &ScanOptions,
+    sink: impl FnMut(Vec<R>, usize),
+) -> Result<(), FormatError> {
+    for_each_part_batch_in(part, options, None, sink)
+}
+
+/// [`for_each_part_batch`] over a range of the row groups the scan reads.
+fn for_each_part_batch_in<R: Record>(
+    part: &PartFile,
+    options: &ScanOptions,
+    groups: Option<Range<usize>>,
     mut sink: impl FnMut(Vec<R>, usize),
 ) -> Result<(), FormatError> {
     let mut options = options.clone();
     options.columns = None;
-    let scan = PartScan::open(part, &options)?;
+    let scan = no_panic(&part.path, || PartScan::open_inner(part, &options, groups))?;
     let mut reserve = scan.rows_selected();
     for batch in scan {
         let batch = batch?;
@@ -207,14 +280,21 @@ pub struct PartScan {
     row_groups_read: usize,
     row_groups_total: usize,
     rows_selected: usize,
+    /// Rows of each row group read.
+    group_rows: Vec<usize>,
 }
 
 impl PartScan {
     pub fn open(part: &PartFile, options: &ScanOptions) -> Result<PartScan, FormatError> {
-        no_panic(&part.path, || PartScan::open_inner(part, options))
+        no_panic(&part.path, || PartScan::open_inner(part, options, None))
     }
 
-    fn open_inner(part: &PartFile, options: &ScanOptions) -> Result<PartScan, FormatError> {
+    /// `groups`: only this range of the row groups the scan would read.
+    fn open_inner(
+        part: &PartFile,
+        options: &ScanOptions,
+        groups: Option<Range<usize>>,
+    ) -> Result<PartScan, FormatError> {
         let file = File::open(&part.path).map_err(|e| FormatError::io(&part.path, e))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| FormatError::parquet(&part.path, e))?;
@@ -278,11 +358,16 @@ impl PartScan {
             None => (0..builder.metadata().num_row_groups()).collect(),
         };
 
+        let row_groups: Vec<usize> = match groups {
+            Some(range) => row_groups.get(range).unwrap_or(&[]).to_vec(),
+            None => row_groups,
+        };
         let row_groups_read = row_groups.len();
-        let rows_selected = row_groups
+        let group_rows: Vec<usize> = row_groups
             .iter()
             .map(|&g| builder.metadata().row_group(g).num_rows().max(0) as usize)
-            .sum();
+            .collect();
+        let rows_selected = group_rows.iter().sum();
         let row_groups_total = builder.metadata().num_row_groups();
         let mut fields = vec![Arc::new(Field::new("rank", DataType::UInt32, false))];
         let out_columns: Vec<&String> = match &options.columns {
@@ -314,6 +399,7 @@ impl PartScan {
             row_groups_read,
             row_groups_total,
             rows_selected,
+            group_rows,
         })
     }
 

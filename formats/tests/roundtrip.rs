@@ -533,3 +533,37 @@ fn manifest_round_trip_and_rank_files_merge() {
     assert_eq!(trace.ranks(), vec![0, 1]);
     assert_eq!(trace.manifest.ranks, vec![r0, r1]);
 }
+
+#[test]
+fn parts_decode_into_a_buffer_by_row_group_ranges() {
+    use hyscope_format::reader::{
+        part_row_group_rows, read_part_records_into, read_part_row_groups_into,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let rows = chunks(0, 300, 0);
+    let mut w = PartWriter::create(dir.path(), Table::Omp, 3, small(100, 30)).unwrap();
+    w.write_records(&rows).unwrap();
+    w.finish().unwrap();
+    write_manifest(dir.path(), [3].into_iter());
+    let trace = Trace::open(dir.path()).unwrap();
+    let o = ScanOptions::default();
+    // Pieces of one row group, then a whole part, into one reused buffer.
+    let mut buf = vec![OmpRecord::default(); 300];
+    let mut n = 0;
+    for p in trace.parts(Table::Omp) {
+        let groups = part_row_group_rows(p, &o).unwrap();
+        assert_eq!(groups, vec![30, 30, 30, 10]);
+        for (g, &len) in groups.iter().enumerate() {
+            let k = read_part_row_groups_into(p, &o, g..g + 1, &mut buf[n..n + len]).unwrap();
+            assert_eq!(k, len);
+            n += k;
+        }
+    }
+    assert_eq!(buf, rows);
+    buf.fill(OmpRecord::default());
+    let p = &trace.parts(Table::Omp)[1];
+    assert_eq!(read_part_records_into(p, &o, &mut buf).unwrap(), 100);
+    assert_eq!(buf[..100], rows[100..200]);
+    // A buffer too small is an error, not a panic.
+    assert!(read_part_records_into(p, &o, &mut buf[..99]).is_err());
+}
