@@ -219,10 +219,13 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
 }
 
 #[derive(Default)]
+/// Wait time in integer ns and instance counts: integer sums do not depend on
+/// the order the matching passes visit messages in (they iterate hash maps),
+/// so the same trace always gives the same report.
 struct WaitAcc {
-    by_kind: BTreeMap<WaitKind, (f64, u64)>,
-    per_rank: BTreeMap<(WaitKind, u32), (f64, u64)>,
-    per_site: BTreeMap<(WaitKind, u16, u64), (f64, u64)>,
+    by_kind: BTreeMap<WaitKind, (i64, u64)>,
+    per_rank: BTreeMap<(WaitKind, u32), (i64, u64)>,
+    per_site: BTreeMap<(WaitKind, u16, u64), (i64, u64)>,
 }
 
 impl WaitAcc {
@@ -230,13 +233,12 @@ impl WaitAcc {
         if wait_ns <= 0 {
             return;
         }
-        let s = ns_to_s(wait_ns);
         for e in [
             self.by_kind.entry(kind).or_default(),
             self.per_rank.entry((kind, rank)).or_default(),
             self.per_site.entry((kind, r.call, site)).or_default(),
         ] {
-            e.0 += s;
+            e.0 += wait_ns;
             e.1 += 1;
         }
     }
@@ -429,12 +431,12 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
             _ => {}
         }
     }
-    let entry = |kind, rank, call: Option<u16>, site: Option<u64>, (s, n): (f64, u64)| WaitEntry {
+    let entry = |kind, rank, call: Option<u16>, site: Option<u64>, (ns, n): (i64, u64)| WaitEntry {
         kind,
         rank,
         call: call.map(|c| call_name(c).to_string()),
         location: site.map(|a| data.location(a)),
-        seconds: s,
+        seconds: ns_to_s(ns),
         instances: n,
     };
     let by_kind: Vec<WaitEntry> = acc

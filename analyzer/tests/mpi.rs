@@ -282,3 +282,65 @@ fn several_hosts_without_offsets_make_wait_states_not_observable() {
     let (_d, a) = b.analyze();
     assert!(a.wait_states.reason().unwrap().contains("clock"));
 }
+
+/// 300 late senders on 300 channels (tags) with irregular waits: the total is
+/// known exactly in ns, and the report must give it bit for bit, however the
+/// matching passes happen to iterate their hash maps (each analysis in a
+/// process seeds its maps differently).
+#[test]
+fn wait_state_sums_are_exact_and_do_not_depend_on_iteration_order() {
+    let mut b = Builder::new(2, 1, 1);
+    let mut total_ns = 0i64;
+    for k in 0..300i64 {
+        let posted = 1_000_000_000 + k * 10 * MS;
+        let late = 1_000 + (k * 7_919) % 100_003; // ns, irregular
+        total_ns += late;
+        let tag = k as i32;
+        let mut send = MpiRecord {
+            thread: 0,
+            call: c::MPI_Send,
+            start_ns: posted + late,
+            end_ns: posted + late + US,
+            peer: 1,
+            tag,
+            bytes_sent: 8,
+            comm_id: 1,
+            root: -1,
+            callsite: SITE_SEND,
+            ..MpiRecord::default()
+        };
+        b.mpi(0, send);
+        send.call = c::MPI_Recv;
+        send.start_ns = posted;
+        send.end_ns = posted + late + 2 * US;
+        send.peer = 0;
+        send.bytes_sent = 0;
+        send.bytes_recv = 8;
+        send.callsite = SITE_RECV;
+        b.mpi(1, send);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path());
+    let late_sender = |a: &hyscope_analyzer::Analysis| {
+        let w = a.wait_states.get().expect("wait states");
+        let e = w
+            .by_kind
+            .iter()
+            .find(|e| e.kind == WaitKind::LateSender)
+            .expect("late sender")
+            .clone();
+        (e.seconds.to_bits(), e.instances, w.total_s.to_bits())
+    };
+    let first = late_sender(&hyscope_analyzer::analyze(dir.path(), &Default::default()).unwrap());
+    assert_eq!(
+        first.0,
+        (total_ns as f64 * 1e-9).to_bits(),
+        "{}",
+        f64::from_bits(first.0)
+    );
+    assert_eq!(first.1, 300);
+    for _ in 0..4 {
+        let again = hyscope_analyzer::analyze(dir.path(), &Default::default()).unwrap();
+        assert_eq!(late_sender(&again), first);
+    }
+}
