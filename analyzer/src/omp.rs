@@ -942,15 +942,7 @@ impl Block {
                             thread: t.thread,
                             ..ThreadRegionStats::default()
                         });
-                e.implicit_task_s += t.implicit_task_s;
-                e.busy_s += t.busy_s;
-                e.activation_s += t.activation_s;
-                e.release_s += t.release_s;
-                e.barrier.total_s += t.barrier.total_s;
-                e.barrier.wait_s += t.barrier.wait_s;
-                e.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
-                e.barrier.count += t.barrier.count;
-                e.barrier.wait_observed |= t.barrier.wait_observed;
+                add_thread_stats(e, t);
             }
             for li in &self.loops[inst.loops.clone()] {
                 let la = out.loops.entry(li.codeptr).or_default();
@@ -1056,15 +1048,7 @@ pub fn analyze_omp(
                         thread: t.thread,
                         ..ThreadRegionStats::default()
                     });
-                x.implicit_task_s += t.implicit_task_s;
-                x.busy_s += t.busy_s;
-                x.activation_s += t.activation_s;
-                x.release_s += t.release_s;
-                x.barrier.total_s += t.barrier.total_s;
-                x.barrier.wait_s += t.barrier.wait_s;
-                x.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
-                x.barrier.count += t.barrier.count;
-                x.barrier.wait_observed |= t.barrier.wait_observed;
+                add_thread_stats(x, &t);
             }
         }
         for (k, mut v) in p.loops {
@@ -1265,6 +1249,19 @@ pub fn analyze_omp(
         o.fine_grain = fg;
     }
     result
+}
+
+/// Add one thread's region statistics to an accumulator of the same thread.
+fn add_thread_stats(e: &mut ThreadRegionStats, t: &ThreadRegionStats) {
+    e.implicit_task_s += t.implicit_task_s;
+    e.busy_s += t.busy_s;
+    e.activation_s += t.activation_s;
+    e.release_s += t.release_s;
+    e.barrier.total_s += t.barrier.total_s;
+    e.barrier.wait_s += t.barrier.wait_s;
+    e.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
+    e.barrier.count += t.barrier.count;
+    e.barrier.wait_observed |= t.barrier.wait_observed;
 }
 
 /// Fine-grain model per rank (document 000 §5, document 002 §3.3.1, eq. 3.1–3.2):
