@@ -50,10 +50,15 @@ fn check(np: u32) {
             info.clock_offsets
         );
         if rank > 0 {
-            // One node: both clocks are CLOCK_MONOTONIC (or the TSC calibrated
-            // against it per process), so they agree to well under 100 µs.
+            // One node, one clock: the true offset is ~0, and a ping-pong
+            // estimate is off by at most half its round trip (plus the
+            // per-process TSC calibration, < 1 µs). On a loaded machine the
+            // best round trip can reach milliseconds: the bound follows it.
             for o in &info.clock_offsets {
-                assert!(o.rtt_ns > 0 && o.offset_ns.abs() < 100_000, "{o:?}");
+                assert!(
+                    o.rtt_ns > 0 && o.offset_ns.abs() <= o.rtt_ns / 2 + 1_000,
+                    "{o:?}"
+                );
             }
         }
         let next = (rank + 1) % np;
