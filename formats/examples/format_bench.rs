@@ -20,17 +20,9 @@ use hyscope_format::synthetic::{ChunkDurations, OmpGenerator, OmpTraceSpec};
 use hyscope_format::writer::{PartWriter, WriterOptions};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-/// CPU time of the calling thread: the measure of "one core" that does not
-/// depend on what else runs on the machine.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+#[path = "common/thread_cpu.rs"]
+mod thread_cpu;
+use thread_cpu::thread_cpu;
 
 /// Wall and thread-CPU time of `f`.
 fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration, Duration) {

@@ -12,21 +12,14 @@
 //! cost trace mode takes from the application's cores.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use hyscope_format::schema::{MpiRecord, Table, mpi_call as c};
 use hyscope_format::writer::{PartWriter, WriterOptions};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+#[path = "common/thread_cpu.rs"]
+mod thread_cpu;
+use thread_cpu::thread_cpu;
 
 /// A small deterministic generator (xorshift) for jitter.
 struct Jitter(u64);
