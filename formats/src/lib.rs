@@ -9,13 +9,16 @@
 //! - [`reader`]: open a trace, list ranks and parts, scan tables with projection,
 //!   rank and time-range filters;
 //! - [`records`]: conversions between record batches and records;
-//! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests.
+//! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests;
+//! - [`spool`]: the compact raw record file the collector appends to during the
+//!   run, encoded to Parquet after it.
 
 pub mod error;
 pub mod manifest;
 pub mod reader;
 pub mod records;
 pub mod schema;
+pub mod spool;
 pub mod synthetic;
 pub mod writer;
 
