@@ -1,13 +1,19 @@
-//! Per-thread event buffers and the writer that turns them into Parquet parts.
+//! Per-thread event buffers, the writer thread that spools them, and the
+//! final encoding into Parquet parts.
 //!
 //! Hot path ([`record_omp`], [`record_mpi`]): one thread-local pointer load,
-//! a copy of a fixed-size record into the thread's current block and a
+//! the record encoded into the thread's current block as the spool encodes it
+//! (the fields that changed since the thread's previous record, as varints:
+//! ~7 bytes instead of the record's 80, see `hyscope_format::spool`) and a
 //! release store of the block's length. No lock, no allocation, no I/O.
 //!
 //! A full block is handed to the writer thread (one short mutex per
-//! [`BLOCK_RECORDS`] events) and the thread takes a free block. Blocks are
-//! allocated lazily up to `HYSCOPE_BUFFER_MB`; when none is free the event is
-//! dropped and counted, so the application never waits for the disk.
+//! [`BLOCK_BYTES`] of events, ~9000 of them) and the thread takes a free
+//! block. Each block is one spool frame: the writer appends its bytes to the
+//! spool file as they are, so during the run it only copies bytes to the
+//! page cache. Blocks are allocated lazily up to `HYSCOPE_BUFFER_MB`; when
+//! none is free the event is dropped and counted, so the application never
+//! waits for the disk.
 //!
 //! Every thread's slot (index and current blocks) is leaked on purpose: OMPT
 //! callbacks still arrive after thread-local destructors ran at exit
@@ -15,15 +21,19 @@
 //! records of threads that ended. The thread-local is a `const` `Cell` of a
 //! raw pointer, which has no destructor and so stays readable to the end.
 //!
+//! Encoding Parquet during the run cost ~195 ns of CPU per event, taken from
+//! the application's threads (they share the cores). [`flush_all`] — at
+//! `MPI_Finalize` and at exit — drains the buffers into the spool (`spool/`
+//! in the trace) and encodes the spool into the ordinary Parquet parts.
+//!
 //! Flushing a thread's partly filled block from another thread
-//! ([`flush_all`]): under the writer lock, copy `[taken, len)` and advance
-//! `taken`. The owner only appends past `len`; the writer writes only
-//! `[taken, len)` of a handed-off block, also under the lock, so nothing is
-//! written twice.
+//! ([`flush_all`]): under the writer lock, decode the block's bytes up to
+//! `len`, spool the rows from `taken` on and advance `taken`. The owner only
+//! writes past `len`; the writer spools only rows from `taken` on of a
+//! handed-off block, also under the lock, so nothing is written twice.
 
 use std::cell::{Cell, UnsafeCell};
 use std::collections::BTreeSet;
-use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -31,40 +41,68 @@ use std::time::Duration;
 
 use hyscope_format::manifest::EventCounts;
 use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, Table};
+use hyscope_format::spool::{RECORD_ROOM, SpoolRecord, SpoolWriter, decode_payload};
+use hyscope_format::unspool::{Unspool, spool_to_parts};
 use hyscope_format::writer::{PartWriter, WriterOptions};
 
 use crate::session;
 
-/// Records per block.
-pub const BLOCK_RECORDS: usize = 1024;
+/// Bytes per block: one spool frame of encoded records (~9000 OpenMP events).
+pub const BLOCK_BYTES: usize = 64 * 1024;
 /// Sample rows kept before they are handed to the writer.
 const SAMPLE_BATCH: usize = 4096;
 
+/// One thread's encoded records of one table: a spool frame in the making.
+/// Record `i` is encoded against record `i - 1` (the first against the
+/// default record), so the block decodes on its own.
 struct Block<T> {
+    /// Bytes published (release store by the owner after each record).
     len: AtomicUsize,
-    /// Rows already written by a flush of the still-current block (writer lock only).
+    /// Records in the block (owner's count; read once the block is handed off).
+    rows: AtomicUsize,
+    /// Rows already spooled by a flush of the still-current block (writer lock only).
     taken: AtomicUsize,
-    data: UnsafeCell<[MaybeUninit<T>; BLOCK_RECORDS]>,
+    data: UnsafeCell<[u8; BLOCK_BYTES]>,
+    _records: std::marker::PhantomData<T>,
 }
 
-// SAFETY: slots below `len` are written once by the owner before the release
+// SAFETY: bytes below `len` are written once by the owner before the release
 // store of `len` and only read afterwards; see the module documentation.
 unsafe impl<T: Send> Sync for Block<T> {}
 
-impl<T: Copy> Block<T> {
+impl<T: SpoolRecord> Block<T> {
     fn new() -> Box<Block<T>> {
         Box::new(Block {
             len: AtomicUsize::new(0),
+            rows: AtomicUsize::new(0),
             taken: AtomicUsize::new(0),
-            data: UnsafeCell::new([const { MaybeUninit::uninit() }; BLOCK_RECORDS]),
+            data: UnsafeCell::new([0; BLOCK_BYTES]),
+            _records: std::marker::PhantomData,
         })
     }
 
-    /// Rows `[from, to)`. SAFETY: rows below the `len` observed with acquire are initialised.
-    unsafe fn rows(&self, from: usize, to: usize) -> &[T] {
-        let base = self.data.get() as *const T;
-        // SAFETY: guaranteed by the caller (to <= len, from <= to).
-        unsafe { std::slice::from_raw_parts(base.add(from), to - from) }
+    /// The published bytes. SAFETY: the caller observed `len` with acquire
+    /// (or owns the block), and nobody writes below `len`.
+    unsafe fn bytes(&self, len: usize) -> &[u8] {
+        // SAFETY: guaranteed by the caller; len <= BLOCK_BYTES.
+        unsafe { std::slice::from_raw_parts(self.data.get() as *const u8, len) }
+    }
+}
+
+/// The encoding state of one thread for one table: its current block and the
+/// record the next one is encoded against. Owner-only except `block`, which
+/// the writer reads.
+struct Stream<T> {
+    block: AtomicPtr<Block<T>>,
+    prev: UnsafeCell<T>,
+}
+
+impl<T: SpoolRecord> Stream<T> {
+    fn new() -> Stream<T> {
+        Stream {
+            block: AtomicPtr::new(ptr::null_mut()),
+            prev: UnsafeCell::new(T::default()),
+        }
     }
 }
 
@@ -78,14 +116,18 @@ impl<T: Copy> Block<T> {
 /// reads `omp`/`mpi`); relaxed loads and stores are plain moves.
 pub struct ThreadSlot {
     pub index: u32,
-    omp: AtomicPtr<Block<OmpRecord>>,
-    mpi: AtomicPtr<Block<MpiRecord>>,
+    omp: Stream<OmpRecord>,
+    mpi: Stream<MpiRecord>,
     /// The OMPT adapter's count of open implicit tasks of this thread (null
     /// until the adapter sees the thread: then it is not in a parallel region).
     parallel_depth: AtomicPtr<AtomicU32>,
     /// Per-thread state of the MPI wrappers.
     pub mpi_thread: crate::mpi::MpiThread,
 }
+
+// SAFETY: the `prev` records of the streams are touched only by the slot's
+// own thread (the hot path); everything else other threads read is atomic.
+unsafe impl Sync for ThreadSlot {}
 
 thread_local! {
     static SLOT: Cell<*const ThreadSlot> = const { Cell::new(ptr::null()) };
@@ -113,8 +155,8 @@ pub fn slot() -> &'static ThreadSlot {
 fn new_slot() -> &'static ThreadSlot {
     let slot: &'static ThreadSlot = Box::leak(Box::new(ThreadSlot {
         index: NEXT_THREAD.fetch_add(1, Ordering::Relaxed),
-        omp: AtomicPtr::new(ptr::null_mut()),
-        mpi: AtomicPtr::new(ptr::null_mut()),
+        omp: Stream::new(),
+        mpi: Stream::new(),
         parallel_depth: AtomicPtr::new(ptr::null_mut()),
         mpi_thread: crate::mpi::MpiThread::new(),
     }));
@@ -160,11 +202,21 @@ impl ThreadSlot {
         !d.is_null() && unsafe { &*d }.load(Ordering::Relaxed) > 0
     }
 
+    /// Append one OpenMP interval to this (the calling) thread's buffer.
+    #[inline]
+    pub fn record_omp(&self, rec: &OmpRecord) {
+        // SAFETY: called on the slot's own thread (see the callers).
+        if !unsafe { push(&self.omp, rec) } {
+            push_slow(&self.omp, rec, &OMP_POOL, Full::Omp);
+        }
+    }
+
     /// Append one MPI call to this (the calling) thread's buffer.
     #[inline]
     pub fn record_mpi(&self, rec: MpiRecord) {
-        if !push(&self.mpi, rec) {
-            push_slow(&self.mpi, rec, &MPI_POOL, Full::Mpi);
+        // SAFETY: called on the slot's own thread (the MPI wrappers).
+        if !unsafe { push(&self.mpi, &rec) } {
+            push_slow(&self.mpi, &rec, &MPI_POOL, Full::Mpi);
         }
     }
 }
@@ -187,10 +239,7 @@ pub fn mark_active() {
 /// Append one OpenMP interval to the calling thread's buffer.
 #[inline]
 pub fn record_omp(rec: OmpRecord) {
-    let slot = slot();
-    if !push(&slot.omp, rec) {
-        push_slow(&slot.omp, rec, &OMP_POOL, Full::Omp);
-    }
+    slot().record_omp(&rec);
 }
 
 /// Append one MPI call to the calling thread's buffer.
@@ -221,49 +270,66 @@ pub fn record_sample(time_ns: i64, metric: &str, key: i64, value: f64) {
     }
 }
 
+/// Encode `rec` into the stream's current block. False when there is no
+/// block or no room left for a record at its longest.
+///
+/// SAFETY: only the stream's own thread calls this (it owns `prev` and the
+/// bytes past the block's `len`).
 #[inline]
-fn push<T: Copy>(current: &AtomicPtr<Block<T>>, rec: T) -> bool {
-    let b = current.load(Ordering::Relaxed);
+unsafe fn push<T: SpoolRecord>(stream: &Stream<T>, rec: &T) -> bool {
+    let b = stream.block.load(Ordering::Relaxed);
     if b.is_null() {
         return false;
     }
     // SAFETY: a current block is owned by this thread until it hands it off.
     let block = unsafe { &*b };
     let n = block.len.load(Ordering::Relaxed);
-    if n >= BLOCK_RECORDS {
+    if n + RECORD_ROOM > BLOCK_BYTES {
         return false;
     }
-    // SAFETY: slot n is beyond len, so no reader looks at it yet.
-    unsafe { (*block.data.get())[n].write(rec) };
-    block.len.store(n + 1, Ordering::Release);
+    // SAFETY: bytes from n on are beyond len, so no reader looks at them yet;
+    // prev belongs to this thread.
+    unsafe {
+        let room = &mut *((block.data.get() as *mut u8).add(n) as *mut [u8; RECORD_ROOM]);
+        let prev = &mut *stream.prev.get();
+        let written = T::put(prev, rec, room);
+        *prev = *rec;
+        block
+            .rows
+            .store(block.rows.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        block.len.store(n + written, Ordering::Release);
+    }
     true
 }
 
 #[cold]
 #[inline(never)]
-fn push_slow<T: Copy>(
-    current: &AtomicPtr<Block<T>>,
-    rec: T,
+fn push_slow<T: SpoolRecord>(
+    stream: &Stream<T>,
+    rec: &T,
     pool: &Pool<T>,
     full: fn(*mut Block<T>) -> Full,
 ) {
     mark_active();
-    let old = current.load(Ordering::Relaxed);
-    // SAFETY: as in push.
-    if !old.is_null() && unsafe { &*old }.len.load(Ordering::Relaxed) >= BLOCK_RECORDS {
-        current.store(ptr::null_mut(), Ordering::Release);
+    let old = stream.block.load(Ordering::Relaxed);
+    if !old.is_null() {
+        stream.block.store(ptr::null_mut(), Ordering::Release);
         hand_off(full(old));
     }
-    if current.load(Ordering::Relaxed).is_null() {
-        match pool.take() {
-            Some(b) => current.store(b, Ordering::Release),
-            None => {
-                DROPPED.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+    match pool.take() {
+        Some(b) => {
+            // A new block is a new frame: its first record is encoded against the default.
+            // SAFETY: prev belongs to this (the owning) thread.
+            unsafe { *stream.prev.get() = T::default() };
+            stream.block.store(b, Ordering::Release);
+        }
+        None => {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+            return;
         }
     }
-    if !push(current, rec) {
+    // SAFETY: as in push (same thread).
+    if !unsafe { push(stream, rec) } {
         DROPPED.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -293,7 +359,7 @@ static MPI_POOL: Pool<MpiRecord> = Pool {
 /// Bytes of blocks allocated so far, against `HYSCOPE_BUFFER_MB`.
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 
-impl<T: Copy> Pool<T> {
+impl<T: SpoolRecord> Pool<T> {
     fn take(&self) -> Option<*mut Block<T>> {
         let size = std::mem::size_of::<Block<T>>();
         if self.free_len.load(Ordering::Relaxed) == 0
@@ -327,10 +393,8 @@ impl<T: Copy> Pool<T> {
             ALLOCATED.fetch_sub(size, Ordering::Relaxed);
             return None;
         }
-        let b = Box::into_raw(Block::new());
-        // SAFETY: b is a fresh allocation; zeroing MaybeUninit slots is fine.
-        unsafe { std::ptr::write_bytes((*b).data.get(), 0, 1) };
-        Some(b)
+        // Block::new zeroes the bytes: the pages are touched here, not while recording.
+        Some(Box::into_raw(Block::new()))
     }
 
     /// Keep a few free blocks ready (writer thread), so recording threads rarely allocate.
@@ -347,6 +411,7 @@ impl<T: Copy> Pool<T> {
         // SAFETY: the block was handed off; nobody else references it.
         let block = unsafe { &*b };
         block.len.store(0, Ordering::Relaxed);
+        block.rows.store(0, Ordering::Relaxed);
         block.taken.store(0, Ordering::Relaxed);
         self.put(b);
     }
@@ -414,25 +479,30 @@ fn writer_loop() {
     }
 }
 
-/// The Parquet writers of this rank (created on first use).
+/// This rank's output: the spools of the event tables and the samples' part
+/// writer (created on first use).
 struct Writer {
-    omp: Option<PartWriter>,
-    mpi: Option<PartWriter>,
+    omp: Option<SpoolWriter<OmpRecord>>,
+    mpi: Option<SpoolWriter<MpiRecord>>,
     samples: Option<PartWriter>,
+    /// The process the spools belong to: a forked child starts its own.
+    pid: u32,
     broken: bool,
+    /// Rows in Parquet parts so far.
     counts: EventCounts,
     /// Distinct code addresses seen (OMP codeptr, MPI call sites), for the symbols table.
     addresses: BTreeSet<u64>,
-    scratch: Vec<OmpRecord>,
-    scratch_mpi: Vec<MpiRecord>,
-    /// CPU time spent in writes, ns (see [`writer_cpu_ns`]).
+    /// CPU time of the writer thread, ns (see [`writer_cpu_ns`]).
     cpu_ns: u64,
+    /// Wall time of the final encodings, ns (see [`encode_ns`]).
+    encode_ns: u64,
 }
 
 static WRITER: Mutex<Writer> = Mutex::new(Writer {
     omp: None,
     mpi: None,
     samples: None,
+    pid: 0,
     broken: false,
     counts: EventCounts {
         omp: 0,
@@ -440,122 +510,109 @@ static WRITER: Mutex<Writer> = Mutex::new(Writer {
         samples: 0,
     },
     addresses: BTreeSet::new(),
-    scratch: Vec::new(),
-    scratch_mpi: Vec::new(),
     cpu_ns: 0,
+    encode_ns: 0,
 });
 
 impl Writer {
-    /// Write handed-off work: the rows of all blocks of a table in one batch
-    /// (fewer, larger writes), then recycle the blocks.
+    /// Write handed-off work (writer thread), timing it.
     fn write_items(&mut self, items: Vec<Full>) {
         let cpu = thread_cpu_ns();
         self.write_items_untimed(items);
         self.cpu_ns += thread_cpu_ns().saturating_sub(cpu);
     }
 
+    /// Spool each block as one frame (one thread's rows in order: small
+    /// deltas), then recycle the blocks.
     fn write_items_untimed(&mut self, items: Vec<Full>) {
-        // Reuse the row buffer between writes (no fresh pages per batch).
-        let mut omp = std::mem::take(&mut self.scratch);
-        omp.clear();
-        let mut mpi = std::mem::take(&mut self.scratch_mpi);
-        mpi.clear();
         for item in items {
             match item {
                 Full::Omp(b) => {
                     // SAFETY: handed off; the owner no longer touches it.
                     let block = unsafe { &*b };
-                    let (from, to) = (
-                        block.taken.load(Ordering::Relaxed),
-                        block.len.load(Ordering::Acquire),
-                    );
-                    // SAFETY: from <= to <= len.
-                    omp.extend_from_slice(unsafe { block.rows(from, to) });
+                    let result = spool_block(&mut self.omp, self.broken, "omp", block);
+                    self.account_spool(result.0, result.1);
                     OMP_POOL.give_back(b);
                 }
                 Full::Mpi(b) => {
                     // SAFETY: as above.
                     let block = unsafe { &*b };
-                    let (from, to) = (
-                        block.taken.load(Ordering::Relaxed),
-                        block.len.load(Ordering::Acquire),
-                    );
-                    // SAFETY: from <= to <= len.
-                    mpi.extend_from_slice(unsafe { block.rows(from, to) });
+                    let result = spool_block(&mut self.mpi, self.broken, "mpi", block);
+                    self.account_spool(result.0, result.1);
                     MPI_POOL.give_back(b);
                 }
                 Full::Samples(rows) => self.write_samples(&rows),
             }
         }
-        self.write_omp(&mut omp);
-        self.write_mpi(&mut mpi);
-        self.scratch = omp;
-        self.scratch_mpi = mpi;
     }
 
-    fn writer(&mut self, table: Table) -> Option<&mut PartWriter> {
-        if self.broken {
-            return None;
+    /// Forget output state inherited from a parent process (after `fork`):
+    /// its files belong to the parent.
+    fn check_pid(&mut self) {
+        let pid = std::process::id();
+        if self.pid != pid {
+            if self.pid != 0 {
+                // Not dropped: closing is fine, but the samples writer would
+                // finish the parent's open part.
+                std::mem::forget(self.samples.take());
+                self.omp = None;
+                self.mpi = None;
+            }
+            self.pid = pid;
         }
-        let slot = match table {
-            Table::Omp => &mut self.omp,
-            Table::Mpi => &mut self.mpi,
-            _ => &mut self.samples,
-        };
-        if slot.is_none() {
-            let Some(dir) = session::trace_dir() else {
+    }
+
+    /// Spool the rows of a thread's current block not spooled yet (flush).
+    fn flush_stream<T: Unspool>(
+        &mut self,
+        stream: &Stream<T>,
+        table: &str,
+        spool_of: fn(&mut Writer) -> &mut Option<SpoolWriter<T>>,
+    ) {
+        let b = stream.block.load(Ordering::Acquire);
+        if b.is_null() {
+            return;
+        }
+        // SAFETY: see the module documentation: bytes below len are stable.
+        let block = unsafe { &*b };
+        let (rows, decoded) = current_rows(block);
+        let taken = block.taken.load(Ordering::Relaxed);
+        if rows.len() > taken {
+            self.check_pid();
+            let broken = self.broken;
+            let result = spool(spool_of(self), broken, table, &rows[taken..]);
+            self.account_spool(result, rows.len() - taken);
+            block.taken.store(rows.len(), Ordering::Relaxed);
+        }
+        if !decoded {
+            session::warn("a buffer of recorded events could not be decoded; it is dropped");
+        }
+    }
+
+    fn account_spool(&mut self, result: Option<Result<(), String>>, n: usize) {
+        self.check_pid();
+        match result {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                session::warn(&format!("cannot write the trace ({e}); events are dropped"));
                 self.broken = true;
-                return None;
-            };
-            match PartWriter::create(&dir, table, session::rank(), WriterOptions::default()) {
-                Ok(w) => *slot = Some(w),
-                Err(e) => {
-                    session::warn(&format!("cannot write the trace ({e}); events are dropped"));
-                    self.broken = true;
-                    return None;
-                }
+                DROPPED.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            None => {
+                DROPPED.fetch_add(n as u64, Ordering::Relaxed);
             }
         }
-        slot.as_mut()
-    }
-
-    fn write_omp(&mut self, rows: &mut [OmpRecord]) {
-        if rows.is_empty() {
-            return;
-        }
-        note_addresses(&mut self.addresses, rows.iter().map(|r| r.codeptr));
-        let n = rows.len() as u64;
-        let result = self.writer(Table::Omp).map(|w| w.write_omp(rows));
-        self.account(result, n, |c| &mut c.omp);
-    }
-
-    fn write_mpi(&mut self, rows: &mut [MpiRecord]) {
-        if rows.is_empty() {
-            return;
-        }
-        note_addresses(&mut self.addresses, rows.iter().map(|r| r.callsite));
-        let n = rows.len() as u64;
-        let result = self.writer(Table::Mpi).map(|w| w.write_mpi(rows));
-        self.account(result, n, |c| &mut c.mpi);
     }
 
     fn write_samples(&mut self, rows: &[SampleRecord]) {
         if rows.is_empty() {
             return;
         }
+        self.check_pid();
         let n = rows.len() as u64;
-        let result = self.writer(Table::Samples).map(|w| w.write_records(rows));
-        self.account(result, n, |c| &mut c.samples);
-    }
-
-    fn account(
-        &mut self,
-        result: Option<Result<(), hyscope_format::FormatError>>,
-        n: u64,
-        counter: fn(&mut EventCounts) -> &mut u64,
-    ) {
+        let result = self.samples_writer().map(|w| w.write_records(rows));
         match result {
-            Some(Ok(())) => *counter(&mut self.counts) += n,
+            Some(Ok(())) => self.counts.samples += n,
             Some(Err(e)) => {
                 session::warn(&format!("cannot write the trace ({e}); events are dropped"));
                 self.broken = true;
@@ -567,69 +624,212 @@ impl Writer {
         }
     }
 
-    fn close_parts(&mut self) {
-        for w in [&mut self.omp, &mut self.mpi, &mut self.samples]
-            .into_iter()
-            .flatten()
-        {
-            if let Err(e) = w.flush() {
-                session::warn(&format!("cannot close a trace part ({e})"));
+    fn samples_writer(&mut self) -> Option<&mut PartWriter> {
+        if self.broken {
+            return None;
+        }
+        if self.samples.is_none() {
+            let Some(dir) = session::trace_dir() else {
+                self.broken = true;
+                return None;
+            };
+            match PartWriter::create(
+                &dir,
+                Table::Samples,
+                session::rank(),
+                WriterOptions::default(),
+            ) {
+                Ok(w) => self.samples = Some(w),
+                Err(e) => {
+                    session::warn(&format!("cannot write the trace ({e}); events are dropped"));
+                    self.broken = true;
+                    return None;
+                }
             }
+        }
+        self.samples.as_mut()
+    }
+
+    /// Encode both spools into Parquet parts and remove them; close the samples part.
+    fn encode_spools(&mut self) {
+        let started = std::time::Instant::now();
+        if let Some(w) = self.omp.take() {
+            let n = encode_spool(w, &mut self.addresses, self.broken);
+            self.counts.omp += n;
+        }
+        if let Some(w) = self.mpi.take() {
+            let n = encode_spool(w, &mut self.addresses, self.broken);
+            self.counts.mpi += n;
+        }
+        if let Some(w) = self.samples.as_mut()
+            && let Err(e) = w.flush()
+        {
+            session::warn(&format!("cannot close a trace part ({e})"));
+        }
+        self.encode_ns += started.elapsed().as_nanos() as u64;
+    }
+}
+
+/// Append rows to a table's spool, creating it on first use. None when the
+/// output is unusable (already reported).
+fn spool<R: Unspool>(
+    spool: &mut Option<SpoolWriter<R>>,
+    broken: bool,
+    table: &str,
+    rows: &[R],
+) -> Option<Result<(), String>> {
+    if rows.is_empty() {
+        return Some(Ok(()));
+    }
+    Some(open_spool(spool, broken, table)?.and_then(|w| w.append(rows).map_err(|e| e.to_string())))
+}
+
+/// The table's spool, created on first use. None when the output is unusable
+/// (already reported).
+fn open_spool<'a, R: Unspool>(
+    spool: &'a mut Option<SpoolWriter<R>>,
+    broken: bool,
+    table: &str,
+) -> Option<Result<&'a mut SpoolWriter<R>, String>> {
+    if broken {
+        return None;
+    }
+    if spool.is_none() {
+        let dir = session::trace_dir()?.join("spool");
+        let path = dir.join(format!(
+            "{table}-rank{}-pid{}.spool",
+            session::rank(),
+            std::process::id()
+        ));
+        let created = std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))
+            .and_then(|()| SpoolWriter::create(&path).map_err(|e| e.to_string()));
+        match created {
+            Ok(w) => *spool = Some(w),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    spool.as_mut().map(Ok)
+}
+
+/// Spool a handed-off block: its bytes as they are when no flush took rows
+/// from it (the common case), else the rows after those. Returns the result
+/// and the rows concerned.
+fn spool_block<T: Unspool>(
+    spool_slot: &mut Option<SpoolWriter<T>>,
+    broken: bool,
+    table: &str,
+    block: &Block<T>,
+) -> (Option<Result<(), String>>, usize) {
+    let taken = block.taken.load(Ordering::Relaxed);
+    let len = block.len.load(Ordering::Acquire);
+    let rows = block.rows.load(Ordering::Relaxed);
+    if taken == 0 {
+        if rows == 0 {
+            return (Some(Ok(())), 0);
+        }
+        let result = open_spool(spool_slot, broken, table).map(|r| {
+            r.and_then(|w| {
+                // SAFETY: handed off: the owner no longer writes; len was read with acquire.
+                w.append_encoded(rows as u32, unsafe { block.bytes(len) })
+                    .map_err(|e| e.to_string())
+            })
+        });
+        return (result, rows);
+    }
+    let (all, _) = current_rows(block);
+    let rest = all.get(taken..).unwrap_or(&[]);
+    (spool(spool_slot, broken, table, rest), rest.len())
+}
+
+/// Decode the published records of a block (and whether all of it decoded).
+fn current_rows<T: SpoolRecord>(block: &Block<T>) -> (Vec<T>, bool) {
+    let len = block.len.load(Ordering::Acquire);
+    let mut rows = Vec::new();
+    // SAFETY: len was read with acquire; the owner writes only past it.
+    let ok = decode_payload(unsafe { block.bytes(len) }, &mut rows).is_some();
+    (rows, ok)
+}
+
+/// Encode one spool into parts of its table (on as many threads as the rank
+/// ran OpenMP threads, within its CPUs), note its code addresses, and remove
+/// it. Returns the rows written; rows that could not be encoded are dropped
+/// (counted, and the spool file is kept for `hyscope` to retry).
+fn encode_spool<R: Unspool>(
+    spool: SpoolWriter<R>,
+    addresses: &mut BTreeSet<u64>,
+    broken: bool,
+) -> u64 {
+    let (path, spooled) = (spool.path().to_path_buf(), spool.rows());
+    drop(spool); // close the file
+    if broken {
+        return 0;
+    }
+    let Some(dir) = session::trace_dir() else {
+        return 0;
+    };
+    let mut note = |rows: &[R]| note_addresses(addresses, rows.iter().map(|r| r.address()));
+    match spool_to_parts::<R>(
+        &path,
+        &dir,
+        session::rank(),
+        encoder_threads(),
+        WriterOptions::default(),
+        &mut note,
+    ) {
+        Ok(stats) => {
+            if let Err(e) = std::fs::remove_file(&path) {
+                session::warn(&format!("cannot remove {} ({e})", path.display()));
+            }
+            let _ = std::fs::remove_dir(path.parent().unwrap_or(&dir)); // only if empty
+            DROPPED.fetch_add(spooled.saturating_sub(stats.rows), Ordering::Relaxed);
+            stats.rows
+        }
+        Err(e) => {
+            session::warn(&format!(
+                "cannot encode the trace ({e}); the raw events stay in {}",
+                path.display()
+            ));
+            DROPPED.fetch_add(spooled, Ordering::Relaxed);
+            0
         }
     }
 }
 
-/// Write every buffered event of every thread and close the open parts, so
-/// that everything recorded so far is in complete part files. Safe to call
-/// from any thread, e.g. in `MPI_Finalize` or at exit, and more than once.
+/// Threads for the final encoding: the OpenMP threads the rank ran (its fair
+/// share of the node when every rank encodes at once), at most its CPUs.
+fn encoder_threads() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (threads_seen() as usize).clamp(1, cpus.min(8))
+}
+
+/// Write every buffered event of every thread into the spools, encode them
+/// into Parquet parts and close the open parts, so that everything recorded
+/// so far is in complete part files. Safe to call from any thread, e.g. in
+/// `MPI_Finalize` or at exit, and more than once.
 pub fn flush_all() {
     // The writer lock first: see writer_loop.
     let mut w = lock(&WRITER);
     let items = std::mem::take(&mut *lock(&QUEUE.items));
     let samples = std::mem::take(&mut *lock(&SAMPLES));
     let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
-    let cpu = thread_cpu_ns();
     w.write_items_untimed(items);
     w.write_samples(&samples);
     for slot in slots {
-        let b = slot.omp.load(Ordering::Acquire);
-        if !b.is_null() {
-            // SAFETY: see the module documentation: [taken, len) is stable and ours to copy.
-            let block = unsafe { &*b };
-            let (from, to) = (
-                block.taken.load(Ordering::Relaxed),
-                block.len.load(Ordering::Acquire),
-            );
-            if to > from {
-                // SAFETY: from < to <= len.
-                let mut rows = unsafe { block.rows(from, to) }.to_vec();
-                block.taken.store(to, Ordering::Relaxed);
-                w.write_omp(&mut rows);
-            }
-        }
-        let b = slot.mpi.load(Ordering::Acquire);
-        if !b.is_null() {
-            // SAFETY: as above.
-            let block = unsafe { &*b };
-            let (from, to) = (
-                block.taken.load(Ordering::Relaxed),
-                block.len.load(Ordering::Acquire),
-            );
-            if to > from {
-                // SAFETY: from < to <= len.
-                let mut rows = unsafe { block.rows(from, to) }.to_vec();
-                block.taken.store(to, Ordering::Relaxed);
-                w.write_mpi(&mut rows);
-            }
-        }
+        w.flush_stream(&slot.omp, "omp", |w| &mut w.omp);
+        w.flush_stream(&slot.mpi, "mpi", |w| &mut w.mpi);
     }
-    w.close_parts();
-    w.cpu_ns += thread_cpu_ns().saturating_sub(cpu);
+    w.encode_spools();
 }
 
-/// CPU time spent encoding and writing the trace so far, ns.
+/// CPU time the writer thread spent so far (spooling events, writing samples), ns.
 pub fn writer_cpu_ns() -> u64 {
     lock(&WRITER).cpu_ns
+}
+
+/// Wall time spent encoding spools into Parquet parts so far, ns.
+pub fn encode_ns() -> u64 {
+    lock(&WRITER).encode_ns
 }
 
 /// CPU time of the calling thread, ns (a syscall: per batch, never per event).

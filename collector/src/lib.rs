@@ -35,6 +35,18 @@ impl hyscope_ompt::Sink for CollectorSink {
     fn record(&self, rec: OmpRecord) {
         events::record_omp(rec);
     }
+    fn thread_handle(&self) -> usize {
+        events::slot() as *const events::ThreadSlot as usize
+    }
+    #[inline]
+    fn record_on(&self, handle: usize, rec: &OmpRecord) {
+        if handle == 0 {
+            events::record_omp(*rec);
+        } else {
+            // SAFETY: handles are leaked ThreadSlots of the calling thread (thread_handle).
+            unsafe { &*(handle as *const events::ThreadSlot) }.record_omp(rec);
+        }
+    }
     fn thread_index(&self) -> u32 {
         events::thread_index()
     }

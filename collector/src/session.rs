@@ -156,6 +156,7 @@ pub fn rank_info_snapshot() -> RankInfo {
     info.events = events::written_counts();
     info.dropped_events = events::dropped_events();
     info.writer_cpu_ns = events::writer_cpu_ns();
+    info.encode_ns = events::encode_ns();
     info.threads = info.threads.max(hyscope_ompt::threads_seen());
     info.warnings = lock(&s.warnings).clone();
     info

@@ -11,7 +11,9 @@
 //! - [`records`]: conversions between record batches and records;
 //! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests;
 //! - [`spool`]: the compact raw record file the collector appends to during the
-//!   run, encoded to Parquet after it.
+//!   run, encoded to Parquet after it;
+//! - [`unspool`]: a spool encoded into the table's Parquet parts (at the end of
+//!   the run, or later for a rank that was killed).
 
 pub mod error;
 pub mod manifest;
@@ -20,6 +22,7 @@ pub mod records;
 pub mod schema;
 pub mod spool;
 pub mod synthetic;
+pub mod unspool;
 pub mod writer;
 
 pub use error::FormatError;

@@ -80,10 +80,13 @@ pub struct RankInfo {
     pub events: EventCounts,
     /// Events lost because the writer fell behind or memory was exhausted.
     pub dropped_events: u64,
-    /// CPU time the collector spent encoding and writing this rank's trace
-    /// (ns, all threads that ran the writer): the cost trace mode adds on
-    /// cores the application would otherwise use.
+    /// CPU time the collector's writer thread spent while the application
+    /// ran (ns): spooling raw events and writing samples, the cost trace mode
+    /// adds on cores the application would otherwise use.
     pub writer_cpu_ns: u64,
+    /// Wall time spent encoding the spooled events into Parquet parts when
+    /// the process ended (ns), after the application's work.
+    pub encode_ns: u64,
     /// RSS before and after MPI_Init (bytes), the MPI runtime's own footprint.
     pub rss_before_init: Option<u64>,
     pub rss_after_init: Option<u64>,

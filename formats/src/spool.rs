@@ -65,6 +65,18 @@ pub trait SpoolRecord: Copy + Default + Send + 'static {
     /// input is malformed or too short.
     fn decode(prev: &Self, input: &mut &[u8]) -> Option<Self>;
 
+    /// Encode `cur` relative to `prev` into a [`RECORD_ROOM`]-byte slot and
+    /// return the bytes used (the collector encodes in place into its
+    /// per-thread blocks; bytes past the record may be overwritten). The
+    /// default goes through [`SpoolRecord::encode`] and needs records that
+    /// encode to at most [`RECORD_ROOM`] bytes.
+    fn put(prev: &Self, cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
+        let mut bytes = Vec::with_capacity(RECORD_ROOM);
+        Self::encode(prev, cur, &mut bytes);
+        room[..bytes.len()].copy_from_slice(&bytes);
+        bytes.len()
+    }
+
     /// Encode `rows` as one frame's payload into `buf` from offset `at`
     /// (`buf[..at]` is kept); returns where the payload ends. `buf` may be
     /// grown and holds anything after that end: [`SpoolWriter`] keeps it
@@ -109,7 +121,7 @@ const MAX_VARINT: usize = 10;
 const FIELDS: usize = 13;
 /// Room for one record: the mask and every field at its longest (+1: a
 /// three-byte varint is written as one four-byte store).
-const RECORD_ROOM: usize = 2 + FIELDS * MAX_VARINT + 1;
+pub const RECORD_ROOM: usize = 2 + FIELDS * MAX_VARINT + 1;
 
 /// `cur - prev` (wrapping) zigzagged: small for close values of either sign.
 #[inline(always)]
@@ -415,6 +427,11 @@ fn put_omp(p: &OmpRecord, c: &OmpRecord, room: &mut [u8; RECORD_ROOM]) -> usize 
 impl SpoolRecord for OmpRecord {
     const TABLE: Table = Table::Omp;
 
+    #[inline(always)]
+    fn put(prev: &Self, cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
+        put_omp(prev, cur, room)
+    }
+
     #[inline]
     fn encode(prev: &Self, cur: &Self, out: &mut Vec<u8>) {
         encode_with(prev, cur, out, put_omp);
@@ -499,6 +516,11 @@ fn put_mpi(p: &MpiRecord, c: &MpiRecord, room: &mut [u8; RECORD_ROOM]) -> usize 
 
 impl SpoolRecord for MpiRecord {
     const TABLE: Table = Table::Mpi;
+
+    #[inline(always)]
+    fn put(prev: &Self, cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
+        put_mpi(prev, cur, room)
+    }
 
     #[inline]
     fn encode(prev: &Self, cur: &Self, out: &mut Vec<u8>) {
@@ -604,6 +626,26 @@ impl<R: SpoolRecord> SpoolWriter<R> {
         Ok(())
     }
 
+    /// Write one frame whose payload is already encoded: `rows` records, the
+    /// first against the default record, each next against the one before
+    /// (as [`SpoolRecord::put`] in a row leaves them). One `write_all`.
+    pub fn append_encoded(&mut self, rows: u32, payload: &[u8]) -> Result<(), FormatError> {
+        let Ok(len) = u32::try_from(payload.len()) else {
+            return Err(invalid(&self.path, "spool frame payload too large".into()));
+        };
+        let buf = &mut self.scratch;
+        buf.clear();
+        buf.extend_from_slice(&rows.to_le_bytes());
+        buf.extend_from_slice(&len.to_le_bytes());
+        buf.extend_from_slice(payload);
+        self.file
+            .write_all(buf)
+            .map_err(|e| FormatError::io(&self.path, e))?;
+        self.rows += u64::from(rows);
+        self.bytes += buf.len() as u64;
+        Ok(())
+    }
+
     /// Rows appended so far.
     pub fn rows(&self) -> u64 {
         self.rows
@@ -617,6 +659,22 @@ impl<R: SpoolRecord> SpoolWriter<R> {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Decode a whole frame payload (records until the bytes end), appending to
+/// `out`; None if it does not decode exactly (`out` is then left as it was).
+pub fn decode_payload<R: SpoolRecord>(mut payload: &[u8], out: &mut Vec<R>) -> Option<()> {
+    let start = out.len();
+    let mut prev = R::default();
+    while !payload.is_empty() {
+        let Some(row) = R::decode(&prev, &mut payload) else {
+            out.truncate(start);
+            return None;
+        };
+        out.push(row);
+        prev = row;
+    }
+    Some(())
 }
 
 /// Reads a spool file frame by frame.

@@ -74,6 +74,8 @@ pub struct PartWriter {
     properties: WriterProperties,
     open: Option<OpenPart>,
     next_index: u32,
+    /// Step between this writer's part indices (see [`PartWriter::create_interleaved`]).
+    index_step: u32,
     stats: WriterStats,
 }
 
@@ -107,8 +109,40 @@ impl PartWriter {
             options,
             open: None,
             next_index,
+            index_step: 1,
             stats: WriterStats::default(),
         })
+    }
+
+    /// `count` writers for the same table and rank that can write at the same
+    /// time (one per thread): writer `j` uses part indices `base + j`,
+    /// `base + j + count`, … after the highest index already present.
+    pub fn create_interleaved(
+        trace_dir: &Path,
+        table: Table,
+        rank: u32,
+        options: WriterOptions,
+        count: u32,
+    ) -> Result<Vec<PartWriter>, FormatError> {
+        let count = count.max(1);
+        let first = PartWriter::create(trace_dir, table, rank, options)?;
+        let base = first.next_index;
+        let mut writers = vec![first];
+        for j in 1..count {
+            writers.push(PartWriter {
+                trace_dir: writers[0].trace_dir.clone(),
+                table,
+                rank,
+                properties: writers[0].properties.clone(),
+                options: writers[0].options.clone(),
+                open: None,
+                next_index: base + j,
+                index_step: count,
+                stats: WriterStats::default(),
+            });
+        }
+        writers[0].index_step = count;
+        Ok(writers)
     }
 
     pub fn table(&self) -> Table {
@@ -204,7 +238,7 @@ impl PartWriter {
         if self.open.is_none() {
             let final_path = part_path(&self.trace_dir, self.table, self.rank, self.next_index);
             let tmp_path = final_path.with_extension("parquet.tmp");
-            self.next_index += 1;
+            self.next_index += self.index_step;
             let file = File::create(&tmp_path).map_err(|e| FormatError::io(&tmp_path, e))?;
             let writer = ArrowWriter::try_new(
                 file,

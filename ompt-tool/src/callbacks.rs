@@ -344,7 +344,7 @@ pub unsafe extern "C" fn work(
         rec.codeptr = codeptr_ra as u64;
         rec.count = count;
         if endpoint == OMPT_SCOPE_BEGINEND {
-            st.emit(rec);
+            st.emit(&rec);
         } else {
             st.push(rec);
         }
@@ -362,43 +362,45 @@ pub unsafe extern "C" fn dispatch(
 ) {
     let t = now();
     let st = current();
+    // (first iteration, iterations, code address if the dispatch names its own)
+    let (chunk_start, count, codeptr) = match kind {
+        OMPT_DISPATCH_WS_LOOP_CHUNK
+        | OMPT_DISPATCH_TASKLOOP_CHUNK
+        | OMPT_DISPATCH_DISTRIBUTE_CHUNK => {
+            // SAFETY: for chunk dispatches `instance.ptr` points to an ompt_dispatch_chunk_t.
+            let chunk = unsafe { instance.ptr } as *const ompt_dispatch_chunk_t;
+            if chunk.is_null() {
+                (0, 0, None)
+            } else {
+                // SAFETY: checked for null; valid during the callback.
+                let c = unsafe { *chunk };
+                (c.start, c.iterations, None)
+            }
+        }
+        // SAFETY: for iterations `instance.value` is the iteration number.
+        OMPT_DISPATCH_ITERATION => (unsafe { instance.value }, 1, None),
+        // SAFETY: for sections `instance.ptr` is the section's code address.
+        OMPT_DISPATCH_SECTION => (0, 1, Some(unsafe { instance.ptr } as u64)),
+        _ => (0, 0, None),
+    };
     // The previous chunk of this loop ends where the next one is dispatched.
+    if codeptr.is_none() && st.next_chunk(t, kind as u8, chunk_start, count) {
+        return;
+    }
     if st.top().is_some_and(|r| r.kind == OmpKind::Chunk as u8) {
         st.close(t, |r| r.kind == OmpKind::Chunk as u8);
     }
     let mut rec = st.rec(OmpKind::Chunk, kind, t);
     rec.parallel_id = data(parallel_data);
     rec.task_id = data(task_data);
+    rec.chunk_start = chunk_start;
+    rec.count = count;
     // Chunks carry their loop's code address, so they resolve to the loop's line.
-    rec.codeptr = st
-        .top()
-        .filter(|r| r.kind == OmpKind::Work as u8)
-        .map_or(0, |r| r.codeptr);
-    match kind {
-        OMPT_DISPATCH_WS_LOOP_CHUNK
-        | OMPT_DISPATCH_TASKLOOP_CHUNK
-        | OMPT_DISPATCH_DISTRIBUTE_CHUNK => {
-            // SAFETY: for chunk dispatches `instance.ptr` points to an ompt_dispatch_chunk_t.
-            let chunk = unsafe { instance.ptr } as *const ompt_dispatch_chunk_t;
-            if !chunk.is_null() {
-                // SAFETY: checked for null; valid during the callback.
-                let c = unsafe { *chunk };
-                rec.chunk_start = c.start;
-                rec.count = c.iterations;
-            }
-        }
-        OMPT_DISPATCH_ITERATION => {
-            // SAFETY: for iterations `instance.value` is the iteration number.
-            rec.chunk_start = unsafe { instance.value };
-            rec.count = 1;
-        }
-        OMPT_DISPATCH_SECTION => {
-            // SAFETY: for sections `instance.ptr` is the section's code address.
-            rec.codeptr = unsafe { instance.ptr } as u64;
-            rec.count = 1;
-        }
-        _ => {}
-    }
+    rec.codeptr = codeptr.unwrap_or_else(|| {
+        st.top()
+            .filter(|r| r.kind == OmpKind::Work as u8)
+            .map_or(0, |r| r.codeptr)
+    });
     st.push(rec);
 }
 
@@ -580,7 +582,7 @@ fn lock_lifetime(kind: c_uint, wait_id: u64, codeptr_ra: *const c_void, flags: u
     rec.flags = flags;
     rec.codeptr = codeptr_ra as u64;
     (rec.parallel_id, rec.task_id) = st.context();
-    st.emit(rec);
+    st.emit(&rec);
 }
 
 // ---- tasks ----------------------------------------------------------------
@@ -607,7 +609,7 @@ pub unsafe extern "C" fn task_create(
     rec.flags = flags as u32;
     rec.codeptr = codeptr_ra as u64;
     rec.parallel_id = st.context().0;
-    st.emit(rec);
+    st.emit(&rec);
 }
 
 pub unsafe extern "C" fn task_schedule(
@@ -647,7 +649,7 @@ pub unsafe extern "C" fn dependences(
     rec.task_id = data(task_data);
     rec.count = ndeps.max(0) as u64;
     rec.parallel_id = st.context().0;
-    st.emit(rec);
+    st.emit(&rec);
 }
 
 pub unsafe extern "C" fn task_dependence(
@@ -661,7 +663,7 @@ pub unsafe extern "C" fn task_dependence(
     rec.count = data(src_task_data);
     rec.flags = 1;
     rec.parallel_id = st.context().0;
-    st.emit(rec);
+    st.emit(&rec);
 }
 
 // ---- instants --------------------------------------------------------------
@@ -682,7 +684,7 @@ pub unsafe extern "C" fn cancel(
     rec.flags = flags as u32;
     rec.codeptr = codeptr_ra as u64;
     rec.parallel_id = st.context().0;
-    st.emit(rec);
+    st.emit(&rec);
 }
 
 fn instant(kind: OmpKind, flags: u32, codeptr_ra: *const c_void) {
@@ -692,7 +694,7 @@ fn instant(kind: OmpKind, flags: u32, codeptr_ra: *const c_void) {
     rec.flags = flags;
     rec.codeptr = codeptr_ra as u64;
     (rec.parallel_id, rec.task_id) = st.context();
-    st.emit(rec);
+    st.emit(&rec);
 }
 
 pub unsafe extern "C" fn control_tool(

@@ -56,6 +56,18 @@ pub trait Sink: Sync {
     /// Store one finished interval (called on the thread it belongs to, except
     /// for profile summaries written at exit). Must not block or allocate.
     fn record(&self, rec: OmpRecord);
+    /// An opaque handle to the calling thread's storage, asked once per thread
+    /// when the adapter first sees it, and passed back to [`Sink::record_on`]:
+    /// the hot path then makes one thread-local lookup (the adapter's), not
+    /// two (in a preloaded library each costs a `__tls_get_addr` call).
+    fn thread_handle(&self) -> usize {
+        0
+    }
+    /// Store one finished interval of the thread whose handle this is (called
+    /// on that thread). Must not block or allocate.
+    fn record_on(&self, _handle: usize, rec: &OmpRecord) {
+        self.record(*rec);
+    }
     /// Index of the calling thread (first call happens in `thread_begin`).
     fn thread_index(&self) -> u32;
     /// The calling thread's count of open implicit tasks (> 0: inside a

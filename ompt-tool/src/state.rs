@@ -43,7 +43,9 @@ pub(crate) struct ThreadState {
     /// shared with the sink, see [`crate::Sink::bind_parallel_depth`]; written
     /// only by this thread).
     pub implicit_depth: &'static AtomicU32,
-    profile: Option<Box<[Aggregate; PROFILE_CAP]>>,
+    /// The sink's handle for this thread ([`crate::Sink::thread_handle`]).
+    sink_handle: usize,
+    profile: Option<Box<Profile>>,
 }
 
 thread_local! {
@@ -81,8 +83,10 @@ pub(crate) fn current() -> &'static mut ThreadState {
 fn create() -> &'static mut ThreadState {
     let index = sink().map_or_else(|| THREADS.load(Ordering::Relaxed), |s| s.thread_index());
     let implicit_depth: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
+    let mut sink_handle = 0;
     if let Some(s) = sink() {
         s.bind_parallel_depth(implicit_depth);
+        sink_handle = s.thread_handle();
     }
     THREADS.fetch_add(1, Ordering::Relaxed);
     let state = Box::leak(Box::new(ThreadState {
@@ -91,7 +95,13 @@ fn create() -> &'static mut ThreadState {
         stack: [OmpRecord::default(); STACK_CAP],
         depth: 0,
         implicit_depth,
-        profile: profile_mode().then(|| Box::new([Aggregate::default(); PROFILE_CAP])),
+        sink_handle,
+        profile: profile_mode().then(|| {
+            Box::new(Profile {
+                table: [Aggregate::default(); PROFILE_CAP],
+                last: [0; 32],
+            })
+        }),
     }));
     let p: *mut ThreadState = state;
     STATE.with(|s| s.set(p));
@@ -158,6 +168,21 @@ impl ThreadState {
     #[inline]
     pub fn close(&mut self, end_ns: i64, pred: impl Fn(&OmpRecord) -> bool) -> Option<OmpRecord> {
         let i = (0..self.depth).rev().find(|&i| pred(&self.stack[i]))?;
+        if i + 1 == self.depth {
+            // The common case: the innermost interval ends; nothing above it to fix up.
+            self.depth = i;
+            let rec = &mut self.stack[i];
+            rec.end_ns = end_ns;
+            let rec = *rec;
+            self.emit(&rec);
+            return Some(rec);
+        }
+        self.close_nested(i, end_ns)
+    }
+
+    /// [`ThreadState::close`] of entry `i` below the top of the stack.
+    #[cold]
+    fn close_nested(&mut self, i: usize, end_ns: i64) -> Option<OmpRecord> {
         let mut rec = self.stack[i];
         rec.end_ns = end_ns;
         // Remove entry i, closing chunks above it and keeping the other entries in order.
@@ -176,7 +201,7 @@ impl ThreadState {
             if above.kind == OmpKind::Chunk as u8 {
                 let mut chunk = above;
                 chunk.end_ns = end_ns;
-                self.emit(chunk);
+                self.emit(&chunk);
             } else if region_end && above.kind != OmpKind::MutexHold as u8 {
                 UNTERMINATED.fetch_add(1, Ordering::Relaxed);
             } else {
@@ -185,7 +210,7 @@ impl ThreadState {
             }
         }
         self.depth = w;
-        self.emit(rec);
+        self.emit(&rec);
         Some(rec)
     }
 
@@ -212,28 +237,83 @@ impl ThreadState {
 
     /// Hand a finished interval to the sink (or the profile aggregates).
     #[inline]
-    pub fn emit(&mut self, rec: OmpRecord) {
+    pub fn emit(&mut self, rec: &OmpRecord) {
         if !kind_enabled(rec.kind) {
             return;
         }
-        if let Some(table) = self.profile.as_deref_mut()
-            && aggregate(table, &rec)
+        if let Some(profile) = self.profile.as_deref_mut()
+            && aggregate(profile, rec)
         {
             return;
         }
         if let Some(s) = sink() {
-            s.record(rec);
+            s.record_on(self.sink_handle, rec);
         }
+    }
+
+    /// The loop chunk on top of the stack ends at `t` and the next chunk of the
+    /// same loop starts there: emit the finished one and reuse its entry (same
+    /// parallel region, task and code address), the hot path of dynamic loops.
+    #[inline]
+    pub fn next_chunk(&mut self, t: i64, variant: u8, chunk_start: u64, count: u64) -> bool {
+        let Some(i) = self.depth.checked_sub(1) else {
+            return false;
+        };
+        if self.stack[i].kind != OmpKind::Chunk as u8 {
+            return false;
+        }
+        self.stack[i].end_ns = t;
+        let done = self.stack[i];
+        self.emit(&done);
+        let top = &mut self.stack[i];
+        top.variant = variant;
+        top.start_ns = t;
+        top.end_ns = t;
+        top.chunk_start = chunk_start;
+        top.count = count;
+        true
+    }
+}
+
+/// Profile aggregates of one thread: an open-addressing table, and the slot
+/// each kind hit last (consecutive intervals of a kind are mostly of the same
+/// construct, e.g. the chunks of one loop: one compare instead of a hash).
+struct Profile {
+    table: [Aggregate; PROFILE_CAP],
+    last: [u16; 32],
+}
+
+impl Aggregate {
+    #[inline]
+    fn is(&self, rec: &OmpRecord) -> bool {
+        self.used
+            && self.kind == rec.kind
+            && self.variant == rec.variant
+            && self.codeptr == rec.codeptr
+    }
+
+    #[inline]
+    fn add(&mut self, rec: &OmpRecord) {
+        self.count += 1;
+        self.first_start = self.first_start.min(rec.start_ns);
+        self.last_end = self.last_end.max(rec.end_ns);
+        self.total_ns += (rec.end_ns - rec.start_ns).max(0) as u64;
     }
 }
 
 /// Add an interval to its aggregate; false when the table is full.
 #[inline]
-fn aggregate(table: &mut [Aggregate; PROFILE_CAP], rec: &OmpRecord) -> bool {
+fn aggregate(profile: &mut Profile, rec: &OmpRecord) -> bool {
+    let last = &mut profile.last[rec.kind as usize % 32];
+    let hit = &mut profile.table[*last as usize];
+    if hit.is(rec) {
+        hit.add(rec);
+        return true;
+    }
     let key = rec.codeptr ^ ((rec.kind as u64) << 56) ^ ((rec.variant as u64) << 48);
     let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % PROFILE_CAP;
     for _ in 0..PROFILE_CAP {
-        let a = &mut table[i];
+        let a = &mut profile.table[i];
         if !a.used {
             *a = Aggregate {
                 used: true,
@@ -246,11 +326,9 @@ fn aggregate(table: &mut [Aggregate; PROFILE_CAP], rec: &OmpRecord) -> bool {
                 total_ns: 0,
             };
         }
-        if a.kind == rec.kind && a.variant == rec.variant && a.codeptr == rec.codeptr {
-            a.count += 1;
-            a.first_start = a.first_start.min(rec.start_ns);
-            a.last_end = a.last_end.max(rec.end_ns);
-            a.total_ns += (rec.end_ns - rec.start_ns).max(0) as u64;
+        if a.is(rec) {
+            a.add(rec);
+            *last = i as u16;
             return true;
         }
         i = (i + 1) % PROFILE_CAP;
@@ -268,10 +346,10 @@ pub(crate) fn emit_all_summaries() {
         // could at worst lose an update of its own aggregates.
         let state = unsafe { &mut *p.0 };
         let index = state.index;
-        let Some(table) = state.profile.as_deref_mut() else {
+        let Some(profile) = state.profile.as_deref_mut() else {
             continue;
         };
-        for a in table.iter_mut().filter(|a| a.used && a.count > 0) {
+        for a in profile.table.iter_mut().filter(|a| a.used && a.count > 0) {
             s.record(summary_row(index, a));
             a.count = 0;
             a.total_ns = 0;

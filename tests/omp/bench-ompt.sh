@@ -3,6 +3,9 @@
 # (tests/omp/empty_tool.c: the same callbacks registered, doing nothing = the
 # floor libomp's callback dispatch sets for any tool), hyscope trace and profile.
 # usage: tests/omp/bench-ompt.sh [rounds]      (default 7 alternating rounds)
+# Whole-program rows report the program's own elapsed time (its parallel
+# work) and, last column, the process wall time, which includes the
+# collector's Parquet encoding of the spooled trace at exit.
 # Needs: cargo build --release -p hyscope-collector --lib  (or HYSCOPE_LIB=/path/libhyscope.so)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,20 +51,42 @@ for test in parallel for barrier critical dynamic; do
     }'
 done
 
-echo
-echo "Whole program (tests/omp/loopheavy.c, 2 threads), median of $rounds alternating runs:"
-: >"$work/base" ; : >"$work/empty" ; : >"$work/trace" ; : >"$work/prof"
-for r in $(seq "$rounds"); do
-    "$work/loopheavy" | field elapsed >>"$work/base"
-    LD_PRELOAD=$empty "$work/loopheavy" | field elapsed >>"$work/empty"
-    rm -rf "$work/t"
-    LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/t "$work/loopheavy" | field elapsed >>"$work/trace"
-    rows=$(omp_rows "$work/t"); bytes=$(omp_bytes "$work/t")
-    rm -rf "$work/p"
-    LD_PRELOAD=$lib HYSCOPE_OUTPUT=$work/p HYSCOPE_MODE=profile "$work/loopheavy" | field elapsed >>"$work/prof"
-done
-b=$(median <"$work/base"); e=$(median <"$work/empty"); t=$(median <"$work/trace"); p=$(median <"$work/prof")
-awk -v b="$b" -v e="$e" -v t="$t" -v p="$p" -v rows="$rows" -v bytes="$bytes" 'BEGIN {
-    printf "| no tool s | empty OMPT tool s | trace s | overhead | profile s | overhead | events | events/s | trace bytes/event |\n|---|---|---|---|---|---|---|---|---|\n"
-    printf "| %.3f | %.3f (%+.1f %%) | %.3f | %+.1f %% | %.3f | %+.1f %% | %d | %.2f M | %.2f |\n", b, e, (e/b-1)*100, t, (t/b-1)*100, p, (p/b-1)*100, rows, rows/b/1e6, bytes/rows
-}'
+now_s() { date +%s.%N; }
+# One run: the program's own elapsed time (its parallel work) on stdout's
+# `elapsed=`, and the process's wall time (which includes the collector's
+# encoding of the spooled trace at exit) appended to file $1.
+run() {
+    local wall_file=$1; shift
+    local t0 out
+    t0=$(now_s)
+    out=$("$@")
+    echo "$(now_s) - $t0" | bc -l >>"$wall_file"
+    echo "$out" | field elapsed
+}
+
+whole_program() {
+    local label=$1; shift
+    echo
+    echo "Whole program: tests/omp/loopheavy.c $* ($label), 2 threads, median of $rounds alternating runs:"
+    : >"$work/base" ; : >"$work/empty" ; : >"$work/trace" ; : >"$work/prof"
+    : >"$work/wbase" ; : >"$work/wtrace" ; : >"$work/wprof"
+    for r in $(seq "$rounds"); do
+        run "$work/wbase" "$work/loopheavy" "$@" >>"$work/base"
+        LD_PRELOAD=$empty "$work/loopheavy" "$@" | field elapsed >>"$work/empty"
+        rm -rf "$work/t"
+        run "$work/wtrace" env LD_PRELOAD="$lib" HYSCOPE_OUTPUT="$work/t" "$work/loopheavy" "$@" >>"$work/trace"
+        rows=$(omp_rows "$work/t"); bytes=$(omp_bytes "$work/t")
+        rm -rf "$work/p"
+        run "$work/wprof" env LD_PRELOAD="$lib" HYSCOPE_OUTPUT="$work/p" HYSCOPE_MODE=profile "$work/loopheavy" "$@" >>"$work/prof"
+    done
+    b=$(median <"$work/base"); e=$(median <"$work/empty"); t=$(median <"$work/trace"); p=$(median <"$work/prof")
+    wb=$(median <"$work/wbase"); wt=$(median <"$work/wtrace"); wp=$(median <"$work/wprof")
+    awk -v b="$b" -v e="$e" -v t="$t" -v p="$p" -v rows="$rows" -v bytes="$bytes" -v wb="$wb" -v wt="$wt" -v wp="$wp" 'BEGIN {
+        printf "| no tool s | empty OMPT tool s | trace s | overhead | profile s | overhead | events | events/s | trace bytes/event | process wall s: no tool / trace / profile |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        printf "| %.3f | %.3f (%+.1f %%) | %.3f | %+.1f %% | %.3f | %+.1f %% | %d | %.2f M | %.2f | %.3f / %.3f (%+.1f %%) / %.3f (%+.1f %%) |\n", b, e, (e/b-1)*100, t, (t/b-1)*100, p, (p/b-1)*100, rows, rows/b/1e6, bytes/rows, wb, wt, (wt/wb-1)*100, wp, (wp/wb-1)*100
+    }'
+}
+
+# The issue's program (~1 M events/s), then a denser one (~2.5 M events/s).
+whole_program "default, ~1 M events/s"
+whole_program "dense, ~2.5 M events/s" 6000 24

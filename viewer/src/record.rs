@@ -335,6 +335,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let code = exit_code(status);
+    if !matches!(position, Position::PerRank { .. }) {
+        recover_spools(&output);
+    }
 
     let expected_ranks = match position {
         Position::PerRank { .. } => world_size_from_env(),
@@ -700,6 +703,32 @@ fn world_size_from_env() -> Option<u32> {
         .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
 }
 
+/// Encode the spools of ranks that ended before encoding them (killed, or
+/// out of disk at the time), so their events are in the trace.
+fn recover_spools(dir: &Path) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for spool in hyscope_format::unspool::leftover_spools(dir) {
+        match hyscope_format::unspool::recover_spool(dir, &spool, threads) {
+            Ok(stats) => warn(&format!(
+                "rank {} did not finish encoding its {} events: recovered {} rows from {}{}",
+                spool.rank,
+                spool.table,
+                stats.rows,
+                display_path(&spool.path),
+                if stats.truncated {
+                    " (its last block was cut short and is lost)"
+                } else {
+                    ""
+                }
+            )),
+            Err(e) => warn(&format!(
+                "cannot recover {}: {e}",
+                display_path(&spool.path)
+            )),
+        }
+    }
+}
+
 /// One line: trace path, size, ranks, events, drops and warnings; then the next command.
 fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration, code: u8) {
     // Per rank, rank 0 may finish before its siblings have written their rank files.
@@ -726,7 +755,7 @@ fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration, code: u8)
         }
         return;
     }
-    let (ranks, events, dropped, warnings, writer_cpu_ns, note) =
+    let (ranks, events, dropped, warnings, writer_cpu_ns, encode_ns, note) =
         match hyscope_format::Trace::open(dir) {
             Ok(trace) => {
                 let r = &trace.manifest.ranks;
@@ -741,18 +770,21 @@ fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration, code: u8)
                     r.iter().map(|r| r.dropped_events).sum::<u64>(),
                     w.len(),
                     r.iter().map(|r| r.writer_cpu_ns).sum::<u64>(),
+                    r.iter().map(|r| r.encode_ns).max().unwrap_or(0),
                     None,
                 )
             }
-            Err(e) => (count_rank_files(dir), 0, 0, 0, 0, Some(e.to_string())),
+            Err(e) => (count_rank_files(dir), 0, 0, 0, 0, 0, Some(e.to_string())),
         };
-    // What trace mode cost in CPU time: on a node whose cores the job fills,
-    // this time is taken from the application.
-    let writer = if writer_cpu_ns > 0 && events > 0 {
+    // What recording cost: the writer's CPU time during the run (on a node
+    // whose cores the job fills, it is taken from the application), and the
+    // Parquet encoding after it (the slowest rank's, ranks encode at once).
+    let writer = if (writer_cpu_ns > 0 || encode_ns > 0) && events > 0 {
         format!(
-            ", writer {:.2} s CPU ({:.0} ns/event)",
+            ", writer {:.2} s CPU ({:.0} ns/event), encoding {:.2} s at exit",
             writer_cpu_ns as f64 * 1e-9,
-            writer_cpu_ns as f64 / events as f64
+            writer_cpu_ns as f64 / events as f64,
+            encode_ns as f64 * 1e-9
         )
     } else {
         String::new()

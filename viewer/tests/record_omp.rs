@@ -53,20 +53,26 @@ fn records_an_openmp_only_program() {
         "{}",
         summary[0]
     );
-    // The CPU time the writer took (what trace mode costs a full node) is
-    // recorded per rank and shown per event.
+    // The CPU time the writer took during the run (what trace mode costs a
+    // full node) and the encoding at exit are recorded per rank and shown.
     let writer_ns = trace.manifest.ranks[0].writer_cpu_ns;
-    assert!(writer_ns > 0, "writer_cpu_ns = 0");
+    let encode_ns = trace.manifest.ranks[0].encode_ns;
+    // (This program's events fit in the buffers: all are spooled at exit, so
+    // the writer thread may have had nothing to do during the run.)
+    assert!(encode_ns > 0, "encode_ns = 0");
     let total = events.omp + events.mpi + events.samples;
     assert!(
         summary[0].contains(&format!(
-            "writer {:.2} s CPU ({:.0} ns/event)",
+            "writer {:.2} s CPU ({:.0} ns/event), encoding {:.2} s at exit",
             writer_ns as f64 * 1e-9,
-            writer_ns as f64 / total as f64
+            writer_ns as f64 / total as f64,
+            encode_ns as f64 * 1e-9
         )),
         "{}",
         summary[0]
     );
+    // The spool was encoded into parts and removed.
+    assert!(!out_dir.join("spool").exists(), "spool/ left behind");
     assert!(err.contains(&format!(
         "hyscope: next: hyscope report {}",
         out_dir.display()
@@ -274,4 +280,86 @@ fn missing_program_leaves_no_directory() {
         stderr(&out)
     );
     assert!(!dir.exists());
+}
+
+/// A program that records a few thousand intervals, gives the writer time to
+/// spool its full blocks, and is then killed (SIGKILL: no exit path runs).
+const KILLED_SRC: &str = r#"
+#include <omp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    double s = 0;
+    for (int r = 0; r < 4000; r++) {
+        #pragma omp parallel for schedule(dynamic, 1) reduction(+:s)
+        for (int i = 0; i < 16; i++) s += i;
+    }
+    printf("sum %.0f\n", s);
+    fflush(stdout);
+    usleep(500000);
+    kill(getpid(), SIGKILL);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_killed_programs_spooled_events_are_recovered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "killed", KILLED_SRC);
+    let out_dir = tmp.path().join("trace");
+    let out = hyscope()
+        .arg("record")
+        .arg("-o")
+        .arg(&out_dir)
+        .arg("--")
+        .arg(&exe)
+        .env("OMP_NUM_THREADS", "2")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(128 + 9), "stderr:\n{err}");
+    // Only blocks the writer took before the kill were spooled: whole 64 KiB
+    // blocks of one thread (~7000 intervals each; the run records ~100 000).
+    let line = err
+        .lines()
+        .find(|l| l.contains("did not finish encoding its omp events"))
+        .unwrap_or_else(|| panic!("no recovery warning:\n{err}"));
+    let recovered: u64 = line
+        .split("recovered ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!((1000..100_000).contains(&recovered), "{line}");
+    assert!(
+        !out_dir.join("spool").exists(),
+        "the recovered spool stays behind"
+    );
+    let mut rows = 0;
+    let mut chunks = 0;
+    for part in std::fs::read_dir(out_dir.join("omp/rank=0")).unwrap() {
+        let path = part.unwrap().path();
+        let part = hyscope_format::PartFile {
+            table: hyscope_format::Table::Omp,
+            rank: 0,
+            index: 0,
+            bytes: std::fs::metadata(&path).unwrap().len(),
+            path,
+        };
+        let part_rows = hyscope_format::reader::read_part_records::<hyscope_format::OmpRecord>(
+            &part,
+            &Default::default(),
+        )
+        .unwrap();
+        rows += part_rows.len() as u64;
+        // schedule(dynamic, 1) over 16 iterations: every chunk is one of them.
+        for r in part_rows.iter().filter(|r| r.kind == OmpKind::Chunk as u8) {
+            assert_eq!(r.count, 1, "{r:?}");
+            assert!(r.chunk_start < 16, "{r:?}");
+            chunks += 1;
+        }
+    }
+    assert_eq!(rows, recovered);
+    assert!(chunks > 0);
 }

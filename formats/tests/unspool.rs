@@ -1,0 +1,154 @@
+//! Spool → Parquet parts: every spooled row ends up in the trace exactly once,
+//! whatever the number of encoder threads, and a killed process's spool is
+//! recovered up to its last complete frame.
+
+use std::path::Path;
+
+use hyscope_format::Trace;
+use hyscope_format::manifest::Manifest;
+use hyscope_format::schema::{MpiRecord, OmpRecord, Table};
+use hyscope_format::spool::SpoolWriter;
+use hyscope_format::unspool::{leftover_spools, recover_spool, spool_to_parts};
+use hyscope_format::writer::WriterOptions;
+
+/// `threads` threads × `per_thread` chunk-like rows, spooled in frames of 1024 rows of one thread.
+fn omp_rows(threads: u32, per_thread: u64) -> Vec<OmpRecord> {
+    let mut rows = Vec::new();
+    for t in 0..threads {
+        for i in 0..per_thread {
+            rows.push(OmpRecord {
+                thread: t,
+                kind: 4,
+                variant: 1,
+                start_ns: 1_000_000 + i as i64 * 2_000 + t as i64,
+                end_ns: 1_000_000 + i as i64 * 2_000 + 1_500 + t as i64,
+                parallel_id: 1 << 40 | (i / 100),
+                task_id: (t as u64 + 1) << 40 | 7,
+                codeptr: 0x40_1000 + (i % 3) * 16,
+                count: 16,
+                chunk_start: i * 16,
+                ..OmpRecord::default()
+            });
+        }
+    }
+    rows
+}
+
+fn spool_frames(path: &Path, rows: &[OmpRecord]) {
+    let mut w = SpoolWriter::<OmpRecord>::create(path).unwrap();
+    for frame in rows.chunks(1024) {
+        w.append(frame).unwrap();
+    }
+}
+
+fn small_parts() -> WriterOptions {
+    WriterOptions {
+        rows_per_part: 50_000,
+        rows_per_row_group: 8_192,
+        zstd_level: 3,
+    }
+}
+
+fn read_back(dir: &Path) -> Vec<OmpRecord> {
+    Manifest::new().write(dir).unwrap();
+    let trace = Trace::open(dir).unwrap();
+    let mut rows: Vec<OmpRecord> = trace
+        .read_records::<OmpRecord>(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    rows.sort_by_key(|r| (r.thread, r.start_ns));
+    rows
+}
+
+#[test]
+fn every_row_once_with_one_and_several_encoders() {
+    let rows = omp_rows(3, 40_000); // 120 000 rows: several parts and row groups
+    for threads in [1, 3] {
+        let tmp = tempfile::tempdir().unwrap();
+        let spool = tmp.path().join("omp.spool");
+        spool_frames(&spool, &rows);
+        let mut seen = 0u64;
+        let mut note = |b: &[OmpRecord]| seen += b.len() as u64;
+        let stats =
+            spool_to_parts(&spool, tmp.path(), 0, threads, small_parts(), &mut note).unwrap();
+        assert_eq!(stats.rows, 120_000);
+        assert_eq!(seen, 120_000);
+        assert!(!stats.truncated);
+        assert_eq!(
+            stats.parts, 3,
+            "120 000 rows at 50 000 per part ({threads} encoders)"
+        );
+        let mut expected = rows.clone();
+        expected.sort_by_key(|r| (r.thread, r.start_ns));
+        assert_eq!(read_back(tmp.path()), expected, "{threads} encoders");
+    }
+}
+
+#[test]
+fn mpi_spool_round_trips_through_parts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spool = tmp.path().join("mpi.spool");
+    let rows: Vec<MpiRecord> = (0..5000)
+        .map(|i| MpiRecord {
+            thread: 0,
+            call: 7,
+            start_ns: i * 1000,
+            end_ns: i * 1000 + 300,
+            peer: (i % 4) as i32,
+            tag: 9,
+            bytes_sent: 4096,
+            callsite: 0x40_2000,
+            ..MpiRecord::default()
+        })
+        .collect();
+    let mut w = SpoolWriter::<MpiRecord>::create(&spool).unwrap();
+    w.append(&rows).unwrap();
+    drop(w);
+    let stats = spool_to_parts(
+        &spool,
+        tmp.path(),
+        2,
+        2,
+        small_parts(),
+        &mut |_: &[MpiRecord]| {},
+    )
+    .unwrap();
+    assert_eq!(stats.rows, 5000);
+    Manifest::new().write(tmp.path()).unwrap();
+    let trace = Trace::open(tmp.path()).unwrap();
+    assert_eq!(trace.ranks(), vec![2]);
+    let back: Vec<MpiRecord> = trace
+        .read_records::<MpiRecord>(&Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(back, rows);
+}
+
+#[test]
+fn a_killed_ranks_spool_is_recovered_up_to_its_last_complete_frame() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("spool");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("omp-rank3-pid4242.spool");
+    let rows = omp_rows(1, 3 * 1024);
+    spool_frames(&path, &rows);
+    // Cut the last frame short, as a process killed mid-write leaves it.
+    let len = std::fs::metadata(&path).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_len(len - 5).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a spool").unwrap();
+
+    let found = leftover_spools(tmp.path());
+    assert_eq!(found.len(), 1);
+    assert_eq!((found[0].table, found[0].rank), (Table::Omp, 3));
+    let stats = recover_spool(tmp.path(), &found[0], 2).unwrap();
+    assert!(stats.truncated);
+    assert_eq!(stats.rows, 2 * 1024, "two complete frames of 1024 rows");
+    assert!(!path.exists(), "the recovered spool is removed");
+    let back = read_back(tmp.path());
+    assert_eq!(back, rows[..2048].to_vec());
+}
