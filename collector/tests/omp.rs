@@ -485,6 +485,7 @@ fn profile_mode_writes_only_summaries() {
     assert_eq!(total(OmpKind::Parallel), 8);
     assert_eq!(total(OmpKind::ImplicitTask), 15);
     assert_eq!(total(OmpKind::Sync), 14);
+    assert_eq!(total(OmpKind::Chunk), 0, "profile mode records no chunks");
     assert_eq!(run.trace.manifest.mode, "profile");
     // A single interval's summed duration is its duration (nested ones may add up
     // to more than the span, e.g. an inner implicit task inside an outer one).

@@ -98,7 +98,8 @@ pub(crate) fn sink() -> Option<&'static dyn Sink> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolConfig {
     /// `HYSCOPE_MODE=profile`: aggregate per (kind, variant, codeptr, thread)
-    /// and write [`OmpKind::Summary`] rows at exit instead of intervals.
+    /// and write [`OmpKind::Summary`] rows at exit instead of intervals; no
+    /// loop chunks.
     pub profile: bool,
     /// Bit `1 << kind` set for every [`OmpKind`] to record.
     pub kinds: u32,
@@ -188,10 +189,16 @@ impl ToolConfig {
                 }
             }
         }
-        if matches!(
-            dispatch.map(str::trim),
-            Some("0") | Some("off") | Some("false")
-        ) {
+        // Profile mode records no loop chunks: their totals per loop say
+        // nothing the loop's own `work` summary does not (the chunks of a loop
+        // tile its time), and the dispatch callback is by far the most
+        // frequent one, so not registering it is most of profile mode's saving.
+        if config.profile
+            || matches!(
+                dispatch.map(str::trim),
+                Some("0") | Some("off") | Some("false")
+            )
+        {
             config.kinds &= !(1 << OmpKind::Chunk as u32);
         }
         (config, warnings)

@@ -334,4 +334,7 @@ fn configuration_from_values() {
     );
     let (c, _) = ToolConfig::from_values(None, Some("all"), Some("0"));
     assert!(c.records(OmpKind::Work) && !c.records(OmpKind::Chunk));
+    // Profile mode never records chunks (the dispatch callback is not registered).
+    let (c, _) = ToolConfig::from_values(Some("profile"), None, None);
+    assert!(c.records(OmpKind::Work) && !c.records(OmpKind::Chunk));
 }
