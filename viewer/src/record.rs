@@ -779,16 +779,18 @@ fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration, code: u8)
     // What recording cost: the writer's CPU time during the run (on a node
     // whose cores the job fills, it is taken from the application), and the
     // Parquet encoding after it (the slowest rank's, ranks encode at once).
-    let writer = if (writer_cpu_ns > 0 || encode_ns > 0) && events > 0 {
-        format!(
-            ", writer {:.2} s CPU ({:.0} ns/event), encoding {:.2} s at exit",
+    let mut cost = Vec::new();
+    if writer_cpu_ns > 0 && events > 0 {
+        cost.push(format!(
+            "writer {:.2} s CPU ({:.0} ns/event)",
             writer_cpu_ns as f64 * 1e-9,
-            writer_cpu_ns as f64 / events as f64,
-            encode_ns as f64 * 1e-9
-        )
-    } else {
-        String::new()
-    };
+            writer_cpu_ns as f64 / events as f64
+        ));
+    }
+    if encode_ns > 0 {
+        cost.push(format!("encoding {:.2} s at exit", encode_ns as f64 * 1e-9));
+    }
+    let writer: String = cost.iter().map(|c| format!(", {c}")).collect();
     let dropped = if dropped > 0 {
         format!(", {dropped} dropped")
     } else {
