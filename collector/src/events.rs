@@ -3,7 +3,7 @@
 //!
 //! Hot path ([`record_omp`], [`record_mpi`]): one thread-local pointer load,
 //! the record encoded into the thread's current block as the spool encodes it
-//! (the fields that changed since the thread's previous record, as varints:
+//! (the fields that changed since the thread's previous record of that kind, as varints:
 //! ~7 bytes instead of the record's 80, see `hyscope_format::spool`) and a
 //! release store of the block's length. No lock, no allocation, no I/O.
 //!
@@ -90,18 +90,18 @@ impl<T: SpoolRecord> Block<T> {
 }
 
 /// The encoding state of one thread for one table: its current block and the
-/// record the next one is encoded against. Owner-only except `block`, which
-/// the writer reads.
+/// records the next ones are encoded against (one per key, e.g. per OpenMP
+/// kind: `SpoolRecord::KEYS`). Owner-only except `block`, which the writer reads.
 struct Stream<T> {
     block: AtomicPtr<Block<T>>,
-    prev: UnsafeCell<T>,
+    bases: UnsafeCell<Box<[T]>>,
 }
 
 impl<T: SpoolRecord> Stream<T> {
     fn new() -> Stream<T> {
         Stream {
             block: AtomicPtr::new(ptr::null_mut()),
-            prev: UnsafeCell::new(T::default()),
+            bases: UnsafeCell::new(vec![T::default(); T::KEYS].into_boxed_slice()),
         }
     }
 }
@@ -125,8 +125,8 @@ pub struct ThreadSlot {
     pub mpi_thread: crate::mpi::MpiThread,
 }
 
-// SAFETY: the `prev` records of the streams are touched only by the slot's
-// own thread (the hot path); everything else other threads read is atomic.
+// SAFETY: the `bases` of the streams are touched only by the slot's own
+// thread (the hot path); everything else other threads read is atomic.
 unsafe impl Sync for ThreadSlot {}
 
 thread_local! {
@@ -273,7 +273,7 @@ pub fn record_sample(time_ns: i64, metric: &str, key: i64, value: f64) {
 /// Encode `rec` into the stream's current block. False when there is no
 /// block or no room left for a record at its longest.
 ///
-/// SAFETY: only the stream's own thread calls this (it owns `prev` and the
+/// SAFETY: only the stream's own thread calls this (it owns the bases and the
 /// bytes past the block's `len`).
 #[inline]
 unsafe fn push<T: SpoolRecord>(stream: &Stream<T>, rec: &T) -> bool {
@@ -288,12 +288,12 @@ unsafe fn push<T: SpoolRecord>(stream: &Stream<T>, rec: &T) -> bool {
         return false;
     }
     // SAFETY: bytes from n on are beyond len, so no reader looks at them yet;
-    // prev belongs to this thread.
+    // the bases belong to this thread.
     unsafe {
         let room = &mut *((block.data.get() as *mut u8).add(n) as *mut [u8; RECORD_ROOM]);
-        let prev = &mut *stream.prev.get();
-        let written = T::put(prev, rec, room);
-        *prev = *rec;
+        let base = &mut (*stream.bases.get())[rec.key()];
+        let written = T::put(base, rec, room);
+        *base = *rec;
         block
             .rows
             .store(block.rows.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -318,9 +318,9 @@ fn push_slow<T: SpoolRecord>(
     }
     match pool.take() {
         Some(b) => {
-            // A new block is a new frame: its first record is encoded against the default.
-            // SAFETY: prev belongs to this (the owning) thread.
-            unsafe { *stream.prev.get() = T::default() };
+            // A new block is a new frame: its first records are encoded against the default.
+            // SAFETY: the bases belong to this (the owning) thread.
+            unsafe { (*stream.bases.get()).fill(T::default()) };
             stream.block.store(b, Ordering::Release);
         }
         None => {

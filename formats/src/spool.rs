@@ -20,10 +20,14 @@
 //!
 //! # Record encoding
 //!
-//! A record is a `u16` bitmask of the fields that differ from the previous
-//! record of the frame, then, for each set bit in bit order, the LEB128 varint
-//! of `zigzag(value - previous value)` (wrapping, fields widened to 64 bits), so
-//! any value round-trips. `end_ns` is coded as the duration `end_ns - start_ns`
+//! A record is coded against its *base*: the frame's previous record with the
+//! same key (for OpenMP records the kind, written first as one byte, so a
+//! barrier is coded against the thread's previous barrier; MPI records have
+//! one key, the previous record), the default record for the first of a key.
+//! After the key byte, if any: a `u16` bitmask of the fields that differ from
+//! the base, then, for each set bit in bit order, the LEB128 varint of
+//! `zigzag(value - base value)` (wrapping, fields widened to 64 bits), so any
+//! value round-trips. `end_ns` is coded as the duration `end_ns - start_ns`
 //! (against the previous duration): consecutive intervals of one thread have
 //! similar durations, while their ends move as much as their starts. A `bool`
 //! field's value is written as one byte 0/1 when it differs.
@@ -31,8 +35,8 @@
 //! The bit order (modules `omp` and `mpi` below) puts the fields that change
 //! from record to record first and the rarely changing ones last, so that a
 //! decoder skips the latter with one test. Chunks of one OpenMP loop on one
-//! thread take ~7 bytes: the mask, the start (+~2 µs), the duration change and
-//! `chunk_start` (+chunk size).
+//! thread take ~8 bytes: the kind, the mask, the start (+~2 µs), the duration
+//! change and `chunk_start` (+chunk size). Version 2 added the keys.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -45,7 +49,7 @@ use crate::schema::{MpiRecord, OmpRecord, Table};
 /// First bytes of every spool file.
 pub const MAGIC: [u8; 8] = *b"HYSPOOL\0";
 /// Version of the spool layout and record encoding this crate writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Bytes of the file header.
 pub const HEADER_LEN: usize = 16;
 /// Bytes of a frame header (row count, payload length).
@@ -57,8 +61,27 @@ pub trait SpoolRecord: Copy + Default + Send + 'static {
     /// never decoded as the wrong type.
     const TABLE: Table;
 
-    /// Append `cur` encoded relative to `prev` (the previous record of the same
-    /// frame, `Default` for the first). Every record takes at least one byte.
+    /// How many delta bases a frame keeps: a record is encoded relative to
+    /// the frame's last record with the same [`SpoolRecord::key`] (`Default`
+    /// for the first of its key), so records of one kind interleaved with
+    /// others still find a similar base. 1 = the previous record.
+    const KEYS: usize = 1;
+
+    /// This record's base, `< KEYS`.
+    #[inline(always)]
+    fn key(&self) -> usize {
+        0
+    }
+
+    /// The key of the record at the start of `input`, before decoding it
+    /// (records of types with several keys start with it); `None` if short.
+    #[inline(always)]
+    fn peek_key(_input: &[u8]) -> Option<usize> {
+        Some(0)
+    }
+
+    /// Append `cur` encoded relative to `prev` (the frame's last record with
+    /// the same key, `Default` for the first). Every record takes at least one byte.
     fn encode(prev: &Self, cur: &Self, out: &mut Vec<u8>);
 
     /// Decode one record relative to `prev`, advancing `input`; `None` if the
@@ -85,11 +108,11 @@ pub trait SpoolRecord: Copy + Default + Send + 'static {
     /// [`SpoolRecord::encode`] row by row, which is the default).
     fn encode_rows(rows: &[Self], buf: &mut Vec<u8>, at: usize) -> usize {
         buf.resize(at, 0);
-        let first = Self::default();
-        let mut prev = &first;
+        let mut bases = vec![Self::default(); Self::KEYS];
         for row in rows {
-            Self::encode(prev, row, buf);
-            prev = row;
+            let base = &mut bases[row.key()];
+            Self::encode(base, row, buf);
+            *base = *row;
         }
         buf.len()
     }
@@ -121,7 +144,7 @@ const MAX_VARINT: usize = 10;
 const FIELDS: usize = 13;
 /// Room for one record: the mask and every field at its longest (+1: a
 /// three-byte varint is written as one four-byte store).
-pub const RECORD_ROOM: usize = 2 + FIELDS * MAX_VARINT + 1;
+pub const RECORD_ROOM: usize = 1 + 2 + FIELDS * MAX_VARINT + 1;
 
 /// `cur - prev` (wrapping) zigzagged: small for close values of either sign.
 #[inline(always)]
@@ -211,6 +234,8 @@ fn get_varint_fast(input: &mut &[u8]) -> Option<u64> {
 struct Put<'a> {
     room: &'a mut [u8; RECORD_ROOM],
     pos: usize,
+    /// Where the mask goes (after a key byte, if any).
+    mask_at: usize,
     mask: u16,
 }
 
@@ -220,13 +245,27 @@ impl<'a> Put<'a> {
         Put {
             room,
             pos: 2,
+            mask_at: 0,
+            mask: 0,
+        }
+    }
+
+    /// After a one-byte key.
+    #[inline(always)]
+    fn begin_keyed(room: &'a mut [u8; RECORD_ROOM], key: u8) -> Self {
+        room[0] = key;
+        Put {
+            room,
+            pos: 3,
+            mask_at: 1,
             mask: 0,
         }
     }
 
     #[inline(always)]
     fn end(self) -> usize {
-        self.room[..2].copy_from_slice(&self.mask.to_le_bytes());
+        let at = self.mask_at;
+        self.room[at..at + 2].copy_from_slice(&self.mask.to_le_bytes());
         self.pos
     }
 
@@ -287,7 +326,7 @@ fn encode_with<R>(
 /// Encodes a frame in place: `buf` is grown (zeroed) only when the frame needs
 /// more room than any before, and otherwise reused as is.
 #[inline(always)]
-fn encode_rows_with<R: Default>(
+fn encode_rows_with<R: SpoolRecord>(
     rows: &[R],
     buf: &mut Vec<u8>,
     at: usize,
@@ -297,17 +336,26 @@ fn encode_rows_with<R: Default>(
     if buf.len() < need {
         buf.resize(need, 0);
     }
-    let first = R::default();
-    let mut prev = &first;
+    let mut bases = vec![R::default(); R::KEYS];
     let mut pos = at;
     for row in rows {
         let room = (&mut buf[pos..pos + RECORD_ROOM])
             .try_into()
             .expect("room reserved");
-        pos += put(prev, row, room);
-        prev = row;
+        let base = &mut bases[row.key()];
+        pos += put(base, row, room);
+        *base = *row;
     }
     pos
+}
+
+/// Decode one record against its base among `bases` and make it that base.
+#[inline(always)]
+fn decode_next<R: SpoolRecord>(bases: &mut [R], input: &mut &[u8]) -> Option<R> {
+    let base = bases.get_mut(R::peek_key(input)?)?;
+    let row = R::decode(base, input)?;
+    *base = row;
+    Some(row)
 }
 
 /// Reads one record: the mask, then each field in the encoder's order.
@@ -399,7 +447,7 @@ mod omp {
 #[inline(always)]
 fn put_omp(p: &OmpRecord, c: &OmpRecord, room: &mut [u8; RECORD_ROOM]) -> usize {
     use omp::*;
-    let mut e = Put::begin(room);
+    let mut e = Put::begin_keyed(room, c.kind);
     e.field(START, wide(p.start_ns), wide(c.start_ns));
     e.field(
         DURATION,
@@ -424,8 +472,31 @@ fn put_omp(p: &OmpRecord, c: &OmpRecord, room: &mut [u8; RECORD_ROOM]) -> usize 
     e.end()
 }
 
+/// Delta bases of an OpenMP frame: one per kind (kinds above the last share it).
+const OMP_KEYS: usize = 32;
+
+#[inline(always)]
+fn omp_key(kind: u8) -> usize {
+    (kind as usize).min(OMP_KEYS - 1)
+}
+
 impl SpoolRecord for OmpRecord {
     const TABLE: Table = Table::Omp;
+
+    /// One base per kind: a thread's barrier is coded against its previous
+    /// barrier (same construct, next region: a few small deltas), not against
+    /// whatever interval ended just before it (every id and address differs).
+    const KEYS: usize = OMP_KEYS;
+
+    #[inline(always)]
+    fn key(&self) -> usize {
+        omp_key(self.kind)
+    }
+
+    #[inline(always)]
+    fn peek_key(input: &[u8]) -> Option<usize> {
+        input.first().map(|&k| omp_key(k))
+    }
 
     #[inline(always)]
     fn put(prev: &Self, cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
@@ -440,7 +511,8 @@ impl SpoolRecord for OmpRecord {
     #[inline(always)]
     fn decode(p: &Self, input: &mut &[u8]) -> Option<Self> {
         use omp::*;
-        let mut d = Get::begin(input)?;
+        let (&key, rest) = input.split_first()?;
+        let mut d = Get::begin(rest)?;
         let mut r = *p;
         r.start_ns = d.field(START, wide(p.start_ns))? as i64;
         let dur = d.field(DURATION, duration(p.start_ns, p.end_ns))?;
@@ -457,6 +529,9 @@ impl SpoolRecord for OmpRecord {
             r.team_size = d.narrow(TEAM_SIZE, p.team_size)?;
             r.requested_team_size = d.narrow(REQUESTED_TEAM_SIZE, p.requested_team_size)?;
             r.flags = d.narrow(FLAGS, p.flags)?;
+        }
+        if r.kind != key {
+            return None; // the key byte is the record's kind
         }
         *input = d.input;
         Some(r)
@@ -665,14 +740,13 @@ impl<R: SpoolRecord> SpoolWriter<R> {
 /// `out`; None if it does not decode exactly (`out` is then left as it was).
 pub fn decode_payload<R: SpoolRecord>(mut payload: &[u8], out: &mut Vec<R>) -> Option<()> {
     let start = out.len();
-    let mut prev = R::default();
+    let mut bases = vec![R::default(); R::KEYS];
     while !payload.is_empty() {
-        let Some(row) = R::decode(&prev, &mut payload) else {
+        let Some(row) = decode_next(&mut bases, &mut payload) else {
             out.truncate(start);
             return None;
         };
         out.push(row);
-        prev = row;
     }
     Some(())
 }
@@ -809,14 +883,13 @@ impl<R: SpoolRecord> SpoolReader<R> {
         if out.try_reserve(rows).is_err() {
             return Err(self.corrupt(at, format!("{rows} rows do not fit in memory")));
         }
-        let mut prev = R::default();
+        let mut bases = vec![R::default(); R::KEYS];
         for i in 0..rows {
-            let Some(row) = R::decode(&prev, &mut input) else {
+            let Some(row) = decode_next(&mut bases, &mut input) else {
                 out.truncate(start);
                 return Err(self.corrupt(at, format!("row {i} of {rows} does not decode")));
             };
             out.push(row);
-            prev = row;
         }
         if !input.is_empty() {
             out.truncate(start);
@@ -900,6 +973,7 @@ pub fn read_all<R: SpoolRecord>(path: &Path) -> Result<(Vec<R>, bool), FormatErr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::OmpKind;
 
     #[test]
     fn zigzag_round_trips_extremes() {
@@ -977,7 +1051,7 @@ mod tests {
     }
 
     #[test]
-    fn loop_chunks_take_about_seven_bytes() {
+    fn loop_chunks_take_about_eight_bytes() {
         let chunk = |i: i64| OmpRecord {
             thread: 1,
             kind: 6,
@@ -994,7 +1068,48 @@ mod tests {
         };
         let mut out = Vec::new();
         OmpRecord::encode(&chunk(0), &chunk(1), &mut out);
-        // Mask, start (+2000), duration (+100), chunk_start (+32).
-        assert_eq!(out.len(), 2 + 2 + 2 + 1);
+        // Kind, mask, start (+2000), duration (+100), chunk_start (+32).
+        assert_eq!(out.len(), 1 + 2 + 2 + 2 + 1);
+    }
+
+    #[test]
+    fn records_are_coded_against_the_last_of_their_kind() {
+        let barrier = |region: u64| OmpRecord {
+            thread: 1,
+            kind: OmpKind::Sync as u8,
+            variant: 9,
+            start_ns: 1_000_000 + 5_000 * region as i64,
+            end_ns: 1_000_000 + 5_000 * region as i64 + 700,
+            parallel_id: (2 << 40) | region,
+            task_id: (2 << 40) | (100 + region),
+            codeptr: 0x40_1a20,
+            ..OmpRecord::default()
+        };
+        let chunk = |region: u64| OmpRecord {
+            kind: OmpKind::Chunk as u8,
+            variant: 1,
+            start_ns: 1_000_000 + 5_000 * region as i64 + 100,
+            end_ns: 1_000_000 + 5_000 * region as i64 + 600,
+            parallel_id: 77 << 40,
+            codeptr: 0x40_2b30,
+            count: 16,
+            ..barrier(region)
+        };
+        // Barrier, chunk, barrier, chunk: each second record of a kind is
+        // coded against the first of its kind, not against the other kind.
+        let rows = [barrier(0), chunk(0), barrier(1), chunk(1)];
+        let mut buf = Vec::new();
+        let end = OmpRecord::encode_rows(&rows, &mut buf, 0);
+        let mut one = Vec::new();
+        OmpRecord::encode(&barrier(0), &barrier(1), &mut one);
+        // Kind, mask, start (+5000), parallel_id (+1), task_id (+1).
+        assert_eq!(one.len(), 1 + 2 + 2 + 1 + 1);
+        let mut back: Vec<OmpRecord> = Vec::new();
+        assert_eq!(decode_payload(&buf[..end], &mut back), Some(()));
+        assert_eq!(back, rows);
+        // A key byte that is not the record's kind is malformed.
+        let mut bad = buf[..end].to_vec();
+        bad[0] = OmpKind::Chunk as u8;
+        assert_eq!(decode_payload::<OmpRecord>(&bad, &mut Vec::new()), None);
     }
 }

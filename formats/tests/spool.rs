@@ -196,22 +196,25 @@ fn assert_reads_back<R: SpoolRecord + PartialEq + std::fmt::Debug>(path: &Path, 
 /// The per-record API and the writer's frame encoder give the same bytes, and
 /// `decode` reads them back.
 fn assert_codec_paths_agree<R: SpoolRecord + PartialEq + std::fmt::Debug>(frame: &[R]) {
+    // Each record against the frame's last record with the same key.
     let mut per_record = Vec::new();
-    let mut prev = R::default();
+    let mut bases = vec![R::default(); R::KEYS];
     for r in frame {
-        R::encode(&prev, r, &mut per_record);
-        prev = *r;
+        R::encode(&bases[r.key()], r, &mut per_record);
+        bases[r.key()] = *r;
     }
     // A dirty, reused buffer, as the writer's.
     let mut buf = vec![0xa5; 5];
     let end = R::encode_rows(frame, &mut buf, 3);
     assert_eq!(&buf[3..end], &per_record[..]);
     let mut input = &per_record[..];
-    let mut prev = R::default();
+    let mut bases = vec![R::default(); R::KEYS];
     for r in frame {
-        let back = R::decode(&prev, &mut input).expect("decodes");
+        let key = R::peek_key(input).expect("a key");
+        assert_eq!(key, r.key());
+        let back = R::decode(&bases[key], &mut input).expect("decodes");
         assert_eq!(&back, r);
-        prev = back;
+        bases[key] = back;
     }
     assert!(input.is_empty());
 }
@@ -304,8 +307,8 @@ fn empty_spool_and_empty_frames() {
 
     let frames: Vec<Vec<OmpRecord>> = vec![vec![], vec![], vec![OmpRecord::default()], vec![]];
     let bytes = write_frames(&path, &frames);
-    // Four frame headers and one record that changes nothing: its mask alone.
-    assert_eq!(bytes, (HEADER_LEN + 4 * FRAME_HEADER_LEN + 2) as u64);
+    // Four frame headers and one record that changes nothing: its kind and mask.
+    assert_eq!(bytes, (HEADER_LEN + 4 * FRAME_HEADER_LEN + 1 + 2) as u64);
     assert_reads_back(&path, &frames);
 }
 
@@ -531,7 +534,7 @@ fn wrong_table_magic_or_version_is_an_error() {
     let bad = dir.path().join("bad.spool");
     for (what, edit) in [
         ("magic", (|b: &mut Vec<u8>| b[0] = b'X') as fn(&mut Vec<u8>)),
-        ("version", |b| b[8] = 2),
+        ("version", |b| b[8] = 3),
         ("table code", |b| b[10] = 9),
     ] {
         corrupt(&bad, &bytes, edit);
