@@ -525,6 +525,7 @@ impl Writer {
     /// Spool each block as one frame (one thread's rows in order: small
     /// deltas), then recycle the blocks.
     fn write_items_untimed(&mut self, items: Vec<Full>) {
+        self.check_pid();
         for item in items {
             match item {
                 Full::Omp(b) => {
@@ -590,7 +591,6 @@ impl Writer {
     }
 
     fn account_spool(&mut self, result: Option<Result<(), String>>, n: usize) {
-        self.check_pid();
         match result {
             Some(Ok(())) => {}
             Some(Err(e)) => {
