@@ -162,6 +162,24 @@ pub fn rank_info_snapshot() -> RankInfo {
     info
 }
 
+/// Before `MPI_Finalize` lets the ranks go: encode everything recorded so far
+/// into parts and resolve its code addresses. When one rank exits with an
+/// error, `mpirun` kills the others, possibly in their exit path; done here,
+/// inside the last collective, the trace then lacks at most the few events
+/// recorded after it (the exit path adds those).
+pub fn checkpoint() {
+    let _guard = lock(&FINISH);
+    if !events::is_active() {
+        return;
+    }
+    events::flush_all();
+    if let Some(dir) = trace_dir()
+        && !events::output_failed()
+    {
+        symbols::write_new(&dir, rank());
+    }
+}
+
 /// The exit path: flush, resolve symbols, write `ranks/rank-<r>.json` and, for
 /// programs without MPI (or where MPI did not take it over), rank 0 writes
 /// `manifest.json`. Runs at `atexit` and at OMPT finalize; later runs add what

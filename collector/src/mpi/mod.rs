@@ -1032,11 +1032,14 @@ pub fn after_init(levels: Option<(c_int, c_int)>) {
     });
 }
 
-/// Before the real MPI_Finalize: last clock sync, peer totals, job manifest, flush.
+/// Before the real MPI_Finalize: last clock sync, peer totals, the trace so
+/// far encoded and its symbols resolved (while no rank can exit yet), job
+/// manifest.
 pub fn before_finalize() {
     crate::guarded(|| {
         crate::samplers::on_mpi_finalize_begin();
         write_peer_samples(clock::now_ns());
+        session::checkpoint();
         job::at_finalize();
     });
 }
