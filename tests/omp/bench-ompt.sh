@@ -62,7 +62,7 @@ run() {
     local t0 out
     t0=$(now_s)
     out=$("$@")
-    echo "$(now_s) - $t0" | bc -l >>"$wall_file"
+    awk -v a="$(now_s)" -v b="$t0" 'BEGIN { printf "%.6f\n", a - b }' >>"$wall_file"
     echo "$out" | field elapsed
 }
 
