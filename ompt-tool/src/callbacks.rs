@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use hyscope_format::schema::{OmpKind, OmpRecord};
 
 use crate::ffi::*;
-use crate::state::{EXPLICIT_TASK_BIT, current};
+use crate::state::{EXPLICIT_TASK_BIT, ThreadState, current};
 use crate::{GENERIC_LOOP_SEEN, runtime_info, sink};
 
 #[inline]
@@ -32,6 +32,63 @@ fn now() -> i64 {
         Some(s) => s.now_ns(),
         None => 0,
     }
+}
+
+/// A callback's identity for [`enter`]: OMPT callback id, endpoint and kind
+/// (the sync region kind, where there is one). 0 is no callback.
+#[inline(always)]
+const fn event(callback: c_uint, endpoint: c_uint, kind: c_uint) -> u32 {
+    (callback << 16) | ((endpoint & 0xff) << 8) | (kind & 0xff)
+}
+
+const NO_EVENT: u32 = 0;
+const CB_IMPLICIT_TASK: c_uint = 7;
+const CB_SYNC_REGION_WAIT: c_uint = 16;
+const CB_SYNC_REGION: c_uint = 23;
+
+/// Sync region kinds whose callbacks libomp dispatches in back-to-back pairs
+/// (see [`enter`]): the barriers (1–4, 8–10) and taskwait (5), not taskgroup
+/// (6), reduction (7) or kinds this version does not know.
+#[inline(always)]
+fn shares_time(kind: c_uint) -> bool {
+    matches!(kind, 1..=5 | 8..=10)
+}
+
+/// The calling thread's state and the time of callback `this`.
+///
+/// The time is the clock's, except when `after` is the thread's previous
+/// callback and libomp dispatches `this` immediately after it: then it is
+/// that callback's time. Reading the TSC is half the cost of a callback on
+/// these machines (platform-facts, "OpenMP runtimes and OMPT"), and what lies
+/// between two back-to-back dispatches is only the tool's own work, which
+/// would otherwise show up as runtime time in the interval between them.
+/// What libomp 19 dispatches back to back, with nothing but `ompt_enabled`
+/// checks and OMPT state updates between (read in Debian's 19.1.7 source):
+/// - barriers and taskwait ([`shares_time`]): `sync_region` begin, then
+///   `sync_region_wait` begin; `sync_region_wait` end, then `sync_region` end
+///   (`__kmp_barrier_template`, `__kmp_join_barrier`, `__kmp_internal_join`,
+///   `__kmpc_omp_taskwait_template`);
+/// - a worker's late join-barrier ends: `sync_region_wait` end, `sync_region`
+///   end, `implicit_task` end (`__ompt_implicit_task_end` in
+///   kmp_wait_release.h, or its fallback in `__kmp_fork_barrier`).
+///
+/// Not back to back, so each reads the clock: a taskgroup's begin and wait
+/// (the construct's body runs between) and its wait end and end (a free); the
+/// primary thread's join-barrier end, `implicit_task` end and `parallel_end`
+/// (the fork/join lock, freeing the team); `parallel_begin` and the implicit
+/// tasks' begins (team set-up, waking the workers); a loop's `work` end and
+/// the barrier after it (compiled code, e.g. lastprivate copies, between).
+#[inline(always)]
+fn enter(this: u32, after: u32) -> (i64, &'static mut ThreadState) {
+    let st = current();
+    let t = if after != NO_EVENT && st.last_event == after {
+        st.last_t
+    } else {
+        now()
+    };
+    st.last_event = this;
+    st.last_t = t;
+    (t, st)
 }
 
 /// `value` of a runtime-owned `ompt_data_t`, 0 for null.
@@ -220,16 +277,15 @@ unsafe extern "C" fn finalize(_tool_data: *mut ompt_data_t) {
 // ---- threads -------------------------------------------------------------
 
 pub unsafe extern "C" fn thread_begin(thread_type: c_uint, thread_data: *mut ompt_data_t) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(1, 0, 0), NO_EVENT);
     set_data(thread_data, st.index as u64);
     let rec = st.rec(OmpKind::Thread, thread_type, t);
     st.push(rec);
 }
 
 pub unsafe extern "C" fn thread_end(_thread_data: *mut ompt_data_t) {
-    let t = now();
-    current().close(t, |r| r.kind == OmpKind::Thread as u8);
+    let (t, st) = enter(event(2, 0, 0), NO_EVENT);
+    st.close(t, |r| r.kind == OmpKind::Thread as u8);
 }
 
 // ---- parallel regions and implicit tasks ---------------------------------
@@ -242,8 +298,7 @@ pub unsafe extern "C" fn parallel_begin(
     flags: c_int,
     codeptr_ra: *const c_void,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(3, 0, 0), NO_EVENT);
     let id = st.new_id();
     set_data(parallel_data, id);
     let mut rec = st.rec(OmpKind::Parallel, 0, t);
@@ -261,9 +316,9 @@ pub unsafe extern "C" fn parallel_end(
     _flags: c_int,
     _codeptr_ra: *const c_void,
 ) {
-    let t = now();
+    let (t, st) = enter(event(4, 0, 0), NO_EVENT);
     let id = data(parallel_data);
-    current().close(t, |r| {
+    st.close(t, |r| {
         r.kind == OmpKind::Parallel as u8 && r.parallel_id == id
     });
 }
@@ -276,9 +331,19 @@ pub unsafe extern "C" fn implicit_task(
     index: c_uint,
     flags: c_int,
 ) {
-    let t = now();
-    let st = current();
     let initial = flags & OMPT_TASK_INITIAL != 0;
+    // A worker's (index > 0) implicit task ends right after its late
+    // join-barrier ends; the primary's does not (see `enter`).
+    let after = if endpoint == OMPT_SCOPE_END && !initial && index > 0 {
+        event(
+            CB_SYNC_REGION,
+            OMPT_SCOPE_END,
+            OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL,
+        )
+    } else {
+        NO_EVENT
+    };
+    let (t, st) = enter(event(CB_IMPLICIT_TASK, endpoint, 0), after);
     let kind = if initial {
         OmpKind::InitialTask
     } else {
@@ -332,8 +397,7 @@ pub unsafe extern "C" fn work(
     count: u64,
     codeptr_ra: *const c_void,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(20, 0, 0), NO_EVENT);
     if endpoint == OMPT_SCOPE_BEGIN || endpoint == OMPT_SCOPE_BEGINEND {
         if work_type == OMPT_WORK_LOOP && !GENERIC_LOOP_SEEN.load(Ordering::Relaxed) {
             GENERIC_LOOP_SEEN.store(true, Ordering::Relaxed);
@@ -360,8 +424,7 @@ pub unsafe extern "C" fn dispatch(
     kind: c_uint,
     instance: ompt_data_t,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(32, 0, 0), NO_EVENT);
     // (first iteration, iterations, code address if the dispatch names its own)
     let (chunk_start, count, codeptr) = match kind {
         OMPT_DISPATCH_WS_LOOP_CHUNK
@@ -406,7 +469,9 @@ pub unsafe extern "C" fn dispatch(
 
 // ---- synchronisation -----------------------------------------------------
 
-#[inline]
+/// A begin/end pair as an interval; `(this, after)` as in [`enter`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn scoped(
     kind: OmpKind,
     variant: c_uint,
@@ -414,9 +479,10 @@ fn scoped(
     parallel_data: *mut ompt_data_t,
     task_data: *mut ompt_data_t,
     codeptr_ra: *const c_void,
+    this: u32,
+    after: u32,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(this, after);
     if endpoint == OMPT_SCOPE_BEGIN {
         let mut rec = st.rec(kind, variant, t);
         rec.parallel_id = data(parallel_data);
@@ -436,6 +502,12 @@ pub unsafe extern "C" fn sync_region(
     task_data: *mut ompt_data_t,
     codeptr_ra: *const c_void,
 ) {
+    // Its end follows the wait's end at once.
+    let after = if endpoint == OMPT_SCOPE_END && shares_time(kind) {
+        event(CB_SYNC_REGION_WAIT, OMPT_SCOPE_END, kind)
+    } else {
+        NO_EVENT
+    };
     scoped(
         OmpKind::Sync,
         kind,
@@ -443,6 +515,8 @@ pub unsafe extern "C" fn sync_region(
         parallel_data,
         task_data,
         codeptr_ra,
+        event(CB_SYNC_REGION, endpoint, kind),
+        after,
     );
 }
 
@@ -453,6 +527,12 @@ pub unsafe extern "C" fn sync_region_wait(
     task_data: *mut ompt_data_t,
     codeptr_ra: *const c_void,
 ) {
+    // Its begin follows the region's begin at once.
+    let after = if endpoint == OMPT_SCOPE_BEGIN && shares_time(kind) {
+        event(CB_SYNC_REGION, OMPT_SCOPE_BEGIN, kind)
+    } else {
+        NO_EVENT
+    };
     scoped(
         OmpKind::SyncWait,
         kind,
@@ -460,6 +540,8 @@ pub unsafe extern "C" fn sync_region_wait(
         parallel_data,
         task_data,
         codeptr_ra,
+        event(CB_SYNC_REGION_WAIT, endpoint, kind),
+        after,
     );
 }
 
@@ -477,6 +559,8 @@ pub unsafe extern "C" fn reduction(
         parallel_data,
         task_data,
         codeptr_ra,
+        event(31, endpoint, kind),
+        NO_EVENT,
     );
 }
 
@@ -493,6 +577,8 @@ pub unsafe extern "C" fn masked(
         parallel_data,
         task_data,
         codeptr_ra,
+        event(21, endpoint, 0),
+        NO_EVENT,
     );
 }
 
@@ -505,8 +591,7 @@ pub unsafe extern "C" fn mutex_acquire(
     wait_id: ompt_wait_id_t,
     codeptr_ra: *const c_void,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(26, 0, 0), NO_EVENT);
     // A thread waits for one mutex at a time: an older open wait is a failed test_lock.
     st.discard(|r| r.kind == OmpKind::MutexWait as u8);
     let mut rec = st.rec(OmpKind::MutexWait, kind, t);
@@ -522,8 +607,7 @@ pub unsafe extern "C" fn mutex_acquired(
     wait_id: ompt_wait_id_t,
     codeptr_ra: *const c_void,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(27, 0, 0), NO_EVENT);
     let wait = st.close(t, |r| {
         r.kind == OmpKind::MutexWait as u8 && r.count == wait_id
     });
@@ -543,8 +627,8 @@ pub unsafe extern "C" fn mutex_released(
     wait_id: ompt_wait_id_t,
     _codeptr_ra: *const c_void,
 ) {
-    let t = now();
-    current().close(t, |r| {
+    let (t, st) = enter(event(17, 0, 0), NO_EVENT);
+    st.close(t, |r| {
         r.kind == OmpKind::MutexHold as u8 && r.count == wait_id
     });
 }
@@ -575,8 +659,7 @@ pub unsafe extern "C" fn lock_destroy(
 }
 
 fn lock_lifetime(kind: c_uint, wait_id: u64, codeptr_ra: *const c_void, flags: u32) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(24 + flags, 0, 0), NO_EVENT);
     let mut rec = st.rec(OmpKind::LockLifetime, kind, t);
     rec.count = wait_id;
     rec.flags = flags;
@@ -595,8 +678,7 @@ pub unsafe extern "C" fn task_create(
     _has_dependences: c_int,
     codeptr_ra: *const c_void,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(5, 0, 0), NO_EVENT);
     if flags & OMPT_TASK_INITIAL != 0 {
         set_data(new_task_data, st.new_id());
         return;
@@ -617,8 +699,7 @@ pub unsafe extern "C" fn task_schedule(
     prior_task_status: c_uint,
     next_task_data: *mut ompt_data_t,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(6, 0, 0), NO_EVENT);
     let prior = data(prior_task_data);
     if prior & EXPLICIT_TASK_BIT != 0 && prior_task_status != OMPT_TASK_LATE_FULFILL {
         let status = prior_task_status as u8;
@@ -643,8 +724,7 @@ pub unsafe extern "C" fn dependences(
     _deps: *const ompt_dependence_t,
     ndeps: c_int,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(18, 0, 0), NO_EVENT);
     let mut rec = st.rec(OmpKind::TaskDependence, 0, t);
     rec.task_id = data(task_data);
     rec.count = ndeps.max(0) as u64;
@@ -656,8 +736,7 @@ pub unsafe extern "C" fn task_dependence(
     src_task_data: *mut ompt_data_t,
     sink_task_data: *mut ompt_data_t,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(19, 0, 0), NO_EVENT);
     let mut rec = st.rec(OmpKind::TaskDependence, 0, t);
     rec.task_id = data(sink_task_data);
     rec.count = data(src_task_data);
@@ -677,8 +756,7 @@ pub unsafe extern "C" fn cancel(
     flags: c_int,
     codeptr_ra: *const c_void,
 ) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(30, 0, 0), NO_EVENT);
     let mut rec = st.rec(OmpKind::Cancel, 0, t);
     rec.task_id = data(task_data);
     rec.flags = flags as u32;
@@ -688,8 +766,7 @@ pub unsafe extern "C" fn cancel(
 }
 
 fn instant(kind: OmpKind, flags: u32, codeptr_ra: *const c_void) {
-    let t = now();
-    let st = current();
+    let (t, st) = enter(event(29, 0, kind as c_uint), NO_EVENT);
     let mut rec: OmpRecord = st.rec(kind, 0, t);
     rec.flags = flags;
     rec.codeptr = codeptr_ra as u64;

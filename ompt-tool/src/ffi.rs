@@ -65,6 +65,9 @@ pub const OMPT_SCOPE_BEGIN: c_uint = 1;
 pub const OMPT_SCOPE_END: c_uint = 2;
 pub const OMPT_SCOPE_BEGINEND: c_uint = 3;
 
+/// `ompt_sync_region_barrier_implicit_parallel`: the barrier ending a parallel region.
+pub const OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL: c_uint = 9;
+
 // ompt_task_flag_t
 pub const OMPT_TASK_INITIAL: c_int = 0x1;
 pub const OMPT_TASK_IMPLICIT: c_int = 0x2;

@@ -45,6 +45,11 @@ pub(crate) struct ThreadState {
     pub implicit_depth: &'static AtomicU32,
     /// The sink's handle for this thread ([`crate::Sink::thread_handle`]).
     sink_handle: usize,
+    /// The thread's previous callback (an [`crate::callbacks`] event code, 0
+    /// before the first) and the time it took, for callbacks libomp
+    /// dispatches right after it (see `callbacks::enter`).
+    pub last_event: u32,
+    pub last_t: i64,
     profile: Option<Box<Profile>>,
 }
 
@@ -96,6 +101,8 @@ fn create() -> &'static mut ThreadState {
         depth: 0,
         implicit_depth,
         sink_handle,
+        last_event: 0,
+        last_t: 0,
         profile: profile_mode().then(|| {
             Box::new(Profile {
                 table: [Aggregate::default(); PROFILE_CAP],
@@ -170,10 +177,11 @@ impl ThreadState {
         let i = (0..self.depth).rev().find(|&i| pred(&self.stack[i]))?;
         if i + 1 == self.depth {
             // The common case: the innermost interval ends; nothing above it to fix up.
+            // Copy, then set the end on the copy: storing into the entry and
+            // reading it back whole would stall on store-to-load forwarding.
             self.depth = i;
-            let rec = &mut self.stack[i];
+            let mut rec = self.stack[i];
             rec.end_ns = end_ns;
-            let rec = *rec;
             self.emit(&rec);
             return Some(rec);
         }
@@ -262,8 +270,9 @@ impl ThreadState {
         if self.stack[i].kind != OmpKind::Chunk as u8 {
             return false;
         }
-        self.stack[i].end_ns = t;
-        let done = self.stack[i];
+        // As in close: copy before writing the entry (store-to-load forwarding).
+        let mut done = self.stack[i];
+        done.end_ns = t;
         self.emit(&done);
         let top = &mut self.stack[i];
         top.variant = variant;

@@ -215,7 +215,13 @@ fn primary_thread_of_a_region_with_a_dynamic_loop() {
     let sync = one(&rows, OmpKind::Sync);
     let wait = one(&rows, OmpKind::SyncWait);
     assert_eq!((sync.variant, wait.variant), (9, 9));
-    assert!(wait.start_ns > sync.start_ns && wait.end_ns < sync.end_ns);
+    // libomp dispatches a barrier's begin and wait begin (and wait end and end)
+    // back to back: the pairs share one clock read.
+    assert_eq!((wait.start_ns, wait.end_ns), (sync.start_ns, sync.end_ns));
+    assert!(wait.end_ns > wait.start_ns);
+    // The primary's implicit task and region end each read the clock (the
+    // fork/join lock and the team's release run between them).
+    assert!(it.end_ns > sync.end_ns && par.end_ns > it.end_ns);
     // Mutexes: the failed test_lock wait is dropped; hold starts where the wait ends.
     let waits: Vec<&OmpRecord> = rows
         .iter()
@@ -309,7 +315,80 @@ fn worker_join_barrier_ends_arrive_late_and_are_kept() {
     let wait = one(&rows, OmpKind::SyncWait);
     assert_eq!(wait.parallel_id, 0xA);
     assert!(wait.end_ns < tasks[1].start_ns);
+    // The three late ends are dispatched back to back: one clock read.
+    let sync = one(&rows, OmpKind::Sync);
+    assert_eq!((sync.start_ns, sync.end_ns), (wait.start_ns, wait.end_ns));
+    assert_eq!(tasks[0].end_ns, wait.end_ns);
     assert_eq!(one(&rows, OmpKind::Thread).variant, 2);
+}
+
+#[test]
+fn only_back_to_back_callbacks_share_a_clock_read() {
+    let me = setup();
+    let (mut td, mut init, mut task) = (data(), data(), data());
+    unsafe {
+        thread_begin(1, &mut td);
+        implicit_task(
+            OMPT_SCOPE_BEGIN,
+            null_mut(),
+            &mut init,
+            1,
+            1,
+            OMPT_TASK_INITIAL,
+        );
+        // taskwait (5): both pairs back to back in libomp.
+        sync_region(5, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
+        sync_region_wait(5, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
+        sync_region_wait(5, OMPT_SCOPE_END, null_mut(), &mut init, null());
+        sync_region(5, OMPT_SCOPE_END, null_mut(), &mut init, null());
+        // taskgroup (6): the construct's body runs between its begin and its
+        // wait, and a free between the wait's end and its end.
+        sync_region(6, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
+        sync_region_wait(6, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
+        sync_region_wait(6, OMPT_SCOPE_END, null_mut(), &mut init, null());
+        sync_region(6, OMPT_SCOPE_END, null_mut(), &mut init, null());
+        // An explicit barrier (3) whose wait begins after another callback
+        // (here a task created in between): no sharing.
+        sync_region(3, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
+        task_create(&mut init, null(), &mut task, OMPT_TASK_EXPLICIT, 0, null());
+        sync_region_wait(3, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
+        sync_region_wait(3, OMPT_SCOPE_END, null_mut(), &mut init, null());
+        sync_region(3, OMPT_SCOPE_END, null_mut(), &mut init, null());
+        // A wait of another kind does not share the barrier's begin.
+        sync_region(3, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
+        sync_region_wait(5, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
+        sync_region_wait(5, OMPT_SCOPE_END, null_mut(), &mut init, null());
+        sync_region(3, OMPT_SCOPE_END, null_mut(), &mut init, null());
+        implicit_task(
+            OMPT_SCOPE_END,
+            null_mut(),
+            &mut init,
+            0,
+            1,
+            OMPT_TASK_INITIAL,
+        );
+        thread_end(&mut td);
+    }
+    let rows = rows_of(me);
+    let of = |kind: OmpKind, variant: u8| -> Vec<OmpRecord> {
+        rows.iter()
+            .filter(|r| r.kind == kind as u8 && r.variant == variant)
+            .copied()
+            .collect()
+    };
+    let (sync, wait) = (of(OmpKind::Sync, 5), of(OmpKind::SyncWait, 5));
+    assert_eq!((sync.len(), wait.len()), (1, 2));
+    assert_eq!(
+        (wait[0].start_ns, wait[0].end_ns),
+        (sync[0].start_ns, sync[0].end_ns)
+    );
+    let (sync, wait) = (of(OmpKind::Sync, 6), of(OmpKind::SyncWait, 6));
+    assert!(wait[0].start_ns > sync[0].start_ns && wait[0].end_ns < sync[0].end_ns);
+    let (sync, wait) = (of(OmpKind::Sync, 3), of(OmpKind::SyncWait, 3));
+    assert_eq!((sync.len(), wait.len()), (2, 1));
+    assert!(wait[0].start_ns > sync[0].start_ns && wait[0].end_ns == sync[0].end_ns);
+    let other = of(OmpKind::SyncWait, 5)[1];
+    assert!(other.start_ns > sync[1].start_ns && other.end_ns < sync[1].end_ns);
 }
 
 #[test]

@@ -3,7 +3,8 @@
 # (tests/omp/empty_tool.c: the same callbacks registered, doing nothing = the
 # floor libomp's callback dispatch sets for any tool), hyscope trace and profile.
 # usage: tests/omp/bench-ompt.sh [rounds]      (default 7 alternating rounds)
-# CONSTRUCTS="parallel for" limits the EPCC part (CONSTRUCTS= skips it).
+# CONSTRUCTS="parallel for" limits the EPCC part (CONSTRUCTS= skips it);
+# WHOLE_PROGRAM=0 skips the whole-program part.
 # Whole-program rows report the program's own elapsed time (its parallel
 # work) and, last column, the process wall time, which includes the
 # collector's Parquet encoding of the spooled trace at exit.
@@ -18,6 +19,7 @@ cc=(clang-19 -fopenmp -O2 -g -Wl,-rpath,/usr/lib/llvm-19/lib -L/usr/lib/llvm-19/
 "${cc[@]}" "$root/tests/omp/epcc.c" -o "$work/epcc"
 "${cc[@]}" "$root/tests/omp/loopheavy.c" -o "$work/loopheavy"
 clang-19 -O2 -shared -fPIC "$root/tests/omp/empty_tool.c" -o "$work/empty_tool.so"
+clang-19 -O2 "$root/tests/omp/callback_cost.c" -o "$work/callback_cost" -ldl
 empty=$work/empty_tool.so
 export OMP_NUM_THREADS=2
 unset OMP_TOOL HYSCOPE_MODE HYSCOPE_GROUPS HYSCOPE_DISPATCH
@@ -30,6 +32,26 @@ omp_bytes() { du -cb "$1"/omp/rank=0/*.parquet | tail -1 | cut -f1; }
 
 echo "lib: $lib"
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+
+# The callbacks alone, called directly by tests/omp/callback_cost.c (no libomp,
+# one thread): the tool's own cost per callback, without barrier spins.
+echo "Callbacks called directly (tests/omp/callback_cost.c), ns per callback:"
+echo
+echo "| sequence | callbacks | empty OMPT tool | hyscope trace | hyscope profile |"
+echo "|---|---|---|---|---|"
+cost() { "$@" | sed -n 's/^\([^ ]*\) ns_per_callback=\([0-9.]*\) callbacks=\([0-9]*\)/\1 \3 \2/p'; }
+rm -rf "$work/c"
+cost env LD_PRELOAD="$empty" "$work/callback_cost" >"$work/ce"
+cost env LD_PRELOAD="$lib" HYSCOPE_OUTPUT="$work/c" "$work/callback_cost" >"$work/ct"
+rm -rf "$work/c"
+cost env LD_PRELOAD="$lib" HYSCOPE_OUTPUT="$work/c" HYSCOPE_MODE=profile "$work/callback_cost" >"$work/cp"
+rm -rf "$work/c"
+while read -r name n e; do
+    t=$(awk -v k="$name" '$1 == k {print $3}' "$work/ct")
+    p=$(awk -v k="$name" '$1 == k {print $3}' "$work/cp")
+    echo "| $name | $n | $e | $t | ${p:-not recorded} |"
+done <"$work/ce"
 echo
 echo "| construct | no tool µs | empty OMPT tool µs | hyscope trace µs | added µs | profile µs | added µs | events/construct (all threads) | trace: added ns per event (critical path) |"
 echo "|---|---|---|---|---|---|---|---|---|"
@@ -99,5 +121,6 @@ whole_program() {
 }
 
 # The program (~1 M events/s), then a denser one (~2.5 M events/s).
+[ "${WHOLE_PROGRAM-1}" = 0 ] && exit 0
 whole_program "default, ~1 M events/s"
 whole_program "dense, ~2.5 M events/s" 6000 24
