@@ -80,41 +80,50 @@ pub trait SpoolRecord: Copy + Default + Send + 'static {
         Some(0)
     }
 
-    /// Append `cur` encoded relative to `prev` (the frame's last record with
-    /// the same key, `Default` for the first). Every record takes at least one byte.
-    fn encode(prev: &Self, cur: &Self, out: &mut Vec<u8>);
+    /// Encode `cur` relative to `prev` (the frame's last record with the same
+    /// key, `Default` for the first) into a [`RECORD_ROOM`]-byte slot and
+    /// return the bytes used, at least one. The collector encodes in place
+    /// into its per-thread blocks; bytes past the record may be overwritten.
+    fn put(prev: &Self, cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize;
 
     /// Decode one record relative to `prev`, advancing `input`; `None` if the
     /// input is malformed or too short.
     fn decode(prev: &Self, input: &mut &[u8]) -> Option<Self>;
 
-    /// Encode `cur` relative to `prev` into a [`RECORD_ROOM`]-byte slot and
-    /// return the bytes used (the collector encodes in place into its
-    /// per-thread blocks; bytes past the record may be overwritten). The
-    /// default goes through [`SpoolRecord::encode`] and needs records that
-    /// encode to at most [`RECORD_ROOM`] bytes.
-    fn put(prev: &Self, cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
-        let mut bytes = Vec::with_capacity(RECORD_ROOM);
-        Self::encode(prev, cur, &mut bytes);
-        room[..bytes.len()].copy_from_slice(&bytes);
-        bytes.len()
+    /// Append `cur` encoded relative to `prev` ([`SpoolRecord::put`] into a
+    /// `Vec`).
+    #[inline]
+    fn encode(prev: &Self, cur: &Self, out: &mut Vec<u8>) {
+        let at = out.len();
+        out.resize(at + RECORD_ROOM, 0);
+        let room = (&mut out[at..]).try_into().expect("room reserved");
+        let len = Self::put(prev, cur, room);
+        out.truncate(at + len);
     }
 
     /// Encode `rows` as one frame's payload into `buf` from offset `at`
     /// (`buf[..at]` is kept); returns where the payload ends. `buf` may be
     /// grown and holds anything after that end: [`SpoolWriter`] keeps it
-    /// between frames, so the encoders of this crate's records write in place,
-    /// with no per-record length bookkeeping or zeroing (1.7x faster than
-    /// [`SpoolRecord::encode`] row by row, which is the default).
+    /// between frames, so records are written in place, with no per-record
+    /// length bookkeeping or zeroing (1.7x faster than
+    /// [`SpoolRecord::encode`] row by row). `buf` is grown (zeroed) only when
+    /// the frame needs more room than any before.
     fn encode_rows(rows: &[Self], buf: &mut Vec<u8>, at: usize) -> usize {
-        buf.resize(at, 0);
+        let need = at + rows.len() * RECORD_ROOM;
+        if buf.len() < need {
+            buf.resize(need, 0);
+        }
         let mut bases = vec![Self::default(); Self::KEYS];
+        let mut pos = at;
         for row in rows {
+            let room = (&mut buf[pos..pos + RECORD_ROOM])
+                .try_into()
+                .expect("room reserved");
             let base = &mut bases[row.key()];
-            Self::encode(base, row, buf);
+            pos += Self::put(base, row, room);
             *base = *row;
         }
-        buf.len()
+        pos
     }
 }
 
@@ -307,48 +316,6 @@ impl<'a> Put<'a> {
     }
 }
 
-/// Appends one record with `put` (which writes into a [`RECORD_ROOM`] slot and
-/// returns the length): the room is zeroed, then cut back to the record.
-#[inline(always)]
-fn encode_with<R>(
-    prev: &R,
-    cur: &R,
-    out: &mut Vec<u8>,
-    put: fn(&R, &R, &mut [u8; RECORD_ROOM]) -> usize,
-) {
-    let at = out.len();
-    out.resize(at + RECORD_ROOM, 0);
-    let room = (&mut out[at..]).try_into().expect("room reserved");
-    let len = put(prev, cur, room);
-    out.truncate(at + len);
-}
-
-/// Encodes a frame in place: `buf` is grown (zeroed) only when the frame needs
-/// more room than any before, and otherwise reused as is.
-#[inline(always)]
-fn encode_rows_with<R: SpoolRecord>(
-    rows: &[R],
-    buf: &mut Vec<u8>,
-    at: usize,
-    put: fn(&R, &R, &mut [u8; RECORD_ROOM]) -> usize,
-) -> usize {
-    let need = at + rows.len() * RECORD_ROOM;
-    if buf.len() < need {
-        buf.resize(need, 0);
-    }
-    let mut bases = vec![R::default(); R::KEYS];
-    let mut pos = at;
-    for row in rows {
-        let room = (&mut buf[pos..pos + RECORD_ROOM])
-            .try_into()
-            .expect("room reserved");
-        let base = &mut bases[row.key()];
-        pos += put(base, row, room);
-        *base = *row;
-    }
-    pos
-}
-
 /// Decode one record against its base among `bases` and make it that base.
 #[inline(always)]
 fn decode_next<R: SpoolRecord>(bases: &mut [R], input: &mut &[u8]) -> Option<R> {
@@ -503,11 +470,6 @@ impl SpoolRecord for OmpRecord {
         put_omp(prev, cur, room)
     }
 
-    #[inline]
-    fn encode(prev: &Self, cur: &Self, out: &mut Vec<u8>) {
-        encode_with(prev, cur, out, put_omp);
-    }
-
     #[inline(always)]
     fn decode(p: &Self, input: &mut &[u8]) -> Option<Self> {
         use omp::*;
@@ -535,10 +497,6 @@ impl SpoolRecord for OmpRecord {
         }
         *input = d.input;
         Some(r)
-    }
-
-    fn encode_rows(rows: &[Self], buf: &mut Vec<u8>, at: usize) -> usize {
-        encode_rows_with(rows, buf, at, put_omp)
     }
 }
 
@@ -597,11 +555,6 @@ impl SpoolRecord for MpiRecord {
         put_mpi(prev, cur, room)
     }
 
-    #[inline]
-    fn encode(prev: &Self, cur: &Self, out: &mut Vec<u8>) {
-        encode_with(prev, cur, out, put_mpi);
-    }
-
     #[inline(always)]
     fn decode(p: &Self, input: &mut &[u8]) -> Option<Self> {
         use mpi::*;
@@ -625,10 +578,6 @@ impl SpoolRecord for MpiRecord {
         }
         *input = d.input;
         Some(r)
-    }
-
-    fn encode_rows(rows: &[Self], buf: &mut Vec<u8>, at: usize) -> usize {
-        encode_rows_with(rows, buf, at, put_mpi)
     }
 }
 

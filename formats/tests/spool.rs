@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use hyscope_format::schema::{MpiRecord, OmpRecord, Table};
 use hyscope_format::spool::{
-    FRAME_HEADER_LEN, HEADER_LEN, SpoolReader, SpoolRecord, SpoolWriter, read_all,
+    FRAME_HEADER_LEN, HEADER_LEN, RECORD_ROOM, SpoolReader, SpoolRecord, SpoolWriter, read_all,
 };
 use hyscope_format::synthetic::{OmpGenerator, OmpTraceSpec};
 
@@ -547,16 +547,17 @@ fn wrong_table_magic_or_version_is_an_error() {
     assert_eq!(<MpiRecord as SpoolRecord>::TABLE, Table::Mpi);
 }
 
-/// A record type of its own: the trait's default frame encoder and the reader
-/// work for any `SpoolRecord`.
+/// A record type of its own: the trait's frame encoder and the reader work
+/// for any `SpoolRecord`.
 #[test]
-fn other_record_types_use_the_default_frame_encoder() {
+fn other_record_types_use_the_trait_frame_encoder() {
     #[derive(Debug, Clone, Copy, Default, PartialEq)]
     struct Tick(u64);
     impl SpoolRecord for Tick {
         const TABLE: Table = Table::Samples;
-        fn encode(prev: &Self, cur: &Self, out: &mut Vec<u8>) {
-            out.extend((cur.0 ^ prev.0).to_le_bytes());
+        fn put(prev: &Self, cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
+            room[..8].copy_from_slice(&(cur.0 ^ prev.0).to_le_bytes());
+            8
         }
         fn decode(prev: &Self, input: &mut &[u8]) -> Option<Self> {
             let (b, rest) = input.split_first_chunk::<8>()?;
