@@ -34,6 +34,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -701,15 +702,29 @@ fn open_spool<'a, R: Unspool>(
             session::rank(),
             std::process::id()
         ));
-        let created = std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))
-            .and_then(|()| SpoolWriter::create(&path).map_err(|e| e.to_string()));
-        match created {
+        match create_spool(&dir, &path) {
             Ok(w) => *spool = Some(w),
             Err(e) => return Some(Err(e)),
         }
     }
     spool.as_mut().map(Ok)
+}
+
+/// A new spool file in `dir` (created if missing). Another rank that has
+/// encoded its own spool removes `dir` when it is empty, which can happen
+/// while this one creates `dir` or the file in it: then try again.
+fn create_spool<R: SpoolRecord>(dir: &Path, path: &Path) -> Result<SpoolWriter<R>, String> {
+    let mut tries = 0;
+    loop {
+        let created = std::fs::create_dir_all(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))
+            .and_then(|()| SpoolWriter::create(path).map_err(|e| e.to_string()));
+        match created {
+            Ok(w) => return Ok(w),
+            Err(_) if tries < 5 && !dir.is_dir() => tries += 1,
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Spool a handed-off block: its bytes as they are when no flush took rows

@@ -73,6 +73,7 @@ fn session() -> &'static Session {
             host,
             pid: std::process::id(),
             cores: affinity(),
+            tsc_hz: manifest.clock.tsc_hz,
             ..RankInfo::default()
         };
         Session {
@@ -109,7 +110,10 @@ pub fn warn(msg: &str) {
     }
     w.push(msg.to_string());
     drop(w);
-    let _ = writeln!(std::io::stderr(), "hyscope: {msg}");
+    // One write: the ranks of a job share stderr, and a line written in
+    // pieces interleaves with theirs ("hyscope: hyscope: ...").
+    let line = format!("hyscope: {msg}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// Change this rank's info (e.g. RSS around MPI_Init, clock offsets).

@@ -49,14 +49,16 @@ fn check(np: u32) {
             "rank {rank}: {:?}",
             info.clock_offsets
         );
+        // The ranks of a node share one TSC calibration (collector/src/clock/shared.rs).
+        assert_eq!(info.tsc_hz, m.ranks[0].tsc_hz, "rank {rank}");
         if rank > 0 {
-            // One node, one clock: the true offset is ~0, and a ping-pong
-            // estimate is off by at most half its round trip (plus the
-            // per-process TSC calibration, < 1 µs). On a loaded machine the
-            // best round trip can reach milliseconds: the bound follows it.
+            // One node, one clock, one calibration: the true offset is 0, and
+            // a ping-pong estimate is off by at most half its round trip (on a
+            // loaded machine the best one can reach milliseconds; the bound
+            // follows it), plus 2 ns of rounding.
             for o in &info.clock_offsets {
                 assert!(
-                    o.rtt_ns > 0 && o.offset_ns.abs() <= o.rtt_ns / 2 + 1_000,
+                    o.rtt_ns > 0 && o.offset_ns.abs() <= o.rtt_ns / 2 + 2,
                     "{o:?}"
                 );
             }

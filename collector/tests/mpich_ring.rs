@@ -90,13 +90,16 @@ fn check(np: u32) {
     for rank in 0..np {
         let info = &m.ranks[rank as usize];
         assert_eq!(info.clock_offsets.len(), 2, "rank {rank}");
+        // The ranks of a node share one TSC calibration (collector/src/clock/shared.rs).
+        assert_eq!(info.tsc_hz, m.ranks[0].tsc_hz, "rank {rank}");
         if rank > 0 {
-            // One node, one clock: the true offset is 0, and a ping-pong
-            // estimate is off by at most half its round trip (MPICH polls,
-            // so 4 ranks on 2 cores can make that round trip long).
+            // One node, one clock, one calibration: the true offset is 0, and
+            // a ping-pong estimate is off by at most half its round trip (on a
+            // loaded machine the best one can reach milliseconds; the bound
+            // follows it), plus 2 ns of rounding.
             for o in &info.clock_offsets {
                 assert!(
-                    o.rtt_ns > 0 && o.offset_ns.abs() <= o.rtt_ns / 2 + 1_000,
+                    o.rtt_ns > 0 && o.offset_ns.abs() <= o.rtt_ns / 2 + 2,
                     "{o:?}"
                 );
             }

@@ -63,6 +63,10 @@ pub struct ClockInfo {
     pub tsc_hz: Option<f64>,
     /// Cost of reading the clock, ns (measured at start).
     pub read_cost_ns: f64,
+    /// For `tsc`: the TSC-to-ns mapping was the node's shared one (the same
+    /// numbers in every process of the node that started while it was
+    /// fresh), not calibrated by this process alone.
+    pub shared_calibration: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -77,6 +81,10 @@ pub struct RankInfo {
     pub threads: u32,
     /// Offsets of this rank's clock to rank 0's, measured at MPI_Init and MPI_Finalize.
     pub clock_offsets: Vec<ClockOffset>,
+    /// The TSC frequency this rank's clock converts with (Hz; `None` when
+    /// the clock is CLOCK_MONOTONIC). Ranks of one node that shared one
+    /// calibration show the same value to the last digit.
+    pub tsc_hz: Option<f64>,
     pub events: EventCounts,
     /// Events lost because the writer fell behind or memory was exhausted.
     pub dropped_events: u64,

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering};
 
 use hyscope_format::manifest::ClockInfo;
 
+mod shared;
+
 const UNINIT: u8 = 0;
 const MONOTONIC: u8 = 1;
 const TSC: u8 = 2;
@@ -75,43 +77,88 @@ pub fn info() -> ClockInfo {
     INFO.get().cloned().unwrap_or_default()
 }
 
-/// Choose and calibrate the clock (idempotent; ~5 ms the first time when the TSC is used).
+/// Choose and calibrate the clock (idempotent; ~5 ms the first time when the
+/// TSC is used and no fresh calibration of this node can be shared).
 pub fn init() {
     INIT.call_once(|| {
         let mono_cost = read_cost(monotonic_ns);
         let want_tsc = std::env::var("HYSCOPE_CLOCK").map_or(true, |v| v != "monotonic");
         if want_tsc && cfg!(target_arch = "x86_64") && tsc_invariant() {
-            let (t0, n0) = paired_sample();
-            let deadline = n0 + 5_000_000;
-            while monotonic_ns() < deadline {
-                std::hint::spin_loop();
-            }
-            let (t1, n1) = paired_sample();
-            if t1 > t0 && n1 > n0 {
-                let mult = (((n1 - n0) as u128) << 32) / (t1 - t0) as u128;
-                TSC0.store(t0, Ordering::Relaxed);
-                NS0.store(n0, Ordering::Relaxed);
-                MULT.store(mult as u64, Ordering::Relaxed);
-                let tsc_cost = read_cost(tsc_ns);
-                if tsc_cost < mono_cost {
-                    let hz = (t1 - t0) as f64 * 1e9 / (n1 - n0) as f64;
-                    let _ = INFO.set(ClockInfo {
-                        source: "tsc".into(),
-                        tsc_hz: Some(hz),
-                        read_cost_ns: tsc_cost,
-                    });
-                    MODE.store(TSC, Ordering::Release);
-                    return;
-                }
+            // The first process of a node (and launcher) decides and
+            // calibrates; the others take its calibration (shared.rs), so the
+            // ranks of a node never mix clocks or rates.
+            let decide = || {
+                (read_cost(|| rdtsc() as i64) < mono_cost)
+                    .then(Calibration::measure)
+                    .flatten()
+            };
+            let (cal, shared) = shared::calibration(decide);
+            if let Some(cal) = cal {
+                TSC0.store(cal.tsc0, Ordering::Relaxed);
+                NS0.store(cal.ns0, Ordering::Relaxed);
+                MULT.store(cal.mult, Ordering::Relaxed);
+                let _ = INFO.set(ClockInfo {
+                    source: "tsc".into(),
+                    tsc_hz: Some(cal.hz()),
+                    read_cost_ns: read_cost(tsc_ns),
+                    shared_calibration: shared,
+                });
+                MODE.store(TSC, Ordering::Release);
+                return;
             }
         }
         let _ = INFO.set(ClockInfo {
             source: "clock_monotonic".into(),
             tsc_hz: None,
             read_cost_ns: mono_cost,
+            shared_calibration: false,
         });
         MODE.store(MONOTONIC, Ordering::Release);
     });
+}
+
+/// A TSC-to-ns mapping: `ns0 + (tsc - tsc0) * mult / 2^32`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Calibration {
+    pub tsc0: u64,
+    pub ns0: i64,
+    /// ns per tick in 32.32 fixed point.
+    pub mult: u64,
+}
+
+impl Calibration {
+    /// Two (tsc, CLOCK_MONOTONIC) pairs 5 ms apart; `None` if the TSC did not advance.
+    fn measure() -> Option<Calibration> {
+        let (t0, n0) = paired_sample();
+        let deadline = n0 + 5_000_000;
+        while monotonic_ns() < deadline {
+            std::hint::spin_loop();
+        }
+        let (t1, n1) = paired_sample();
+        (t1 > t0 && n1 > n0).then(|| Calibration {
+            tsc0: t0,
+            ns0: n0,
+            mult: ((((n1 - n0) as u128) << 32) / (t1 - t0) as u128) as u64,
+        })
+    }
+
+    /// The time of TSC value `tsc`, ns.
+    pub fn ns(&self, tsc: u64) -> i64 {
+        let d = tsc.wrapping_sub(self.tsc0) as i64;
+        self.ns0 + ((d as i128 * self.mult as i128) >> 32) as i64
+    }
+
+    /// The TSC frequency this mapping stands for, Hz.
+    pub fn hz(&self) -> f64 {
+        (1u128 << 32) as f64 * 1e9 / self.mult as f64
+    }
+
+    /// How far this mapping is from CLOCK_MONOTONIC now, ns (its rate error
+    /// makes it drift away over time).
+    pub fn error_now(&self) -> i64 {
+        let (tsc, mono) = paired_sample();
+        (self.ns(tsc) - mono).abs()
+    }
 }
 
 /// A (tsc, monotonic) pair with the tightest bracketing of five tries.
@@ -129,15 +176,21 @@ fn paired_sample() -> (u64, i64) {
     (best.1, best.2)
 }
 
+/// ns per call of `f`: the fastest of ten rounds of 200 calls, so that a
+/// preemption (4 ranks on 2 cores) does not make the cheaper clock look dearer.
 fn read_cost(f: fn() -> i64) -> f64 {
-    const N: i64 = 2000;
-    let start = monotonic_ns();
-    let mut sink = 0i64;
-    for _ in 0..N {
-        sink = sink.wrapping_add(std::hint::black_box(f()));
+    const N: i64 = 200;
+    let mut best = f64::INFINITY;
+    for _ in 0..10 {
+        let start = monotonic_ns();
+        let mut sink = 0i64;
+        for _ in 0..N {
+            sink = sink.wrapping_add(std::hint::black_box(f()));
+        }
+        std::hint::black_box(sink);
+        best = best.min((monotonic_ns() - start) as f64 / N as f64);
     }
-    std::hint::black_box(sink);
-    (monotonic_ns() - start) as f64 / N as f64
+    best
 }
 
 /// Constant and non-stop TSC, as the kernel reports it.
