@@ -276,7 +276,7 @@ pub fn record_sample(time_ns: i64, metric: &str, key: i64, value: f64) {
 ///
 /// SAFETY: only the stream's own thread calls this (it owns the bases and the
 /// bytes past the block's `len`).
-#[inline]
+#[inline(always)]
 unsafe fn push<T: SpoolRecord>(stream: &Stream<T>, rec: &T) -> bool {
     let b = stream.block.load(Ordering::Relaxed);
     if b.is_null() {

@@ -27,7 +27,7 @@ use hyscope_ompt::ffi::ompt_start_tool_result_t;
 struct CollectorSink;
 
 impl hyscope_ompt::Sink for CollectorSink {
-    #[inline]
+    #[inline(always)]
     fn now_ns(&self) -> i64 {
         clock::now_ns()
     }

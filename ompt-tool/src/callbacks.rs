@@ -43,6 +43,7 @@ const fn event(callback: c_uint, endpoint: c_uint, kind: c_uint) -> u32 {
 
 const NO_EVENT: u32 = 0;
 const CB_IMPLICIT_TASK: c_uint = 7;
+const CB_WORK: c_uint = 20;
 const CB_SYNC_REGION_WAIT: c_uint = 16;
 const CB_SYNC_REGION: c_uint = 23;
 
@@ -70,14 +71,20 @@ fn shares_time(kind: c_uint) -> bool {
 ///   `__kmpc_omp_taskwait_template`);
 /// - a worker's late join-barrier ends: `sync_region_wait` end, `sync_region`
 ///   end, `implicit_task` end (`__ompt_implicit_task_end` in
-///   kmp_wait_release.h, or its fallback in `__kmp_fork_barrier`).
+///   kmp_wait_release.h, or its fallback in `__kmp_fork_barrier`);
+/// - `work` begin and end of a `single` another thread executes
+///   (`__kmpc_single`, `GOMP_single_start`).
 ///
 /// Not back to back, so each reads the clock: a taskgroup's begin and wait
 /// (the construct's body runs between) and its wait end and end (a free); the
 /// primary thread's join-barrier end, `implicit_task` end and `parallel_end`
 /// (the fork/join lock, freeing the team); `parallel_begin` and the implicit
 /// tasks' begins (team set-up, waking the workers); a loop's `work` end and
-/// the barrier after it (compiled code, e.g. lastprivate copies, between).
+/// the barrier after it (compiled code, e.g. lastprivate copies, between); a
+/// static loop's `work` begin and its chunk (back to back in
+/// `__kmpc_for_static_init`, but a `schedule(runtime)` loop that resolves to
+/// static reports the same work type from `__kmp_dispatch_init`, whose first
+/// chunk comes from a later call).
 #[inline(always)]
 fn enter(this: u32, after: u32) -> (i64, &'static mut ThreadState) {
     let st = current();
@@ -397,7 +404,13 @@ pub unsafe extern "C" fn work(
     count: u64,
     codeptr_ra: *const c_void,
 ) {
-    let (t, st) = enter(event(20, 0, 0), NO_EVENT);
+    // A `single` another thread executes begins and ends back to back.
+    let after = if endpoint == OMPT_SCOPE_END && work_type == OMPT_WORK_SINGLE_OTHER {
+        event(CB_WORK, OMPT_SCOPE_BEGIN, work_type)
+    } else {
+        NO_EVENT
+    };
+    let (t, st) = enter(event(CB_WORK, endpoint, work_type), after);
     if endpoint == OMPT_SCOPE_BEGIN || endpoint == OMPT_SCOPE_BEGINEND {
         if work_type == OMPT_WORK_LOOP && !GENERIC_LOOP_SEEN.load(Ordering::Relaxed) {
             GENERIC_LOOP_SEEN.store(true, Ordering::Relaxed);

@@ -75,6 +75,7 @@ pub const OMPT_TASK_EXPLICIT: c_int = 0x4;
 
 // ompt_work_t
 pub const OMPT_WORK_LOOP: c_uint = 1;
+pub const OMPT_WORK_SINGLE_OTHER: c_uint = 4;
 pub const OMPT_WORK_LOOP_STATIC: c_uint = 10;
 pub const OMPT_WORK_LOOP_OTHER: c_uint = 13;
 pub const OMPT_WORK_TASKLOOP: c_uint = 7;

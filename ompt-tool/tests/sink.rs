@@ -354,6 +354,12 @@ fn only_back_to_back_callbacks_share_a_clock_read() {
         sync_region_wait(3, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
         sync_region_wait(3, OMPT_SCOPE_END, null_mut(), &mut init, null());
         sync_region(3, OMPT_SCOPE_END, null_mut(), &mut init, null());
+        // `single`: the threads that skip it begin and end back to back; the
+        // executor runs the block between.
+        work(4, OMPT_SCOPE_BEGIN, null_mut(), &mut init, 1, null());
+        work(4, OMPT_SCOPE_END, null_mut(), &mut init, 1, null());
+        work(3, OMPT_SCOPE_BEGIN, null_mut(), &mut init, 1, null());
+        work(3, OMPT_SCOPE_END, null_mut(), &mut init, 1, null());
         // A wait of another kind does not share the barrier's begin.
         sync_region(3, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
         sync_region_wait(5, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
@@ -387,6 +393,9 @@ fn only_back_to_back_callbacks_share_a_clock_read() {
     let (sync, wait) = (of(OmpKind::Sync, 3), of(OmpKind::SyncWait, 3));
     assert_eq!((sync.len(), wait.len()), (2, 1));
     assert!(wait[0].start_ns > sync[0].start_ns && wait[0].end_ns == sync[0].end_ns);
+    let (skipped, executed) = (of(OmpKind::Work, 4), of(OmpKind::Work, 3));
+    assert_eq!(skipped[0].start_ns, skipped[0].end_ns);
+    assert!(executed[0].end_ns > executed[0].start_ns);
     let other = of(OmpKind::SyncWait, 5)[1];
     assert!(other.start_ns > sync[1].start_ns && other.end_ns < sync[1].end_ns);
 }

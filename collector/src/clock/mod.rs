@@ -27,16 +27,21 @@ static INIT: Once = Once::new();
 static INFO: std::sync::OnceLock<ClockInfo> = std::sync::OnceLock::new();
 
 /// Monotonic nanoseconds (TSC-based where that is cheaper and safe).
-#[inline]
+#[inline(always)]
 pub fn now_ns() -> i64 {
     match MODE.load(Ordering::Acquire) {
         TSC => tsc_ns(),
         MONOTONIC => monotonic_ns(),
-        _ => {
-            init();
-            now_ns()
-        }
+        _ => first_now_ns(),
     }
+}
+
+/// [`now_ns`] before the clock is chosen (kept out of the inlined hot path).
+#[cold]
+#[inline(never)]
+fn first_now_ns() -> i64 {
+    init();
+    now_ns()
 }
 
 /// `CLOCK_MONOTONIC` in ns.
@@ -64,7 +69,7 @@ fn rdtsc() -> u64 {
     monotonic_ns() as u64
 }
 
-#[inline]
+#[inline(always)]
 fn tsc_ns() -> i64 {
     let d = rdtsc().wrapping_sub(TSC0.load(Ordering::Relaxed)) as i64;
     let mult = MULT.load(Ordering::Relaxed) as i128;
