@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
          * tests check every rank's MPI_Finalize. (Declared here, not included,
          * so that the MPI_Send lines the tests check stay where they are.) */
         extern int usleep(unsigned int);
-        usleep(500000);
+        usleep(1000000);
     }
     return rank == 0 ? 3 : 0; /* a known exit code, to check it is preserved */
 }
