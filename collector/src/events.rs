@@ -529,23 +529,27 @@ impl Writer {
         self.check_pid();
         for item in items {
             match item {
-                Full::Omp(b) => {
-                    // SAFETY: handed off; the owner no longer touches it.
-                    let block = unsafe { &*b };
-                    let result = spool_block(&mut self.omp, self.broken, "omp", block);
-                    self.account_spool(result.0, result.1);
-                    OMP_POOL.give_back(b);
-                }
-                Full::Mpi(b) => {
-                    // SAFETY: as above.
-                    let block = unsafe { &*b };
-                    let result = spool_block(&mut self.mpi, self.broken, "mpi", block);
-                    self.account_spool(result.0, result.1);
-                    MPI_POOL.give_back(b);
-                }
+                Full::Omp(b) => self.spool_full_block(b, |w| &mut w.omp, "omp", &OMP_POOL),
+                Full::Mpi(b) => self.spool_full_block(b, |w| &mut w.mpi, "mpi", &MPI_POOL),
                 Full::Samples(rows) => self.write_samples(&rows),
             }
         }
+    }
+
+    /// Spool one handed-off block of a table and recycle it.
+    fn spool_full_block<T: Unspool>(
+        &mut self,
+        b: *mut Block<T>,
+        spool_of: fn(&mut Writer) -> &mut Option<SpoolWriter<T>>,
+        table: &str,
+        pool: &Pool<T>,
+    ) {
+        // SAFETY: handed off; the owner no longer touches it.
+        let block = unsafe { &*b };
+        let broken = self.broken;
+        let (result, rows) = spool_block(spool_of(self), broken, table, block);
+        self.account_spool(result, rows);
+        pool.give_back(b);
     }
 
     /// Forget output state inherited from a parent process (after `fork`):

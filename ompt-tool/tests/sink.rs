@@ -83,6 +83,22 @@ fn setup() -> u32 {
     RECORDER.thread_index()
 }
 
+/// The initial thread and its initial task begin, as libomp dispatches them.
+unsafe fn start_initial_thread(thread: &mut ompt_data_t, task: &mut ompt_data_t) {
+    unsafe {
+        thread_begin(1, thread);
+        implicit_task(OMPT_SCOPE_BEGIN, null_mut(), task, 1, 1, OMPT_TASK_INITIAL);
+    }
+}
+
+/// ... and end.
+unsafe fn end_initial_thread(thread: &mut ompt_data_t, task: &mut ompt_data_t) {
+    unsafe {
+        implicit_task(OMPT_SCOPE_END, null_mut(), task, 0, 1, OMPT_TASK_INITIAL);
+        thread_end(thread);
+    }
+}
+
 fn one(rows: &[OmpRecord], kind: OmpKind) -> OmpRecord {
     let v: Vec<&OmpRecord> = rows.iter().filter(|r| r.kind == kind as u8).collect();
     assert_eq!(v.len(), 1, "{kind:?}: {rows:#?}");
@@ -103,15 +119,7 @@ fn primary_thread_of_a_region_with_a_dynamic_loop() {
         iterations: 7,
     };
     unsafe {
-        thread_begin(1, &mut td);
-        implicit_task(
-            OMPT_SCOPE_BEGIN,
-            null_mut(),
-            &mut init,
-            1,
-            1,
-            OMPT_TASK_INITIAL,
-        );
+        start_initial_thread(&mut td, &mut init);
         assert!(!hyscope_ompt::in_parallel());
         assert!(!bound_in_parallel());
         parallel_begin(
@@ -170,15 +178,7 @@ fn primary_thread_of_a_region_with_a_dynamic_loop() {
         mutex_acquire(1, 0, 0, 77, code(0x5000));
         mutex_acquired(1, 77, code(0x5000));
         mutex_released(1, 77, code(0x5000));
-        implicit_task(
-            OMPT_SCOPE_END,
-            null_mut(),
-            &mut init,
-            0,
-            1,
-            OMPT_TASK_INITIAL,
-        );
-        thread_end(&mut td);
+        end_initial_thread(&mut td, &mut init);
     }
     let rows = rows_of(me);
     let par = one(&rows, OmpKind::Parallel);
@@ -327,15 +327,7 @@ fn only_back_to_back_callbacks_share_a_clock_read() {
     let me = setup();
     let (mut td, mut init, mut task) = (data(), data(), data());
     unsafe {
-        thread_begin(1, &mut td);
-        implicit_task(
-            OMPT_SCOPE_BEGIN,
-            null_mut(),
-            &mut init,
-            1,
-            1,
-            OMPT_TASK_INITIAL,
-        );
+        start_initial_thread(&mut td, &mut init);
         // taskwait (5): both pairs back to back in libomp.
         sync_region(5, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
         sync_region_wait(5, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
@@ -365,15 +357,7 @@ fn only_back_to_back_callbacks_share_a_clock_read() {
         sync_region_wait(5, OMPT_SCOPE_BEGIN, null_mut(), &mut init, null());
         sync_region_wait(5, OMPT_SCOPE_END, null_mut(), &mut init, null());
         sync_region(3, OMPT_SCOPE_END, null_mut(), &mut init, null());
-        implicit_task(
-            OMPT_SCOPE_END,
-            null_mut(),
-            &mut init,
-            0,
-            1,
-            OMPT_TASK_INITIAL,
-        );
-        thread_end(&mut td);
+        end_initial_thread(&mut td, &mut init);
     }
     let rows = rows_of(me);
     let of = |kind: OmpKind, variant: u8| -> Vec<OmpRecord> {
