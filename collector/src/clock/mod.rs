@@ -3,9 +3,11 @@
 //! `clock_gettime(CLOCK_MONOTONIC)` costs ~25 ns on these VMs (platform-facts,
 //! "OpenMP runtimes and OMPT"), most of the 30 ns budget per event. Where the
 //! TSC is constant and invariant we read it instead and convert with a
-//! calibration against `CLOCK_MONOTONIC` taken once at start, anchored so that
-//! both clocks agree at the calibration point. `HYSCOPE_CLOCK=monotonic`
-//! forces the system clock.
+//! calibration against `CLOCK_MONOTONIC`, anchored so that both clocks agree at
+//! the calibration point. The processes a launcher starts on a node share one
+//! calibration (`clock/shared.rs`): the first one measures it, the others use its
+//! numbers, so the ranks of a node agree to the nanosecond.
+//! `HYSCOPE_CLOCK=monotonic` forces the system clock.
 
 use std::sync::Once;
 use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering};
