@@ -235,7 +235,8 @@ fn rank_from_env() -> u32 {
     .unwrap_or(0)
 }
 
-fn launched_by_mpi() -> bool {
+/// Whether an MPI launcher started this process (its rank variables are set).
+pub(crate) fn launched_by_mpi() -> bool {
     ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
         .iter()
         .any(|k| std::env::var_os(k).is_some())

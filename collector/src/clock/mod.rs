@@ -4,7 +4,7 @@
 //! "OpenMP runtimes and OMPT"), most of the 30 ns budget per event. Where the
 //! TSC is constant and invariant we read it instead and convert with a
 //! calibration against `CLOCK_MONOTONIC`, anchored so that both clocks agree at
-//! the calibration point. The processes a launcher starts on a node share one
+//! the calibration point. The ranks an MPI launcher starts on a node share one
 //! calibration (`clock/shared.rs`): the first one measures it, the others use its
 //! numbers, so the ranks of a node agree to the nanosecond.
 //! `HYSCOPE_CLOCK=monotonic` forces the system clock.
@@ -99,7 +99,13 @@ pub fn init() {
                     .then(Calibration::measure)
                     .flatten()
             };
-            let (cal, shared) = shared::calibration(decide);
+            // Only ranks have others to agree with: a lone process calibrates
+            // alone and leaves no file behind.
+            let (cal, shared) = if crate::session::launched_by_mpi() {
+                shared::calibration(decide)
+            } else {
+                (decide(), false)
+            };
             if let Some(cal) = cal {
                 TSC0.store(cal.tsc0, Ordering::Relaxed);
                 NS0.store(cal.ns0, Ordering::Relaxed);

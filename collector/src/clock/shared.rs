@@ -1,5 +1,5 @@
-//! One TSC calibration per node (and user), shared by the processes that
-//! start while it is fresh.
+//! One TSC calibration per node (and user), shared by the ranks an MPI
+//! launcher starts there while it is fresh.
 //!
 //! A process calibrating alone gets a rate that is off by a few parts per
 //! million (two ~15 ns-wide samples 5 ms apart), so two ranks of one node

@@ -225,7 +225,7 @@ pub fn start() {
     register(&mut st, Box::new(memory::Memory::new()));
     // Under an MPI launcher the node's reader is elected at MPI_Init; until then
     // every rank reads (to follow wraps) but none writes.
-    let mut r = rapl::Rapl::new(rapl::sysfs_root(), !launched_by_mpi());
+    let mut r = rapl::Rapl::new(rapl::sysfs_root(), !crate::session::launched_by_mpi());
     r.reader_ranks = vec![session::rank()];
     register(&mut st, Box::new(r));
     register(&mut st, Box::new(rdma::Rdma::new(rapl::sysfs_root())));
@@ -303,12 +303,6 @@ pub fn stop() {
     if let Some(h) = handle {
         let _ = h.join();
     }
-}
-
-fn launched_by_mpi() -> bool {
-    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
-        .iter()
-        .any(|k| std::env::var_os(k).is_some())
 }
 
 /// Just before `PMPI_Init`: RSS without the MPI runtime.
