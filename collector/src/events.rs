@@ -439,6 +439,47 @@ static QUEUE: Queue = Queue {
 static SAMPLES: Mutex<Vec<SampleRecord>> = Mutex::new(Vec::new());
 static WRITER_STARTED: OnceLock<bool> = OnceLock::new();
 
+/// Register [`forget_parents_events`] to run in the child of every `fork`.
+pub fn install_fork_handler() {
+    // SAFETY: registering a plain extern "C" function with no preconditions.
+    unsafe { libc::pthread_atfork(None, None, Some(forget_parents_events)) };
+}
+
+/// In a forked child, right after `fork`: everything buffered so far is the
+/// parent's, which writes it itself; the child would write it again at its
+/// exit (every row twice in the trace). Mark the rows in the threads' current
+/// blocks as spooled and drop the queued blocks, without blocking: a lock
+/// another thread of the parent held at the fork stays held in the child, so
+/// `try_lock` only (then that part is left as it was; the child's exit flush
+/// would wait on the same lock anyway).
+extern "C" fn forget_parents_events() {
+    fn skip<T>(stream: &Stream<T>) {
+        let b = stream.block.load(Ordering::Acquire);
+        if !b.is_null() {
+            // SAFETY: blocks are never freed; only this thread runs in the child now.
+            let block = unsafe { &*b };
+            block
+                .taken
+                .store(block.rows.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+    if let Ok(slots) = SLOTS.try_lock() {
+        for slot in slots.iter() {
+            skip(&slot.omp);
+            skip(&slot.mpi);
+        }
+    }
+    if let Ok(mut items) = QUEUE.items.try_lock() {
+        // The parent's blocks: not spooled here, and not given back (the pools'
+        // locks may be held); the child loses their memory, the parent writes them.
+        let parents = std::mem::take(&mut *items);
+        std::mem::forget(parents);
+    }
+    if let Ok(mut samples) = SAMPLES.try_lock() {
+        samples.clear();
+    }
+}
+
 fn hand_off(item: Full) {
     lock(&QUEUE.items).push(item);
     QUEUE.ready.notify_one();

@@ -106,6 +106,7 @@ fn start() {
             hyscope_ompt::set_sink(&SINK);
             // SAFETY: registering a plain extern "C" function.
             unsafe { libc::atexit(at_exit) };
+            events::install_fork_handler();
             samplers::start();
         });
     });

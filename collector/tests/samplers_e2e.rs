@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hyscope_format::schema::SampleRecord;
+use hyscope_format::schema::{OmpKind, OmpRecord, SampleRecord};
 use hyscope_format::{ScanOptions, Trace};
 
 const LLVM_LIB: &str = "/usr/lib/llvm-19/lib";
@@ -343,6 +343,7 @@ fn forked_child_exits_without_waiting_for_the_sampler() {
     let mut child = Command::new(&exe)
         .env("LD_PRELOAD", preload_lib())
         .env("HYSCOPE_OUTPUT", dir.join("trace"))
+        .env("OMP_NUM_THREADS", "2")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -367,6 +368,18 @@ fn forked_child_exits_without_waiting_for_the_sampler() {
     assert_eq!(out.trim(), "child 7");
     // Neither a hang nor a caught panic (joining a thread that is not there).
     assert!(!err.contains("panicked"), "{err}");
+    // The parent's one region is in the trace once: the child, which exits
+    // through exit(), does not write the parent's buffered events again.
+    let t = Trace::open(&dir.join("trace")).unwrap();
+    let omp: Vec<OmpRecord> = t
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    let count = |kind: OmpKind| omp.iter().filter(|r| r.kind == kind as u8).count();
+    assert_eq!(count(OmpKind::Parallel), 1, "{omp:#?}");
+    assert_eq!(count(OmpKind::ImplicitTask), 2, "{omp:#?}");
 }
 
 /// `HYSCOPE_SAMPLE_MS=0`: no sampler thread, every sampler listed as disabled,
