@@ -303,6 +303,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
 
+    if matches!(position, Position::PerRank { .. }) {
+        // The ranks of a node share one clock calibration, keyed by what they
+        // have in common: here the launcher's process on the node (rank 0 runs
+        // the program as a child of this process, the others exec it).
+        // SAFETY: getppid has no preconditions.
+        let launcher = unsafe { libc::getppid() };
+        env.insert("HYSCOPE_CLOCK_GROUP".into(), format!("ppid{launcher}"));
+    }
     let started = Instant::now();
     let status = match position {
         Position::Launcher(kind) => {

@@ -16,6 +16,9 @@ fn check_trace(dir: &Path) {
     let ranks: Vec<u32> = trace.manifest.ranks.iter().map(|r| r.rank).collect();
     assert_eq!(ranks, vec![0, 1]);
     assert!(trace.manifest.ranks.iter().all(|r| r.finished));
+    // Both ranks convert the TSC with the node's one calibration.
+    let hz: Vec<Option<f64>> = trace.manifest.ranks.iter().map(|r| r.tsc_hz).collect();
+    assert_eq!(hz[0], hz[1], "{hz:?}");
     let rows = omp_rows(&trace);
     for rank in [0, 1] {
         assert_eq!(count_kind(&rows, rank, OmpKind::Parallel), 2, "rank {rank}");

@@ -9,10 +9,12 @@
 //! calibration, every rank of the node turns the same ticks into the same
 //! nanoseconds.
 //!
-//! The file `/dev/shm/hyscope-tsc-<uid>-<parent pid>` holds `boot_id tsc0
-//! ns0 mult`: the ranks a launcher starts on a node (children of one
-//! `prted` or `hydra_pmi_proxy`) find the same file, and another job gets
-//! its own, so a calibration about to expire is never used by some ranks of
+//! The file `/dev/shm/hyscope-tsc-<uid>-<job>` holds `boot_id tsc0 ns0
+//! mult`. `<job>` is what the ranks of one job on a node have in common:
+//! `HYSCOPE_CLOCK_GROUP` (set by `hyscope record` when it runs as one rank),
+//! else the PMIx namespace (Open MPI, `srun --mpi=pmix`), else the parent
+//! process (`mpirun`, `hydra_pmi_proxy`, `slurmstepd`). Another job gets its
+//! own file, so a calibration about to expire is never used by some ranks of
 //! a job and replaced by others. A process takes an exclusive `flock` on it
 //! and uses what it holds if it is from this boot and still within
 //! [`FRESH_NS`] of CLOCK_MONOTONIC (a reused parent pid finds an old one
@@ -56,8 +58,24 @@ fn path() -> PathBuf {
     } else {
         std::env::temp_dir()
     };
+    dir.join(format!("{}{}", prefix(), job_key()))
+}
+
+/// What the ranks of one job on this node share (see the module documentation),
+/// reduced to characters safe in a file name.
+fn job_key() -> String {
+    let named = ["HYSCOPE_CLOCK_GROUP", "PMIX_NAMESPACE"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok())
+        .map(|v| {
+            v.chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+                .take(64)
+                .collect::<String>()
+        })
+        .find(|v| !v.is_empty());
     // SAFETY: getppid has no preconditions.
-    dir.join(format!("{}{}", prefix(), unsafe { libc::getppid() }))
+    named.unwrap_or_else(|| format!("ppid{}", unsafe { libc::getppid() }))
 }
 
 /// Remove this user's calibration files in `dir` not written for a minute
