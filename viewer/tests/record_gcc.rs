@@ -64,15 +64,7 @@ fn gcc_program_without_the_swap_is_explained() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_gcc(tmp.path());
     let dir = tmp.path().join("trace");
-    let out = hyscope()
-        .arg("record")
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
-        .arg(&exe)
-        .arg("4")
-        .output()
-        .unwrap();
+    let out = record_into(&dir).arg(&exe).arg("4").output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("GCC's libgomp, which has no OMPT"), "{err}");

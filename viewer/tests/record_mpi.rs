@@ -61,11 +61,7 @@ fn record_in_front_of_mpirun() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_mpi(tmp.path(), "mpi_app", MPI_SRC);
     let dir = tmp.path().join("trace");
-    let out = hyscope()
-        .arg("record")
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
+    let out = record_into(&dir)
         .arg("mpirun")
         .args(mpirun_args(2))
         .arg(&exe)

@@ -11,14 +11,7 @@ fn records_an_openmp_only_program() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
     let out_dir = tmp.path().join("trace");
-    let out = hyscope()
-        .arg("record")
-        .arg("-o")
-        .arg(&out_dir)
-        .arg("--")
-        .arg(&exe)
-        .output()
-        .unwrap();
+    let out = record_into(&out_dir).arg(&exe).output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "stderr:\n{err}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 14850\n");
@@ -118,15 +111,7 @@ fn exit_code_of_the_program_is_preserved() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp(tmp.path(), "exit3", OMP_SRC);
     let out_dir = tmp.path().join("trace");
-    let out = hyscope()
-        .arg("record")
-        .arg("-o")
-        .arg(&out_dir)
-        .arg("--")
-        .arg(&exe)
-        .arg("3")
-        .output()
-        .unwrap();
+    let out = record_into(&out_dir).arg(&exe).arg("3").output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     // The trace is still complete.
     let trace = Trace::open(&out_dir).unwrap();
@@ -152,11 +137,7 @@ fn unwritable_output_directory_fails_before_the_run() {
             "cannot create the output directory",
         ),
     ] {
-        let out = hyscope()
-            .arg("record")
-            .arg("-o")
-            .arg(&dir)
-            .arg("--")
+        let out = record_into(&dir)
             .arg(&exe)
             .arg("0")
             .arg(&marker)
@@ -184,11 +165,7 @@ fn existing_output_directory_is_refused() {
     let dir = tmp.path().join("old-trace");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("keep.txt"), b"previous").unwrap();
-    let out = hyscope()
-        .arg("record")
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
+    let out = record_into(&dir)
         .arg(&exe)
         .arg("0")
         .arg(&marker)
@@ -274,11 +251,7 @@ fn groups_and_dispatch_options_reach_the_collector() {
 fn missing_program_leaves_no_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("trace");
-    let out = hyscope()
-        .arg("record")
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
+    let out = record_into(&dir)
         .arg(tmp.path().join("does-not-exist"))
         .output()
         .unwrap();
@@ -317,11 +290,7 @@ fn a_killed_programs_spooled_events_are_recovered() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp(tmp.path(), "killed", KILLED_SRC);
     let out_dir = tmp.path().join("trace");
-    let out = hyscope()
-        .arg("record")
-        .arg("-o")
-        .arg(&out_dir)
-        .arg("--")
+    let out = record_into(&out_dir)
         .arg(&exe)
         .env("OMP_NUM_THREADS", "2")
         .output()

@@ -80,11 +80,7 @@ fn every_tab_on_a_recorded_hybrid_trace() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = support::build_mpi(tmp.path(), "tui_app", SRC);
     let dir = tmp.path().join("trace");
-    let out = support::hyscope()
-        .arg("record")
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
+    let out = support::record_into(&dir)
         .arg("mpirun")
         .args(support::mpirun_args(2))
         .arg(&exe)

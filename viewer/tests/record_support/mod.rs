@@ -26,6 +26,13 @@ pub fn hyscope() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hyscope"))
 }
 
+/// `hyscope record -o <out> --`, ready for the command to record.
+pub fn record_into(out: &Path) -> Command {
+    let mut cmd = hyscope();
+    cmd.arg("record").arg("-o").arg(out).arg("--");
+    cmd
+}
+
 /// A small OpenMP program with known counts: `REGIONS` parallel regions of 2
 /// threads, each with a `schedule(dynamic,25)` loop of 100 iterations and one
 /// explicit barrier. Exits with the code given as its first argument; creates
