@@ -17,20 +17,12 @@ use hyscope_format::schema::{MpiRecord, Table, mpi_call as c};
 use hyscope_format::writer::{PartWriter, WriterOptions};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
+#[path = "common/jitter.rs"]
+mod jitter;
 #[path = "common/thread_cpu.rs"]
 mod thread_cpu;
+use jitter::Jitter;
 use thread_cpu::thread_cpu;
-
-/// A small deterministic generator (xorshift) for jitter.
-struct Jitter(u64);
-impl Jitter {
-    fn next(&mut self, range: i64) -> i64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % range.max(1) as u64) as i64
-    }
-}
 
 /// `n` rows of rank `rank` of a `ranks`-rank ring halo exchange.
 fn halo_rows(n: usize, rank: i32, ranks: i32) -> Vec<MpiRecord> {

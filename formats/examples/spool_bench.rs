@@ -34,8 +34,11 @@ use hyscope_format::schema::{MpiRecord, OmpRecord, mpi_call as c};
 use hyscope_format::spool::{SpoolReader, SpoolRecord, SpoolWriter};
 use hyscope_format::synthetic::{OmpGenerator, OmpTraceSpec};
 
+#[path = "common/jitter.rs"]
+mod jitter;
 #[path = "common/thread_cpu.rs"]
 mod thread_cpu;
+use jitter::Jitter;
 use thread_cpu::thread_cpu;
 
 /// Rows per frame: the collector's block size.
@@ -60,17 +63,6 @@ fn omp_frames(events: u64, threads: u32) -> Vec<Vec<OmpRecord>> {
         frames.extend(rows.chunks(FRAME_ROWS).map(<[_]>::to_vec));
     }
     frames
-}
-
-/// xorshift64 jitter in `[0, range)`.
-struct Jitter(u64);
-impl Jitter {
-    fn next(&mut self, range: i64) -> i64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % range as u64) as i64
-    }
 }
 
 /// Rank 1 of a 4-rank ring exchange of 64 KiB messages, one thread.
