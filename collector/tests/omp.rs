@@ -251,6 +251,24 @@ fn parallel_regions_threads_nesting_and_if0() {
             .expect("barrier's task");
         assert!(inside(b, task), "barrier {b:?} outside its implicit task");
     }
+    // libomp dispatches a barrier's begin and wait begin, and its wait end and
+    // end, back to back: each pair shares one clock read, on the primary and
+    // on the workers (whose ends come late, with their implicit task's end).
+    for w in &waits {
+        assert!(
+            barriers
+                .iter()
+                .any(|b| b.thread == w.thread && (b.start_ns, b.end_ns) == (w.start_ns, w.end_ns)),
+            "wait {w:?} does not share its barrier's times"
+        );
+        let task = implicit
+            .iter()
+            .find(|t| t.task_id == w.task_id)
+            .expect("wait's task");
+        if task.count > 0 {
+            assert_eq!(task.end_ns, w.end_ns, "worker {task:?} vs {w:?}");
+        }
+    }
 
     // Threads: the initial thread and the workers. The inner teams need one worker
     // each, but libomp may reuse one for both when the first inner region is over
@@ -393,6 +411,15 @@ fn barriers_critical_locks_and_tasks() {
     assert_eq!(waits.len(), 6);
     for w in &waits {
         assert_eq!(barriers.iter().filter(|b| inside(w, b)).count(), 1, "{w:?}");
+        // Back to back in libomp: one clock read per pair.
+        assert_eq!(
+            barriers
+                .iter()
+                .filter(|b| b.thread == w.thread && (b.start_ns, b.end_ns) == (w.start_ns, w.end_ns))
+                .count(),
+            1,
+            "{w:?}"
+        );
     }
     // Two `for` loops and one `single` end with a worksharing barrier on each thread.
     assert_eq!(
