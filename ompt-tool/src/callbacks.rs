@@ -3,7 +3,8 @@
 //! Every callback: find the thread's state and take the time before any other
 //! work (so the tool's own work stays out of the interval; the time is the
 //! previous callback's when libomp makes the two back to back, see [`enter`]),
-//! then open or close an interval on the calling thread's stack. Ends are matched to the innermost open interval of the same kind
+//! then open or close an interval on the calling thread's stack. Ends are
+//! matched to the innermost open interval of the same kind
 //! (and variant, wait id or task), not blindly to the top, because libomp
 //! delivers some ends late: a worker's join-barrier `sync_region_wait` end,
 //! `sync_region` end and `implicit_task` end arrive only when it wakes for the
