@@ -1,14 +1,16 @@
 //! Per-thread event buffers, the writer thread that spools them, and the
 //! final encoding into Parquet parts.
 //!
-//! Hot path ([`record_omp`], [`record_mpi`]): one thread-local pointer load,
-//! the record encoded into the thread's current block as the spool encodes it
-//! (the fields that changed since the thread's previous record of that kind, as varints:
-//! ~7 bytes instead of the record's 80, see `hyscope_format::spool`) and a
+//! Hot path ([`record_omp`], [`record_mpi`]; the OMPT adapter pushes into
+//! the thread's OpenMP stream itself, [`ThreadSlot::omp_stream`]): one
+//! thread-local pointer load, the record encoded into the thread's current
+//! block as the spool encodes it (the fields that changed since the thread's
+//! previous record of that kind, as varints: ~7 bytes instead of the record's
+//! 80, see `hyscope_format::spool` and `hyscope_format::spool_block`) and a
 //! release store of the block's length. No lock, no allocation, no I/O.
 //!
 //! A full block is handed to the writer thread (one short mutex per
-//! [`BLOCK_BYTES`] of events, ~9000 of them) and the thread takes a free
+//! [`hyscope_format::spool_block::BLOCK_BYTES`] of events, ~9000 of them) and the thread takes a free
 //! block. Each block is one spool frame: the writer appends its bytes to the
 //! spool file as they are, so during the run it only copies bytes to the
 //! page cache. Blocks are allocated lazily up to `HYSCOPE_BUFFER_MB`; when
@@ -18,8 +20,9 @@
 //! Every thread's slot (index and current blocks) is leaked on purpose: OMPT
 //! callbacks still arrive after thread-local destructors ran at exit
 //! (platform-facts, "Quirks"), and the exit flush must still find the
-//! records of threads that ended. The thread-local is a `const` `Cell` of a
-//! raw pointer, which has no destructor and so stays readable to the end.
+//! records of threads that ended. The thread's pointer to its slot is a
+//! `hyscope_ompt::thread_ptr` slot, which has no destructor and so stays
+//! readable to the end.
 //!
 //! Encoding Parquet during the run cost ~195 ns of CPU per event, taken from
 //! the application's threads (they share the cores). [`flush_all`] — at
@@ -32,7 +35,6 @@
 //! writes past `len`; the writer spools only rows from `taken` on of a
 //! handed-off block, also under the lock, so nothing is written twice.
 
-use std::cell::{Cell, UnsafeCell};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::ptr;
@@ -42,77 +44,23 @@ use std::time::Duration;
 
 use hyscope_format::manifest::EventCounts;
 use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, Table};
-use hyscope_format::spool::{RECORD_ROOM, SpoolRecord, SpoolWriter, decode_payload};
+use hyscope_format::spool::{SpoolRecord, SpoolWriter, decode_payload};
+use hyscope_format::spool_block::{Block, Stream};
 use hyscope_format::unspool::{Unspool, spool_to_parts};
 use hyscope_format::writer::{PartWriter, WriterOptions};
 
 use crate::session;
 
-/// Bytes per block: one spool frame of encoded records (~9000 OpenMP events).
-pub const BLOCK_BYTES: usize = 64 * 1024;
 /// Sample rows kept before they are handed to the writer.
 const SAMPLE_BATCH: usize = 4096;
-
-/// One thread's encoded records of one table: a spool frame in the making.
-/// Record `i` is encoded against record `i - 1` (the first against the
-/// default record), so the block decodes on its own.
-struct Block<T> {
-    /// Bytes published (release store by the owner after each record).
-    len: AtomicUsize,
-    /// Records in the block (owner's count; read once the block is handed off).
-    rows: AtomicUsize,
-    /// Rows already spooled by a flush of the still-current block (writer lock only).
-    taken: AtomicUsize,
-    data: UnsafeCell<[u8; BLOCK_BYTES]>,
-    _records: std::marker::PhantomData<T>,
-}
-
-// SAFETY: bytes below `len` are written once by the owner before the release
-// store of `len` and only read afterwards; see the module documentation.
-unsafe impl<T: Send> Sync for Block<T> {}
-
-impl<T: SpoolRecord> Block<T> {
-    fn new() -> Box<Block<T>> {
-        Box::new(Block {
-            len: AtomicUsize::new(0),
-            rows: AtomicUsize::new(0),
-            taken: AtomicUsize::new(0),
-            data: UnsafeCell::new([0; BLOCK_BYTES]),
-            _records: std::marker::PhantomData,
-        })
-    }
-
-    /// The published bytes. SAFETY: the caller observed `len` with acquire
-    /// (or owns the block), and nobody writes below `len`.
-    unsafe fn bytes(&self, len: usize) -> &[u8] {
-        // SAFETY: guaranteed by the caller; len <= BLOCK_BYTES.
-        unsafe { std::slice::from_raw_parts(self.data.get() as *const u8, len) }
-    }
-}
-
-/// The encoding state of one thread for one table: its current block and the
-/// records the next ones are encoded against (one per key, e.g. per OpenMP
-/// kind: `SpoolRecord::KEYS`). Owner-only except `block`, which the writer reads.
-struct Stream<T> {
-    block: AtomicPtr<Block<T>>,
-    bases: UnsafeCell<Box<[T]>>,
-}
-
-impl<T: SpoolRecord> Stream<T> {
-    fn new() -> Stream<T> {
-        Stream {
-            block: AtomicPtr::new(ptr::null_mut()),
-            bases: UnsafeCell::new(vec![T::default(); T::KEYS].into_boxed_slice()),
-        }
-    }
-}
 
 /// One thread's recording state. Leaked: lives until the process ends.
 ///
 /// Everything a hot path needs about its thread is here, behind the one
-/// thread-local pointer: in a preloaded shared library each distinct
-/// thread-local costs a `__tls_get_addr` call (~5–10 ns here), so an MPI
-/// wrapper looks the slot up once and reads the rest from it. Fields other
+/// thread-local pointer, so an MPI wrapper looks the slot up once and reads
+/// the rest from it (the pointer is an initial-exec TLS slot, one `%fs` load;
+/// a Rust `thread_local!` in a preloaded library costs a `__tls_get_addr`
+/// call per access). Fields other
 /// threads never touch are atomics only to make the slot `Sync` (the writer
 /// reads `omp`/`mpi`); relaxed loads and stores are plain moves.
 pub struct ThreadSlot {
@@ -130,8 +78,9 @@ pub struct ThreadSlot {
 // thread (the hot path); everything else other threads read is atomic.
 unsafe impl Sync for ThreadSlot {}
 
-thread_local! {
-    static SLOT: Cell<*const ThreadSlot> = const { Cell::new(ptr::null()) };
+hyscope_ompt::thread_ptr! {
+    /// The calling thread's [`ThreadSlot`] (one `%fs` load, see `hyscope_ompt::thread_ptr`).
+    mod slot_ptr: ThreadSlot = "hyscope_thread_slot"
 }
 
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
@@ -143,7 +92,7 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// The calling thread's slot, created on first use (one thread-local lookup).
 #[inline]
 pub fn slot() -> &'static ThreadSlot {
-    let p = SLOT.with(|s| s.get());
+    let p = slot_ptr::get();
     if !p.is_null() {
         // SAFETY: slots are leaked, never freed.
         return unsafe { &*p };
@@ -161,7 +110,7 @@ fn new_slot() -> &'static ThreadSlot {
         parallel_depth: AtomicPtr::new(ptr::null_mut()),
         mpi_thread: crate::mpi::MpiThread::new(),
     }));
-    SLOT.with(|s| s.set(slot));
+    slot_ptr::set(slot as *const ThreadSlot as *mut ThreadSlot);
     lock(&SLOTS).push(slot);
     slot
 }
@@ -203,11 +152,17 @@ impl ThreadSlot {
         !d.is_null() && unsafe { &*d }.load(Ordering::Relaxed) > 0
     }
 
+    /// This thread's OpenMP stream, which the OMPT adapter pushes into inline
+    /// (`hyscope_ompt::Sink::omp_stream`); only this thread may push.
+    pub fn omp_stream(&self) -> &Stream<OmpRecord> {
+        &self.omp
+    }
+
     /// Append one OpenMP interval to this (the calling) thread's buffer.
     #[inline]
     pub fn record_omp(&self, rec: &OmpRecord) {
         // SAFETY: called on the slot's own thread (see the callers).
-        if !unsafe { push(&self.omp, rec) } {
+        if !unsafe { self.omp.push(rec) } {
             push_slow(&self.omp, rec, &OMP_POOL, Full::Omp);
         }
     }
@@ -216,7 +171,7 @@ impl ThreadSlot {
     #[inline]
     pub fn record_mpi(&self, rec: MpiRecord) {
         // SAFETY: called on the slot's own thread (the MPI wrappers).
-        if !unsafe { push(&self.mpi, &rec) } {
+        if !unsafe { self.mpi.push(&rec) } {
             push_slow(&self.mpi, &rec, &MPI_POOL, Full::Mpi);
         }
     }
@@ -271,38 +226,6 @@ pub fn record_sample(time_ns: i64, metric: &str, key: i64, value: f64) {
     }
 }
 
-/// Encode `rec` into the stream's current block. False when there is no
-/// block or no room left for a record at its longest.
-///
-/// SAFETY: only the stream's own thread calls this (it owns the bases and the
-/// bytes past the block's `len`).
-#[inline(always)]
-unsafe fn push<T: SpoolRecord>(stream: &Stream<T>, rec: &T) -> bool {
-    let b = stream.block.load(Ordering::Relaxed);
-    if b.is_null() {
-        return false;
-    }
-    // SAFETY: a current block is owned by this thread until it hands it off.
-    let block = unsafe { &*b };
-    let n = block.len.load(Ordering::Relaxed);
-    if n + RECORD_ROOM > BLOCK_BYTES {
-        return false;
-    }
-    // SAFETY: bytes from n on are beyond len, so no reader looks at them yet;
-    // the bases belong to this thread.
-    unsafe {
-        let room = &mut *((block.data.get() as *mut u8).add(n) as *mut [u8; RECORD_ROOM]);
-        let base = &mut (*stream.bases.get())[rec.key()];
-        let written = T::put(base, rec, room);
-        *base = *rec;
-        block
-            .rows
-            .store(block.rows.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        block.len.store(n + written, Ordering::Release);
-    }
-    true
-}
-
 #[cold]
 #[inline(never)]
 fn push_slow<T: SpoolRecord>(
@@ -321,7 +244,7 @@ fn push_slow<T: SpoolRecord>(
         Some(b) => {
             // A new block is a new frame: its first records are encoded against the default.
             // SAFETY: the bases belong to this (the owning) thread.
-            unsafe { (*stream.bases.get()).fill(T::default()) };
+            unsafe { stream.reset_bases() };
             stream.block.store(b, Ordering::Release);
         }
         None => {
@@ -330,7 +253,7 @@ fn push_slow<T: SpoolRecord>(
         }
     }
     // SAFETY: as in push (same thread).
-    if !unsafe { push(stream, rec) } {
+    if !unsafe { stream.push(rec) } {
         DROPPED.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -38,6 +38,9 @@ impl hyscope_ompt::Sink for CollectorSink {
     fn thread_handle(&self) -> usize {
         events::slot() as *const events::ThreadSlot as usize
     }
+    fn omp_stream(&self) -> Option<&'static hyscope_format::spool_block::Stream<OmpRecord>> {
+        Some(events::slot().omp_stream())
+    }
     #[inline]
     fn record_on(&self, handle: usize, rec: &OmpRecord) {
         if handle == 0 {

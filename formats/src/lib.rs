@@ -21,6 +21,7 @@ pub mod reader;
 pub mod records;
 pub mod schema;
 pub mod spool;
+pub mod spool_block;
 pub mod synthetic;
 pub mod unspool;
 pub mod writer;

@@ -37,6 +37,14 @@
 //! decoder skips the latter with one test. Chunks of one OpenMP loop on one
 //! thread take ~8 bytes: the kind, the mask, the start (+~2 µs), the duration
 //! change and `chunk_start` (+chunk size). Version 2 added the keys.
+//!
+//! A record may instead be a *twin*: its key byte and a mask of bit 15 alone
+//! (no field has that bit), and nothing else, for a record equal in every
+//! field but the kind to the frame's last record of its twin kind
+//! ([`SpoolRecord::put_in`]). With libomp a barrier's `sync_region` and its
+//! `sync_region_wait` begin and end at the same times, so the barrier's record
+//! is the twin of its wait's: three bytes, and no field encoded on the
+//! application's thread. Version 3 added twins.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -44,12 +52,12 @@ use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use crate::error::FormatError;
-use crate::schema::{MpiRecord, OmpRecord, Table};
+use crate::schema::{MpiRecord, OmpKind, OmpRecord, Table};
 
 /// First bytes of every spool file.
 pub const MAGIC: [u8; 8] = *b"HYSPOOL\0";
 /// Version of the spool layout and record encoding this crate writes and reads.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// Bytes of the file header.
 pub const HEADER_LEN: usize = 16;
 /// Bytes of a frame header (row count, payload length).
@@ -90,6 +98,24 @@ pub trait SpoolRecord: Copy + Default + Send + 'static {
     /// input is malformed or too short.
     fn decode(prev: &Self, input: &mut &[u8]) -> Option<Self>;
 
+    /// Encode `cur` against the frame's `bases` (the last record of each key,
+    /// `KEYS` of them) into a slot, as the collector and
+    /// [`SpoolRecord::encode_rows`] do; the caller then makes `cur` the base
+    /// of its key. By default [`SpoolRecord::put`] against its key's base;
+    /// OpenMP records may be twins (module documentation).
+    #[inline(always)]
+    fn put_in(bases: &[Self], cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
+        Self::put(&bases[cur.key()], cur, room)
+    }
+
+    /// Decode the record at the start of `input` against the frame's `bases`
+    /// (the inverse of [`SpoolRecord::put_in`]); `None` if malformed or short.
+    #[inline(always)]
+    fn decode_in(bases: &[Self], input: &mut &[u8]) -> Option<Self> {
+        let base = bases.get(Self::peek_key(input)?)?;
+        Self::decode(base, input)
+    }
+
     /// Append `cur` encoded relative to `prev` ([`SpoolRecord::put`] into a
     /// `Vec`).
     #[inline]
@@ -119,9 +145,8 @@ pub trait SpoolRecord: Copy + Default + Send + 'static {
             let room = (&mut buf[pos..pos + RECORD_ROOM])
                 .try_into()
                 .expect("room reserved");
-            let base = &mut bases[row.key()];
-            pos += Self::put(base, row, room);
-            *base = *row;
+            pos += Self::put_in(&bases, row, room);
+            bases[row.key()] = *row;
         }
         pos
     }
@@ -245,7 +270,8 @@ struct Put<'a> {
     pos: usize,
     /// Where the mask goes (after a key byte, if any).
     mask_at: usize,
-    mask: u16,
+    /// The mask's 16 bits, kept in a u32 (no zero-extension per field).
+    mask: u32,
 }
 
 impl<'a> Put<'a> {
@@ -274,7 +300,7 @@ impl<'a> Put<'a> {
     #[inline(always)]
     fn end(self) -> usize {
         let at = self.mask_at;
-        self.room[at..at + 2].copy_from_slice(&self.mask.to_le_bytes());
+        self.room[at..at + 2].copy_from_slice(&(self.mask as u16).to_le_bytes());
         self.pos
     }
 
@@ -298,20 +324,38 @@ impl<'a> Put<'a> {
     fn put(&mut self, k: u32, v: u64) {
         debug_assert!(self.mask >> k == 0, "fields are put in bit order");
         self.mask |= 1 << k;
-        let (pos, room) = (self.pos, &mut *self.room);
+        // Each of the at most FIELDS fields takes at most MAX_VARINT bytes
+        // after the key and mask, and is put once, so a varint starts at most
+        // at 3 + (FIELDS - 1) * MAX_VARINT: the clamp never changes pos, it
+        // only lets the stores below go without bounds checks (one `cmov`
+        // instead of a compare and branch per field).
+        debug_assert!(self.pos + MAX_VARINT <= RECORD_ROOM);
+        let pos = self.pos.min(RECORD_ROOM - MAX_VARINT);
+        let at = self.room.as_mut_ptr();
         if v < 1 << 7 {
-            room[pos] = v as u8;
+            // SAFETY: pos + MAX_VARINT <= RECORD_ROOM (the clamp).
+            unsafe { at.add(pos).write(v as u8) };
             self.pos = pos + 1;
         } else if v < 1 << 14 {
             let bytes = (v & 0x7f) | 0x80 | ((v << 1) & 0x7f00);
-            room[pos..pos + 2].copy_from_slice(&(bytes as u16).to_le_bytes());
+            // SAFETY: as above.
+            unsafe {
+                at.add(pos)
+                    .cast::<[u8; 2]>()
+                    .write((bytes as u16).to_le_bytes())
+            };
             self.pos = pos + 2;
         } else if v < 1 << 21 {
             let bytes = (v & 0x7f) | 0x8080 | ((v << 1) & 0x7f00) | ((v << 2) & 0x7f_0000);
-            room[pos..pos + 4].copy_from_slice(&(bytes as u32).to_le_bytes());
+            // SAFETY: as above.
+            unsafe {
+                at.add(pos)
+                    .cast::<[u8; 4]>()
+                    .write((bytes as u32).to_le_bytes())
+            };
             self.pos = pos + 3;
         } else {
-            self.pos = pos + put_varint(&mut room[pos..], v);
+            self.pos = pos + put_varint(&mut self.room[pos..], v);
         }
     }
 }
@@ -319,9 +363,8 @@ impl<'a> Put<'a> {
 /// Decode one record against its base among `bases` and make it that base.
 #[inline(always)]
 fn decode_next<R: SpoolRecord>(bases: &mut [R], input: &mut &[u8]) -> Option<R> {
-    let base = bases.get_mut(R::peek_key(input)?)?;
-    let row = R::decode(base, input)?;
-    *base = row;
+    let row = R::decode_in(bases, input)?;
+    *bases.get_mut(row.key())? = row;
     Some(row)
 }
 
@@ -447,6 +490,17 @@ fn omp_key(kind: u8) -> usize {
     (kind as usize).min(OMP_KEYS - 1)
 }
 
+/// The mask of a twin record (module docs): a bit no field uses.
+const TWIN: u16 = 1 << 15;
+
+/// The kind an OpenMP record of `kind` may be the twin of: a barrier's (or
+/// taskwait's) `Sync` of its `SyncWait`, which libomp begins and ends at the
+/// same times (`ompt_tool::callbacks::enter`).
+#[inline(always)]
+fn twin_of(kind: u8) -> Option<u8> {
+    (kind == OmpKind::Sync as u8).then_some(OmpKind::SyncWait as u8)
+}
+
 impl SpoolRecord for OmpRecord {
     const TABLE: Table = Table::Omp;
 
@@ -468,6 +522,37 @@ impl SpoolRecord for OmpRecord {
     #[inline(always)]
     fn put(prev: &Self, cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
         put_omp(prev, cur, room)
+    }
+
+    #[inline(always)]
+    fn put_in(bases: &[Self], cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
+        let is_twin = |twin: u8| {
+            let of = OmpRecord {
+                kind: cur.kind,
+                ..bases[omp_key(twin)]
+            };
+            of == *cur
+        };
+        if twin_of(cur.kind).is_some_and(is_twin) {
+            room[0] = cur.kind;
+            room[1..3].copy_from_slice(&TWIN.to_le_bytes());
+            return 3;
+        }
+        put_omp(&bases[omp_key(cur.kind)], cur, room)
+    }
+
+    #[inline(always)]
+    fn decode_in(bases: &[Self], input: &mut &[u8]) -> Option<Self> {
+        let &[kind, m0, m1] = input.first_chunk::<3>()?;
+        if u16::from_le_bytes([m0, m1]) != TWIN {
+            return Self::decode(bases.get(omp_key(kind))?, input);
+        }
+        let twin = twin_of(kind)?;
+        *input = &input[3..];
+        Some(OmpRecord {
+            kind,
+            ..bases[omp_key(twin)]
+        })
     }
 
     #[inline(always)]
@@ -1059,6 +1144,54 @@ mod tests {
         // A key byte that is not the record's kind is malformed.
         let mut bad = buf[..end].to_vec();
         bad[0] = OmpKind::Chunk as u8;
+        assert_eq!(decode_payload::<OmpRecord>(&bad, &mut Vec::new()), None);
+    }
+
+    #[test]
+    fn a_barrier_with_its_wait_times_is_three_bytes() {
+        let wait = |region: u64, end: i64| OmpRecord {
+            thread: 1,
+            kind: OmpKind::SyncWait as u8,
+            variant: 3,
+            start_ns: 1_000_000 + 5_000 * region as i64,
+            end_ns: end,
+            parallel_id: (2 << 40) | region,
+            task_id: (2 << 40) | (100 + region),
+            codeptr: 0x40_1a20,
+            ..OmpRecord::default()
+        };
+        let sync = |w: OmpRecord| OmpRecord {
+            kind: OmpKind::Sync as u8,
+            ..w
+        };
+        // Region 0: the barrier spans exactly its wait (libomp); region 1:
+        // it ends 40 ns after its wait, so it is coded field by field.
+        let (w0, w1) = (wait(0, 1_000_700), wait(1, 1_005_700));
+        let (s0, s1) = (
+            sync(w0),
+            OmpRecord {
+                end_ns: 1_005_740,
+                ..sync(w1)
+            },
+        );
+        let rows = [w0, s0, w1, s1];
+        let mut buf = Vec::new();
+        let end = OmpRecord::encode_rows(&rows, &mut buf, 0);
+        let mut per_row = [0; 4];
+        let mut bases = [OmpRecord::default(); OMP_KEYS];
+        for (i, r) in rows.iter().enumerate() {
+            per_row[i] = OmpRecord::put_in(&bases, r, &mut [0; RECORD_ROOM]);
+            bases[r.key()] = *r;
+        }
+        assert_eq!(per_row[1], 3, "twin of its wait");
+        assert!(per_row[3] > 3, "not a twin: other end");
+        let twin = &buf[per_row[0]..per_row[0] + 3];
+        assert_eq!(twin, [OmpKind::Sync as u8, 0, 0x80]);
+        let mut back: Vec<OmpRecord> = Vec::new();
+        assert_eq!(decode_payload(&buf[..end], &mut back), Some(()));
+        assert_eq!(back, rows);
+        // Only a barrier has a twin kind: a chunk's twin mask is malformed.
+        let bad = [OmpKind::Chunk as u8, 0, 0x80];
         assert_eq!(decode_payload::<OmpRecord>(&bad, &mut Vec::new()), None);
     }
 }

@@ -28,12 +28,19 @@ use crate::ffi::*;
 use crate::state::{EXPLICIT_TASK_BIT, ThreadState, current};
 use crate::{GENERIC_LOOP_SEEN, runtime_info, sink};
 
-#[inline]
+/// The event's time: the installed clock, read inline, or the sink's.
+#[inline(always)]
 fn now() -> i64 {
-    match sink() {
-        Some(s) => s.now_ns(),
-        None => 0,
+    match crate::clock::read() {
+        Some(t) => t,
+        None => sink_now(),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn sink_now() -> i64 {
+    sink().map_or(0, |s| s.now_ns())
 }
 
 /// A callback's identity for [`enter`]: OMPT callback id, endpoint and kind

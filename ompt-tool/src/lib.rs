@@ -37,8 +37,10 @@
 //! `control_tool` and `error` (registered, so the capability table lists them).
 
 pub mod callbacks;
+pub mod clock;
 pub mod ffi;
 mod state;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -46,6 +48,7 @@ use std::sync::{Mutex, OnceLock};
 
 use hyscope_format::manifest::OpenMpInfo;
 use hyscope_format::schema::{OmpKind, OmpRecord};
+use hyscope_format::spool_block::Stream;
 
 pub use state::threads_seen;
 
@@ -67,6 +70,15 @@ pub trait Sink: Sync {
     /// on that thread). Must not block or allocate.
     fn record_on(&self, _handle: usize, rec: &OmpRecord) {
         self.record(*rec);
+    }
+    /// The calling thread's spool stream, asked once per thread like
+    /// [`Sink::thread_handle`]: the adapter then encodes each interval into it
+    /// inline ([`hyscope_format::spool_block::Stream::push`]) and calls
+    /// [`Sink::record_on`] only when that finds no room (the sink hands the
+    /// full block off and takes a new one). Only that thread pushes into it.
+    /// `None` (the default): every interval goes to `record_on`.
+    fn omp_stream(&self) -> Option<&'static Stream<OmpRecord>> {
+        None
     }
     /// Index of the calling thread (first call happens in `thread_begin`).
     fn thread_index(&self) -> u32;

@@ -1,16 +1,15 @@
 //! Per-thread state: the stack of open intervals and the profile aggregates.
 //!
-//! The state is allocated once per thread and leaked; the thread-local that
-//! points to it is a `const` `Cell` of a raw pointer, which has no destructor,
+//! The state is allocated once per thread and leaked; the thread's pointer to
+//! it is a [`crate::thread_ptr`] slot (one load per callback, no destructor),
 //! so callbacks that arrive after thread-local destructors ran (at exit,
 //! platform-facts "Quirks") still find it and nothing can panic.
 
-use std::cell::Cell;
-use std::ptr;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use hyscope_format::schema::{OmpKind, OmpRecord};
+use hyscope_format::spool_block::Stream;
 
 use crate::{kind_enabled, profile_mode, sink};
 
@@ -45,6 +44,8 @@ pub(crate) struct ThreadState {
     pub implicit_depth: &'static AtomicU32,
     /// The sink's handle for this thread ([`crate::Sink::thread_handle`]).
     sink_handle: usize,
+    /// The sink's spool stream for this thread ([`crate::Sink::omp_stream`]).
+    stream: Option<&'static Stream<OmpRecord>>,
     /// The thread's previous callback (an [`crate::callbacks`] event code, 0
     /// before the first) and the time it took, for callbacks libomp
     /// dispatches right after it (see `callbacks::enter`).
@@ -53,8 +54,9 @@ pub(crate) struct ThreadState {
     profile: Option<Box<Profile>>,
 }
 
-thread_local! {
-    static STATE: Cell<*mut ThreadState> = const { Cell::new(ptr::null_mut()) };
+crate::thread_ptr! {
+    /// The calling thread's [`ThreadState`].
+    mod state_ptr: ThreadState = "hyscope_ompt_thread_state"
 }
 
 struct StatePtr(*mut ThreadState);
@@ -76,7 +78,7 @@ pub fn threads_seen() -> u32 {
 /// The calling thread's state, created on first use.
 #[inline]
 pub(crate) fn current() -> &'static mut ThreadState {
-    let p = STATE.with(|s| s.get());
+    let p = state_ptr::get();
     if !p.is_null() {
         // SAFETY: leaked, and only this thread mutates it.
         return unsafe { &mut *p };
@@ -88,10 +90,11 @@ pub(crate) fn current() -> &'static mut ThreadState {
 fn create() -> &'static mut ThreadState {
     let index = sink().map_or_else(|| THREADS.load(Ordering::Relaxed), |s| s.thread_index());
     let implicit_depth: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
-    let mut sink_handle = 0;
+    let (mut sink_handle, mut stream) = (0, None);
     if let Some(s) = sink() {
         s.bind_parallel_depth(implicit_depth);
         sink_handle = s.thread_handle();
+        stream = s.omp_stream();
     }
     THREADS.fetch_add(1, Ordering::Relaxed);
     let state = Box::leak(Box::new(ThreadState {
@@ -101,6 +104,7 @@ fn create() -> &'static mut ThreadState {
         depth: 0,
         implicit_depth,
         sink_handle,
+        stream,
         last_event: 0,
         last_t: 0,
         profile: profile_mode().then(|| {
@@ -111,7 +115,7 @@ fn create() -> &'static mut ThreadState {
         }),
     }));
     let p: *mut ThreadState = state;
-    STATE.with(|s| s.set(p));
+    state_ptr::set(p);
     STATES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -120,7 +124,7 @@ fn create() -> &'static mut ThreadState {
 }
 
 pub(crate) fn in_parallel() -> bool {
-    let p = STATE.with(|s| s.get());
+    let p = state_ptr::get();
     // SAFETY: as in current().
     !p.is_null() && unsafe { (*p).implicit_depth.load(Ordering::Relaxed) } > 0
 }
@@ -251,6 +255,12 @@ impl ThreadState {
         }
         if let Some(profile) = self.profile.as_deref_mut()
             && aggregate(profile, rec)
+        {
+            return;
+        }
+        // SAFETY: the sink handed this thread its own stream.
+        if let Some(stream) = self.stream
+            && unsafe { stream.push(rec) }
         {
             return;
         }

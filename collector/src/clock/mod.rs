@@ -10,31 +10,25 @@
 //! `HYSCOPE_CLOCK=monotonic` forces the system clock.
 
 use std::sync::Once;
-use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering};
 
 use hyscope_format::manifest::ClockInfo;
+use hyscope_ompt::clock as hot;
+pub use hyscope_ompt::clock::monotonic_ns;
+use hyscope_ompt::clock::rdtsc;
 
 mod shared;
 
-const UNINIT: u8 = 0;
-const MONOTONIC: u8 = 1;
-const TSC: u8 = 2;
-
-static MODE: AtomicU8 = AtomicU8::new(UNINIT);
-static TSC0: AtomicU64 = AtomicU64::new(0);
-static NS0: AtomicI64 = AtomicI64::new(0);
-/// ns per tick in 32.32 fixed point.
-static MULT: AtomicU64 = AtomicU64::new(0);
 static INIT: Once = Once::new();
 static INFO: std::sync::OnceLock<ClockInfo> = std::sync::OnceLock::new();
 
-/// Monotonic nanoseconds (TSC-based where that is cheaper and safe).
+/// Monotonic nanoseconds (TSC-based where that is cheaper and safe). The
+/// clock chosen is installed in `hyscope_ompt::clock`, which the OMPT
+/// callbacks read inline.
 #[inline(always)]
 pub fn now_ns() -> i64 {
-    match MODE.load(Ordering::Acquire) {
-        TSC => tsc_ns(),
-        MONOTONIC => monotonic_ns(),
-        _ => first_now_ns(),
+    match hot::read() {
+        Some(t) => t,
+        None => first_now_ns(),
     }
 }
 
@@ -43,39 +37,7 @@ pub fn now_ns() -> i64 {
 #[inline(never)]
 fn first_now_ns() -> i64 {
     init();
-    now_ns()
-}
-
-/// `CLOCK_MONOTONIC` in ns.
-#[inline]
-pub fn monotonic_ns() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn rdtsc() -> u64 {
-    // SAFETY: rdtsc is available on every x86-64 CPU.
-    unsafe { core::arch::x86_64::_rdtsc() }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-fn rdtsc() -> u64 {
-    monotonic_ns() as u64
-}
-
-#[inline(always)]
-fn tsc_ns() -> i64 {
-    let d = rdtsc().wrapping_sub(TSC0.load(Ordering::Relaxed)) as i64;
-    let mult = MULT.load(Ordering::Relaxed) as i128;
-    NS0.load(Ordering::Relaxed) + ((d as i128 * mult) >> 32) as i64
+    hot::read().unwrap_or_else(monotonic_ns)
 }
 
 /// What the clock is, for the manifest.
@@ -107,16 +69,13 @@ pub fn init() {
                 (decide(), false)
             };
             if let Some(cal) = cal {
-                TSC0.store(cal.tsc0, Ordering::Relaxed);
-                NS0.store(cal.ns0, Ordering::Relaxed);
-                MULT.store(cal.mult, Ordering::Relaxed);
+                hot::install_tsc(cal.tsc0, cal.ns0, cal.mult);
                 let _ = INFO.set(ClockInfo {
                     source: "tsc".into(),
                     tsc_hz: Some(cal.hz()),
-                    read_cost_ns: read_cost(tsc_ns),
+                    read_cost_ns: read_cost(now_ns),
                     shared_calibration: shared,
                 });
-                MODE.store(TSC, Ordering::Release);
                 return;
             }
         }
@@ -126,7 +85,7 @@ pub fn init() {
             read_cost_ns: mono_cost,
             shared_calibration: false,
         });
-        MODE.store(MONOTONIC, Ordering::Release);
+        hot::install_monotonic();
     });
 }
 

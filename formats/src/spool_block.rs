@@ -1,0 +1,180 @@
+//! Spool frames in the making: the per-thread blocks a collector encodes its
+//! records into on the application's threads ([`Stream::push`]), then hands to
+//! a writer that appends them to a spool file as they are
+//! ([`crate::spool::SpoolWriter::append_encoded`]).
+//!
+//! The hot path is here, in the format crate, so that every recorder (the
+//! OMPT adapter, the MPI wrappers) encodes inline, without a call through an
+//! interface per record. Block management (pools, hand-off, the writer thread)
+//! is the collector's.
+//!
+//! One block is written by one thread (its owner) and read by others only
+//! below its published length `len` (release store after each record, acquire
+//! load by readers), so a writer can take a snapshot of a block still in use.
+
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use crate::spool::{RECORD_ROOM, SpoolRecord};
+
+/// Bytes per block: one spool frame of encoded records (~9000 OpenMP events).
+pub const BLOCK_BYTES: usize = 64 * 1024;
+
+/// One thread's encoded records of one table: a spool frame in the making,
+/// encoded against the frame's bases ([`SpoolRecord::put_in`]), so the block
+/// decodes on its own.
+pub struct Block<T> {
+    /// Bytes published (release store by the owner after each record).
+    pub len: AtomicUsize,
+    /// Records in the block (owner's count; read once the block is handed off).
+    pub rows: AtomicUsize,
+    /// Rows already spooled by a flush of the still-current block (the
+    /// collector's writer lock only).
+    pub taken: AtomicUsize,
+    data: UnsafeCell<[u8; BLOCK_BYTES]>,
+    _records: PhantomData<T>,
+}
+
+// SAFETY: bytes below `len` are written once by the owner before the release
+// store of `len` and only read afterwards; see the module documentation.
+unsafe impl<T: Send> Sync for Block<T> {}
+
+impl<T: SpoolRecord> Block<T> {
+    /// An empty block.
+    pub fn new() -> Box<Block<T>> {
+        Box::new(Block {
+            len: AtomicUsize::new(0),
+            rows: AtomicUsize::new(0),
+            taken: AtomicUsize::new(0),
+            data: UnsafeCell::new([0; BLOCK_BYTES]),
+            _records: PhantomData,
+        })
+    }
+
+    /// The published bytes.
+    ///
+    /// # Safety
+    /// The caller observed `len` with acquire (or owns the block), and nobody
+    /// writes below `len`.
+    pub unsafe fn bytes(&self, len: usize) -> &[u8] {
+        // SAFETY: guaranteed by the caller; len <= BLOCK_BYTES.
+        unsafe { std::slice::from_raw_parts(self.data.get() as *const u8, len) }
+    }
+}
+
+/// The encoding state of one thread for one table: its current block and the
+/// records the next ones are encoded against (one per key, e.g. per OpenMP
+/// kind: `SpoolRecord::KEYS`). Owner-only except `block`, which a writer reads.
+pub struct Stream<T> {
+    /// The current block, null when there is none (the owner takes one from
+    /// its collector and publishes it with a release store).
+    pub block: AtomicPtr<Block<T>>,
+    bases: UnsafeCell<Box<[T]>>,
+}
+
+// SAFETY: `bases` is touched only by the owning thread (push, reset_bases);
+// `block` is atomic.
+unsafe impl<T: Send> Sync for Stream<T> {}
+
+impl<T: SpoolRecord> Default for Stream<T> {
+    fn default() -> Self {
+        Stream {
+            block: AtomicPtr::new(ptr::null_mut()),
+            bases: UnsafeCell::new(vec![T::default(); T::KEYS].into_boxed_slice()),
+        }
+    }
+}
+
+impl<T: SpoolRecord> Stream<T> {
+    /// A stream with no block yet.
+    pub fn new() -> Stream<T> {
+        Stream::default()
+    }
+
+    /// Encode `rec` into the current block. False when there is no block or
+    /// no room left for a record at its longest: the owner then hands the
+    /// block off, installs a new one, [`Stream::reset_bases`] and pushes again.
+    ///
+    /// # Safety
+    /// Only the stream's own thread calls this (it owns the bases and the
+    /// bytes past the block's `len`).
+    #[inline(always)]
+    pub unsafe fn push(&self, rec: &T) -> bool {
+        let b = self.block.load(Ordering::Relaxed);
+        if b.is_null() {
+            return false;
+        }
+        // SAFETY: a current block is owned by this thread until it hands it off.
+        let block = unsafe { &*b };
+        let n = block.len.load(Ordering::Relaxed);
+        if n + RECORD_ROOM > BLOCK_BYTES {
+            return false;
+        }
+        // SAFETY: bytes from n on are beyond len, so no reader looks at them
+        // yet; the bases belong to this thread.
+        unsafe {
+            let room = &mut *((block.data.get() as *mut u8).add(n) as *mut [u8; RECORD_ROOM]);
+            let bases = &mut *self.bases.get();
+            let written = T::put_in(bases, rec, room);
+            bases[rec.key()] = *rec;
+            block
+                .rows
+                .store(block.rows.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            block.len.store(n + written, Ordering::Release);
+        }
+        true
+    }
+
+    /// A new block is a new frame: its first records are encoded against the
+    /// default record.
+    ///
+    /// # Safety
+    /// Only the stream's own thread calls this.
+    pub unsafe fn reset_bases(&self) {
+        // SAFETY: guaranteed by the caller.
+        unsafe { (*self.bases.get()).fill(T::default()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::OmpRecord;
+    use crate::spool::decode_payload;
+
+    #[test]
+    fn pushed_records_decode_from_the_published_bytes_until_the_block_is_full() {
+        let stream = Stream::<OmpRecord>::new();
+        let rec = |i: i64| OmpRecord {
+            kind: 6,
+            start_ns: 1_000 * i,
+            end_ns: 1_000 * i + 900,
+            chunk_start: 4 * i as u64,
+            count: 4,
+            ..OmpRecord::default()
+        };
+        // SAFETY: this thread owns the stream.
+        assert!(!unsafe { stream.push(&rec(0)) }, "no block yet");
+        let block = Box::into_raw(Block::<OmpRecord>::new());
+        stream.block.store(block, Ordering::Release);
+        let mut pushed = Vec::new();
+        // SAFETY: as above.
+        while unsafe { stream.push(&rec(pushed.len() as i64)) } {
+            pushed.push(rec(pushed.len() as i64));
+        }
+        // SAFETY: the block is still ours; len read with acquire.
+        let block = unsafe { Box::from_raw(block) };
+        let len = block.len.load(Ordering::Acquire);
+        assert!(len + RECORD_ROOM > BLOCK_BYTES && len <= BLOCK_BYTES);
+        assert_eq!(block.rows.load(Ordering::Relaxed), pushed.len());
+        let mut back: Vec<OmpRecord> = Vec::new();
+        // SAFETY: as above.
+        assert_eq!(
+            decode_payload(unsafe { block.bytes(len) }, &mut back),
+            Some(())
+        );
+        assert_eq!(back, pushed);
+    }
+}
