@@ -7,8 +7,14 @@
 //!
 //! The crate does not store anything itself: every finished interval goes to
 //! a [`Sink`] (the collector's buffers in `libhyscope.so`, or a recording
-//! sink in tests), set once with [`set_sink`]. The collector exports the
-//! C symbol `ompt_start_tool` and forwards to [`start_tool`].
+//! sink in tests), set once with [`set_sink`]; where the sink hands out a
+//! per-thread spool stream ([`Sink::omp_stream`]) the interval is encoded
+//! into it inline. The collector exports the C symbol `ompt_start_tool` and
+//! forwards to [`start_tool`].
+//!
+//! The hot path's two shared pieces live here too, because the callbacks use
+//! them inline: [`clock`] (the calibrated clock the collector installs) and
+//! [`thread_ptr!`] (a per-thread pointer in initial-exec TLS).
 //!
 //! Ids: parallel regions and tasks get process-unique ids
 //! `(thread_index + 1) << 40 | n` (n counts per thread), stored in the
