@@ -1106,19 +1106,25 @@ mod tests {
         assert_eq!(out.len(), 1 + 2 + 2 + 2 + 1);
     }
 
-    #[test]
-    fn records_are_coded_against_the_last_of_their_kind() {
-        let barrier = |region: u64| OmpRecord {
+    /// A barrier interval (`kind` Sync or SyncWait) of thread 1 in region
+    /// `region`, one every 5 µs, 700 ns long.
+    fn barrier_of(kind: OmpKind, variant: u8, region: u64) -> OmpRecord {
+        OmpRecord {
             thread: 1,
-            kind: OmpKind::Sync as u8,
-            variant: 9,
+            kind: kind as u8,
+            variant,
             start_ns: 1_000_000 + 5_000 * region as i64,
             end_ns: 1_000_000 + 5_000 * region as i64 + 700,
             parallel_id: (2 << 40) | region,
             task_id: (2 << 40) | (100 + region),
             codeptr: 0x40_1a20,
             ..OmpRecord::default()
-        };
+        }
+    }
+
+    #[test]
+    fn records_are_coded_against_the_last_of_their_kind() {
+        let barrier = |region: u64| barrier_of(OmpKind::Sync, 9, region);
         let chunk = |region: u64| OmpRecord {
             kind: OmpKind::Chunk as u8,
             variant: 1,
@@ -1149,31 +1155,17 @@ mod tests {
 
     #[test]
     fn a_barrier_with_its_wait_times_is_three_bytes() {
-        let wait = |region: u64, end: i64| OmpRecord {
-            thread: 1,
-            kind: OmpKind::SyncWait as u8,
-            variant: 3,
-            start_ns: 1_000_000 + 5_000 * region as i64,
-            end_ns: end,
-            parallel_id: (2 << 40) | region,
-            task_id: (2 << 40) | (100 + region),
-            codeptr: 0x40_1a20,
-            ..OmpRecord::default()
-        };
-        let sync = |w: OmpRecord| OmpRecord {
-            kind: OmpKind::Sync as u8,
-            ..w
-        };
+        let (w0, w1) = (
+            barrier_of(OmpKind::SyncWait, 3, 0),
+            barrier_of(OmpKind::SyncWait, 3, 1),
+        );
         // Region 0: the barrier spans exactly its wait (libomp); region 1:
         // it ends 40 ns after its wait, so it is coded field by field.
-        let (w0, w1) = (wait(0, 1_000_700), wait(1, 1_005_700));
-        let (s0, s1) = (
-            sync(w0),
-            OmpRecord {
-                end_ns: 1_005_740,
-                ..sync(w1)
-            },
-        );
+        let s0 = barrier_of(OmpKind::Sync, 3, 0);
+        let s1 = OmpRecord {
+            end_ns: w1.end_ns + 40,
+            ..barrier_of(OmpKind::Sync, 3, 1)
+        };
         let rows = [w0, s0, w1, s1];
         let mut buf = Vec::new();
         let end = OmpRecord::encode_rows(&rows, &mut buf, 0);

@@ -69,7 +69,8 @@ impl<T: SpoolRecord> Block<T> {
 /// kind: `SpoolRecord::KEYS`). Owner-only except `block`, which a writer reads.
 pub struct Stream<T> {
     /// The current block, null when there is none (the owner takes one from
-    /// its collector and publishes it with a release store).
+    /// its collector and publishes it with a release store). Only the owner
+    /// stores here, and only null or a live block it alone writes to.
     pub block: AtomicPtr<Block<T>>,
     bases: UnsafeCell<Box<[T]>>,
 }
@@ -99,7 +100,8 @@ impl<T: SpoolRecord> Stream<T> {
     ///
     /// # Safety
     /// Only the stream's own thread calls this (it owns the bases and the
-    /// bytes past the block's `len`).
+    /// bytes past the block's `len`), and `block` is null or a live block
+    /// that thread alone writes to.
     #[inline(always)]
     pub unsafe fn push(&self, rec: &T) -> bool {
         let b = self.block.load(Ordering::Relaxed);

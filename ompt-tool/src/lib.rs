@@ -66,9 +66,10 @@ pub trait Sink: Sync {
     /// for profile summaries written at exit). Must not block or allocate.
     fn record(&self, rec: OmpRecord);
     /// An opaque handle to the calling thread's storage, asked once per thread
-    /// when the adapter first sees it, and passed back to [`Sink::record_on`]:
-    /// the hot path then makes one thread-local lookup (the adapter's), not
-    /// two (in a preloaded library each costs a `__tls_get_addr` call).
+    /// when the adapter first sees it, and passed back to [`Sink::record_on`]
+    /// (every interval for a sink without [`Sink::omp_stream`], otherwise
+    /// only when the stream's block is full), so that the sink need not look
+    /// up its own per-thread state.
     fn thread_handle(&self) -> usize {
         0
     }
