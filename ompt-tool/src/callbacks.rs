@@ -28,21 +28,6 @@ use crate::ffi::*;
 use crate::state::{EXPLICIT_TASK_BIT, ThreadState, current};
 use crate::{GENERIC_LOOP_SEEN, runtime_info, sink};
 
-/// The event's time: the installed clock, read inline, or the sink's.
-#[inline(always)]
-fn now() -> i64 {
-    match crate::clock::read() {
-        Some(t) => t,
-        None => sink_now(),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn sink_now() -> i64 {
-    sink().map_or(0, |s| s.now_ns())
-}
-
 /// A callback's identity for [`enter`]: OMPT callback id, endpoint and kind
 /// (the sync region kind, where there is one). 0 is no callback.
 #[inline(always)]
@@ -100,7 +85,7 @@ fn enter(this: u32, after: u32) -> (i64, &'static mut ThreadState) {
     let t = if after != NO_EVENT && st.last_event == after {
         st.last_t
     } else {
-        now()
+        st.now()
     };
     st.last_event = this;
     st.last_t = t;

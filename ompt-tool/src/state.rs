@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use hyscope_format::schema::{OmpKind, OmpRecord};
 use hyscope_format::spool_block::Stream;
 
+use crate::clock::TscClock;
 use crate::{kind_enabled, profile_mode, sink};
 
 /// Open intervals per thread. Deeper nesting drops (and counts) the interval.
@@ -51,6 +52,8 @@ pub(crate) struct ThreadState {
     /// dispatches right after it (see `callbacks::enter`).
     pub last_event: u32,
     pub last_t: i64,
+    /// The TSC clock, once installed (see [`ThreadState::now`]).
+    clock: Option<TscClock>,
     profile: Option<Box<Profile>>,
 }
 
@@ -107,6 +110,7 @@ fn create() -> &'static mut ThreadState {
         stream,
         last_event: 0,
         last_t: 0,
+        clock: TscClock::installed(),
         profile: profile_mode().then(|| {
             Box::new(Profile {
                 table: [Aggregate::default(); PROFILE_CAP],
@@ -130,6 +134,30 @@ pub(crate) fn in_parallel() -> bool {
 }
 
 impl ThreadState {
+    /// An event's time: the installed clock, read inline (the TSC from this
+    /// state's copy of its parameters), or the sink's.
+    #[inline(always)]
+    pub fn now(&mut self) -> i64 {
+        match self.clock {
+            Some(tsc) => tsc.read(),
+            None => self.now_uncached(),
+        }
+    }
+
+    /// [`ThreadState::now`] without a TSC copy: take one if the TSC has been
+    /// installed since this state was made, else read the installed clock
+    /// (`CLOCK_MONOTONIC`) or, before any, the sink's.
+    #[cold]
+    #[inline(never)]
+    fn now_uncached(&mut self) -> i64 {
+        self.clock = TscClock::installed();
+        match (self.clock, crate::clock::read()) {
+            (Some(tsc), _) => tsc.read(),
+            (None, Some(t)) => t,
+            (None, None) => sink().map_or(0, |s| s.now_ns()),
+        }
+    }
+
     /// A new process-unique id.
     #[inline]
     pub fn new_id(&mut self) -> u64 {
