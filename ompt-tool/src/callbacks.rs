@@ -622,9 +622,9 @@ pub unsafe extern "C" fn mutex_acquired(
     rec.count = wait_id;
     rec.codeptr = codeptr_ra as u64;
     (rec.parallel_id, rec.task_id) = st.context();
-    if let Some(w) = wait {
-        rec.variant = w.variant;
-        rec.flags = w.flags;
+    if let Some((variant, flags)) = wait {
+        rec.variant = variant;
+        rec.flags = flags;
     }
     st.push(rec);
 }

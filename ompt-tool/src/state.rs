@@ -202,10 +202,12 @@ impl ThreadState {
         Some(&mut self.stack[i])
     }
 
-    /// Close the innermost open interval matching `pred` at `end_ns`, emit it and return it.
-    /// Loop chunks opened above it end with it (a chunk ends at the latest with its construct).
+    /// Close the innermost open interval matching `pred` at `end_ns`, emit it and
+    /// return its (variant, flags). Loop chunks opened above it end with it (a
+    /// chunk ends at the latest with its construct). Not the whole record: an
+    /// 80-byte return value costs every caller its copy.
     #[inline]
-    pub fn close(&mut self, end_ns: i64, pred: impl Fn(&OmpRecord) -> bool) -> Option<OmpRecord> {
+    pub fn close(&mut self, end_ns: i64, pred: impl Fn(&OmpRecord) -> bool) -> Option<(u8, u32)> {
         let i = (0..self.depth).rev().find(|&i| pred(&self.stack[i]))?;
         if i + 1 == self.depth {
             // The common case: the innermost interval ends; nothing above it to fix up.
@@ -215,14 +217,14 @@ impl ThreadState {
             let mut rec = self.stack[i];
             rec.end_ns = end_ns;
             self.emit(&rec);
-            return Some(rec);
+            return Some((rec.variant, rec.flags));
         }
         self.close_nested(i, end_ns)
     }
 
     /// [`ThreadState::close`] of entry `i` below the top of the stack.
     #[cold]
-    fn close_nested(&mut self, i: usize, end_ns: i64) -> Option<OmpRecord> {
+    fn close_nested(&mut self, i: usize, end_ns: i64) -> Option<(u8, u32)> {
         let mut rec = self.stack[i];
         rec.end_ns = end_ns;
         // Remove entry i, closing chunks above it and keeping the other entries in order.
@@ -251,7 +253,7 @@ impl ThreadState {
         }
         self.depth = w;
         self.emit(&rec);
-        Some(rec)
+        Some((rec.variant, rec.flags))
     }
 
     /// Drop (without emitting) the innermost open interval matching `pred`.
