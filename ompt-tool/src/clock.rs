@@ -73,12 +73,7 @@ pub fn rdtsc() -> u64 {
 
 #[inline(always)]
 fn tsc_ns() -> i64 {
-    TscClock {
-        tsc0: TSC0.load(Ordering::Relaxed),
-        ns0: NS0.load(Ordering::Relaxed),
-        mult: MULT.load(Ordering::Relaxed),
-    }
-    .read()
+    TscClock::params().read()
 }
 
 /// The installed TSC clock's parameters, copied next to a thread's other hot
@@ -95,11 +90,17 @@ pub struct TscClock {
 impl TscClock {
     /// The installed clock when it is the TSC.
     pub fn installed() -> Option<TscClock> {
-        (MODE.load(Ordering::Acquire) == TSC).then(|| TscClock {
+        (MODE.load(Ordering::Acquire) == TSC).then(TscClock::params)
+    }
+
+    /// The parameters [`install_tsc`] stored.
+    #[inline(always)]
+    fn params() -> TscClock {
+        TscClock {
             tsc0: TSC0.load(Ordering::Relaxed),
             ns0: NS0.load(Ordering::Relaxed),
             mult: MULT.load(Ordering::Relaxed),
-        })
+        }
     }
 
     /// The time in ns: exactly what [`read`] gives at the same tick.
