@@ -10,7 +10,7 @@
 //! release store of the block's length. No lock, no allocation, no I/O.
 //!
 //! A full block is handed to the writer thread (one short mutex per
-//! [`hyscope_format::spool_block::BLOCK_BYTES`] of events, ~9000 of them) and the thread takes a free
+//! [`hyscope_format::spool_block::BLOCK_BYTES`] of events, ~36 000 of them) and the thread takes a free
 //! block. Each block is one spool frame: the writer appends its bytes to the
 //! spool file as they are, so during the run it only copies bytes to the
 //! page cache. Blocks are allocated lazily up to `HYSCOPE_BUFFER_MB`; when
@@ -317,8 +317,14 @@ impl<T: SpoolRecord> Pool<T> {
             ALLOCATED.fetch_sub(size, Ordering::Relaxed);
             return None;
         }
-        // Block::new zeroes the bytes: the pages are touched here, not while recording.
-        Some(Box::into_raw(Block::new()))
+        // Block::new touches the pages: they fault in here, not while recording.
+        match Block::new() {
+            Some(b) => Some(Box::into_raw(b)),
+            None => {
+                ALLOCATED.fetch_sub(size, Ordering::Relaxed);
+                None
+            }
+        }
     }
 
     /// Keep a few free blocks ready (writer thread), so recording threads rarely allocate.

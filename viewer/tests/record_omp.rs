@@ -297,8 +297,8 @@ fn a_killed_programs_spooled_events_are_recovered() {
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(128 + 9), "stderr:\n{err}");
-    // Only blocks the writer took before the kill were spooled: whole 64 KiB
-    // blocks of one thread (~7000 intervals each; the run records ~100 000).
+    // Only blocks the writer took before the kill were spooled: whole 256 KiB
+    // blocks of one thread (~28 000 intervals each; the run records ~100 000).
     let line = err
         .lines()
         .find(|l| l.contains("did not finish encoding its omp events"))
