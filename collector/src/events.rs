@@ -377,7 +377,8 @@ pub fn install_fork_handler() {
 /// In a forked child, right after `fork`: everything buffered so far is the
 /// parent's, which writes it itself; the child would write it again at its
 /// exit (every row twice in the trace). Mark the rows in the threads' current
-/// blocks as spooled and drop the queued blocks, without blocking: a lock
+/// blocks as spooled, drop the queued blocks and the intervals the OMPT
+/// adapter holds back, without blocking: a lock
 /// another thread of the parent held at the fork stays held in the child, so
 /// `try_lock` only (then that part is left as it was; the child's exit flush
 /// would wait on the same lock anyway).
@@ -407,6 +408,7 @@ extern "C" fn forget_parents_events() {
     if let Ok(mut samples) = SAMPLES.try_lock() {
         samples.clear();
     }
+    hyscope_ompt::forget_parents_held();
 }
 
 fn hand_off(item: Full) {

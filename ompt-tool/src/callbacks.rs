@@ -12,6 +12,12 @@
 //! record those as they come (raw truth); the analyzer clips a worker's wait at
 //! the master's `parallel_end`.
 //!
+//! The primary thread's intervals that close between a region's join and the
+//! next fork (its join barrier's ends, its implicit task's end,
+//! `parallel_end`) are on the region's critical path; they are held back and
+//! encoded at its next `implicit_task` or wait begin, where it has time to
+//! spare (`ThreadState::close_held`).
+//!
 //! No OpenMP user API is called here (it can crash inside callbacks), no
 //! panics: all pointers from the runtime are checked for null.
 //!
@@ -286,6 +292,7 @@ pub unsafe extern "C" fn thread_begin(thread_type: c_uint, thread_data: *mut omp
 
 pub unsafe extern "C" fn thread_end(_thread_data: *mut ompt_data_t) {
     let (t, st) = enter(event(2, 0, 0), NO_EVENT);
+    st.release_held();
     st.close(t, |r| r.kind == OmpKind::Thread as u8);
 }
 
@@ -319,9 +326,13 @@ pub unsafe extern "C" fn parallel_end(
 ) {
     let (t, st) = enter(event(4, 0, 0), NO_EVENT);
     let id = data(parallel_data);
-    st.close(t, |r| {
-        r.kind == OmpKind::Parallel as u8 && r.parallel_id == id
-    });
+    let pred = |r: &OmpRecord| r.kind == OmpKind::Parallel as u8 && r.parallel_id == id;
+    if st.primary_holds {
+        // The encoding waits for this thread's slack (`ThreadState::close_held`).
+        st.close_held(t, pred);
+    } else {
+        st.close(t, pred);
+    }
 }
 
 pub unsafe extern "C" fn implicit_task(
@@ -372,12 +383,22 @@ pub unsafe extern "C" fn implicit_task(
             }
         }
         st.push(rec);
+        if !initial {
+            st.primary_holds = index == 0 && st.holds_back();
+        }
+        // The primary's slack: the workers are released and wake later.
+        st.release_held();
     } else {
         let id = data(task_data);
         let k = kind as u8;
-        let closed = st
-            .close(t, |r| r.kind == k && r.task_id == id)
-            .or_else(|| st.close(t, |r| r.kind == k));
+        let closed = if index == 0 && !initial && st.primary_holds {
+            // The primary's implicit task ends after the join: held.
+            st.close_held(t, |r| r.kind == k && r.task_id == id)
+                .or_else(|| st.close_held(t, |r| r.kind == k))
+        } else {
+            st.close(t, |r| r.kind == k && r.task_id == id)
+                .or_else(|| st.close(t, |r| r.kind == k))
+        };
         if closed.is_some() && !initial {
             let d = st.implicit_depth;
             d.store(
@@ -496,9 +517,20 @@ fn scoped(
         rec.task_id = data(task_data);
         rec.codeptr = codeptr_ra as u64;
         st.push(rec);
+        if kind == OmpKind::SyncWait {
+            // A thread about to wait has time to spare.
+            st.release_held();
+        }
     } else {
         let (k, v) = (kind as u8, variant as u8);
-        st.close(t, |r| r.kind == k && r.variant == v);
+        let pred = |r: &OmpRecord| r.kind == k && r.variant == v;
+        // The primary's join barrier ends: held, as the rest of its path to
+        // the next fork (a worker's come when it wakes for the next region).
+        if variant == OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL && st.primary_holds {
+            st.close_held(t, pred);
+        } else {
+            st.close(t, pred);
+        }
     }
 }
 

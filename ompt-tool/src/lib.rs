@@ -322,10 +322,12 @@ pub fn in_parallel() -> bool {
     state::in_parallel()
 }
 
-/// Called by the collector's exit path before its final flush: in profile
-/// mode, hand the aggregates of every thread to the sink as summary rows
-/// (and reset them, so a later call adds only what came in between).
+/// Called by the collector's exit path before its final flush: hand the
+/// intervals threads hold back to the sink and, in profile mode, the
+/// aggregates of every thread as summary rows (and reset them, so a later
+/// call adds only what came in between).
 pub fn before_exit_flush() {
+    state::release_all_held();
     if profile_mode() {
         state::emit_all_summaries();
     }
@@ -345,6 +347,12 @@ pub fn before_exit_flush() {
             ));
         }
     }
+}
+
+/// Called in a forked child right after `fork` (see the collector's fork
+/// handler): forget the intervals the parent's threads held back.
+pub fn forget_parents_held() {
+    state::forget_all_held();
 }
 
 pub use callbacks::start_tool;
