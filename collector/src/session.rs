@@ -150,6 +150,7 @@ pub fn mark_manifest_written_by_mpi() {
 
 /// Flush every thread's buffer and close the open parts (e.g. from MPI_Finalize).
 pub fn flush_all() {
+    hyscope_ompt::release_held_of_this_thread();
     events::flush_all();
 }
 
@@ -176,6 +177,7 @@ pub fn checkpoint() {
     if !events::is_active() {
         return;
     }
+    hyscope_ompt::release_held_of_this_thread();
     events::flush_all();
     if let Some(dir) = trace_dir()
         && !events::output_failed()

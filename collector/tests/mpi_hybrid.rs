@@ -4,17 +4,23 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::reader::Trace;
+use hyscope_format::reader::{ScanOptions, Trace};
+use hyscope_format::schema::{OmpKind, OmpRecord};
 
-#[test]
-fn in_parallel_from_ompt() {
+/// Build `src` with clang-19 and libomp through mpicc and run it on 2 ranks.
+fn run_hybrid(src: &str, name: &str) -> Run {
     let prog = build_env(
-        "hybrid.c",
+        src,
         "mpicc",
         &["-fopenmp=libomp", "-Wl,-rpath,/usr/lib/llvm-19/lib"],
         &[("OMPI_CC", "clang-19")],
     );
-    let run = run(&prog, 2, "hybrid");
+    run(&prog, 2, name)
+}
+
+#[test]
+fn in_parallel_from_ompt() {
+    let run = run_hybrid("hybrid.c", "hybrid");
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let trace = Trace::open(&run.dir).unwrap();
     let rows = mpi_rows(&trace);
@@ -27,5 +33,37 @@ fn in_parallel_from_ompt() {
                 .iter()
                 .all(|m| !m.in_parallel)
         );
+    }
+}
+
+/// The trace written inside MPI_Finalize holds every OpenMP interval the
+/// primary thread closed before it, including those it holds back to encode
+/// in its slack (tests/mpi/hybrid_exit.c leaves by `_exit` right after
+/// MPI_Finalize: no exit path runs).
+#[test]
+fn intervals_closed_before_finalize_are_in_its_checkpoint() {
+    let run = run_hybrid("hybrid_exit.c", "hybrid-exit");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let trace = Trace::open(&run.dir).unwrap();
+    let rows: Vec<(u32, OmpRecord)> = trace
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap();
+    for rank in 0..2 {
+        let primary = |kind: OmpKind, variant: Option<u8>| {
+            rows.iter()
+                .filter(|(r, o)| {
+                    *r == rank
+                        && o.thread == 0
+                        && o.kind == kind as u8
+                        && variant.is_none_or(|v| o.variant == v)
+                })
+                .count()
+        };
+        // ompt_sync_region_barrier_implicit_parallel
+        let join = Some(9);
+        assert_eq!(primary(OmpKind::Parallel, None), 3, "rank {rank}");
+        assert_eq!(primary(OmpKind::ImplicitTask, None), 3, "rank {rank}");
+        assert_eq!(primary(OmpKind::Sync, join), 3, "rank {rank}");
+        assert_eq!(primary(OmpKind::SyncWait, join), 3, "rank {rank}");
     }
 }

@@ -349,6 +349,14 @@ pub fn before_exit_flush() {
     }
 }
 
+/// Encode the intervals the calling thread holds back (see
+/// `ThreadState::close_held`), for the collector's flushes that do not run the
+/// exit path (before and after `MPI_Finalize`): the thread that calls them is
+/// the one whose last region's intervals are held.
+pub fn release_held_of_this_thread() {
+    state::release_held_of_this_thread();
+}
+
 /// Called in a forked child right after `fork` (see the collector's fork
 /// handler): forget the intervals the parent's threads held back.
 pub fn forget_parents_held() {

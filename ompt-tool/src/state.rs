@@ -504,6 +504,15 @@ pub(crate) fn release_all_held() {
     }
 }
 
+/// [`ThreadState::release_held`] of the calling thread, if the adapter knows it.
+pub(crate) fn release_held_of_this_thread() {
+    let p = state_ptr::get();
+    if !p.is_null() {
+        // SAFETY: the calling thread's own leaked state.
+        unsafe { (*p).release_held() };
+    }
+}
+
 /// In a forked child: the intervals threads hold back are the parent's, which
 /// writes them itself. Without blocking (a lock the parent held at the fork
 /// stays held in the child).
