@@ -10,7 +10,8 @@
 //! `sync_region` end and `implicit_task` end arrive only when it wakes for the
 //! next region or at shutdown, with no parallel data and team size 0. We
 //! record those as they come (raw truth); the analyzer clips a worker's wait at
-//! the master's `parallel_end`.
+//! the master's `parallel_end`. Every implicit task (the primary's too) ends
+//! at its join barrier's end, see [`enter`].
 //!
 //! The primary thread's intervals that close between a region's join and the
 //! next fork (its join barrier's ends, its implicit task's end,
@@ -75,10 +76,21 @@ fn shares_time(kind: c_uint) -> bool {
 /// - `work` begin and end of a `single` another thread executes
 ///   (`__kmpc_single`, `GOMP_single_start`).
 ///
+/// One pair is not back to back and shares the time all the same: the
+/// primary thread's join-barrier end and its `implicit_task` end. Between them
+/// `__kmp_join_call` takes the fork/join lock (two locked atomic operations);
+/// that is the runtime's join work, which the implicit task then leaves to
+/// the region's fork/join overhead (region − implicit task, document 002
+/// §6.6.3) instead of booking it as the primary's busy time. A TSC read right
+/// there costs ≈ 0.075 µs per region on these machines, any clock alike
+/// (`rdtsc`, `rdtscp`, `lfence; rdtsc`, `clock_gettime`): it waits for those
+/// locked operations, where a callback that reads no clock does not
+/// (`benchmarks/ompt.md`, 2026-11-25 21:00).
+///
 /// Not back to back, so each reads the clock: a taskgroup's begin and wait
 /// (the construct's body runs between) and its wait end and end (a free); the
-/// primary thread's join-barrier end, `implicit_task` end and `parallel_end`
-/// (the fork/join lock, freeing the team); `parallel_begin` and the implicit
+/// primary thread's `parallel_end` after its `implicit_task` end (freeing the
+/// team, the fork/join lock's release); `parallel_begin` and the implicit
 /// tasks' begins (team set-up, waking the workers); a loop's `work` end and
 /// the barrier after it (compiled code, e.g. lastprivate copies, between); a
 /// static loop's `work` begin and its chunk (back to back in
@@ -344,9 +356,10 @@ pub unsafe extern "C" fn implicit_task(
     flags: c_int,
 ) {
     let initial = flags & OMPT_TASK_INITIAL != 0;
-    // A worker's (index > 0) implicit task ends right after its late
-    // join-barrier ends; the primary's does not (see `enter`).
-    let after = if endpoint == OMPT_SCOPE_END && !initial && index > 0 {
+    // An implicit task ends at its join barrier's end (see `enter`): a
+    // worker's right after its late join-barrier ends, the primary's after the
+    // runtime's join work.
+    let after = if endpoint == OMPT_SCOPE_END && !initial {
         event(
             CB_SYNC_REGION,
             OMPT_SCOPE_END,

@@ -29,6 +29,12 @@
 //!   and its `implicit_task` end when the worker wakes for the next region or at
 //!   shutdown. Clip them at the `parallel` end of the same `parallel_id` (on the
 //!   encountering thread), otherwise serial time is booked as barrier wait.
+//! - An implicit task ends at the end of its join barrier (`sync`/`sync_wait`
+//!   variant 9) where libomp 19 reports one: the primary's `implicit_task` end
+//!   is dispatched only after the runtime took its fork/join lock, and that
+//!   join work belongs to the region's fork/join overhead, not to the task
+//!   (`callbacks::enter`). Without a join barrier (serialized regions,
+//!   `HYSCOPE_GROUPS` without `sync`, libomp < 19) it is the dispatch time.
 //! - Serialized regions (`if(0)`, team size 1) have no implicit barrier.
 //! - The initial thread's `thread`/`initial_task` intervals, and workers' last
 //!   ones, end during process shutdown.
