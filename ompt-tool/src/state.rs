@@ -381,10 +381,14 @@ impl ThreadState {
         if self.stack[i].kind != OmpKind::Chunk as u8 {
             return false;
         }
-        // As in close: copy before writing the entry (store-to-load forwarding).
-        let mut done = self.stack[i];
-        done.end_ns = t;
-        self.emit(&done);
+        // As in close: emitted from the entry itself, not from a copy.
+        self.stack[i].end_ns = t;
+        emit_to(
+            &mut self.profile,
+            self.stream,
+            self.sink_handle,
+            &self.stack[i],
+        );
         let top = &mut self.stack[i];
         top.variant = variant;
         top.start_ns = t;
