@@ -58,6 +58,27 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 wait,
                 "threads wait for the slowest at the barriers (load imbalance): balance the work or use a dynamic schedule; `nowait` where the dependence allows".into(),
             );
+            if r.barrier.wait_observed && r.barrier.count > 0 {
+                let sync = r.barrier.sync_overhead_s / team / r.ranks.len().max(1) as f64;
+                let per_barrier = r.barrier.sync_overhead_s / r.barrier.count as f64;
+                push(
+                    format!("barrier synchronisation in region {}", r.location.label),
+                    "region",
+                    Some(r.location.clone()),
+                    sync,
+                    format!(
+                        "the barriers' own cost, not imbalance ({:.1} µs per thread per barrier, document 002 §6.7): fewer barriers (`nowait`, fused loops){}",
+                        per_barrier * 1e6,
+                        // An uncontended barrier releases a team in about a µs;
+                        // ten times that is a thread waiting for a core.
+                        if per_barrier > 10e-6 {
+                            "; this much per barrier means threads wait for a core: ranks × OMP_NUM_THREADS above the cores per node, or threads not pinned (OMP_PROC_BIND)"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+            }
         }
     }
     if let Some(o) = a.openmp.get() {
@@ -91,6 +112,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 "parallelise the serial code between regions: threads are idle (document 002 §3.3.1 bound 1 + T_compute / (T_seq + T_comm))".into(),
             );
         }
+        placement_finding(a, o, ranks, &mut push);
         if let Some(m) = o.mutexes.get() {
             for x in m.iter().take(3) {
                 push(
@@ -163,4 +185,147 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
     }
     out.sort_by(|a, b| b.cost_s.total_cmp(&a.cost_s));
     out
+}
+
+/// OpenMP threads that share CPUs (`placement`): one finding for the job.
+/// Bound too tightly (the host has CPUs to spare), a rank's parallel regions
+/// run at cpus/threads of their speed: (1 − cpus/threads) of its region time
+/// is the gain. On an oversubscribed host no binding helps; what sharing
+/// costs there is measured by the barriers' synchronisation (a released
+/// thread waits for a core).
+fn placement_finding(
+    a: &Analysis,
+    o: &OpenMpOverhead,
+    ranks: f64,
+    push: &mut impl FnMut(String, &str, Option<CodeLocation>, f64, String),
+) {
+    let sharing: Vec<&RankPlacement> = a
+        .run
+        .placement
+        .iter()
+        .filter(|p| p.threads_share_cpus())
+        .collect();
+    let Some(first) = sharing.first() else {
+        return;
+    };
+    let who = if sharing.len() == 1 {
+        format!(
+            "rank {} runs {} threads on CPU {}",
+            first.rank,
+            first.threads,
+            first.cpu_list()
+        )
+    } else {
+        format!(
+            "{} ranks run more threads than CPUs (rank {}: {} threads on CPU {})",
+            sharing.len(),
+            first.rank,
+            first.threads,
+            first.cpu_list()
+        )
+    };
+    let threads = first.threads;
+    if sharing.iter().all(|p| p.bound_too_tightly()) {
+        let gain: f64 = sharing.iter().map(|p| bound_rank_gain(a, p)).sum::<f64>() / ranks;
+        let host = if first.host_cpus > 0 {
+            format!(" while {} has {} CPUs", first.host, first.host_cpus)
+        } else {
+            String::new()
+        };
+        push(
+            format!("OpenMP threads share CPUs: {who}"),
+            "placement",
+            None,
+            gain,
+            format!(
+                "the launcher bound the rank to fewer CPUs than its OpenMP threads{host} (Open MPI binds each rank to one core by default for up to 2 ranks): give each rank {threads} cores — Open MPI `mpirun --map-by slot:PE={threads}` (or `--bind-to none`), MPICH `mpiexec -bind-to core:{threads}`, Slurm `srun --cpus-per-task={threads}` — with OMP_PROC_BIND=close OMP_PLACES=cores"
+            ),
+        );
+    } else {
+        // Σ over every thread of every rank: the average thread's share.
+        let threads_in_job = a.run.threads_per_rank.iter().sum::<u32>().max(1) as f64;
+        let cost = o.barrier.sync_overhead_s / threads_in_job;
+        let ranks_on_host = a
+            .run
+            .hosts
+            .iter()
+            .position(|h| *h == first.host)
+            .and_then(|i| a.run.ranks_per_host.get(i).copied())
+            .unwrap_or(1)
+            .max(1);
+        let fit = (first.host_cpus / ranks_on_host).max(1);
+        push(
+            format!("OpenMP threads share CPUs: {who}"),
+            "placement",
+            None,
+            cost,
+            format!(
+                "{} OpenMP threads on the {} CPUs of {}: threads take turns and each barrier waits for one to get a core back; run at most {fit} thread(s) per rank (OMP_NUM_THREADS={fit}) or fewer ranks per node",
+                first.host_threads, first.host_cpus, first.host
+            ),
+        );
+    }
+}
+
+/// What a rank bound to fewer CPUs than threads would gain with a core per
+/// thread, summed over its parallel regions: [`shared_cpu_gain`] of each
+/// region's per-thread busy times on this rank, and its threads' mean
+/// barrier synchronisation. (`examples/hybrid`, one rank bound to one core,
+/// 3 alternating runs: see BENCHMARKS.md, "Placement".)
+fn bound_rank_gain(a: &Analysis, p: &RankPlacement) -> f64 {
+    let Some(regions) = a.regions.get() else {
+        return 0.0;
+    };
+    regions
+        .iter()
+        .map(|r| {
+            let mine: Vec<&ThreadRegionStats> =
+                r.per_thread.iter().filter(|t| t.rank == p.rank).collect();
+            if mine.is_empty() {
+                return 0.0;
+            }
+            let mut busy: Vec<f64> = mine.iter().map(|t| t.busy_s).collect();
+            // And the barriers' synchronisation: a released thread waiting
+            // for the core, which a core per thread brings back to the
+            // runtime's microsecond.
+            let sync =
+                mine.iter().map(|t| t.barrier.sync_overhead_s).sum::<f64>() / mine.len() as f64;
+            shared_cpu_gain(&mut busy, p.cpus.len()) + sync
+        })
+        .sum()
+}
+
+/// Threads that shared `cpus` CPUs, given how long each was busy: what the
+/// slowest would have saved with a core each. Under processor sharing, while
+/// n threads are still busy each runs at min(1, cpus/n) of a core, so the
+/// work a thread did is rebuilt from the busy times in increasing order; the
+/// slowest thread's work alone is then its time on its own core.
+pub fn shared_cpu_gain(busy: &mut [f64], cpus: usize) -> f64 {
+    busy.sort_by(f64::total_cmp);
+    let n = busy.len();
+    let (mut work, mut prev) = (0.0, 0.0);
+    for (k, &b) in busy.iter().enumerate() {
+        let rate = (cpus as f64 / (n - k) as f64).min(1.0);
+        work += (b - prev).max(0.0) * rate;
+        prev = b;
+    }
+    (prev - work).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shared_cpu_gain;
+
+    #[test]
+    fn processor_sharing_rebuilds_the_work() {
+        // 2 threads on 1 CPU, works 50 and 150: the light one finishes at
+        // 100 (half a core), the heavy one at 200; alone it would take 150.
+        assert_eq!(shared_cpu_gain(&mut [200.0, 100.0], 1), 50.0);
+        // Equal works 100 on one CPU: both busy 200, each alone 100.
+        assert_eq!(shared_cpu_gain(&mut [200.0, 200.0], 1), 100.0);
+        // 4 threads of 100 on 2 CPUs: all busy 200; alone 100.
+        assert_eq!(shared_cpu_gain(&mut [200.0; 4], 2), 100.0);
+        // Enough CPUs: nothing to gain.
+        assert_eq!(shared_cpu_gain(&mut [80.0, 100.0], 2), 0.0);
+    }
 }

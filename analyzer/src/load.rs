@@ -589,6 +589,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         serialized_regions: 0,
         clipped_join_waits: 0,
         clipped_join_wait_s: 0.0,
+        placement: Vec::new(),
     }
 }
 

@@ -120,6 +120,24 @@ pub struct RunFacts {
     pub clipped_join_waits: u64,
     /// Seconds removed by that clipping (serial time that would have been booked as barrier wait).
     pub clipped_join_wait_s: f64,
+    /// Each rank's CPUs against its OpenMP threads (`placement`).
+    #[serde(default)]
+    pub placement: Vec<RankPlacement>,
+}
+
+/// The CPUs a rank may run on, against the OpenMP threads it runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankPlacement {
+    pub rank: u32,
+    pub host: String,
+    /// OpenMP threads the rank ran.
+    pub threads: u32,
+    /// Its affinity mask at start.
+    pub cpus: Vec<u32>,
+    /// CPUs online on its host (0 = not recorded).
+    pub host_cpus: u32,
+    /// OpenMP threads of all ranks on its host.
+    pub host_threads: u32,
 }
 
 /// One node of the POP efficiency tree.
@@ -166,8 +184,14 @@ pub struct BarrierStats {
     pub sync_overhead_s: f64,
     /// Barrier instances (per thread) seen.
     pub count: u64,
-    /// Whether the wait part was observed (sync_region_wait callbacks).
+    /// Whether the wait part was observed (sync_region_wait callbacks, or
+    /// the team's arrival times).
     pub wait_observed: bool,
+    /// The wait was taken from the team's arrival times (time to the last
+    /// thread's arrival), not from the runtime's wait events, which on libomp
+    /// span the whole barrier (`omp::arrival_idle_of`).
+    #[serde(default)]
+    pub wait_from_arrivals: bool,
 }
 
 /// One thread's share of a region (summed over instances).

@@ -585,6 +585,11 @@ struct Block {
     team_index: Vec<(u32, u64)>,
     /// Chunks of each thread's work row: positions in the group.
     chunk_sets: Vec<(usize, usize)>,
+    /// Each thread's barriers in this instance: (thread, start, clipped ns),
+    /// by thread, then start.
+    barriers: Vec<(u32, i64, i64)>,
+    /// Per thread of the instance: ns its barriers waited for the team's last arrival.
+    arrival_idle: Vec<(u32, i64)>,
 }
 
 /// One region instance of a [`Block`].
@@ -651,6 +656,48 @@ fn segment_bins(
     true
 }
 
+/// Split a region instance's barriers into waiting for the team's last
+/// thread and the barrier's own work, from the threads' arrival times: the
+/// k-th barrier of every thread is the same barrier (all threads of a team
+/// meet the same barriers in the same order), so its last arrival is the
+/// latest start among them. A thread's idling is the time from its arrival to
+/// that last arrival; the rest of its barrier time, the release (and the
+/// last thread's gather), is synchronisation overhead: document 002 §6.7's
+/// decomposition (barrier = overhead + idling for the last thread), measured
+/// from arrivals because libomp's wait events span the whole barrier.
+///
+/// `barriers` are (thread, start, clipped ns), by thread then start. Fills
+/// `idle` with (thread, ns); false when the instance does not have the same
+/// number of barriers on each of its `team` threads (a truncated trace, GCC
+/// code whose worksharing barriers libomp reports differently).
+fn arrival_idle_of(barriers: &[(u32, i64, i64)], team: u32, idle: &mut Vec<(u32, i64)>) -> bool {
+    idle.clear();
+    // Each thread's barriers are a run of `n`: thread j's k-th is at j * n + k.
+    let threads = barriers.chunk_by(|a, b| a.0 == b.0).count();
+    if team < 2 || threads != team as usize || !barriers.len().is_multiple_of(threads) {
+        return false;
+    }
+    let n = barriers.len() / threads;
+    if barriers
+        .chunks(n)
+        .any(|run| run.iter().any(|b| b.0 != run[0].0))
+    {
+        return false;
+    }
+    idle.extend(barriers.chunks(n).map(|run| (run[0].0, 0)));
+    for k in 0..n {
+        let last = (0..threads)
+            .map(|j| barriers[j * n + k].1)
+            .max()
+            .unwrap_or(0);
+        for (j, (_, ns)) in idle.iter_mut().enumerate() {
+            let (_, start, dur) = barriers[j * n + k];
+            *ns += (last - start).clamp(0, dur.max(0));
+        }
+    }
+    true
+}
+
 impl Block {
     /// Reduce one region instance, its rows sorted by (thread, kind, start):
     /// each thread's rows are contiguous, its chunks sorted by start.
@@ -669,6 +716,8 @@ impl Block {
             chunk_runs,
             team_index,
             chunk_sets,
+            barriers,
+            arrival_idle,
         } = self;
         let Some(par) = group
             .iter()
@@ -696,6 +745,9 @@ impl Block {
         seq.clear();
         chunk_runs.clear();
         team_index.clear();
+        barriers.clear();
+        // Σ ns of the instance's barriers and of the runtime's waits inside them.
+        let (mut barrier_ns, mut wait_ns) = (0i64, 0i64);
         let mut current: Option<u32> = None;
         for (pos, &i) in group.iter().enumerate() {
             let r = &rows[i as usize];
@@ -739,12 +791,15 @@ impl Block {
                         if is_barrier(r.variant) {
                             t.barrier.total_s += ns_to_s(d);
                             t.barrier.count += 1;
+                            barriers.push((r.thread, r.start_ns, d));
+                            barrier_ns += d;
                         }
                         // Busy excludes every synchronisation (barrier, taskwait...).
                         t.busy_s -= ns_to_s(d);
                     } else if is_barrier(r.variant) {
                         t.barrier.wait_s += ns_to_s(d);
                         t.barrier.wait_observed = true;
+                        wait_ns += d;
                     }
                 }
                 K_MWAIT => {
@@ -772,8 +827,23 @@ impl Block {
                 _ => {}
             }
         }
+        // libomp dispatches a barrier's `sync_region_wait` begin and end right
+        // next to its `sync_region` ones: the runtime's wait spans the whole
+        // barrier and total − wait is 0. Then (or with no wait events) the wait
+        // is taken from the team's arrivals instead; see [`arrival_idle_of`].
+        let runtime_splits = wait_ns > 0 && wait_ns < barrier_ns;
+        let from_arrivals = !runtime_splits && arrival_idle_of(barriers, team, arrival_idle);
         for t in &mut threads[t0..] {
             t.busy_s += t.implicit_task_s;
+            if from_arrivals {
+                let idle = arrival_idle
+                    .iter()
+                    .find(|(th, _)| *th == t.thread)
+                    .map_or(0, |&(_, ns)| ns);
+                t.barrier.wait_s = ns_to_s(idle);
+                t.barrier.wait_observed = true;
+                t.barrier.wait_from_arrivals = true;
+            }
             t.barrier.sync_overhead_s = (t.barrier.total_s - t.barrier.wait_s).max(0.0);
         }
         inst.threads.end = threads.len();
@@ -934,6 +1004,8 @@ impl Block {
                 out.barrier.total_s += t.barrier.total_s;
                 out.barrier.wait_s += t.barrier.wait_s;
                 out.barrier.count += t.barrier.count;
+                out.barrier.wait_from_arrivals |= t.barrier.wait_from_arrivals;
+                out.any_sync_wait |= t.barrier.wait_observed;
                 let e =
                     acc.per_thread
                         .entry((rank, t.thread))
@@ -1074,6 +1146,7 @@ pub fn analyze_omp(
         runs += p.task_runs;
         taskwait += p.taskwait;
         any_wait |= p.any_sync_wait;
+        barrier.wait_from_arrivals |= p.barrier.wait_from_arrivals;
         profile_mode |= p.profile_mode;
         warnings.extend(p.notes);
         ranks.push(p.info);
@@ -1104,6 +1177,7 @@ pub fn analyze_omp(
                 b.wait_s += t.barrier.wait_s;
                 b.count += t.barrier.count;
                 b.wait_observed |= t.barrier.wait_observed;
+                b.wait_from_arrivals |= t.barrier.wait_from_arrivals;
             }
             b.sync_overhead_s = (b.total_s - b.wait_s).max(0.0);
             let busy: Vec<f64> = per_thread.iter().map(|t| t.busy_s).collect();
@@ -1262,6 +1336,7 @@ fn add_thread_stats(e: &mut ThreadRegionStats, t: &ThreadRegionStats) {
     e.barrier.sync_overhead_s += t.barrier.sync_overhead_s;
     e.barrier.count += t.barrier.count;
     e.barrier.wait_observed |= t.barrier.wait_observed;
+    e.barrier.wait_from_arrivals |= t.barrier.wait_from_arrivals;
 }
 
 /// Fine-grain model per rank (document 000 §5, document 002 §3.3.1, eq. 3.1–3.2):

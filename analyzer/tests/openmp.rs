@@ -58,6 +58,79 @@ fn barrier_sync_overhead_is_total_minus_wait() {
     assert!(close(r.imbalance, 91.0 / 89.0, 1e-9));
 }
 
+/// A region whose barriers' wait events span the whole barrier, as libomp
+/// dispatches them: two explicit barriers and the join barrier. `drop_last`
+/// leaves out the worker's join barrier (a truncated trace).
+fn region_with_spanning_waits(drop_last: bool) -> Builder {
+    let mut b = Builder::new(1, 2, 1);
+    b.symbol(REGION, "stencil.c", 10);
+    b.parallel(0, 1, REGION, 2, 0, 200 * US);
+    b.implicit_task(0, 1, 0, 0, 200 * US);
+    b.implicit_task(0, 1, 1, 0, 200 * US);
+    let mut span = |t: u32, v: u8, s: i64, e: i64| b.barrier(0, 1, t, v, (s, e), Some((s, e)));
+    // Explicit barrier 1: master arrives at 10, worker last at 40.
+    span(0, 2, 10 * US, 42 * US);
+    span(1, 2, 40 * US, 43 * US);
+    // Explicit barrier 2: worker at 60, master last at 70.
+    span(0, 2, 70 * US, 71 * US);
+    span(1, 2, 60 * US, 72 * US);
+    // Join barrier: worker at 180, master last at 190.
+    span(0, 9, 190 * US, 200 * US);
+    if !drop_last {
+        span(1, 9, 180 * US, 200 * US);
+    }
+    b
+}
+
+#[test]
+fn barrier_wait_comes_from_arrivals_when_the_runtime_wait_spans_the_barrier() {
+    let (_d, a) = region_with_spanning_waits(false).analyze();
+    let r = &a.regions.get().unwrap()[0];
+    let thread = |t: u32| r.per_thread.iter().find(|x| x.thread == t).unwrap();
+    // (total, wait, synchronisation) of a thread's barriers, µs.
+    let split = |t: u32| {
+        let b = thread(t).barrier;
+        [b.total_s, b.wait_s, b.sync_overhead_s].map(|x| (x * 1e9).round() / 1e3)
+    };
+    // Master: barriers 32 + 1 + 10 = 43 µs; it waited for the worker only at
+    // the first (40 − 10 = 30 µs): 13 µs synchronisation.
+    assert_eq!(split(0), [43.0, 30.0, 13.0]);
+    // Worker: 3 + 12 + 20 = 35 µs; waited 70 − 60 and 190 − 180: 20 µs.
+    assert_eq!(split(1), [35.0, 20.0, 15.0]);
+    assert!(close(r.barrier.wait_s, 50e-6, 1e-9));
+    assert!(close(r.barrier.sync_overhead_s, 28e-6, 1e-9));
+    assert!(r.barrier.wait_observed && r.barrier.wait_from_arrivals);
+    let o = a.openmp.get().unwrap();
+    assert!(close(o.barrier.wait_s, 50e-6, 1e-9), "{}", o.barrier.wait_s);
+    assert!(close(o.barrier.sync_overhead_s, 28e-6, 1e-9));
+    assert!(o.barrier.wait_from_arrivals);
+    // Busy is unchanged by the split: implicit task − barriers.
+    assert!(close(thread(0).busy_s, 157e-6, 1e-9));
+    // The synchronisation is a finding of its own, per thread (28 / 2 µs).
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.title == "barrier synchronisation in region stencil.c:10")
+        .expect("synchronisation finding");
+    assert!(close(f.cost_s, 14e-6, 1e-9), "{}", f.cost_s);
+}
+
+#[test]
+fn barrier_wait_stays_the_runtimes_when_barriers_do_not_match_across_the_team() {
+    // The worker's join barrier is missing: the k-th barriers cannot be
+    // matched, so the runtime's (spanning) waits are kept.
+    let (_d, a) = region_with_spanning_waits(true).analyze();
+    let r = &a.regions.get().unwrap()[0];
+    assert!(
+        close(r.barrier.total_s, 58e-6, 1e-9),
+        "{}",
+        r.barrier.total_s
+    );
+    assert!(close(r.barrier.wait_s, 58e-6, 1e-9));
+    assert!(close(r.barrier.sync_overhead_s, 0.0, 1e-12));
+    assert!(!r.barrier.wait_from_arrivals);
+}
+
 #[test]
 fn late_worker_join_barrier_is_clipped_at_parallel_end() {
     // libomp dispatches the worker's join-barrier end when it wakes for the next
@@ -430,4 +503,56 @@ fn profile_mode_summaries() {
     assert_eq!(l.instances, 10);
     assert!(close(l.imbalance, 800.0 / 750.0, 1e-9));
     assert!(l.recommendation.reason().unwrap().contains("profile mode"));
+}
+
+/// One rank of 2 threads: in its region the master is busy 100 µs, the worker
+/// 200 µs (no barrier). `cores` is the rank's affinity, on a 2-CPU host.
+fn rank_with_affinity(cores: &[u32]) -> Builder {
+    let mut b = Builder::new(1, 2, 1);
+    b.symbol(REGION, "stencil.c", 10);
+    b.manifest.ranks[0].cores = cores.to_vec();
+    b.manifest.ranks[0].node_cpus = 2;
+    b.parallel(0, 1, REGION, 2, 0, 200 * US);
+    b.implicit_task(0, 1, 0, 0, 100 * US);
+    b.implicit_task(0, 1, 1, 0, 200 * US);
+    b
+}
+
+#[test]
+fn threads_bound_to_one_cpu_are_a_finding_with_the_processor_sharing_gain() {
+    let (_d, a) = rank_with_affinity(&[0]).analyze();
+    let p = &a.run.placement[0];
+    assert_eq!(
+        (p.threads, p.cpus.clone(), p.host_cpus, p.host_threads),
+        (2, vec![0], 2, 2)
+    );
+    assert!(p.bound_too_tightly());
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.title.starts_with("OpenMP threads share CPUs"))
+        .expect("placement finding");
+    assert_eq!(
+        f.title,
+        "OpenMP threads share CPUs: rank 0 runs 2 threads on CPU 0"
+    );
+    // Sharing one CPU, the master's 100 µs busy were 50 µs of work; the
+    // worker's 200 µs were 50 + 100: alone on its core it needs 150 µs.
+    assert!(close(f.cost_s, 50e-6, 1e-12), "{}", f.cost_s);
+    assert!(
+        f.what_to_do.contains("--map-by slot:PE=2"),
+        "{}",
+        f.what_to_do
+    );
+}
+
+#[test]
+fn threads_with_a_cpu_each_are_no_finding() {
+    let (_d, a) = rank_with_affinity(&[0, 1]).analyze();
+    assert!(!a.run.placement[0].threads_share_cpus());
+    assert!(
+        !a.findings
+            .iter()
+            .any(|f| f.title.starts_with("OpenMP threads share CPUs"))
+    );
 }

@@ -73,6 +73,7 @@ fn session() -> &'static Session {
             host,
             pid: std::process::id(),
             cores: affinity(),
+            node_cpus: online_cpus(),
             tsc_hz: manifest.clock.tsc_hz,
             ..RankInfo::default()
         };
@@ -355,6 +356,13 @@ fn hostname() -> String {
     }
     let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// CPUs online on this host, whatever this process's affinity.
+fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u32::try_from(n).unwrap_or(0)
 }
 
 fn affinity() -> Vec<u32> {

@@ -77,6 +77,8 @@ pub struct RankInfo {
     pub pid: u32,
     /// CPUs the process may run on (its affinity mask at start).
     pub cores: Vec<u32>,
+    /// CPUs online on the host (0 = not recorded, traces before this field).
+    pub node_cpus: u32,
     /// OpenMP threads seen (max thread index + 1).
     pub threads: u32,
     /// Offsets of this rank's clock to rank 0's, measured at MPI_Init and MPI_Finalize.

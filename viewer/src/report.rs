@@ -7,6 +7,10 @@ use std::process::ExitCode;
 
 use hyscope_analyzer::*;
 
+/// How the barrier wait was measured when the runtime's own wait events do
+/// not split it (libomp: they span the whole barrier).
+const ARRIVAL_NOTE: &str = "  barrier wait = until the team's last thread arrived, sync = the rest (release, last gather): libomp's wait events span the whole barrier\n";
+
 #[derive(clap::Args)]
 pub struct Args {
     /// The trace directory.
@@ -198,6 +202,29 @@ pub fn render(a: &Analysis, top: usize) -> String {
         ),
     );
     kv("duration", fmt_time(r.duration_s));
+    for p in r.placement.iter().filter(|p| p.threads_share_cpus()) {
+        kv(
+            "CPU placement",
+            format!(
+                "rank {}: {} OpenMP threads on CPU {} ({} of {}'s {}{})",
+                p.rank,
+                p.threads,
+                p.cpu_list(),
+                p.cpus.len(),
+                p.host,
+                if p.host_cpus > 0 {
+                    p.host_cpus.to_string()
+                } else {
+                    "?".into()
+                },
+                if p.host_oversubscribed() {
+                    format!("; {} threads on the host", p.host_threads)
+                } else {
+                    String::new()
+                }
+            ),
+        );
+    }
     if let Some(m) = &r.mpi_library {
         kv("MPI", m.lines().next().unwrap_or("").to_string());
     }
@@ -343,6 +370,9 @@ pub fn render(a: &Analysis, top: usize) -> String {
         }
         t.render(&mut out);
         out.push_str("  fork/join = region − implicit task (002 §6.6.3); sync ovh = barrier − wait (002 §6.7); imbal = max/mean busy\n");
+        if regions.iter().any(|x| x.barrier.wait_from_arrivals) {
+            out.push_str(ARRIVAL_NOTE);
+        }
         if let Some(x) = regions.first() {
             let _ = writeln!(out, "\n  per thread of {}:", x.location.label);
             let mut t = Table::new(&[
@@ -448,6 +478,9 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 "n/a".into()
             },
         );
+        if o.barrier.wait_from_arrivals {
+            out.push_str(ARRIVAL_NOTE);
+        }
         match &o.scheduling_s {
             Observable::Observed(s) => {
                 let _ = writeln!(out, "  loop scheduling        {}", fmt_time(*s));

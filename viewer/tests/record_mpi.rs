@@ -126,3 +126,51 @@ fn per_rank_default_names_agree() {
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     check_trace(&dirs[0]);
 }
+
+/// One rank of 2 OpenMP threads under `mpirun --bind-to core`: the manifest
+/// holds the rank's one CPU and the host's CPU count, and the report names
+/// the sharing. Under `--bind-to none` the rank may use every CPU: no finding.
+#[test]
+fn threads_bound_to_one_core_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_mpi(tmp.path(), "hybrid_app", MPI_SRC);
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    for bind in ["core", "none"] {
+        let out_dir = tmp.path().join(format!("trace-{bind}"));
+        let out = record_into(&out_dir)
+            .arg("mpirun")
+            .args(mpirun_args(1))
+            .args(["--bind-to", bind, "-x", "OMP_NUM_THREADS=2"])
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+        let trace = Trace::open(&out_dir).unwrap();
+        let rank = &trace.manifest.ranks[0];
+        assert_eq!(rank.node_cpus, host_cpus);
+        let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
+        let p = &a.run.placement[0];
+        assert_eq!(p.threads, 2);
+        let finding = a
+            .findings
+            .iter()
+            .find(|f| f.title.starts_with("OpenMP threads share CPUs"));
+        if bind == "core" {
+            assert_eq!(rank.cores.len(), 1, "{:?}", rank.cores);
+            assert!(p.threads_share_cpus());
+            // On a host with a CPU to spare the binding is the fault.
+            assert_eq!(p.bound_too_tightly(), host_cpus >= 2);
+            let f = finding.expect("placement finding");
+            assert_eq!(
+                f.title,
+                format!(
+                    "OpenMP threads share CPUs: rank 0 runs 2 threads on CPU {}",
+                    rank.cores[0]
+                )
+            );
+        } else {
+            assert_eq!(rank.cores.len() as u32, host_cpus, "{:?}", rank.cores);
+            assert_eq!(finding.is_some(), host_cpus < 2);
+        }
+    }
+}

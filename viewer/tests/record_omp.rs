@@ -342,3 +342,52 @@ fn a_killed_programs_spooled_events_are_recovered() {
     assert_eq!(rows, recovered);
     assert!(chunks > 0);
 }
+
+#[test]
+fn barrier_wait_is_split_by_arrival_on_libomp() {
+    // tests/omp/barrier_imbalance.c: thread 1 spins 50 µs before each of 200
+    // barriers, thread 0 arrives at once. libomp's wait events span each
+    // barrier, so the analyzer splits it by the team's arrivals.
+    let tmp = tempfile::tempdir().unwrap();
+    let src = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/omp/barrier_imbalance.c"),
+    )
+    .unwrap();
+    let exe = build_omp(tmp.path(), "barrier_imbalance", &src);
+    let out_dir = tmp.path().join("trace");
+    let out = record_into(&out_dir).arg(&exe).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "barriers 400\n");
+
+    let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
+    let r = &a.regions.get().unwrap()[0];
+    assert!(r.barrier.wait_from_arrivals, "{:?}", r.barrier);
+    let thread = |t: u32| r.per_thread.iter().find(|x| x.thread == t).unwrap();
+    let (t0, t1) = (thread(0), thread(1));
+    for t in [t0, t1] {
+        // 200 explicit barriers and the join barrier, matched across the team.
+        assert_eq!(t.barrier.count, 201);
+        assert!(
+            (t.barrier.wait_s + t.barrier.sync_overhead_s - t.barrier.total_s).abs() < 1e-9,
+            "{:?}",
+            t.barrier
+        );
+    }
+    // Thread 0 waits for thread 1's 50 µs at every barrier: 10 ms in all
+    // (half of it at least, whatever else this machine runs); thread 1, the
+    // last to arrive, only where thread 0 was held up longer than its spin.
+    assert!(t0.barrier.wait_s > 5e-3, "{:?}", t0.barrier);
+    assert!(
+        t1.barrier.wait_s < t0.barrier.wait_s / 4.0,
+        "{:?}",
+        t1.barrier
+    );
+    assert!(r.barrier.sync_overhead_s > 0.0);
+
+    let report = hyscope().arg("report").arg(&out_dir).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("barrier wait = until the team's last thread arrived"),
+        "{text}"
+    );
+}

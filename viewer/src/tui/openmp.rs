@@ -151,10 +151,15 @@ fn overhead(f: &mut Frame, area: Rect, app: &App) {
         return;
     };
     let mut lines = vec![Line::from(format!(
-        "fork/join {}  barriers {} (wait {}, sync {})  scheduling {}",
+        "fork/join {}  barriers {} (wait {}{}, sync {})  scheduling {}",
         s(o.fork_join_s),
         s(o.barrier.total_s),
         s(o.barrier.wait_s),
+        if o.barrier.wait_from_arrivals {
+            " for the last arrival"
+        } else {
+            ""
+        },
         s(o.barrier.sync_overhead_s),
         o.scheduling_s
             .get()
