@@ -585,9 +585,15 @@ struct Block {
     team_index: Vec<(u32, u64)>,
     /// Chunks of each thread's work row: positions in the group.
     chunk_sets: Vec<(usize, usize)>,
-    /// Each thread's barriers in this instance: (thread, start, clipped ns),
-    /// by thread, then start.
+    /// Each thread's barriers in this instance: (thread, start, end), clipped
+    /// to the region, by thread, then start.
     barriers: Vec<(u32, i64, i64)>,
+    /// Each thread's other synchronisation (taskwait, taskgroup...) and
+    /// barrier waits, as `barriers`, with the kind.
+    other_syncs: Vec<(u32, i64, i64, u8)>,
+    /// Explicit tasks run by each thread: (thread, start, end), clipped,
+    /// merged into disjoint runs by [`merge_runs`].
+    task_runs: Vec<(u32, i64, i64)>,
     /// Per thread of the instance: ns its barriers waited for the team's last arrival.
     arrival_idle: Vec<(u32, i64)>,
 }
@@ -666,11 +672,18 @@ fn segment_bins(
 /// decomposition (barrier = overhead + idling for the last thread), measured
 /// from arrivals because libomp's wait events span the whole barrier.
 ///
-/// `barriers` are (thread, start, clipped ns), by thread then start. Fills
-/// `idle` with (thread, ns); false when the instance does not have the same
-/// number of barriers on each of its `team` threads (a truncated trace, GCC
-/// code whose worksharing barriers libomp reports differently).
-fn arrival_idle_of(barriers: &[(u32, i64, i64)], team: u32, idle: &mut Vec<(u32, i64)>) -> bool {
+/// `barriers` are (thread, start, end), by thread then start; time a thread
+/// spent running explicit tasks (`task_runs`, merged) before the last arrival
+/// is work, not idling. Fills `idle` with (thread, ns); false when the
+/// instance does not have the same number of barriers on each of its `team`
+/// threads (a truncated trace, GCC code whose worksharing barriers libomp
+/// reports differently).
+fn arrival_idle_of(
+    barriers: &[(u32, i64, i64)],
+    task_runs: &[(u32, i64, i64)],
+    team: u32,
+    idle: &mut Vec<(u32, i64)>,
+) -> bool {
     idle.clear();
     // Each thread's barriers are a run of `n`: thread j's k-th is at j * n + k.
     let threads = barriers.chunk_by(|a, b| a.0 == b.0).count();
@@ -690,12 +703,40 @@ fn arrival_idle_of(barriers: &[(u32, i64, i64)], team: u32, idle: &mut Vec<(u32,
             .map(|j| barriers[j * n + k].1)
             .max()
             .unwrap_or(0);
-        for (j, (_, ns)) in idle.iter_mut().enumerate() {
-            let (_, start, dur) = barriers[j * n + k];
-            *ns += (last - start).clamp(0, dur.max(0));
+        for (j, (th, ns)) in idle.iter_mut().enumerate() {
+            let (_, start, end) = barriers[j * n + k];
+            let until = last.clamp(start, end.max(start));
+            *ns += (until - start) - overlap(task_runs, *th, start, until);
         }
     }
     true
+}
+
+/// Sort (thread, start, end) intervals and merge each thread's overlapping
+/// ones (a task run inside another task's taskwait) into disjoint runs.
+fn merge_runs(runs: &mut Vec<(u32, i64, i64)>) {
+    runs.sort_unstable();
+    let mut w = 0;
+    for i in 0..runs.len() {
+        let r = runs[i];
+        if w > 0 && runs[w - 1].0 == r.0 && r.1 <= runs[w - 1].2 {
+            runs[w - 1].2 = runs[w - 1].2.max(r.2);
+        } else {
+            runs[w] = r;
+            w += 1;
+        }
+    }
+    runs.truncate(w);
+}
+
+/// ns of `thread`'s merged `runs` inside [start, end).
+fn overlap(runs: &[(u32, i64, i64)], thread: u32, start: i64, end: i64) -> i64 {
+    let first = runs.partition_point(|r| (r.0, r.2) <= (thread, start));
+    runs[first..]
+        .iter()
+        .take_while(|r| r.0 == thread && r.1 < end)
+        .map(|r| (r.2.min(end) - r.1.max(start)).max(0))
+        .sum()
 }
 
 impl Block {
@@ -717,6 +758,8 @@ impl Block {
             team_index,
             chunk_sets,
             barriers,
+            other_syncs,
+            task_runs,
             arrival_idle,
         } = self;
         let Some(par) = group
@@ -746,6 +789,8 @@ impl Block {
         chunk_runs.clear();
         team_index.clear();
         barriers.clear();
+        other_syncs.clear();
+        task_runs.clear();
         // Σ ns of the instance's barriers and of the runtime's waits inside them.
         let (mut barrier_ns, mut wait_ns) = (0i64, 0i64);
         let mut current: Option<u32> = None;
@@ -787,12 +832,15 @@ impl Block {
                     }
                     let e = entry(threads);
                     let t = &mut threads[e];
+                    let (s0, e0) = (r.start_ns.max(rs), r.start_ns.max(rs) + d);
                     if r.kind == K_SYNC {
                         if is_barrier(r.variant) {
                             t.barrier.total_s += ns_to_s(d);
                             t.barrier.count += 1;
-                            barriers.push((r.thread, r.start_ns, d));
+                            barriers.push((r.thread, s0, e0));
                             barrier_ns += d;
+                        } else {
+                            other_syncs.push((r.thread, s0, e0, r.kind));
                         }
                         // Busy excludes every synchronisation (barrier, taskwait...).
                         t.busy_s -= ns_to_s(d);
@@ -800,12 +848,17 @@ impl Block {
                         t.barrier.wait_s += ns_to_s(d);
                         t.barrier.wait_observed = true;
                         wait_ns += d;
+                        other_syncs.push((r.thread, s0, e0, r.kind));
                     }
                 }
                 K_MWAIT => {
                     let e = entry(threads);
                     let t = &mut threads[e];
                     t.busy_s -= ns_to_s(d);
+                }
+                K_TRUN if d > 0 => {
+                    let s0 = r.start_ns.max(rs);
+                    task_runs.push((r.thread, s0, s0 + d));
                 }
                 K_WORK if is_loop(r.variant) => {
                     let k = match seq.iter_mut().find(|(c, _)| *c == r.codeptr) {
@@ -832,7 +885,32 @@ impl Block {
         // barrier and total − wait is 0. Then (or with no wait events) the wait
         // is taken from the team's arrivals instead; see [`arrival_idle_of`].
         let runtime_splits = wait_ns > 0 && wait_ns < barrier_ns;
-        let from_arrivals = !runtime_splits && arrival_idle_of(barriers, team, arrival_idle);
+        // Explicit tasks a thread runs while it waits (at a barrier, in a
+        // taskwait) are work: out of the synchronisation, into busy.
+        merge_runs(task_runs);
+        for &(th, s0, e0) in barriers.iter() {
+            let ran = overlap(task_runs, th, s0, e0);
+            if ran > 0
+                && let Some(t) = threads[t0..].iter_mut().find(|t| t.thread == th)
+            {
+                t.barrier.total_s -= ns_to_s(ran);
+                t.busy_s += ns_to_s(ran);
+            }
+        }
+        for &(th, s0, e0, kind) in other_syncs.iter() {
+            let ran = overlap(task_runs, th, s0, e0);
+            if ran > 0
+                && let Some(t) = threads[t0..].iter_mut().find(|t| t.thread == th)
+            {
+                if kind == K_SYNC {
+                    t.busy_s += ns_to_s(ran);
+                } else {
+                    t.barrier.wait_s -= ns_to_s(ran);
+                }
+            }
+        }
+        let from_arrivals =
+            !runtime_splits && arrival_idle_of(barriers, task_runs, team, arrival_idle);
         for t in &mut threads[t0..] {
             t.busy_s += t.implicit_task_s;
             if from_arrivals {

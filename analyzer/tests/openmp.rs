@@ -58,16 +58,27 @@ fn barrier_sync_overhead_is_total_minus_wait() {
     assert!(close(r.imbalance, 91.0 / 89.0, 1e-9));
 }
 
+/// One region of 2 threads from 0 to `end`, both implicit tasks spanning it.
+fn two_thread_region(end: i64) -> Builder {
+    let mut b = Builder::new(1, 2, 1);
+    b.symbol(REGION, "stencil.c", 10);
+    b.parallel(0, 1, REGION, 2, 0, end);
+    b.implicit_task(0, 1, 0, 0, end);
+    b.implicit_task(0, 1, 1, 0, end);
+    b
+}
+
+/// A barrier of thread `t` whose wait spans it, as libomp dispatches them.
+fn spanning_barrier(b: &mut Builder, t: u32, variant: u8, start: i64, end: i64) {
+    b.barrier(0, 1, t, variant, (start, end), Some((start, end)));
+}
+
 /// A region whose barriers' wait events span the whole barrier, as libomp
 /// dispatches them: two explicit barriers and the join barrier. `drop_last`
 /// leaves out the worker's join barrier (a truncated trace).
 fn region_with_spanning_waits(drop_last: bool) -> Builder {
-    let mut b = Builder::new(1, 2, 1);
-    b.symbol(REGION, "stencil.c", 10);
-    b.parallel(0, 1, REGION, 2, 0, 200 * US);
-    b.implicit_task(0, 1, 0, 0, 200 * US);
-    b.implicit_task(0, 1, 1, 0, 200 * US);
-    let mut span = |t: u32, v: u8, s: i64, e: i64| b.barrier(0, 1, t, v, (s, e), Some((s, e)));
+    let mut b = two_thread_region(200 * US);
+    let mut span = |t: u32, v: u8, s: i64, e: i64| spanning_barrier(&mut b, t, v, s, e);
     // Explicit barrier 1: master arrives at 10, worker last at 40.
     span(0, 2, 10 * US, 42 * US);
     span(1, 2, 40 * US, 43 * US);
@@ -113,6 +124,57 @@ fn barrier_wait_comes_from_arrivals_when_the_runtime_wait_spans_the_barrier() {
         .find(|f| f.title == "barrier synchronisation in region stencil.c:10")
         .expect("synchronisation finding");
     assert!(close(f.cost_s, 14e-6, 1e-9), "{}", f.cost_s);
+}
+
+#[test]
+fn tasks_run_inside_a_barrier_are_work_not_synchronisation() {
+    // `single` + tasks: the master creates tasks until 20 µs, then both
+    // threads run them inside the single's barrier (the worker from 5 µs).
+    let mut b = two_thread_region(100 * US);
+    let mut span = |t: u32, v: u8, s: i64, e: i64| spanning_barrier(&mut b, t, v, s, e);
+    span(0, 3, 20 * US, 90 * US);
+    span(1, 3, 5 * US, 90 * US);
+    span(0, 9, 95 * US, 100 * US);
+    span(1, 9, 92 * US, 100 * US);
+    let mut task = |thread: u32, id: u64, s: i64, e: i64| {
+        b.omp(
+            0,
+            OmpRecord {
+                thread,
+                kind: OmpKind::TaskRun as u8,
+                start_ns: s,
+                end_ns: e,
+                parallel_id: 1,
+                task_id: id,
+                ..OmpRecord::default()
+            },
+        )
+    };
+    // The worker: one task from 10 to 30 (it waited 5 µs for the first,
+    // 5–10, before the master arrived at 20), one from 40 to 85.
+    task(1, 101, 10 * US, 30 * US);
+    task(1, 102, 40 * US, 85 * US);
+    // The master: 25–85, with a task of its own nested in it (taskwait).
+    task(0, 103, 25 * US, 85 * US);
+    task(0, 104, 30 * US, 40 * US);
+    let (_d, a) = b.analyze();
+    let r = &a.regions.get().unwrap()[0];
+    let thread = |t: u32| r.per_thread.iter().find(|x| x.thread == t).unwrap();
+    let us = |x: f64| (x * 1e9).round() / 1e3;
+    let (m, w) = (thread(0), thread(1));
+    // Busy = implicit task − barriers + tasks run inside them.
+    assert_eq!(us(m.busy_s), 100.0 - 75.0 + 60.0);
+    assert_eq!(us(w.busy_s), 100.0 - 93.0 + 65.0);
+    // Barrier time without the tasks: master 75 − 60, worker 93 − 65.
+    assert_eq!(us(m.barrier.total_s), 15.0);
+    assert_eq!(us(w.barrier.total_s), 28.0);
+    // Waiting for the last arrival (the master at 20 µs, at 95 µs for the
+    // join) without the tasks: the worker 5–20 less its task 10–20 = 5 µs,
+    // 92–95 = 3 µs; the master never waits.
+    assert_eq!(us(w.barrier.wait_s), 8.0);
+    assert_eq!(us(m.barrier.wait_s), 0.0);
+    assert_eq!(us(w.barrier.sync_overhead_s), 20.0);
+    assert!(r.barrier.wait_from_arrivals);
 }
 
 #[test]

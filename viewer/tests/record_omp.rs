@@ -349,11 +349,7 @@ fn barrier_wait_is_split_by_arrival_on_libomp() {
     // barriers, thread 0 arrives at once. libomp's wait events span each
     // barrier, so the analyzer splits it by the team's arrivals.
     let tmp = tempfile::tempdir().unwrap();
-    let src = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/omp/barrier_imbalance.c"),
-    )
-    .unwrap();
-    let exe = build_omp(tmp.path(), "barrier_imbalance", &src);
+    let exe = build_omp_test_program(tmp.path(), "barrier_imbalance");
     let out_dir = tmp.path().join("trace");
     let out = record_into(&out_dir).arg(&exe).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
@@ -389,5 +385,37 @@ fn barrier_wait_is_split_by_arrival_on_libomp() {
     assert!(
         text.contains("barrier wait = until the team's last thread arrived"),
         "{text}"
+    );
+}
+
+#[test]
+fn tasks_run_at_a_barrier_count_as_busy() {
+    // tests/omp/tasks_in_barrier.c: 40 tasks of 1 ms created in a `single`,
+    // run by both threads at its barrier.
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp_test_program(tmp.path(), "tasks_in_barrier");
+    let out_dir = tmp.path().join("trace");
+    let out = record_into(&out_dir).arg(&exe).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "tasks 40\n");
+
+    let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
+    let tasks = a.openmp.get().unwrap().tasks.get().unwrap().clone();
+    assert_eq!(tasks.created, 40);
+    assert!(tasks.run_s >= 40e-3, "{tasks:?}");
+    let r = &a.regions.get().unwrap()[0];
+    // No taskwait here: a thread's implicit task is its busy time plus its
+    // barriers, and the tasks it ran are in the busy part.
+    let busy: f64 = r.per_thread.iter().map(|t| t.busy_s).sum();
+    for t in &r.per_thread {
+        assert!(
+            (t.busy_s + t.barrier.total_s - t.implicit_task_s).abs() < 1e-9,
+            "{t:?}"
+        );
+    }
+    assert!(
+        busy >= tasks.run_s - 1e-9,
+        "busy {busy}, tasks {}",
+        tasks.run_s
     );
 }

@@ -112,6 +112,13 @@ pub fn build_omp(dir: &Path, name: &str, src: &str) -> PathBuf {
     exe
 }
 
+/// Build `tests/omp/<name>.c` (a test program with a known answer) with clang-19.
+pub fn build_omp_test_program(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/omp/{name}.c"));
+    let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    build_omp(dir, name, &text)
+}
+
 /// Build an MPI+OpenMP C program with Open MPI's mpicc driving clang-19.
 pub fn build_mpi(dir: &Path, name: &str, src: &str) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
