@@ -168,6 +168,14 @@ fn threads_bound_to_one_core_are_reported() {
                     rank.cores[0]
                 )
             );
+            // The report's Run section names it too.
+            let report = hyscope().arg("report").arg(&out_dir).output().unwrap();
+            let text = String::from_utf8_lossy(&report.stdout);
+            let line = format!(
+                "CPU placement          rank 0: 2 OpenMP threads on CPU {} (1 of {}'s {host_cpus}",
+                rank.cores[0], rank.host
+            );
+            assert!(text.contains(&line), "{line}\n{text}");
         } else {
             assert_eq!(rank.cores.len() as u32, host_cpus, "{:?}", rank.cores);
             assert_eq!(finding.is_some(), host_cpus < 2);
