@@ -17,7 +17,7 @@ use crate::model::*;
 use crate::tuner::{self, Sched, TuneInput};
 
 /// Sync variants that are barriers (`ompt_sync_region_t`).
-fn is_barrier(variant: u8) -> bool {
+pub(crate) fn is_barrier(variant: u8) -> bool {
     matches!(variant, 1 | 2 | 3 | 4 | 8 | 9 | 10)
 }
 /// Taskwait and taskgroup.
@@ -596,6 +596,8 @@ struct Block {
     task_runs: Vec<(u32, i64, i64)>,
     /// Per thread of the instance: ns its barriers waited for the team's last arrival.
     arrival_idle: Vec<(u32, i64)>,
+    /// The team's last arrival at each barrier of the instance.
+    last_arrival: Vec<i64>,
 }
 
 /// One region instance of a [`Block`].
@@ -662,29 +664,24 @@ fn segment_bins(
     true
 }
 
-/// Split a region instance's barriers into waiting for the team's last
-/// thread and the barrier's own work, from the threads' arrival times: the
-/// k-th barrier of every thread is the same barrier (all threads of a team
-/// meet the same barriers in the same order), so its last arrival is the
-/// latest start among them. A thread's idling is the time from its arrival to
-/// that last arrival; the rest of its barrier time, the release (and the
-/// last thread's gather), is synchronisation overhead: document 002 §6.7's
-/// decomposition (barrier = overhead + idling for the last thread), measured
-/// from arrivals because libomp's wait events span the whole barrier.
+/// The team's last arrival at each barrier of a region instance: the k-th
+/// barrier of every thread is the same barrier (all threads of a team meet
+/// the same barriers in the same order), so its last arrival is the latest
+/// start among them. A thread waits from its arrival to that last arrival;
+/// the rest of its barrier time, the release (and the last thread's gather),
+/// is synchronisation overhead: document 002 §6.7's decomposition (barrier =
+/// overhead + idling for the last thread), measured from arrivals because
+/// libomp's wait events span the whole barrier. The report
+/// ([`arrival_idle_of`]) and the timeline (`timeline::build`) both split
+/// barriers with it.
 ///
-/// `barriers` are (thread, start, end), by thread then start; time a thread
-/// spent running explicit tasks (`task_runs`, merged) before the last arrival
-/// is work, not idling. Fills `idle` with (thread, ns); false when the
-/// instance does not have the same number of barriers on each of its `team`
-/// threads (a truncated trace, GCC code whose worksharing barriers libomp
-/// reports differently).
-fn arrival_idle_of(
-    barriers: &[(u32, i64, i64)],
-    task_runs: &[(u32, i64, i64)],
-    team: u32,
-    idle: &mut Vec<(u32, i64)>,
-) -> bool {
-    idle.clear();
+/// `barriers` are (thread, start, end), clipped to the region, by thread then
+/// start. Fills `last` with the last arrival of each k-th barrier; false when
+/// the instance does not have the same number of barriers on each of its
+/// `team` threads (a truncated trace, GCC code whose worksharing barriers
+/// libomp reports differently).
+pub(crate) fn last_arrivals(barriers: &[(u32, i64, i64)], team: u32, last: &mut Vec<i64>) -> bool {
+    last.clear();
     // Each thread's barriers are a run of `n`: thread j's k-th is at j * n + k.
     let threads = barriers.chunk_by(|a, b| a.0 == b.0).count();
     if team < 2 || threads != team as usize || !barriers.len().is_multiple_of(threads) {
@@ -697,12 +694,42 @@ fn arrival_idle_of(
     {
         return false;
     }
-    idle.extend(barriers.chunks(n).map(|run| (run[0].0, 0)));
-    for k in 0..n {
-        let last = (0..threads)
+    last.extend((0..n).map(|k| {
+        (0..threads)
             .map(|j| barriers[j * n + k].1)
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+    }));
+    true
+}
+
+/// Whether a region instance's barriers are split by the team's arrivals
+/// ([`last_arrivals`]) rather than by the runtime's own wait events: when the
+/// waits (`wait_ns`, Σ of the barriers' `sync_region_wait`) cover the barriers
+/// (`barrier_ns`) whole, as libomp dispatches them, or are absent.
+pub(crate) fn split_by_arrivals(wait_ns: i64, barrier_ns: i64) -> bool {
+    !(wait_ns > 0 && wait_ns < barrier_ns)
+}
+
+/// Each thread's idling at a region instance's barriers: from its arrival to
+/// the team's last arrival ([`last_arrivals`]); time it spent running
+/// explicit tasks (`task_runs`, merged) before the last arrival is work, not
+/// idling. Fills `idle` with (thread, ns) (`last` is scratch); false when the
+/// barriers do not match across the team.
+fn arrival_idle_of(
+    barriers: &[(u32, i64, i64)],
+    task_runs: &[(u32, i64, i64)],
+    team: u32,
+    last: &mut Vec<i64>,
+    idle: &mut Vec<(u32, i64)>,
+) -> bool {
+    idle.clear();
+    if !last_arrivals(barriers, team, last) {
+        return false;
+    }
+    let n = last.len();
+    idle.extend(barriers.chunks(n).map(|run| (run[0].0, 0)));
+    for (k, &last) in last.iter().enumerate() {
         for (j, (th, ns)) in idle.iter_mut().enumerate() {
             let (_, start, end) = barriers[j * n + k];
             let until = last.clamp(start, end.max(start));
@@ -761,6 +788,7 @@ impl Block {
             other_syncs,
             task_runs,
             arrival_idle,
+            last_arrival,
         } = self;
         let Some(par) = group
             .iter()
@@ -884,7 +912,7 @@ impl Block {
         // next to its `sync_region` ones: the runtime's wait spans the whole
         // barrier and total − wait is 0. Then (or with no wait events) the wait
         // is taken from the team's arrivals instead; see [`arrival_idle_of`].
-        let runtime_splits = wait_ns > 0 && wait_ns < barrier_ns;
+        let by_arrivals = split_by_arrivals(wait_ns, barrier_ns);
         // Explicit tasks a thread runs while it waits (at a barrier, in a
         // taskwait) are work: out of the synchronisation, into busy.
         merge_runs(task_runs);
@@ -910,7 +938,7 @@ impl Block {
             }
         }
         let from_arrivals =
-            !runtime_splits && arrival_idle_of(barriers, task_runs, team, arrival_idle);
+            by_arrivals && arrival_idle_of(barriers, task_runs, team, last_arrival, arrival_idle);
         for t in &mut threads[t0..] {
             t.busy_s += t.implicit_task_s;
             if from_arrivals {

@@ -3,6 +3,7 @@
 
 mod record_support;
 
+use hyscope_analyzer::timeline::{State, TimelineIndex};
 use hyscope_format::{OmpKind, Trace};
 use record_support::*;
 
@@ -379,6 +380,44 @@ fn barrier_wait_is_split_by_arrival_on_libomp() {
         t1.barrier
     );
     assert!(r.barrier.sync_overhead_s > 0.0);
+
+    // The timeline splits each barrier the same way: barrier wait until the
+    // last arrival, OpenMP runtime after it. Over the whole run (nothing else
+    // waits here) each thread's barrier wait is its wait in the report.
+    let index = TimelineIndex::build(&Trace::open(&out_dir).unwrap()).unwrap();
+    let (a0, a1) = index.span();
+    let timeline = |t: u32| {
+        let row = index.row_of(0, t).unwrap();
+        let time = index.summary(row, a0, a1).time;
+        (
+            time[State::BarrierWait as usize] as f64 * 1e-9,
+            time[State::OmpRuntime as usize] as f64 * 1e-9,
+        )
+    };
+    let ((w0, rt0), (w1, rt1)) = (timeline(0), timeline(1));
+    // The report's seconds are sums of per-instance ns conversions.
+    assert!(
+        (w0 - t0.barrier.wait_s).abs() < 1e-8,
+        "{w0} vs {:?}",
+        t0.barrier
+    );
+    assert!(
+        (w1 - t1.barrier.wait_s).abs() < 1e-8,
+        "{w1} vs {:?}",
+        t1.barrier
+    );
+    assert!(
+        w0 > 5e-3 && w1 < w0 / 4.0,
+        "thread 0 {w0} s, thread 1 {w1} s"
+    );
+    // The synchronisation part shows as runtime (with fork/join on top).
+    for (rt, t) in [(rt0, t0), (rt1, t1)] {
+        assert!(
+            rt >= t.barrier.sync_overhead_s - 1e-8,
+            "{rt} vs {:?}",
+            t.barrier
+        );
+    }
 
     let report = hyscope().arg("report").arg(&out_dir).output().unwrap();
     let text = String::from_utf8_lossy(&report.stdout);

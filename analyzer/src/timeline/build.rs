@@ -1,21 +1,50 @@
-//! Building the timeline index: read parts in parallel, flatten each row.
+//! Building the timeline index: read parts in parallel, split each rank's
+//! barriers by the team's arrivals, flatten each row.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hyscope_format::reader::PartScan;
 use hyscope_format::records::Record;
-use hyscope_format::schema::{MpiRecord, OmpRecord, Table};
+use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, Table};
 use hyscope_format::{FormatError, PartFile, ScanOptions, Trace};
 use rayon::prelude::*;
 
 use super::{
-    BLOCK, Block, LAYER_STATE, MAX_OFFSET, RowData, RowInfo, STATES, State, TimelineIndex,
-    mpi_layer, omp_layer,
+    BLOCK, Block, LAYER_STATE, LAYER_WAIT, MAX_OFFSET, RowData, RowInfo, STATES, State,
+    TimelineIndex, mpi_layer, omp_layer,
 };
+use crate::omp::{is_barrier, last_arrivals, split_by_arrivals};
 
 /// A compact interval: start, end (rank clock), priority layer.
 type Iv = (i64, i64, u8);
+
+/// A row of a parallel region instance that [`split_barriers`] needs: the
+/// parallel row, implicit tasks, barriers and their waits (rank clock).
+#[derive(Debug, Clone, Copy)]
+struct TeamRow {
+    parallel_id: u64,
+    start: i64,
+    end: i64,
+    thread: u32,
+    /// Team size (of the parallel row).
+    team: u32,
+    kind: u8,
+    layer: u8,
+}
+
+/// What one part holds: compact intervals per thread, and the region rows
+/// kept aside for [`split_barriers`].
+#[derive(Default)]
+struct PartRows {
+    threads: BTreeMap<u32, Vec<Iv>>,
+    team: Vec<TeamRow>,
+}
+
+const K_PARALLEL: u8 = OmpKind::Parallel as u8;
+const K_ITASK: u8 = OmpKind::ImplicitTask as u8;
+const K_SYNC: u8 = OmpKind::Sync as u8;
+const K_SYNCWAIT: u8 = OmpKind::SyncWait as u8;
 
 pub(super) fn build(
     trace: &Trace,
@@ -39,7 +68,7 @@ pub(super) fn build(
             .chain(trace.parts(Table::Mpi))
             .filter(|p| p.rank == rank)
             .collect();
-        let per_part: Vec<Result<BTreeMap<u32, Vec<Iv>>, FormatError>> = parts
+        let per_part: Vec<Result<PartRows, FormatError>> = parts
             .par_iter()
             .map(|p| {
                 let r = read_part(p);
@@ -48,11 +77,15 @@ pub(super) fn build(
             })
             .collect();
         let mut threads: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
+        let mut team: Vec<TeamRow> = Vec::new();
         for part in per_part {
-            for (thread, mut ivs) in part? {
+            let mut part = part?;
+            for (thread, mut ivs) in part.threads {
                 threads.entry(thread).or_default().append(&mut ivs);
             }
+            team.append(&mut part.team);
         }
+        split_barriers(team, &mut threads);
         let built: Vec<(u32, RowData)> = threads
             .into_par_iter()
             .map(|(thread, ivs)| (thread, flatten(ivs, shift_ns)))
@@ -76,8 +109,8 @@ pub(super) fn build(
 
 /// Read one part into compact intervals per thread, batch by batch (memory
 /// stays at one decoded batch plus the compact intervals).
-fn read_part(part: &PartFile) -> Result<BTreeMap<u32, Vec<Iv>>, FormatError> {
-    let mut out: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
+fn read_part(part: &PartFile) -> Result<PartRows, FormatError> {
+    let mut out = PartRows::default();
     let scan = PartScan::open(part, &ScanOptions::default())?;
     let schema_error = |message: String| FormatError::Schema {
         path: part.path.clone(),
@@ -89,10 +122,27 @@ fn read_part(part: &PartFile) -> Result<BTreeMap<u32, Vec<Iv>>, FormatError> {
         match part.table {
             Table::Omp => {
                 for r in OmpRecord::from_batch(&batch).map_err(schema_error)? {
-                    if let Some(layer) = omp_layer(&r)
-                        && r.end_ns > r.start_ns
-                    {
-                        out.entry(r.thread)
+                    let Some(layer) = omp_layer(&r) else {
+                        continue;
+                    };
+                    let team_row = match r.kind {
+                        K_PARALLEL | K_ITASK => true,
+                        K_SYNC | K_SYNCWAIT => is_barrier(r.variant),
+                        _ => false,
+                    };
+                    if team_row && r.parallel_id != 0 {
+                        out.team.push(TeamRow {
+                            parallel_id: r.parallel_id,
+                            start: r.start_ns,
+                            end: r.end_ns,
+                            thread: r.thread,
+                            team: r.team_size,
+                            kind: r.kind,
+                            layer,
+                        });
+                    } else if r.end_ns > r.start_ns {
+                        out.threads
+                            .entry(r.thread)
                             .or_default()
                             .push((r.start_ns, r.end_ns, layer));
                     }
@@ -103,7 +153,8 @@ fn read_part(part: &PartFile) -> Result<BTreeMap<u32, Vec<Iv>>, FormatError> {
                     if let Some(layer) = mpi_layer(&r)
                         && r.end_ns > r.start_ns
                     {
-                        out.entry(r.thread)
+                        out.threads
+                            .entry(r.thread)
                             .or_default()
                             .push((r.start_ns, r.end_ns, layer));
                     }
@@ -113,6 +164,94 @@ fn read_part(part: &PartFile) -> Result<BTreeMap<u32, Vec<Iv>>, FormatError> {
         }
     }
     Ok(out)
+}
+
+/// Add a rank's region rows to its threads' intervals as the report counts
+/// them (`omp.rs`). Every row of a region instance is clipped to the master's
+/// parallel interval: a worker's join-barrier and implicit-task ends arrive
+/// only when it wakes for the next region (platform facts), and the time until
+/// then is idling in the pool, not barrier wait. Where the runtime's barrier
+/// waits span the barriers whole (libomp) or are absent, each barrier shows
+/// waiting from the thread's arrival to the team's last arrival and the
+/// runtime's synchronisation (release) after it: document 002 §6.7's
+/// decomposition, with the last arrivals of [`last_arrivals`]. Explicit tasks
+/// run while waiting keep their higher layer. Instances whose parallel row is
+/// missing stay as recorded; those whose barriers do not match across the
+/// team keep the runtime's waits.
+///
+/// Linear apart from one sort of these rows (a fraction of the rank's).
+fn split_barriers(mut rows: Vec<TeamRow>, threads: &mut BTreeMap<u32, Vec<Iv>>) {
+    // Stable and adaptive: each part's rows come sorted by (thread, kind,
+    // start), so mostly in runs of increasing parallel id.
+    rows.par_sort_by_key(|r| (r.parallel_id, r.thread, r.kind, r.start));
+    // (thread, start, end) of the instance's barriers, by thread then start.
+    let mut barriers: Vec<(u32, i64, i64)> = Vec::new();
+    let mut last: Vec<i64> = Vec::new();
+    // Intervals by thread index (small and dense: a map lookup per row would
+    // cost more than the split), added to `threads` at the end.
+    let mut by_thread: Vec<Vec<Iv>> = Vec::new();
+    let mut push = |thread: u32, iv: Iv| {
+        if iv.1 <= iv.0 {
+            return;
+        }
+        let t = thread as usize;
+        match by_thread.get_mut(t) {
+            Some(v) => v.push(iv),
+            None if t < 1 << 16 => {
+                by_thread.resize_with(t + 1, Vec::new);
+                by_thread[t].push(iv);
+            }
+            None => threads.entry(thread).or_default().push(iv),
+        }
+    };
+    for group in rows.chunk_by(|a, b| a.parallel_id == b.parallel_id) {
+        let Some(par) = group.iter().find(|r| r.kind == K_PARALLEL) else {
+            for r in group {
+                push(r.thread, (r.start, r.end, r.layer));
+            }
+            continue;
+        };
+        let (rs, re) = (par.start, par.end.max(par.start));
+        let clip = |r: &TeamRow| {
+            let s = r.start.max(rs);
+            (s, r.end.min(re).max(s))
+        };
+        barriers.clear();
+        let (mut barrier_ns, mut wait_ns) = (0i64, 0i64);
+        for r in group {
+            let (s, e) = clip(r);
+            match r.kind {
+                K_SYNC => {
+                    barriers.push((r.thread, s, e));
+                    barrier_ns += e - s;
+                }
+                K_SYNCWAIT => wait_ns += e - s,
+                _ => {}
+            }
+        }
+        let split = split_by_arrivals(wait_ns, barrier_ns)
+            && last_arrivals(&barriers, par.team.max(1), &mut last);
+        for r in group {
+            // The runtime's waits give way to the arrivals' (the barrier
+            // rows below them show the runtime's part).
+            if !(split && r.kind == K_SYNCWAIT) {
+                let (s, e) = clip(r);
+                push(r.thread, (s, e, r.layer));
+            }
+        }
+        if split {
+            // Thread j's k-th barrier is at j * n + k.
+            let n = last.len();
+            for (i, &(thread, s, e)) in barriers.iter().enumerate() {
+                push(thread, (s, last[i % n].clamp(s, e), LAYER_WAIT));
+            }
+        }
+    }
+    for (t, mut ivs) in by_thread.into_iter().enumerate() {
+        if !ivs.is_empty() {
+            threads.entry(t as u32).or_default().append(&mut ivs);
+        }
+    }
 }
 
 /// Sweep the begin/end points of a row's intervals: at every instant the state

@@ -17,7 +17,9 @@ use hyscope_format::{FormatError, Trace};
 
 use super::{Block, RowData, RowInfo, STATES, TimelineIndex};
 
-const MAGIC: &[u8; 8] = b"HYTLIDX1";
+/// The file format and what the index means: bumped whenever either changes,
+/// so that older caches are rebuilt (2: barriers split by the team's arrivals).
+const MAGIC: &[u8; 8] = b"HYTLIDX2";
 
 /// The directory holding cached indexes.
 pub fn cache_dir() -> Option<PathBuf> {

@@ -6,14 +6,20 @@
 //! [`State`] in that column and the dominant one. Drawing must cost as much as
 //! the pixels, not as the events, so the index is built once:
 //!
-//! 1. **Flatten** (per row = (rank, thread), in parallel over parts and rows):
+//! 1. **Split barriers** (per rank): a row does not know its team, so the rows
+//!    of each parallel region instance are set aside while the parts are read
+//!    and, per instance, clipped to the master's parallel interval and split
+//!    as the report splits them (document 002 §6.7): a barrier is waiting
+//!    from the thread's arrival to the team's last arrival, then the runtime's
+//!    synchronisation (see `build::split_barriers`).
+//! 2. **Flatten** (per row = (rank, thread), in parallel over parts and rows):
 //!    every interval gets a priority layer (an MPI call beats a lock wait beats a
 //!    task beats a barrier wait beats the barrier's runtime part beats a chunk
 //!    beats the loop's scheduling gaps beats the implicit task beats the fork/join
 //!    part of the parallel region beats serial time); a sweep over the sorted
 //!    begin/end points gives, at every instant, the state of the highest open
 //!    layer. The result is a gap-free sequence of segments `(start, state)`.
-//! 2. **Store** the segments compactly with sampled prefix sums: segments are
+//! 3. **Store** the segments compactly with sampled prefix sums: segments are
 //!    packed 4 bytes each (28-bit offset from their block's base time, 4-bit
 //!    state) in blocks of at most 64, and every block keeps the cumulative time
 //!    per state before its first segment (a range-aggregation structure:
@@ -53,9 +59,13 @@ pub enum State {
     /// Inside a parallel region's implicit task, a loop chunk or a masked block.
     Compute = 1,
     /// OpenMP runtime: fork/join part of a parallel region, loop scheduling
-    /// between chunks, the non-waiting part of barriers and reductions.
+    /// between chunks, the non-waiting part of barriers (from the team's last
+    /// arrival to the release) and reductions.
     OmpRuntime = 2,
-    /// Waiting in a barrier, taskwait or taskgroup (`sync_region_wait`).
+    /// Waiting in a barrier for the team's last thread (from the thread's
+    /// arrival to the last arrival when the runtime's wait events span the
+    /// barrier, as libomp's do; else the runtime's `sync_region_wait`), or in
+    /// a taskwait or taskgroup.
     BarrierWait = 3,
     /// Waiting for a lock, critical section, atomic or ordered.
     LockWait = 4,
@@ -107,6 +117,28 @@ impl State {
         }
     }
 
+    /// What the state stands for, for legends and tooltips.
+    pub fn description(self) -> &'static str {
+        match self {
+            State::Serial => "outside parallel regions and MPI: serial code, idle pool threads",
+            State::Compute => "user code in a parallel region (implicit task, loop chunks)",
+            State::OmpRuntime => {
+                "OpenMP runtime: fork/join, loop scheduling, a barrier's synchronisation \
+                 after the team's last arrival"
+            }
+            State::BarrierWait => {
+                "waiting in a barrier until the team's last thread arrived (load \
+                 imbalance), or in a taskwait/taskgroup"
+            }
+            State::LockWait => "waiting for a lock, critical section, atomic or ordered",
+            State::Task => "running an explicit task",
+            State::MpiP2p => "MPI point-to-point call",
+            State::MpiCollective => "MPI collective",
+            State::MpiWait => "MPI wait/test on requests",
+            State::MpiOther => "other MPI call (init, finalize, communicators...)",
+        }
+    }
+
     /// Whether the state is an MPI call.
     pub fn is_mpi(self) -> bool {
         self >= State::MpiP2p
@@ -125,7 +157,7 @@ pub(crate) fn omp_layer(r: &OmpRecord) -> Option<u8> {
         OmpKind::Work => 3,
         OmpKind::Chunk | OmpKind::Masked => 4,
         OmpKind::Sync | OmpKind::Reduction => 5,
-        OmpKind::SyncWait => 6,
+        OmpKind::SyncWait => LAYER_WAIT,
         OmpKind::TaskRun => 7,
         OmpKind::MutexWait => 8,
         _ => return None,
@@ -142,6 +174,9 @@ pub(crate) fn mpi_layer(r: &MpiRecord) -> Option<u8> {
         _ => 12,
     })
 }
+
+/// The layer of waiting in a barrier, taskwait or taskgroup.
+pub(crate) const LAYER_WAIT: u8 = 6;
 
 /// The state shown for each priority layer.
 pub(crate) const LAYER_STATE: [State; 13] = [
@@ -258,6 +293,22 @@ impl Interval {
                 None => format!("omp kind {}", r.kind),
             },
             Detail::Mpi(r) => mpi_call::name(r.call).to_string(),
+        }
+    }
+
+    /// What the time of a timeline `state` inside this interval is, where the
+    /// names alone do not say it: a barrier is waiting for the team's last
+    /// thread, then synchronisation (document 002 §6.7).
+    pub fn role(&self, state: State) -> Option<&'static str> {
+        let Detail::Omp(r) = &self.detail else {
+            return None;
+        };
+        let barrier = matches!(OmpKind::from_u8(r.kind)?, OmpKind::Sync | OmpKind::SyncWait)
+            && crate::omp::is_barrier(r.variant);
+        match state {
+            State::BarrierWait if barrier => Some("waiting for the team's last arrival"),
+            State::OmpRuntime if barrier => Some("barrier synchronisation, not waiting"),
+            _ => None,
         }
     }
 

@@ -461,8 +461,234 @@ fn cached_index_answers_like_the_built_one() {
     // Another key (the trace changed) or a truncated file: not used.
     assert!(super::cache::load(&trace, &file, "key-2").is_err());
     let bytes = std::fs::read(&file).unwrap();
+    // A cache of the previous version (barriers not split by arrivals).
+    let mut old = bytes.clone();
+    old[..8].copy_from_slice(b"HYTLIDX1");
+    std::fs::write(&file, &old).unwrap();
+    assert!(super::cache::load(&trace, &file, "key-1").is_err());
     std::fs::write(&file, &bytes[..bytes.len() - 3]).unwrap();
     assert!(super::cache::load(&trace, &file, "key-1").is_err());
     std::fs::write(&file, b"garbage").unwrap();
     assert!(super::cache::load(&trace, &file, "key-1").is_err());
+}
+
+/// An OpenMP row of region instance `pid` (team of `team`).
+fn team_row(
+    pid: u64,
+    team: u32,
+    thread: u32,
+    kind: OmpKind,
+    variant: u8,
+    start: i64,
+    end: i64,
+) -> OmpRecord {
+    OmpRecord {
+        parallel_id: pid,
+        team_size: team,
+        ..omp(thread, kind, variant, start, end)
+    }
+}
+
+/// A barrier (explicit, `variant` 3) of `thread` whose wait spans it, as libomp dispatches them.
+fn spanning_barrier(pid: u64, thread: u32, start: i64, end: i64) -> [OmpRecord; 2] {
+    [
+        team_row(pid, 2, thread, OmpKind::Sync, 3, start, end),
+        team_row(pid, 2, thread, OmpKind::SyncWait, 3, start, end),
+    ]
+}
+
+/// A region of 2 threads over [0, 500): both threads' implicit tasks span it.
+fn two_thread_region() -> Vec<OmpRecord> {
+    vec![
+        team_row(1, 2, 0, OmpKind::Parallel, 0, 0, 500),
+        team_row(1, 2, 0, OmpKind::ImplicitTask, 0, 0, 500),
+        team_row(1, 2, 1, OmpKind::ImplicitTask, 0, 0, 500),
+    ]
+}
+
+/// Time per state of `row` over [a, b).
+fn time_in(index: &TimelineIndex, row: usize, a: i64, b: i64) -> [u64; STATES] {
+    index.summary(row, a, b).time
+}
+
+#[test]
+fn libomp_barrier_waits_until_the_teams_last_arrival() {
+    let dir = TempDir::new("arrival");
+    // Thread 0 arrives at 100, thread 1 at 400, both leave at 450; libomp's
+    // waits span the barrier.
+    let mut rows = two_thread_region();
+    rows.extend(spanning_barrier(1, 0, 100, 450));
+    rows.extend(spanning_barrier(1, 1, 400, 450));
+    let trace = write_trace(&dir.0, &[(0, 0, rows, vec![])], WriterOptions::default());
+    let index = TimelineIndex::build(&trace).unwrap();
+    use State::*;
+    // Thread 0: waiting 300 ns for the last arrival, then 50 ns of the
+    // runtime's synchronisation.
+    let t0 = time_in(&index, 0, 100, 450);
+    assert_eq!(t0[BarrierWait as usize], 300);
+    assert_eq!(t0[OmpRuntime as usize], 50);
+    let segs: Vec<(i64, i64, State)> = index
+        .segments_in(0, 0, 500, 10)
+        .iter()
+        .map(|s| (s.start, s.end, s.state))
+        .collect();
+    assert_eq!(
+        segs,
+        vec![
+            (0, 100, Compute),
+            (100, 400, BarrierWait),
+            (400, 450, OmpRuntime),
+            (450, 500, Compute)
+        ]
+    );
+    // Under the cursor: the barrier's wait, then its synchronisation.
+    for (t, state, role) in [
+        (200, BarrierWait, "waiting for the team's last arrival"),
+        (420, OmpRuntime, "barrier synchronisation, not waiting"),
+    ] {
+        let seg = index.segment_at(0, t).unwrap();
+        assert_eq!(seg.state, state);
+        let stack = index.stack_at(0, t).unwrap();
+        let inner = stack.iter().rev().find(|i| i.state == state).unwrap();
+        assert_eq!(inner.role(state), Some(role));
+    }
+    // Thread 1 arrives last: no wait, 50 ns of synchronisation.
+    let t1 = time_in(&index, 1, 400, 450);
+    assert_eq!(t1[BarrierWait as usize], 0);
+    assert_eq!(t1[OmpRuntime as usize], 50);
+    assert_eq!(time_in(&index, 1, 0, 500)[BarrierWait as usize], 0);
+}
+
+#[test]
+fn barriers_that_do_not_match_across_the_team_keep_the_runtimes_wait() {
+    let dir = TempDir::new("unmatched");
+    // Thread 0 has two barriers, thread 1 one (a truncated trace): no
+    // matching, the waits colour the whole barriers as recorded.
+    let mut rows = two_thread_region();
+    rows.extend(spanning_barrier(1, 0, 100, 450));
+    rows.extend(spanning_barrier(1, 0, 460, 480));
+    rows.extend(spanning_barrier(1, 1, 400, 450));
+    let trace = write_trace(&dir.0, &[(0, 0, rows, vec![])], WriterOptions::default());
+    let index = TimelineIndex::build(&trace).unwrap();
+    let t0 = time_in(&index, 0, 0, 500);
+    assert_eq!(t0[State::BarrierWait as usize], 350 + 20);
+    assert_eq!(t0[State::OmpRuntime as usize], 0);
+    let t1 = time_in(&index, 1, 0, 500);
+    assert_eq!(t1[State::BarrierWait as usize], 50);
+    assert_eq!(t1[State::OmpRuntime as usize], 0);
+}
+
+#[test]
+fn runtime_waits_inside_barriers_keep_their_split() {
+    let dir = TempDir::new("inside");
+    // A runtime whose wait lies inside the barrier splits it itself.
+    let mut rows = two_thread_region();
+    for (t, s) in [(0, 100), (1, 400)] {
+        rows.push(team_row(1, 2, t, OmpKind::Sync, 3, s, 450));
+        rows.push(team_row(1, 2, t, OmpKind::SyncWait, 3, s + 10, 440));
+    }
+    let trace = write_trace(&dir.0, &[(0, 0, rows, vec![])], WriterOptions::default());
+    let index = TimelineIndex::build(&trace).unwrap();
+    let t0 = time_in(&index, 0, 0, 500);
+    assert_eq!(t0[State::BarrierWait as usize], 330);
+    assert_eq!(t0[State::OmpRuntime as usize], 20);
+    let t1 = time_in(&index, 1, 0, 500);
+    assert_eq!(t1[State::BarrierWait as usize], 30);
+    assert_eq!(t1[State::OmpRuntime as usize], 20);
+}
+
+#[test]
+fn worker_join_barrier_is_clipped_at_the_parallel_end() {
+    let dir = TempDir::new("join");
+    // libomp dispatches the worker's join-barrier and implicit-task ends when
+    // it wakes for the next region, here at 5000: after the master's
+    // parallel end (500) the worker idles in the pool (serial).
+    let rows = vec![
+        omp(0, OmpKind::Thread, 1, 0, 6000),
+        omp(1, OmpKind::Thread, 2, 0, 6000),
+        team_row(1, 2, 0, OmpKind::Parallel, 0, 0, 500),
+        team_row(1, 2, 0, OmpKind::ImplicitTask, 0, 0, 490),
+        team_row(1, 2, 1, OmpKind::ImplicitTask, 0, 0, 5000),
+        team_row(1, 2, 0, OmpKind::Sync, 9, 300, 490),
+        team_row(1, 2, 0, OmpKind::SyncWait, 9, 300, 490),
+        team_row(1, 2, 1, OmpKind::Sync, 9, 200, 5000),
+        team_row(1, 2, 1, OmpKind::SyncWait, 9, 200, 5000),
+    ];
+    let trace = write_trace(&dir.0, &[(0, 0, rows, vec![])], WriterOptions::default());
+    let index = TimelineIndex::build(&trace).unwrap();
+    use State::*;
+    let worker: Vec<(i64, i64, State)> = index
+        .segments_in(1, 0, 6000, 10)
+        .iter()
+        .map(|s| (s.start, s.end, s.state))
+        .collect();
+    // The worker arrives first (200) and waits for the master (300), then
+    // synchronises until the parallel end.
+    assert_eq!(
+        worker,
+        vec![
+            (0, 200, Compute),
+            (200, 300, BarrierWait),
+            (300, 500, OmpRuntime),
+            (500, 6000, Serial)
+        ]
+    );
+    let master = time_in(&index, 0, 300, 490);
+    assert_eq!(master[BarrierWait as usize], 0);
+    assert_eq!(master[OmpRuntime as usize], 190);
+}
+
+#[test]
+fn timeline_barrier_wait_is_the_reports() {
+    let dir = TempDir::new("report");
+    // Three threads, two explicit barriers and the join barrier, waits
+    // spanning them; thread 2 runs an explicit task while it waits at the
+    // first barrier (task time is work, not waiting, in both).
+    let pid = 7;
+    let mut rows = vec![team_row(pid, 3, 0, OmpKind::Parallel, 0, 1_000, 10_000)];
+    for t in 0..3 {
+        rows.push(team_row(
+            pid,
+            3,
+            t,
+            OmpKind::ImplicitTask,
+            0,
+            1_000 + 10 * i64::from(t),
+            10_000,
+        ));
+    }
+    let barrier = |rows: &mut Vec<OmpRecord>, t: u32, v: u8, s: i64, e: i64| {
+        rows.push(team_row(pid, 3, t, OmpKind::Sync, v, s, e));
+        rows.push(team_row(pid, 3, t, OmpKind::SyncWait, v, s, e));
+    };
+    for (t, arrivals) in [
+        (0, [2_000, 6_500, 9_000]),
+        (1, [3_000, 5_000, 9_500]),
+        (2, [1_500, 6_000, 9_200]),
+    ] {
+        barrier(&mut rows, t, 3, arrivals[0], 3_100);
+        barrier(&mut rows, t, 3, arrivals[1], 6_600);
+        barrier(&mut rows, t, 9, arrivals[2], 10_000);
+    }
+    rows.push(team_row(pid, 3, 2, OmpKind::TaskRun, 0, 1_700, 2_200));
+    let trace = write_trace(&dir.0, &[(0, 0, rows, vec![])], WriterOptions::default());
+    let index = TimelineIndex::build(&trace).unwrap();
+    let a = crate::analyze(&dir.0, &Default::default()).unwrap();
+    let r = &a.regions.get().unwrap()[0];
+    assert!(r.barrier.wait_from_arrivals);
+    // Last arrivals 3000, 6500, 9500. Waits: thread 0 1000 + 0 + 500,
+    // thread 1 0 + 1500 + 0, thread 2 (1500 − 500 of task) + 500 + 300;
+    // synchronisation 100 + 100 + 500 each.
+    for (t, wait) in [(0u32, 1_500u64), (1, 1_500), (2, 1_800)] {
+        let row = index.row_of(0, t).unwrap();
+        let time = time_in(&index, row, 0, 20_000);
+        let report = r.per_thread.iter().find(|x| x.thread == t).unwrap();
+        let ns = |s: f64| (s * 1e9).round() as u64;
+        assert_eq!(time[State::BarrierWait as usize], wait, "thread {t}");
+        assert_eq!(ns(report.barrier.wait_s), wait, "thread {t}");
+        assert_eq!(time[State::OmpRuntime as usize], 700, "thread {t}");
+        assert_eq!(ns(report.barrier.sync_overhead_s), 700, "thread {t}");
+    }
+    let t2 = time_in(&index, index.row_of(0, 2).unwrap(), 0, 20_000);
+    assert_eq!(t2[State::Task as usize], 500);
 }

@@ -385,7 +385,7 @@ impl GuiApp {
             for s in State::ALL {
                 let (r, _) = ui.allocate_exact_size(Vec2::new(10.0, 10.0), egui::Sense::hover());
                 ui.painter().rect_filled(r, 0.0, state_color(s, self.dark));
-                ui.label(s.name());
+                ui.label(s.name()).on_hover_text(s.description());
             }
         });
         ui.separator();

@@ -459,6 +459,9 @@ pub fn show(
                 .find(|i| i.state == seg.state)
                 .or(stack.last())
             {
+                if let Some(role) = inner.role(seg.state) {
+                    ui.weak(role);
+                }
                 interval_details(ui, data, info.rank, inner);
             } else if pending {
                 ui.weak("reading details...");

@@ -655,8 +655,11 @@ fn interval_line(ix: &TimelineIndex, row: usize, seg: Segment, origin: i64) -> O
         .into_iter()
         .rev()
         .find(|i| i.state == seg.state)?;
+    let role = iv
+        .role(seg.state)
+        .map_or(String::new(), |r| format!(" — {r}"));
     Some(format!(
-        "{} [{}] {} at {}",
+        "{} [{}] {} at {}{role}",
         iv.name(),
         seg.state.name(),
         fmt::ns((iv.end - iv.start) as f64),
