@@ -188,8 +188,9 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
 }
 
 /// OpenMP threads that share CPUs (`placement`): one finding for the job.
-/// Bound too tightly (the host has CPUs to spare), the gain is what a core
-/// per thread saves ([`bound_rank_gain`]). On an oversubscribed host no
+/// Bound too tightly (the host has CPUs to spare), by the launcher or by the
+/// OpenMP runtime's own binding inside the rank's mask, the gain is what a
+/// core per thread saves ([`bound_rank_gain`]). On an oversubscribed host no
 /// binding helps; what sharing costs there is measured by the barriers'
 /// synchronisation (a released thread waits for a core). Profile-mode traces
 /// have no per-instance busy times: no gain, no finding (the report's Run
@@ -226,21 +227,32 @@ fn placement_finding(
         )
     };
     let threads = first.threads;
-    if sharing.iter().all(|p| p.bound_too_tightly()) {
+    let pinned = sharing.iter().all(|p| p.pinned_together());
+    if pinned || sharing.iter().all(|p| p.bound_too_tightly()) {
         let gain: f64 = sharing.iter().map(|p| bound_rank_gain(a, p)).sum::<f64>() / ranks;
-        let host = if first.host_cpus > 0 {
-            format!(" while {} has {} CPUs", first.host, first.host_cpus)
+        let advice = if pinned {
+            format!(
+                "the OpenMP runtime bound the threads to {} of the rank's {} CPUs ({}): OMP_PROC_BIND=master/primary keeps every thread on the primary's place, and OMP_PLACES with fewer places than threads doubles them up — use OMP_PROC_BIND=close (or spread) with OMP_PLACES=cores",
+                first.run_cpus().len(),
+                first.cpus.len(),
+                crate::placement::cpu_list(&first.cpus),
+            )
         } else {
-            String::new()
+            let host = if first.host_cpus > 0 {
+                format!(" while {} has {} CPUs", first.host, first.host_cpus)
+            } else {
+                String::new()
+            };
+            format!(
+                "the launcher bound the rank to fewer CPUs than its OpenMP threads{host} (Open MPI binds each rank to one core by default for up to 2 ranks): give each rank {threads} cores — Open MPI `mpirun --map-by slot:PE={threads}` (or `--bind-to none`), MPICH `mpiexec -bind-to core:{threads}`, Slurm `srun --cpus-per-task={threads}` — with OMP_PROC_BIND=close OMP_PLACES=cores"
+            )
         };
         push(
             format!("OpenMP threads share CPUs: {who}"),
             "placement",
             None,
             gain,
-            format!(
-                "the launcher bound the rank to fewer CPUs than its OpenMP threads{host} (Open MPI binds each rank to one core by default for up to 2 ranks): give each rank {threads} cores — Open MPI `mpirun --map-by slot:PE={threads}` (or `--bind-to none`), MPICH `mpiexec -bind-to core:{threads}`, Slurm `srun --cpus-per-task={threads}` — with OMP_PROC_BIND=close OMP_PLACES=cores"
-            ),
+            advice,
         );
     } else {
         // Σ over every thread of every rank: the average thread's share.
@@ -292,7 +304,7 @@ fn bound_rank_gain(a: &Analysis, p: &RankPlacement) -> f64 {
             // runtime's microsecond.
             let sync =
                 mine.iter().map(|t| t.barrier.sync_overhead_s).sum::<f64>() / mine.len() as f64;
-            shared_cpu_gain(&mut busy, p.cpus.len()) + sync
+            shared_cpu_gain(&mut busy, p.run_cpus().len()) + sync
         })
         .sum()
 }

@@ -138,6 +138,11 @@ pub struct RankPlacement {
     pub host_cpus: u32,
     /// OpenMP threads of all ranks on its host.
     pub host_threads: u32,
+    /// The CPUs its OpenMP threads were bound to in the run (the union of
+    /// their masks; empty when not recorded): fewer than `cpus` when
+    /// `OMP_PROC_BIND`/`OMP_PLACES` pinned threads together.
+    #[serde(default)]
+    pub thread_cpus: Vec<u32>,
 }
 
 /// One node of the POP efficiency tree.

@@ -3,7 +3,10 @@
 //! mistake is a launcher binding each rank to one core (Open MPI does by
 //! default for up to two ranks) while the rank runs several OpenMP threads:
 //! they then take turns on that core, loops run at a fraction of their speed
-//! and every barrier waits for a thread to get the core back.
+//! and every barrier waits for a thread to get the core back. The OpenMP
+//! runtime can do the same inside a wide mask (`OMP_PROC_BIND=master`, or
+//! fewer `OMP_PLACES` than threads): the threads' own masks, read while the
+//! run lasts, show it.
 
 use crate::model::{RankPlacement, RunFacts};
 use hyscope_format::manifest::Manifest;
@@ -34,6 +37,18 @@ pub fn rank_placement(m: &Manifest, run: &RunFacts) -> Vec<RankPlacement> {
                 .copied()
                 .unwrap_or(1)
                 .max(1);
+            // The threads' masks as the run left them: only when every
+            // OpenMP thread has one (a partial set would undercount).
+            let mut bound: Vec<u32> = Vec::new();
+            if r.thread_cpus.len() >= threads as usize && threads > 1 {
+                bound = r
+                    .thread_cpus
+                    .iter()
+                    .flat_map(|t| t.cpus.iter().copied())
+                    .collect();
+                bound.sort_unstable();
+                bound.dedup();
+            }
             RankPlacement {
                 rank: r.rank,
                 host: r.host.clone(),
@@ -41,6 +56,7 @@ pub fn rank_placement(m: &Manifest, run: &RunFacts) -> Vec<RankPlacement> {
                 cpus: r.cores.clone(),
                 host_cpus: r.node_cpus,
                 host_threads: threads_on_host(&r.host),
+                thread_cpus: bound,
             }
         })
         .collect();
@@ -49,9 +65,26 @@ pub fn rank_placement(m: &Manifest, run: &RunFacts) -> Vec<RankPlacement> {
 }
 
 impl RankPlacement {
-    /// More OpenMP threads than CPUs the rank may run on.
+    /// The CPUs its OpenMP threads ran on: their masks' union where
+    /// recorded, else the rank's mask.
+    pub fn run_cpus(&self) -> &[u32] {
+        if self.thread_cpus.is_empty() {
+            &self.cpus
+        } else {
+            &self.thread_cpus
+        }
+    }
+
+    /// More OpenMP threads than CPUs they may run on.
     pub fn threads_share_cpus(&self) -> bool {
-        self.threads as usize > self.cpus.len()
+        self.threads as usize > self.run_cpus().len()
+    }
+
+    /// The OpenMP runtime bound the threads to fewer CPUs than the rank has
+    /// (`OMP_PROC_BIND=master`/`primary`, or `OMP_PLACES` with fewer places
+    /// than threads): the fix is the OpenMP binding, not the launcher's.
+    pub fn pinned_together(&self) -> bool {
+        self.threads_share_cpus() && self.run_cpus().len() < self.cpus.len()
     }
 
     /// The host has fewer CPUs than its ranks run threads in all (unknown
@@ -66,24 +99,29 @@ impl RankPlacement {
         self.threads_share_cpus() && !self.host_oversubscribed()
     }
 
-    /// `0-3,8` style list of the rank's CPUs.
+    /// `0-3,8` style list of the CPUs its threads ran on ([`Self::run_cpus`]).
     pub fn cpu_list(&self) -> String {
-        let mut parts: Vec<String> = Vec::new();
-        let mut i = 0;
-        while i < self.cpus.len() {
-            let mut j = i;
-            while j + 1 < self.cpus.len() && self.cpus[j + 1] == self.cpus[j] + 1 {
-                j += 1;
-            }
-            parts.push(if j > i {
-                format!("{}-{}", self.cpus[i], self.cpus[j])
-            } else {
-                self.cpus[i].to_string()
-            });
-            i = j + 1;
-        }
-        parts.join(",")
+        cpu_list(self.run_cpus())
     }
+}
+
+/// `0-3,8` style list of sorted CPU numbers.
+pub fn cpu_list(cpus: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
 }
 
 #[cfg(test)]
@@ -98,7 +136,32 @@ mod tests {
             cpus: cpus.to_vec(),
             host_cpus,
             host_threads,
+            thread_cpus: Vec::new(),
         }
+    }
+
+    #[test]
+    fn threads_pinned_together_by_the_openmp_binding() {
+        // OMP_PROC_BIND=master on a 2-CPU rank: both threads on CPU 0.
+        let master = RankPlacement {
+            thread_cpus: vec![0],
+            ..p(2, &[0, 1], 2, 2)
+        };
+        assert!(master.threads_share_cpus() && master.pinned_together());
+        assert!(master.bound_too_tightly(), "the host has CPUs to spare");
+        assert_eq!(master.cpu_list(), "0");
+        // OMP_PROC_BIND=close: a CPU each.
+        let close = RankPlacement {
+            thread_cpus: vec![0, 1],
+            ..p(2, &[0, 1], 2, 2)
+        };
+        assert!(!close.threads_share_cpus() && !close.pinned_together());
+        // The launcher's binding (no OpenMP binding): not the runtime's doing.
+        let bound = RankPlacement {
+            thread_cpus: vec![0],
+            ..p(2, &[0], 2, 2)
+        };
+        assert!(bound.threads_share_cpus() && !bound.pinned_together());
     }
 
     #[test]

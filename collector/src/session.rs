@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use hyscope_format::Manifest;
-use hyscope_format::manifest::RankInfo;
+use hyscope_format::manifest::{RankInfo, ThreadCpus};
 
 use crate::events::{self, lock};
 use crate::{clock, symbols};
@@ -38,6 +38,8 @@ static SESSION: OnceLock<Session> = OnceLock::new();
 static RANK: AtomicU32 = AtomicU32::new(0);
 static MANIFEST_BY_MPI: AtomicBool = AtomicBool::new(false);
 static MPI_SEEN: AtomicBool = AtomicBool::new(false);
+/// The exit path has begun ([`sample_thread_cpus`] keeps earlier masks).
+static EXITING: AtomicBool = AtomicBool::new(false);
 /// Serialises the exit path (atexit and OMPT finalize may both run it).
 static FINISH: Mutex<()> = Mutex::new(());
 
@@ -165,7 +167,37 @@ pub fn rank_info_snapshot() -> RankInfo {
     info.encode_ns = events::encode_ns();
     info.threads = info.threads.max(hyscope_ompt::threads_seen());
     info.warnings = lock(&s.warnings).clone();
+    info.thread_cpus = sample_thread_cpus();
     info
+}
+
+/// Read each OpenMP thread's affinity mask into the rank's info and return
+/// them all. Read from outside the threads (by kernel thread id), so the
+/// callbacks pay nothing; the sampler thread calls this every tick, and the
+/// rank's info is read before `MPI_Finalize` and at exit.
+///
+/// At exit, a mask read earlier is kept: libomp gives the initial thread
+/// back its original mask when it shuts down, before OMPT's finalize and
+/// `atexit` (checked with `OMP_PROC_BIND=close`: CPU 0 in the run, 0-1 at
+/// finalize), and a thread gone since keeps the mask it had.
+pub fn sample_thread_cpus() -> Vec<ThreadCpus> {
+    let at_exit = EXITING.load(Ordering::Relaxed);
+    let mut info = lock(&session().rank_info);
+    for (thread, tid) in hyscope_ompt::thread_ids() {
+        let known = info.thread_cpus.iter().position(|t| t.thread == thread);
+        if at_exit && known.is_some() {
+            continue;
+        }
+        let Some(cpus) = affinity_of(tid) else {
+            continue;
+        };
+        match known {
+            Some(i) => info.thread_cpus[i].cpus = cpus,
+            None => info.thread_cpus.push(ThreadCpus { thread, cpus }),
+        }
+    }
+    info.thread_cpus.sort_by_key(|t| t.thread);
+    info.thread_cpus.clone()
 }
 
 /// Before `MPI_Finalize` lets the ranks go: encode everything recorded so far
@@ -196,6 +228,7 @@ pub fn finish() {
     if !events::is_active() {
         return;
     }
+    EXITING.store(true, Ordering::Relaxed);
     hyscope_ompt::before_exit_flush();
     events::flush_all();
     let Some(dir) = trace_dir() else {
@@ -366,16 +399,24 @@ fn online_cpus() -> u32 {
 }
 
 fn affinity() -> Vec<u32> {
+    affinity_of(0).unwrap_or_default()
+}
+
+/// The CPUs thread `tid` may run on (0 = the calling thread); None when it
+/// has exited.
+fn affinity_of(tid: i32) -> Option<Vec<u32>> {
     // SAFETY: set is a plain bitmask, zeroed before use.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
+        if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return None;
         }
-        (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .map(|c| c as u32)
-            .collect()
+        Some(
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .map(|c| c as u32)
+                .collect(),
+        )
     }
 }
 

@@ -79,6 +79,10 @@ pub struct RankInfo {
     pub cores: Vec<u32>,
     /// CPUs online on the host (0 = not recorded, traces before this field).
     pub node_cpus: u32,
+    /// Each OpenMP thread's affinity mask as the run left it (read before
+    /// `MPI_Finalize` and at exit): what `OMP_PROC_BIND`/`OMP_PLACES` made of
+    /// `cores`. Empty in traces before this field.
+    pub thread_cpus: Vec<ThreadCpus>,
     /// OpenMP threads seen (max thread index + 1).
     pub threads: u32,
     /// Offsets of this rank's clock to rank 0's, measured at MPI_Init and MPI_Finalize.
@@ -104,6 +108,15 @@ pub struct RankInfo {
     pub warnings: Vec<String>,
     /// Process exit status as far as the collector saw it (None if it did not finish cleanly).
     pub finished: bool,
+}
+
+/// One OpenMP thread's affinity mask ([`RankInfo::thread_cpus`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ThreadCpus {
+    /// The thread's index (the `thread` column of the `omp` table).
+    pub thread: u32,
+    pub cpus: Vec<u32>,
 }
 
 /// `rank_clock - offset_ns = rank 0 clock` at local time `local_ns`.

@@ -363,6 +363,12 @@ pub fn release_held_of_this_thread() {
     state::release_held_of_this_thread();
 }
 
+/// (thread index, kernel thread id) of every thread the adapter has seen, in
+/// the order they first called back: whose affinity the collector reads.
+pub fn thread_ids() -> Vec<(u32, i32)> {
+    state::thread_ids()
+}
+
 /// Called in a forked child right after `fork` (see the collector's fork
 /// handler): forget the intervals the parent's threads held back.
 pub fn forget_parents_held() {

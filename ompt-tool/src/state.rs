@@ -81,6 +81,9 @@ struct StatePtr(*mut ThreadState);
 unsafe impl Send for StatePtr {}
 
 static STATES: Mutex<Vec<StatePtr>> = Mutex::new(Vec::new());
+/// (thread index, kernel thread id) of every thread with a state, for
+/// [`crate::thread_ids`] (apart from the state: the hot data keeps its layout).
+static THREAD_IDS: Mutex<Vec<(u32, i32)>> = Mutex::new(Vec::new());
 static THREADS: AtomicU32 = AtomicU32::new(0);
 /// Intervals lost to a full stack.
 pub(crate) static STACK_OVERFLOWS: AtomicU64 = AtomicU64::new(0);
@@ -141,7 +144,18 @@ fn create() -> &'static mut ThreadState {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(StatePtr(p));
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    THREAD_IDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((index, tid));
     state
+}
+
+/// See [`crate::thread_ids`].
+pub(crate) fn thread_ids() -> Vec<(u32, i32)> {
+    THREAD_IDS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 pub(crate) fn in_parallel() -> bool {

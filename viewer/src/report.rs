@@ -206,11 +206,11 @@ pub fn render(a: &Analysis, top: usize) -> String {
         kv(
             "CPU placement",
             format!(
-                "rank {}: {} OpenMP threads on CPU {} ({} of {}'s {}{})",
+                "rank {}: {} OpenMP threads on CPU {} ({} of {}'s {}{}{})",
                 p.rank,
                 p.threads,
                 p.cpu_list(),
-                p.cpus.len(),
+                p.run_cpus().len(),
                 p.host,
                 if p.host_cpus > 0 {
                     p.host_cpus.to_string()
@@ -219,6 +219,14 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 },
                 if p.host_oversubscribed() {
                     format!("; {} threads on the host", p.host_threads)
+                } else {
+                    String::new()
+                },
+                if p.pinned_together() {
+                    format!(
+                        "; bound there by the OpenMP runtime, the rank may use CPU {}",
+                        hyscope_analyzer::placement::cpu_list(&p.cpus)
+                    )
                 } else {
                     String::new()
                 }

@@ -182,3 +182,75 @@ fn threads_bound_to_one_core_are_reported() {
         }
     }
 }
+
+/// The OpenMP runtime's own binding inside a wide mask: under
+/// `OMP_PROC_BIND=master` both threads of the rank run on the primary's core
+/// (their masks, read before `MPI_Finalize`, say so) and the finding names the
+/// OpenMP setting; under `OMP_PROC_BIND=close` each has a core of its own.
+#[test]
+fn threads_pinned_together_by_omp_proc_bind_are_reported() {
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    if host_cpus < 2 {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_mpi(tmp.path(), "hybrid_app", MPI_SRC);
+    for bind in ["master", "close"] {
+        let out_dir = tmp.path().join(format!("trace-{bind}"));
+        let out = record_into(&out_dir)
+            .arg("mpirun")
+            .args(mpirun_args(1))
+            .args(["--bind-to", "none", "-x", "OMP_NUM_THREADS=2"])
+            .args([
+                "-x",
+                &format!("OMP_PROC_BIND={bind}"),
+                "-x",
+                "OMP_PLACES=cores",
+            ])
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+        let trace = Trace::open(&out_dir).unwrap();
+        let rank = &trace.manifest.ranks[0];
+        assert_eq!(rank.cores.len() as u32, host_cpus, "{:?}", rank.cores);
+        let masks: Vec<&Vec<u32>> = rank.thread_cpus.iter().map(|t| &t.cpus).collect();
+        assert_eq!(masks.len(), 2, "{:?}", rank.thread_cpus);
+        assert!(
+            masks.iter().all(|m| m.len() == 1),
+            "one core each: {masks:?}"
+        );
+        let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
+        let p = &a.run.placement[0];
+        let finding = a
+            .findings
+            .iter()
+            .find(|f| f.title.starts_with("OpenMP threads share CPUs"));
+        if bind == "master" {
+            assert_eq!(masks[0], masks[1], "the primary's place for both");
+            assert!(p.pinned_together() && p.threads_share_cpus());
+            let f = finding.expect("placement finding");
+            assert_eq!(
+                f.title,
+                format!(
+                    "OpenMP threads share CPUs: rank 0 runs 2 threads on CPU {}",
+                    masks[0][0]
+                )
+            );
+            assert!(
+                f.what_to_do.contains("OMP_PROC_BIND=close"),
+                "{}",
+                f.what_to_do
+            );
+            assert!(f.cost_s > 0.0, "{f:?}");
+            let report = hyscope().arg("report").arg(&out_dir).output().unwrap();
+            let text = String::from_utf8_lossy(&report.stdout);
+            assert!(text.contains("bound there by the OpenMP runtime"), "{text}");
+        } else {
+            assert_ne!(masks[0], masks[1], "a core each");
+            assert!(!p.threads_share_cpus());
+            assert!(finding.is_none(), "{finding:?}");
+        }
+    }
+}

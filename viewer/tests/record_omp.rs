@@ -458,3 +458,41 @@ fn tasks_run_at_a_barrier_count_as_busy() {
         tasks.run_s
     );
 }
+
+/// An OpenMP-only program under `OMP_PROC_BIND=master`: the sampler thread
+/// reads the threads' masks while the run lasts (libomp gives the initial
+/// thread its original mask back before the exit path), so both threads show
+/// the primary's CPU and the report names the runtime's binding.
+#[test]
+fn omp_proc_bind_master_is_seen_in_an_openmp_only_run() {
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if host_cpus < 2 {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp_test_program(tmp.path(), "barrier_imbalance");
+    let out_dir = tmp.path().join("trace");
+    let out = record_into(&out_dir)
+        .env("OMP_NUM_THREADS", "2")
+        .env("OMP_PROC_BIND", "master")
+        .env("OMP_PLACES", "cores")
+        // A reading every 2 ms: the program runs ≈ 20 ms.
+        .env("HYSCOPE_SAMPLE_MS", "2")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    let trace = Trace::open(&out_dir).unwrap();
+    let rank = &trace.manifest.ranks[0];
+    let masks: Vec<&Vec<u32>> = rank.thread_cpus.iter().map(|t| &t.cpus).collect();
+    assert_eq!(masks.len(), 2, "{:?}", rank.thread_cpus);
+    assert_eq!(masks[0].len(), 1, "{masks:?}");
+    assert_eq!(masks[0], masks[1], "the primary's place for both");
+    let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
+    assert!(
+        a.run.placement[0].pinned_together(),
+        "{:?}",
+        a.run.placement
+    );
+}

@@ -267,6 +267,9 @@ fn run(every: Duration) {
             return;
         }
         sample_all(&mut st);
+        // OpenMP threads are bound at their first fork: their masks, read
+        // while the run lasts (libomp restores the initial thread's at exit).
+        crate::session::sample_thread_cpus();
         st = WAKE
             .wait_timeout(st, every)
             .map(|(g, _)| g)
