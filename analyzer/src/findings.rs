@@ -193,8 +193,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
 /// core per thread saves ([`bound_rank_gain`]). On an oversubscribed host no
 /// binding helps; what sharing costs there is measured by the barriers'
 /// synchronisation (a released thread waits for a core). Profile-mode traces
-/// have no per-instance busy times: no gain, no finding (the report's Run
-/// section still lists the placement).
+/// estimate the gain from the threads' busy times over the run.
 fn placement_finding(
     a: &Analysis,
     o: &OpenMpOverhead,
@@ -247,12 +246,17 @@ fn placement_finding(
                 "the launcher bound the rank to fewer CPUs than its OpenMP threads{host} (Open MPI binds each rank to one core by default for up to 2 ranks): give each rank {threads} cores — Open MPI `mpirun --map-by slot:PE={threads}` (or `--bind-to none`), MPICH `mpiexec -bind-to core:{threads}`, Slurm `srun --cpus-per-task={threads}` — with OMP_PROC_BIND=close OMP_PLACES=cores"
             )
         };
+        let estimate = if a.run.mode == "profile" {
+            " (profile mode: the gain is estimated from each thread's busy time over the run, without the barriers' synchronisation; a trace-mode run measures it per region)"
+        } else {
+            ""
+        };
         push(
             format!("OpenMP threads share CPUs: {who}"),
             "placement",
             None,
             gain,
-            advice,
+            format!("{advice}{estimate}"),
         );
     } else {
         // Σ over every thread of every rank: the average thread's share.
@@ -286,7 +290,20 @@ fn placement_finding(
 /// barrier synchronisation. (`examples/hybrid`, one rank bound to one core
 /// against `--bind-to none`, 4 alternating runs: 0.163 s predicted, 0.151 s
 /// gained in the regions; `benchmarks/analyzer.md`, "CPU placement".)
+///
+/// A profile-mode trace has only totals: its threads' busy times over the
+/// whole run stand in for each region's (the same model, as if every region
+/// instance split its work like the run does), and no synchronisation split
+/// (libomp's waits span its barriers).
 fn bound_rank_gain(a: &Analysis, p: &RankPlacement) -> f64 {
+    if a.run.mode == "profile" {
+        let mut busy = p.thread_busy_s.clone();
+        return if busy.len() > 1 {
+            shared_cpu_gain(&mut busy, p.run_cpus().len())
+        } else {
+            0.0
+        };
+    }
     let Some(regions) = a.regions.get() else {
         return 0.0;
     };

@@ -79,7 +79,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
     let energy = energy::analyze_energy(data, &run, &omp);
     let pop = pop::analyze_pop(data, &run, &omp);
     let mut run = run;
-    run.placement = placement::rank_placement(&data.manifest, &run);
+    run.placement = placement::rank_placement(&data.manifest, &run, &omp.ranks);
     run.serialized_regions = omp.serialized_regions;
     run.clipped_join_waits = omp.clipped_join_waits;
     run.clipped_join_wait_s = omp.clipped_join_wait_s;

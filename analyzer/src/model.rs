@@ -143,6 +143,11 @@ pub struct RankPlacement {
     /// `OMP_PROC_BIND`/`OMP_PLACES` pinned threads together.
     #[serde(default)]
     pub thread_cpus: Vec<u32>,
+    /// Each OpenMP thread's busy time over the run (s; implicit tasks less
+    /// barriers and lock waits): the work a profile-mode trace, which has no
+    /// per-region times per thread, gives the processor-sharing model.
+    #[serde(default)]
+    pub thread_busy_s: Vec<f64>,
 }
 
 /// One node of the POP efficiency tree.

@@ -8,11 +8,13 @@
 //! fewer `OMP_PLACES` than threads): the threads' own masks, read while the
 //! run lasts, show it.
 
+use crate::load::ns_to_s;
 use crate::model::{RankPlacement, RunFacts};
+use crate::omp::RankOmp;
 use hyscope_format::manifest::Manifest;
 
 /// One row per rank that recorded its affinity.
-pub fn rank_placement(m: &Manifest, run: &RunFacts) -> Vec<RankPlacement> {
+pub fn rank_placement(m: &Manifest, run: &RunFacts, omp: &[RankOmp]) -> Vec<RankPlacement> {
     let threads_on_host = |host: &str| -> u32 {
         m.ranks
             .iter()
@@ -57,6 +59,11 @@ pub fn rank_placement(m: &Manifest, run: &RunFacts) -> Vec<RankPlacement> {
                 host_cpus: r.node_cpus,
                 host_threads: threads_on_host(&r.host),
                 thread_cpus: bound,
+                thread_busy_s: omp
+                    .iter()
+                    .find(|o| o.rank == r.rank)
+                    .map(|o| o.busy_ns.iter().map(|&ns| ns_to_s(ns)).collect())
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -137,6 +144,7 @@ mod tests {
             host_cpus,
             host_threads,
             thread_cpus: Vec::new(),
+            thread_busy_s: Vec::new(),
         }
     }
 

@@ -618,3 +618,47 @@ fn threads_with_a_cpu_each_are_no_finding() {
             .any(|f| f.title.starts_with("OpenMP threads share CPUs"))
     );
 }
+
+/// Profile mode has no per-region times per thread: the placement gain comes
+/// from each thread's busy time over the run (implicit task − barriers).
+#[test]
+fn profile_mode_placement_gain_from_busy_totals() {
+    let mut b = Builder::new(1, 2, 1);
+    b.manifest.mode = "profile".into();
+    b.manifest.ranks[0].cores = vec![0];
+    b.manifest.ranks[0].node_cpus = 2;
+    let sum = |thread: u32, kind: OmpKind, flags: u32, codeptr: u64, total: i64| OmpRecord {
+        thread,
+        kind: OmpKind::Summary as u8,
+        variant: kind as u8,
+        start_ns: 0,
+        end_ns: MS,
+        codeptr,
+        count: 1,
+        chunk_start: total as u64,
+        flags,
+        ..OmpRecord::default()
+    };
+    for r in [
+        sum(0, OmpKind::Parallel, 0, REGION, 320 * US),
+        sum(0, OmpKind::ImplicitTask, 0, 0, 300 * US),
+        sum(1, OmpKind::ImplicitTask, 0, 0, 250 * US),
+        sum(0, OmpKind::Sync, 9, REGION, 200 * US),
+        sum(1, OmpKind::Sync, 9, REGION, 50 * US),
+    ] {
+        b.omp(0, r);
+    }
+    let (_d, a) = b.analyze();
+    let p = &a.run.placement[0];
+    assert_eq!(p.thread_busy_s.len(), 2);
+    assert!(close(p.thread_busy_s[0], 100e-6, 1e-12), "{p:?}");
+    assert!(close(p.thread_busy_s[1], 200e-6, 1e-12), "{p:?}");
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.title.starts_with("OpenMP threads share CPUs"))
+        .expect("placement finding");
+    // As in trace mode: busy 100 and 200 µs on one CPU, 50 µs to gain.
+    assert!(close(f.cost_s, 50e-6, 1e-12), "{}", f.cost_s);
+    assert!(f.what_to_do.contains("profile mode"), "{}", f.what_to_do);
+}

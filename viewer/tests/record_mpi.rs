@@ -186,7 +186,8 @@ fn threads_bound_to_one_core_are_reported() {
 /// The OpenMP runtime's own binding inside a wide mask: under
 /// `OMP_PROC_BIND=master` both threads of the rank run on the primary's core
 /// (their masks, read before `MPI_Finalize`, say so) and the finding names the
-/// OpenMP setting; under `OMP_PROC_BIND=close` each has a core of its own.
+/// OpenMP setting (in profile mode too, with a gain from the threads' busy
+/// totals); under `OMP_PROC_BIND=close` each has a core of its own.
 #[test]
 fn threads_pinned_together_by_omp_proc_bind_are_reported() {
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
@@ -196,9 +197,16 @@ fn threads_pinned_together_by_omp_proc_bind_are_reported() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_mpi(tmp.path(), "hybrid_app", MPI_SRC);
-    for bind in ["master", "close"] {
-        let out_dir = tmp.path().join(format!("trace-{bind}"));
-        let out = record_into(&out_dir)
+    for (bind, mode) in [
+        ("master", "trace"),
+        ("close", "trace"),
+        ("master", "profile"),
+    ] {
+        let out_dir = tmp.path().join(format!("trace-{bind}-{mode}"));
+        let out = hyscope()
+            .args(["record", "--mode", mode, "-o"])
+            .arg(&out_dir)
+            .arg("--")
             .arg("mpirun")
             .args(mpirun_args(1))
             .args(["--bind-to", "none", "-x", "OMP_NUM_THREADS=2"])
@@ -243,7 +251,9 @@ fn threads_pinned_together_by_omp_proc_bind_are_reported() {
                 "{}",
                 f.what_to_do
             );
+            // Profile mode estimates it from the threads' busy totals.
             assert!(f.cost_s > 0.0, "{f:?}");
+            assert_eq!(f.what_to_do.contains("profile mode"), mode == "profile");
             let report = hyscope().arg("report").arg(&out_dir).output().unwrap();
             let text = String::from_utf8_lossy(&report.stdout);
             assert!(text.contains("bound there by the OpenMP runtime"), "{text}");
