@@ -52,7 +52,7 @@ fn short_name(s: State) -> &'static str {
         State::Serial => "serial",
         State::Compute => "compute",
         State::OmpRuntime => "omp-rt",
-        State::BarrierWait => "barrier",
+        State::BarrierWait => "bar-wait",
         State::LockWait => "lock",
         State::Task => "task",
         State::MpiP2p => "p2p",
