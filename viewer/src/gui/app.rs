@@ -383,9 +383,24 @@ impl GuiApp {
         // Legend.
         ui.horizontal_wrapped(|ui| {
             for s in State::ALL {
-                let (r, _) = ui.allocate_exact_size(Vec2::new(10.0, 10.0), egui::Sense::hover());
-                ui.painter().rect_filled(r, 0.0, state_color(s, self.dark));
-                ui.label(s.name()).on_hover_text(s.description());
+                // Swatch and name in one label that does not wrap: a row
+                // break never parts a colour from its name.
+                let mut job = egui::text::LayoutJob::default();
+                let body = egui::TextStyle::Body.resolve(ui.style());
+                // A block from the monospace font (egui's proportional one has none).
+                let mono = egui::FontId::monospace(body.size);
+                job.append(
+                    "█",
+                    0.0,
+                    egui::TextFormat::simple(mono, state_color(s, self.dark)),
+                );
+                job.append(
+                    s.name(),
+                    4.0,
+                    egui::TextFormat::simple(body, ui.visuals().text_color()),
+                );
+                ui.add(egui::Label::new(job).wrap_mode(egui::TextWrapMode::Extend))
+                    .on_hover_text(s.description());
             }
         });
         ui.separator();

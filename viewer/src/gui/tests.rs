@@ -194,6 +194,8 @@ fn open_zoom_select_and_read_the_selection_panel() {
     h.get_by_label(&format!("thread time {}", fmt_ns(3.0 * len)));
     for state in ["compute", "barrier wait", "MPI p2p"] {
         h.get_by_label(&format!("{state}: {} (33.3 %)", fmt_ns(len)));
+        // Its legend entry: swatch and name in one label (they never wrap apart).
+        h.get_by_label(&format!("█{state}"));
     }
     // Zoom to the selection.
     h.key_press(Key::Z);
