@@ -226,8 +226,10 @@ fn placement_finding(
         )
     };
     let threads = first.threads;
+    // Pinned together by the OpenMP runtime is a case of bound too tightly
+    // (an oversubscribed host gets the other advice): only the fix differs.
     let pinned = sharing.iter().all(|p| p.pinned_together());
-    if pinned || sharing.iter().all(|p| p.bound_too_tightly()) {
+    if sharing.iter().all(|p| p.bound_too_tightly()) {
         let gain: f64 = sharing.iter().map(|p| bound_rank_gain(a, p)).sum::<f64>() / ranks;
         let advice = if pinned {
             format!(
@@ -299,7 +301,7 @@ fn bound_rank_gain(a: &Analysis, p: &RankPlacement) -> f64 {
     if a.run.mode == "profile" {
         let mut busy = p.thread_busy_s.clone();
         return if busy.len() > 1 {
-            shared_cpu_gain(&mut busy, p.run_cpus().len())
+            shared_cpu_gain(&mut busy, p.run_cpus().len(), p.cpus_after_fix())
         } else {
             0.0
         };
@@ -321,7 +323,7 @@ fn bound_rank_gain(a: &Analysis, p: &RankPlacement) -> f64 {
             // runtime's microsecond.
             let sync =
                 mine.iter().map(|t| t.barrier.sync_overhead_s).sum::<f64>() / mine.len() as f64;
-            shared_cpu_gain(&mut busy, p.run_cpus().len()) + sync
+            shared_cpu_gain(&mut busy, p.run_cpus().len(), p.cpus_after_fix()) + sync
         })
         .sum()
 }
@@ -331,16 +333,26 @@ fn bound_rank_gain(a: &Analysis, p: &RankPlacement) -> f64 {
 /// n threads are still busy each runs at min(1, cpus/n) of a core, so the
 /// work a thread did is rebuilt from the busy times in increasing order; the
 /// slowest thread's work alone is then its time on its own core.
-pub fn shared_cpu_gain(busy: &mut [f64], cpus: usize) -> f64 {
+///
+/// `cpus_after` is what the fix gives them: a core each for the launcher's
+/// binding, but only the rank's own CPUs when the fix is the OpenMP binding
+/// inside its mask; the slowest thread's time is then rebuilt under sharing
+/// of those.
+pub fn shared_cpu_gain(busy: &mut [f64], cpus: usize, cpus_after: usize) -> f64 {
     busy.sort_by(f64::total_cmp);
     let n = busy.len();
-    let (mut work, mut prev) = (0.0, 0.0);
+    // Under processor sharing threads finish in order of their work: the
+    // k-th phase runs n − k threads at min(1, cpus / (n − k)) each.
+    let rate = |c: usize, k: usize| (c as f64 / (n - k) as f64).min(1.0);
+    let (mut time_after, mut work, mut prev) = (0.0, 0.0, 0.0);
     for (k, &b) in busy.iter().enumerate() {
-        let rate = (cpus as f64 / (n - k) as f64).min(1.0);
-        work += (b - prev).max(0.0) * rate;
+        let done = (b - prev).max(0.0) * rate(cpus, k);
+        work += done;
+        time_after += done / rate(cpus_after, k);
         prev = b;
     }
-    (prev - work).max(0.0)
+    debug_assert!(work <= prev + 1e-9);
+    (prev - time_after).max(0.0)
 }
 
 #[cfg(test)]
@@ -351,12 +363,17 @@ mod tests {
     fn processor_sharing_rebuilds_the_work() {
         // 2 threads on 1 CPU, works 50 and 150: the light one finishes at
         // 100 (half a core), the heavy one at 200; alone it would take 150.
-        assert_eq!(shared_cpu_gain(&mut [200.0, 100.0], 1), 50.0);
+        assert_eq!(shared_cpu_gain(&mut [200.0, 100.0], 1, 2), 50.0);
         // Equal works 100 on one CPU: both busy 200, each alone 100.
-        assert_eq!(shared_cpu_gain(&mut [200.0, 200.0], 1), 100.0);
+        assert_eq!(shared_cpu_gain(&mut [200.0, 200.0], 1, 2), 100.0);
         // 4 threads of 100 on 2 CPUs: all busy 200; alone 100.
-        assert_eq!(shared_cpu_gain(&mut [200.0; 4], 2), 100.0);
+        assert_eq!(shared_cpu_gain(&mut [200.0; 4], 2, 4), 100.0);
         // Enough CPUs: nothing to gain.
-        assert_eq!(shared_cpu_gain(&mut [80.0, 100.0], 2), 0.0);
+        assert_eq!(shared_cpu_gain(&mut [80.0, 100.0], 2, 2), 0.0);
+        // 4 threads of 100 pinned to 1 CPU of a rank's 2: busy 400 each;
+        // spread over the 2 they take 200.
+        assert_eq!(shared_cpu_gain(&mut [400.0; 4], 1, 2), 200.0);
+        // More CPUs after than threads: a core each, as with exactly 2.
+        assert_eq!(shared_cpu_gain(&mut [200.0, 100.0], 1, 4), 50.0);
     }
 }

@@ -94,6 +94,17 @@ impl RankPlacement {
         self.threads_share_cpus() && self.run_cpus().len() < self.cpus.len()
     }
 
+    /// The CPUs its threads would share once the binding is fixed: a core
+    /// each when the launcher's mask is the limit; the rank's own CPUs when
+    /// the OpenMP runtime pinned them together inside it.
+    pub fn cpus_after_fix(&self) -> usize {
+        if self.pinned_together() {
+            self.cpus.len()
+        } else {
+            self.threads as usize
+        }
+    }
+
     /// The host has fewer CPUs than its ranks run threads in all (unknown
     /// CPU count: not judged).
     pub fn host_oversubscribed(&self) -> bool {
@@ -158,6 +169,19 @@ mod tests {
         assert!(master.threads_share_cpus() && master.pinned_together());
         assert!(master.bound_too_tightly(), "the host has CPUs to spare");
         assert_eq!(master.cpu_list(), "0");
+        assert_eq!(master.cpus_after_fix(), 2, "the rank's 2 CPUs");
+        // 4 threads pinned to one of the rank's 2 CPUs: fixed, they share 2.
+        let four = RankPlacement {
+            thread_cpus: vec![0],
+            ..p(4, &[0, 1], 8, 4)
+        };
+        assert_eq!(four.cpus_after_fix(), 2);
+        // The same on an oversubscribed host: not a binding to fix.
+        let over = RankPlacement {
+            thread_cpus: vec![0],
+            ..p(2, &[0, 1], 2, 4)
+        };
+        assert!(over.pinned_together() && !over.bound_too_tightly());
         // OMP_PROC_BIND=close: a CPU each.
         let close = RankPlacement {
             thread_cpus: vec![0, 1],
@@ -170,6 +194,7 @@ mod tests {
             ..p(2, &[0], 2, 2)
         };
         assert!(bound.threads_share_cpus() && !bound.pinned_together());
+        assert_eq!(bound.cpus_after_fix(), 2, "a core each");
     }
 
     #[test]
