@@ -176,10 +176,13 @@ pub fn rank_info_snapshot() -> RankInfo {
 /// callbacks pay nothing; the sampler thread calls this every tick, and the
 /// rank's info is read before `MPI_Finalize` and at exit.
 ///
-/// At exit, a mask read earlier is kept: libomp gives the initial thread
-/// back its original mask when it shuts down, before OMPT's finalize and
-/// `atexit` (checked with `OMP_PROC_BIND=close`: CPU 0 in the run, 0-1 at
-/// finalize), and a thread gone since keeps the mask it had.
+/// At exit, a mask read earlier is kept: a thread gone since keeps the mask
+/// it had, and libomp may give the initial thread its original mask back
+/// when it shuts down. `atexit` handlers and the application's destructors
+/// still see the bound mask (checked on 2026-11-26 with `OMP_PROC_BIND=close`
+/// and `master`, OpenMP-only and under `mpirun`), so an OpenMP-only run too
+/// short for the sampler, or without it, is read right at exit
+/// (`record_omp.rs`, `HYSCOPE_SAMPLE_MS=0`).
 pub fn sample_thread_cpus() -> Vec<ThreadCpus> {
     let at_exit = EXITING.load(Ordering::Relaxed);
     let mut info = lock(&session().rank_info);

@@ -459,10 +459,12 @@ fn tasks_run_at_a_barrier_count_as_busy() {
     );
 }
 
-/// An OpenMP-only program under `OMP_PROC_BIND=master`: the sampler thread
-/// reads the threads' masks while the run lasts (libomp gives the initial
-/// thread its original mask back before the exit path), so both threads show
-/// the primary's CPU and the report names the runtime's binding.
+/// An OpenMP-only program under `OMP_PROC_BIND=master`: the threads' masks,
+/// read by the sampler thread while the run lasts and at exit, show the
+/// primary's CPU for both threads, and the report names the runtime's
+/// binding. Without the sampler (`HYSCOPE_SAMPLE_MS=0`, as in any run
+/// shorter than one interval) the exit reading alone must do: the initial
+/// thread must still be bound then.
 #[test]
 fn omp_proc_bind_master_is_seen_in_an_openmp_only_run() {
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -472,27 +474,29 @@ fn omp_proc_bind_master_is_seen_in_an_openmp_only_run() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp_test_program(tmp.path(), "barrier_imbalance");
-    let out_dir = tmp.path().join("trace");
-    let out = record_into(&out_dir)
-        .env("OMP_NUM_THREADS", "2")
-        .env("OMP_PROC_BIND", "master")
-        .env("OMP_PLACES", "cores")
-        // A reading every 2 ms: the program runs ≈ 20 ms.
-        .env("HYSCOPE_SAMPLE_MS", "2")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
-    let trace = Trace::open(&out_dir).unwrap();
-    let rank = &trace.manifest.ranks[0];
-    let masks: Vec<&Vec<u32>> = rank.thread_cpus.iter().map(|t| &t.cpus).collect();
-    assert_eq!(masks.len(), 2, "{:?}", rank.thread_cpus);
-    assert_eq!(masks[0].len(), 1, "{masks:?}");
-    assert_eq!(masks[0], masks[1], "the primary's place for both");
-    let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
-    assert!(
-        a.run.placement[0].pinned_together(),
-        "{:?}",
-        a.run.placement
-    );
+    // A reading every 2 ms (the program runs ≈ 20 ms), and none.
+    for sample_ms in ["2", "0"] {
+        let out_dir = tmp.path().join(format!("trace-{sample_ms}"));
+        let out = record_into(&out_dir)
+            .env("OMP_NUM_THREADS", "2")
+            .env("OMP_PROC_BIND", "master")
+            .env("OMP_PLACES", "cores")
+            .env("HYSCOPE_SAMPLE_MS", sample_ms)
+            .arg(&exe)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+        let trace = Trace::open(&out_dir).unwrap();
+        let rank = &trace.manifest.ranks[0];
+        let masks: Vec<&Vec<u32>> = rank.thread_cpus.iter().map(|t| &t.cpus).collect();
+        assert_eq!(masks.len(), 2, "{sample_ms} ms: {:?}", rank.thread_cpus);
+        assert_eq!(masks[0].len(), 1, "{sample_ms} ms: {masks:?}");
+        assert_eq!(masks[0], masks[1], "the primary's place for both");
+        let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
+        assert!(
+            a.run.placement[0].pinned_together(),
+            "{sample_ms} ms: {:?}",
+            a.run.placement
+        );
+    }
 }

@@ -268,7 +268,7 @@ fn run(every: Duration) {
         }
         sample_all(&mut st);
         // OpenMP threads are bound at their first fork: their masks, read
-        // while the run lasts (libomp restores the initial thread's at exit).
+        // while the run lasts (a thread gone by exit keeps its reading).
         crate::session::sample_thread_cpus();
         st = WAKE
             .wait_timeout(st, every)
