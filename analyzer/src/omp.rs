@@ -1636,6 +1636,7 @@ fn build_loop(
             // Without a measured gap, 100 ns: the order of libomp's atomic chunk
             // grab (platform facts: empty callback ~20 ns, FOR construct ~0.9 µs per loop).
             dispatch_ns: dispatch.map_or(100.0, |d| d as f64),
+            dispatch_measured: dispatch.is_some(),
             current,
             current_text,
             imbalance,

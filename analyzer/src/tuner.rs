@@ -1,5 +1,5 @@
 //! Loop schedule tuning: reconstruct the cost of each iteration, simulate
-//! OpenMP schedules with the measured dispatch cost and team size, recommend.
+//! OpenMP schedules with the dispatch cost (measured, or assumed) and team size, recommend.
 //!
 //! The simulator follows libomp's algorithms: `static` gives thread i the
 //! i-th of P nearly equal blocks (the first n mod P threads one iteration more);
@@ -247,6 +247,8 @@ pub struct TuneInput {
     pub trip: u64,
     pub team: u32,
     pub dispatch_ns: f64,
+    /// `dispatch_ns` was measured (gaps between chunks), not assumed.
+    pub dispatch_measured: bool,
     /// The schedule in use, if identified.
     pub current: Option<Sched>,
     pub current_text: String,
@@ -368,16 +370,27 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
             ),
         )
     } else {
-        (
-            best.0,
-            best.1.clone(),
-            format!(
-                "simulation of {} schedules with the measured dispatch cost ({:.0} ns) and team size {}",
-                sims.len(),
-                input.dispatch_ns,
-                input.team
-            ),
-        )
+        let mut rule = format!(
+            "simulation of {} schedules with {} dispatch cost ({:.0} ns) and team size {}",
+            sims.len(),
+            if input.dispatch_measured {
+                "the measured"
+            } else {
+                "an assumed"
+            },
+            input.dispatch_ns,
+            input.team
+        );
+        // Say why the advice is not the top of the simulated list.
+        if let Some((_, fastest)) = sims.first()
+            && fastest.schedule != best.1.schedule
+        {
+            rule.push_str(&format!(
+                "; within 1 % of the fastest ({} {:.2}×) the simpler schedule and the larger chunk (less sensitive to the dispatch cost)",
+                fastest.schedule, fastest.speedup
+            ));
+        }
+        (best.0, best.1.clone(), rule)
     };
     let keep = Some(sched) == input.current;
     let clause = if keep {
@@ -466,6 +479,63 @@ mod tests {
             expect += 1;
         }
         assert_eq!(chunks, expect);
+    }
+
+    /// A triangular loop under plain static, 2 threads, no dispatch cost:
+    /// every round-robin schedule balances it to within 1 %, so the advice is
+    /// the largest static chunk among them, and the rule says which schedule
+    /// simulated fastest and why it was not chosen.
+    #[test]
+    fn advice_within_one_percent_names_the_fastest() {
+        let bins = triangular(32);
+        let model = LoopModel::new(4000, 2, 0.0, &bins);
+        let measured = model.simulate(Sched::Static).0;
+        let input = TuneInput {
+            label: "t.c:1".into(),
+            measured_ns: measured,
+            instances: 1,
+            time_s: measured * 1e-9,
+            share_of_run: 0.5,
+            ranks: 1,
+            trip: 4000,
+            team: 2,
+            dispatch_ns: 0.0,
+            dispatch_measured: true,
+            current: Some(Sched::Static),
+            current_text: "static".into(),
+            imbalance: model.simulate(Sched::Static).1,
+            scheduling_share: 0.0,
+            profile: CostProfile {
+                shape: shape_of(&bins),
+                bins_ns: bins,
+                source: "test".into(),
+            },
+        };
+        let (sims, rec) = tune(&input);
+        let fastest = &sims[0];
+        let chosen = sims
+            .iter()
+            .find(|s| s.schedule == rec.omp_schedule)
+            .unwrap();
+        assert!(chosen.predicted_s <= fastest.predicted_s * 1.01);
+        assert!(rec.omp_schedule.starts_with("static,"), "{rec:?}");
+        // No static chunk larger than the chosen one is within 1 %.
+        let chunk = |s: &str| {
+            s.strip_prefix("static,")
+                .and_then(|c| c.parse::<u64>().ok())
+        };
+        let c = chunk(&rec.omp_schedule).unwrap();
+        assert!(sims.iter().all(|s| {
+            chunk(&s.schedule).is_none_or(|k| k <= c || s.predicted_s > fastest.predicted_s * 1.01)
+        }));
+        assert_ne!(fastest.schedule, rec.omp_schedule, "{sims:?}");
+        assert!(
+            rec.rule
+                .contains(&format!("within 1 % of the fastest ({} ", fastest.schedule)),
+            "{}",
+            rec.rule
+        );
+        assert_eq!(rec.clause, format!("schedule({})", rec.omp_schedule));
     }
 
     #[test]

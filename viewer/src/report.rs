@@ -491,7 +491,14 @@ pub fn render(a: &Analysis, top: usize) -> String {
         }
         match &o.scheduling_s {
             Observable::Observed(s) => {
-                let _ = writeln!(out, "  loop scheduling        {}", fmt_time(*s));
+                // The gaps between a thread's chunks: none where each chunk
+                // ends at the next dispatch (libomp 19), so say where it went.
+                let why = if *s == 0.0 {
+                    " (no gaps between a thread's chunks: each ends at the next dispatch, whose cost is inside it)"
+                } else {
+                    " (gaps between a thread's chunks)"
+                };
+                let _ = writeln!(out, "  loop scheduling        {}{why}", fmt_time(*s));
             }
             Observable::NotObservable(r) => {
                 let _ = writeln!(out, "  loop scheduling        not observable: {r}");
