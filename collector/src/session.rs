@@ -12,6 +12,7 @@ use std::sync::{Mutex, OnceLock};
 
 use hyscope_format::Manifest;
 use hyscope_format::manifest::{RankInfo, ThreadCpus};
+use hyscope_format::trace_name;
 
 use crate::events::{self, lock};
 use crate::{clock, symbols};
@@ -302,38 +303,20 @@ fn config_from_env() -> Config {
     }
 }
 
-/// `hyscope-<prog>-<YYYYMMDD>-<HHMMSS>` in the working directory. Ranks started by
-/// an MPI launcher take the time from their parent (the launcher's daemon),
-/// so that ranks of one node agree on the name.
+/// The default trace directory ([`hyscope_format::trace_name`]) in the
+/// working directory.
 fn default_output() -> Option<PathBuf> {
     let prog = std::env::current_exe()
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "app".into());
-    let ns = if launched_by_mpi() {
-        parent_start_unix_ns().unwrap_or_else(unix_ns)
+    let secs = if launched_by_mpi() {
+        trace_name::parent_start_unix_secs().unwrap_or_else(trace_name::unix_secs)
     } else {
-        unix_ns()
+        trace_name::unix_secs()
     };
-    let (y, mo, d, h, mi, s) = civil(ns.div_euclid(1_000_000_000));
-    let name = format!("hyscope-{prog}-{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}");
+    let name = trace_name::default_dir_name(&prog, secs);
     Some(std::env::current_dir().ok()?.join(name))
-}
-
-fn parent_start_unix_ns() -> Option<i64> {
-    // SAFETY: getppid cannot fail.
-    let ppid = unsafe { libc::getppid() };
-    let stat = std::fs::read_to_string(format!("/proc/{ppid}/stat")).ok()?;
-    // Field 22 (starttime, clock ticks since boot), counted after the ")" of the command.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let ticks: i64 = rest.split_whitespace().nth(19)?.parse().ok()?;
-    let btime: i64 = std::fs::read_to_string("/proc/stat")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
-    Some((btime + ticks / hz) * 1_000_000_000)
 }
 
 fn unix_ns() -> i64 {
@@ -342,32 +325,8 @@ fn unix_ns() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
-/// (year, month, day, hour, minute, second) in UTC of a Unix time in seconds.
-fn civil(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = secs.div_euclid(86_400);
-    let tod = secs.rem_euclid(86_400);
-    // Howard Hinnant's days_from_civil inverse.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        m,
-        d,
-        (tod / 3600) as u32,
-        (tod % 3600 / 60) as u32,
-        (tod % 60) as u32,
-    )
-}
-
 fn rfc3339(unix_ns: i64) -> String {
-    let (y, mo, d, h, mi, s) = civil(unix_ns.div_euclid(1_000_000_000));
+    let (y, mo, d, h, mi, s) = trace_name::civil(unix_ns.div_euclid(1_000_000_000));
     let ms = unix_ns.rem_euclid(1_000_000_000) / 1_000_000;
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
 }
@@ -428,11 +387,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn civil_dates() {
-        assert_eq!(civil(0), (1970, 1, 1, 0, 0, 0));
-        // 2026-11-22T06:43:07Z
-        assert_eq!(civil(1_795_329_787), (2026, 11, 22, 6, 43, 7));
-        assert_eq!(civil(951_782_400), (2000, 2, 29, 0, 0, 0));
+    fn rfc3339_dates() {
         assert_eq!(rfc3339(1_500_000_000), "1970-01-01T00:00:01.500Z");
+        // 2026-11-22T06:43:07.250Z
+        assert_eq!(
+            rfc3339(1_795_329_787_250_000_000),
+            "2026-11-22T06:43:07.250Z"
+        );
     }
 }

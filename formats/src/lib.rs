@@ -23,6 +23,7 @@ pub mod schema;
 pub mod spool;
 pub mod spool_block;
 pub mod synthetic;
+pub mod trace_name;
 pub mod unspool;
 pub mod writer;
 

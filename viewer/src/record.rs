@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::ValueEnum;
+use hyscope_format::trace_name;
 
 /// Environment variables that carry the rank, in the order the collector reads them.
 const RANK_VARS: [&str; 4] = [
@@ -205,10 +206,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => {
             let t = match position {
                 // Every rank must name the same directory: use the launcher's start time.
-                Position::PerRank { .. } => parent_start_unix_secs().unwrap_or_else(unix_secs),
-                _ => unix_secs(),
+                Position::PerRank { .. } => {
+                    trace_name::parent_start_unix_secs().unwrap_or_else(trace_name::unix_secs)
+                }
+                _ => trace_name::unix_secs(),
             };
-            PathBuf::from(format!("hyscope-{app_name}-{}", timestamp(t)))
+            PathBuf::from(trace_name::default_dir_name(&app_name, t))
         }
     };
     let output = absolute(&output)?;
@@ -870,61 +873,9 @@ pub(crate) fn human_bytes(b: u64) -> String {
     }
 }
 
-fn unix_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
-/// Start time of our parent (the launcher's daemon), seconds since the epoch.
-fn parent_start_unix_secs() -> Option<i64> {
-    // SAFETY: getppid cannot fail.
-    let ppid = unsafe { libc::getppid() };
-    let stat = std::fs::read_to_string(format!("/proc/{ppid}/stat")).ok()?;
-    // Field 22 (starttime, clock ticks since boot), counted after the ")" of the command.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let ticks: i64 = rest.split_whitespace().nth(19)?.parse().ok()?;
-    let btime: i64 = std::fs::read_to_string("/proc/stat")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
-    Some(btime + ticks / hz)
-}
-
-/// `YYYYMMDD-HHMMSS` in UTC.
-fn timestamp(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let tod = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        tod / 3600,
-        tod % 3600 / 60,
-        tod % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps() {
-        assert_eq!(timestamp(0), "19700101-000000");
-        // 2026-11-22 10:12:05 UTC
-        assert_eq!(timestamp(1_795_342_325), "20261122-101205");
-    }
 
     #[test]
     fn groups_match_the_collector() {
