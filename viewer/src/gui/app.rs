@@ -496,10 +496,10 @@ impl GuiApp {
             return;
         }
         let origin = d.index.span().0;
-        // One small plot per metric family (power, memory, connections...).
+        // One small plot per metric family and unit (power, memory, queues...).
         let mut families: Vec<(String, Vec<&data::CounterTrack>)> = Vec::new();
         for c in &d.counters {
-            let fam = c.name.split([' ', '.']).next().unwrap_or("").to_string();
+            let fam = c.family();
             match families.iter_mut().find(|f| f.0 == fam) {
                 Some(f) => f.1.push(c),
                 None => families.push((fam, vec![c])),

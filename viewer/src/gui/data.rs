@@ -16,8 +16,44 @@ use hyscope_format::{ScanOptions, Trace};
 pub struct CounterTrack {
     /// E.g. `power pkg.0 rank 0 (W)`.
     pub name: String,
-    /// (time on rank 0's clock in ns, value).
+    /// The values' unit (`W`, `bytes`, `messages`; empty if the manifest has none).
+    pub unit: String,
+    /// (time on rank 0's clock in ns, value), as steps: a value holds until
+    /// the next sample (to the end of the trace for the last one), since a
+    /// sample is the state at that time, or a rate over the interval before
+    /// it, not a point on a line.
     pub points: Vec<(i64, f64)>,
+}
+
+impl CounterTrack {
+    /// The family it is plotted with: the metric's first word and its unit,
+    /// so that one plot never mixes units (`mem · bytes`, `mpi_t · messages`).
+    pub fn family(&self) -> String {
+        let word = self.name.split([' ', '.']).next().unwrap_or("");
+        if self.unit.is_empty() {
+            word.to_string()
+        } else {
+            format!("{word} · {}", self.unit)
+        }
+    }
+}
+
+/// Samples `(time, value)` as a step line to `end`: each value holds until
+/// the next sample's time.
+fn steps(points: &[(i64, f64)], end: i64) -> Vec<(i64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * 2 + 1);
+    for (i, &(t, v)) in points.iter().enumerate() {
+        if i > 0 {
+            out.push((t, points[i - 1].1));
+        }
+        out.push((t, v));
+    }
+    if let Some(&(t, v)) = points.last()
+        && end > t
+    {
+        out.push((end, v));
+    }
+    out
 }
 
 /// An instance of a code location on the timeline: (rank, thread, start, end), rank 0's clock.
@@ -163,7 +199,7 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
     let samples = trace
         .read_records::<SampleRecord>(&ScanOptions::default())
         .map_err(|e| e.to_string())?;
-    let counters = counter_tracks(&trace, samples, &shift);
+    let counters = counter_tracks(&trace, samples, &shift, index.span().1);
     let messages = match_messages(&trace, &shift).map_err(|e| e.to_string())?;
     Ok(TraceData {
         index,
@@ -175,14 +211,20 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
     })
 }
 
-/// Group samples into tracks; cumulative energy (unit J) becomes power (W).
+/// Group samples into step tracks ([`steps`]) up to `end`; cumulative energy
+/// (unit J) becomes power (W) over each sampling interval. Metrics that are
+/// not time series are left out ([`crate::tui::series::plotted`]).
 fn counter_tracks(
     trace: &Trace,
     samples: Vec<(u32, SampleRecord)>,
     shift: &HashMap<u32, i64>,
+    end: i64,
 ) -> Vec<CounterTrack> {
     let mut groups: BTreeMap<(String, i64, u32), Vec<(i64, f64)>> = BTreeMap::new();
     for (rank, s) in samples {
+        if !crate::tui::series::plotted(&s.metric, s.value) {
+            continue;
+        }
         let t = s.time_ns + shift.get(&rank).copied().unwrap_or(0);
         groups
             .entry((s.metric, s.key, rank))
@@ -204,29 +246,28 @@ fn counter_tracks(
             String::new()
         };
         if unit == "J" || metric.starts_with("energy.") {
-            let power: Vec<(i64, f64)> = points
-                .windows(2)
-                .filter(|w| w[1].0 > w[0].0)
-                .map(|w| {
-                    (
-                        w[1].0,
-                        (w[1].1 - w[0].1) / ((w[1].0 - w[0].0) as f64 * 1e-9),
-                    )
-                })
-                .collect();
+            // The mean power of each interval, drawn over that interval.
+            let mut power = Vec::new();
+            for w in points.windows(2).filter(|w| w[1].0 > w[0].0) {
+                let watts = (w[1].1 - w[0].1) / ((w[1].0 - w[0].0) as f64 * 1e-9);
+                power.push((w[0].0, watts));
+                power.push((w[1].0, watts));
+            }
             out.push(CounterTrack {
                 name: format!("power {metric}{key_label} rank {rank} (W)"),
+                unit: "W".into(),
                 points: power,
             });
         } else {
-            let unit = if unit.is_empty() {
+            let shown = if unit.is_empty() {
                 String::new()
             } else {
                 format!(" ({unit})")
             };
             out.push(CounterTrack {
-                name: format!("{metric}{key_label} rank {rank}{unit}"),
-                points,
+                name: format!("{metric}{key_label} rank {rank}{shown}"),
+                unit,
+                points: steps(&points, end),
             });
         }
     }

@@ -97,10 +97,23 @@ fn write_trace(dir: &Path) {
             value: 1e6,
         },
         SampleRecord {
-            time_ns: T + SPAN,
+            time_ns: T + SPAN / 2,
             metric: "mem.vmrss".into(),
             key: -1,
             value: 2e6,
+        },
+        // Per-peer totals and the time of first contact: not time series.
+        SampleRecord {
+            time_ns: T + SPAN,
+            metric: "mpi.peer.first_contact_ns".into(),
+            key: 1,
+            value: T as f64,
+        },
+        SampleRecord {
+            time_ns: T + SPAN,
+            metric: "mpi.peer.bytes".into(),
+            key: 1,
+            value: 4096.0,
         },
     ])
     .unwrap();
@@ -138,7 +151,17 @@ fn open_zoom_select_and_read_the_selection_panel() {
         assert_eq!(d.index.span(), (T, T + SPAN));
         assert_eq!((app.view.t0, app.view.t1), (0.0, SPAN as f64));
         assert_eq!(d.messages.len(), 1);
-        assert_eq!(d.counters.len(), 1);
+        // RSS as steps held to the end of the trace; no per-peer totals.
+        assert_eq!(d.counters.len(), 1, "{:?}", d.counters);
+        assert_eq!(
+            d.counters[0].points,
+            [
+                (T, 1e6),
+                (T + SPAN / 2, 1e6),
+                (T + SPAN / 2, 2e6),
+                (T + SPAN, 2e6)
+            ]
+        );
         // One rectangle per row: the whole row is one state.
         assert_eq!(app.tl.rects_drawn, 3);
     }
@@ -357,4 +380,44 @@ fn the_timeline_keeps_most_of_the_window_beside_long_analysis_text() {
         "timeline body is only {} px of 1280",
         body.width()
     );
+}
+
+/// Tracks share a plot only with tracks of the same family and unit: memory
+/// in bytes never shares a y axis with MPI_T queue lengths in messages.
+#[test]
+fn counter_families_never_mix_units() {
+    let track = |name: &str, unit: &str| super::data::CounterTrack {
+        name: name.into(),
+        unit: unit.into(),
+        points: Vec::new(),
+    };
+    assert_eq!(
+        track("mem.vmrss rank 0 (bytes)", "bytes").family(),
+        "mem · bytes"
+    );
+    assert_eq!(
+        track(
+            "mpi_t.pml_ob1_posted_recvq_length rank 0 (messages)",
+            "messages"
+        )
+        .family(),
+        "mpi_t · messages"
+    );
+    assert_ne!(
+        track(
+            "mpi_t.mpool_hugepage_bytes_allocated rank 0 (bytes)",
+            "bytes"
+        )
+        .family(),
+        track(
+            "mpi_t.pml_ob1_posted_recvq_length rank 0 (messages)",
+            "messages"
+        )
+        .family()
+    );
+    assert_eq!(
+        track("power energy.pkg [0] rank 0 (W)", "W").family(),
+        "power · W"
+    );
+    assert_eq!(track("custom rank 0", "").family(), "custom");
 }

@@ -27,7 +27,15 @@ pub struct Series {
     pub points: Vec<(i64, f64)>,
 }
 
-/// Every metric except the per-peer message counters (`mpi.peer.*`, shown by the MPI matrix).
+/// Whether a sampled metric is a time series to plot: all but the per-peer
+/// message counters (`mpi.peer.*`: per-peer totals and the time of first
+/// contact, shown by the MPI matrix), and only finite values. The TUI's charts
+/// and the GUI's counter plots both use it.
+pub fn plotted(metric: &str, value: f64) -> bool {
+    !metric.starts_with("mpi.peer.") && value.is_finite()
+}
+
+/// Every metric [`plotted`] keeps.
 pub fn load_series(dir: &Path) -> Result<Vec<Series>, String> {
     let trace = Trace::open(dir).map_err(|e| e.to_string())?;
     let rows = trace
@@ -41,7 +49,7 @@ pub fn load_series(dir: &Path) -> Result<Vec<Series>, String> {
         .collect();
     let mut by: BTreeMap<(String, u32), BTreeMap<i64, f64>> = BTreeMap::new();
     for (rank, s) in rows {
-        if s.metric.starts_with("mpi.peer.") || !s.value.is_finite() {
+        if !plotted(&s.metric, s.value) {
             continue;
         }
         let t = s.time_ns + shift.get(&rank).copied().unwrap_or(0);
