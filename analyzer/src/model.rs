@@ -249,6 +249,15 @@ pub struct RegionStats {
     pub per_thread: Vec<ThreadRegionStats>,
 }
 
+impl RegionStats {
+    /// Whether the region's per-thread times were recorded: in trace mode.
+    /// Profile mode keeps each thread's totals over the run, not per region,
+    /// so the region's barrier, wait and imbalance are not known there.
+    pub fn per_thread_observed(&self) -> bool {
+        !self.per_thread.is_empty()
+    }
+}
+
 /// A thread's part of one loop (summed over instances).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LoopThreadStats {
@@ -332,6 +341,18 @@ pub struct LoopStats {
     pub cost_profile: Observable<CostProfile>,
     pub simulations: Observable<Vec<SimulatedSchedule>>,
     pub recommendation: Observable<Recommendation>,
+}
+
+impl LoopStats {
+    /// The mean trip count as text: `n/a` where none was recorded (profile
+    /// mode keeps totals, not each loop's trip count).
+    pub fn trip_count_text(&self) -> String {
+        if self.trip_count == 0 {
+            "n/a".into()
+        } else {
+            self.trip_count.to_string()
+        }
+    }
 }
 
 /// Lock and critical-section times.

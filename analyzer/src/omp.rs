@@ -454,11 +454,14 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
     let total = |r: &OmpRecord| r.chunk_start as i64;
     // Encountering thread of each region code location.
     let mut master: HashMap<u64, u32> = HashMap::new();
-    let mut itask_by_thread: HashMap<u32, i64> = HashMap::new();
+    // Per thread: implicit tasks (total, count), barriers and their waits.
+    let mut itask_by_thread: HashMap<u32, (i64, u64)> = HashMap::new();
+    let mut barrier_by_thread: HashMap<u32, (i64, i64)> = HashMap::new();
     for r in rows.iter().filter(|r| r.variant == K_PARALLEL) {
         master.entry(r.codeptr).or_insert(r.thread);
         let acc = out.regions.entry(r.codeptr).or_default();
         acc.instances += r.count;
+        acc.team = acc.team.max(r.team_size);
         if !acc.ranks.contains(&rank) {
             acc.ranks.push(rank);
         }
@@ -469,21 +472,16 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
     for r in rows.iter() {
         match r.variant {
             K_ITASK => {
-                *itask_by_thread.entry(r.thread).or_default() += total(r);
-                if let Some(acc) = out.regions.get_mut(&r.codeptr).filter(|_| r.codeptr != 0) {
-                    acc.team = acc.team.max(r.thread + 1);
-                    let t = acc.per_thread.entry((rank, r.thread)).or_insert_with(|| {
-                        ThreadRegionStats {
-                            rank,
-                            thread: r.thread,
-                            ..ThreadRegionStats::default()
-                        }
-                    });
-                    t.implicit_task_s += ns_to_s(total(r));
-                    t.busy_s += ns_to_s(total(r));
-                    if master.get(&r.codeptr) == Some(&r.thread) {
-                        acc.itask += total(r);
-                    }
+                let it = itask_by_thread.entry(r.thread).or_default();
+                it.0 += total(r);
+                it.1 += r.count;
+                // The primary's implicit tasks carry their region's address:
+                // the region's fork/join. (Per-thread times per region are
+                // not kept in profile mode.)
+                if let Some(acc) = out.regions.get_mut(&r.codeptr).filter(|_| r.codeptr != 0)
+                    && master.get(&r.codeptr) == Some(&r.thread)
+                {
+                    acc.itask += total(r);
                 }
                 if let Some(b) = out.info.busy_ns.get_mut(r.thread as usize) {
                     *b += total(r);
@@ -492,6 +490,7 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
             K_SYNC if is_barrier(r.flags as u8) => {
                 out.barrier.total_s += ns_to_s(total(r));
                 out.barrier.count += r.count;
+                barrier_by_thread.entry(r.thread).or_default().0 += total(r);
                 if let Some(b) = out.info.busy_ns.get_mut(r.thread as usize) {
                     *b -= total(r);
                 }
@@ -501,6 +500,7 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
             }
             K_SYNCWAIT if is_barrier(r.flags as u8) => {
                 out.barrier.wait_s += ns_to_s(total(r));
+                barrier_by_thread.entry(r.thread).or_default().1 += total(r);
                 out.any_sync_wait = true;
             }
             K_SYNC if is_taskwait(r.flags as u8) => out.taskwait += total(r),
@@ -532,11 +532,26 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
                 // Per-thread intervals: instances counted on the master only.
                 if r.thread == 0 {
                     la.instances += r.count;
-                    la.time += total(r);
                 }
             }
             _ => {}
         }
+    }
+    // A loop lasts until its last thread leaves it: per instance that is the
+    // slowest thread, which under a static schedule is the same one each
+    // time, so the longest thread total stands for the loop's.
+    for la in out.loops.values_mut() {
+        la.time = la.per_thread.values().map(|t| t.time).max().unwrap_or(0);
+    }
+    late_join_ends(&itask_by_thread, &barrier_by_thread, out);
+    // libomp's waits span its barriers (their callbacks share a time stamp):
+    // then the wait is no part of the barrier, and the split needs the
+    // team's arrivals, which only trace mode keeps.
+    if out.any_sync_wait && out.barrier.wait_s >= out.barrier.total_s * 0.99 {
+        out.any_sync_wait = false;
+        out.notes.push(format!(
+            "profile mode: rank {rank}: the runtime's barrier waits span its barriers; barrier wait and synchronisation are told apart in trace mode only"
+        ));
     }
     if out.regions.values().all(|a| a.itask > 0) {
         for acc in out.regions.values_mut() {
@@ -547,13 +562,59 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
     } else {
         // Implicit tasks carry no code address: only the rank's total is known
         // (all regions forked by thread 0).
-        let master_task = itask_by_thread.get(&0).copied().unwrap_or(0);
+        let master_task = itask_by_thread.get(&0).map_or(0, |t| t.0);
         out.info.fork_join_ns = (out.info.region_ns - master_task).max(0);
         out.notes.push(format!(
             "profile mode: implicit tasks carry no code address, fork/join is known per rank only (rank {rank}: {:.3} ms)",
             ns_to_s(out.info.fork_join_ns) * 1e3
         ));
     }
+}
+
+/// Profile mode: take the workers' late join-barrier ends out of the totals.
+///
+/// libomp dispatches a worker's join-barrier ends (and its implicit task's)
+/// only when it wakes for the next region or at shutdown (module
+/// documentation of `hyscope_ompt::callbacks`): each of a worker's implicit
+/// tasks and its last barrier then also span the serial time up to the next
+/// region. Trace mode clips them at the primary's `parallel_end`; profile mode
+/// has only totals, but the excess is the same in both: a worker's implicit
+/// tasks, less the rank's region time, are that time after the regions'
+/// ends. It is taken off the worker's barrier and wait totals (its busy time,
+/// implicit tasks less barriers, has none of it).
+///
+/// Only where the correction is exact up to the workers' activation: every
+/// region forked by thread 0 (no nesting) and every worker in every region
+/// (as many implicit tasks as thread 0).
+fn late_join_ends(
+    itask_by_thread: &HashMap<u32, (i64, u64)>,
+    barrier_by_thread: &HashMap<u32, (i64, i64)>,
+    out: &mut RankPass,
+) {
+    let Some(&(_, primary_tasks)) = itask_by_thread.get(&0) else {
+        return;
+    };
+    let regions = out.info.region_ns;
+    let (mut clipped, mut excess_total) = (0u64, 0i64);
+    for (&thread, &(itask, tasks)) in itask_by_thread {
+        if thread == 0 || tasks != primary_tasks || tasks != out.info.region_count {
+            continue;
+        }
+        let (barrier, wait) = barrier_by_thread.get(&thread).copied().unwrap_or((0, 0));
+        let excess = (itask - regions).clamp(0, barrier);
+        if excess == 0 {
+            continue;
+        }
+        out.barrier.total_s -= ns_to_s(excess);
+        out.barrier.wait_s -= ns_to_s(excess.min(wait));
+        if let Some(b) = out.info.runtime_ns.get_mut(thread as usize) {
+            *b -= excess;
+        }
+        clipped += tasks;
+        excess_total += excess;
+    }
+    out.clipped += clipped;
+    out.clipped_ns += excess_total;
 }
 
 /// What the region instances of one block add to their rank's aggregates,
@@ -1398,8 +1459,13 @@ pub fn analyze_omp(
         fine_grain: Vec::new(), // filled by mpi-aware pass in `fine_grain`
     };
     if clipped > 0 {
+        let at = if profile_mode {
+            "from the totals (profile mode: the workers' implicit tasks less the rank's region time)"
+        } else {
+            "at the master's parallel end"
+        };
         warnings.push(format!(
-            "clipped {clipped} worker join-barrier intervals at the master's parallel end ({:.3} ms of serial time not booked as barrier wait)",
+            "clipped {clipped} worker join-barrier intervals {at} ({:.3} ms of serial time not booked as barrier wait)",
             ns_to_s(clipped_ns) * 1e3
         ));
     }
@@ -1468,11 +1534,15 @@ pub fn fine_grain(data: &TraceData, ranks: &[RankOmp]) -> Vec<FineGrainModel> {
                 .filter(|m| !inside(&ro.regions, m.start_ns))
                 .map(|m| (m.end_ns - m.start_ns).max(0))
                 .sum();
-            let compute: i64 = ro
-                .regions
-                .iter()
-                .map(|(s, e)| ((*e).min(w1) - (*s).max(w0)).max(0))
-                .sum();
+            // Profile mode keeps no region instances: their summed time.
+            let compute: i64 = if ro.regions.is_empty() {
+                ro.region_ns.min(total)
+            } else {
+                ro.regions
+                    .iter()
+                    .map(|(s, e)| ((*e).min(w1) - (*s).max(w0)).max(0))
+                    .sum()
+            };
             let seq = (total - compute - comm).max(0);
             let p = ro.threads.max(1);
             let denom = (seq + comm) as f64;

@@ -567,6 +567,68 @@ fn profile_mode_summaries() {
     assert!(l.recommendation.reason().unwrap().contains("profile mode"));
 }
 
+/// Profile mode with what libomp gives: the worker's join-barrier ends come
+/// when it wakes for the next region, so its implicit tasks and join
+/// barriers also span the serial time between regions (here 500 µs in all).
+/// The rank's totals must come out as in trace mode, where they are clipped
+/// at each region's end; the primary's implicit tasks carry the region's
+/// address, which gives the region its fork/join.
+#[test]
+fn profile_mode_clips_late_join_ends_from_totals() {
+    let mut b = Builder::new(1, 2, 1);
+    b.manifest.mode = "profile".into();
+    let sum =
+        |thread: u32, kind: OmpKind, flags: u32, codeptr: u64, count: u64, total: i64| OmpRecord {
+            thread,
+            kind: OmpKind::Summary as u8,
+            variant: kind as u8,
+            start_ns: 0,
+            end_ns: 10 * MS,
+            codeptr,
+            count,
+            chunk_start: total as u64,
+            flags,
+            team_size: if kind == OmpKind::Parallel { 2 } else { 0 },
+            ..OmpRecord::default()
+        };
+    for r in [
+        sum(0, OmpKind::Parallel, 0, REGION, 10, 1_000 * US),
+        sum(0, OmpKind::ImplicitTask, 0, REGION, 10, 970 * US),
+        // The worker: 980 µs in the regions, 500 µs after their ends.
+        sum(1, OmpKind::ImplicitTask, 0, 0, 10, 1_480 * US),
+        // Join barriers (kind 9): the primary's carry the region's address.
+        sum(0, OmpKind::Sync, 9, REGION, 10, 300 * US),
+        sum(0, OmpKind::SyncWait, 9, REGION, 10, 300 * US),
+        sum(1, OmpKind::Sync, 9, 0, 10, 520 * US),
+        sum(1, OmpKind::SyncWait, 9, 0, 10, 520 * US),
+    ] {
+        b.omp(0, r);
+    }
+    let (_d, a) = b.analyze();
+    let r = &a.regions.get().unwrap()[0];
+    assert_eq!(r.team_size, 2);
+    assert!(close(r.fork_join_s, 30e-6, 1e-12), "{r:?}");
+    assert!(!r.per_thread_observed(), "no per-region thread times");
+    let o = a.openmp.get().unwrap();
+    // 300 µs of the primary + the worker's 520 less its excess over the
+    // rank's region time, 1480 − 1000: the excess it really had (500) less
+    // its 20 µs of activation, which the totals cannot tell apart and which
+    // stays booked as barrier.
+    assert!(close(o.barrier.total_s, 340e-6, 1e-12), "{:?}", o.barrier);
+    // libomp's waits span the barriers: no split without the arrivals.
+    assert!(!o.barrier.wait_observed, "{:?}", o.barrier);
+    let fg = &o.fine_grain[0];
+    assert!(close(fg.t_compute_s, 1e-3, 1e-12), "{fg:?}");
+    assert!(close(fg.t_seq_s, fg.t_total_s - 1e-3, 1e-9), "{fg:?}");
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("clipped 10 worker join-barrier intervals from the totals")),
+        "{:?}",
+        a.warnings
+    );
+}
+
 /// One rank of 2 threads: in its region the master is busy 100 µs, the worker
 /// 200 µs (no barrier). `cores` is the rank's affinity, on a 2-CPU host.
 fn rank_with_affinity(cores: &[u32]) -> Builder {

@@ -521,6 +521,29 @@ fn profile_mode_writes_only_summaries() {
     for r in run.omp.iter().filter(|r| r.count == 1) {
         assert_eq!(r.chunk_start as i64, r.end_ns - r.start_ns, "{r:?}");
     }
+    // Each region's rows keep its largest team: the 4 regions, the if(0) one,
+    // the outer nested one and the inner ones (one row per encountering thread).
+    let parallels: Vec<&OmpRecord> = run
+        .omp
+        .iter()
+        .filter(|r| r.variant == OmpKind::Parallel as u8)
+        .collect();
+    let mut teams: Vec<(u64, u32)> = parallels.iter().map(|r| (r.count, r.team_size)).collect();
+    teams.sort();
+    assert_eq!(teams, [(1, 1), (1, 2), (1, 2), (1, 2), (4, 2)]);
+    // The primary's implicit tasks carry their region's address: one row per
+    // region and encountering thread, as many as its instances.
+    for p in &parallels {
+        assert!(
+            run.omp
+                .iter()
+                .any(|r| r.variant == OmpKind::ImplicitTask as u8
+                    && r.thread == p.thread
+                    && r.codeptr == p.codeptr
+                    && r.count == p.count),
+            "no implicit-task row of {p:?}"
+        );
+    }
 }
 
 #[test]

@@ -227,7 +227,10 @@ pub enum OmpKind {
     LockLifetime = 18,
     /// An aggregate row written in `profile` mode instead of single intervals:
     /// variant = the aggregated kind, count = number of intervals,
-    /// start_ns/end_ns = first start and last end, chunk_start = summed duration (ns).
+    /// start_ns/end_ns = first start and last end, chunk_start = summed duration (ns),
+    /// flags = the aggregated kind's variant, team_size = the largest team
+    /// (parallel regions). The primary thread's implicit task carries its
+    /// region's code address, so each region has its own implicit-task row.
     Summary = 19,
 }
 

@@ -387,12 +387,16 @@ pub unsafe extern "C" fn implicit_task(
         if !initial {
             let d = st.implicit_depth;
             d.store(d.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            // The team size of a region is what its primary thread's implicit task reports.
+            // The team size of a region is what its primary thread's implicit
+            // task reports; and the primary's implicit task carries its
+            // region's code address (OMPT gives it none), so that profile
+            // mode's per-address totals give each region's fork/join overhead.
             if index == 0
                 && let Some(p) =
                     st.find(|r| r.kind == OmpKind::Parallel as u8 && r.parallel_id == pid)
             {
                 p.team_size = actual_parallelism;
+                rec.codeptr = p.codeptr;
             }
         }
         st.push(rec);

@@ -30,6 +30,8 @@ struct Aggregate {
     used: bool,
     kind: u8,
     variant: u8,
+    /// Largest team size of the intervals (parallel regions').
+    team_size: u32,
     codeptr: u64,
     count: u64,
     first_start: i64,
@@ -461,6 +463,10 @@ impl Aggregate {
     #[inline]
     fn add(&mut self, rec: &OmpRecord) {
         self.count += 1;
+        // A branch, not a max: no store in the common case (the same team).
+        if rec.team_size > self.team_size {
+            self.team_size = rec.team_size;
+        }
         self.first_start = self.first_start.min(rec.start_ns);
         self.last_end = self.last_end.max(rec.end_ns);
         self.total_ns += (rec.end_ns - rec.start_ns).max(0) as u64;
@@ -485,6 +491,7 @@ fn aggregate(profile: &mut Profile, rec: &OmpRecord) -> bool {
                 used: true,
                 kind: rec.kind,
                 variant: rec.variant,
+                team_size: 0,
                 codeptr: rec.codeptr,
                 count: 0,
                 first_start: rec.start_ns,
@@ -567,7 +574,8 @@ pub(crate) fn emit_all_summaries() {
 }
 
 /// Summary row: variant = the aggregated kind, flags = its variant, count = intervals,
-/// start/end = first start and last end, chunk_start = summed duration in ns.
+/// start/end = first start and last end, chunk_start = summed duration in ns,
+/// team_size = the largest team (parallel regions).
 fn summary_row(thread: u32, a: &Aggregate) -> OmpRecord {
     OmpRecord {
         thread,
@@ -579,6 +587,7 @@ fn summary_row(thread: u32, a: &Aggregate) -> OmpRecord {
         count: a.count,
         chunk_start: a.total_ns,
         flags: a.variant as u32,
+        team_size: a.team_size,
         ..OmpRecord::default()
     }
 }

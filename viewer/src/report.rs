@@ -354,6 +354,8 @@ pub fn render(a: &Analysis, top: usize) -> String {
             "imbal",
         ]);
         for x in regions.iter().take(top) {
+            let per_thread = x.per_thread_observed();
+            let na = || "n/a".to_string();
             t.row(vec![
                 x.location.label.clone(),
                 count(x.instances as f64),
@@ -362,26 +364,37 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 pct(x.share_of_run),
                 fmt_time(x.fork_join_s),
                 pct(x.fork_join_fraction),
-                fmt_time(x.barrier.total_s),
+                if per_thread {
+                    fmt_time(x.barrier.total_s)
+                } else {
+                    na()
+                },
                 if x.barrier.wait_observed {
                     fmt_time(x.barrier.wait_s)
                 } else {
-                    "n/a".into()
+                    na()
                 },
                 if x.barrier.wait_observed {
                     fmt_time(x.barrier.sync_overhead_s)
                 } else {
-                    "n/a".into()
+                    na()
                 },
-                format!("{:.2}", x.imbalance),
+                if per_thread {
+                    format!("{:.2}", x.imbalance)
+                } else {
+                    na()
+                },
             ]);
         }
         t.render(&mut out);
         out.push_str("  fork/join = region − implicit task (002 §6.6.3); sync ovh = barrier − wait (002 §6.7); imbal = max/mean busy\n");
+        if regions.iter().any(|x| !x.per_thread_observed()) {
+            out.push_str("  profile mode keeps each thread's totals over the run, not per region: barrier and imbalance per region need trace mode (the fine-grain model and POP below use the totals)\n");
+        }
         if regions.iter().any(|x| x.barrier.wait_from_arrivals) {
             out.push_str(ARRIVAL_NOTE);
         }
-        if let Some(x) = regions.first() {
+        if let Some(x) = regions.first().filter(|x| x.per_thread_observed()) {
             let _ = writeln!(out, "\n  per thread of {}:", x.location.label);
             let mut t = Table::new(&[
                 "rank.thread",
@@ -428,7 +441,11 @@ pub fn render(a: &Analysis, top: usize) -> String {
             t.row(vec![
                 l.location.label.clone(),
                 l.schedule.get().cloned().unwrap_or_else(|| "?".into()),
-                count(l.trip_count as f64),
+                if l.trip_count == 0 {
+                    l.trip_count_text()
+                } else {
+                    count(l.trip_count as f64)
+                },
                 count(l.instances as f64),
                 fmt_time(l.time_s),
                 pct(l.share_of_run),

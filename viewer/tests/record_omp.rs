@@ -4,7 +4,7 @@
 mod record_support;
 
 use hyscope_analyzer::timeline::{State, TimelineIndex};
-use hyscope_format::{OmpKind, Trace};
+use hyscope_format::{OmpKind, OmpRecord, ScanOptions, Trace};
 use record_support::*;
 
 #[test]
@@ -499,4 +499,69 @@ fn omp_proc_bind_master_is_seen_in_an_openmp_only_run() {
             a.run.placement
         );
     }
+}
+
+/// Profile mode on real libomp, with serial code between regions
+/// (`tests/omp/serial_gaps.c`: 20 regions where the worker spins 200 µs and
+/// the primary 100 µs, 300 µs of serial code after each). The worker's
+/// join-barrier ends come when it wakes for the next region, so its raw
+/// barrier totals also hold the serial code (≥ 6 ms); the report must take
+/// that out as trace mode does, and book the regions and the serial code
+/// where they belong.
+#[test]
+fn profile_mode_books_regions_barriers_and_serial_code_as_trace_mode() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp_test_program(tmp.path(), "serial_gaps");
+    let out_dir = tmp.path().join("trace");
+    let out = hyscope()
+        .args(["record", "--mode", "profile", "-o"])
+        .arg(&out_dir)
+        .arg("--")
+        .env("OMP_NUM_THREADS", "2")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
+    assert_eq!(a.run.mode, "profile");
+    let regions = a.regions.get().unwrap();
+    assert_eq!(regions.len(), 1, "{regions:?}");
+    let r = &regions[0];
+    assert_eq!((r.instances, r.team_size), (20, 2));
+    assert!(
+        r.fork_join_s > 0.0,
+        "the primary's implicit tasks carry the region: {r:?}"
+    );
+    assert!(!r.per_thread_observed());
+    let o = a.openmp.get().unwrap();
+    let fg = &o.fine_grain[0];
+    // Lower bounds from the spins: 20 × 200 µs in regions, 20 × 300 µs serial.
+    assert!(fg.t_compute_s >= 4e-3, "{fg:?}");
+    assert!(fg.t_seq_s >= 6e-3, "{fg:?}");
+    // The worker's 20 late ends hold at least the 20 × 300 µs of serial
+    // code after the regions, and exactly that excess is taken off the
+    // barriers' raw totals (how long the threads really waited depends on
+    // the machine's load; the bookkeeping does not).
+    assert_eq!(a.run.clipped_join_waits, 20);
+    assert!(a.run.clipped_join_wait_s >= 6e-3, "{:?}", a.run);
+    let trace = Trace::open(&out_dir).unwrap();
+    let rows: Vec<(u32, OmpRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    let raw_barriers: f64 = rows
+        .iter()
+        .filter(|(_, r)| r.variant == OmpKind::Sync as u8 && r.flags == 9)
+        .map(|(_, r)| r.chunk_start as f64 * 1e-9)
+        .sum();
+    assert!(
+        (o.barrier.total_s - (raw_barriers - a.run.clipped_join_wait_s)).abs() < 1e-6,
+        "raw {raw_barriers}, {:?}, {:?}",
+        o.barrier,
+        a.run
+    );
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("worker join-barrier intervals from the totals")),
+        "{:?}",
+        a.warnings
+    );
 }

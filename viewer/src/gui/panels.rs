@@ -211,8 +211,17 @@ fn regions(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Ac
                 ui.label(r.instances.to_string());
                 ui.label(format!("{} ({})", secs(r.time_s), pct(r.share_of_run)));
                 ui.label(pct(r.fork_join_fraction));
-                ui.label(format!("{:.2}", r.imbalance));
-                ui.label(secs(r.barrier.wait_s));
+                // Not known per region in profile mode (per-thread totals only).
+                if r.per_thread_observed() {
+                    ui.label(format!("{:.2}", r.imbalance));
+                } else {
+                    ui.weak("n/a");
+                }
+                if r.barrier.wait_observed {
+                    ui.label(secs(r.barrier.wait_s));
+                } else {
+                    ui.weak("n/a");
+                }
                 ui.end_row();
             }
         });
@@ -248,7 +257,9 @@ fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Acti
                 }
                 ui.label(format!(
                     "instances {}, trip count {}, team {}",
-                    l.instances, l.trip_count, l.team_size
+                    l.instances,
+                    l.trip_count_text(),
+                    l.team_size
                 ));
                 if let Some(c) = l.chunks.get() {
                     ui.label(format!("chunks {c}"));

@@ -156,7 +156,7 @@ fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
     lines.push(Line::from(format!(
         "{} instances, trip count {}, team {}, {} of run",
         l.instances,
-        l.trip_count,
+        l.trip_count_text(),
         l.team_size,
         fmt::pct(l.share_of_run)
     )));

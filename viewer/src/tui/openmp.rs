@@ -69,9 +69,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 r.team_size.to_string(),
                 s(r.time_s),
                 format!("{} {}", s(r.fork_join_s), fmt::pct(r.fork_join_fraction)),
-                s(r.barrier.wait_s),
-                s(r.barrier.sync_overhead_s),
-                format!("{:.2}", r.imbalance),
+                // Not known per region in profile mode (per-thread totals only).
+                if r.barrier.wait_observed {
+                    s(r.barrier.wait_s)
+                } else {
+                    "n/a".into()
+                },
+                if r.barrier.wait_observed {
+                    s(r.barrier.sync_overhead_s)
+                } else {
+                    "n/a".into()
+                },
+                if r.per_thread_observed() {
+                    format!("{:.2}", r.imbalance)
+                } else {
+                    "n/a".into()
+                },
             ]
         })
         .collect();
