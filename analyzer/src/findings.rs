@@ -112,6 +112,23 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 "parallelise the serial code between regions: threads are idle (document 002 §3.3.1 bound 1 + T_compute / (T_seq + T_comm))".into(),
             );
         }
+        // Profile mode has no barrier times per region (and libomp's waits
+        // span its barriers): the rank's totals, wait and synchronisation
+        // together, per thread as the per-region findings count them.
+        let per_region = a
+            .regions
+            .get()
+            .is_some_and(|r| r.iter().any(|x| x.per_thread_observed()));
+        if a.run.mode == "profile" && !per_region {
+            let threads_in_job = a.run.threads_per_rank.iter().sum::<u32>().max(1) as f64;
+            push(
+                "barriers (profile mode: all regions, wait and synchronisation together)".into(),
+                "openmp",
+                None,
+                o.barrier.total_s / threads_in_job,
+                "threads wait at barriers for the slowest (load imbalance) or for the barrier itself: re-record with --mode trace to see which region and how much of it is imbalance (balance the work, a dynamic schedule, `nowait`) or synchronisation (fewer barriers, a core per thread)".into(),
+            );
+        }
         placement_finding(a, o, ranks, &mut push);
         if let Some(m) = o.mutexes.get() {
             for x in m.iter().take(3) {
@@ -262,6 +279,8 @@ fn placement_finding(
         );
     } else {
         // Σ over every thread of every rank: the average thread's share.
+        // (None in profile mode, where the barriers' synchronisation is not
+        // told from their wait: the profile-mode barrier finding covers it.)
         let threads_in_job = a.run.threads_per_rank.iter().sum::<u32>().max(1) as f64;
         let cost = o.barrier.sync_overhead_s / threads_in_job;
         let ranks_on_host = a

@@ -620,6 +620,18 @@ fn profile_mode_clips_late_join_ends_from_totals() {
     let fg = &o.fine_grain[0];
     assert!(close(fg.t_compute_s, 1e-3, 1e-12), "{fg:?}");
     assert!(close(fg.t_seq_s, fg.t_total_s - 1e-3, 1e-9), "{fg:?}");
+    // The barrier finding of profile mode: the rank's barrier time per thread.
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.title.starts_with("barriers (profile mode"))
+        .expect("profile-mode barrier finding");
+    assert!(close(f.cost_s, 170e-6, 1e-12), "{f:?}");
+    assert!(
+        !a.findings
+            .iter()
+            .any(|f| f.title.starts_with("barrier wait in region"))
+    );
     assert!(
         a.warnings
             .iter()
