@@ -163,17 +163,26 @@ fn overhead(f: &mut Frame, area: Rect, app: &App) {
         widgets::not_observable(f, area, "OpenMP runtime", a.openmp.reason().unwrap_or(""));
         return;
     };
+    // Without an observed wait (profile mode, runtimes without
+    // sync_region_wait) the barrier is not split.
+    let split = if o.barrier.wait_observed {
+        format!(
+            "wait {}{}, sync {}",
+            s(o.barrier.wait_s),
+            if o.barrier.wait_from_arrivals {
+                " for the last arrival"
+            } else {
+                ""
+            },
+            s(o.barrier.sync_overhead_s)
+        )
+    } else {
+        "wait/sync n/a".to_string()
+    };
     let mut lines = vec![Line::from(format!(
-        "fork/join {}  barriers {} (wait {}{}, sync {})  scheduling {}",
+        "fork/join {}  barriers {} ({split})  scheduling {}",
         s(o.fork_join_s),
         s(o.barrier.total_s),
-        s(o.barrier.wait_s),
-        if o.barrier.wait_from_arrivals {
-            " for the last arrival"
-        } else {
-            ""
-        },
-        s(o.barrier.sync_overhead_s),
         o.scheduling_s
             .get()
             .map(|v| s(*v))
