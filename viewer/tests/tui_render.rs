@@ -120,6 +120,26 @@ fn timeline_tab() {
     all_tabs_fit(&mut a);
 }
 
+/// A profile-mode trace has no OpenMP intervals to draw: the timeline says
+/// so, or its rows would read as serial code.
+#[test]
+fn timeline_of_a_profile_mode_trace_says_what_is_missing() {
+    let dir = common::write_trace("profile-timeline");
+    let mut m = hyscope_format::Manifest::read(&dir).unwrap();
+    m.mode = "profile".into();
+    m.write(&dir).unwrap();
+    let mut a = App::new(tui::data::Data::open_blocking(&dir).expect("open trace"));
+    key(&mut a, KeyCode::Char('2'));
+    let s = render(&mut a, 160, 20);
+    let title = s.lines().find(|l| l.contains("┌Timeline")).unwrap();
+    assert!(title.contains("profile mode: OpenMP totals only"), "{s}");
+
+    let mut a = app("trace-timeline");
+    key(&mut a, KeyCode::Char('2'));
+    let s = render(&mut a, 160, 20);
+    assert!(!s.contains("profile mode"), "{s}");
+}
+
 #[test]
 fn openmp_tab() {
     let mut a = app("openmp");

@@ -638,6 +638,16 @@ impl GuiApp {
                         );
                     }
                     timeline::show(ui, rect, &d, which, &mut self.view, &mut self.tl);
+                    if d.profile_mode {
+                        // Rows that look idle would otherwise read as serial code.
+                        ui.painter().text(
+                            rect.center_bottom() - Vec2::new(0.0, 8.0),
+                            egui::Align2::CENTER_BOTTOM,
+                            "profile mode: OpenMP totals only, no OpenMP intervals to draw (MPI calls are shown)\nrecord with --mode trace for the OpenMP timeline",
+                            egui::FontId::proportional(13.0),
+                            ui.visuals().warn_fg_color,
+                        );
+                    }
                     if self.first_timeline_frame_s.is_none() {
                         self.first_timeline_frame_s = Some(self.started.elapsed().as_secs_f64());
                     }

@@ -83,6 +83,8 @@ pub struct TraceData {
     pub symbols: HashMap<(u32, u64), SymbolRecord>,
     pub counters: Vec<CounterTrack>,
     pub messages: Vec<Message>,
+    /// Recorded in profile mode: OpenMP totals only, no intervals to draw.
+    pub profile_mode: bool,
 }
 
 impl TraceData {
@@ -208,6 +210,7 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
         symbols,
         counters,
         messages,
+        profile_mode: trace.manifest.mode == "profile",
     })
 }
 

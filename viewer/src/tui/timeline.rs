@@ -499,12 +499,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
         }
         lines.push(Line::from(spans));
     }
-    let title = format!(
+    let mut title = format!(
         "Timeline {} – {} ({} shown)",
         rel(st.t0, origin),
         rel(st.t1, origin),
         fmt::ns((st.t1 - st.t0) as f64)
     );
+    if app.data.manifest.mode == "profile" {
+        // Rows that look idle would otherwise read as serial code.
+        title.push_str(
+            " — profile mode: OpenMP totals only, no OpenMP intervals (record with --mode trace)",
+        );
+    }
     f.render_widget(
         Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
         main,
