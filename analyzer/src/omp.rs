@@ -457,8 +457,16 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
     // Per thread: implicit tasks (total, count), barriers and their waits.
     let mut itask_by_thread: HashMap<u32, (i64, u64)> = HashMap::new();
     let mut barrier_by_thread: HashMap<u32, (i64, i64)> = HashMap::new();
+    // Regions with a team (not serialized, e.g. `if(0)`): time and
+    // instances; and whether any was forked by another thread than 0.
+    let (mut teamed, mut nested) = ((0i64, 0u64), false);
     for r in rows.iter().filter(|r| r.variant == K_PARALLEL) {
         master.entry(r.codeptr).or_insert(r.thread);
+        nested |= r.thread != 0;
+        if r.team_size != 1 {
+            teamed.0 += total(r);
+            teamed.1 += r.count;
+        }
         let acc = out.regions.entry(r.codeptr).or_default();
         acc.instances += r.count;
         acc.team = acc.team.max(r.team_size);
@@ -543,7 +551,9 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
     for la in out.loops.values_mut() {
         la.time = la.per_thread.values().map(|t| t.time).max().unwrap_or(0);
     }
-    late_join_ends(&itask_by_thread, &barrier_by_thread, out);
+    if !nested {
+        late_join_ends(teamed, &itask_by_thread, &barrier_by_thread, out);
+    }
     // libomp's waits span its barriers (their callbacks share a time stamp):
     // then the wait is no part of the barrier, and the split needs the
     // team's arrivals, which only trace mode keeps.
@@ -584,20 +594,19 @@ fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
 /// implicit tasks less barriers, has none of it).
 ///
 /// Only where the correction is exact up to the workers' activation: every
-/// region forked by thread 0 (no nesting) and every worker in every region
-/// (as many implicit tasks as thread 0).
+/// region forked by thread 0 (no nesting, the caller checks) and the worker in
+/// every region with a team: `teamed` is their (summed time, instances),
+/// leaving out regions the runtime serialized (`if(0)`, team size 1).
 fn late_join_ends(
+    teamed: (i64, u64),
     itask_by_thread: &HashMap<u32, (i64, u64)>,
     barrier_by_thread: &HashMap<u32, (i64, i64)>,
     out: &mut RankPass,
 ) {
-    let Some(&(_, primary_tasks)) = itask_by_thread.get(&0) else {
-        return;
-    };
-    let regions = out.info.region_ns;
+    let (regions, instances) = teamed;
     let (mut clipped, mut excess_total) = (0u64, 0i64);
     for (&thread, &(itask, tasks)) in itask_by_thread {
-        if thread == 0 || tasks != primary_tasks || tasks != out.info.region_count {
+        if thread == 0 || tasks != instances {
             continue;
         }
         let (barrier, wait) = barrier_by_thread.get(&thread).copied().unwrap_or((0, 0));
