@@ -239,9 +239,9 @@ impl RankInfo {
 
     pub fn read(path: &Path) -> Result<RankInfo, FormatError> {
         let text = std::fs::read_to_string(path).map_err(|e| FormatError::io(path, e))?;
-        serde_json::from_str(&text).map_err(|e| FormatError::Manifest {
+        serde_json::from_str(&text).map_err(|e| FormatError::Invalid {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            message: format!("invalid rank file: {e}"),
         })
     }
 }

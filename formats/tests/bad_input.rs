@@ -156,7 +156,8 @@ fn corrupt_rank_json() {
     let path = RankInfo::path(dir.path(), 1);
     std::fs::write(&path, b"{\"rank\": 1, \"pid\": ").unwrap();
     let err = Trace::open(dir.path()).unwrap_err();
-    assert!(matches!(err, FormatError::Manifest { .. }), "{err}");
+    assert!(matches!(err, FormatError::Invalid { .. }), "{err}");
+    assert!(err.to_string().contains("invalid rank file"), "{err}");
     assert_eq!(err.path(), path);
     // Leftover temp files of an interrupted atomic write are not rank files.
     std::fs::remove_file(&path).unwrap();
