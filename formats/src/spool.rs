@@ -45,6 +45,14 @@
 //! `sync_region_wait` begin and end at the same times, so the barrier's record
 //! is the twin of its wait's: three bytes, and no field encoded on the
 //! application's thread. Version 3 added twins.
+//!
+//! An implicit task may instead be a *join* record: its key byte, a mask of
+//! bit 14 alone, and the varint of its start's change against its base, for
+//! an implicit task equal to its base but for the start, and for the end,
+//! parallel region and task, which are those of the frame's last `SyncWait`
+//! record. An implicit task ends with its join barrier
+//! (`ompt_tool::callbacks::enter`), coded just before it: five bytes for
+//! regions microseconds apart. Version 4 added joins.
 
 use std::fs::File;
 use std::io::{IoSlice, Read, Write};
@@ -57,7 +65,7 @@ use crate::schema::{MpiRecord, OmpKind, OmpRecord, Table};
 /// First bytes of every spool file.
 pub const MAGIC: [u8; 8] = *b"HYSPOOL\0";
 /// Version of the spool layout and record encoding this crate writes and reads.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// Bytes of the file header.
 pub const HEADER_LEN: usize = 16;
 /// Bytes of a frame header (row count, payload length).
@@ -493,6 +501,25 @@ fn omp_key(kind: u8) -> usize {
 /// The mask of a twin record (module docs): a bit no field uses.
 const TWIN: u16 = 1 << 15;
 
+/// The mask of a join record (module docs): another bit no field uses.
+const JOIN: u16 = 1 << 14;
+
+/// Whether `cur` is an implicit task that ends with the join barrier just
+/// coded (the frame's last `SyncWait`): the same end, region and task, and
+/// every other field but the start its base's.
+#[inline(always)]
+fn is_join(bases: &[OmpRecord], cur: &OmpRecord) -> bool {
+    let wait = &bases[omp_key(OmpKind::SyncWait as u8)];
+    let joined = OmpRecord {
+        start_ns: cur.start_ns,
+        end_ns: wait.end_ns,
+        parallel_id: wait.parallel_id,
+        task_id: wait.task_id,
+        ..bases[omp_key(OmpKind::ImplicitTask as u8)]
+    };
+    joined == *cur
+}
+
 /// The kind an OpenMP record of `kind` may be the twin of: a barrier's (or
 /// taskwait's) `Sync` of its `SyncWait`, which libomp begins and ends at the
 /// same times (`ompt_tool::callbacks::enter`).
@@ -538,13 +565,38 @@ impl SpoolRecord for OmpRecord {
             room[1..3].copy_from_slice(&TWIN.to_le_bytes());
             return 3;
         }
+        if cur.kind == OmpKind::ImplicitTask as u8 && is_join(bases, cur) {
+            // Only the start's change: the Put of one field, JOIN as the mask.
+            let base = &bases[omp_key(cur.kind)];
+            let mut e = Put::begin_keyed(room, cur.kind);
+            e.put(omp::START, delta(wide(base.start_ns), wide(cur.start_ns)));
+            e.mask = JOIN as u32;
+            return e.end();
+        }
         put_omp(&bases[omp_key(cur.kind)], cur, room)
     }
 
     #[inline(always)]
     fn decode_in(bases: &[Self], input: &mut &[u8]) -> Option<Self> {
         let &[kind, m0, m1] = input.first_chunk::<3>()?;
-        if u16::from_le_bytes([m0, m1]) != TWIN {
+        let mask = u16::from_le_bytes([m0, m1]);
+        if mask == JOIN {
+            if kind != OmpKind::ImplicitTask as u8 {
+                return None;
+            }
+            let base = bases.get(omp_key(kind))?;
+            let wait = bases.get(omp_key(OmpKind::SyncWait as u8))?;
+            *input = &input[3..];
+            let start = undelta(wide(base.start_ns), get_varint_fast(input)?);
+            return Some(OmpRecord {
+                start_ns: start as i64,
+                end_ns: wait.end_ns,
+                parallel_id: wait.parallel_id,
+                task_id: wait.task_id,
+                ..*base
+            });
+        }
+        if mask != TWIN {
             return Self::decode(bases.get(omp_key(kind))?, input);
         }
         let twin = twin_of(kind)?;
@@ -1196,6 +1248,51 @@ mod tests {
         assert_eq!(back, rows);
         // Only a barrier has a twin kind: a chunk's twin mask is malformed.
         let bad = [OmpKind::Chunk as u8, 0, 0x80];
+        assert_eq!(decode_payload::<OmpRecord>(&bad, &mut Vec::new()), None);
+    }
+
+    #[test]
+    fn an_implicit_task_ending_with_its_join_barrier_is_five_bytes() {
+        // A worker's regions: its implicit task from `start` to the end of
+        // its join barrier (wait and barrier, twins), three regions.
+        let region = |r: u64, start: i64| {
+            let wait = barrier_of(OmpKind::SyncWait, 9, r);
+            let task = OmpRecord {
+                kind: OmpKind::ImplicitTask as u8,
+                start_ns: start,
+                team_size: 2,
+                count: 1,
+                flags: 2,
+                ..wait
+            };
+            [wait, barrier_of(OmpKind::Sync, 9, r), task]
+        };
+        let mut rows: Vec<OmpRecord> = Vec::new();
+        for (r, start) in [(0, 999_000), (1, 1_003_900), (2, 1_008_950)] {
+            rows.extend(region(r, start));
+        }
+        // Not a join: the implicit task ends 30 ns after its barrier.
+        let mut late = region(3, 1_014_000);
+        late[2].end_ns += 30;
+        rows.extend(late);
+        let mut bases = [OmpRecord::default(); OMP_KEYS];
+        let mut sizes = Vec::new();
+        for r in &rows {
+            sizes.push(OmpRecord::put_in(&bases, r, &mut [0; RECORD_ROOM]));
+            bases[r.key()] = *r;
+        }
+        // The first is coded field by field (its base is the default record).
+        assert!(sizes[2] > 4, "{sizes:?}");
+        assert_eq!((sizes[5], sizes[8]), (5, 5), "kind, mask, a 2-byte start");
+        assert!(sizes[11] > 5, "{sizes:?}");
+        let mut buf = Vec::new();
+        let end = OmpRecord::encode_rows(&rows, &mut buf, 0);
+        let mut back: Vec<OmpRecord> = Vec::new();
+        assert_eq!(decode_payload(&buf[..end], &mut back), Some(()));
+        assert_eq!(back, rows);
+        // Only an implicit task can be a join: another kind's join mask is
+        // malformed.
+        let bad = [OmpKind::Chunk as u8, 0, 0x40, 0];
         assert_eq!(decode_payload::<OmpRecord>(&bad, &mut Vec::new()), None);
     }
 }

@@ -149,6 +149,41 @@ impl<T: SpoolRecord> Stream<T> {
         true
     }
 
+    /// [`Stream::push`] of several records at once, with one check for room
+    /// and one publication: false (nothing pushed) when there is no block or
+    /// no room for all of them at their longest.
+    ///
+    /// # Safety
+    /// As for [`Stream::push`].
+    #[inline(always)]
+    pub unsafe fn push_all<const N: usize>(&self, recs: [&T; N]) -> bool {
+        let b = self.block.load(Ordering::Relaxed);
+        if b.is_null() {
+            return false;
+        }
+        // SAFETY: as in push.
+        let block = unsafe { &*b };
+        let n = block.len.load(Ordering::Relaxed);
+        if n + N * RECORD_ROOM > BLOCK_BYTES {
+            return false;
+        }
+        let mut at = n;
+        // SAFETY: as in push; the room check covers all N records.
+        unsafe {
+            let bases = &mut *self.bases.get();
+            for rec in recs {
+                let room = &mut *((block.data.get() as *mut u8).add(at) as *mut [u8; RECORD_ROOM]);
+                at += T::put_in(bases, rec, room);
+                bases[rec.key()] = *rec;
+            }
+            block
+                .rows
+                .store(block.rows.load(Ordering::Relaxed) + N, Ordering::Relaxed);
+            block.len.store(at, Ordering::Release);
+        }
+        true
+    }
+
     /// A new block is a new frame: its first records are encoded against the
     /// default record.
     ///

@@ -17,7 +17,11 @@
 //! next fork (its join barrier's ends, its implicit task's end,
 //! `parallel_end`) are on the region's critical path; they are held back and
 //! encoded at its next `implicit_task` or wait begin, where it has time to
-//! spare (`ThreadState::close_held`).
+//! spare (`ThreadState::close_held`). A worker's late join-barrier ends are on
+//! it too, and the worker has no slack: its three intervals close together at
+//! the wait's end, with one encoding call (`ThreadState::close_late_join`;
+//! the barrier's and implicit task's end callbacks then only note it, see
+//! [`enter_open`]).
 //!
 //! No OpenMP user API is called here (it can crash inside callbacks), no
 //! panics: all pointers from the runtime are checked for null.
@@ -43,6 +47,15 @@ const fn event(callback: c_uint, endpoint: c_uint, kind: c_uint) -> u32 {
 }
 
 const NO_EVENT: u32 = 0;
+/// `last_event` after a worker's late join-barrier wait end closed its
+/// barrier and implicit task too (`ThreadState::close_late_join`), and after
+/// the barrier's end then found nothing to do: no callback has endpoint 0xfe.
+const LATE_JOIN_WAIT: u32 = event(
+    CB_SYNC_REGION_WAIT,
+    0xfe,
+    OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL,
+);
+const LATE_JOIN_SYNC: u32 = event(CB_SYNC_REGION, 0xfe, OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL);
 const CB_IMPLICIT_TASK: c_uint = 7;
 const CB_WORK: c_uint = 20;
 const CB_SYNC_REGION_WAIT: c_uint = 16;
@@ -108,6 +121,28 @@ fn enter(this: u32, after: u32) -> (i64, &'static mut ThreadState) {
     st.last_event = this;
     st.last_t = t;
     (t, st)
+}
+
+/// [`enter`], unless the thread's previous callback was `closed_by`: then
+/// the interval this callback would end is closed already
+/// (`ThreadState::close_late_join`), and this callback only sets the
+/// thread's previous callback to `then` and returns `None`. `closed_by` =
+/// [`NO_EVENT`] is [`enter`] itself.
+#[inline(always)]
+fn enter_open(
+    this: u32,
+    after: u32,
+    closed_by: u32,
+    then: u32,
+) -> Option<(i64, &'static mut ThreadState)> {
+    if closed_by != NO_EVENT {
+        let st = current();
+        if st.last_event == closed_by {
+            st.last_event = then;
+            return None;
+        }
+    }
+    Some(enter(this, after))
 }
 
 /// `value` of a runtime-owned `ompt_data_t`, 0 for null.
@@ -368,7 +403,17 @@ pub unsafe extern "C" fn implicit_task(
     } else {
         NO_EVENT
     };
-    let (t, st) = enter(event(CB_IMPLICIT_TASK, endpoint, 0), after);
+    // A worker's implicit task closed with its join barrier's wait
+    // (`ThreadState::close_late_join`) has nothing left to close.
+    let closed_by = if endpoint == OMPT_SCOPE_END {
+        LATE_JOIN_SYNC
+    } else {
+        NO_EVENT
+    };
+    let this = event(CB_IMPLICIT_TASK, endpoint, 0);
+    let Some((t, st)) = enter_open(this, after, closed_by, this) else {
+        return;
+    };
     let kind = if initial {
         OmpKind::InitialTask
     } else {
@@ -526,8 +571,11 @@ fn scoped(
     codeptr_ra: *const c_void,
     this: u32,
     after: u32,
+    closed_by: u32,
 ) {
-    let (t, st) = enter(this, after);
+    let Some((t, st)) = enter_open(this, after, closed_by, LATE_JOIN_SYNC) else {
+        return;
+    };
     if endpoint == OMPT_SCOPE_BEGIN {
         let mut rec = st.rec(kind, variant, t);
         rec.parallel_id = data(parallel_data);
@@ -539,6 +587,16 @@ fn scoped(
             st.release_held();
         }
     } else {
+        // A worker's late join-barrier ends: all three at once (not the
+        // primary's, which are held).
+        if kind == OmpKind::SyncWait
+            && variant == OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL
+            && !st.primary_holds
+            && st.close_late_join(t)
+        {
+            st.last_event = LATE_JOIN_WAIT;
+            return;
+        }
         let (k, v) = (kind as u8, variant as u8);
         let pred = |r: &OmpRecord| r.kind == k && r.variant == v;
         // The primary's join barrier ends: held, as the rest of its path to
@@ -564,6 +622,13 @@ pub unsafe extern "C" fn sync_region(
     } else {
         NO_EVENT
     };
+    // A worker's join barrier closed with its wait
+    // (`ThreadState::close_late_join`) has nothing left to close.
+    let closed_by = if endpoint == OMPT_SCOPE_END && kind == OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL {
+        LATE_JOIN_WAIT
+    } else {
+        NO_EVENT
+    };
     scoped(
         OmpKind::Sync,
         kind,
@@ -573,6 +638,7 @@ pub unsafe extern "C" fn sync_region(
         codeptr_ra,
         event(CB_SYNC_REGION, endpoint, kind),
         after,
+        closed_by,
     );
 }
 
@@ -598,6 +664,7 @@ pub unsafe extern "C" fn sync_region_wait(
         codeptr_ra,
         event(CB_SYNC_REGION_WAIT, endpoint, kind),
         after,
+        NO_EVENT,
     );
 }
 
@@ -617,6 +684,7 @@ pub unsafe extern "C" fn reduction(
         codeptr_ra,
         event(31, endpoint, kind),
         NO_EVENT,
+        NO_EVENT,
     );
 }
 
@@ -634,6 +702,7 @@ pub unsafe extern "C" fn masked(
         task_data,
         codeptr_ra,
         event(21, endpoint, 0),
+        NO_EVENT,
         NO_EVENT,
     );
 }

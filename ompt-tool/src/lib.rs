@@ -250,6 +250,12 @@ pub(crate) fn kind_enabled(kind: u8) -> bool {
     KINDS.load(Ordering::Relaxed) & (1 << kind) != 0
 }
 
+/// Whether every kind of `mask` (bit `1 << kind`) is recorded.
+#[inline]
+pub(crate) fn kinds_enabled(mask: u32) -> bool {
+    KINDS.load(Ordering::Relaxed) & mask == mask
+}
+
 #[inline]
 pub(crate) fn profile_mode() -> bool {
     PROFILE.load(Ordering::Relaxed)

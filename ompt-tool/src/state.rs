@@ -325,6 +325,64 @@ impl ThreadState {
         self.held_len = 0;
     }
 
+    /// A worker's late join-barrier ends, closed together at the wait's end.
+    ///
+    /// libomp dispatches them back to back when the worker wakes for the next
+    /// region (wait end, barrier end, implicit-task end; `callbacks::enter`),
+    /// and all three take the wait end's time. When the stack's top three
+    /// are a worker's implicit task, its join barrier and that barrier's
+    /// wait, all three close at `t` here and are encoded with one push
+    /// (`Stream::push_all`): every callback of the worker from its wake to
+    /// its arrival lies on the region's critical path, and one push costs
+    /// about half of three. The barrier's and the implicit task's own end
+    /// callbacks then have nothing left to close (`callbacks`).
+    ///
+    /// Only in trace mode with all three kinds recorded; false (nothing
+    /// done) otherwise, and the caller closes the wait as usual.
+    #[inline]
+    pub fn close_late_join(&mut self, t: i64) -> bool {
+        const JOIN: u8 = crate::ffi::OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL as u8;
+        const KINDS: u32 = 1 << OmpKind::SyncWait as u32
+            | 1 << OmpKind::Sync as u32
+            | 1 << OmpKind::ImplicitTask as u32;
+        let d = self.depth;
+        if d < 3 || self.profile.is_some() {
+            return false;
+        }
+        let Some(stream) = self.stream else {
+            return false;
+        };
+        let [task, sync, wait] = &mut self.stack[d - 3..d] else {
+            return false;
+        };
+        let late_join = wait.kind == OmpKind::SyncWait as u8
+            && wait.variant == JOIN
+            && sync.kind == OmpKind::Sync as u8
+            && sync.variant == JOIN
+            && task.kind == OmpKind::ImplicitTask as u8
+            && task.count != 0;
+        if !late_join || !crate::kinds_enabled(KINDS) {
+            return false;
+        }
+        self.depth = d - 3;
+        wait.end_ns = t;
+        sync.end_ns = t;
+        task.end_ns = t;
+        // SAFETY: the sink handed this thread its own stream.
+        if !unsafe { stream.push_all([&*wait, &*sync, &*task]) } {
+            // No block or a full one: one by one, which hands it off.
+            for rec in [&*wait, &*sync, &*task] {
+                emit_to(&mut self.profile, self.stream, self.sink_handle, rec);
+            }
+        }
+        let depth = self.implicit_depth;
+        depth.store(
+            depth.load(Ordering::Relaxed).saturating_sub(1),
+            Ordering::Relaxed,
+        );
+        true
+    }
+
     /// [`ThreadState::close`] of entry `i` below the top of the stack.
     #[cold]
     fn close_nested(&mut self, i: usize, end_ns: i64) -> Option<(u8, u32)> {
@@ -673,5 +731,83 @@ mod tests {
         st.release_held();
         assert_eq!(recorded().len(), 4 + HELD_CAP);
         assert_eq!(st.depth, 0);
+    }
+}
+
+#[cfg(test)]
+mod late_join_tests {
+    use std::sync::atomic::Ordering;
+
+    use hyscope_format::schema::{OmpKind, OmpRecord};
+    use hyscope_format::spool::decode_payload;
+    use hyscope_format::spool_block::{Block, Stream};
+
+    use super::current;
+
+    /// A worker's late join-barrier ends: its wait, barrier and implicit task
+    /// close together at the wait's end, encoded into its stream with one
+    /// push, and only when the stack's top three are exactly those.
+    #[test]
+    fn a_workers_late_join_ends_close_together_in_one_push() {
+        // A thread of its own: a fresh state, given a stream with a block.
+        std::thread::spawn(|| {
+            let st = current();
+            let stream: &'static Stream<OmpRecord> = Box::leak(Box::new(Stream::new()));
+            let block = Box::into_raw(Block::<OmpRecord>::new().unwrap());
+            stream.block.store(block, Ordering::Release);
+            st.stream = Some(stream);
+            let open = |kind: OmpKind, start: i64, index: u64| OmpRecord {
+                kind: kind as u8,
+                variant: if kind == OmpKind::ImplicitTask { 0 } else { 9 },
+                start_ns: start,
+                end_ns: start,
+                parallel_id: 7,
+                task_id: 8,
+                count: index,
+                ..OmpRecord::default()
+            };
+            let push_region = |st: &mut super::ThreadState, index: u64| {
+                st.push(open(OmpKind::ImplicitTask, 100, index));
+                st.push(open(OmpKind::Sync, 150, 0));
+                st.push(open(OmpKind::SyncWait, 150, 0));
+                st.implicit_depth.store(1, Ordering::Relaxed);
+            };
+            push_region(st, 1);
+            assert!(st.close_late_join(500));
+            assert_eq!(st.depth, 0);
+            assert_eq!(st.implicit_depth.load(Ordering::Relaxed), 0);
+            // SAFETY: this thread owns the block; len read with acquire.
+            let bytes = unsafe {
+                let b = &*block;
+                b.bytes(b.len.load(Ordering::Acquire))
+            };
+            let mut back: Vec<OmpRecord> = Vec::new();
+            assert_eq!(decode_payload(bytes, &mut back), Some(()));
+            let got: Vec<(u8, i64, i64)> = back
+                .iter()
+                .map(|r| (r.kind, r.start_ns, r.end_ns))
+                .collect();
+            let k = |kind: OmpKind| kind as u8;
+            assert_eq!(
+                got,
+                [
+                    (k(OmpKind::SyncWait), 150, 500),
+                    (k(OmpKind::Sync), 150, 500),
+                    (k(OmpKind::ImplicitTask), 100, 500)
+                ]
+            );
+            // The primary's (index 0): left to the usual closes.
+            push_region(st, 0);
+            assert!(!st.close_late_join(600));
+            assert_eq!(st.depth, 3);
+            // Not a join barrier on top (an explicit one, kind 3): the same.
+            st.stack[1].variant = 3;
+            st.stack[2].variant = 3;
+            st.stack[0].count = 1;
+            assert!(!st.close_late_join(600));
+            assert_eq!(st.depth, 3);
+        })
+        .join()
+        .unwrap();
     }
 }
