@@ -520,6 +520,19 @@ fn is_join(bases: &[OmpRecord], cur: &OmpRecord) -> bool {
     joined == *cur
 }
 
+/// Whether `cur` (a `Sync`) is the twin of the frame's last record of its
+/// twin kind: equal to it in every field but the kind.
+#[inline(always)]
+fn is_twin(bases: &[OmpRecord], cur: &OmpRecord) -> bool {
+    twin_of(cur.kind).is_some_and(|twin| {
+        let of = OmpRecord {
+            kind: cur.kind,
+            ..bases[omp_key(twin)]
+        };
+        of == *cur
+    })
+}
+
 /// The kind an OpenMP record of `kind` may be the twin of: a barrier's (or
 /// taskwait's) `Sync` of its `SyncWait`, which libomp begins and ends at the
 /// same times (`ompt_tool::callbacks::enter`).
@@ -553,27 +566,26 @@ impl SpoolRecord for OmpRecord {
 
     #[inline(always)]
     fn put_in(bases: &[Self], cur: &Self, room: &mut [u8; RECORD_ROOM]) -> usize {
-        let is_twin = |twin: u8| {
-            let of = OmpRecord {
-                kind: cur.kind,
-                ..bases[omp_key(twin)]
-            };
-            of == *cur
-        };
-        if twin_of(cur.kind).is_some_and(is_twin) {
-            room[0] = cur.kind;
-            room[1..3].copy_from_slice(&TWIN.to_le_bytes());
-            return 3;
+        // The two short forms (module docs), each for one kind: one dispatch
+        // on the kind, so other records (a loop's chunks) pay one test.
+        const SYNC: u8 = OmpKind::Sync as u8;
+        const IMPLICIT_TASK: u8 = OmpKind::ImplicitTask as u8;
+        match cur.kind {
+            SYNC if is_twin(bases, cur) => {
+                room[0] = cur.kind;
+                room[1..3].copy_from_slice(&TWIN.to_le_bytes());
+                3
+            }
+            IMPLICIT_TASK if is_join(bases, cur) => {
+                // Only the start's change: the Put of one field, JOIN as the mask.
+                let base = &bases[omp_key(cur.kind)];
+                let mut e = Put::begin_keyed(room, cur.kind);
+                e.put(omp::START, delta(wide(base.start_ns), wide(cur.start_ns)));
+                e.mask = JOIN as u32;
+                e.end()
+            }
+            _ => put_omp(&bases[omp_key(cur.kind)], cur, room),
         }
-        if cur.kind == OmpKind::ImplicitTask as u8 && is_join(bases, cur) {
-            // Only the start's change: the Put of one field, JOIN as the mask.
-            let base = &bases[omp_key(cur.kind)];
-            let mut e = Put::begin_keyed(room, cur.kind);
-            e.put(omp::START, delta(wide(base.start_ns), wide(cur.start_ns)));
-            e.mask = JOIN as u32;
-            return e.end();
-        }
-        put_omp(&bases[omp_key(cur.kind)], cur, room)
     }
 
     #[inline(always)]
