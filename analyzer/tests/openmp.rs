@@ -524,23 +524,35 @@ fn chunk_starts_are_relative_to_the_loop_lower_bound() {
     );
 }
 
+/// A profile-mode summary row of `thread`: `count` intervals of `kind`
+/// (variant `flags`) at `codeptr`, `total` ns in all.
+fn summary(
+    thread: u32,
+    kind: OmpKind,
+    flags: u32,
+    codeptr: u64,
+    count: u64,
+    total: i64,
+) -> OmpRecord {
+    OmpRecord {
+        thread,
+        kind: OmpKind::Summary as u8,
+        variant: kind as u8,
+        start_ns: 0,
+        end_ns: 10 * MS,
+        codeptr,
+        count,
+        chunk_start: total as u64,
+        flags,
+        ..OmpRecord::default()
+    }
+}
+
 #[test]
 fn profile_mode_summaries() {
     let mut b = Builder::new(1, 2, 1);
     b.manifest.mode = "profile".into();
-    let sum =
-        |thread: u32, kind: OmpKind, flags: u32, codeptr: u64, count: u64, total: i64| OmpRecord {
-            thread,
-            kind: OmpKind::Summary as u8,
-            variant: kind as u8,
-            start_ns: 0,
-            end_ns: 10 * MS,
-            codeptr,
-            count,
-            chunk_start: total as u64,
-            flags,
-            ..OmpRecord::default()
-        };
+    let sum = summary;
     for r in [
         sum(0, OmpKind::Parallel, 0, REGION, 10, 1_000 * US),
         sum(0, OmpKind::ImplicitTask, 0, 0, 10, 970 * US),
@@ -577,20 +589,11 @@ fn profile_mode_summaries() {
 fn profile_mode_clips_late_join_ends_from_totals() {
     let mut b = Builder::new(1, 2, 1);
     b.manifest.mode = "profile".into();
-    let sum =
-        |thread: u32, kind: OmpKind, flags: u32, codeptr: u64, count: u64, total: i64| OmpRecord {
-            thread,
-            kind: OmpKind::Summary as u8,
-            variant: kind as u8,
-            start_ns: 0,
-            end_ns: 10 * MS,
-            codeptr,
-            count,
-            chunk_start: total as u64,
-            flags,
-            team_size: if kind == OmpKind::Parallel { 2 } else { 0 },
-            ..OmpRecord::default()
-        };
+    // Parallel regions of 2 threads.
+    let sum = |thread, kind, flags, codeptr, count, total| OmpRecord {
+        team_size: if kind == OmpKind::Parallel { 2 } else { 0 },
+        ..summary(thread, kind, flags, codeptr, count, total)
+    };
     for r in [
         sum(0, OmpKind::Parallel, 0, REGION, 10, 1_000 * US),
         sum(0, OmpKind::ImplicitTask, 0, REGION, 10, 970 * US),
@@ -714,18 +717,7 @@ fn profile_mode_placement_gain_from_busy_totals() {
     b.manifest.mode = "profile".into();
     b.manifest.ranks[0].cores = vec![0];
     b.manifest.ranks[0].node_cpus = 2;
-    let sum = |thread: u32, kind: OmpKind, flags: u32, codeptr: u64, total: i64| OmpRecord {
-        thread,
-        kind: OmpKind::Summary as u8,
-        variant: kind as u8,
-        start_ns: 0,
-        end_ns: MS,
-        codeptr,
-        count: 1,
-        chunk_start: total as u64,
-        flags,
-        ..OmpRecord::default()
-    };
+    let sum = |thread, kind, flags, codeptr, total| summary(thread, kind, flags, codeptr, 1, total);
     for r in [
         sum(0, OmpKind::Parallel, 0, REGION, 320 * US),
         sum(0, OmpKind::ImplicitTask, 0, 0, 300 * US),

@@ -137,14 +137,13 @@ fn threads_bound_to_one_core_are_reported() {
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
     for bind in ["core", "none"] {
         let out_dir = tmp.path().join(format!("trace-{bind}"));
-        let out = record_into(&out_dir)
-            .arg("mpirun")
-            .args(mpirun_args(1))
-            .args(["--bind-to", bind, "-x", "OMP_NUM_THREADS=2"])
-            .arg(&exe)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+        run_ok(
+            record_into(&out_dir)
+                .arg("mpirun")
+                .args(mpirun_args(1))
+                .args(["--bind-to", bind, "-x", "OMP_NUM_THREADS=2"])
+                .arg(&exe),
+        );
         let trace = Trace::open(&out_dir).unwrap();
         let rank = &trace.manifest.ranks[0];
         assert_eq!(rank.node_cpus, host_cpus);
@@ -203,23 +202,22 @@ fn threads_pinned_together_by_omp_proc_bind_are_reported() {
         ("master", "profile"),
     ] {
         let out_dir = tmp.path().join(format!("trace-{bind}-{mode}"));
-        let out = hyscope()
-            .args(["record", "--mode", mode, "-o"])
-            .arg(&out_dir)
-            .arg("--")
-            .arg("mpirun")
-            .args(mpirun_args(1))
-            .args(["--bind-to", "none", "-x", "OMP_NUM_THREADS=2"])
-            .args([
-                "-x",
-                &format!("OMP_PROC_BIND={bind}"),
-                "-x",
-                "OMP_PLACES=cores",
-            ])
-            .arg(&exe)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+        run_ok(
+            hyscope()
+                .args(["record", "--mode", mode, "-o"])
+                .arg(&out_dir)
+                .arg("--")
+                .arg("mpirun")
+                .args(mpirun_args(1))
+                .args(["--bind-to", "none", "-x", "OMP_NUM_THREADS=2"])
+                .args([
+                    "-x",
+                    &format!("OMP_PROC_BIND={bind}"),
+                    "-x",
+                    "OMP_PLACES=cores",
+                ])
+                .arg(&exe),
+        );
         let trace = Trace::open(&out_dir).unwrap();
         let rank = &trace.manifest.ranks[0];
         assert_eq!(rank.cores.len() as u32, host_cpus, "{:?}", rank.cores);

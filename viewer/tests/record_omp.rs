@@ -352,8 +352,7 @@ fn barrier_wait_is_split_by_arrival_on_libomp() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp_test_program(tmp.path(), "barrier_imbalance");
     let out_dir = tmp.path().join("trace");
-    let out = record_into(&out_dir).arg(&exe).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    let out = run_ok(record_into(&out_dir).arg(&exe));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "barriers 400\n");
 
     let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
@@ -434,8 +433,7 @@ fn tasks_run_at_a_barrier_count_as_busy() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp_test_program(tmp.path(), "tasks_in_barrier");
     let out_dir = tmp.path().join("trace");
-    let out = record_into(&out_dir).arg(&exe).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    let out = run_ok(record_into(&out_dir).arg(&exe));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "tasks 40\n");
 
     let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
@@ -477,15 +475,14 @@ fn omp_proc_bind_master_is_seen_in_an_openmp_only_run() {
     // A reading every 2 ms (the program runs ≈ 20 ms), and none.
     for sample_ms in ["2", "0"] {
         let out_dir = tmp.path().join(format!("trace-{sample_ms}"));
-        let out = record_into(&out_dir)
-            .env("OMP_NUM_THREADS", "2")
-            .env("OMP_PROC_BIND", "master")
-            .env("OMP_PLACES", "cores")
-            .env("HYSCOPE_SAMPLE_MS", sample_ms)
-            .arg(&exe)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+        run_ok(
+            record_into(&out_dir)
+                .env("OMP_NUM_THREADS", "2")
+                .env("OMP_PROC_BIND", "master")
+                .env("OMP_PLACES", "cores")
+                .env("HYSCOPE_SAMPLE_MS", sample_ms)
+                .arg(&exe),
+        );
         let trace = Trace::open(&out_dir).unwrap();
         let rank = &trace.manifest.ranks[0];
         let masks: Vec<&Vec<u32>> = rank.thread_cpus.iter().map(|t| &t.cpus).collect();
@@ -513,15 +510,14 @@ fn profile_mode_books_regions_barriers_and_serial_code_as_trace_mode() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp_test_program(tmp.path(), "serial_gaps");
     let out_dir = tmp.path().join("trace");
-    let out = hyscope()
-        .args(["record", "--mode", "profile", "-o"])
-        .arg(&out_dir)
-        .arg("--")
-        .env("OMP_NUM_THREADS", "2")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    run_ok(
+        hyscope()
+            .args(["record", "--mode", "profile", "-o"])
+            .arg(&out_dir)
+            .arg("--")
+            .env("OMP_NUM_THREADS", "2")
+            .arg(&exe),
+    );
     let a = hyscope_analyzer::analyze(&out_dir, &Default::default()).unwrap();
     assert_eq!(a.run.mode, "profile");
     let regions = a.regions.get().unwrap();

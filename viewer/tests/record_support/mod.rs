@@ -147,6 +147,14 @@ pub fn mpirun_args(np: u32) -> Vec<String> {
     a
 }
 
+/// Run `cmd` (a `record` command) and check that it exited with 0, showing
+/// its stderr otherwise.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
+    out
+}
+
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
