@@ -162,11 +162,7 @@ fn nesting_priorities_flatten_to_the_innermost_state() {
     ];
     let trace = write_trace(&dir.0, &[(0, 0, rows, calls)], WriterOptions::default());
     let index = TimelineIndex::build(&trace).unwrap();
-    let segs: Vec<(i64, i64, State)> = index
-        .segments_in(0, 0, 200, 100)
-        .iter()
-        .map(|s| (s.start, s.end, s.state))
-        .collect();
+    let segs: Vec<(i64, i64, State)> = segments(&index, 0, 0, 200, 100);
     use State::*;
     assert_eq!(
         segs,
@@ -507,6 +503,21 @@ fn two_thread_region() -> Vec<OmpRecord> {
 }
 
 /// Time per state of `row` over [a, b).
+/// Row `row`'s segments in [a, b), at most `limit`: (start, end, state).
+fn segments(
+    index: &TimelineIndex,
+    row: usize,
+    a: i64,
+    b: i64,
+    limit: usize,
+) -> Vec<(i64, i64, State)> {
+    index
+        .segments_in(row, a, b, limit)
+        .iter()
+        .map(|s| (s.start, s.end, s.state))
+        .collect()
+}
+
 fn time_in(index: &TimelineIndex, row: usize, a: i64, b: i64) -> [u64; STATES] {
     index.summary(row, a, b).time
 }
@@ -527,11 +538,7 @@ fn libomp_barrier_waits_until_the_teams_last_arrival() {
     let t0 = time_in(&index, 0, 100, 450);
     assert_eq!(t0[BarrierWait as usize], 300);
     assert_eq!(t0[OmpRuntime as usize], 50);
-    let segs: Vec<(i64, i64, State)> = index
-        .segments_in(0, 0, 500, 10)
-        .iter()
-        .map(|s| (s.start, s.end, s.state))
-        .collect();
+    let segs: Vec<(i64, i64, State)> = segments(&index, 0, 0, 500, 10);
     assert_eq!(
         segs,
         vec![
@@ -617,11 +624,7 @@ fn worker_join_barrier_is_clipped_at_the_parallel_end() {
     let trace = write_trace(&dir.0, &[(0, 0, rows, vec![])], WriterOptions::default());
     let index = TimelineIndex::build(&trace).unwrap();
     use State::*;
-    let worker: Vec<(i64, i64, State)> = index
-        .segments_in(1, 0, 6000, 10)
-        .iter()
-        .map(|s| (s.start, s.end, s.state))
-        .collect();
+    let worker: Vec<(i64, i64, State)> = segments(&index, 1, 0, 6000, 10);
     // The worker arrives first (200) and waits for the master (300), then
     // synchronises until the parallel end.
     assert_eq!(
