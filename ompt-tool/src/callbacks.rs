@@ -48,13 +48,17 @@ const fn event(callback: c_uint, endpoint: c_uint, kind: c_uint) -> u32 {
 
 const NO_EVENT: u32 = 0;
 /// `last_event` after a worker's late join-barrier wait end closed its
-/// barrier and implicit task too (`ThreadState::close_late_join`), and after
-/// the barrier's end then found nothing to do: no callback has endpoint 0xfe.
+/// barrier and implicit task too (`ThreadState::close_late_join`); the
+/// barrier's end callback then has nothing to close (no callback has
+/// endpoint 0xfe).
 const LATE_JOIN_WAIT: u32 = event(
     CB_SYNC_REGION_WAIT,
     0xfe,
     OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL,
 );
+/// `last_event` after that barrier end: the implicit task's end callback
+/// then has nothing to close. Only `sync_region` passes `scoped` a
+/// `closed_by`, so `scoped` always moves on to this one.
 const LATE_JOIN_SYNC: u32 = event(CB_SYNC_REGION, 0xfe, OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL);
 const CB_IMPLICIT_TASK: c_uint = 7;
 const CB_WORK: c_uint = 20;
