@@ -96,6 +96,9 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
         energy,
         findings: Vec::new(),
         warnings: Vec::new(),
+        integrity: TraceIntegrity {
+            problems: data.problems.clone(),
+        },
     };
     analysis.findings = findings::findings(&analysis);
     warnings.sort();

@@ -45,6 +45,8 @@ pub struct TraceData {
     pub ranks: Vec<RankData>,
     pub symbols: HashMap<u64, CodeLocation>,
     pub warnings: Vec<String>,
+    /// What the loader found lost or damaged (becomes [`crate::Analysis::integrity`]).
+    pub problems: Vec<crate::TraceProblem>,
     /// Half the worst clock-offset round trip, ns.
     pub clock_error_ns: i64,
     pub clock_corrected: bool,

@@ -79,6 +79,38 @@ pub struct Analysis {
     pub findings: Vec<Finding>,
     /// Problems met while analysing (bad rows, unmatched messages...).
     pub warnings: Vec<String>,
+    /// How complete and sound the trace is. The report, TUI and GUI show it
+    /// first when it is not complete, so no number below is read as whole.
+    #[serde(default)]
+    pub integrity: TraceIntegrity,
+}
+
+/// How complete and sound a trace is: what was lost and what was found damaged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceIntegrity {
+    /// Each problem found, in the order found.
+    pub problems: Vec<TraceProblem>,
+}
+
+impl TraceIntegrity {
+    /// True when some data is missing: the numbers of the analysis undercount.
+    pub fn is_partial(&self) -> bool {
+        self.problems.iter().any(|p| p.data_lost)
+    }
+}
+
+/// One thing wrong with a trace, named so a user can find it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceProblem {
+    /// The file concerned, relative to the trace directory, when there is one.
+    pub file: Option<String>,
+    /// The rank concerned, when there is one.
+    pub rank: Option<u32>,
+    /// What is wrong, as a user reads it (e.g. "rank 1 was killed by signal 9").
+    pub what: String,
+    /// True when events are missing because of it; false for a notice that
+    /// changes no number.
+    pub data_lost: bool,
 }
 
 /// Facts about the run, mostly from the manifest.

@@ -180,6 +180,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
     let mut out = String::new();
     let r = &a.run;
     let _ = writeln!(out, "hyscope report — {}", a.trace_dir);
+    render_integrity(&mut out, &a.integrity);
     section(&mut out, "Run");
     let mut kv = |k: &str, v: String| {
         let _ = writeln!(out, "  {k:<22} {v}");
@@ -913,6 +914,34 @@ pub fn render(a: &Analysis, top: usize) -> String {
         }
     }
     out
+}
+
+/// What was lost or found damaged, before any number, so none is read as whole.
+fn render_integrity(out: &mut String, integrity: &TraceIntegrity) {
+    if integrity.problems.is_empty() {
+        return;
+    }
+    let title = if integrity.is_partial() {
+        "PARTIAL TRACE: the numbers below leave out what is listed here"
+    } else {
+        "Trace notices"
+    };
+    section(out, title);
+    for p in &integrity.problems {
+        let mut place = Vec::new();
+        if let Some(r) = p.rank {
+            place.push(format!("rank {r}"));
+        }
+        if let Some(f) = &p.file {
+            place.push(f.clone());
+        }
+        let place = if place.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", place.join(", "))
+        };
+        let _ = writeln!(out, "  ! {place}{}", p.what);
+    }
 }
 
 /// The comparison of two traces as a table.
