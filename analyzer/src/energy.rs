@@ -1,4 +1,4 @@
-//! Energy from the RAPL samples (document 004 §4: RAPL gives an energy
+//! Energy from the RAPL samples (Carretero 2015 §4: RAPL gives an energy
 //! estimate per package). "Not measured" with the sampler's reason otherwise.
 
 use std::collections::BTreeMap;

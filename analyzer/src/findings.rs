@@ -47,7 +47,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 "region",
                 Some(r.location.clone()),
                 wall,
-                "fuse neighbouring parallel regions or move the parallel region outside the enclosing loop (document 002 §3.3.1: fork/join adds to sequential time)".into(),
+                "fuse neighbouring parallel regions or move the parallel region outside the enclosing loop (Mahéo 2015 §3.3.1: fork/join adds to sequential time)".into(),
             );
             let team = r.team_size.max(1) as f64;
             let wait = r.barrier.wait_s / team / r.ranks.len().max(1) as f64;
@@ -67,7 +67,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                     Some(r.location.clone()),
                     sync,
                     format!(
-                        "the barriers' own cost, not imbalance ({:.1} µs per thread per barrier, document 002 §6.7): fewer barriers (`nowait`, fused loops){}",
+                        "the barriers' own cost, not imbalance ({:.1} µs per thread per barrier, Mahéo 2015 §6.7): fewer barriers (`nowait`, fused loops){}",
                         per_barrier * 1e6,
                         // An uncontended barrier releases a team in about a µs;
                         // ten times that is a thread waiting for a core.
@@ -91,7 +91,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 None,
                 idle,
                 format!(
-                    "{threads} threads per rank idle during master-only MPI: overlap communication with computation, or use hybrid collectives / MPI_THREAD_MULTIPLE (document 002 §5.1)"
+                    "{threads} threads per rank idle during master-only MPI: overlap communication with computation, or use hybrid collectives / MPI_THREAD_MULTIPLE (Mahéo 2015 §5.1)"
                 ),
             );
             // Parallelising serial code over P threads saves (P − 1)/P of it.
@@ -109,7 +109,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 "openmp",
                 None,
                 seq.max(0.0),
-                "parallelise the serial code between regions: threads are idle (document 002 §3.3.1 bound 1 + T_compute / (T_seq + T_comm))".into(),
+                "parallelise the serial code between regions: threads are idle (Mahéo 2015 §3.3.1 bound 1 + T_compute / (T_seq + T_comm))".into(),
             );
         }
         // Profile mode has no barrier times per region (and libomp's waits

@@ -13,6 +13,7 @@
 //! [`findings`] derive the rest. [`compare`] diffs two analyses.
 
 pub mod compare;
+pub mod demangle;
 pub mod energy;
 pub mod findings;
 pub mod load;
@@ -37,7 +38,7 @@ pub struct AnalyzeOptions {
     pub projection_ranks: Vec<u64>,
     /// Memory per core for the projection warning (bytes); None = read /proc/meminfo of this machine.
     pub memory_per_core: Option<u64>,
-    /// HCAs per node (H of document 000 Table 3.4).
+    /// HCAs per node (H of Didelot 2014 Table 3.4).
     pub hcas_per_node: u32,
     /// Buffer model parameters (documented defaults in [`memory::BufferParams`]).
     pub buffers: memory::BufferParams,

@@ -83,7 +83,8 @@ fn unresolved(address: u64) -> CodeLocation {
     }
 }
 
-/// Label of a resolved symbol: `file:line` with the file name only, else the function.
+/// Label of a resolved symbol: `file:line` with the file name only, else the
+/// function as its source names it ([`crate::demangle::demangle`]), else the address.
 pub fn label_of(s: &SymbolRecord) -> String {
     match (&s.file, s.line, &s.function) {
         (Some(f), Some(l), _) if l > 0 => {
@@ -92,7 +93,7 @@ pub fn label_of(s: &SymbolRecord) -> String {
                 .map_or(f.clone(), |n| n.to_string_lossy().into_owned());
             format!("{name}:{l}")
         }
-        (_, _, Some(func)) => func.clone(),
+        (_, _, Some(func)) => crate::demangle::demangle(func).into_owned(),
         _ => format!("{:#x}", s.address),
     }
 }

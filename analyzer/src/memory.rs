@@ -1,6 +1,6 @@
 //! MPI memory footprint now and projected: connections, queue pairs
-//! (document 000, Table 3.4), connection buffers (document 000, §3.4; Open MPI
-//! receive-queue specs), communicator group maps (document 001, §3.1), RSS
+//! (Didelot 2014, Table 3.4), connection buffers (Didelot 2014, §3.4; Open MPI
+//! receive-queue specs), communicator group maps (Kamal 2013, §3.1), RSS
 //! across `MPI_Init`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,16 +19,16 @@ pub const OPENMPI_DEFAULT_RECEIVE_QUEUES: &str =
 /// Parameters of the buffer model, with documented defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BufferParams {
-    /// Eager-RDMA slots per connection: document 000 §3.4, MVAPICH2 default below 8 nodes 32 × 12 KB.
+    /// Eager-RDMA slots per connection: Didelot 2014 §3.4, MVAPICH2 default below 8 nodes 32 × 12 KB.
     pub eager_rdma_slots: u32,
-    /// Bytes per eager-RDMA slot (12 KB, document 000 §3.4).
+    /// Bytes per eager-RDMA slot (12 KB, Didelot 2014 §3.4).
     pub eager_rdma_slot_bytes: u64,
     /// Memory per queue pair (context, send/receive work queues). Document 000 gives
     /// no constant (Fig. 3.1 plots it against WQE counts): 256 send + 256 receive
     /// WQEs × 64 B plus 128 B inline data ≈ 32 KB is our assumption; configurable.
     pub qp_bytes: u64,
     /// Bytes per entry of a communicator group map (an `int` array per
-    /// communicator, document 001 §2.1.3/§3.1).
+    /// communicator, Kamal 2013 §2.1.3/§3.1).
     pub group_entry_bytes: u64,
 }
 
@@ -122,7 +122,7 @@ pub fn analyze_memory(
             value: eager_rdma as f64,
             unit: "bytes".into(),
             source: format!(
-                "{} × {} B (document 000 §3.4, MVAPICH2 default below 8 nodes)",
+                "{} × {} B (Didelot 2014 §3.4, MVAPICH2 default below 8 nodes)",
                 p.eager_rdma_slots, p.eager_rdma_slot_bytes
             ),
         },
@@ -142,13 +142,13 @@ pub fn analyze_memory(
             name: "memory per queue pair".into(),
             value: p.qp_bytes as f64,
             unit: "bytes".into(),
-            source: "assumption: 512 WQEs × 64 B + 128 B inline (document 000 gives no constant, Fig. 3.1)".into(),
+            source: "assumption: 512 WQEs × 64 B + 128 B inline (Didelot 2014 gives no constant, Fig. 3.1)".into(),
         },
         ModelParam {
             name: "group map entry".into(),
             value: p.group_entry_bytes as f64,
             unit: "bytes".into(),
-            source: "int array per communicator (document 001 §2.1.3, §3.1)".into(),
+            source: "int array per communicator (Kamal 2013 §2.1.3, §3.1)".into(),
         },
     ];
 
@@ -308,7 +308,7 @@ pub fn analyze_memory(
     let all_to_all_p2p = n_ranks > 2 && max_peers >= n_ranks - 1;
     let grows = any_full || all_to_all_p2p;
     let pattern = if any_full {
-        "grows with N: calls that force full connection (Alltoall(v), root of Scatterv/Gatherv; document 000 §3.2)".to_string()
+        "grows with N: calls that force full connection (Alltoall(v), root of Scatterv/Gatherv; Didelot 2014 §3.2)".to_string()
     } else if all_to_all_p2p {
         "grows with N: every rank talks to every other rank point to point".to_string()
     } else {

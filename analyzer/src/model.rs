@@ -215,7 +215,7 @@ pub struct PopLoss {
     pub formula: String,
 }
 
-/// Barrier totals: total = wait + synchronisation overhead (document 002, §6.7).
+/// Barrier totals: total = wait + synchronisation overhead (Mahéo 2015, §6.7).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct BarrierStats {
     /// Σ over threads of time inside barriers.
@@ -267,7 +267,7 @@ pub struct RegionStats {
     /// Σ master implicit-task time.
     pub implicit_task_s: f64,
     /// Fork/join (management) overhead = region time − master implicit-task time
-    /// (document 002, §6.6.3).
+    /// (Mahéo 2015, §6.6.3).
     pub fork_join_s: f64,
     /// fork_join / region time.
     pub fork_join_fraction: f64,
@@ -342,7 +342,7 @@ pub struct Recommendation {
     pub predicted_gain_s: f64,
     /// One line of evidence, e.g. "stencil.c:42: schedule(dynamic,64) — predicted 1.8× on this loop, 12 % of run time; triangular cost, 40 % imbalance under static".
     pub evidence: String,
-    /// Which rule decided (simulation, document 002 §6.6.2 empirical rule...).
+    /// Which rule decided (simulation, Mahéo 2015 §6.6.2 empirical rule...).
     pub rule: String,
 }
 
@@ -411,7 +411,7 @@ pub struct TaskStats {
     pub taskwait_s: f64,
 }
 
-/// Fine-grain hybrid model, per rank (document 000 §5 / document 002 §3.3.1, eq. 3.1–3.2):
+/// Fine-grain hybrid model, per rank (Didelot 2014 ch. 5 / Mahéo 2015 §3.3.1, eq. 3.1–3.2):
 /// `T_tot = T_seq + T_comm + T_compute / P`, bound `1 + T_compute / (T_seq + T_comm)`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FineGrainModel {
@@ -576,7 +576,7 @@ pub struct WaitStates {
     pub clock_error_s: f64,
 }
 
-/// QP counts per node for one transport (document 000, Table 3.4).
+/// QP counts per node for one transport (Didelot 2014, Table 3.4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QpRow {
     pub transport: String,
@@ -664,7 +664,7 @@ pub struct MemoryFootprint {
     pub pattern: String,
     pub full_connection_calls: Vec<FullConnectionCall>,
     pub communicators: u32,
-    /// Group-map bytes per process (document 001 §3.1).
+    /// Group-map bytes per process (Kamal 2013 §3.1).
     pub group_map_bytes_per_rank: f64,
     pub projections: Vec<Projection>,
     pub memory_per_core: Option<u64>,

@@ -30,7 +30,7 @@ fn is_wait(call: u16) -> bool {
 }
 
 /// Eager limit to classify messages: the shared-memory transport's on one host,
-/// else the network's (document 000 §3.1.2: eager below, rendezvous above).
+/// else the network's (Didelot 2014 §3.1.2: eager below, rendezvous above).
 pub fn eager_limit(data: &TraceData, hosts: usize) -> Option<(u64, String)> {
     let limits = &data.manifest.mpi.as_ref()?.eager_limits;
     let pick = |keys: &[&str]| {

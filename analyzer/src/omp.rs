@@ -739,7 +739,7 @@ fn segment_bins(
 /// the same barriers in the same order), so its last arrival is the latest
 /// start among them. A thread waits from its arrival to that last arrival;
 /// the rest of its barrier time, the release (and the last thread's gather),
-/// is synchronisation overhead: document 002 §6.7's decomposition (barrier =
+/// is synchronisation overhead: Mahéo 2015 §6.7's decomposition (barrier =
 /// overhead + idling for the last thread), measured from arrivals because
 /// libomp's wait events span the whole barrier. The report
 /// ([`arrival_idle_of`]) and the timeline (`timeline::build`) both split
@@ -1520,7 +1520,7 @@ fn add_thread_stats(e: &mut ThreadRegionStats, t: &ThreadRegionStats) {
     e.barrier.wait_from_arrivals |= t.barrier.wait_from_arrivals;
 }
 
-/// Fine-grain model per rank (document 000 §5, document 002 §3.3.1, eq. 3.1–3.2):
+/// Fine-grain model per rank (Didelot 2014 ch. 5, Mahéo 2015 §3.3.1, eq. 3.1–3.2):
 /// T_compute = time inside parallel regions, T_comm = MPI time of the master
 /// outside them, T_seq = the rest; bound = 1 + T_compute / (T_seq + T_comm).
 /// Idle threads: (P − 1) × T_seq and (P − 1) × T_comm core-seconds (master-only style).

@@ -341,7 +341,7 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
                 imbalance: input.imbalance,
                 chunks: input.team as u64,
             },
-            "document 002 §6.6.2: balanced under static (max/mean ≤ 1.05) — keep static"
+            "Mahéo 2015 §6.6.2: balanced under static (max/mean ≤ 1.05) — keep static"
                 .to_string(),
         )
     } else if best.1.speedup < 1.05 {
@@ -365,7 +365,7 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
             best.0,
             best.1.clone(),
             format!(
-                "document 002 §6.6.2: small-chunk dynamic with {:.0} % of the loop in scheduling → larger chunk (simulated)",
+                "Mahéo 2015 §6.6.2: small-chunk dynamic with {:.0} % of the loop in scheduling → larger chunk (simulated)",
                 input.scheduling_share * 100.0
             ),
         )

@@ -19,7 +19,7 @@
 //!
 //! Every thread's slot (index and current blocks) is leaked on purpose: OMPT
 //! callbacks still arrive after thread-local destructors ran at exit
-//! (platform-facts, "Quirks"), and the exit flush must still find the
+//! (docs/platform.md, "Quirks"), and the exit flush must still find the
 //! records of threads that ended. The thread's pointer to its slot is a
 //! `hyscope_ompt::thread_ptr` slot, which has no destructor and so stays
 //! readable to the end.

@@ -180,7 +180,7 @@ pub fn rank_info_snapshot() -> RankInfo {
 /// At exit, a mask read earlier is kept: a thread gone since keeps the mask
 /// it had, and libomp may give the initial thread its original mask back
 /// when it shuts down. `atexit` handlers and the application's destructors
-/// still see the bound mask (checked on 2026-11-26 with `OMP_PROC_BIND=close`
+/// still see the bound mask (checked with `OMP_PROC_BIND=close`
 /// and `master`, OpenMP-only and under `mpirun`), so an OpenMP-only run too
 /// short for the sampler, or without it, is read right at exit
 /// (`record_omp.rs`, `HYSCOPE_SAMPLE_MS=0`).

@@ -230,7 +230,7 @@ fn parallel_regions_threads_nesting_and_if0() {
     );
 
     // Implicit barriers: one per implicit task of the 7 regions with 2 threads,
-    // none for the serialized region (platform-facts, "Quirks").
+    // none for the serialized region (docs/platform.md, "Quirks").
     let barriers = run.of_variant(OmpKind::Sync, BARRIER_IMPLICIT_PARALLEL);
     assert_eq!(barriers.len(), 14);
     assert!(barriers.iter().all(|b| b.parallel_id != serial.parallel_id));
@@ -705,7 +705,7 @@ fn gcc_built_program_on_libomp_through_a_libgomp_shim() {
             .filter(|r| r.kind == kind as u8 && variant.is_none_or(|v| r.variant == v))
             .count()
     };
-    // What GCC-built code cannot show (platform-facts): explicit and worksharing
+    // What GCC-built code cannot show (docs/platform.md): explicit and worksharing
     // barriers both arrive as barrier_implementation (3 + 3 per thread), inlined
     // static loops have no work events, single has no executor.
     assert_eq!(count(OmpKind::Sync, Some(4)), 12);

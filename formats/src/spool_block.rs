@@ -24,8 +24,8 @@ use crate::spool::{RECORD_ROOM, SpoolRecord};
 /// events). 256 KiB rather than 64: a quarter of the hand-offs to the writer
 /// thread (each a futex wake, a context switch and a `writev`), which on a
 /// node whose cores all run the application take their time from it
-/// (PARALLEL −0.013 µs in EPCC on top of one `writev` per block, −0.035 µs
-/// for the two, `benchmarks/ompt.md`).
+/// (EPCC's PARALLEL is measurably cheaper with both the larger block and one
+/// `writev` per block, `benchmarks/ompt.md`).
 pub const BLOCK_BYTES: usize = 256 * 1024;
 
 /// One thread's encoded records of one table: a spool frame in the making,

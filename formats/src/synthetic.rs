@@ -2,7 +2,7 @@
 //! format (and of anything that reads traces) without running a program.
 //!
 //! The shape follows what libomp 19 reports for a loop-heavy code (see
-//! `/work/shared/reference/platform-facts.md`, "OpenMP runtimes and OMPT"):
+//! `docs/platform.md`, "OpenMP runtimes and OMPT"):
 //! a sequence of parallel regions; in each, every thread has an implicit task,
 //! a dynamically scheduled loop (`work`, variant `loop_dynamic`) cut into
 //! chunks (`chunk`, with the real first iteration and iteration count that the

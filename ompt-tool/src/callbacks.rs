@@ -78,7 +78,7 @@ fn shares_time(kind: c_uint) -> bool {
 /// The time is the clock's, except when `after` is the thread's previous
 /// callback and libomp dispatches `this` immediately after it: then it is
 /// that callback's time. Reading the TSC is half the cost of a callback on
-/// these machines (platform-facts, "OpenMP runtimes and OMPT"), and what lies
+/// these machines (docs/platform.md, "OpenMP runtimes and OMPT"), and what lies
 /// between two back-to-back dispatches is only the tool's own work, which
 /// would otherwise show up as runtime time in the interval between them.
 /// What libomp 19 dispatches back to back, with nothing but `ompt_enabled`
@@ -97,12 +97,12 @@ fn shares_time(kind: c_uint) -> bool {
 /// primary thread's join-barrier end and its `implicit_task` end. Between them
 /// `__kmp_join_call` takes the fork/join lock (two locked atomic operations);
 /// that is the runtime's join work, which the implicit task then leaves to
-/// the region's fork/join overhead (region − implicit task, document 002
+/// the region's fork/join overhead (region − implicit task, Mahéo 2015
 /// §6.6.3) instead of booking it as the primary's busy time. A TSC read right
 /// there costs ≈ 0.075 µs per region on these machines, any clock alike
 /// (`rdtsc`, `rdtscp`, `lfence; rdtsc`, `clock_gettime`): it waits for those
 /// locked operations, where a callback that reads no clock does not
-/// (`benchmarks/ompt.md`, 2026-11-25 21:00).
+/// (`benchmarks/ompt.md`).
 ///
 /// Not back to back, so each reads the clock: a taskgroup's begin and wait
 /// (the construct's body runs between) and its wait end and end (a free); the

@@ -24,7 +24,7 @@
 //! ## Raw truth, and what the analyzer must normalise
 //!
 //! Intervals are recorded exactly when libomp dispatches the callbacks
-//! (platform-facts, "Quirks an analyzer must handle"):
+//! (docs/platform.md, "Quirks"):
 //! - A worker's join-barrier `sync_wait`/`sync` (variant 9, implicit parallel)
 //!   and its `implicit_task` end when the worker wakes for the next region or at
 //!   shutdown. Clip them at the `parallel` end of the same `parallel_id` (on the

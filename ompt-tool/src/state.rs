@@ -3,7 +3,7 @@
 //! The state is allocated once per thread and leaked; the thread's pointer to
 //! it is a [`crate::thread_ptr`] slot (one load per callback, no destructor),
 //! so callbacks that arrive after thread-local destructors ran (at exit,
-//! platform-facts "Quirks") still find it and nothing can panic.
+//! docs/platform.md "Quirks") still find it and nothing can panic.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -252,7 +252,7 @@ impl ThreadState {
             // The common case: the innermost interval ends; nothing above it to fix up.
             // Emitted from the entry itself, not from a copy: the copy cost
             // every close ten instructions, and callgrind shows fewer in all
-            // (`benchmarks/ompt.md`, 2026-11-25 17:30).
+            // (`benchmarks/ompt.md`).
             self.depth = i;
             let entry = &mut self.stack[i];
             entry.end_ns = end_ns;
@@ -275,7 +275,7 @@ impl ThreadState {
     /// implicit-task end, `parallel_end`): they lie on the region's critical
     /// path, while its callbacks between the fork and its join-barrier wait
     /// have ≈ 160 ns of slack, as the worker, woken later, arrives last
-    /// (`benchmarks/ompt.md`, 2026-11-25 17:30). Encoding there instead saved
+    /// (`benchmarks/ompt.md`). Encoding there instead saved
     /// 0.015–0.02 µs per region.
     #[inline]
     pub fn close_held(

@@ -11,7 +11,7 @@
 //! is a `thread_local!` `Cell`.
 //!
 //! Like a `const` `Cell` thread-local, the slot has no destructor: callbacks
-//! that arrive after the thread's TLS destructors ran (at exit, platform-facts
+//! that arrive after the thread's TLS destructors ran (at exit, docs/platform.md
 //! "Quirks") still read it.
 
 /// Declares `mod $name` with `get() -> *mut T` and `set(*mut T)`, a null

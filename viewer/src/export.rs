@@ -513,6 +513,9 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
                     };
                     args.raw("source", &json_str(&source));
                 }
+                Some(sym) if sym.function.is_some() => {
+                    args.raw("source", &json_str(&hyscope_analyzer::load::label_of(sym)));
+                }
                 _ => args.raw("callsite", &format!("\"{:#x}\"", rec.callsite)),
             }
         }
@@ -583,7 +586,7 @@ fn omp_label<'a>(data: &'a TraceData, rank: u32, rec: &OmpRecord) -> OmpLabel<'a
         .then(|| data.symbols.get(&(rank, rec.codeptr)))
         .flatten();
     if let Some(f) = sym.and_then(|s| s.function.as_deref()) {
-        name = format!("{name} @ {f}");
+        name = format!("{name} @ {}", hyscope_analyzer::demangle::demangle(f));
     }
     OmpLabel {
         name,

@@ -38,7 +38,7 @@ const SIZE_VARS: [&str; 4] = [
     "PMIX_SIZE",
     "SLURM_NTASKS",
 ];
-/// LLVM's OpenMP runtime used for `--openmp-runtime=llvm` (platform-facts.md, "OpenMP runtimes").
+/// LLVM's OpenMP runtime used for `--openmp-runtime=llvm` (docs/platform.md, "OpenMP runtimes").
 const LLVM_LIBOMP: &str = "/usr/lib/llvm-19/lib/libomp.so.5";
 /// Directory inside the trace for the `libgomp.so.1 → libomp` link (not a table; readers ignore it).
 const RUNTIME_DIR: &str = ".runtime";
@@ -639,7 +639,7 @@ fn libomp_path() -> anyhow::Result<PathBuf> {
 }
 
 /// A private directory with `libgomp.so.1 → libomp`, put first on `LD_LIBRARY_PATH`
-/// so a GCC-built program binds its GOMP_* calls to libomp (platform-facts.md,
+/// so a GCC-built program binds its GOMP_* calls to libomp (docs/platform.md,
 /// "OpenMP runtimes and OMPT", last point).
 fn gomp_shim(output: &Path) -> anyhow::Result<PathBuf> {
     let libomp = libomp_path()?;

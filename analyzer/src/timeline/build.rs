@@ -173,7 +173,7 @@ fn read_part(part: &PartFile) -> Result<PartRows, FormatError> {
 /// then is idling in the pool, not barrier wait. Where the runtime's barrier
 /// waits span the barriers whole (libomp) or are absent, each barrier shows
 /// waiting from the thread's arrival to the team's last arrival and the
-/// runtime's synchronisation (release) after it: document 002 §6.7's
+/// runtime's synchronisation (release) after it: Mahéo 2015 §6.7's
 /// decomposition, with the last arrivals of [`last_arrivals`]. Explicit tasks
 /// run while waiting keep their higher layer. Instances whose parallel row is
 /// missing stay as recorded; those whose barriers do not match across the

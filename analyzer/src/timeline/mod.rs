@@ -9,7 +9,7 @@
 //! 1. **Split barriers** (per rank): a row does not know its team, so the rows
 //!    of each parallel region instance are set aside while the parts are read
 //!    and, per instance, clipped to the master's parallel interval and split
-//!    as the report splits them (document 002 §6.7): a barrier is waiting
+//!    as the report splits them (Mahéo 2015 §6.7): a barrier is waiting
 //!    from the thread's arrival to the team's last arrival, then the runtime's
 //!    synchronisation (see `build::split_barriers`).
 //! 2. **Flatten** (per row = (rank, thread), in parallel over parts and rows):
@@ -298,7 +298,7 @@ impl Interval {
 
     /// What the time of a timeline `state` inside this interval is, where the
     /// names alone do not say it: a barrier is waiting for the team's last
-    /// thread, then synchronisation (document 002 §6.7).
+    /// thread, then synchronisation (Mahéo 2015 §6.7).
     pub fn role(&self, state: State) -> Option<&'static str> {
         let Detail::Omp(r) = &self.detail else {
             return None;

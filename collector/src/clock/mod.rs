@@ -1,6 +1,6 @@
 //! The collector's one clock: nanoseconds on the node's monotonic time line.
 //!
-//! `clock_gettime(CLOCK_MONOTONIC)` costs ~25 ns on these VMs (platform-facts,
+//! `clock_gettime(CLOCK_MONOTONIC)` costs ~25 ns on these VMs (docs/platform.md,
 //! "OpenMP runtimes and OMPT"), most of the 30 ns budget per event. Where the
 //! TSC is constant and invariant we read it instead and convert with a
 //! calibration against `CLOCK_MONOTONIC`, anchored so that both clocks agree at

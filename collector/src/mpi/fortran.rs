@@ -1,7 +1,7 @@
 //! Fortran MPI symbols.
 //!
 //! Open MPI's Fortran bindings call `PMPI_*` directly, so the C wrappers never
-//! see Fortran calls (platform-facts "MPI"). These functions are exported
+//! see Fortran calls (docs/platform.md "MPI"). These functions are exported
 //! under the usual name manglings (`mpi_send_`, `mpi_send__`, `MPI_SEND`,
 //! `mpi_send`), convert the handles with the `_f2c` calls and run the same
 //! wrapper as the C symbol (`wrappers::MPI_X::inner`), so both languages give

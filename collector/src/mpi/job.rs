@@ -277,7 +277,7 @@ fn write_manifest(ranks: Vec<RankInfo>) {
 
 /// Control variables that decide protocols and memory (name → value as text).
 /// Every MPI_T return code is checked: Open MPI lists many invalid indices
-/// (platform-facts "MPI"). MPI_T is initialised and finalised here, before the
+/// (docs/platform.md "MPI"). MPI_T is initialised and finalised here, before the
 /// real MPI_Finalize (MPI_T_finalize after it crashed Open MPI).
 fn control_variables() -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

@@ -5,7 +5,7 @@
 //! - [`shim`]: the exported symbols, tiny trampolines that pass the caller's
 //!   return address (the call site) to the wrapper;
 //! - [`fortran`]: `mpi_send_`-style symbols (Open MPI's Fortran bindings call
-//!   `PMPI_*` directly, platform-facts "MPI"), converted with the `_f2c` calls;
+//!   `PMPI_*` directly, docs/platform.md "MPI"), converted with the `_f2c` calls;
 //! - [`table`]: the lock-free handle map (requests, communicators, windows, files);
 //! - [`job`]: clock offsets to rank 0, MPI_T control variables, the job manifest.
 //!
@@ -133,7 +133,7 @@ impl Drop for Enter {
 /// 0 not checked yet, 1 the program's MPI is ours, 2 it is another one.
 pub static FLAVOUR_CHECK: AtomicU8 = AtomicU8::new(0);
 
-/// True when the program uses another MPI than this build's (platform-facts
+/// True when the program uses another MPI than this build's (docs/platform.md
 /// "MPI": the ABIs differ, interpreting MPICH handles as Open MPI's crashes).
 #[inline]
 pub fn foreign() -> bool {
@@ -278,7 +278,7 @@ pub trait Handle: Copy {
 macro_rules! handle_newtype {
     ($($t:ident),*) => {$(impl Handle for ffi::$t { #[inline] fn key(self) -> usize { self.0 as usize } })*};
 }
-// MPICH: the handles wrap an `int` (platform-facts "MPI"), often negative
+// MPICH: the handles wrap an `int` (docs/platform.md "MPI"), often negative
 // (`0x84000000`): zero-extend it.
 #[cfg(hyscope_mpich)]
 macro_rules! handle_newtype {

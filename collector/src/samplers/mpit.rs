@@ -1,11 +1,11 @@
 //! MPI_T performance variables: the MPI runtime's own queues and buffers.
 //!
 //! Enumerated once after `MPI_Init` (every return code checked: Debian's Open MPI
-//! has many invalid indices among the valid ones, platform-facts "MPI"), the
+//! has many invalid indices among the valid ones, docs/platform.md "MPI"), the
 //! variables that measure matching queues and memory are bound and sampled by
 //! the sampler thread, and everything is released (ending with
 //! `MPI_T_finalize`) before `MPI_Finalize` — never after, which crashes Open MPI.
-//! The queues are the "unexpected"/"posted" lists of document 000, digest §2.3.
+//! The queues are the "unexpected"/"posted" lists of Didelot 2014 §3.1.2, §3.3.3.
 //! (Control variables, i.e. the MPI configuration, are read by `crate::mpi`.)
 
 use std::ffi::{c_char, c_int, c_void};

@@ -6,7 +6,7 @@
 //! accumulated since this reader started (`energy.pkg`, `energy.ram`, ...,
 //! key = package index), so a wrap of the hardware counter never shows.
 //! Counters that read zero are reported unavailable, never as 0 J
-//! (platform-facts, "Energy (RAPL)"; document 004 digest, §4: energy is measured
+//! (Carretero 2015 §4: energy is measured
 //! per package and aggregated, and modelled values must not pass as measured).
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! regions, from the RDMA netlink resource dump as printed by iproute2's
 //! `rdma -j res show qp|cq|mr` (one JSON object per resource, with `pid`).
 //!
-//! Per-process QPs are the endpoint cost of document 000 (digest §2.1: RC needs
+//! Per-process QPs are the endpoint cost of Didelot 2014 (§2.2.2, §3.1.1: RC needs
 //! one QP per connected peer, so QPs grow as O(n²) per job).
 
 use std::collections::BTreeMap;

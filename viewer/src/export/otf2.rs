@@ -11,7 +11,7 @@
 //!   named like the Perfetto slices, with the source file and line when resolved).
 //!   OTF2 needs properly nested regions per location: an interval that would
 //!   cross its enclosing one is clipped to it and counted (libomp's late
-//!   join-barrier ends are such, see platform-facts.md, "Quirks");
+//!   join-barrier ends are such, see docs/platform.md, "Quirks");
 //! - MPI: `MpiSend`/`MpiIsend`/`MpiRecv`/`MpiIrecvRequest` inside the call, the
 //!   request completions as `MpiIsendComplete`/`MpiIrecv`, collectives as
 //!   `MpiCollectiveBegin`/`End`. Peers are world ranks, so every record refers to

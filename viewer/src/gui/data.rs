@@ -88,19 +88,10 @@ pub struct TraceData {
 }
 
 impl TraceData {
-    /// `file:line` (file name only), else the function, else the address.
+    /// `file:line` (file name only), else the readable function name, else the address.
     pub fn location(&self, rank: u32, address: u64) -> String {
         match self.symbols.get(&(rank, address)) {
-            Some(s) => match (&s.file, s.line, &s.function) {
-                (Some(f), Some(l), _) => format!(
-                    "{}:{l}",
-                    Path::new(f)
-                        .file_name()
-                        .map_or(f.as_str(), |n| n.to_str().unwrap_or(f))
-                ),
-                (_, _, Some(func)) => func.clone(),
-                _ => format!("0x{address:x}"),
-            },
+            Some(s) => hyscope_analyzer::load::label_of(s),
             None if address == 0 => "-".into(),
             None => format!("0x{address:x}"),
         }
