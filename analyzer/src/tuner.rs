@@ -341,8 +341,7 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
                 imbalance: input.imbalance,
                 chunks: input.team as u64,
             },
-            "Mahéo 2015 §6.6.2: balanced under static (max/mean ≤ 1.05) — keep static"
-                .to_string(),
+            "Mahéo 2015 §6.6.2: balanced under static (max/mean ≤ 1.05) — keep static".to_string(),
         )
     } else if best.1.speedup < 1.05 {
         let cur = input.current.unwrap_or(best.0);

@@ -270,7 +270,10 @@ fn this_machine_reports_rapl_with_the_reason_for_what_it_has() {
             }
         }
         Probe::Available(what) => {
-            assert!(!events.is_empty(), "available without energy events: {what}");
+            assert!(
+                !events.is_empty(),
+                "available without energy events: {what}"
+            );
             assert!(
                 events.iter().any(|e| what.contains(e.as_str())),
                 "none of {events:?} in: {what}"

@@ -121,7 +121,11 @@ fn cxx_names_without_debug_info_are_demangled_in_every_view() {
     assert!(json.contains(RELAX_RAW), "{json}");
 
     let mut app = tui::app::App::new(tui::data::Data::open_blocking(&dir).unwrap());
-    assert!(app.data.analysis().is_some(), "{}", app.data.analysis_status());
+    assert!(
+        app.data.analysis().is_some(),
+        "{}",
+        app.data.analysis_status()
+    );
     app.on_key(KeyEvent::new(KeyCode::Char('3'), KeyModifiers::NONE));
     let s = render(&mut app);
     assert!(s.contains(RELAX), "{s}");

@@ -421,3 +421,27 @@ fn counter_families_never_mix_units() {
     );
     assert_eq!(track("custom rank 0", "").family(), "custom");
 }
+
+/// A symbol without debug information is shown as the source names it: the
+/// GUI labels code with the analyzer's one labelling, demangling included.
+#[test]
+fn mangled_symbols_read_as_their_source_names_them() {
+    let dir = TempDir::new("demangle");
+    write_trace(&dir.0);
+    let mut w = PartWriter::create(&dir.0, Table::Symbols, 0, WriterOptions::default()).unwrap();
+    w.write_records(&[hyscope_format::SymbolRecord {
+        address: 0x401a00,
+        module: "/opt/app/solver".into(),
+        function: Some("_ZN3hal6Solver5relaxEPdi".into()),
+        file: None,
+        line: None,
+    }])
+    .unwrap();
+    w.finish().unwrap();
+    let data = super::data::load_trace(&dir.0, &super::data::Progress::default(), false).unwrap();
+    assert_eq!(
+        data.location(0, 0x401a00),
+        "hal::Solver::relax(double*, int)"
+    );
+    assert_eq!(data.location(0, 0x401b00), "0x401b00");
+}
