@@ -8,6 +8,8 @@
 //! - a metric the trace cannot support is [`Observable::NotObservable`] with the
 //!   reason, never a zero.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// A value, or why the trace cannot give it.
@@ -510,6 +512,29 @@ pub struct MpiProfile {
     pub share_of_run: f64,
     /// Threads that called MPI per rank (max).
     pub calling_threads: u32,
+    /// Traffic per communicator, world first, then in order of creation.
+    #[serde(default)]
+    pub communicators: Vec<CommStats>,
+}
+
+/// What one communicator carried.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommStats {
+    /// `comm_id` of the trace.
+    pub id: u64,
+    /// `MPI_COMM_WORLD`, `MPI_COMM_SELF`, or how it was created
+    /// (`MPI_Comm_split #1 of MPI_COMM_WORLD`).
+    pub name: String,
+    /// Ranks in it (0 when the trace does not record it).
+    pub size: u32,
+    /// World ranks of its members in its rank order, when recorded.
+    pub members: Vec<u32>,
+    /// Point-to-point messages sent on it (a `Sendrecv` sends one).
+    pub messages: u64,
+    /// Bytes of those messages.
+    pub bytes: u64,
+    /// Collective calls on it by name, counted on every member rank.
+    pub collectives: BTreeMap<String, u64>,
 }
 
 /// Wait-state kinds (Scalasca-style), all from clock-corrected timestamps.

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use hyscope_format::MpiRecord;
+use hyscope_format::manifest::{SELF_COMM_ID, WORLD_COMM_ID, comm_name, communicators};
 use hyscope_format::schema::mpi_call::{self as c, name as call_name};
 
 use crate::load::{TraceData, ns_to_s};
@@ -24,6 +25,9 @@ pub fn is_recv(call: u16) -> bool {
 }
 fn is_blocking_collective(call: u16) -> bool {
     (c::MPI_Barrier..=c::MPI_Exscan).contains(&call)
+}
+fn is_collective(call: u16) -> bool {
+    is_blocking_collective(call) || (c::MPI_Ibarrier..=c::MPI_Iexscan).contains(&call)
 }
 fn is_wait(call: u16) -> bool {
     (c::MPI_Wait..=c::MPI_Testsome).contains(&call)
@@ -122,6 +126,7 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
     let mut per_rank = vec![0.0; n];
     let (mut eager, mut rndv) = (0u64, 0u64);
     let mut calling_threads = 0u32;
+    let mut per_comm: BTreeMap<u64, CommStats> = BTreeMap::new();
     for rd in &data.ranks {
         let mut threads: Vec<u32> = Vec::new();
         for r in &rd.mpi {
@@ -147,8 +152,19 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
             if let Some(p) = per_rank.get_mut(rd.rank as usize) {
                 *p += ns_to_s(d);
             }
-            if is_send(r.call) || r.call == c::MPI_Sendrecv || r.call == c::MPI_Sendrecv_replace {
-                let b = r.bytes_sent;
+            if is_collective(r.call) {
+                *per_comm
+                    .entry(r.comm_id)
+                    .or_default()
+                    .collectives
+                    .entry(call_name(r.call).to_string())
+                    .or_default() += 1;
+            }
+            if let Some(send) = r.p2p_endpoints().send {
+                let b = send.bytes;
+                let on = per_comm.entry(send.comm_id).or_default();
+                on.messages += 1;
+                on.bytes += b;
                 let k = if b == 0 {
                     0
                 } else {
@@ -167,9 +183,9 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
                         }
                     }
                 }
-                if r.peer >= 0 && (r.peer as usize) < n && (rd.rank as usize) < n {
-                    matrix.messages[rd.rank as usize][r.peer as usize] += 1;
-                    matrix.bytes[rd.rank as usize][r.peer as usize] += b;
+                if (send.peer as usize) < n && (rd.rank as usize) < n {
+                    matrix.messages[rd.rank as usize][send.peer as usize] += 1;
+                    matrix.bytes[rd.rank as usize][send.peer as usize] += b;
                 }
             }
         }
@@ -196,6 +212,7 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
         .collect();
     site_list.sort_by(|a, b| b.total_s.total_cmp(&a.total_s));
     let total: f64 = per_rank.iter().sum();
+    let communicators = comm_stats(data, per_comm);
     Observable::Observed(MpiProfile {
         calls: call_list,
         callsites: site_list,
@@ -215,7 +232,30 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
         total_s: total,
         share_of_run: total / run_s,
         calling_threads,
+        communicators,
     })
+}
+
+/// Names, sizes and members of the communicators that carried traffic
+/// (from the ranks' files), world first, then in order of creation.
+fn comm_stats(data: &TraceData, mut used: BTreeMap<u64, CommStats>) -> Vec<CommStats> {
+    let defined = communicators(&data.manifest.ranks);
+    let world = data.manifest.world_size.max(data.ranks.len() as u32);
+    used.remove(&0);
+    used.into_iter()
+        .map(|(id, mut stats)| {
+            stats.id = id;
+            stats.name = comm_name(id, &defined);
+            let def = defined.iter().find(|c| c.id == id);
+            (stats.size, stats.members) = match (id, def) {
+                (WORLD_COMM_ID, _) => (world, (0..world).collect()),
+                (SELF_COMM_ID, _) => (1, Vec::new()),
+                (_, Some(c)) => (c.size, c.members.clone()),
+                _ => (0, Vec::new()),
+            };
+            stats
+        })
+        .collect()
 }
 
 #[derive(Default)]
@@ -283,13 +323,17 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
             }
         }
         for r in &rd.mpi {
-            if is_send(r.call) && r.peer >= 0 {
+            // A Sendrecv is both a send and a receive.
+            let sides = r.p2p_endpoints();
+            if let Some(s) = sides.send {
                 sends
-                    .entry((rd.rank, r.peer as u32, r.comm_id, r.tag))
+                    .entry((rd.rank, s.peer as u32, s.comm_id, s.tag))
                     .or_default()
                     .push_back((rd.rank, *r));
-            } else if is_recv(r.call) && r.peer >= 0 {
-                let (wait_from, wait_to, waiter) = if r.call == c::MPI_Recv {
+            }
+            if let Some(recv) = sides.recv.filter(|e| e.peer >= 0) {
+                let blocking = !matches!(r.call, c::MPI_Irecv | c::MPI_Imrecv);
+                let (wait_from, wait_to, waiter) = if blocking {
                     (r.start_ns, r.end_ns, *r)
                 } else {
                     // Irecv: the wait/test call on this thread that contains the completion.
@@ -305,7 +349,7 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
                     }
                 };
                 recvs.push((
-                    (r.peer as u32, rd.rank, r.comm_id, r.tag),
+                    (recv.peer as u32, rd.rank, recv.comm_id, recv.tag),
                     RecvWait {
                         rank: rd.rank,
                         waiter,
@@ -330,7 +374,11 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
         acc.add(WaitKind::LateSender, rw.rank, w, data.canon(w.callsite), ls);
         // Late receiver: a blocking synchronous or rendezvous send waits for the receive's post.
         let sync = s.call == c::MPI_Ssend || limit.is_some_and(|l| s.bytes_sent > l);
-        if sync && matches!(s.call, c::MPI_Send | c::MPI_Ssend) {
+        let blocking = matches!(
+            s.call,
+            c::MPI_Send | c::MPI_Ssend | c::MPI_Sendrecv | c::MPI_Sendrecv_replace
+        );
+        if sync && blocking {
             let lr = (rw.post_ns.min(s.end_ns) - s.start_ns).max(0);
             acc.add(
                 WaitKind::LateReceiver,

@@ -5,6 +5,7 @@
 mod mpi_common;
 use mpi_common::*;
 
+use hyscope_format::manifest::communicators;
 use hyscope_format::reader::Trace;
 
 #[test]
@@ -58,4 +59,33 @@ fn split_4_ranks() {
             .collect();
         assert_eq!(frees, vec![dup_id[rank as usize], half_id[rank as usize]]);
     }
+
+    // Each rank's file lists the communicators it belonged to, and joined
+    // they give each one's members in its rank order.
+    for (rank, info) in trace.manifest.ranks.iter().enumerate() {
+        let listed: Vec<(u64, u32, u32, &str, u64)> = info
+            .communicators
+            .iter()
+            .map(|c| (c.id, c.size, c.rank, c.created_by.as_str(), c.parent))
+            .collect();
+        let local = rank as u32 / 2;
+        assert_eq!(
+            listed,
+            [
+                (half_id[rank], 2, local, "MPI_Comm_split", 1),
+                (dup_id[rank], 2, local, "MPI_Comm_dup", half_id[rank]),
+            ],
+            "rank {rank}"
+        );
+    }
+    let joined = communicators(&trace.manifest.ranks);
+    let members = |id: u64| {
+        let c = joined.iter().find(|c| c.id == id).unwrap();
+        (c.size, c.members.clone(), c.created_by.as_str())
+    };
+    assert_eq!(joined.len(), 4);
+    assert_eq!(members(half_id[0]), (2, vec![0, 2], "MPI_Comm_split"));
+    assert_eq!(members(half_id[1]), (2, vec![1, 3], "MPI_Comm_split"));
+    assert_eq!(members(dup_id[0]), (2, vec![0, 2], "MPI_Comm_dup"));
+    assert_eq!(members(dup_id[1]), (2, vec![1, 3], "MPI_Comm_dup"));
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::FormatError;
 
 /// `major.minor`. Readers refuse a different major version.
-pub const FORMAT_VERSION: &str = "1.0";
+pub const FORMAT_VERSION: &str = "1.1";
 /// The major part of [`FORMAT_VERSION`].
 pub const FORMAT_MAJOR: u32 = 1;
 
@@ -106,8 +106,121 @@ pub struct RankInfo {
     pub rss_after_init: Option<u64>,
     /// Every `hyscope:` warning this rank printed.
     pub warnings: Vec<String>,
+    /// The communicators this rank was a member of, besides `MPI_COMM_WORLD`
+    /// and `MPI_COMM_SELF`, in order of creation (format 1.1; empty before).
+    /// [`communicators`] joins the ranks' lists into each communicator's members.
+    pub communicators: Vec<CommMembership>,
     /// Process exit status as far as the collector saw it (None if it did not finish cleanly).
     pub finished: bool,
+}
+
+/// A communicator as one member rank saw it created ([`RankInfo::communicators`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CommMembership {
+    /// The job-unique id, as in the `mpi` table's `comm_id`.
+    pub id: u64,
+    /// Number of ranks in it.
+    pub size: u32,
+    /// This rank's rank in it.
+    pub rank: u32,
+    /// The call that created it (`MPI_Comm_split`, `MPI_Comm_dup`, `MPI_Cart_create`...).
+    pub created_by: String,
+    /// `comm_id` of the communicator it was created from (1 = world).
+    pub parent: u64,
+}
+
+/// A communicator with its members, joined from every rank's
+/// [`RankInfo::communicators`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Communicator {
+    /// `comm_id` in the `mpi` table.
+    pub id: u64,
+    /// How it was created and from which, e.g. `MPI_Comm_split #1 of
+    /// MPI_COMM_WORLD` (numbered in order of id, i.e. of creation).
+    pub name: String,
+    /// Size as its members recorded it.
+    pub size: u32,
+    /// World rank of each of its ranks, in its rank order (shorter than
+    /// `size` when rank files are missing; the ranks known are in order).
+    pub members: Vec<u32>,
+    pub created_by: String,
+    pub parent: u64,
+}
+
+impl Communicator {
+    /// The rank in this communicator of world rank `world`.
+    pub fn local_rank(&self, world: u32) -> Option<u32> {
+        self.members
+            .iter()
+            .position(|&m| m == world)
+            .map(|i| i as u32)
+    }
+}
+
+/// The job's communicators (besides world and self), by id, each with its
+/// members in its own rank order: the ranks' [`RankInfo::communicators`] joined.
+pub fn communicators(ranks: &[RankInfo]) -> Vec<Communicator> {
+    let mut by_id: BTreeMap<u64, (Communicator, Vec<(u32, u32)>)> = BTreeMap::new();
+    for r in ranks {
+        for c in &r.communicators {
+            let (comm, members) = by_id.entry(c.id).or_insert_with(|| {
+                (
+                    Communicator {
+                        id: c.id,
+                        name: String::new(),
+                        size: c.size,
+                        members: Vec::new(),
+                        created_by: c.created_by.clone(),
+                        parent: c.parent,
+                    },
+                    Vec::new(),
+                )
+            });
+            comm.size = comm.size.max(c.size);
+            members.push((c.rank, r.rank));
+        }
+    }
+    let mut list: Vec<Communicator> = by_id
+        .into_values()
+        .map(|(mut comm, mut members)| {
+            members.sort_unstable();
+            members.dedup_by_key(|m| m.0);
+            comm.members = members.into_iter().map(|(_, world)| world).collect();
+            comm
+        })
+        .collect();
+    for i in 0..list.len() {
+        let parent = match list[i].parent {
+            p @ (WORLD_COMM_ID | SELF_COMM_ID) => comm_name(p, &[]),
+            p => list.iter().position(|x| x.id == p).map_or_else(
+                || "an unrecorded communicator".into(),
+                |k| format!("#{}", k + 1),
+            ),
+        };
+        list[i].name = format!("{} #{} of {parent}", list[i].created_by, i + 1);
+    }
+    list
+}
+
+/// `comm_id` of `MPI_COMM_WORLD`.
+pub const WORLD_COMM_ID: u64 = 1;
+/// `comm_id` of `MPI_COMM_SELF` (each rank's own).
+pub const SELF_COMM_ID: u64 = 2;
+
+/// The name of communicator `id` among `list` ([`communicators`]):
+/// `MPI_COMM_WORLD`, `MPI_COMM_SELF`, the communicator's name, or its id in
+/// hex for one the trace does not define.
+pub fn comm_name(id: u64, list: &[Communicator]) -> String {
+    match id {
+        0 => "none".into(),
+        WORLD_COMM_ID => "MPI_COMM_WORLD".into(),
+        SELF_COMM_ID => "MPI_COMM_SELF".into(),
+        _ => list
+            .iter()
+            .find(|c| c.id == id)
+            .map_or_else(|| format!("communicator {id:#x}"), |c| c.name.clone()),
+    }
 }
 
 /// One OpenMP thread's affinity mask ([`RankInfo::thread_cpus`]).

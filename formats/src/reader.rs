@@ -24,7 +24,7 @@ use parquet::file::statistics::Statistics;
 use crate::error::FormatError;
 use crate::manifest::{MANIFEST_FILE, Manifest, RANKS_DIR, RankInfo, check_version};
 use crate::records::Record;
-use crate::schema::Table;
+use crate::schema::{LateDefault, Table};
 
 /// One closed part file of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -282,6 +282,8 @@ pub struct PartScan {
     rows_selected: usize,
     /// Rows of each row group read.
     group_rows: Vec<usize>,
+    /// Late columns this file lacks, with the value of their rows.
+    filled: Vec<(&'static str, LateDefault)>,
 }
 
 impl PartScan {
@@ -315,8 +317,10 @@ impl PartScan {
                 .map(|f| f.name().clone())
                 .collect(),
         };
+        let late = part.table.late_columns();
+        let is_late = |c: &str| late.iter().any(|(n, _)| *n == c);
         for c in &wanted {
-            if file_schema.field_with_name(c).is_err() {
+            if file_schema.field_with_name(c).is_err() && !is_late(c) {
                 return Err(FormatError::Schema {
                     path: part.path.clone(),
                     table: part.table.to_string(),
@@ -384,6 +388,25 @@ impl PartScan {
                 file_schema.field_with_name(name).expect("checked").clone(),
             ));
         }
+        // Columns a later minor version added, absent from this (older)
+        // file: filled with the value older rows mean.
+        let expected = part.table.file_schema();
+        let mut filled = Vec::new();
+        for &(name, value) in late {
+            let projected = options
+                .columns
+                .as_ref()
+                .is_none_or(|cols| cols.iter().any(|c| c == name));
+            if projected && file_schema.field_with_name(name).is_err() {
+                fields.push(Arc::new(
+                    expected
+                        .field_with_name(name)
+                        .expect("a table column")
+                        .clone(),
+                ));
+                filled.push((name, value));
+            }
+        }
         let reader = builder
             .with_projection(mask)
             .with_row_groups(row_groups)
@@ -400,6 +423,7 @@ impl PartScan {
             row_groups_total,
             rows_selected,
             group_rows,
+            filled,
         })
     }
 
@@ -443,12 +467,14 @@ impl PartScan {
         let rank: ArrayRef = Arc::new(UInt32Array::from_value(self.rank, batch.num_rows()));
         let mut columns = vec![rank];
         for field in self.schema.fields().iter().skip(1) {
-            columns.push(
-                batch
+            let late = self.filled.iter().find(|(n, _)| n == field.name());
+            columns.push(match late {
+                Some((_, value)) => value.array(batch.num_rows()),
+                None => batch
                     .column_by_name(field.name())
                     .expect("projected")
                     .clone(),
-            );
+            });
         }
         RecordBatch::try_new(self.schema.clone(), columns)
             .map_err(|e| FormatError::parquet(&self.path, e))
@@ -538,8 +564,11 @@ fn check_part_version(
     }
 }
 
+/// Every column of the table is there with its type; columns a later minor
+/// version added may be missing (files of older versions).
 fn check_schema(part: &PartFile, found: &Schema) -> Result<(), FormatError> {
     let expected = part.table.file_schema();
+    let late = part.table.late_columns();
     for field in expected.fields() {
         match found.field_with_name(field.name()) {
             Ok(f) if f.data_type() == field.data_type() => {}
@@ -555,6 +584,7 @@ fn check_schema(part: &PartFile, found: &Schema) -> Result<(), FormatError> {
                     ),
                 });
             }
+            Err(_) if late.iter().any(|(n, _)| n == field.name()) => {}
             Err(_) => {
                 return Err(FormatError::Schema {
                     path: part.path.clone(),

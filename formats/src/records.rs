@@ -143,6 +143,8 @@ impl Record for MpiRecord {
                     rows.iter().map(|r| Some(r.in_parallel)),
                 )) as ArrayRef,
                 column!(UInt64Array, callsite),
+                column!(Int32Array, recv_peer),
+                column!(Int32Array, recv_tag),
             ],
         )
     }
@@ -161,6 +163,17 @@ impl Record for MpiRecord {
         let request = col::<UInt64Type>(b, "request_id")?.values();
         let in_parallel = bool_col(b, "in_parallel")?;
         let callsite = col::<UInt64Type>(b, "callsite")?.values();
+        // Columns of format 1.1: a batch of a 1.0 file has none (the reader
+        // adds them; a batch from elsewhere may not).
+        let late = |name: &str| -> Result<Option<&[i32]>, String> {
+            match b.column_by_name(name) {
+                None => Ok(None),
+                Some(_) => Ok(Some(col::<Int32Type>(b, name)?.values())),
+            }
+        };
+        let recv_peer = late("recv_peer")?;
+        let recv_tag = late("recv_tag")?;
+        let none = MpiRecord::default();
         Ok((0..b.num_rows())
             .map(|i| MpiRecord {
                 thread: thread[i],
@@ -176,6 +189,8 @@ impl Record for MpiRecord {
                 request_id: request[i],
                 in_parallel: in_parallel.value(i),
                 callsite: callsite[i],
+                recv_peer: recv_peer.map_or(none.recv_peer, |v| v[i]),
+                recv_tag: recv_tag.map_or(none.recv_tag, |v| v[i]),
             })
             .collect())
     }

@@ -88,6 +88,19 @@ impl Table {
         }
     }
 
+    /// Columns added by a minor version after 1.0, with the value rows of
+    /// older files read as (their files lack the column).
+    pub fn late_columns(self) -> &'static [(&'static str, LateDefault)] {
+        match self {
+            // Format 1.1: the receive side of `MPI_Sendrecv(_replace)`.
+            Table::Mpi => &[
+                ("recv_peer", LateDefault::Int32(NO_RANK)),
+                ("recv_tag", LateDefault::Int32(NO_TAG)),
+            ],
+            _ => &[],
+        }
+    }
+
     /// The column used for time-range filtering, if the table has one.
     pub fn time_columns(self) -> Option<(&'static str, &'static str)> {
         match self {
@@ -101,6 +114,22 @@ impl Table {
 impl std::fmt::Display for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.dir_name())
+    }
+}
+
+/// The value a column added after 1.0 ([`Table::late_columns`]) has in rows
+/// of files written before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LateDefault {
+    Int32(i32),
+}
+
+impl LateDefault {
+    /// A column of `rows` copies of the value.
+    pub fn array(self, rows: usize) -> arrow_array::ArrayRef {
+        match self {
+            LateDefault::Int32(v) => Arc::new(arrow_array::Int32Array::from_value(v, rows)),
+        }
     }
 }
 
@@ -141,6 +170,8 @@ fn mpi_schema() -> Schema {
         u64_field("request_id", false),
         Field::new("in_parallel", DataType::Boolean, false),
         u64_field("callsite", false),
+        Field::new("recv_peer", DataType::Int32, false),
+        Field::new("recv_tag", DataType::Int32, false),
     ])
 }
 
@@ -454,9 +485,16 @@ pub const NO_RANK: i32 = -1;
 pub const PROC_NULL: i32 = -2;
 /// Value of `peer`/`tag` for `MPI_ANY_SOURCE`/`MPI_ANY_TAG` when unknown at call time.
 pub const ANY: i32 = -3;
+/// Value of `tag`/`recv_tag` when the call has none.
+pub const NO_TAG: i32 = -1;
 
 /// One row of the `mpi` table, as the collector records it (fixed size, `Copy`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+///
+/// A call that both sends and receives (`MPI_Sendrecv`, `MPI_Sendrecv_replace`)
+/// has its send side in `peer`/`tag`/`bytes_sent` and its receive side in
+/// `recv_peer`/`recv_tag`/`bytes_recv`; [`MpiRecord::p2p_endpoints`] says
+/// which side(s) of a point-to-point message any row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MpiRecord {
     /// Index of the calling thread inside the process (same numbering as the `omp` table;
     /// threads unknown to OpenMP get indices after those).
@@ -465,8 +503,10 @@ pub struct MpiRecord {
     pub call: u16,
     pub start_ns: i64,
     pub end_ns: i64,
-    /// Peer as a rank of `MPI_COMM_WORLD` ([`NO_RANK`], [`PROC_NULL`], [`ANY`] otherwise).
+    /// Peer as a rank of `MPI_COMM_WORLD` ([`NO_RANK`], [`PROC_NULL`], [`ANY`] otherwise);
+    /// the destination of a `Sendrecv`.
     pub peer: i32,
+    /// The message tag; the send tag of a `Sendrecv`.
     pub tag: i32,
     /// Bytes this rank sends in the call (count × type size; sum over peers for collectives).
     pub bytes_sent: u64,
@@ -482,6 +522,101 @@ pub struct MpiRecord {
     pub in_parallel: bool,
     /// Return address of the call site in the application.
     pub callsite: u64,
+    /// Source of the receive side of a `Sendrecv`/`Sendrecv_replace`, as a
+    /// world rank resolved from the status ([`PROC_NULL`]; [`ANY`] if the
+    /// call failed with a wildcard); [`NO_RANK`] for every other call.
+    /// Format 1.1; rows of 1.0 files read as [`NO_RANK`].
+    pub recv_peer: i32,
+    /// Tag of the receive side of a `Sendrecv`/`Sendrecv_replace`, resolved
+    /// from the status; [`NO_TAG`] for every other call (and in 1.0 files).
+    pub recv_tag: i32,
+}
+
+impl Default for MpiRecord {
+    /// Every field 0 but the receive side, which is "none" ([`NO_RANK`], [`NO_TAG`]).
+    fn default() -> Self {
+        MpiRecord {
+            thread: 0,
+            call: 0,
+            start_ns: 0,
+            end_ns: 0,
+            peer: 0,
+            tag: 0,
+            bytes_sent: 0,
+            bytes_recv: 0,
+            comm_id: 0,
+            root: 0,
+            request_id: 0,
+            in_parallel: false,
+            callsite: 0,
+            recv_peer: NO_RANK,
+            recv_tag: NO_TAG,
+        }
+    }
+}
+
+/// One side of a point-to-point message, as one `mpi` row shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Endpoint {
+    /// The other rank, in `MPI_COMM_WORLD`; [`ANY`] for a receive posted
+    /// with `MPI_ANY_SOURCE` whose source only its completion tells
+    /// (`REQUEST_COMPLETE` with the same `request_id`).
+    pub peer: i32,
+    /// The tag ([`ANY`] as for `peer`).
+    pub tag: i32,
+    /// Bytes that side moves (for a posted `Irecv`, 0: its completion has them).
+    pub bytes: u64,
+    /// The communicator's job-unique id.
+    pub comm_id: u64,
+}
+
+/// The point-to-point sides of one `mpi` row ([`MpiRecord::p2p_endpoints`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Endpoints {
+    /// The row sends a message: blocking and nonblocking sends, and the send side of a `Sendrecv`.
+    pub send: Option<Endpoint>,
+    /// The row receives a message: `Recv`, `Mrecv`, a posted `Irecv`/`Imrecv`,
+    /// and the receive side of a `Sendrecv`.
+    pub recv: Option<Endpoint>,
+}
+
+impl MpiRecord {
+    /// Which sides of a point-to-point message this row is: the one
+    /// definition every matcher uses. Peers that carry no message
+    /// (`MPI_PROC_NULL`, none) give no side; a receive posted with a
+    /// wildcard keeps [`ANY`]. Persistent requests (`MPI_Start`) and request
+    /// completions are not sides on their own: they belong to the call that
+    /// created the request (`request_id`).
+    // The mpi_call codes are named like the MPI functions.
+    #[allow(non_upper_case_globals)]
+    pub fn p2p_endpoints(&self) -> Endpoints {
+        use mpi_call::*;
+        let side = |peer: i32, tag: i32, bytes: u64| {
+            (peer >= 0 || peer == ANY).then_some(Endpoint {
+                peer,
+                tag,
+                bytes,
+                comm_id: self.comm_id,
+            })
+        };
+        let send = || side(self.peer, self.tag, self.bytes_sent);
+        match self.call {
+            MPI_Send | MPI_Ssend | MPI_Bsend | MPI_Rsend | MPI_Isend | MPI_Issend | MPI_Ibsend
+            | MPI_Irsend => Endpoints {
+                send: send().filter(|e| e.peer >= 0),
+                recv: None,
+            },
+            MPI_Recv | MPI_Irecv | MPI_Mrecv | MPI_Imrecv => Endpoints {
+                send: None,
+                recv: side(self.peer, self.tag, self.bytes_recv),
+            },
+            MPI_Sendrecv | MPI_Sendrecv_replace => Endpoints {
+                send: send().filter(|e| e.peer >= 0),
+                recv: side(self.recv_peer, self.recv_tag, self.bytes_recv),
+            },
+            _ => Endpoints::default(),
+        }
+    }
 }
 
 /// One row of the `samples` table.

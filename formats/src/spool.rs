@@ -8,7 +8,7 @@
 //! # File layout (all integers little-endian)
 //!
 //! ```text
-//! header  8 B magic "HYSPOOL\0", u16 version (1), u8 table (0 omp, 1 mpi), 5 B reserved (0)
+//! header  8 B magic "HYSPOOL\0", u16 version (5), u8 table (0 omp, 1 mpi), 5 B reserved (0)
 //! frame   u32 row count, u32 payload length, payload
 //! frame   ...
 //! ```
@@ -53,6 +53,11 @@
 //! record. An implicit task ends with its join barrier
 //! (`ompt_tool::callbacks::enter`), coded just before it: five bytes for
 //! regions microseconds apart. Version 4 added joins.
+//!
+//! Version 5 added two MPI fields, the receive side of a `Sendrecv`
+//! (`recv_peer`, `recv_tag`), as mask bits 13 and 14, after every field of
+//! version 4: a version-4 record never sets them and decodes unchanged, its
+//! receive side the default's (none). Readers take versions 4 and 5.
 
 use std::fs::File;
 use std::io::{IoSlice, Read, Write};
@@ -64,8 +69,11 @@ use crate::schema::{MpiRecord, OmpKind, OmpRecord, Table};
 
 /// First bytes of every spool file.
 pub const MAGIC: [u8; 8] = *b"HYSPOOL\0";
-/// Version of the spool layout and record encoding this crate writes and reads.
-pub const VERSION: u16 = 4;
+/// Version of the spool layout and record encoding this crate writes.
+pub const VERSION: u16 = 5;
+/// The oldest version this crate reads (module docs: 5 only added fields
+/// a version-4 record never has).
+pub const OLDEST_READ_VERSION: u16 = 4;
 /// Bytes of the file header.
 pub const HEADER_LEN: usize = 16;
 /// Bytes of a frame header (row count, payload length).
@@ -182,8 +190,8 @@ fn unzigzag(z: u64) -> i64 {
 
 /// Longest varint (a u64 needs 10 groups of 7 bits).
 const MAX_VARINT: usize = 10;
-/// Fields of a record (both record types have 13).
-const FIELDS: usize = 13;
+/// Fields of the longest record (MPI's 15; OpenMP's has 13).
+const FIELDS: usize = 15;
 /// Room for one record: the mask and every field at its longest (+1: a
 /// three-byte varint is written as one four-byte store).
 pub const RECORD_ROOM: usize = 1 + 2 + FIELDS * MAX_VARINT + 1;
@@ -392,14 +400,14 @@ impl<'b> Get<'b> {
     }
 
     /// Whether any field from `k` on changed: one test skips the rarely
-    /// changing fields, which come last. `None` if the mask names fields the
-    /// record lacks (checked here, off the common path).
+    /// changing fields, which come last. `None` if the mask names fields
+    /// beyond the record's `fields` (checked here, off the common path).
     #[inline(always)]
-    fn any_from(&self, k: u32) -> Option<bool> {
+    fn any_from(&self, k: u32, fields: u32) -> Option<bool> {
         if self.mask >> k == 0 {
             return Some(false);
         }
-        (self.mask >> FIELDS == 0).then_some(true)
+        (self.mask >> fields == 0).then_some(true)
     }
 
     /// Field `k` widened to 64 bits: `prev`, or `prev` plus the change read.
@@ -460,6 +468,8 @@ mod omp {
     pub const FLAGS: u32 = 12;
     /// The first of the rarely changing fields.
     pub const RARE: u32 = THREAD;
+    /// Number of fields.
+    pub const FIELDS: u32 = 13;
 }
 
 #[inline(always)]
@@ -630,7 +640,7 @@ impl SpoolRecord for OmpRecord {
         r.end_ns = r.start_ns.wrapping_add(dur as i64);
         r.chunk_start = d.field(CHUNK_START, p.chunk_start)?;
         r.count = d.field(COUNT, p.count)?;
-        if d.any_from(RARE)? {
+        if d.any_from(RARE, omp::FIELDS)? {
             r.thread = d.narrow(THREAD, p.thread)?;
             r.kind = d.narrow(KIND, p.kind)?;
             r.variant = d.narrow(VARIANT, p.variant)?;
@@ -668,8 +678,13 @@ mod mpi {
     pub const ROOT: u32 = 11;
     /// The bool: its value (0 or 1) when it changes, not a delta.
     pub const IN_PARALLEL: u32 = 12;
+    /// Version 5: the receive side of a `Sendrecv`.
+    pub const RECV_PEER: u32 = 13;
+    pub const RECV_TAG: u32 = 14;
     /// The first of the rarely changing fields.
     pub const RARE: u32 = THREAD;
+    /// Number of fields.
+    pub const FIELDS: u32 = 15;
 }
 
 #[inline(always)]
@@ -693,6 +708,12 @@ fn put_mpi(p: &MpiRecord, c: &MpiRecord, room: &mut [u8; RECORD_ROOM]) -> usize 
     e.field(COMM_ID, p.comm_id, c.comm_id);
     e.field(ROOT, wide(p.root.into()), wide(c.root.into()));
     e.raw(IN_PARALLEL, p.in_parallel.into(), c.in_parallel.into());
+    e.field(
+        RECV_PEER,
+        wide(p.recv_peer.into()),
+        wide(c.recv_peer.into()),
+    );
+    e.field(RECV_TAG, wide(p.recv_tag.into()), wide(c.recv_tag.into()));
     e.end()
 }
 
@@ -719,11 +740,13 @@ impl SpoolRecord for MpiRecord {
         r.bytes_sent = d.field(BYTES_SENT, p.bytes_sent)?;
         r.bytes_recv = d.field(BYTES_RECV, p.bytes_recv)?;
         r.request_id = d.field(REQUEST_ID, p.request_id)?;
-        if d.any_from(RARE)? {
+        if d.any_from(RARE, mpi::FIELDS)? {
             r.thread = d.narrow(THREAD, p.thread)?;
             r.comm_id = d.field(COMM_ID, p.comm_id)?;
             r.root = d.i32(ROOT, p.root)?;
             r.in_parallel = d.bool(IN_PARALLEL, p.in_parallel)?;
+            r.recv_peer = d.i32(RECV_PEER, p.recv_peer)?;
+            r.recv_tag = d.i32(RECV_TAG, p.recv_tag)?;
         }
         *input = d.input;
         Some(r)
@@ -741,7 +764,7 @@ fn invalid(path: &Path, message: String) -> FormatError {
 ///
 /// Unbuffered on purpose: each frame is already one large `write_all`, and
 /// nothing sits in a user-space buffer when the process dies. Its one buffer
-/// is reused across frames: 133 bytes per row of the largest frame (136 KiB
+/// is reused across frames: 154 bytes per row of the largest frame (154 KiB
 /// for 1024 rows).
 pub struct SpoolWriter<R: SpoolRecord> {
     path: PathBuf,
@@ -905,10 +928,12 @@ impl<R: SpoolRecord> SpoolReader<R> {
             return Err(invalid(path, "not a hyscope spool file (bad magic)".into()));
         }
         let version = u16::from_le_bytes([header[8], header[9]]);
-        if version != VERSION {
+        if !(OLDEST_READ_VERSION..=VERSION).contains(&version) {
             return Err(invalid(
                 path,
-                format!("spool version {version} is not supported (this hyscope reads {VERSION})"),
+                format!(
+                    "spool version {version} is not supported (this hyscope reads {OLDEST_READ_VERSION} to {VERSION})"
+                ),
             ));
         }
         let want = table_code(R::TABLE);
@@ -1154,6 +1179,7 @@ mod tests {
             OmpRecord::decode(&OmpRecord::default(), &mut &input[..]),
             None
         );
+        let input = (1u16 << 15).to_le_bytes();
         assert_eq!(
             MpiRecord::decode(&MpiRecord::default(), &mut &input[..]),
             None

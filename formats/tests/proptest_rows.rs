@@ -71,11 +71,13 @@ fn mpi_record() -> impl Strategy<Value = MpiRecord> {
             any::<bool>(),
             any::<u64>(),
         ),
+        (any::<i32>(), any::<i32>()),
     )
         .prop_map(
             |(
                 (thread, call, start_ns, end_ns, peer, tag, bytes_sent),
                 (bytes_recv, comm_id, root, request_id, in_parallel, callsite),
+                (recv_peer, recv_tag),
             )| MpiRecord {
                 thread,
                 call,
@@ -90,6 +92,8 @@ fn mpi_record() -> impl Strategy<Value = MpiRecord> {
                 request_id,
                 in_parallel,
                 callsite,
+                recv_peer,
+                recv_tag,
             },
         )
 }

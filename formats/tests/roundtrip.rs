@@ -364,6 +364,7 @@ fn mpi_samples_symbols_round_trip() {
             request_id: 1 + i as u64 / 2,
             in_parallel: i % 3 == 0,
             callsite: 0x401000,
+            ..MpiRecord::default()
         })
         .collect();
     let samples: Vec<SampleRecord> = (0..30)

@@ -93,6 +93,8 @@ fn random_mpi(rng: &mut Rng, p: &MpiRecord) -> MpiRecord {
         request_id: v(p.request_id),
         in_parallel,
         callsite: v(p.callsite),
+        recv_peer: v(p.recv_peer as u64) as i32,
+        recv_tag: v(p.recv_tag as u64) as i32,
     }
 }
 
@@ -130,6 +132,8 @@ fn extreme_mpi(x: u64) -> MpiRecord {
         request_id: x.wrapping_neg(),
         in_parallel: x & 1 == 1,
         callsite: x,
+        recv_peer: (x >> 16) as i32,
+        recv_tag: !x as i32,
     }
 }
 
@@ -605,4 +609,56 @@ fn pre_encoded_frames_give_the_same_file_as_appended_rows() {
     assert_eq!(file.len() as u64, bytes);
     assert!(file == std::fs::read(&appended).unwrap(), "same bytes");
     assert_reads_back(&encoded, &frames);
+}
+
+/// A spool of version 4 (the previous hyscope's, e.g. left behind by a
+/// killed process) still reads, its MPI records with no receive side. The
+/// file is written byte by byte from the version-4 layout (module docs of
+/// `spool`), not by this crate's encoder.
+#[test]
+fn version_4_spools_read_with_no_receive_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mpi-rank0.spool");
+    let mut bytes = b"HYSPOOL\0".to_vec();
+    bytes.extend([4, 0, 1, 0, 0, 0, 0, 0]); // version 4, table mpi
+    bytes.extend([2, 0, 0, 0, 17, 0, 0, 0]); // 2 rows, 17 bytes
+    // An MPI_Send of 64 bytes to rank 1, tag 7, on world, at 1000 ns for
+    // 500 ns: mask of start, duration, call, peer, tag, bytes_sent, comm_id,
+    // root, then their zigzag varints against the default record.
+    bytes.extend([
+        0x77, 0x0c, 0xd0, 0x0f, 0xe8, 0x07, 0x14, 0x02, 0x0e, 0x80, 0x01, 0x02, 0x01,
+    ]);
+    // The same 1000 ns later: the start's change only.
+    bytes.extend([0x01, 0x00, 0xd0, 0x0f]);
+    std::fs::write(&path, &bytes).unwrap();
+    let (back, truncated) = read_all::<MpiRecord>(&path).unwrap();
+    assert!(!truncated);
+    let send = MpiRecord {
+        call: 10,
+        start_ns: 1000,
+        end_ns: 1500,
+        peer: 1,
+        tag: 7,
+        bytes_sent: 64,
+        comm_id: 1,
+        root: -1,
+        ..MpiRecord::default()
+    };
+    let later = MpiRecord {
+        start_ns: 2000,
+        end_ns: 2500,
+        ..send
+    };
+    assert_eq!(back, [send, later]);
+    assert!(back.iter().all(|r| (r.recv_peer, r.recv_tag) == (-1, -1)));
+    // Versions before 4 and after this crate's are refused, naming the file.
+    for v in [3u16, 6] {
+        bytes[8..10].copy_from_slice(&v.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let e = read_all::<MpiRecord>(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("mpi-rank0.spool") && e.contains(&format!("spool version {v}")),
+            "{e}"
+        );
+    }
 }

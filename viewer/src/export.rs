@@ -156,6 +156,8 @@ struct TraceData {
     mpi: Vec<(u32, MpiRecord)>,
     samples: Vec<(u32, SampleRecord)>,
     symbols: HashMap<(u32, u64), SymbolRecord>,
+    /// The communicators besides world and self, with their members.
+    communicators: Vec<hyscope_format::manifest::Communicator>,
 }
 
 struct RankMeta {
@@ -255,6 +257,7 @@ impl TraceData {
             mpi,
             samples,
             symbols,
+            communicators: hyscope_format::manifest::communicators(&m.ranks),
         })
     }
 }

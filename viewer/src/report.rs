@@ -701,6 +701,29 @@ pub fn render(a: &Analysis, top: usize) -> String {
             }
             t.render(&mut out);
         }
+        if m.communicators.iter().any(|c| c.id != 1) {
+            out.push_str("\n  communicators:\n");
+            let mut t = Table::new(&["communicator", "ranks", "messages", "bytes", "collectives"]);
+            for c in &m.communicators {
+                let colls: Vec<String> = c
+                    .collectives
+                    .iter()
+                    .map(|(name, n)| format!("{name} ×{n}"))
+                    .collect();
+                t.row(vec![
+                    c.name.clone(),
+                    if c.size > 0 {
+                        c.size.to_string()
+                    } else {
+                        "?".into()
+                    },
+                    count(c.messages as f64),
+                    fmt_bytes(c.bytes as f64),
+                    colls.join(", "),
+                ]);
+            }
+            t.render(&mut out);
+        }
     }
 
     section(&mut out, "Wait states");

@@ -20,6 +20,8 @@ use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU8, AtomicU32, AtomicU64, Ordering,
 };
 
+/// `tag` when the call has none.
+pub use hyscope_format::schema::NO_TAG;
 use hyscope_format::schema::{ANY, MpiRecord, NO_RANK, PROC_NULL, mpi_call};
 use mpi_sys as ffi;
 
@@ -45,9 +47,6 @@ pub const T_BIND_MPI_COMM: std::ffi::c_int = ffi::MPI_T_BIND_MPI_COMM as _;
 pub const T_BIND_NO_OBJECT: std::ffi::c_int = ffi::MPIR_T_bind_t_MPI_T_BIND_NO_OBJECT as _;
 #[cfg(hyscope_mpich)]
 pub const T_BIND_MPI_COMM: std::ffi::c_int = ffi::MPIR_T_bind_t_MPI_T_BIND_MPI_COMM as _;
-
-/// `tag` when the call has none.
-pub const NO_TAG: i32 = -1;
 
 /// The MPI this library was built for (`collector/build.rs` sets the cfg from `MPICC`).
 #[cfg(not(hyscope_mpich))]
@@ -218,6 +217,8 @@ pub fn base(
         request_id: 0,
         in_parallel: slot.in_parallel(),
         callsite: callsite as u64,
+        recv_peer: NO_RANK,
+        recv_tag: NO_TAG,
     }
 }
 
@@ -539,7 +540,10 @@ static WORLD_GROUP: OnceLock<Group> = OnceLock::new();
 /// created at the same time by two threads of the same lowest rank could in
 /// principle collide; each contributes a distinct counter value, which makes
 /// that need an exact tie of another member's counter.
-pub fn register_comm(newcomm: ffi::MPI_Comm) {
+///
+/// The rank file lists it with this rank's rank, the creating `call` and the
+/// `parent` it was made from, so readers know each communicator's members.
+pub fn register_comm(newcomm: ffi::MPI_Comm, parent: ffi::MPI_Comm, call: u16) {
     // SAFETY: COMM_NULL is a constant.
     if newcomm.key() == unsafe { ffi::RSMPI_COMM_NULL }.key() {
         return;
@@ -574,11 +578,24 @@ pub fn register_comm(newcomm: ffi::MPI_Comm) {
                 .min()
                 .unwrap_or(0);
             info.id = (max << 24) | (lowest as u64 + 1);
+            note_membership(&info, comm_info(parent).id, call);
         }
     }
     if !comms().insert(newcomm.key(), info.words()) {
         session::warn("too many live communicators; some calls lack a communicator id");
     }
+}
+
+/// This rank is a member of the new (job-unique) communicator `info`.
+fn note_membership(info: &CommInfo, parent: u64, call: u16) {
+    let membership = hyscope_format::manifest::CommMembership {
+        id: info.id,
+        size: info.size.max(0) as u32,
+        rank: info.rank.max(0) as u32,
+        created_by: mpi_call::name(call).to_string(),
+        parent,
+    };
+    session::with_rank_info(|r| r.communicators.push(membership));
 }
 
 /// A window or file shares the id and translation of the communicator it was made from.
@@ -821,15 +838,47 @@ pub fn status_bytes(st: &ffi::MPI_Status) -> u64 {
 /// `status` is null or a status filled by MPI.
 #[inline]
 pub unsafe fn recv_from_status(r: &mut Rec, comm: &CommInfo, status: *const ffi::MPI_Status) {
+    // SAFETY: forwarded.
+    if let Some((peer, tag)) = unsafe { received(r, comm, status) } {
+        r.peer = peer;
+        r.tag = tag;
+    }
+}
+
+/// The receive side of a `Sendrecv` from its status: `recv_peer`,
+/// `recv_tag` and `bytes_recv` (the wildcards it was given resolved).
+///
+/// # Safety
+/// `status` is null or a status filled by MPI.
+#[inline]
+pub unsafe fn sendrecv_from_status(r: &mut Rec, comm: &CommInfo, status: *const ffi::MPI_Status) {
+    // SAFETY: forwarded.
+    if let Some((peer, tag)) = unsafe { received(r, comm, status) } {
+        r.recv_peer = peer;
+        r.recv_tag = tag;
+    }
+}
+
+/// Source (world rank) and tag of a completed receive from its status;
+/// sets `bytes_recv` and counts the peer.
+///
+/// # Safety
+/// `status` is null or a status filled by MPI.
+#[inline]
+unsafe fn received(
+    r: &mut Rec,
+    comm: &CommInfo,
+    status: *const ffi::MPI_Status,
+) -> Option<(i32, i32)> {
     if status.is_null() {
-        return;
+        return None;
     }
     // SAFETY: guaranteed by the caller.
     let st = unsafe { &*status };
-    r.peer = comm.world_rank(st.MPI_SOURCE);
-    r.tag = st.MPI_TAG;
+    let peer = comm.world_rank(st.MPI_SOURCE);
     r.bytes_recv = status_bytes(st);
-    note_peer(r.slot, r.peer, r.bytes_recv, r.end_ns);
+    note_peer(r.slot, peer, r.bytes_recv, r.end_ns);
+    Some((peer, st.MPI_TAG))
 }
 
 /// A status the wrapper owns when the application passed `MPI_STATUS_IGNORE`.

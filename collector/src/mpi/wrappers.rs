@@ -76,6 +76,32 @@ fn send(
     c
 }
 
+/// The receive side of a `Sendrecv(_replace)`: source and tag from the
+/// status once it completed, else as given (maybe ANY).
+///
+/// # Safety
+/// `status` is null or a status MPI filled when `rc` is 0.
+#[inline]
+unsafe fn sendrecv_recv(
+    r: &mut Rec,
+    c: &CommInfo,
+    rc: c_int,
+    source: c_int,
+    tag: c_int,
+    status: *const MPI_Status,
+) {
+    r.recv_peer = c.world_rank(source);
+    r.recv_tag = if tag < 0 {
+        hyscope_format::schema::ANY
+    } else {
+        tag
+    };
+    if rc == 0 {
+        // SAFETY: forwarded.
+        unsafe { sendrecv_from_status(r, c, status) };
+    }
+}
+
 /// A receive posted now (nonblocking): peer and tag as given (maybe ANY).
 #[inline]
 fn post_recv(r: &mut MpiRecord, source: c_int, tag: c_int, comm: MPI_Comm) -> CommInfo {
@@ -282,17 +308,15 @@ wrappers! {
                                  comm: MPI_Comm, status: *mut MPI_Status)
         pre { let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
         |r, rc| {
-            let c = coll(&mut r, comm);
-            if rc == 0 { recv_from_status(&mut r, &c, status); }
-            send(&mut r, sendcount, sendtype, dest, sendtag, comm);
+            let c = send(&mut r, sendcount, sendtype, dest, sendtag, comm);
+            sendrecv_recv(&mut r, &c, rc, source, recvtag, status);
         }
     MPI_Sendrecv_replace = PMPI_Sendrecv_replace(buf: *mut c_void, count: c_int, dt: MPI_Datatype, dest: c_int, sendtag: c_int,
                                                  source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status)
         pre { let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
         |r, rc| {
-            let c = coll(&mut r, comm);
-            if rc == 0 { recv_from_status(&mut r, &c, status); }
-            send(&mut r, count, dt, dest, sendtag, comm);
+            let c = send(&mut r, count, dt, dest, sendtag, comm);
+            sendrecv_recv(&mut r, &c, rc, source, recvtag, status);
         }
     MPI_Probe = PMPI_Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status)
         pre { let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
@@ -548,27 +572,27 @@ wrappers! {
 
     // ---- communicators and groups (comm_id = the new communicator's id; tag = color/type)
     MPI_Comm_dup = PMPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm)
-        |r, rc| { if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
+        |r, rc| { if rc == 0 { register_comm(*newcomm, comm, r.call); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Comm_idup = PMPI_Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, req: *mut MPI_Request)
         |r, rc| { let c = coll(&mut r, comm); if rc == 0 { new_request(&mut r, *req, ReqKind::Other, false, 0, &c); } }
     MPI_Comm_split = PMPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm)
-        |r, rc| { r.tag = color; if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
+        |r, rc| { r.tag = color; if rc == 0 { register_comm(*newcomm, comm, r.call); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Comm_split_type = PMPI_Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm)
-        |r, rc| { r.tag = split_type; if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
+        |r, rc| { r.tag = split_type; if rc == 0 { register_comm(*newcomm, comm, r.call); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Comm_create = PMPI_Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm)
-        |r, rc| { if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
+        |r, rc| { if rc == 0 { register_comm(*newcomm, comm, r.call); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Comm_create_group = PMPI_Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm)
-        |r, rc| { r.tag = tag; if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
+        |r, rc| { r.tag = tag; if rc == 0 { register_comm(*newcomm, comm, r.call); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Cart_create = PMPI_Cart_create(comm: MPI_Comm, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, newcomm: *mut MPI_Comm)
-        |r, rc| { if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
+        |r, rc| { if rc == 0 { register_comm(*newcomm, comm, r.call); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Cart_sub = PMPI_Cart_sub(comm: MPI_Comm, remain_dims: *const c_int, newcomm: *mut MPI_Comm)
-        |r, rc| { if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
+        |r, rc| { if rc == 0 { register_comm(*newcomm, comm, r.call); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Graph_create = PMPI_Graph_create(comm: MPI_Comm, nnodes: c_int, index: *const c_int, edges: *const c_int, reorder: c_int, newcomm: *mut MPI_Comm)
-        |r, rc| { if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
+        |r, rc| { if rc == 0 { register_comm(*newcomm, comm, r.call); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Dist_graph_create_adjacent = PMPI_Dist_graph_create_adjacent(comm: MPI_Comm, indegree: c_int, sources: *const c_int, sourceweights: *const c_int,
                                                                      outdegree: c_int, destinations: *const c_int, destweights: *const c_int,
                                                                      info: MPI_Info, reorder: c_int, newcomm: *mut MPI_Comm)
-        |r, rc| { if rc == 0 { register_comm(*newcomm); r.comm_id = comm_info(*newcomm).id; } }
+        |r, rc| { if rc == 0 { register_comm(*newcomm, comm, r.call); r.comm_id = comm_info(*newcomm).id; } }
     MPI_Comm_free = PMPI_Comm_free(comm: *mut MPI_Comm)
         // Forgotten before the call: once freed, another thread may get the same handle.
         pre { r.comm_id = comm_info(*comm).id; forget_handle((*comm).key()); }

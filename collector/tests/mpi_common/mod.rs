@@ -75,6 +75,11 @@ pub struct Run {
 
 /// `mpirun -np <np>` the program under the collector; the trace goes to a fresh directory.
 pub fn run(prog: &Path, np: u32, name: &str) -> Run {
+    run_args(prog, np, name, &[])
+}
+
+/// [`run`] with arguments for the program.
+pub fn run_args(prog: &Path, np: u32, name: &str, args: &[&str]) -> Run {
     let dir = tmp().join(format!("trace-{name}-{np}"));
     let _ = std::fs::remove_dir_all(&dir);
     let out = Command::new("mpirun")
@@ -87,6 +92,7 @@ pub fn run(prog: &Path, np: u32, name: &str) -> Run {
         .args(["-x", &format!("LD_PRELOAD={}", library().display())])
         .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
         .arg(prog)
+        .args(args)
         .output()
         .expect("run mpirun");
     Run {

@@ -14,8 +14,15 @@
 //!   join-barrier ends are such, see docs/platform.md, "Quirks");
 //! - MPI: `MpiSend`/`MpiIsend`/`MpiRecv`/`MpiIrecvRequest` inside the call, the
 //!   request completions as `MpiIsendComplete`/`MpiIrecv`, collectives as
-//!   `MpiCollectiveBegin`/`End`. Peers are world ranks, so every record refers to
-//!   the `MPI_COMM_WORLD` definition (sub-communicator membership is not recorded);
+//!   `MpiCollectiveBegin`/`End`; a `Sendrecv` is an `MpiSend` after its Enter
+//!   and an `MpiRecv` before its Leave (`MpiRecord::p2p_endpoints`);
+//! - communicators: `MPI_COMM_WORLD`, `MPI_COMM_SELF`, and each communicator
+//!   the ranks' files list (`manifest::communicators`: members in their rank
+//!   order, the call that created it, its parent). Every message and
+//!   collective is written on its own communicator with peers and roots as
+//!   ranks in it; one whose communicator the trace does not define (created
+//!   by a call hyscope does not wrap, or a rank file missing) is written on
+//!   `MPI_COMM_WORLD` with world ranks;
 //! - samples: one metric (double, absolute point) per sampled metric name, written
 //!   on the rank's thread 0.
 
@@ -27,6 +34,7 @@ use std::ffi::{CString, c_char, c_void};
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use hyscope_format::manifest::{Communicator, SELF_COMM_ID, WORLD_COMM_ID};
 use hyscope_format::schema::mpi_call;
 use hyscope_format::{MpiRecord, OmpKind};
 
@@ -71,6 +79,7 @@ const LOCATION_GROUP_TYPE_PROCESS: u8 = 1;
 const LOCATION_TYPE_CPU_THREAD: u8 = 1;
 const GROUP_TYPE_COMM_LOCATIONS: u8 = 4;
 const GROUP_TYPE_COMM_GROUP: u8 = 5;
+const GROUP_TYPE_COMM_SELF: u8 = 6;
 
 const METRIC_TYPE_OTHER: u8 = 0;
 const METRIC_ABSOLUTE_POINT: u8 = 17;
@@ -97,8 +106,57 @@ const COLL_SCAN: u8 = 14;
 const COLL_EXSCAN: u8 = 15;
 const COLL_REDUCE_SCATTER_BLOCK: u8 = 16;
 
-/// The communicator every MPI record refers to (MPI_COMM_WORLD).
+/// OTF2 id of MPI_COMM_WORLD.
 const WORLD_COMM: u32 = 0;
+/// OTF2 id of MPI_COMM_SELF.
+const SELF_COMM: u32 = 1;
+/// OTF2 id of the first communicator of `TraceData::communicators`.
+const FIRST_COMM: u32 = 2;
+
+/// Which OTF2 communicator an MPI row is on, and ranks in it.
+struct Comms<'a> {
+    /// comm_id → (OTF2 id, communicator).
+    by_id: HashMap<u64, (u32, &'a Communicator)>,
+}
+
+impl<'a> Comms<'a> {
+    fn new(list: &'a [Communicator]) -> Comms<'a> {
+        Comms {
+            by_id: list
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.id, (FIRST_COMM + i as u32, c)))
+                .collect(),
+        }
+    }
+
+    /// The OTF2 communicator of `comm_id` (self, a defined one, else world).
+    fn id(&self, comm_id: u64) -> u32 {
+        match comm_id {
+            SELF_COMM_ID => SELF_COMM,
+            _ => self.by_id.get(&comm_id).map_or(WORLD_COMM, |c| c.0),
+        }
+    }
+
+    /// The OTF2 communicator of `comm_id` and world rank `peer` as a rank
+    /// in it (`None` for no rank); world and world ranks when the
+    /// communicator is not defined or `peer` is not in it.
+    fn place(&self, comm_id: u64, peer: i32) -> (u32, Option<u32>) {
+        let Ok(world) = u32::try_from(peer) else {
+            return (self.id(comm_id), None);
+        };
+        if comm_id == SELF_COMM_ID {
+            return (SELF_COMM, Some(0));
+        }
+        match self.by_id.get(&comm_id) {
+            Some((id, c)) => match c.local_rank(world) {
+                Some(local) => (*id, Some(local)),
+                None => (WORLD_COMM, Some(world)),
+            },
+            None => (WORLD_COMM, Some(world)),
+        }
+    }
+}
 
 type P = *mut c_void;
 
@@ -235,11 +293,13 @@ enum Ev {
     Leave(u32),
     Send {
         peer: u32,
+        comm: u32,
         tag: u32,
         bytes: u64,
     },
     Isend {
         peer: u32,
+        comm: u32,
         tag: u32,
         bytes: u64,
         req: u64,
@@ -252,11 +312,13 @@ enum Ev {
     },
     Recv {
         peer: u32,
+        comm: u32,
         tag: u32,
         bytes: u64,
     },
     Irecv {
         peer: u32,
+        comm: u32,
         tag: u32,
         bytes: u64,
         req: u64,
@@ -264,6 +326,7 @@ enum Ev {
     CollBegin,
     CollEnd {
         op: u8,
+        comm: u32,
         root: u32,
         sent: u64,
         recv: u64,
@@ -470,10 +533,9 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
                 before_leave: Vec::new(),
             });
     }
+    let comms = Comms::new(&data.communicators);
     for (rank, r) in &data.mpi {
         let loc = (*rank, r.thread);
-        let peer = r.peer.max(0) as u32;
-        let tag = r.tag as u32;
         if r.call == mpi_call::REQUEST_COMPLETE {
             let Some(req) = requests.get(&(*rank, r.request_id)) else {
                 continue;
@@ -485,12 +547,13 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
                 } else {
                     (req.peer, req.tag)
                 };
-                if src < 0 {
+                let (comm, Some(peer)) = comms.place(req.comm_id, src) else {
                     continue;
-                }
+                };
                 stats.recvs += 1;
                 Ev::Irecv {
-                    peer: src as u32,
+                    peer,
+                    comm,
                     tag: tag as u32,
                     bytes: r.bytes_recv,
                     req: r.request_id,
@@ -503,61 +566,58 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
         }
         let name = mpi_call::name(r.call);
         let coll = collective(r.call);
+        let sides = r.p2p_endpoints();
         let role = match coll {
             Some((_, role)) => role,
-            None if super::is_send(r.call)
-                || matches!(
-                    r.call,
-                    mpi_call::MPI_Recv | mpi_call::MPI_Irecv | mpi_call::MPI_Sendrecv
-                ) =>
-            {
-                ROLE_POINT2POINT
-            }
+            None if sides.send.is_some() || sides.recv.is_some() => ROLE_POINT2POINT,
             None => ROLE_FUNCTION,
         };
         let region = defs.region(name, role, PARADIGM_MPI, None, None);
         let mut after_enter = Vec::new();
         let mut before_leave = Vec::new();
         use mpi_call::*;
-        match r.call {
-            MPI_Send | MPI_Ssend | MPI_Bsend | MPI_Rsend if r.peer >= 0 => {
-                after_enter.push(Ev::Send {
+        if let Some(s) = sides.send
+            && let (comm, Some(peer)) = comms.place(s.comm_id, s.peer)
+        {
+            let (tag, bytes) = (s.tag as u32, s.bytes);
+            after_enter.push(match r.call {
+                MPI_Isend | MPI_Issend | MPI_Ibsend | MPI_Irsend => Ev::Isend {
                     peer,
+                    comm,
                     tag,
-                    bytes: r.bytes_sent,
-                });
-                stats.sends += 1;
-            }
-            MPI_Isend | MPI_Issend | MPI_Ibsend | MPI_Irsend if r.peer >= 0 => {
-                after_enter.push(Ev::Isend {
-                    peer,
-                    tag,
-                    bytes: r.bytes_sent,
+                    bytes,
                     req: r.request_id,
-                });
-                stats.sends += 1;
-            }
-            MPI_Irecv => after_enter.push(Ev::IrecvRequest { req: r.request_id }),
-            MPI_Recv if r.peer >= 0 => {
-                before_leave.push(Ev::Recv {
+                },
+                _ => Ev::Send {
                     peer,
+                    comm,
                     tag,
-                    bytes: r.bytes_recv,
-                });
-                stats.recvs += 1;
-            }
-            _ => {}
+                    bytes,
+                },
+            });
+            stats.sends += 1;
+        }
+        if r.call == MPI_Irecv {
+            after_enter.push(Ev::IrecvRequest { req: r.request_id });
+        } else if let Some(recv) = sides.recv
+            && r.call != MPI_Imrecv
+            && let (comm, Some(peer)) = comms.place(recv.comm_id, recv.peer)
+        {
+            before_leave.push(Ev::Recv {
+                peer,
+                comm,
+                tag: recv.tag as u32,
+                bytes: recv.bytes,
+            });
+            stats.recvs += 1;
         }
         if let Some((op, _)) = coll {
             after_enter.push(Ev::CollBegin);
-            let root = if r.root >= 0 {
-                r.root as u32
-            } else {
-                UNDEFINED_U32
-            };
+            let (comm, root) = comms.place(r.comm_id, r.root);
             before_leave.push(Ev::CollEnd {
                 op,
-                root,
+                comm,
+                root: root.unwrap_or(UNDEFINED_U32),
                 sent: r.bytes_sent,
                 recv: r.bytes_recv,
             });
@@ -695,45 +755,53 @@ fn write_archive(
                 bail!("OTF2 could not open the event writer of rank {rank} thread {thread}");
             }
             for &(time, ev) in evs {
-                let c = WORLD_COMM;
                 let rc = match ev {
                     Ev::Enter(r) => {
                         stats.enters += 1;
                         (api.OTF2_EvtWriter_Enter)(w, null, time, r)
                     }
                     Ev::Leave(r) => (api.OTF2_EvtWriter_Leave)(w, null, time, r),
-                    Ev::Send { peer, tag, bytes } => {
-                        (api.OTF2_EvtWriter_MpiSend)(w, null, time, peer, c, tag, bytes)
-                    }
+                    Ev::Send {
+                        peer,
+                        comm,
+                        tag,
+                        bytes,
+                    } => (api.OTF2_EvtWriter_MpiSend)(w, null, time, peer, comm, tag, bytes),
                     Ev::Isend {
                         peer,
+                        comm,
                         tag,
                         bytes,
                         req,
-                    } => (api.OTF2_EvtWriter_MpiIsend)(w, null, time, peer, c, tag, bytes, req),
+                    } => (api.OTF2_EvtWriter_MpiIsend)(w, null, time, peer, comm, tag, bytes, req),
                     Ev::IsendComplete { req } => {
                         (api.OTF2_EvtWriter_MpiIsendComplete)(w, null, time, req)
                     }
                     Ev::IrecvRequest { req } => {
                         (api.OTF2_EvtWriter_MpiIrecvRequest)(w, null, time, req)
                     }
-                    Ev::Recv { peer, tag, bytes } => {
-                        (api.OTF2_EvtWriter_MpiRecv)(w, null, time, peer, c, tag, bytes)
-                    }
+                    Ev::Recv {
+                        peer,
+                        comm,
+                        tag,
+                        bytes,
+                    } => (api.OTF2_EvtWriter_MpiRecv)(w, null, time, peer, comm, tag, bytes),
                     Ev::Irecv {
                         peer,
+                        comm,
                         tag,
                         bytes,
                         req,
-                    } => (api.OTF2_EvtWriter_MpiIrecv)(w, null, time, peer, c, tag, bytes, req),
+                    } => (api.OTF2_EvtWriter_MpiIrecv)(w, null, time, peer, comm, tag, bytes, req),
                     Ev::CollBegin => (api.OTF2_EvtWriter_MpiCollectiveBegin)(w, null, time),
                     Ev::CollEnd {
                         op,
+                        comm,
                         root,
                         sent,
                         recv,
                     } => (api.OTF2_EvtWriter_MpiCollectiveEnd)(
-                        w, null, time, op, c, root, sent, recv,
+                        w, null, time, op, comm, root, sent, recv,
                     ),
                     Ev::Metric { metric, value } => {
                         let ty = [TYPE_DOUBLE];
@@ -831,6 +899,12 @@ fn write_archive(
             })
             .collect();
         let world = defs.string("MPI_COMM_WORLD");
+        let self_name = defs.string("MPI_COMM_SELF");
+        let comm_name_ids: Vec<u32> = data
+            .communicators
+            .iter()
+            .map(|c| defs.string(&c.name))
+            .collect();
         let locations_name = defs.string("MPI ranks");
         // Definitions are read in id order.
         let mut metric_names: Vec<(u32, u32)> = metric_ids
@@ -939,6 +1013,62 @@ fn write_archive(
             (api.OTF2_GlobalDefWriter_WriteComm)(g, WORLD_COMM, world, 1, UNDEFINED_U32, 0),
             "Comm",
         )?;
+        // MPI_COMM_SELF, when used: each rank's own, one definition (OTF2's
+        // self group).
+        let self_used = data.mpi.iter().any(|(_, r)| r.comm_id == SELF_COMM_ID);
+        if self_used {
+            check(
+                (api.OTF2_GlobalDefWriter_WriteGroup)(
+                    g,
+                    2,
+                    self_name,
+                    GROUP_TYPE_COMM_SELF,
+                    PARADIGM_MPI,
+                    0,
+                    0,
+                    std::ptr::null(),
+                ),
+                "Group",
+            )?;
+            check(
+                (api.OTF2_GlobalDefWriter_WriteComm)(g, SELF_COMM, self_name, 2, UNDEFINED_U32, 0),
+                "Comm",
+            )?;
+        }
+        // Each communicator: its members as indices into the locations
+        // group (world ranks in `data.ranks` order), in its rank order.
+        let comms = Comms::new(&data.communicators);
+        for (i, c) in data.communicators.iter().enumerate() {
+            let id = FIRST_COMM + i as u32;
+            let group = 3 + i as u32;
+            let members: Vec<u64> = c
+                .members
+                .iter()
+                .filter_map(|&w| data.ranks.iter().position(|r| r.rank == w))
+                .map(|p| p as u64)
+                .collect();
+            check(
+                (api.OTF2_GlobalDefWriter_WriteGroup)(
+                    g,
+                    group,
+                    comm_name_ids[i],
+                    GROUP_TYPE_COMM_GROUP,
+                    PARADIGM_MPI,
+                    0,
+                    members.len() as u32,
+                    members.as_ptr(),
+                ),
+                "Group",
+            )?;
+            let parent = match c.parent {
+                WORLD_COMM_ID | SELF_COMM_ID => comms.id(c.parent),
+                p => comms.by_id.get(&p).map_or(UNDEFINED_U32, |x| x.0),
+            };
+            check(
+                (api.OTF2_GlobalDefWriter_WriteComm)(g, id, comm_name_ids[i], group, parent, 0),
+                "Comm",
+            )?;
+        }
         for &(id, name) in &metric_names {
             check(
                 (api.OTF2_GlobalDefWriter_WriteMetricMember)(

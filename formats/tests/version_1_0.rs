@@ -1,0 +1,181 @@
+//! Traces of format 1.0 keep loading: an `mpi` part without the 1.1 columns
+//! (`recv_peer`, `recv_tag`) and rank files without `communicators`, written
+//! here as a 1.0 writer wrote them, read as rows with no receive side.
+
+use std::fs::File;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int32Type;
+use arrow_schema::Schema;
+use hyscope_format::records::Record;
+use hyscope_format::schema::{MpiRecord, NO_RANK, NO_TAG, Table, mpi_call};
+use hyscope_format::{FORMAT_VERSION, ScanOptions, Trace};
+use parquet::arrow::ArrowWriter;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+
+/// The `mpi` columns of format 1.0.
+const COLUMNS_1_0: [&str; 13] = [
+    "thread",
+    "call",
+    "start_ns",
+    "end_ns",
+    "peer",
+    "tag",
+    "bytes_sent",
+    "bytes_recv",
+    "comm_id",
+    "root",
+    "request_id",
+    "in_parallel",
+    "callsite",
+];
+
+fn rows() -> Vec<MpiRecord> {
+    (0..40)
+        .map(|i| MpiRecord {
+            thread: 0,
+            call: if i % 2 == 0 {
+                mpi_call::MPI_Sendrecv
+            } else {
+                mpi_call::MPI_Send
+            },
+            start_ns: 1_000 * i,
+            end_ns: 1_000 * i + 300,
+            peer: 1,
+            tag: 4,
+            bytes_sent: 64,
+            bytes_recv: if i % 2 == 0 { 64 } else { 0 },
+            comm_id: 1,
+            root: -1,
+            callsite: 0x40_1000,
+            ..MpiRecord::default()
+        })
+        .collect()
+}
+
+/// A trace as hyscope 1.0 wrote it: one `mpi` part of 1.0's columns, a
+/// manifest and a rank file of 1.0.
+fn write_1_0_trace(dir: &std::path::Path) {
+    let full = MpiRecord::to_batch(&rows());
+    let schema = full.schema();
+    let keep: Vec<usize> = COLUMNS_1_0
+        .iter()
+        .map(|c| schema.index_of(c).unwrap())
+        .collect();
+    let batch = full.project(&keep).unwrap();
+    assert_eq!(batch.num_columns(), 13);
+    let part_dir = dir.join("mpi/rank=0");
+    std::fs::create_dir_all(&part_dir).unwrap();
+    let props = WriterProperties::builder()
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new("hyscope.format_version".into(), "1.0".to_string()),
+            KeyValue::new("hyscope.table".into(), "mpi".to_string()),
+            KeyValue::new("hyscope.rank".into(), "0".to_string()),
+        ]))
+        .build();
+    let file = File::create(part_dir.join("part-0.parquet")).unwrap();
+    let schema: Arc<Schema> = batch.schema();
+    let mut w = ArrowWriter::try_new(file, schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    std::fs::write(
+        dir.join("manifest.json"),
+        r#"{"format_version": "1.0", "world_size": 1, "hosts": ["node0"],
+            "ranks": [{"rank": 0, "host": "node0", "pid": 10, "threads": 1}]}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("ranks")).unwrap();
+    std::fs::write(
+        dir.join("ranks/rank-0.json"),
+        r#"{"rank": 0, "host": "node0", "pid": 10, "threads": 1, "finished": true}"#,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_1_0_trace_reads_with_no_receive_side() {
+    assert_eq!(FORMAT_VERSION, "1.1");
+    let dir = tempfile::tempdir().unwrap();
+    write_1_0_trace(dir.path());
+    let trace = Trace::open(dir.path()).unwrap();
+    assert_eq!(trace.manifest.format_version, "1.0");
+    assert!(trace.manifest.ranks[0].communicators.is_empty());
+
+    // Records: every 1.0 field as written, no receive side.
+    let back: Vec<MpiRecord> = trace
+        .read_records::<MpiRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(back, rows());
+    assert!(
+        back.iter()
+            .all(|r| (r.recv_peer, r.recv_tag) == (NO_RANK, NO_TAG))
+    );
+    // A 1.0 Sendrecv is a send; its receive side was not recorded.
+    let sides = back[0].p2p_endpoints();
+    assert!(sides.send.is_some() && sides.recv.is_none());
+
+    // A scan projecting a 1.1 column, with a time range, gets it filled.
+    let options = ScanOptions {
+        columns: Some(vec!["peer".into(), "recv_peer".into()]),
+        time_range: Some((5_000, 9_000)),
+        ..ScanOptions::default()
+    };
+    let mut n = 0;
+    for batch in trace.scan(Table::Mpi, &options) {
+        let batch = batch.unwrap();
+        let names: Vec<&str> = batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(names, ["rank", "peer", "recv_peer"]);
+        let recv_peer = batch
+            .column_by_name("recv_peer")
+            .unwrap()
+            .as_primitive::<Int32Type>();
+        assert!(recv_peer.values().iter().all(|&p| p == NO_RANK));
+        n += batch.num_rows();
+    }
+    // Rows overlapping [5000, 9000]: those starting at 5000..=9000.
+    assert_eq!(n, 5);
+}
+
+#[test]
+fn a_1_1_part_round_trips_the_receive_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = rows();
+    for (i, r) in rows.iter_mut().enumerate() {
+        if r.call == mpi_call::MPI_Sendrecv {
+            r.recv_peer = 1 + (i % 3) as i32;
+            r.recv_tag = 9;
+        }
+    }
+    let mut w =
+        hyscope_format::PartWriter::create(dir.path(), Table::Mpi, 0, Default::default()).unwrap();
+    w.write_records(&rows).unwrap();
+    w.finish().unwrap();
+    hyscope_format::Manifest::new().write(dir.path()).unwrap();
+    let trace = Trace::open(dir.path()).unwrap();
+    let back: Vec<MpiRecord> = trace
+        .read_records::<MpiRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(back, rows);
+    let sides = back[0].p2p_endpoints();
+    assert_eq!(
+        sides.recv.map(|e| (e.peer, e.tag, e.bytes)),
+        Some((1, 9, 64))
+    );
+    assert_eq!(
+        sides.send.map(|e| (e.peer, e.tag, e.bytes)),
+        Some((1, 4, 64))
+    );
+}
