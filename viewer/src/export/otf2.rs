@@ -27,6 +27,7 @@ use std::ffi::{CString, c_char, c_void};
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use hyscope_analyzer::aligned::endpoints::{RequestKind, endpoints};
 use hyscope_format::schema::mpi_call;
 use hyscope_format::{MpiRecord, OmpKind};
 
@@ -430,18 +431,12 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
     let base = data.base_ns;
     let t = |ns: i64| -> u64 { (ns - base).max(0) as u64 };
 
-    // Requests of Irecv/Isend calls per rank, to turn completions into OTF2 records.
+    // Requests of Irecv/Isend calls per rank, to turn completions into OTF2
+    // records; persistent ones too (each MPI_Start is an Isend or an Irecv
+    // request, as the aligned layer pairs them).
     let mut requests: HashMap<(u32, u64), &MpiRecord> = HashMap::new();
     for (rank, r) in &data.mpi {
-        if matches!(
-            r.call,
-            mpi_call::MPI_Irecv
-                | mpi_call::MPI_Isend
-                | mpi_call::MPI_Issend
-                | mpi_call::MPI_Ibsend
-                | mpi_call::MPI_Irsend
-        ) && r.request_id != 0
-        {
+        if (super::is_send(r.call) || endpoints(r).request.is_some()) && r.request_id != 0 {
             requests.insert((*rank, r.request_id), r);
         }
     }
@@ -478,7 +473,10 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
             let Some(req) = requests.get(&(*rank, r.request_id)) else {
                 continue;
             };
-            let ev = if req.call == mpi_call::MPI_Irecv {
+            let ev = if matches!(
+                endpoints(req).request,
+                Some(RequestKind::Recv | RequestKind::PersistentRecv)
+            ) {
                 // The status names the real source and tag.
                 let (src, tag) = if r.peer >= 0 {
                     (r.peer, r.tag)
@@ -538,7 +536,24 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
                 stats.sends += 1;
             }
             MPI_Irecv => after_enter.push(Ev::IrecvRequest { req: r.request_id }),
-            MPI_Recv if r.peer >= 0 => {
+            MPI_Start if r.request_id != 0 => {
+                match requests.get(&(*rank, r.request_id)).map(|q| endpoints(q).request) {
+                    Some(Some(RequestKind::PersistentSend)) if r.peer >= 0 => {
+                        after_enter.push(Ev::Isend {
+                            peer,
+                            tag,
+                            bytes: r.bytes_sent,
+                            req: r.request_id,
+                        });
+                        stats.sends += 1;
+                    }
+                    Some(Some(RequestKind::PersistentRecv)) => {
+                        after_enter.push(Ev::IrecvRequest { req: r.request_id })
+                    }
+                    _ => {}
+                }
+            }
+            MPI_Recv | MPI_Mrecv if r.peer >= 0 => {
                 before_leave.push(Ev::Recv {
                     peer,
                     tag,
