@@ -13,7 +13,6 @@ use crate::load::{TraceData, ns_to_s};
 use crate::model::*;
 use crate::omp::OmpResult;
 
-
 /// Eager limit to classify messages: the shared-memory transport's on one host,
 /// else the network's (document 000 §3.1.2: eager below, rendezvous above).
 pub fn eager_limit(data: &TraceData, hosts: usize) -> Option<(u64, String)> {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use hyscope_analyzer::timeline::{Detail, TimelineIndex};
+use hyscope_analyzer::timeline::{Detail, Interval, TimelineIndex};
 use hyscope_format::Trace;
 use hyscope_format::manifest::{ClockOffset, Manifest, RankInfo};
 use record_support::*;
@@ -33,7 +33,12 @@ struct Report {
 }
 
 fn report(dir: &Path) -> Report {
-    let out = hyscope().arg("report").arg("--json").arg(dir).output().unwrap();
+    let out = hyscope()
+        .arg("report")
+        .arg("--json")
+        .arg(dir)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let m = &v["messages"];
@@ -186,24 +191,31 @@ fn otf2(dir: &Path, out: &Path) -> (Vec<Side>, Vec<Side>) {
 fn check_timeline(dir: &Path, r: &Report) {
     let trace = Trace::open(dir).unwrap();
     let index = TimelineIndex::build(&trace).unwrap();
-    for &(s, st, d, dt, tag, _, ts, tr) in &r.messages {
-        let row = index.row_of(s, st).expect("sender row");
-        let seg = index.segment_at(row, ts).expect("send in the row's lifetime");
-        assert!(seg.state.is_mpi(), "send {s}→{d} tag {tag} at {ts}: {seg:?}");
-        let ivs = index.intervals_in(row, ts, ts, usize::MAX).unwrap();
+    // The row of (rank, thread) is in an MPI state at `inside`, and one of its
+    // recorded MPI calls starts (or ends) exactly at `t`.
+    let check = |rank: u32, thread: u32, inside: i64, t: i64, starts: bool, what: &str| {
+        let row = index.row_of(rank, thread).expect("row");
+        let seg = index
+            .segment_at(row, inside)
+            .expect("in the row's lifetime");
+        assert!(seg.state.is_mpi(), "{what} at {t}: {seg:?}");
+        let ivs = index.intervals_in(row, t, t, usize::MAX).unwrap();
+        let edge = |i: &Interval| if starts { i.start } else { i.end };
         assert!(
             ivs.iter()
-                .any(|i| i.start == ts && matches!(i.detail, Detail::Mpi(_))),
-            "no MPI call starts at the send {s}→{d} tag {tag} at {ts}: {ivs:?}"
+                .any(|i| edge(i) == t && matches!(i.detail, Detail::Mpi(_))),
+            "no MPI call at the {what} at {t}: {ivs:?}"
         );
-        let row = index.row_of(d, dt).expect("receiver row");
-        let seg = index.segment_at(row, tr - 1).expect("receive in the row's lifetime");
-        assert!(seg.state.is_mpi(), "receive {s}→{d} tag {tag} at {tr}: {seg:?}");
-        let ivs = index.intervals_in(row, tr, tr, usize::MAX).unwrap();
-        assert!(
-            ivs.iter()
-                .any(|i| i.end == tr && matches!(i.detail, Detail::Mpi(_))),
-            "no MPI call ends at the receive {s}→{d} tag {tag} at {tr}: {ivs:?}"
+    };
+    for &(s, st, d, dt, tag, _, ts, tr) in &r.messages {
+        check(s, st, ts, ts, true, &format!("send {s}→{d} tag {tag}"));
+        check(
+            d,
+            dt,
+            tr - 1,
+            tr,
+            false,
+            &format!("receive {s}→{d} tag {tag}"),
         );
     }
 }
@@ -213,11 +225,7 @@ fn every_view_agrees(dir: &Path, tmp: &Path, name: &str, expected: usize) -> Rep
     let r = report(dir);
     assert_eq!(r.messages.len(), expected);
     assert_eq!((r.unmatched_sends, r.unmatched_recvs), (0, 0));
-    let reported = relative(
-        r.messages
-            .iter()
-            .map(|m| (m.0, m.2, m.4, m.6, m.7)),
-    );
+    let reported = relative(r.messages.iter().map(|m| (m.0, m.2, m.4, m.6, m.7)));
     let flows = perfetto(dir, &tmp.join(format!("{name}.json")));
     assert_eq!(flows, reported, "Perfetto flows differ from the report");
     let (sends, recvs) = otf2(dir, &tmp.join(format!("{name}.otf2")));
@@ -235,7 +243,12 @@ fn every_view_agrees(dir: &Path, tmp: &Path, name: &str, expected: usize) -> Rep
 /// `MPI_Finalize` (the rank file's offsets, which the reader prefers, and the
 /// manifest's).
 fn drifted_copy(src: &Path, dst: &Path) {
-    let st = Command::new("cp").arg("-a").arg(src).arg(dst).status().unwrap();
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(src)
+        .arg(dst)
+        .status()
+        .unwrap();
     assert!(st.success());
     let drift = |info: &mut RankInfo| {
         assert_eq!(info.clock_offsets.len(), 2, "{:?}", info.clock_offsets);
@@ -264,7 +277,11 @@ fn drifted_copy(src: &Path, dst: &Path) {
 fn one_trace_every_view_agrees_with_and_without_clock_drift() {
     let tmp = tempfile::tempdir().unwrap();
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mpi/messages.c");
-    let exe = build_mpi(tmp.path(), "messages", &std::fs::read_to_string(src).unwrap());
+    let exe = build_mpi(
+        tmp.path(),
+        "messages",
+        &std::fs::read_to_string(src).unwrap(),
+    );
     let dir = tmp.path().join("trace");
     let out = run_ok(
         record_into(&dir)
@@ -314,5 +331,8 @@ fn one_trace_every_view_agrees_with_and_without_clock_drift() {
         assert!(d1 <= 0 && d1 >= -50_000, "{d1}");
         moved = moved.max(-d1);
     }
-    assert!(moved > 1_000, "the drift moved rank 1 by at most {moved} ns");
+    assert!(
+        moved > 1_000,
+        "the drift moved rank 1 by at most {moved} ns"
+    );
 }

@@ -194,7 +194,11 @@ pub fn match_messages(ranks: &[RankRows<'_>]) -> MessageList {
                     .unwrap_or(created),
             };
             let post_row = &rr.rows[post];
-            let comm = if r.comm_id != 0 { r.comm_id } else { init.comm_id };
+            let comm = if r.comm_id != 0 {
+                r.comm_id
+            } else {
+                init.comm_id
+            };
             match kind {
                 RequestKind::PersistentSend => {
                     let (peer, tag) = if r.peer >= 0 {
@@ -278,8 +282,15 @@ pub fn match_messages(ranks: &[RankRows<'_>]) -> MessageList {
         }));
     }
     out.unmatched_recvs += recvs.values().map(|v| v.len() as u64).sum::<u64>();
-    out.messages
-        .sort_by_key(|m| (m.send.time, m.send.rank, m.send.row, m.recv.rank, m.recv.row));
+    out.messages.sort_by_key(|m| {
+        (
+            m.send.time,
+            m.send.rank,
+            m.send.row,
+            m.recv.rank,
+            m.recv.row,
+        )
+    });
     out
 }
 
@@ -319,9 +330,9 @@ mod tests {
     #[test]
     fn fifo_per_envelope_with_requests_and_wildcards() {
         let r0 = vec![
-            row(c::MPI_Send, 1, 5, 100, 0),      // 0
-            row(c::MPI_Isend, 1, 5, 200, 7),     // 1
-            row(c::MPI_Irecv, ANY, 6, 300, 3),   // 2: ANY_SOURCE ...
+            row(c::MPI_Send, 1, 5, 100, 0),         // 0
+            row(c::MPI_Isend, 1, 5, 200, 7),        // 1
+            row(c::MPI_Irecv, ANY, 6, 300, 3),      // 2: ANY_SOURCE ...
             row(c::REQUEST_COMPLETE, 1, 6, 600, 3), // 3: ... resolved by the status
         ];
         let r1 = vec![
@@ -332,7 +343,10 @@ mod tests {
             row(c::MPI_Send, 0, 99, 500, 0),        // 4: never received
         ];
         let (p, m) = pairs(&[(0, r0), (1, r1)]);
-        assert_eq!(p, vec![((0, 0), (1, 2)), ((0, 1), (1, 1)), ((1, 3), (0, 3))]);
+        assert_eq!(
+            p,
+            vec![((0, 0), (1, 2)), ((0, 1), (1, 1)), ((1, 3), (0, 3))]
+        );
         assert_eq!((m.unmatched_sends, m.unmatched_recvs), (1, 0));
         assert_eq!(m.messages[0].recv.posted, GlobalNs(50));
         assert_eq!(m.messages[0].recv.time, GlobalNs(300));
@@ -355,11 +369,11 @@ mod tests {
     #[test]
     fn persistent_requests_match_per_start() {
         let r0 = vec![
-            row(c::MPI_Send_init, 1, 4, 10, 11),       // 0
-            row(c::MPI_Start, 1, 4, 100, 11),          // 1
-            row(c::REQUEST_COMPLETE, 1, 4, 150, 11),   // 2
-            row(c::MPI_Start, 1, 4, 200, 11),          // 3
-            row(c::REQUEST_COMPLETE, 1, 4, 250, 11),   // 4
+            row(c::MPI_Send_init, 1, 4, 10, 11),     // 0
+            row(c::MPI_Start, 1, 4, 100, 11),        // 1
+            row(c::REQUEST_COMPLETE, 1, 4, 150, 11), // 2
+            row(c::MPI_Start, 1, 4, 200, 11),        // 3
+            row(c::REQUEST_COMPLETE, 1, 4, 250, 11), // 4
         ];
         let r1 = vec![
             row(c::MPI_Recv_init, 0, 4, 5, 21),      // 0

@@ -59,7 +59,10 @@ impl AlignedTrace {
     /// Read every `mpi` row of `trace` and align it.
     pub fn open(trace: &Trace) -> Result<AlignedTrace, FormatError> {
         let rows = trace.read_records::<MpiRecord>(&ScanOptions::default())?;
-        Ok(AlignedTrace::from_rows(Clocks::from_manifest(&trace.manifest), rows))
+        Ok(AlignedTrace::from_rows(
+            Clocks::from_manifest(&trace.manifest),
+            rows,
+        ))
     }
 
     /// Align rows on rank-local time (as the reader returns them).

@@ -517,6 +517,13 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
         let mut after_enter = Vec::new();
         let mut before_leave = Vec::new();
         use mpi_call::*;
+        // An MPI_Start of a persistent request is an Isend or an Irecv request.
+        let started = match r.call {
+            MPI_Start if r.request_id != 0 => requests
+                .get(&(*rank, r.request_id))
+                .and_then(|q| endpoints(q).request),
+            _ => None,
+        };
         match r.call {
             MPI_Send | MPI_Ssend | MPI_Bsend | MPI_Rsend if r.peer >= 0 => {
                 after_enter.push(Ev::Send {
@@ -526,7 +533,10 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
                 });
                 stats.sends += 1;
             }
-            MPI_Isend | MPI_Issend | MPI_Ibsend | MPI_Irsend if r.peer >= 0 => {
+            MPI_Isend | MPI_Issend | MPI_Ibsend | MPI_Irsend | MPI_Start
+                if r.peer >= 0
+                    && (r.call != MPI_Start || started == Some(RequestKind::PersistentSend)) =>
+            {
                 after_enter.push(Ev::Isend {
                     peer,
                     tag,
@@ -536,22 +546,8 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
                 stats.sends += 1;
             }
             MPI_Irecv => after_enter.push(Ev::IrecvRequest { req: r.request_id }),
-            MPI_Start if r.request_id != 0 => {
-                match requests.get(&(*rank, r.request_id)).map(|q| endpoints(q).request) {
-                    Some(Some(RequestKind::PersistentSend)) if r.peer >= 0 => {
-                        after_enter.push(Ev::Isend {
-                            peer,
-                            tag,
-                            bytes: r.bytes_sent,
-                            req: r.request_id,
-                        });
-                        stats.sends += 1;
-                    }
-                    Some(Some(RequestKind::PersistentRecv)) => {
-                        after_enter.push(Ev::IrecvRequest { req: r.request_id })
-                    }
-                    _ => {}
-                }
+            MPI_Start if started == Some(RequestKind::PersistentRecv) => {
+                after_enter.push(Ev::IrecvRequest { req: r.request_id })
             }
             MPI_Recv | MPI_Mrecv if r.peer >= 0 => {
                 before_leave.push(Ev::Recv {

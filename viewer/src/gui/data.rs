@@ -75,6 +75,20 @@ pub struct Message {
     pub bytes: u64,
 }
 
+impl From<&hyscope_analyzer::aligned::Message> for Message {
+    fn from(m: &hyscope_analyzer::aligned::Message) -> Message {
+        Message {
+            from_rank: m.send.rank,
+            from_thread: m.send.thread,
+            send_ns: m.send.time.ns(),
+            to_rank: m.recv.rank,
+            to_thread: m.recv.thread,
+            recv_ns: m.recv.time.ns(),
+            bytes: m.bytes,
+        }
+    }
+}
+
 /// Everything the timeline of one trace needs.
 pub struct TraceData {
     pub index: TimelineIndex,
@@ -208,15 +222,7 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
         .messages
         .messages
         .iter()
-        .map(|m| Message {
-            from_rank: m.send.rank,
-            from_thread: m.send.thread,
-            send_ns: m.send.time.ns(),
-            to_rank: m.recv.rank,
-            to_thread: m.recv.thread,
-            recv_ns: m.recv.time.ns(),
-            bytes: m.bytes,
-        })
+        .map(Message::from)
         .collect();
     Ok(TraceData {
         index,
@@ -299,7 +305,12 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
                 Some(OmpKind::Work | OmpKind::Parallel | OmpKind::ImplicitTask)
             )
         {
-            out.push((rank, r.thread, global(rank, r.start_ns), global(rank, r.end_ns)));
+            out.push((
+                rank,
+                r.thread,
+                global(rank, r.start_ns),
+                global(rank, r.end_ns),
+            ));
         }
     }
     for (rank, r) in trace
@@ -307,7 +318,12 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
         .map_err(|e| e.to_string())?
     {
         if r.callsite == address && r.end_ns > r.start_ns {
-            out.push((rank, r.thread, global(rank, r.start_ns), global(rank, r.end_ns)));
+            out.push((
+                rank,
+                r.thread,
+                global(rank, r.start_ns),
+                global(rank, r.end_ns),
+            ));
         }
     }
     out.sort_by_key(|i| (i.2, i.0, i.1));

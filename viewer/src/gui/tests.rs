@@ -450,15 +450,7 @@ fn arrows_are_the_reports_messages() {
             .messages
             .messages
             .iter()
-            .map(|m| super::data::Message {
-                from_rank: m.send.rank,
-                from_thread: m.send.thread,
-                send_ns: m.send.time.ns(),
-                to_rank: m.recv.rank,
-                to_thread: m.recv.thread,
-                recv_ns: m.recv.time.ns(),
-                bytes: m.bytes,
-            })
+            .map(super::data::Message::from)
             .collect();
         // The ring (4 Isend/Irecv pairs each way) of examples/hybrid.
         assert_eq!(reported.len(), 8, "{}", dir.display());

@@ -1,8 +1,8 @@
 //! Memory tab: the MPI footprint of each rank now, the projection to large
 //! rank counts (chart), and the connections and queue pairs behind it.
 
-use hyscope_format::metrics;
 use hyscope_analyzer::MemoryFootprint;
+use hyscope_format::metrics;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
