@@ -24,10 +24,13 @@ type Msg = (u32, u32, i64, i64, i64);
 /// One side of a message: (rank, other rank, tag, time since the earliest send).
 type Side = (u32, u32, i64, i64);
 
-/// The report's matched messages (absolute global ns) and its counts.
+/// A message of the report: (sender, sender thread, receiver, receiver
+/// thread, tag, comm, send ns, recv ns), absolute global ns.
+type Reported = (u32, u32, u32, u32, i64, u64, i64, i64);
+
+/// The report's matched messages and its counts.
 struct Report {
-    /// (sender, sender thread, receiver, receiver thread, tag, comm, send ns, recv ns)
-    messages: Vec<(u32, u32, u32, u32, i64, u64, i64, i64)>,
+    messages: Vec<Reported>,
     unmatched_sends: u64,
     unmatched_recvs: u64,
 }
@@ -317,7 +320,7 @@ fn one_trace_every_view_agrees_with_and_without_clock_drift() {
     let d = every_view_agrees(&drifted, tmp.path(), "drifted", expected);
     // The drift moved rank 1's times (by up to 50 µs, growing over the run),
     // not rank 0's.
-    let by_envelope = |mut v: Vec<(u32, u32, u32, u32, i64, u64, i64, i64)>| {
+    let by_envelope = |mut v: Vec<Reported>| {
         v.sort_by_key(|m| (m.0, m.2, m.4, m.5, m.6));
         v
     };
@@ -328,7 +331,7 @@ fn one_trace_every_view_agrees_with_and_without_clock_drift() {
         let (ds, dr) = (b.6 - a.6, b.7 - a.7);
         let (d0, d1) = if a.0 == 0 { (ds, dr) } else { (dr, ds) };
         assert_eq!(d0, 0, "rank 0's time moved");
-        assert!(d1 <= 0 && d1 >= -50_000, "{d1}");
+        assert!((-50_000..=0).contains(&d1), "{d1}");
         moved = moved.max(-d1);
     }
     assert!(

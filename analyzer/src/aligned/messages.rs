@@ -313,7 +313,10 @@ mod tests {
         }
     }
 
-    fn pairs(ranks: &[(u32, Vec<MpiRecord>)]) -> (Vec<((u32, usize), (u32, usize))>, MessageList) {
+    /// (rank, row) of a send and of its receive.
+    type Pair = ((u32, usize), (u32, usize));
+
+    fn pairs(ranks: &[(u32, Vec<MpiRecord>)]) -> (Vec<Pair>, MessageList) {
         let rr: Vec<RankRows> = ranks
             .iter()
             .map(|(rank, rows)| RankRows { rank: *rank, rows })
