@@ -94,6 +94,35 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
     for (k, (s1, _), (s2, _)) in pair(&waits(a), &waits(b)) {
         row("wait", &k, "seconds", s1, s2);
     }
+    // The matched message lists of the aligned layer: a change of the
+    // communication pattern, or of what could not be matched.
+    if !a.messages.messages.is_empty() || !b.messages.messages.is_empty() {
+        let bytes = |x: &Analysis| x.messages.messages.iter().map(|m| m.bytes as f64).sum();
+        let transit = |x: &Analysis| {
+            x.messages
+                .messages
+                .iter()
+                .map(|m| (m.recv.time - m.send.time).max(0) as f64 * 1e-9)
+                .sum()
+        };
+        let count = |x: &Analysis| x.messages.messages.len() as f64;
+        row("messages", "point-to-point", "count", count(a), count(b));
+        row("messages", "point-to-point", "bytes", bytes(a), bytes(b));
+        row(
+            "messages",
+            "point-to-point",
+            "send_to_receive_s",
+            transit(a),
+            transit(b),
+        );
+        row(
+            "messages",
+            "point-to-point",
+            "unmatched",
+            a.messages.unmatched() as f64,
+            b.messages.unmatched() as f64,
+        );
+    }
     if let (Some(ea), Some(eb)) = (a.energy.get(), b.energy.get()) {
         row("energy", "job", "joules", ea.total_joules, eb.total_joules);
         row("energy", "job", "edp_js", ea.edp_js, eb.edp_js);

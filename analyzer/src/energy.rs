@@ -1,6 +1,7 @@
 //! Energy from the RAPL samples (Carretero 2015 §4: RAPL gives an energy
 //! estimate per package). "Not measured" with the sampler's reason otherwise.
 
+use hyscope_format::metrics;
 use std::collections::BTreeMap;
 
 use crate::load::{TraceData, ns_to_s};
@@ -15,7 +16,7 @@ pub fn analyze_energy(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Obse
         for s in rd
             .samples
             .iter()
-            .filter(|s| s.metric.starts_with("energy."))
+            .filter(|s| crate::aligned::series::is_energy(&s.metric))
         {
             let e = series
                 .entry((s.metric.clone(), s.key))
@@ -79,7 +80,7 @@ pub fn analyze_energy(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Obse
             .map(|d| d.joules)
             .sum::<f64>()
     };
-    let total = ["energy.pkg", "energy.psys"]
+    let total = [metrics::ENERGY_PKG, metrics::ENERGY_PSYS]
         .iter()
         .map(|m| pick(m))
         .find(|j| *j > 0.0)

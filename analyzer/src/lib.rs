@@ -9,9 +9,11 @@
 //! TUI and the GUI render. Pipeline: [`load`] reads the parts (rayon, one part
 //! or piece of a part per task) and puts every timestamp on rank 0's clock;
 //! [`omp`] rebuilds regions and loops per rank (both cores on each rank); [`tuner`] simulates loop schedules; [`mpi`]
-//! builds the profile and wait states; [`memory`], [`energy`], [`pop`] and
+//! builds the profile and wait states from [`aligned`]'s matched messages and
+//! collectives; [`memory`], [`energy`], [`pop`] and
 //! [`findings`] derive the rest. [`compare`] diffs two analyses.
 
+pub mod aligned;
 pub mod compare;
 pub mod demangle;
 pub mod energy;
@@ -75,7 +77,20 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
     let run = load::run_facts(data);
     let omp = omp::analyze_omp(data, &run, passes, &mut warnings);
     let mpi = mpi::analyze_mpi(data, &run, &omp);
-    let waits = mpi::wait_states(data, &run);
+    let ranks: Vec<aligned::RankRows> = data
+        .ranks
+        .iter()
+        .map(|rd| aligned::RankRows {
+            rank: rd.rank,
+            rows: &rd.mpi,
+        })
+        .collect();
+    let messages = aligned::match_messages(&ranks);
+    let collectives = aligned::match_collectives(&ranks);
+    drop(ranks);
+    warnings.extend(messages.warning());
+    let waits = mpi::wait_states(data, &run, &messages, &collectives);
+    drop(collectives);
     let memory = memory::analyze_memory(data, &run, options);
     let energy = energy::analyze_energy(data, &run, &omp);
     let pop = pop::analyze_pop(data, &run, &omp);
@@ -93,6 +108,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
         openmp: omp.overhead,
         mpi,
         wait_states: waits,
+        messages,
         memory,
         energy,
         findings: Vec::new(),

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hyscope_format::manifest::ClockOffset;
 use hyscope_format::reader::{part_row_group_rows, read_part_records, read_part_row_groups_into};
 use hyscope_format::{
     Manifest, MpiRecord, OmpRecord, PartFile, SampleRecord, ScanOptions, SymbolRecord, Table, Trace,
@@ -12,6 +11,7 @@ use hyscope_format::{
 use rayon::prelude::*;
 
 use crate::AnalyzeError;
+use crate::aligned::{Clocks, align_rows};
 use crate::model::{CodeLocation, RunFacts};
 use crate::omp::RankPass;
 
@@ -95,49 +95,6 @@ pub fn label_of(s: &SymbolRecord) -> String {
         }
         (_, _, Some(func)) => crate::demangle::demangle(func).into_owned(),
         _ => format!("{:#x}", s.address),
-    }
-}
-
-/// Maps a rank's local clock to rank 0's: `global = local − offset(local)`, the
-/// offset interpolated linearly between the measurements (drift), extrapolated
-/// beyond them with the same slope.
-#[derive(Debug, Clone, Default)]
-pub struct ClockMap {
-    points: Vec<ClockOffset>,
-}
-
-impl ClockMap {
-    pub fn new(offsets: &[ClockOffset]) -> ClockMap {
-        let mut points = offsets.to_vec();
-        points.sort_by_key(|p| p.local_ns);
-        points.dedup_by_key(|p| p.local_ns);
-        ClockMap { points }
-    }
-
-    pub fn is_identity(&self) -> bool {
-        self.points.iter().all(|p| p.offset_ns == 0)
-    }
-
-    pub fn offset(&self, local: i64) -> i64 {
-        match self.points.as_slice() {
-            [] => 0,
-            [p] => p.offset_ns,
-            pts => {
-                // Segment containing `local` (first or last segment outside the range).
-                let i = pts
-                    .windows(2)
-                    .position(|w| local < w[1].local_ns)
-                    .unwrap_or(pts.len() - 2);
-                let (a, b) = (pts[i], pts[i + 1]);
-                let span = (b.local_ns - a.local_ns) as f64;
-                let slope = (b.offset_ns - a.offset_ns) as f64 / span;
-                a.offset_ns + (slope * (local - a.local_ns) as f64).round() as i64
-            }
-        }
-    }
-
-    pub fn to_global(&self, local: i64) -> i64 {
-        local - self.offset(local)
     }
 }
 
@@ -312,11 +269,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     // OpenMP: ranks in batches of at most OMP_BATCH_BYTES of parts, the ranks of a
     // batch and the parts of a rank decoded in parallel; each rank's rows go
     // through the OpenMP pass and are dropped.
-    let maps: HashMap<u32, ClockMap> = manifest
-        .ranks
-        .iter()
-        .map(|r| (r.rank, ClockMap::new(&r.clock_offsets)))
-        .collect();
+    let clocks = Clocks::from_manifest(&manifest);
     let manifest_threads: HashMap<u32, u32> =
         manifest.ranks.iter().map(|r| (r.rank, r.threads)).collect();
     let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
@@ -353,7 +306,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
             .map(|((rank, ps), buf)| {
                 let t_decode = std::time::Instant::now();
                 let rows = decode_rank(&ps, &omp_options, buf, bar.as_ref())?;
-                if let Some(m) = maps.get(&rank).filter(|m| !m.is_identity()) {
+                if let Some(m) = clocks.map(rank) {
                     rows.par_iter_mut().for_each(|r| {
                         r.start_ns = m.to_global(r.start_ns);
                         r.end_ns = m.to_global(r.end_ns);
@@ -437,33 +390,17 @@ pub fn canonical_addresses(symbols: &HashMap<u64, CodeLocation>) -> HashMap<u64,
         .collect()
 }
 
-/// Apply the manifest's clock offsets (with linear drift) to every timestamp,
-/// sort rows by start and note each rank's first and last event.
+/// Apply the manifest's clock offsets (with linear drift, [`crate::aligned::clock`])
+/// to every timestamp, sort rows and note each rank's first and last event.
 pub fn normalise_clocks(data: &mut TraceData) {
-    let mut corrected = false;
-    let mut err = 0i64;
-    let maps: HashMap<u32, ClockMap> = data
-        .manifest
-        .ranks
-        .iter()
-        .map(|r| {
-            for o in &r.clock_offsets {
-                err = err.max(o.rtt_ns / 2);
-            }
-            (r.rank, ClockMap::new(&r.clock_offsets))
-        })
-        .collect();
+    let clocks = Clocks::from_manifest(&data.manifest);
     data.ranks.par_iter_mut().for_each(|rd| {
-        if let Some(m) = maps.get(&rd.rank).filter(|m| !m.is_identity()) {
-            for r in &mut rd.mpi {
-                r.start_ns = m.to_global(r.start_ns);
-                r.end_ns = m.to_global(r.end_ns);
-            }
+        align_rows(&clocks, rd.rank, &mut rd.mpi);
+        if let Some(m) = clocks.map(rd.rank) {
             for r in &mut rd.samples {
                 r.time_ns = m.to_global(r.time_ns);
             }
         }
-        rd.mpi.sort_unstable_by_key(|r| (r.start_ns, r.end_ns));
         rd.samples.sort_by_key(|r| r.time_ns);
         // The OpenMP span was measured while loading (on rank 0's clock already).
         let (mut first, mut last) = if rd.omp_rows > 0 {
@@ -498,13 +435,8 @@ pub fn normalise_clocks(data: &mut TraceData) {
             .unwrap_or(last)
             .clamp(rd.app_start_ns, last);
     });
-    for rd in &data.ranks {
-        if maps.get(&rd.rank).is_some_and(|m| !m.is_identity()) {
-            corrected = true;
-        }
-    }
-    data.clock_corrected = corrected;
-    data.clock_error_ns = err;
+    data.clock_corrected = data.ranks.iter().any(|rd| clocks.map(rd.rank).is_some());
+    data.clock_error_ns = clocks.error_ns;
 }
 
 /// Run facts from the manifest and the rows.

@@ -3,6 +3,7 @@
 //! receive-queue specs), communicator group maps (Kamal 2013, §3.1), RSS
 //! across `MPI_Init`.
 
+use hyscope_format::metrics;
 use std::collections::{BTreeMap, BTreeSet};
 
 use hyscope_format::schema::mpi_call as c;
@@ -159,8 +160,8 @@ pub fn analyze_memory(
     for rd in &data.ranks {
         let set = peers.entry(rd.rank).or_default();
         for r in &rd.mpi {
-            if r.peer >= 0 && (crate::mpi::is_send(r.call) || crate::mpi::is_recv(r.call)) {
-                set.insert(r.peer as u32);
+            if let Some(p) = crate::aligned::endpoints::peer_of(r) {
+                set.insert(p);
             }
             let forces = matches!(
                 r.call,
@@ -220,19 +221,19 @@ pub fn analyze_memory(
                 host: host_of.get(&rank).cloned().unwrap_or_default(),
                 peers_observed: observed,
                 connections_estimated: estimated,
-                connections_measured: sample_last(rank, "mpi.connections").map(|v| v as u64),
+                connections_measured: sample_last(rank, metrics::MPI_CONNECTIONS).map(|v| v as u64),
                 rss_before_init: before,
                 rss_after_init: after,
                 mpi_init_delta: match (before, after) {
                     (Some(b), Some(a)) => Some(a.saturating_sub(b)),
                     _ => None,
                 },
-                rss_peak: sample_max(rank, "mem.vmhwm")
-                    .or_else(|| sample_max(rank, "mem.vmrss"))
+                rss_peak: sample_max(rank, metrics::MEM_VMHWM)
+                    .or_else(|| sample_max(rank, metrics::MEM_VMRSS))
                     .map(|v| v as u64),
-                rss_last: sample_last(rank, "mem.vmrss").map(|v| v as u64),
+                rss_last: sample_last(rank, metrics::MEM_VMRSS).map(|v| v as u64),
                 // The peak: MPI_Finalize unmaps the segments, so the last sample is 0.
-                shm_mapped: sample_max(rank, "mem.shm_mapped").map(|v| v as u64),
+                shm_mapped: sample_max(rank, metrics::MEM_SHM_MAPPED).map(|v| v as u64),
                 buffer_bytes_observed: estimated as f64 * bytes_per_connection + rq_shared as f64,
                 communicators: comm_members.values().filter(|m| m.contains(&rank)).count() as u32,
             }

@@ -75,6 +75,11 @@ pub struct Analysis {
     pub openmp: Observable<OpenMpOverhead>,
     pub mpi: Observable<MpiProfile>,
     pub wait_states: Observable<WaitStates>,
+    /// Every point-to-point message, matched across ranks on global time
+    /// ([`crate::aligned::messages`]), and how many sends and receives found
+    /// no other side.
+    #[serde(default)]
+    pub messages: crate::aligned::MessageList,
     pub memory: Observable<MemoryFootprint>,
     pub energy: Observable<Energy>,
     /// Ranked, biggest estimated cost first.

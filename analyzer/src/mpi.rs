@@ -1,37 +1,18 @@
 //! MPI profile (per call and call site, message sizes, communication matrix)
 //! and wait states from clock-corrected timestamps.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 use hyscope_format::MpiRecord;
 use hyscope_format::manifest::{SELF_COMM_ID, WORLD_COMM_ID, comm_name, communicators};
 use hyscope_format::schema::mpi_call::{self as c, name as call_name};
 
+use crate::aligned::collectives::{is_blocking_collective, is_collective};
+use crate::aligned::endpoints::{endpoints, is_wait};
+use crate::aligned::{CollectiveInstance, Message, MessageList};
 use crate::load::{TraceData, ns_to_s};
 use crate::model::*;
 use crate::omp::OmpResult;
-
-pub fn is_send(call: u16) -> bool {
-    matches!(
-        call,
-        c::MPI_Send | c::MPI_Ssend | c::MPI_Bsend | c::MPI_Rsend
-    ) || matches!(
-        call,
-        c::MPI_Isend | c::MPI_Issend | c::MPI_Ibsend | c::MPI_Irsend
-    )
-}
-pub fn is_recv(call: u16) -> bool {
-    matches!(call, c::MPI_Recv | c::MPI_Irecv)
-}
-fn is_blocking_collective(call: u16) -> bool {
-    (c::MPI_Barrier..=c::MPI_Exscan).contains(&call)
-}
-fn is_collective(call: u16) -> bool {
-    is_blocking_collective(call) || (c::MPI_Ibarrier..=c::MPI_Iexscan).contains(&call)
-}
-fn is_wait(call: u16) -> bool {
-    (c::MPI_Wait..=c::MPI_Testsome).contains(&call)
-}
 
 /// Eager limit to classify messages: the shared-memory transport's on one host,
 /// else the network's (Didelot 2014 §3.1.2: eager below, rendezvous above).
@@ -160,9 +141,9 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
                     .entry(call_name(r.call).to_string())
                     .or_default() += 1;
             }
-            if let Some(send) = r.p2p_endpoints().send {
+            if let Some(send) = endpoints(r).send {
                 let b = send.bytes;
-                let on = per_comm.entry(send.comm_id).or_default();
+                let on = per_comm.entry(send.comm).or_default();
                 on.messages += 1;
                 on.bytes += b;
                 let k = if b == 0 {
@@ -284,18 +265,45 @@ impl WaitAcc {
     }
 }
 
-/// Where a receive waits: its own interval (blocking) or the wait call that completed it.
-struct RecvWait {
-    rank: u32,
-    /// The call that waited: the Recv itself, or the Wait/Test that completed an Irecv.
-    waiter: MpiRecord,
-    post_ns: i64,
-    wait_from: i64,
-    wait_to: i64,
+/// The call a receive waited in and the interval it waited: a blocking
+/// receive itself, or the wait/test call on the completing thread that
+/// contains the completion of a nonblocking or persistent one.
+fn recv_waiter<'a>(
+    rows: &'a [MpiRecord],
+    waits: &[usize],
+    m: &Message,
+) -> Option<(&'a MpiRecord, i64, i64)> {
+    let r = &m.recv;
+    let done = rows.get(r.row)?;
+    if r.row == r.post_row {
+        return Some((done, done.start_ns, done.end_ns));
+    }
+    let t = r.time.ns();
+    // `waits` is in row order (by start): the last wait starting at or before
+    // the completion is the one containing it, if any does.
+    let i = waits.partition_point(|&w| rows[w].start_ns <= t);
+    let found = waits[..i]
+        .iter()
+        .rev()
+        .map(|&w| &rows[w])
+        .find(|w| w.thread == r.thread && t <= w.end_ns);
+    Some(match found {
+        Some(w) => (w, w.start_ns, w.end_ns),
+        None => {
+            let post = rows.get(r.post_row)?;
+            (post, post.end_ns, post.end_ns)
+        }
+    })
 }
 
-/// Wait states (Scalasca definitions) over all ranks.
-pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
+/// Wait states (Scalasca definitions) over all ranks, from the matched
+/// messages and collective instances of [`crate::aligned`].
+pub fn wait_states(
+    data: &TraceData,
+    run: &RunFacts,
+    messages: &MessageList,
+    collectives: &[CollectiveInstance],
+) -> Observable<WaitStates> {
     if data.ranks.iter().all(|r| r.mpi.is_empty()) {
         return Observable::not("no MPI calls were recorded");
     }
@@ -306,72 +314,48 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
     }
     let limit = eager_limit(data, run.hosts.len()).map(|l| l.0);
     let mut acc = WaitAcc::default();
-    // Point to point: FIFO matching per (src, dst, comm, tag) (MPI non-overtaking).
-    // (src, dst, comm, tag) → sends in order.
-    type Channel = (u32, u32, u64, i32);
-    let mut sends: HashMap<Channel, VecDeque<(u32, MpiRecord)>> = HashMap::new();
-    let mut recvs: Vec<((u32, u32, u64, i32), RecvWait)> = Vec::new();
-    for rd in &data.ranks {
-        // Completion time of each request, and the wait calls per thread.
-        let mut completion: HashMap<u64, i64> = HashMap::new();
-        let mut waits: HashMap<u32, Vec<&MpiRecord>> = HashMap::new();
-        for r in &rd.mpi {
-            if r.call == c::REQUEST_COMPLETE && r.request_id != 0 {
-                completion.insert(r.request_id, r.start_ns);
-            } else if is_wait(r.call) {
-                waits.entry(r.thread).or_default().push(r);
-            }
-        }
-        for r in &rd.mpi {
-            // A Sendrecv is both a send and a receive.
-            let sides = r.p2p_endpoints();
-            if let Some(s) = sides.send {
-                sends
-                    .entry((rd.rank, s.peer as u32, s.comm_id, s.tag))
-                    .or_default()
-                    .push_back((rd.rank, *r));
-            }
-            if let Some(recv) = sides.recv.filter(|e| e.peer >= 0) {
-                let blocking = !matches!(r.call, c::MPI_Irecv | c::MPI_Imrecv);
-                let (wait_from, wait_to, waiter) = if blocking {
-                    (r.start_ns, r.end_ns, *r)
-                } else {
-                    // Irecv: the wait/test call on this thread that contains the completion.
-                    let done = completion.get(&r.request_id).copied();
-                    match done.and_then(|t| {
-                        waits
-                            .get(&r.thread)
-                            .and_then(|v| v.iter().find(|w| w.start_ns <= t && t <= w.end_ns))
-                            .map(|w| (w.start_ns, w.end_ns, **w))
-                    }) {
-                        Some(iv) => iv,
-                        None => (r.end_ns, r.end_ns, *r),
-                    }
-                };
-                recvs.push((
-                    (recv.peer as u32, rd.rank, recv.comm_id, recv.tag),
-                    RecvWait {
-                        rank: rd.rank,
-                        waiter,
-                        post_ns: r.start_ns,
-                        wait_from,
-                        wait_to,
-                    },
-                ));
-            }
-        }
-    }
-    recvs.sort_by_key(|(k, w)| (*k, w.post_ns));
-    let mut unmatched = 0u64;
-    for (key, rw) in &recvs {
-        let Some((srank, s)) = sends.get_mut(key).and_then(|q| q.pop_front()) else {
-            unmatched += 1;
+    let rows_of: HashMap<u32, &[MpiRecord]> = data
+        .ranks
+        .iter()
+        .map(|rd| (rd.rank, rd.mpi.as_slice()))
+        .collect();
+    // Wait/test rows per rank, in row order.
+    let waits: HashMap<u32, Vec<usize>> = data
+        .ranks
+        .iter()
+        .map(|rd| {
+            let w = rd
+                .mpi
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| is_wait(r.call))
+                .map(|(i, _)| i)
+                .collect();
+            (rd.rank, w)
+        })
+        .collect();
+    let no_waits = Vec::new();
+    for m in &messages.messages {
+        let (Some(srows), Some(rrows)) = (rows_of.get(&m.send.rank), rows_of.get(&m.recv.rank))
+        else {
+            continue;
+        };
+        let Some(s) = srows.get(m.send.row) else {
+            continue;
+        };
+        let rw = waits.get(&m.recv.rank).unwrap_or(&no_waits);
+        let Some((waiter, wait_from, wait_to)) = recv_waiter(rrows, rw, m) else {
             continue;
         };
         // Late sender: the receive waits from its wait start until the send starts.
-        let ls = (s.start_ns.min(rw.wait_to) - rw.wait_from).max(0);
-        let w = &rw.waiter;
-        acc.add(WaitKind::LateSender, rw.rank, w, data.canon(w.callsite), ls);
+        let ls = (m.send.time.ns().min(wait_to) - wait_from).max(0);
+        acc.add(
+            WaitKind::LateSender,
+            m.recv.rank,
+            waiter,
+            data.canon(waiter.callsite),
+            ls,
+        );
         // Late receiver: a blocking synchronous or rendezvous send waits for the receive's post.
         let sync = s.call == c::MPI_Ssend || limit.is_some_and(|l| s.bytes_sent > l);
         let blocking = matches!(
@@ -379,42 +363,31 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
             c::MPI_Send | c::MPI_Ssend | c::MPI_Sendrecv | c::MPI_Sendrecv_replace
         );
         if sync && blocking {
-            let lr = (rw.post_ns.min(s.end_ns) - s.start_ns).max(0);
+            let lr = (m.recv.posted.ns().min(s.end_ns) - s.start_ns).max(0);
             acc.add(
                 WaitKind::LateReceiver,
-                srank,
-                &s,
+                m.send.rank,
+                s,
                 data.canon(s.callsite),
                 lr,
             );
         }
     }
-    unmatched += sends.values().map(|q| q.len() as u64).sum::<u64>();
 
-    // Collectives: the k-th blocking collective on a communicator is the same
-    // operation on every member (MPI ordering rule).
-    let mut seqs: HashMap<(u64, u64), Vec<(u32, MpiRecord)>> = HashMap::new();
-    for rd in &data.ranks {
-        let mut next: HashMap<u64, u64> = HashMap::new();
-        for r in rd.mpi.iter().filter(|r| is_blocking_collective(r.call)) {
-            let k = next.entry(r.comm_id).or_insert(0);
-            seqs.entry((r.comm_id, *k)).or_default().push((rd.rank, *r));
-            *k += 1;
-        }
-    }
-    for members in seqs.values() {
-        if members.len() < 2 {
+    for inst in collectives {
+        if !inst.consistent() || !is_blocking_collective(inst.call) {
             continue;
         }
-        let call = members[0].1.call;
-        if members.iter().any(|(_, r)| r.call != call) {
-            continue;
-        }
-        let last_start = members.iter().map(|(_, r)| r.start_ns).max().unwrap_or(0);
+        let members: Vec<(u32, &MpiRecord)> = inst
+            .members
+            .iter()
+            .filter_map(|m| Some((m.rank, rows_of.get(&m.rank)?.get(m.row)?)))
+            .collect();
+        let last_start = inst.last_start().ns();
         let clampw = |r: &MpiRecord, until: i64| (until.min(r.end_ns) - r.start_ns).max(0);
-        match call {
+        match inst.call {
             c::MPI_Barrier => {
-                for (rank, r) in members {
+                for (rank, r) in &members {
                     acc.add(
                         WaitKind::BarrierWait,
                         *rank,
@@ -432,7 +405,7 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
             | c::MPI_Alltoallw
             | c::MPI_Reduce_scatter
             | c::MPI_Reduce_scatter_block => {
-                for (rank, r) in members {
+                for (rank, r) in &members {
                     acc.add(
                         WaitKind::WaitAtNxN,
                         *rank,
@@ -443,7 +416,7 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
                 }
             }
             c::MPI_Reduce | c::MPI_Gather | c::MPI_Gatherv => {
-                let root = members[0].1.root;
+                let root = inst.root;
                 let last_other = members
                     .iter()
                     .filter(|(rk, _)| *rk as i32 != root)
@@ -463,7 +436,7 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
                 }
             }
             c::MPI_Bcast | c::MPI_Scatter | c::MPI_Scatterv => {
-                let root = members[0].1.root;
+                let root = inst.root;
                 if let Some((_, rr)) = members.iter().find(|(rk, _)| *rk as i32 == root) {
                     for (rank, r) in members.iter().filter(|(rk, _)| *rk as i32 != root) {
                         acc.add(
@@ -479,6 +452,7 @@ pub fn wait_states(data: &TraceData, run: &RunFacts) -> Observable<WaitStates> {
             _ => {}
         }
     }
+    let unmatched = messages.unmatched();
     let entry = |kind, rank, call: Option<u16>, site: Option<u64>, (ns, n): (i64, u64)| WaitEntry {
         kind,
         rank,

@@ -17,6 +17,7 @@
 
 pub mod error;
 pub mod manifest;
+pub mod metrics;
 pub mod reader;
 pub mod records;
 pub mod schema;

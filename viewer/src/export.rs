@@ -6,13 +6,14 @@
 //!   thread per OpenMP thread (`tid` = thread + 1): pid/tid 0 mean "idle" to Perfetto;
 //! - every row of the `omp` and `mpi` tables is one complete event (`ph: X`), or
 //!   an instant (`ph: i`) when it has no duration;
-//! - point-to-point messages are flow events (`ph: s` on the send, `ph: f` on the
-//!   receive), matched by (source, destination, tag, communicator) in order, the
-//!   order MPI itself guarantees for messages with the same envelope;
+//! - point-to-point messages are flow events (`ph: s` at the send's start, `ph: f`
+//!   at the receive's completion): the analyzer's matched message list
+//!   ([`hyscope_analyzer::aligned::messages`]), the one the report shows;
 //! - the `samples` table becomes counter tracks (`ph: C`).
 //!
 //! Timestamps are microseconds (with ns decimals) since the start of the trace,
-//! mapped to rank 0's clock with the manifest's offsets for ranks on other nodes.
+//! on global time ([`hyscope_analyzer::aligned::clock`]: every rank's clock
+//! mapped to rank 0's with the offsets at `MPI_Init` and `MPI_Finalize`).
 //!
 //! OTF2: see [`otf2`] (written through the OTF2 C library).
 
@@ -27,6 +28,9 @@ use hyscope_format::schema::{NO_RANK, mpi_call, variant_name};
 use hyscope_format::{
     MpiRecord, OmpKind, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Trace,
 };
+// The send calls, for the OTF2 region roles.
+use hyscope_analyzer::aligned::endpoints::is_send_call as is_send;
+use hyscope_analyzer::aligned::{AlignedTrace, Clocks, Message};
 use serde_json::{Value, json};
 
 mod otf2;
@@ -144,7 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Everything the export needs, in memory, times already on rank 0's clock.
+/// Everything the export needs, in memory, times already on global time.
 struct TraceData {
     /// Time 0 of the export, ns on rank 0's clock.
     base_ns: i64,
@@ -153,51 +157,44 @@ struct TraceData {
     start_clock_ns: i64,
     ranks: Vec<RankMeta>,
     omp: Vec<(u32, OmpRecord)>,
+    /// By rank, in the aligned layer's row order.
     mpi: Vec<(u32, MpiRecord)>,
     samples: Vec<(u32, SampleRecord)>,
     symbols: HashMap<(u32, u64), SymbolRecord>,
     /// The communicators besides world and self, with their members.
     communicators: Vec<hyscope_format::manifest::Communicator>,
+    /// The matched messages whose both sides are in the export.
+    messages: Vec<Message>,
 }
 
 struct RankMeta {
     rank: u32,
     host: String,
-    /// This rank's clock minus rank 0's.
-    offset_ns: i64,
 }
 
 impl TraceData {
     fn load(trace: &Trace, from: Option<i64>, to: Option<i64>) -> anyhow::Result<TraceData> {
         let m = &trace.manifest;
-        // Ranks on rank 0's node share its clock: their measured offsets are noise
-        // of the ping-pong, not a clock difference, so only other nodes are shifted.
-        let host0 = m.ranks.iter().find(|i| i.rank == 0).map(|i| i.host.clone());
-        let mut ranks: Vec<RankMeta> = trace
+        let ranks: Vec<RankMeta> = trace
             .ranks()
             .into_iter()
-            .map(|r| {
-                let info = m.ranks.iter().find(|i| i.rank == r);
-                let other_node = info.is_some_and(|i| Some(&i.host) != host0.as_ref());
-                RankMeta {
-                    rank: r,
-                    host: info.map(|i| i.host.clone()).unwrap_or_default(),
-                    // The offset measured at MPI_Init.
-                    offset_ns: info
-                        .filter(|_| other_node)
-                        .and_then(|i| i.clock_offsets.first())
-                        .map_or(0, |o| o.offset_ns),
-                }
+            .map(|r| RankMeta {
+                rank: r,
+                host: m
+                    .ranks
+                    .iter()
+                    .find(|i| i.rank == r)
+                    .map(|i| i.host.clone())
+                    .unwrap_or_default(),
             })
             .collect();
-        ranks.sort_by_key(|r| r.rank);
-        let offsets: HashMap<u32, i64> = ranks.iter().map(|r| (r.rank, r.offset_ns)).collect();
-        let off = |r: u32| offsets.get(&r).copied().unwrap_or(0);
+        let clocks = Clocks::from_manifest(m);
 
-        // The window is relative to the trace start; the scan filters on raw clocks,
-        // so it is widened by the largest offset and cut exactly below.
+        // The window is relative to the trace start on global time; the scan
+        // filters on rank clocks, so it is widened by the largest offset (and
+        // a millisecond for drift beyond the measurements) and cut exactly below.
         let start = m.start_clock_ns;
-        let slack = offsets.values().map(|o| o.abs()).max().unwrap_or(0);
+        let slack = 2 * clocks.max_abs_offset() + 1_000_000;
         let window = (from.is_some() || to.is_some()).then(|| {
             (
                 from.map_or(i64::MIN, |f| start + f - slack),
@@ -211,22 +208,39 @@ impl TraceData {
         let in_window = |s: i64, e: i64| {
             from.is_none_or(|f| e >= start + f) && to.is_none_or(|t| s <= start + t)
         };
+        let global = |rank: u32, t: i64| clocks.to_global(rank, t).ns();
 
         let mut omp: Vec<(u32, OmpRecord)> = trace.read_records(&opts)?;
         for (r, rec) in &mut omp {
-            rec.start_ns -= off(*r);
-            rec.end_ns -= off(*r);
+            rec.start_ns = global(*r, rec.start_ns);
+            rec.end_ns = global(*r, rec.end_ns);
         }
         omp.retain(|(_, r)| in_window(r.start_ns, r.end_ns));
-        let mut mpi: Vec<(u32, MpiRecord)> = trace.read_records(&opts)?;
-        for (r, rec) in &mut mpi {
-            rec.start_ns -= off(*r);
-            rec.end_ns -= off(*r);
-        }
-        mpi.retain(|(_, r)| in_window(r.start_ns, r.end_ns));
+        // Messages are matched over the whole trace (as the report does), then
+        // those with both sides in the window are kept.
+        let aligned = AlignedTrace::from_rows(
+            clocks.clone(),
+            trace.read_records::<MpiRecord>(&ScanOptions::default())?,
+        );
+        let messages = aligned
+            .messages
+            .messages
+            .iter()
+            .filter(|x| {
+                in_window(x.send.time.ns(), x.send.time.ns())
+                    && in_window(x.recv.time.ns(), x.recv.time.ns())
+            })
+            .copied()
+            .collect();
+        let mpi: Vec<(u32, MpiRecord)> = aligned
+            .rows()
+            .filter(|(_, r)| in_window(r.start_ns, r.end_ns))
+            .map(|(rank, r)| (rank, *r))
+            .collect();
+        drop(aligned);
         let mut samples: Vec<(u32, SampleRecord)> = trace.read_records(&opts)?;
         for (r, rec) in &mut samples {
-            rec.time_ns -= off(*r);
+            rec.time_ns = global(*r, rec.time_ns);
         }
         samples.retain(|(_, r)| in_window(r.time_ns, r.time_ns));
         let symbols = trace
@@ -258,6 +272,7 @@ impl TraceData {
             samples,
             symbols,
             communicators: hyscope_format::manifest::communicators(&m.ranks),
+            messages,
         })
     }
 }
@@ -534,19 +549,18 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
         )?;
         stats.events += 1;
     }
-    for (i, m) in match_messages(&data.mpi).iter().enumerate() {
-        let (sr, send) = &data.mpi[m.send];
-        let (rr, recv) = &data.mpi[m.recv];
+    for (i, m) in data.messages.iter().enumerate() {
+        let (s, r) = (&m.send, &m.recv);
         let id = i + 1;
-        let name = format!("message {sr} → {rr}");
+        let name = format!("message {} → {}", s.rank, r.rank);
         o.value(
             &json!({"ph": "s", "id": id, "name": name, "cat": "mpi.message",
-                        "pid": pid(*sr), "tid": tid(send.thread), "ts": ts(base, send.start_ns),
-                        "args": {"tag": m.tag, "bytes": send.bytes_sent}}),
+                        "pid": pid(s.rank), "tid": tid(s.thread), "ts": ts(base, s.time.ns()),
+                        "args": {"tag": m.tag, "comm_id": m.comm, "bytes": m.bytes}}),
         )?;
         o.value(
             &json!({"ph": "f", "bp": "e", "id": id, "name": name, "cat": "mpi.message",
-                        "pid": pid(*rr), "tid": tid(recv.thread), "ts": ts(base, recv.start_ns)}),
+                        "pid": pid(r.rank), "tid": tid(r.thread), "ts": ts(base, r.time.ns())}),
         )?;
         stats.flows += 1;
     }
@@ -598,88 +612,6 @@ fn omp_label<'a>(data: &'a TraceData, rank: u32, rec: &OmpRecord) -> OmpLabel<'a
     }
 }
 
-/// One point-to-point message: indices into the `mpi` rows of its send and of
-/// the row where the receive completed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Message {
-    pub send: usize,
-    pub recv: usize,
-    pub tag: i32,
-}
-
-fn is_send(call: u16) -> bool {
-    use mpi_call::*;
-    [
-        MPI_Send, MPI_Ssend, MPI_Bsend, MPI_Rsend, MPI_Isend, MPI_Issend, MPI_Ibsend, MPI_Irsend,
-    ]
-    .contains(&call)
-}
-
-/// Match sends to receives by (source, destination, tag, communicator), the k-th
-/// send of an envelope with the k-th receive of it: MPI's non-overtaking rule
-/// (MPI 4.0 §3.5) makes this the real pairing when receives name their source
-/// and tag. Sends are ordered by start, receives by when they were posted:
-/// `MPI_Recv` itself, or the `MPI_Irecv` whose request the completion row names
-/// (the completion row carries the actual source and tag from the status).
-pub(crate) fn match_messages(rows: &[(u32, MpiRecord)]) -> Vec<Message> {
-    use mpi_call::*;
-    type Key = (i32, i32, i32, u64); // (src, dst, tag, comm)
-    let mut sends: HashMap<Key, Vec<(i64, usize)>> = HashMap::new();
-    let mut recvs: HashMap<Key, Vec<(i64, usize)>> = HashMap::new();
-    // Irecv rows by (rank, request id): when they were posted and on which communicator.
-    let mut posted: HashMap<(u32, u64), (i64, u64, i32, i32)> = HashMap::new();
-    for (rank, r) in rows {
-        if r.call == MPI_Irecv && r.request_id != 0 {
-            posted.insert(
-                (*rank, r.request_id),
-                (r.start_ns, r.comm_id, r.peer, r.tag),
-            );
-        }
-    }
-    for (i, (rank, r)) in rows.iter().enumerate() {
-        let me = *rank as i32;
-        if is_send(r.call) && r.peer >= 0 {
-            sends
-                .entry((me, r.peer, r.tag, r.comm_id))
-                .or_default()
-                .push((r.start_ns, i));
-        } else if r.call == MPI_Recv && r.peer >= 0 {
-            recvs
-                .entry((r.peer, me, r.tag, r.comm_id))
-                .or_default()
-                .push((r.start_ns, i));
-        } else if r.call == REQUEST_COMPLETE
-            && let Some(&(posted_ns, comm, peer, tag)) = posted.get(&(*rank, r.request_id))
-        {
-            // The status names the real source and tag (wildcards resolved).
-            let src = if r.peer >= 0 { r.peer } else { peer };
-            let tag = if r.peer >= 0 { r.tag } else { tag };
-            let comm = if r.comm_id != 0 { r.comm_id } else { comm };
-            if src >= 0 {
-                recvs
-                    .entry((src, me, tag, comm))
-                    .or_default()
-                    .push((posted_ns, i));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    for (key, mut s) in sends {
-        let Some(mut r) = recvs.remove(&key) else {
-            continue;
-        };
-        s.sort_unstable();
-        r.sort_unstable();
-        out.extend(s.iter().zip(&r).map(|(s, r)| Message {
-            send: s.1,
-            recv: r.1,
-            tag: key.2,
-        }));
-    }
-    out.sort_by_key(|m| (m.send, m.recv));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -700,55 +632,5 @@ mod tests {
         assert_eq!(ts(1000, 1_235_567).to_string(), "1234.567");
         assert_eq!(ts(0, 5).to_string(), "0.005");
         assert_eq!(ts(10, 5).to_string(), "-0.005");
-    }
-
-    fn row(call: u16, peer: i32, tag: i32, start: i64, req: u64) -> MpiRecord {
-        MpiRecord {
-            call,
-            peer,
-            tag,
-            start_ns: start,
-            end_ns: start + 10,
-            comm_id: 1,
-            request_id: req,
-            root: NO_RANK,
-            ..MpiRecord::default()
-        }
-    }
-
-    #[test]
-    fn messages_match_in_order() {
-        use mpi_call::*;
-        let rows = vec![
-            (0, row(MPI_Send, 1, 5, 100, 0)),                          // 0
-            (0, row(MPI_Isend, 1, 5, 200, 7)),                         // 1
-            (1, row(MPI_Irecv, 0, 5, 50, 9)),                          // 2: posted first
-            (1, row(MPI_Recv, 0, 5, 60, 0)),                           // 3: posted second
-            (1, row(REQUEST_COMPLETE, 0, 5, 300, 9)),                  // 4: completes the Irecv
-            (1, row(MPI_Send, 0, 6, 400, 0)),                          // 5: never received
-            (0, row(MPI_Irecv, hyscope_format::schema::ANY, 6, 1, 3)), // 6: ANY_SOURCE...
-            (0, row(REQUEST_COMPLETE, 1, 6, 500, 3)), // 7: ...resolved by the status
-        ];
-        let m = match_messages(&rows);
-        assert_eq!(
-            m,
-            vec![
-                Message {
-                    send: 0,
-                    recv: 4,
-                    tag: 5
-                },
-                Message {
-                    send: 1,
-                    recv: 3,
-                    tag: 5
-                },
-                Message {
-                    send: 5,
-                    recv: 7,
-                    tag: 6
-                },
-            ]
-        );
     }
 }

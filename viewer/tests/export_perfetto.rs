@@ -7,6 +7,7 @@ mod record_support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use hyscope_analyzer::aligned::Clocks;
 use hyscope_format::schema::mpi_call;
 use hyscope_format::{MpiRecord, ScanOptions, Trace};
 use record_support::*;
@@ -175,15 +176,20 @@ fn perfetto_time_window_keeps_overlapping_events_only() {
         &["--from", &format!("{from}ns"), "--to", &format!("{to}ns")],
     );
     let evs = events(&json);
-    let overlapping = |s: i64, e: i64| e >= start + from && s <= start + to;
+    // The window is on global time: each rank's rows through its clock map.
+    let clocks = Clocks::from_manifest(&trace.manifest);
+    let overlapping = |rank: u32, s: i64, e: i64| {
+        let g = |t| clocks.to_global(rank, t).ns();
+        g(e) >= start + from && g(s) <= start + to
+    };
     let omp = omp_rows(&trace);
     let expect = omp
         .iter()
-        .filter(|(_, o)| overlapping(o.start_ns, o.end_ns))
+        .filter(|(r, o)| overlapping(*r, o.start_ns, o.end_ns))
         .count()
         + mpi
             .iter()
-            .filter(|(_, m)| overlapping(m.start_ns, m.end_ns))
+            .filter(|(r, m)| overlapping(*r, m.start_ns, m.end_ns))
             .count();
     let got = evs
         .iter()

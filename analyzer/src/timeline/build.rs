@@ -14,6 +14,7 @@ use super::{
     BLOCK, Block, LAYER_STATE, LAYER_WAIT, MAX_OFFSET, RowData, RowInfo, STATES, State,
     TimelineIndex, mpi_layer, omp_layer,
 };
+use crate::aligned::{ClockMap, Clocks};
 use crate::omp::{is_barrier, last_arrivals, split_by_arrivals};
 
 /// A compact interval: start, end (rank clock), priority layer.
@@ -54,14 +55,12 @@ pub(super) fn build(
     let done = AtomicUsize::new(0);
     progress(0, total);
     let mut rows: Vec<(RowInfo, RowData)> = Vec::new();
+    let clocks = Clocks::from_manifest(&trace.manifest);
     // One rank at a time bounds memory to one rank's compact intervals.
     for rank in trace.ranks() {
         let info = trace.manifest.ranks.iter().find(|r| r.rank == rank);
         let host = info.map(|i| i.host.clone()).unwrap_or_default();
-        // rank_clock - offset = rank 0 clock (manifest ClockOffset).
-        let shift_ns = info
-            .and_then(|i| i.clock_offsets.first())
-            .map_or(0, |o| -o.offset_ns);
+        let clock = clocks.map(rank);
         let parts: Vec<&PartFile> = trace
             .parts(Table::Omp)
             .iter()
@@ -88,7 +87,7 @@ pub(super) fn build(
         split_barriers(team, &mut threads);
         let built: Vec<(u32, RowData)> = threads
             .into_par_iter()
-            .map(|(thread, ivs)| (thread, flatten(ivs, shift_ns)))
+            .map(|(thread, ivs)| (thread, flatten(ivs, clock)))
             .collect();
         for (thread, data) in built {
             rows.push((
@@ -96,7 +95,6 @@ pub(super) fn build(
                     rank,
                     thread,
                     host: host.clone(),
-                    shift_ns,
                 },
                 data,
             ));
@@ -255,8 +253,10 @@ fn split_barriers(mut rows: Vec<TeamRow>, threads: &mut BTreeMap<u32, Vec<Iv>>) 
 }
 
 /// Sweep the begin/end points of a row's intervals: at every instant the state
-/// is that of the highest open layer (serial when none is open).
-pub(super) fn flatten(ivs: Vec<Iv>, shift_ns: i64) -> RowData {
+/// is that of the highest open layer (serial when none is open). Segment
+/// bounds go to global time through the rank's clock map (None: identity).
+pub(super) fn flatten(ivs: Vec<Iv>, clock: Option<&ClockMap>) -> RowData {
+    let global = |t: i64| clock.map_or(t, |m| m.to_global(t));
     let mut events: Vec<(i64, i8)> = Vec::with_capacity(ivs.len() * 2);
     for (s, e, l) in ivs {
         if e > s {
@@ -286,14 +286,14 @@ pub(super) fn flatten(ivs: Vec<Iv>, shift_ns: i64) -> RowData {
             i += 1;
         }
         if i == events.len() {
-            builder.finish(t + shift_ns);
+            builder.finish(global(t));
         } else {
             let state = if mask == 0 {
                 State::Serial
             } else {
                 LAYER_STATE[15 - mask.leading_zeros() as usize]
             };
-            builder.push(t + shift_ns, state);
+            builder.push(global(t), state);
         }
     }
     builder.data

@@ -19,7 +19,7 @@ use super::{Block, RowData, RowInfo, STATES, TimelineIndex};
 
 /// The file format and what the index means: bumped whenever either changes,
 /// so that older caches are rebuilt (2: barriers split by the team's arrivals).
-const MAGIC: &[u8; 8] = b"HYTLIDX2";
+const MAGIC: &[u8; 8] = b"HYTLIDX3";
 
 /// The directory holding cached indexes.
 pub fn cache_dir() -> Option<PathBuf> {
@@ -115,7 +115,6 @@ pub(super) fn save(index: &TimelineIndex, path: &Path, key: &str) -> std::io::Re
             put_u64(&mut w, u64::from(info.rank))?;
             put_u64(&mut w, u64::from(info.thread))?;
             put_bytes(&mut w, info.host.as_bytes())?;
-            put_u64(&mut w, info.shift_ns as u64)?;
             put_u64(&mut w, d.end as u64)?;
             put_u64(&mut w, d.blocks.len() as u64)?;
             let mut buf = Vec::with_capacity(d.blocks.len() * (12 + 8 * STATES));
@@ -196,7 +195,6 @@ pub(super) fn load(trace: &Trace, path: &Path, key: &str) -> std::io::Result<Tim
         let n = get_len(&mut r, 1, size)? as usize;
         let mut host = vec![0u8; n];
         r.read_exact(&mut host)?;
-        let shift_ns = get_u64(&mut r)? as i64;
         let end = get_u64(&mut r)? as i64;
         let blocks = get_len(&mut r, BLOCK_BYTES as u64, size)?;
         let blocks_at = r.stream_position()?;
@@ -212,7 +210,6 @@ pub(super) fn load(trace: &Trace, path: &Path, key: &str) -> std::io::Result<Tim
                 rank,
                 thread,
                 host: String::from_utf8_lossy(&host).into_owned(),
-                shift_ns,
             },
             end,
             blocks_at,

@@ -30,9 +30,9 @@
 //! segments each, so its cost is `O(columns · (log n + 64))` whatever the
 //! number of events in the window, and it is exact at every zoom level.
 //!
-//! Times are nanoseconds on rank 0's clock: each rank's times are shifted by the
-//! first clock offset of its manifest entry (`rank_clock - offset = rank 0
-//! clock`, see `hyscope_format::manifest::ClockOffset`).
+//! Times are nanoseconds on rank 0's clock (global time): each rank's times go
+//! through its clock map, offsets at `MPI_Init` and `MPI_Finalize` with linear
+//! drift between them ([`crate::aligned::clock`]).
 //!
 //! Details under the cursor come from the trace itself:
 //! [`TimelineIndex::intervals_in`] reads only the row groups overlapping the
@@ -45,6 +45,8 @@ mod tests;
 
 use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, mpi_call};
 use hyscope_format::{FormatError, ScanOptions, Trace};
+
+use crate::aligned::{Clocks, GlobalNs};
 
 pub use cache::cache_dir;
 
@@ -212,8 +214,6 @@ pub struct RowInfo {
     pub thread: u32,
     /// Host of the rank (from the manifest; empty if unknown).
     pub host: String,
-    /// Added to the rank's clock to get rank 0's clock.
-    pub shift_ns: i64,
 }
 
 /// What a cell `[t0, t1)` of a row contains.
@@ -482,6 +482,7 @@ pub struct TimelineIndex {
     data: Vec<RowData>,
     span: (i64, i64),
     segments: usize,
+    clocks: Clocks,
 }
 
 impl TimelineIndex {
@@ -519,12 +520,18 @@ impl TimelineIndex {
             data,
             span,
             segments,
+            clocks: Clocks::from_manifest(&trace.manifest),
         }
     }
 
     /// The trace the index was built from.
     pub fn trace(&self) -> &Trace {
         &self.trace
+    }
+
+    /// The clock mapping the index's times are on.
+    pub fn clocks(&self) -> &Clocks {
+        &self.clocks
     }
 
     /// Rows in display order: by host, rank, thread.
@@ -656,11 +663,19 @@ impl TimelineIndex {
         let Some(info) = self.rows.get(row) else {
             return Ok(Vec::new());
         };
+        let clocks = &self.clocks;
+        let rank = info.rank;
+        // The reader filters on the rank's clock: widened by a nanosecond for
+        // the inverse mapping's rounding, cut on global time below.
         let options = ScanOptions {
-            ranks: Some(vec![info.rank]),
-            time_range: Some((t0 - info.shift_ns, t1 - info.shift_ns)),
+            ranks: Some(vec![rank]),
+            time_range: Some((
+                clocks.to_local(rank, GlobalNs(t0)) - 1,
+                clocks.to_local(rank, GlobalNs(t1)) + 1,
+            )),
             ..ScanOptions::default()
         };
+        let global = |t: i64| clocks.to_global(rank, t).ns();
         let mut out = Vec::new();
         for (_, r) in self.trace.read_records::<OmpRecord>(&options)? {
             if r.thread != info.thread {
@@ -668,8 +683,8 @@ impl TimelineIndex {
             }
             if let Some(state) = omp_state(&r) {
                 out.push(Interval {
-                    start: r.start_ns + info.shift_ns,
-                    end: r.end_ns + info.shift_ns,
+                    start: global(r.start_ns),
+                    end: global(r.end_ns),
                     state,
                     detail: Detail::Omp(r),
                 });
@@ -681,13 +696,14 @@ impl TimelineIndex {
             }
             if let Some(state) = mpi_state(&r) {
                 out.push(Interval {
-                    start: r.start_ns + info.shift_ns,
-                    end: r.end_ns + info.shift_ns,
+                    start: global(r.start_ns),
+                    end: global(r.end_ns),
                     state,
                     detail: Detail::Mpi(r),
                 });
             }
         }
+        out.retain(|i| i.end >= t0 && i.start <= t1);
         out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
         out.truncate(limit);
         Ok(out)

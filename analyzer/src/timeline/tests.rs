@@ -257,7 +257,7 @@ fn rows_ranks_threads_and_clock_shift() {
     let rows: Vec<(u32, u32, i64)> = index
         .rows()
         .iter()
-        .map(|r| (r.rank, r.thread, r.shift_ns))
+        .map(|r| (r.rank, r.thread, index.clocks().to_global(r.rank, 0).ns()))
         .collect();
     assert_eq!(
         rows,
@@ -312,7 +312,7 @@ fn many_segments_and_long_gaps_cross_blocks_exactly() {
     }
     // The thread's lifetime covers everything (layer 0 = serial).
     ivs.push((first, t, 0));
-    let data = flatten(ivs, 0);
+    let data = flatten(ivs, None);
     assert_eq!(data.packed.len(), expected.len());
     assert!(data.blocks.len() > expected.len() / BLOCK);
     let index = TimelineIndex {
@@ -321,11 +321,11 @@ fn many_segments_and_long_gaps_cross_blocks_exactly() {
             rank: 0,
             thread: 0,
             host: String::new(),
-            shift_ns: 0,
         }],
         data: vec![data],
         span: (first, t),
         segments: expected.len(),
+        clocks: Default::default(),
     };
     let mut x = 12345u64;
     for _ in 0..2000 {

@@ -34,8 +34,9 @@ use std::ffi::{CString, c_char, c_void};
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use hyscope_analyzer::aligned::endpoints::{RequestKind, endpoints};
 use hyscope_format::manifest::{Communicator, SELF_COMM_ID, WORLD_COMM_ID};
-use hyscope_format::schema::mpi_call;
+use hyscope_format::schema::{Endpoint, mpi_call};
 use hyscope_format::{MpiRecord, OmpKind};
 
 use super::{TraceData, omp_label};
@@ -493,18 +494,12 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
     let base = data.base_ns;
     let t = |ns: i64| -> u64 { (ns - base).max(0) as u64 };
 
-    // Requests of Irecv/Isend calls per rank, to turn completions into OTF2 records.
+    // Requests of Irecv/Isend calls per rank, to turn completions into OTF2
+    // records; persistent ones too (each MPI_Start is an Isend or an Irecv
+    // request, as the aligned layer pairs them).
     let mut requests: HashMap<(u32, u64), &MpiRecord> = HashMap::new();
     for (rank, r) in &data.mpi {
-        if matches!(
-            r.call,
-            mpi_call::MPI_Irecv
-                | mpi_call::MPI_Isend
-                | mpi_call::MPI_Issend
-                | mpi_call::MPI_Ibsend
-                | mpi_call::MPI_Irsend
-        ) && r.request_id != 0
-        {
+        if (super::is_send(r.call) || endpoints(r).request.is_some()) && r.request_id != 0 {
             requests.insert((*rank, r.request_id), r);
         }
     }
@@ -540,7 +535,10 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
             let Some(req) = requests.get(&(*rank, r.request_id)) else {
                 continue;
             };
-            let ev = if req.call == mpi_call::MPI_Irecv {
+            let ev = if matches!(
+                endpoints(req).request,
+                Some(RequestKind::Recv | RequestKind::PersistentRecv)
+            ) {
                 // The status names the real source and tag.
                 let (src, tag) = if r.peer >= 0 {
                     (r.peer, r.tag)
@@ -576,12 +574,29 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
         let mut after_enter = Vec::new();
         let mut before_leave = Vec::new();
         use mpi_call::*;
-        if let Some(s) = sides.send
+        // An MPI_Start of a persistent request is an Isend or an Irecv request.
+        let started = match r.call {
+            MPI_Start if r.request_id != 0 => requests
+                .get(&(*rank, r.request_id))
+                .and_then(|q| endpoints(q).request),
+            _ => None,
+        };
+        // A started persistent send carries its envelope on the MPI_Start row.
+        let send = match started {
+            Some(RequestKind::PersistentSend) if r.peer >= 0 => Some(Endpoint {
+                peer: r.peer,
+                tag: r.tag,
+                bytes: r.bytes_sent,
+                comm_id: r.comm_id,
+            }),
+            _ => sides.send,
+        };
+        if let Some(s) = send
             && let (comm, Some(peer)) = comms.place(s.comm_id, s.peer)
         {
             let (tag, bytes) = (s.tag as u32, s.bytes);
             after_enter.push(match r.call {
-                MPI_Isend | MPI_Issend | MPI_Ibsend | MPI_Irsend => Ev::Isend {
+                MPI_Isend | MPI_Issend | MPI_Ibsend | MPI_Irsend | MPI_Start => Ev::Isend {
                     peer,
                     comm,
                     tag,
@@ -597,7 +612,7 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
             });
             stats.sends += 1;
         }
-        if r.call == MPI_Irecv {
+        if r.call == MPI_Irecv || started == Some(RequestKind::PersistentRecv) {
             after_enter.push(Ev::IrecvRequest { req: r.request_id });
         } else if let Some(recv) = sides.recv
             && r.call != MPI_Imrecv

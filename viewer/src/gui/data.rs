@@ -1,14 +1,16 @@
 //! What the GUI loads from a trace, in a background thread: the timeline
 //! index, symbols, counter tracks, point-to-point messages, and the analysis.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use hyscope_analyzer::aligned::AlignedTrace;
+use hyscope_analyzer::aligned::series::{SampleSeries, is_energy, sample_series};
 use hyscope_analyzer::timeline::TimelineIndex;
 use hyscope_analyzer::{Analysis, AnalyzeOptions};
-use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord, mpi_call};
+use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord};
 use hyscope_format::{ScanOptions, Trace};
 
 /// A counter track: one metric (and key) of the `samples` table.
@@ -59,10 +61,9 @@ fn steps(points: &[(i64, f64)], end: i64) -> Vec<(i64, f64)> {
 /// An instance of a code location on the timeline: (rank, thread, start, end), rank 0's clock.
 pub type Instance = (u32, u32, i64, i64);
 
-/// Sends waiting for their receive, per (source, destination, tag): (thread, time, bytes).
-type SendQueues = HashMap<(u32, u32, i32), VecDeque<(u32, i64, u64)>>;
-
-/// A matched point-to-point message.
+/// A matched point-to-point message ([`hyscope_analyzer::aligned::messages`]),
+/// as the timeline draws it: an arrow from the send's start to the receive's
+/// completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Message {
     pub from_rank: u32,
@@ -72,6 +73,20 @@ pub struct Message {
     pub to_thread: u32,
     pub recv_ns: i64,
     pub bytes: u64,
+}
+
+impl From<&hyscope_analyzer::aligned::Message> for Message {
+    fn from(m: &hyscope_analyzer::aligned::Message) -> Message {
+        Message {
+            from_rank: m.send.rank,
+            from_thread: m.send.thread,
+            send_ns: m.send.time.ns(),
+            to_rank: m.recv.rank,
+            to_thread: m.recv.thread,
+            recv_ns: m.recv.time.ns(),
+            bytes: m.bytes,
+        }
+    }
 }
 
 /// Everything the timeline of one trace needs.
@@ -182,7 +197,6 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
     .map_err(|e| e.to_string())?;
     let index_s = started.elapsed().as_secs_f64();
     progress.stage("reading symbols, samples and messages");
-    let shift: HashMap<u32, i64> = index.rows().iter().map(|r| (r.rank, r.shift_ns)).collect();
     let symbols = trace
         .read_records::<SymbolRecord>(&ScanOptions::default())
         .map_err(|e| e.to_string())?
@@ -192,8 +206,15 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
     let samples = trace
         .read_records::<SampleRecord>(&ScanOptions::default())
         .map_err(|e| e.to_string())?;
-    let counters = counter_tracks(&trace, samples, &shift, index.span().1);
-    let messages = match_messages(&trace, &shift).map_err(|e| e.to_string())?;
+    let series = sample_series(index.clocks(), samples);
+    let counters = counter_tracks(&trace, series, index.span().1);
+    let aligned = AlignedTrace::open(&trace).map_err(|e| e.to_string())?;
+    let messages = aligned
+        .messages
+        .messages
+        .iter()
+        .map(Message::from)
+        .collect();
     Ok(TraceData {
         index,
         index_cached,
@@ -205,29 +226,18 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
     })
 }
 
-/// Group samples into step tracks ([`steps`]) up to `end`; cumulative energy
-/// (unit J) becomes power (W) over each sampling interval. Metrics that are
-/// not time series are left out ([`crate::tui::series::plotted`]).
-fn counter_tracks(
-    trace: &Trace,
-    samples: Vec<(u32, SampleRecord)>,
-    shift: &HashMap<u32, i64>,
-    end: i64,
-) -> Vec<CounterTrack> {
-    let mut groups: BTreeMap<(String, i64, u32), Vec<(i64, f64)>> = BTreeMap::new();
-    for (rank, s) in samples {
-        if !crate::tui::series::plotted(&s.metric, s.value) {
-            continue;
-        }
-        let t = s.time_ns + shift.get(&rank).copied().unwrap_or(0);
-        groups
-            .entry((s.metric, s.key, rank))
-            .or_default()
-            .push((t, s.value));
-    }
+/// The sample series as step tracks ([`steps`]) up to `end`; cumulative
+/// energy (unit J) becomes power (W) over each sampling interval.
+fn counter_tracks(trace: &Trace, series: Vec<SampleSeries>, end: i64) -> Vec<CounterTrack> {
     let mut out = Vec::new();
-    for ((metric, key, rank), mut points) in groups {
-        points.sort_by_key(|p| p.0);
+    for SampleSeries {
+        metric,
+        key,
+        rank,
+        points,
+    } in series
+    {
+        let points: Vec<(i64, f64)> = points.into_iter().map(|(t, v)| (t.ns(), v)).collect();
         let unit = trace
             .manifest
             .metrics
@@ -239,7 +249,7 @@ fn counter_tracks(
         } else {
             String::new()
         };
-        if unit == "J" || metric.starts_with("energy.") {
+        if unit == "J" || is_energy(&metric) {
             // The mean power of each interval, drawn over that interval.
             let mut power = Vec::new();
             for w in points.windows(2).filter(|w| w[1].0 > w[0].0) {
@@ -268,64 +278,12 @@ fn counter_tracks(
     out
 }
 
-/// Match sends with receives per (source, destination, tag) in order (MPI's
-/// non-overtaking rule). Receives are blocking receives (at their end) and
-/// request completions that received bytes.
-fn match_messages(
-    trace: &Trace,
-    shift: &HashMap<u32, i64>,
-) -> Result<Vec<Message>, hyscope_format::FormatError> {
-    let rows = trace.read_records::<MpiRecord>(&ScanOptions::default())?;
-    let mut sends: SendQueues = HashMap::new();
-    let mut recvs: Vec<(u32, u32, i32, u32, i64)> = Vec::new();
-    let mut rows = rows;
-    rows.sort_by_key(|(rank, r)| (r.start_ns + shift.get(rank).copied().unwrap_or(0), *rank));
-    for (rank, r) in &rows {
-        let sh = shift.get(rank).copied().unwrap_or(0);
-        let is_send = (mpi_call::MPI_Send..=mpi_call::MPI_Irsend).contains(&r.call);
-        if is_send && r.peer >= 0 {
-            sends
-                .entry((*rank, r.peer as u32, r.tag))
-                .or_default()
-                .push_back((r.thread, r.start_ns + sh, r.bytes_sent));
-        }
-        let is_recv = r.call == mpi_call::MPI_Recv
-            || (r.call == mpi_call::REQUEST_COMPLETE && r.bytes_recv > 0);
-        if is_recv && r.peer >= 0 {
-            recvs.push((r.peer as u32, *rank, r.tag, r.thread, r.end_ns + sh));
-        }
-    }
-    recvs.sort_by_key(|r| r.4);
-    let mut out = Vec::new();
-    for (src, dst, tag, thread, t) in recvs {
-        if let Some((from_thread, send_ns, bytes)) =
-            sends.get_mut(&(src, dst, tag)).and_then(|q| q.pop_front())
-        {
-            out.push(Message {
-                from_rank: src,
-                from_thread,
-                send_ns,
-                to_rank: dst,
-                to_thread: thread,
-                recv_ns: t,
-                bytes,
-            });
-        }
-    }
-    out.sort_by_key(|m| m.send_ns);
-    Ok(out)
-}
-
 /// Instances of a code location (loop, region, MPI call site): (rank, thread, start, end)
 /// on rank 0's clock, at most `limit`.
 pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<Instance>, String> {
     let trace = data.index.trace();
-    let shift: HashMap<u32, i64> = data
-        .index
-        .rows()
-        .iter()
-        .map(|r| (r.rank, r.shift_ns))
-        .collect();
+    let clocks = data.index.clocks();
+    let global = |rank: u32, t: i64| clocks.to_global(rank, t).ns();
     let mut out = Vec::new();
     for (rank, r) in trace
         .read_records::<OmpRecord>(&ScanOptions::default())
@@ -338,8 +296,12 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
                 Some(OmpKind::Work | OmpKind::Parallel | OmpKind::ImplicitTask)
             )
         {
-            let sh = shift.get(&rank).copied().unwrap_or(0);
-            out.push((rank, r.thread, r.start_ns + sh, r.end_ns + sh));
+            out.push((
+                rank,
+                r.thread,
+                global(rank, r.start_ns),
+                global(rank, r.end_ns),
+            ));
         }
     }
     for (rank, r) in trace
@@ -347,8 +309,12 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
         .map_err(|e| e.to_string())?
     {
         if r.callsite == address && r.end_ns > r.start_ns {
-            let sh = shift.get(&rank).copied().unwrap_or(0);
-            out.push((rank, r.thread, r.start_ns + sh, r.end_ns + sh));
+            out.push((
+                rank,
+                r.thread,
+                global(rank, r.start_ns),
+                global(rank, r.end_ns),
+            ));
         }
     }
     out.sort_by_key(|i| (i.2, i.0, i.1));

@@ -445,3 +445,40 @@ fn mangled_symbols_read_as_their_source_names_them() {
     );
     assert_eq!(data.location(0, 0x401b00), "0x401b00");
 }
+
+/// The GUI's arrows and the report are the same messages at the same global
+/// times, on the recorded hybrid fixture (whose rank 1 clock already drifts
+/// by 2.3 µs between `MPI_Init` and `MPI_Finalize`) and on a copy whose rank
+/// 1 drifts by 50 µs more.
+#[test]
+fn arrows_are_the_reports_messages() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2");
+    let tmp = TempDir::new("arrows");
+    let drifted = tmp.0.join("drifted");
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&fixture)
+        .arg(&drifted)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let path = RankInfo::path(&drifted, 1);
+    let mut info = RankInfo::read(&path).unwrap();
+    info.clock_offsets[1].offset_ns += 50_000;
+    info.write(&drifted).unwrap();
+    for dir in [fixture.as_path(), drifted.as_path()] {
+        let data = super::data::load_trace(dir, &Default::default(), false).unwrap();
+        let a = hyscope_analyzer::analyze(dir, &Default::default()).unwrap();
+        let reported: Vec<super::data::Message> = a
+            .messages
+            .messages
+            .iter()
+            .map(super::data::Message::from)
+            .collect();
+        // The ring (4 Isend/Irecv pairs each way) of examples/hybrid.
+        assert_eq!(reported.len(), 8, "{}", dir.display());
+        assert_eq!(a.messages.unmatched(), 0);
+        assert_eq!(data.messages, reported, "{}", dir.display());
+    }
+}

@@ -1,5 +1,6 @@
 //! Energy tab: energy per domain and per phase, or "not measured" and why.
 
+use hyscope_format::metrics;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -41,7 +42,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         f,
         power,
         "power over time (W)",
-        &app.data.series("energy."),
+        &app.data.series(metrics::ENERGY_PREFIX),
         app.data.origin(),
         true,
         |w| format!("{w:.1} W"),

@@ -2,6 +2,7 @@
 //! rank counts (chart), and the connections and queue pairs behind it.
 
 use hyscope_analyzer::MemoryFootprint;
+use hyscope_format::metrics;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -30,7 +31,7 @@ fn over_time(f: &mut Frame, area: Rect, app: &App) {
         f,
         a,
         "MPI connections",
-        &d.series("mpi.connections"),
+        &d.series(metrics::MPI_CONNECTIONS),
         origin,
         false,
         count,
@@ -39,7 +40,7 @@ fn over_time(f: &mut Frame, area: Rect, app: &App) {
         f,
         b,
         "resident memory (VmRSS)",
-        &d.series("mem.vmrss"),
+        &d.series(metrics::MEM_VMRSS),
         origin,
         false,
         mib,

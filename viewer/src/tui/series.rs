@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use hyscope_analyzer::aligned::Clocks;
+use hyscope_analyzer::aligned::series::sample_series;
 use hyscope_format::reader::ScanOptions;
 use hyscope_format::{SampleRecord, Trace};
 use ratatui::Frame;
@@ -27,36 +29,20 @@ pub struct Series {
     pub points: Vec<(i64, f64)>,
 }
 
-/// Whether a sampled metric is a time series to plot: all but the per-peer
-/// message counters (`mpi.peer.*`: per-peer totals and the time of first
-/// contact, shown by the MPI matrix), and only finite values. The TUI's charts
-/// and the GUI's counter plots both use it.
-pub fn plotted(metric: &str, value: f64) -> bool {
-    !metric.starts_with("mpi.peer.") && value.is_finite()
-}
-
-/// Every metric [`plotted`] keeps.
+/// Every plotted metric ([`hyscope_analyzer::aligned::series::plotted`]) of
+/// the trace, on global time.
 pub fn load_series(dir: &Path) -> Result<Vec<Series>, String> {
     let trace = Trace::open(dir).map_err(|e| e.to_string())?;
     let rows = trace
         .read_records::<SampleRecord>(&ScanOptions::default())
         .map_err(|e| e.to_string())?;
-    let shift: BTreeMap<u32, i64> = trace
-        .manifest
-        .ranks
-        .iter()
-        .map(|r| (r.rank, r.clock_offsets.first().map_or(0, |o| -o.offset_ns)))
-        .collect();
+    let clocks = Clocks::from_manifest(&trace.manifest);
     let mut by: BTreeMap<(String, u32), BTreeMap<i64, f64>> = BTreeMap::new();
-    for (rank, s) in rows {
-        if !plotted(&s.metric, s.value) {
-            continue;
+    for s in sample_series(&clocks, rows) {
+        let e = by.entry((s.metric, s.rank)).or_default();
+        for (t, v) in s.points {
+            *e.entry(t.ns()).or_default() += v;
         }
-        let t = s.time_ns + shift.get(&rank).copied().unwrap_or(0);
-        *by.entry((s.metric, rank))
-            .or_default()
-            .entry(t)
-            .or_default() += s.value;
     }
     Ok(by
         .into_iter()

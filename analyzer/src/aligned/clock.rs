@@ -1,0 +1,181 @@
+//! Global time: each rank's clock mapped to rank 0's, with the offsets the
+//! collector measured at `MPI_Init` and `MPI_Finalize` and linear drift
+//! between them. The only clock mapping of the project.
+
+use std::collections::HashMap;
+
+use hyscope_format::Manifest;
+use hyscope_format::manifest::ClockOffset;
+use serde::{Deserialize, Serialize};
+
+/// Nanoseconds on rank 0's clock (global time). A rank-local reading is a
+/// plain `i64`; only [`Clocks::to_global`] turns one into the other.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
+pub struct GlobalNs(pub i64);
+
+impl GlobalNs {
+    pub fn ns(self) -> i64 {
+        self.0
+    }
+}
+
+impl std::ops::Sub for GlobalNs {
+    type Output = i64;
+    fn sub(self, rhs: GlobalNs) -> i64 {
+        self.0 - rhs.0
+    }
+}
+
+/// Maps a rank's local clock to rank 0's: `global = local − offset(local)`, the
+/// offset interpolated linearly between the measurements (drift), extrapolated
+/// beyond them with the same slope.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClockMap {
+    points: Vec<ClockOffset>,
+}
+
+impl ClockMap {
+    pub fn new(offsets: &[ClockOffset]) -> ClockMap {
+        let mut points = offsets.to_vec();
+        points.sort_by_key(|p| p.local_ns);
+        points.dedup_by_key(|p| p.local_ns);
+        ClockMap { points }
+    }
+
+    pub fn is_identity(&self) -> bool {
+        self.points.iter().all(|p| p.offset_ns == 0)
+    }
+
+    pub fn offset(&self, local: i64) -> i64 {
+        match self.points.as_slice() {
+            [] => 0,
+            [p] => p.offset_ns,
+            pts => {
+                // Segment containing `local` (first or last segment outside the range).
+                let i = pts
+                    .windows(2)
+                    .position(|w| local < w[1].local_ns)
+                    .unwrap_or(pts.len() - 2);
+                let (a, b) = (pts[i], pts[i + 1]);
+                let span = (b.local_ns - a.local_ns) as f64;
+                let slope = (b.offset_ns - a.offset_ns) as f64 / span;
+                a.offset_ns + (slope * (local - a.local_ns) as f64).round() as i64
+            }
+        }
+    }
+
+    /// Rank-local ns → global ns, as a plain number (for bulk rewriting of rows).
+    pub fn to_global(&self, local: i64) -> i64 {
+        local - self.offset(local)
+    }
+
+    /// Global ns → the rank-local reading that maps to it (within 1 ns: the
+    /// inverse of [`ClockMap::to_global`], for filtering rows by a global
+    /// window before mapping them).
+    pub fn to_local(&self, global: i64) -> i64 {
+        // The offset changes by nanoseconds per second: two fixed-point steps
+        // converge.
+        let mut local = global + self.offset(global);
+        for _ in 0..2 {
+            local = global + self.offset(local);
+        }
+        local
+    }
+
+    /// The largest |offset| over the measurements (a bound for widening
+    /// rank-local windows).
+    pub fn max_abs_offset(&self) -> i64 {
+        self.points
+            .iter()
+            .map(|p| p.offset_ns.abs())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Every rank's [`ClockMap`], from the manifest (a rank without offsets is on
+/// rank 0's clock already).
+#[derive(Debug, Clone, Default)]
+pub struct Clocks {
+    maps: HashMap<u32, ClockMap>,
+    /// Half the worst offset round trip, ns: how far apart two ranks' global
+    /// times may be from the truth.
+    pub error_ns: i64,
+}
+
+impl Clocks {
+    pub fn from_manifest(m: &Manifest) -> Clocks {
+        let mut error_ns = 0;
+        let maps = m
+            .ranks
+            .iter()
+            .map(|r| {
+                for o in &r.clock_offsets {
+                    error_ns = error_ns.max(o.rtt_ns / 2);
+                }
+                (r.rank, ClockMap::new(&r.clock_offsets))
+            })
+            .collect();
+        Clocks { maps, error_ns }
+    }
+
+    /// The map of a rank, None when it is the identity.
+    pub fn map(&self, rank: u32) -> Option<&ClockMap> {
+        self.maps.get(&rank).filter(|m| !m.is_identity())
+    }
+
+    /// Whether any rank's clock is shifted.
+    pub fn corrected(&self) -> bool {
+        self.maps.values().any(|m| !m.is_identity())
+    }
+
+    pub fn to_global(&self, rank: u32, local: i64) -> GlobalNs {
+        GlobalNs(self.map(rank).map_or(local, |m| m.to_global(local)))
+    }
+
+    pub fn to_local(&self, rank: u32, global: GlobalNs) -> i64 {
+        self.map(rank).map_or(global.0, |m| m.to_local(global.0))
+    }
+
+    /// The largest |offset| of any rank.
+    pub fn max_abs_offset(&self) -> i64 {
+        self.maps
+            .values()
+            .map(ClockMap::max_abs_offset)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn off(local_ns: i64, offset_ns: i64) -> ClockOffset {
+        ClockOffset {
+            local_ns,
+            offset_ns,
+            rtt_ns: 0,
+        }
+    }
+
+    #[test]
+    fn drift_is_linear_and_inverts() {
+        // 50 µs of drift over 2 s.
+        let m = ClockMap::new(&[off(1_000_000_000, 1000), off(3_000_000_000, 51_000)]);
+        assert_eq!(m.to_global(1_000_000_000), 999_999_000);
+        assert_eq!(m.to_global(2_000_000_000), 2_000_000_000 - 26_000);
+        assert_eq!(m.to_global(3_000_000_000), 3_000_000_000 - 51_000);
+        // Extrapolated with the same slope.
+        assert_eq!(m.offset(5_000_000_000), 101_000);
+        for local in [0, 1_234_567_891, 2_999_999_999, 7_000_000_000] {
+            let g = m.to_global(local);
+            assert!((m.to_local(g) - local).abs() <= 1, "{local}");
+        }
+        assert!(ClockMap::new(&[off(5, 0)]).is_identity());
+        assert_eq!(ClockMap::new(&[]).to_global(42), 42);
+    }
+}

@@ -1,0 +1,105 @@
+//! Collective instances matched across ranks: the k-th collective call on a
+//! communicator is the same operation on every member (MPI 4.0 §6.14: all
+//! members call collectives on a communicator in the same order, blocking
+//! and nonblocking alike).
+
+use std::collections::HashMap;
+
+use hyscope_format::schema::mpi_call as c;
+
+use super::clock::GlobalNs;
+use super::messages::RankRows;
+
+/// Blocking and nonblocking collectives (the `mpi_call` codes 50–86).
+pub fn is_collective(call: u16) -> bool {
+    (c::MPI_Barrier..=c::MPI_Iexscan).contains(&call)
+}
+
+/// Blocking collectives (`MPI_Barrier` … `MPI_Exscan`).
+pub fn is_blocking_collective(call: u16) -> bool {
+    (c::MPI_Barrier..=c::MPI_Exscan).contains(&call)
+}
+
+/// One rank's part in a collective instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    pub rank: u32,
+    /// Index of the call's row in its rank's rows.
+    pub row: usize,
+    pub start: GlobalNs,
+    pub end: GlobalNs,
+}
+
+/// One collective operation as every member called it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectiveInstance {
+    pub comm: u64,
+    /// Position among the communicator's collectives (0-based).
+    pub seq: u64,
+    /// The call of the first member (all members agree unless the trace lost rows).
+    pub call: u16,
+    /// Root as a world rank (`NO_RANK` when none).
+    pub root: i32,
+    /// By rank.
+    pub members: Vec<Member>,
+    /// A member made another call at this position (rows lost on a rank).
+    pub mismatch: bool,
+}
+
+impl CollectiveInstance {
+    /// Whether every member made the same call.
+    pub fn consistent(&self) -> bool {
+        self.members.len() >= 2 && !self.mismatch
+    }
+
+    pub fn last_start(&self) -> GlobalNs {
+        self.members
+            .iter()
+            .map(|m| m.start)
+            .max()
+            .unwrap_or_default()
+    }
+}
+
+/// Every collective instance, ordered by communicator and sequence number.
+/// An instance where members made different calls (a rank that lost rows
+/// shifts every later instance) is marked, not trusted.
+pub fn match_collectives(ranks: &[RankRows<'_>]) -> Vec<CollectiveInstance> {
+    let mut by: HashMap<(u64, u64), CollectiveInstance> = HashMap::new();
+    for rr in ranks {
+        let mut next: HashMap<u64, u64> = HashMap::new();
+        for (i, r) in rr.rows.iter().enumerate() {
+            if !is_collective(r.call) {
+                continue;
+            }
+            let k = next.entry(r.comm_id).or_insert(0);
+            let inst = by
+                .entry((r.comm_id, *k))
+                .or_insert_with(|| CollectiveInstance {
+                    comm: r.comm_id,
+                    seq: *k,
+                    call: r.call,
+                    root: r.root,
+                    members: Vec::new(),
+                    mismatch: false,
+                });
+            *k += 1;
+            if inst.call == r.call {
+                inst.members.push(Member {
+                    rank: rr.rank,
+                    row: i,
+                    start: GlobalNs(r.start_ns),
+                    end: GlobalNs(r.end_ns),
+                });
+            } else {
+                inst.mismatch = true;
+            }
+        }
+    }
+    let mut out: Vec<CollectiveInstance> = by.into_values().collect();
+    out.sort_by_key(|i| (i.comm, i.seq));
+    for i in &mut out {
+        i.members.sort_by_key(|m| m.rank);
+    }
+    out
+}
