@@ -98,6 +98,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let trace = Trace::open(&args.trace)
         .with_context(|| format!("cannot open the trace {}", args.trace.display()))?;
+    // A partial or damaged trace is said, never exported as if whole.
+    for p in trace.problems() {
+        let lost = if p.data_lost { " (data lost)" } else { "" };
+        eprintln!("hyscope: {}: {}{lost}", p.path.display(), p.what);
+    }
     let data = TraceData::load(&trace, args.from, args.to)?;
     if args.format == Format::Otf2 {
         let stats = otf2::write(&data, &args.output)?;
@@ -212,19 +217,19 @@ impl TraceData {
 
         let mut omp: Vec<(u32, OmpRecord)> = trace.read_records(&opts)?;
         for (r, rec) in &mut omp {
-            rec.start_ns -= off(*r);
-            rec.end_ns -= off(*r);
+            rec.start_ns = rec.start_ns.saturating_sub(off(*r));
+            rec.end_ns = rec.end_ns.saturating_sub(off(*r));
         }
         omp.retain(|(_, r)| in_window(r.start_ns, r.end_ns));
         let mut mpi: Vec<(u32, MpiRecord)> = trace.read_records(&opts)?;
         for (r, rec) in &mut mpi {
-            rec.start_ns -= off(*r);
-            rec.end_ns -= off(*r);
+            rec.start_ns = rec.start_ns.saturating_sub(off(*r));
+            rec.end_ns = rec.end_ns.saturating_sub(off(*r));
         }
         mpi.retain(|(_, r)| in_window(r.start_ns, r.end_ns));
         let mut samples: Vec<(u32, SampleRecord)> = trace.read_records(&opts)?;
         for (r, rec) in &mut samples {
-            rec.time_ns -= off(*r);
+            rec.time_ns = rec.time_ns.saturating_sub(off(*r));
         }
         samples.retain(|(_, r)| in_window(r.time_ns, r.time_ns));
         let symbols = trace
