@@ -711,7 +711,9 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         }
     }
     let counts = |f: fn(&hyscope_format::manifest::EventCounts) -> u64| -> u64 {
-        m.ranks.iter().map(|r| f(&r.events)).sum()
+        m.ranks
+            .iter()
+            .fold(0u64, |n, r| n.saturating_add(f(&r.events)))
     };
     let omp_rows: u64 = data.ranks.iter().map(|r| r.omp_rows).sum();
     let mpi_rows: u64 = data.ranks.iter().map(|r| r.mpi.len() as u64).sum();
@@ -737,7 +739,10 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         omp_events: counts(|e| e.omp).max(omp_rows),
         mpi_events: counts(|e| e.mpi).max(mpi_rows),
         sample_events: counts(|e| e.samples).max(sample_rows),
-        dropped_events: m.ranks.iter().map(|r| r.dropped_events).sum(),
+        dropped_events: m
+            .ranks
+            .iter()
+            .fold(0u64, |n, r| n.saturating_add(r.dropped_events)),
         missing,
         clock_corrected: data.clock_corrected,
         clock_error_s: ns_to_s(data.clock_error_ns),

@@ -284,6 +284,10 @@ pub const MAX_RANKS: u32 = 1 << 24;
 /// The most OpenMP threads per rank a reader accepts (`threads`, thread indices).
 pub const MAX_THREADS: u32 = 1 << 16;
 
+/// The most events of one kind a rank file may count (2^48: years of
+/// recording at a billion events per second), so sums over ranks never overflow.
+pub const MAX_EVENTS: u64 = 1 << 48;
+
 /// The largest clock value or offset a reader accepts, ns (2^61 ns ≈ 73 years
 /// of uptime): sums and differences of two of them never overflow an `i64`.
 pub const MAX_CLOCK_NS: i64 = 1 << 61;
@@ -298,7 +302,8 @@ pub const MAX_CLOCK_RTT_NS: i64 = 10_000_000_000;
 impl RankInfo {
     /// Check the counts of a rank file that readers size memory or compute
     /// times from, repairing what cannot be used: `threads` above
-    /// [`MAX_THREADS`] becomes 0 (unknown: the rows tell), absurd clock
+    /// [`MAX_THREADS`] becomes 0 (unknown: the rows tell), event counts above
+    /// [`MAX_EVENTS`] become 0 (unknown), absurd clock
     /// offsets are dropped (the rank's times stay uncorrected). Returns what
     /// was wrong, in words, one line per fault.
     pub fn validate(&mut self) -> Vec<String> {
@@ -309,6 +314,18 @@ impl RankInfo {
                 self.threads
             ));
             self.threads = 0;
+        }
+        let e = self.events;
+        if [e.omp, e.mpi, e.samples, self.dropped_events]
+            .iter()
+            .any(|&n| n > MAX_EVENTS)
+        {
+            faults.push(format!(
+                "counts {} OpenMP, {} MPI, {} sample rows and {} dropped events (more than {MAX_EVENTS}); the counts are ignored",
+                e.omp, e.mpi, e.samples, self.dropped_events
+            ));
+            self.events = EventCounts::default();
+            self.dropped_events = 0;
         }
         if let Some(fault) = clock_offsets_fault(&self.clock_offsets) {
             faults.push(format!(
