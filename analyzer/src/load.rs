@@ -519,12 +519,15 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         };
         let mut mpi = 0u64;
         for r in &mut rd.mpi {
-            mpi += u64::from(clip(&mut r.start_ns, &mut r.end_ns, raw) | clip(&mut r.start_ns, &mut r.end_ns, w));
+            mpi += u64::from(
+                clip(&mut r.start_ns, &mut r.end_ns, raw) | clip(&mut r.start_ns, &mut r.end_ns, w),
+            );
         }
         let mut samples = 0u64;
         for r in &mut rd.samples {
             let mut t = r.time_ns;
-            samples += u64::from(clip(&mut r.time_ns, &mut t, raw) | clip(&mut r.time_ns, &mut t, w));
+            samples +=
+                u64::from(clip(&mut r.time_ns, &mut t, raw) | clip(&mut r.time_ns, &mut t, w));
         }
         if mpi > 0 {
             problems.push(clipped_problem(rd.rank, mpi, "MPI", window));

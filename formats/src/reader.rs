@@ -144,7 +144,10 @@ impl Trace {
                 self.problem(
                     path,
                     None,
-                    format!("lists rank {}, beyond the job's {limit} ranks; ignored", r.rank),
+                    format!(
+                        "lists rank {}, beyond the job's {limit} ranks; ignored",
+                        r.rank
+                    ),
                     false,
                 );
             }
@@ -268,7 +271,9 @@ impl Trace {
             }
             if info.dropped_events > 0 {
                 found.push((
-                    source.cloned().unwrap_or_else(|| self.dir.join(MANIFEST_FILE)),
+                    source
+                        .cloned()
+                        .unwrap_or_else(|| self.dir.join(MANIFEST_FILE)),
                     info.rank,
                     format!(
                         "{} events were dropped while recording (the event buffers were full)",
@@ -816,8 +821,10 @@ fn verify_data(
     };
     let covered = key_value(meta, CHECKSUM_BYTES_KEY).and_then(|b| b.parse::<u64>().ok());
     let blocks = covered.map(|b| b.div_ceil(CHECKSUM_BLOCK));
-    let (Some(covered), true) = (covered, blocks.is_some_and(|n| Some(n * 8) == Some(sums.len() as u64)))
-    else {
+    let (Some(covered), true) = (
+        covered,
+        blocks.is_some_and(|n| Some(n * 8) == Some(sums.len() as u64)),
+    ) else {
         return Err(damaged("its checksum record is damaged".into()));
     };
     let mut wanted = std::collections::BTreeSet::new();
@@ -849,7 +856,9 @@ fn verify_data(
         std::os::unix::fs::FileExt::read_exact_at(&file, bytes, from)
             .map_err(|e| FormatError::io(&part.path, e))?;
         let i = b as usize * 8;
-        let expected = sums.get(i..i + 8).and_then(|h| u32::from_str_radix(h, 16).ok());
+        let expected = sums
+            .get(i..i + 8)
+            .and_then(|h| u32::from_str_radix(h, 16).ok());
         if expected != Some(crc32fast::hash(bytes)) {
             return Err(damaged(format!(
                 "checksum mismatch in bytes {from}..{to}: the file was changed or damaged after it was written"
@@ -1067,10 +1076,7 @@ fn merge_rank(existing: &mut RankInfo, newer: RankInfo) {
 
 /// `path` relative to the trace directory, as a user finds it.
 fn relative(dir: &Path, path: &Path) -> String {
-    path.strip_prefix(dir)
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    path.strip_prefix(dir).unwrap_or(path).display().to_string()
 }
 
 /// The ranks of `0..world` not in `present` (sorted), as ranges: "2, 5–9".

@@ -63,7 +63,13 @@ fn run_all(trace: &Path, scratch: &Path) -> Run {
         report: limited(&["report"], trace),
         json: limited(&["report", "--json"], trace),
         perfetto: limited(
-            &["export", "--format", "perfetto", "-o", perfetto.to_str().unwrap()],
+            &[
+                "export",
+                "--format",
+                "perfetto",
+                "-o",
+                perfetto.to_str().unwrap(),
+            ],
             trace,
         ),
         otf2: limited(
@@ -88,7 +94,9 @@ fn check(name: &str, damage: impl FnOnce(&Path), expect: Expect) -> Option<serde
     for (cmd, out) in &all {
         let err = stderr(out);
         assert!(
-            out.status.code().is_some() && !err.contains("panicked") && !err.contains("memory allocation"),
+            out.status.code().is_some()
+                && !err.contains("panicked")
+                && !err.contains("memory allocation"),
             "{name}: `{cmd}` crashed ({:?}):\n{err}",
             out.status
         );
@@ -111,7 +119,12 @@ fn check(name: &str, damage: impl FnOnce(&Path), expect: Expect) -> Option<serde
             in_exports,
         } => {
             for (cmd, out) in &all {
-                assert_eq!(out.status.code(), Some(0), "{name}: `{cmd}`:\n{}", stderr(out));
+                assert_eq!(
+                    out.status.code(),
+                    Some(0),
+                    "{name}: `{cmd}`:\n{}",
+                    stderr(out)
+                );
             }
             let report = String::from_utf8_lossy(&run.report.stdout).into_owned();
             let title = if partial {
@@ -147,7 +160,11 @@ fn check(name: &str, damage: impl FnOnce(&Path), expect: Expect) -> Option<serde
                 );
                 if in_exports {
                     for out in [&run.perfetto, &run.otf2] {
-                        assert!(stderr(out).contains(what), "{name}: export lacks `{what}`:\n{}", stderr(out));
+                        assert!(
+                            stderr(out).contains(what),
+                            "{name}: export lacks `{what}`:\n{}",
+                            stderr(out)
+                        );
                     }
                 }
             }
@@ -262,7 +279,9 @@ fn missing_files_against_the_manifest_and_rank_files() {
         |t| rm(&t.join("omp/rank=1")),
         Expect::Listed {
             partial: true,
-            texts: &["rank 1, omp/rank=1: ranks/rank-1.json lists 3297 OpenMP rows but omp/rank=1 has no part: 3297 missing"],
+            texts: &[
+                "rank 1, omp/rank=1: ranks/rank-1.json lists 3297 OpenMP rows but omp/rank=1 has no part: 3297 missing",
+            ],
             in_exports: true,
         },
     );
@@ -290,7 +309,9 @@ fn missing_files_against_the_manifest_and_rank_files() {
         },
         Expect::Listed {
             partial: true,
-            texts: &["rank 1, omp/rank=1: manifest.json lists 2048 OpenMP rows but omp/rank=1 has no part: 2048 missing"],
+            texts: &[
+                "rank 1, omp/rank=1: manifest.json lists 2048 OpenMP rows but omp/rank=1 has no part: 2048 missing",
+            ],
             in_exports: true,
         },
     );
@@ -298,8 +319,11 @@ fn missing_files_against_the_manifest_and_rank_files() {
         "part renamed beyond u32",
         |t| {
             let dir = t.join("omp/rank=0");
-            std::fs::rename(dir.join("part-0.parquet"), dir.join("part-4294967296.parquet"))
-                .unwrap();
+            std::fs::rename(
+                dir.join("part-0.parquet"),
+                dir.join("part-4294967296.parquet"),
+            )
+            .unwrap();
         },
         Expect::Listed {
             partial: true,
@@ -316,7 +340,9 @@ fn missing_files_against_the_manifest_and_rank_files() {
         |t| std::fs::write(t.join("mpi/rank=0/part-7.parquet.tmp"), b"PAR1").unwrap(),
         Expect::Listed {
             partial: true,
-            texts: &["rank 0, mpi/rank=0/part-7.parquet.tmp: a part its writer has not closed (still recording, or the process ended while writing it): its rows are not read"],
+            texts: &[
+                "rank 0, mpi/rank=0/part-7.parquet.tmp: a part its writer has not closed (still recording, or the process ended while writing it): its rows are not read",
+            ],
             in_exports: true,
         },
     );
@@ -331,7 +357,9 @@ fn lost_openmp_data_is_not_a_missing_runtime() {
             for d in ["omp", "mpi", "samples", "symbols", "ranks"] {
                 rm(&t.join(d));
             }
-            edit_json(&t.join("manifest.json"), |m| m["ranks"] = serde_json::json!([]));
+            edit_json(&t.join("manifest.json"), |m| {
+                m["ranks"] = serde_json::json!([])
+            });
         }),
     ] {
         let json = check(
@@ -351,7 +379,9 @@ fn lost_openmp_data_is_not_a_missing_runtime() {
         .unwrap();
         let regions = json["regions"].to_string();
         assert!(
-            regions.contains("no OpenMP events in what the trace kept: it is partial (see its problems)"),
+            regions.contains(
+                "no OpenMP events in what the trace kept: it is partial (see its problems)"
+            ),
             "{name}: {regions}"
         );
     }
@@ -365,7 +395,8 @@ fn times_outside_the_run_are_clipped_with_a_message() {
             let trace = Trace::open(t).unwrap();
             let part = trace.parts(Table::Omp)[0].clone();
             assert_eq!(part.rank, 0);
-            let mut rows: Vec<OmpRecord> = read_part_records(&part, &ScanOptions::default()).unwrap();
+            let mut rows: Vec<OmpRecord> =
+                read_part_records(&part, &ScanOptions::default()).unwrap();
             rows[0].end_ns = 1_000_000_000_000_000_000; // 31 years after boot
             rows[1].start_ns = 0; // an hour before the run
             rm(&part.path);
@@ -375,9 +406,13 @@ fn times_outside_the_run_are_clipped_with_a_message() {
             // The trace files as the recording left them, 3 s after its start
             // (the run's end is bounded by when they were written).
             let start_unix_ns = trace.manifest.start_unix_ns as u64;
-            let written = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(start_unix_ns + 3_000_000_000);
+            let written = std::time::UNIX_EPOCH
+                + std::time::Duration::from_nanos(start_unix_ns + 3_000_000_000);
             for f in ["manifest.json", "ranks/rank-0.json", "ranks/rank-1.json"] {
-                let file = std::fs::File::options().write(true).open(t.join(f)).unwrap();
+                let file = std::fs::File::options()
+                    .write(true)
+                    .open(t.join(f))
+                    .unwrap();
                 file.set_modified(written).unwrap();
             }
         },

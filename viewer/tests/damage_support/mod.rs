@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use hyscope_format::records::Record;
 use hyscope_format::reader::read_part_records;
+use hyscope_format::records::Record;
 use hyscope_format::writer::{PartWriter, WriterOptions};
 use hyscope_format::{MpiRecord, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Table, Trace};
 
@@ -46,8 +46,7 @@ pub fn copy_fixture(to: &Path) {
 
 /// Edit a JSON file of the trace.
 pub fn edit_json(path: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
-    let mut v: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     edit(&mut v);
     std::fs::write(path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
 }
