@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use hyscope_format::manifest::{ClockOffset, MAX_CLOCK_NS, MAX_THREADS};
 use hyscope_format::reader::{part_row_group_rows, read_part_records, read_part_row_groups_into};
 use hyscope_format::{
     Manifest, MpiRecord, OmpRecord, PartFile, SampleRecord, ScanOptions, SymbolRecord, Table, Trace,
@@ -183,10 +184,77 @@ fn decode_rank<'b>(
     Ok(&mut buf[..n])
 }
 
+/// How far before the manifest's start, and after the last trace file was
+/// written, a timestamp may lie and still be of the run (ranks start a little
+/// before rank 0 records the start).
+const RUN_SLACK_NS: i64 = 60_000_000_000;
+
+/// The span of rank 0's clock the run can have covered: from the manifest's
+/// start to the newest trace file's modification time (the rank files are
+/// written at exit; a copied trace only widens it). Unbounded where the
+/// manifest has no start.
+fn run_window(trace: &Trace) -> (i64, i64) {
+    let m = &trace.manifest;
+    if m.start_clock_ns <= 0 || m.start_clock_ns > MAX_CLOCK_NS {
+        return (-MAX_CLOCK_NS, MAX_CLOCK_NS);
+    }
+    let lo = m.start_clock_ns - RUN_SLACK_NS;
+    let newest_unix_ns = std::iter::once(trace.dir.join(hyscope_format::manifest::MANIFEST_FILE))
+        .chain(
+            std::fs::read_dir(trace.dir.join(hyscope_format::manifest::RANKS_DIR))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path()),
+        )
+        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .max();
+    let hi = match newest_unix_ns {
+        Some(t) if m.start_unix_ns > 0 && t >= m.start_unix_ns => m
+            .start_clock_ns
+            .saturating_add(t - m.start_unix_ns)
+            .saturating_add(RUN_SLACK_NS)
+            .min(MAX_CLOCK_NS),
+        _ => MAX_CLOCK_NS,
+    };
+    (lo, hi)
+}
+
+/// Clip `[start, end]` into `[lo, hi]` with `start <= end`; true if it changed.
+fn clip(start: &mut i64, end: &mut i64, (lo, hi): (i64, i64)) -> bool {
+    let (s, e) = (*start, *end);
+    *start = s.clamp(lo, hi);
+    *end = e.clamp(*start, hi);
+    (s, e) != (*start, *end)
+}
+
 /// Open and read a whole trace: MPI, samples and symbols are kept; the OpenMP
 /// rows are reduced rank by rank to [`crate::omp::RankPass`] aggregates.
 pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), AnalyzeError> {
     let trace = Trace::open(dir)?;
+    let mut problems: Vec<crate::TraceProblem> = trace
+        .problems()
+        .iter()
+        .map(|p| crate::TraceProblem {
+            file: Some(
+                p.path
+                    .strip_prefix(dir)
+                    .unwrap_or(&p.path)
+                    .display()
+                    .to_string(),
+            )
+            .filter(|f| !f.is_empty()),
+            rank: p.rank,
+            what: p.what.clone(),
+            data_lost: p.data_lost,
+        })
+        .collect();
+    let window = run_window(&trace);
+    // Raw clocks beyond any uptime are damage: bounded before the clock
+    // mapping so that no sum overflows.
+    let raw = (-MAX_CLOCK_NS, MAX_CLOCK_NS);
     let mut parts: Vec<&PartFile> = Vec::new();
     for t in [Table::Mpi, Table::Samples, Table::Symbols] {
         parts.extend(trace.parts(t));
@@ -272,6 +340,16 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     let clocks = Clocks::from_manifest(&manifest);
     let manifest_threads: HashMap<u32, u32> =
         manifest.ranks.iter().map(|r| (r.rank, r.threads)).collect();
+    // A rank's times can be held against the run's window when they are on
+    // rank 0's clock: rank 0's host, or corrected by clock offsets.
+    let host0 = manifest.ranks.iter().find(|r| r.rank == 0).map(|r| &r.host);
+    let on_clock0: std::collections::HashSet<u32> = manifest
+        .ranks
+        .iter()
+        .filter(|r| Some(&r.host) == host0 || !r.clock_offsets.is_empty())
+        .map(|r| r.rank)
+        .collect();
+    let checked_clock = |rank: u32| on_clock0.contains(&rank);
     let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
     for p in omp_parts {
         rank_parts.entry(p.rank).or_default().push(p);
@@ -300,18 +378,27 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         if pool.len() < batch.len() {
             pool.resize_with(batch.len(), Vec::new);
         }
-        let done: Vec<(RankPass, (i64, i64, u64, u32))> = batch
+        type Done = (RankPass, (i64, i64, u64, u32), u64);
+        let done: Vec<Done> = batch
             .into_par_iter()
             .zip(pool.par_iter_mut())
             .map(|((rank, ps), buf)| {
                 let t_decode = std::time::Instant::now();
                 let rows = decode_rank(&ps, &omp_options, buf, bar.as_ref())?;
-                if let Some(m) = clocks.map(rank) {
-                    rows.par_iter_mut().for_each(|r| {
-                        r.start_ns = m.to_global(r.start_ns);
-                        r.end_ns = m.to_global(r.end_ns);
-                    });
-                }
+                let map = clocks.map(rank).filter(|m| !m.is_identity());
+                let rank_window = if checked_clock(rank) { window } else { raw };
+                let clipped: u64 = rows
+                    .par_iter_mut()
+                    .map(|r| {
+                        let mut c = clip(&mut r.start_ns, &mut r.end_ns, raw);
+                        if let Some(m) = map {
+                            r.start_ns = m.to_global(r.start_ns);
+                            r.end_ns = m.to_global(r.end_ns);
+                        }
+                        c |= clip(&mut r.start_ns, &mut r.end_ns, rank_window);
+                        u64::from(c)
+                    })
+                    .sum();
                 let rows: &[OmpRecord] = rows;
                 let (first, last, threads) = rows
                     .par_chunks(1 << 20)
@@ -325,6 +412,15 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                         || (i64::MAX, i64::MIN, 0u32),
                         |a, b| (a.0.min(b.0), a.1.max(b.1), a.2.max(b.2)),
                     );
+                if threads > MAX_THREADS {
+                    return Err(AnalyzeError::Invalid {
+                        path: dir.join(Table::Omp.dir_name()).join(format!("rank={rank}")),
+                        message: format!(
+                            "a row of thread {} (more than the {MAX_THREADS} threads hyscope reads): the part is damaged",
+                            threads - 1
+                        ),
+                    });
+                }
                 let threads = threads
                     .max(manifest_threads.get(&rank).copied().unwrap_or(1))
                     .max(1);
@@ -338,10 +434,13 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                         t_pass.elapsed().as_secs_f64()
                     );
                 }
-                Ok::<_, AnalyzeError>((pass, (first, last, rows.len() as u64, threads)))
+                Ok::<_, AnalyzeError>((pass, (first, last, rows.len() as u64, threads), clipped))
             })
             .collect::<Result<_, _>>()?;
-        for (pass, span) in done {
+        for (pass, span, clipped) in done {
+            if clipped > 0 {
+                problems.push(clipped_problem(pass.rank(), clipped, "OpenMP", window));
+            }
             omp_span.insert(pass.rank(), span);
             passes.push(pass);
         }
@@ -361,16 +460,67 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         }
     }
     let canonical = canonical_addresses(&symbols);
+    let mut ranks: Vec<RankData> = by_rank.into_values().collect();
+    for rd in &mut ranks {
+        // The window on this rank's own clock (the offsets are far smaller
+        // than the window's slack, so mapping its ends is exact enough).
+        let w = match clocks.map(rd.rank) {
+            _ if !checked_clock(rd.rank) => raw,
+            Some(m) => (
+                window.0.saturating_add(m.offset(window.0)).max(raw.0),
+                window.1.saturating_add(m.offset(window.1)).min(raw.1),
+            ),
+            None => window,
+        };
+        let mut mpi = 0u64;
+        for r in &mut rd.mpi {
+            mpi += u64::from(
+                clip(&mut r.start_ns, &mut r.end_ns, raw) | clip(&mut r.start_ns, &mut r.end_ns, w),
+            );
+        }
+        let mut samples = 0u64;
+        for r in &mut rd.samples {
+            let mut t = r.time_ns;
+            samples +=
+                u64::from(clip(&mut r.time_ns, &mut t, raw) | clip(&mut r.time_ns, &mut t, w));
+        }
+        if mpi > 0 {
+            problems.push(clipped_problem(rd.rank, mpi, "MPI", window));
+        }
+        if samples > 0 {
+            problems.push(clipped_problem(rd.rank, samples, "sample", window));
+        }
+    }
     let mut data = TraceData {
         dir: dir.to_path_buf(),
         manifest,
-        ranks: by_rank.into_values().collect(),
+        ranks,
         symbols,
         canonical,
+        problems,
         ..TraceData::default()
     };
     normalise_clocks(&mut data);
     Ok((data, passes))
+}
+
+/// The problem of `n` rows of a rank clipped to the run.
+fn clipped_problem(rank: u32, n: u64, what: &str, (lo, hi): (i64, i64)) -> crate::TraceProblem {
+    let span = if lo > -MAX_CLOCK_NS || hi < MAX_CLOCK_NS {
+        format!("outside the run ({lo}..{hi} ns on rank 0's clock)")
+    } else {
+        "beyond any clock".to_string()
+    };
+    crate::TraceProblem {
+        file: Some(match what {
+            "OpenMP" => format!("{}/rank={rank}", Table::Omp.dir_name()),
+            "MPI" => format!("{}/rank={rank}", Table::Mpi.dir_name()),
+            _ => format!("{}/rank={rank}", Table::Samples.dir_name()),
+        }),
+        rank: Some(rank),
+        what: format!("{n} {what} rows have times {span} or end before they start; clipped to it"),
+        data_lost: true,
+    }
 }
 
 /// Resolved addresses with the same source location map to the smallest of them.
@@ -442,7 +592,10 @@ pub fn normalise_clocks(data: &mut TraceData) {
 /// Run facts from the manifest and the rows.
 pub fn run_facts(data: &TraceData) -> RunFacts {
     let m = &data.manifest;
-    let ranks = data.ranks.len().max(m.world_size as usize) as u32;
+    // Sized by the ranks present, not the manifest's world size: ranks that
+    // left nothing are listed in the trace's problems, and every per-rank
+    // table (the MPI matrix is ranks²) stays proportional to the data.
+    let ranks = data.ranks.iter().map(|r| r.rank + 1).max().unwrap_or(0);
     let mut threads = vec![0u32; ranks as usize];
     for r in &m.ranks {
         if let Some(t) = threads.get_mut(r.rank as usize) {
@@ -483,7 +636,11 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
     if let Some(o) = &m.openmp {
         missing.extend(o.missing.iter().cloned());
     } else if data.ranks.iter().all(|r| r.omp_rows == 0) {
-        missing.push("no OpenMP events (no OMPT runtime, or not an OpenMP program)".to_string());
+        missing.push(if data.problems.iter().any(|p| p.data_lost) {
+            "no OpenMP events in what the trace kept (it is partial: see its problems)".to_string()
+        } else {
+            "no OpenMP events (no OMPT runtime, or not an OpenMP program)".to_string()
+        });
     }
     for s in &m.samplers {
         if !s.available {
@@ -491,7 +648,9 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         }
     }
     let counts = |f: fn(&hyscope_format::manifest::EventCounts) -> u64| -> u64 {
-        m.ranks.iter().map(|r| f(&r.events)).sum()
+        m.ranks
+            .iter()
+            .fold(0u64, |n, r| n.saturating_add(f(&r.events)))
     };
     let omp_rows: u64 = data.ranks.iter().map(|r| r.omp_rows).sum();
     let mpi_rows: u64 = data.ranks.iter().map(|r| r.mpi.len() as u64).sum();
@@ -517,7 +676,10 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         omp_events: counts(|e| e.omp).max(omp_rows),
         mpi_events: counts(|e| e.mpi).max(mpi_rows),
         sample_events: counts(|e| e.samples).max(sample_rows),
-        dropped_events: m.ranks.iter().map(|r| r.dropped_events).sum(),
+        dropped_events: m
+            .ranks
+            .iter()
+            .fold(0u64, |n, r| n.saturating_add(r.dropped_events)),
         missing,
         clock_corrected: data.clock_corrected,
         clock_error_s: ns_to_s(data.clock_error_ns),

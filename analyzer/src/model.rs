@@ -104,6 +104,32 @@ impl TraceIntegrity {
     pub fn is_partial(&self) -> bool {
         self.problems.iter().any(|p| p.data_lost)
     }
+
+    /// The heading above the problems, wherever they are shown.
+    pub fn title(&self) -> &'static str {
+        if self.is_partial() {
+            "PARTIAL TRACE: the numbers below leave out what is listed here"
+        } else {
+            "Trace notices"
+        }
+    }
+}
+
+impl std::fmt::Display for TraceProblem {
+    /// `rank 1, omp/rank=1: what is wrong`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut place = Vec::new();
+        if let Some(r) = self.rank {
+            place.push(format!("rank {r}"));
+        }
+        if let Some(file) = &self.file {
+            place.push(file.clone());
+        }
+        if !place.is_empty() {
+            write!(f, "{}: ", place.join(", "))?;
+        }
+        f.write_str(&self.what)
+    }
 }
 
 /// One thing wrong with a trace, named so a user can find it.

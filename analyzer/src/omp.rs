@@ -1335,7 +1335,10 @@ pub fn analyze_omp(
     }
 
     let no_omp = || {
-        if data.manifest.openmp.is_none() {
+        if data.problems.iter().any(|p| p.data_lost) {
+            // Lost data is not a missing runtime: say what is known.
+            "no OpenMP events in what the trace kept: it is partial (see its problems)".to_string()
+        } else if data.manifest.openmp.is_none() {
             "no OpenMP events: the program did not use an OMPT-capable runtime (libgomp has no OMPT)".to_string()
         } else {
             "no OpenMP events were recorded".to_string()

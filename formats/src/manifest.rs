@@ -389,3 +389,96 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), For
         .map_err(|e| FormatError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| FormatError::io(path, e))
 }
+
+/// The most ranks a reader accepts (`world_size`, rank numbers): far above any
+/// MPI job run so far, far below what would make a rank-indexed table absurd.
+pub const MAX_RANKS: u32 = 1 << 24;
+
+/// The most OpenMP threads per rank a reader accepts (`threads`, thread indices).
+pub const MAX_THREADS: u32 = 1 << 16;
+
+/// The most events of one kind a rank file may count (2^48: years of
+/// recording at a billion events per second), so sums over ranks never overflow.
+pub const MAX_EVENTS: u64 = 1 << 48;
+
+/// The largest clock value or offset a reader accepts, ns (2^61 ns ≈ 73 years
+/// of uptime): sums and differences of two of them never overflow an `i64`.
+pub const MAX_CLOCK_NS: i64 = 1 << 61;
+
+/// The largest drift between two clock offsets of one rank a reader accepts
+/// (1 %): real clocks drift by parts per million, a larger slope is damage.
+pub const MAX_CLOCK_DRIFT: f64 = 0.01;
+
+/// The largest ping-pong round trip of a clock offset a reader accepts, ns.
+pub const MAX_CLOCK_RTT_NS: i64 = 10_000_000_000;
+
+impl RankInfo {
+    /// Check the counts of a rank file that readers size memory or compute
+    /// times from, repairing what cannot be used: `threads` above
+    /// [`MAX_THREADS`] becomes 0 (unknown: the rows tell), event counts above
+    /// [`MAX_EVENTS`] become 0 (unknown), absurd clock
+    /// offsets are dropped (the rank's times stay uncorrected). Returns what
+    /// was wrong, in words, one line per fault.
+    pub fn validate(&mut self) -> Vec<String> {
+        let mut faults = Vec::new();
+        if self.threads > MAX_THREADS {
+            faults.push(format!(
+                "claims {} OpenMP threads (more than {MAX_THREADS}); the count is ignored",
+                self.threads
+            ));
+            self.threads = 0;
+        }
+        let e = self.events;
+        if [e.omp, e.mpi, e.samples, self.dropped_events]
+            .iter()
+            .any(|&n| n > MAX_EVENTS)
+        {
+            faults.push(format!(
+                "counts {} OpenMP, {} MPI, {} sample rows and {} dropped events (more than {MAX_EVENTS}); the counts are ignored",
+                e.omp, e.mpi, e.samples, self.dropped_events
+            ));
+            self.events = EventCounts::default();
+            self.dropped_events = 0;
+        }
+        if let Some(fault) = clock_offsets_fault(&self.clock_offsets) {
+            faults.push(format!(
+                "{fault}; its clock offsets are ignored (its times are not corrected to rank 0's clock)"
+            ));
+            self.clock_offsets.clear();
+        }
+        faults
+    }
+}
+
+/// Why a rank's clock offsets cannot be used, if they cannot.
+fn clock_offsets_fault(offsets: &[ClockOffset]) -> Option<String> {
+    for o in offsets {
+        if o.offset_ns.unsigned_abs() > MAX_CLOCK_NS as u64
+            || o.local_ns.unsigned_abs() > MAX_CLOCK_NS as u64
+        {
+            return Some(format!(
+                "clock offset {} ns at local time {} ns is out of range (±{MAX_CLOCK_NS})",
+                o.offset_ns, o.local_ns
+            ));
+        }
+        if !(0..=MAX_CLOCK_RTT_NS).contains(&o.rtt_ns) {
+            return Some(format!(
+                "clock offset round trip {} ns is out of range (0..={MAX_CLOCK_RTT_NS})",
+                o.rtt_ns
+            ));
+        }
+    }
+    let mut points: Vec<&ClockOffset> = offsets.iter().collect();
+    points.sort_by_key(|o| o.local_ns);
+    for w in points.windows(2) {
+        let span = (w[1].local_ns - w[0].local_ns) as f64;
+        let change = (w[1].offset_ns - w[0].offset_ns) as f64;
+        if span > 0.0 && (change / span).abs() > MAX_CLOCK_DRIFT {
+            return Some(format!(
+                "clock offsets drift by {change} ns over {span} ns (more than {} %)",
+                MAX_CLOCK_DRIFT * 100.0
+            ));
+        }
+    }
+    None
+}

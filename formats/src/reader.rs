@@ -22,9 +22,12 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
 
 use crate::error::FormatError;
-use crate::manifest::{MANIFEST_FILE, Manifest, RANKS_DIR, RankInfo, check_version};
+use crate::manifest::{
+    EventCounts, MANIFEST_FILE, MAX_RANKS, Manifest, RANKS_DIR, RankInfo, check_version,
+};
 use crate::records::Record;
 use crate::schema::{LateDefault, Table};
+use crate::writer::{CHECKSUM_BLOCK, CHECKSUM_BYTES_KEY, CHECKSUM_KEY, ROWS_KEY};
 
 /// One closed part file of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,12 +52,28 @@ pub struct ScanOptions {
     pub batch_size: Option<usize>,
 }
 
+/// Something wrong with a trace that reading works around: said, never silent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file or directory concerned.
+    pub path: PathBuf,
+    /// The rank concerned, when there is one.
+    pub rank: Option<u32>,
+    /// What is wrong and what the reader did about it, as a user reads it.
+    pub what: String,
+    /// True when rows are missing or were not read because of it.
+    pub data_lost: bool,
+}
+
 /// An opened trace directory.
 #[derive(Debug, Clone)]
 pub struct Trace {
     pub dir: PathBuf,
+    /// The manifest with the rank files merged in, its counts checked
+    /// ([`Trace::problems`] says what was repaired).
     pub manifest: Manifest,
     parts: BTreeMap<Table, Vec<PartFile>>,
+    problems: Vec<Problem>,
 }
 
 impl Trace {
@@ -73,16 +92,200 @@ impl Trace {
             });
         }
         let mut manifest = Manifest::read(dir)?;
-        merge_rank_files(dir, &mut manifest)?;
+        let mut problems = Vec::new();
+        let rank_files = merge_rank_files(dir, &mut manifest, &mut problems)?;
         let mut parts = BTreeMap::new();
         for table in Table::ALL {
-            parts.insert(table, list_parts(dir, table)?);
+            parts.insert(table, list_parts(dir, table, &mut problems)?);
         }
-        Ok(Trace {
+        let mut trace = Trace {
             dir: dir.to_path_buf(),
             manifest,
             parts,
-        })
+            problems,
+        };
+        trace.validate(&rank_files);
+        Ok(trace)
+    }
+
+    /// What is wrong with the trace, in the order found: unexpected files,
+    /// counts out of range, ranks or rows missing against what the manifest
+    /// and the rank files list.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    fn problem(&mut self, path: PathBuf, rank: Option<u32>, what: String, data_lost: bool) {
+        self.problems.push(Problem {
+            path,
+            rank,
+            what,
+            data_lost,
+        });
+    }
+
+    /// Check every count of the manifest against sane limits and the data
+    /// present, before anything is sized from it, and the rank files' event
+    /// counts against the rows of the parts.
+    fn validate(&mut self, rank_files: &BTreeMap<u32, PathBuf>) {
+        let manifest_path = self.dir.join(MANIFEST_FILE);
+        let world = self.manifest.world_size;
+        let limit = if world == 0 || world > MAX_RANKS {
+            MAX_RANKS
+        } else {
+            world
+        };
+        // Rank numbers beyond the job are not ranks of this trace.
+        let mut ranks = std::mem::take(&mut self.manifest.ranks);
+        ranks.dedup_by_key(|r| r.rank);
+        for r in &ranks {
+            if r.rank >= limit {
+                let path = rank_files.get(&r.rank).unwrap_or(&manifest_path).clone();
+                self.problem(
+                    path,
+                    None,
+                    format!(
+                        "lists rank {}, beyond the job's {limit} ranks; ignored",
+                        r.rank
+                    ),
+                    false,
+                );
+            }
+        }
+        ranks.retain(|r| r.rank < limit);
+        for r in &mut ranks {
+            let path = rank_files.get(&r.rank).unwrap_or(&manifest_path).clone();
+            for fault in r.validate() {
+                self.problem(path.clone(), Some(r.rank), fault, false);
+            }
+        }
+        self.manifest.ranks = ranks;
+        let mut dropped = Vec::new();
+        for parts in self.parts.values_mut() {
+            parts.retain(|p| {
+                let keep = p.rank < limit;
+                if !keep {
+                    dropped.push(p.path.clone());
+                }
+                keep
+            });
+        }
+        for path in dropped {
+            let dir = path.parent().unwrap_or(&path).to_path_buf();
+            if !self.problems.iter().any(|p| p.path == dir) {
+                self.problem(
+                    dir,
+                    None,
+                    format!("rank beyond the job's {limit} ranks; not read"),
+                    true,
+                );
+            }
+        }
+        let present = self.ranks();
+        if world > MAX_RANKS {
+            let taken = present.last().map_or(0, |r| r + 1);
+            self.problem(
+                manifest_path.clone(),
+                None,
+                format!(
+                    "world_size {world} is more than the {MAX_RANKS} ranks hyscope reads; taken as {taken}, the ranks present"
+                ),
+                false,
+            );
+            self.manifest.world_size = taken;
+        } else if world > 0 && (present.len() as u64) < u64::from(world) {
+            let missing = u64::from(world) - present.len() as u64;
+            self.problem(
+                manifest_path.clone(),
+                None,
+                format!(
+                    "the job had {world} ranks but {missing} of them ({}) left no rank file, manifest entry or data",
+                    missing_ranges(&present, world)
+                ),
+                true,
+            );
+        }
+        if present.is_empty() {
+            self.problem(
+                self.dir.clone(),
+                None,
+                "the trace holds no rank and no event: the job ended before writing it (killed, or the disk was full)".into(),
+                true,
+            );
+        }
+        self.check_event_counts(rank_files);
+    }
+
+    /// The rank files' event counts are the rows each rank wrote: compare
+    /// them with the rows of the parts. The job manifest's own counts were
+    /// taken before the end, so for a rank without a rank file they are a
+    /// lower bound.
+    fn check_event_counts(&mut self, rank_files: &BTreeMap<u32, PathBuf>) {
+        let tables: [(Table, fn(&EventCounts) -> u64, &str); 3] = [
+            (Table::Omp, |e| e.omp, "OpenMP"),
+            (Table::Mpi, |e| e.mpi, "MPI"),
+            (Table::Samples, |e| e.samples, "sample"),
+        ];
+        let mut found = Vec::new();
+        for info in &self.manifest.ranks {
+            let source = rank_files.get(&info.rank);
+            for (table, count, label) in tables {
+                let claimed = count(&info.events);
+                let parts: Vec<&PartFile> = self
+                    .parts(table)
+                    .iter()
+                    .filter(|p| p.rank == info.rank)
+                    .collect();
+                let rows: Option<u64> = parts.iter().map(|p| footer_rows(&p.path)).sum();
+                // A part whose footer cannot be read is reported when it is read.
+                let Some(rows) = rows else { continue };
+                let exact = source.is_some();
+                if rows == claimed || (!exact && rows >= claimed) {
+                    continue;
+                }
+                let listed_in = match source {
+                    Some(p) => relative(&self.dir, p),
+                    None => MANIFEST_FILE.to_string(),
+                };
+                let dir = self
+                    .dir
+                    .join(table.dir_name())
+                    .join(format!("rank={}", info.rank));
+                let held = if parts.is_empty() {
+                    format!("{} has no part", relative(&self.dir, &dir))
+                } else {
+                    format!("its {} part(s) hold {rows}", parts.len())
+                };
+                let what = if rows < claimed {
+                    format!(
+                        "{listed_in} lists {claimed} {label} rows but {held}: {} missing",
+                        claimed - rows
+                    )
+                } else {
+                    format!(
+                        "{listed_in} lists {claimed} {label} rows but {held}: {} more than the rank wrote (another process wrote into this rank?)",
+                        rows - claimed
+                    )
+                };
+                found.push((dir, info.rank, what, rows < claimed));
+            }
+            if info.dropped_events > 0 {
+                found.push((
+                    source
+                        .cloned()
+                        .unwrap_or_else(|| self.dir.join(MANIFEST_FILE)),
+                    info.rank,
+                    format!(
+                        "{} events were dropped while recording (the event buffers were full)",
+                        info.dropped_events
+                    ),
+                    true,
+                ));
+            }
+        }
+        for (path, rank, what, lost) in found {
+            self.problem(path, Some(rank), what, lost);
+        }
     }
 
     /// Ranks that have at least one part in any table, or are in the manifest.
@@ -176,7 +379,10 @@ pub fn part_row_group_rows(
     part: &PartFile,
     options: &ScanOptions,
 ) -> Result<Vec<usize>, FormatError> {
-    Ok(PartScan::open(part, options)?.group_rows)
+    let scan = no_panic(&part.path, || {
+        PartScan::open_inner(part, options, None, Verify::CountsOnly)
+    })?;
+    Ok(scan.group_rows)
 }
 
 /// Decode one part's rows into the front of `out`, a caller's buffer (reused
@@ -251,7 +457,9 @@ fn for_each_part_batch_in<R: Record>(
 ) -> Result<(), FormatError> {
     let mut options = options.clone();
     options.columns = None;
-    let scan = no_panic(&part.path, || PartScan::open_inner(part, &options, groups))?;
+    let scan = no_panic(&part.path, || {
+        PartScan::open_inner(part, &options, groups, Verify::Data)
+    })?;
     let mut reserve = scan.rows_selected();
     for batch in scan {
         let batch = batch?;
@@ -267,6 +475,15 @@ fn for_each_part_batch_in<R: Record>(
         sink(rows, std::mem::take(&mut reserve));
     }
     Ok(())
+}
+
+/// How much of a part [`PartScan::open_inner`] checks before decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verify {
+    /// The row counts of the footer (to size buffers from them).
+    CountsOnly,
+    /// The counts, and the checksums of the bytes the scan will decode.
+    Data,
 }
 
 /// A streaming scan of one part file.
@@ -288,7 +505,9 @@ pub struct PartScan {
 
 impl PartScan {
     pub fn open(part: &PartFile, options: &ScanOptions) -> Result<PartScan, FormatError> {
-        no_panic(&part.path, || PartScan::open_inner(part, options, None))
+        no_panic(&part.path, || {
+            PartScan::open_inner(part, options, None, Verify::Data)
+        })
     }
 
     /// `groups`: only this range of the row groups the scan would read.
@@ -296,6 +515,7 @@ impl PartScan {
         part: &PartFile,
         options: &ScanOptions,
         groups: Option<Range<usize>>,
+        verify: Verify,
     ) -> Result<PartScan, FormatError> {
         let file = File::open(&part.path).map_err(|e| FormatError::io(&part.path, e))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)
@@ -366,6 +586,11 @@ impl PartScan {
             Some(range) => row_groups.get(range).unwrap_or(&[]).to_vec(),
             None => row_groups,
         };
+        let meta = builder.metadata();
+        check_row_counts(part, meta)?;
+        if verify == Verify::Data {
+            verify_data(part, meta, &row_groups, &indices)?;
+        }
         let row_groups_read = row_groups.len();
         let group_rows: Vec<usize> = row_groups
             .iter()
@@ -547,6 +772,128 @@ fn row_group_overlaps(
     min_start.is_none_or(|s| s <= to) && max_end.is_none_or(|e| e >= from)
 }
 
+/// The footer's row counts, before any buffer is sized from them: each row
+/// group's rows are the values of each of its (flat) columns, and the total is
+/// what the writer counted ([`ROWS_KEY`]), so one damaged count is caught.
+fn check_row_counts(
+    part: &PartFile,
+    meta: &parquet::file::metadata::ParquetMetaData,
+) -> Result<(), FormatError> {
+    let damaged = |message: String| FormatError::Parquet {
+        path: part.path.clone(),
+        message,
+    };
+    let mut total: i64 = 0;
+    for (g, group) in meta.row_groups().iter().enumerate() {
+        let rows = group.num_rows();
+        if let Some(c) = group.columns().iter().find(|c| c.num_values() != rows) {
+            return Err(damaged(format!(
+                "row group {g} holds {rows} rows but its column `{}` {} values: the footer is damaged",
+                c.column_path(),
+                c.num_values()
+            )));
+        }
+        total = total.saturating_add(rows.max(0));
+    }
+    if let Some(rows) = key_value(meta, ROWS_KEY) {
+        if rows.parse::<i64>().ok() != Some(total) || meta.file_metadata().num_rows() != total {
+            return Err(damaged(format!(
+                "the footer counts {total} rows in its row groups and {} in all, the writer wrote {rows}: the footer is damaged",
+                meta.file_metadata().num_rows()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A footer key-value of a part.
+fn key_value<'m>(meta: &'m parquet::file::metadata::ParquetMetaData, key: &str) -> Option<&'m str> {
+    meta.file_metadata()
+        .key_value_metadata()?
+        .iter()
+        .find(|kv| kv.key == key)?
+        .value
+        .as_deref()
+}
+
+/// How many bytes from its start a part's checksums cover (its data, before
+/// the page indexes and the footer); None for a part written without them.
+pub fn checksummed_bytes(part: &Path) -> Result<Option<u64>, FormatError> {
+    let file = File::open(part).map_err(|e| FormatError::io(part, e))?;
+    let meta = no_panic(part, || {
+        parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .map_err(|e| FormatError::parquet(part, e))
+    })?;
+    Ok(key_value(&meta, CHECKSUM_BYTES_KEY).and_then(|b| b.parse().ok()))
+}
+
+/// Verify the writer's CRC-32s ([`CHECKSUM_KEY`]) of every block holding a
+/// byte of the column chunks `columns` of `row_groups`, before they are
+/// decoded. Parts without them (other writers) are read as they are (their
+/// page checksums, when they have them, are verified by the decoder).
+fn verify_data(
+    part: &PartFile,
+    meta: &parquet::file::metadata::ParquetMetaData,
+    row_groups: &[usize],
+    columns: &[usize],
+) -> Result<(), FormatError> {
+    let Some(sums) = key_value(meta, CHECKSUM_KEY) else {
+        return Ok(());
+    };
+    let damaged = |message: String| FormatError::Parquet {
+        path: part.path.clone(),
+        message,
+    };
+    let covered = key_value(meta, CHECKSUM_BYTES_KEY).and_then(|b| b.parse::<u64>().ok());
+    let blocks = covered.map(|b| b.div_ceil(CHECKSUM_BLOCK));
+    let (Some(covered), true) = (
+        covered,
+        blocks.is_some_and(|n| Some(n * 8) == Some(sums.len() as u64)),
+    ) else {
+        return Err(damaged("its checksum record is damaged".into()));
+    };
+    let mut wanted = std::collections::BTreeSet::new();
+    for &g in row_groups {
+        let group = meta.row_group(g);
+        for &c in columns {
+            let Some(chunk) = group.columns().get(c) else {
+                continue;
+            };
+            let (start, len) = chunk.byte_range();
+            let end = start.checked_add(len).filter(|&e| e <= covered);
+            let Some(end) = end else {
+                return Err(damaged(format!(
+                    "column `{}` of row group {g} lies outside the checksummed data: the footer is damaged",
+                    chunk.column_path()
+                )));
+            };
+            if len > 0 {
+                wanted.extend(start / CHECKSUM_BLOCK..=(end - 1) / CHECKSUM_BLOCK);
+            }
+        }
+    }
+    let file = File::open(&part.path).map_err(|e| FormatError::io(&part.path, e))?;
+    let mut buf = vec![0u8; CHECKSUM_BLOCK as usize];
+    for b in wanted {
+        let from = b * CHECKSUM_BLOCK;
+        let to = (from + CHECKSUM_BLOCK).min(covered);
+        let bytes = &mut buf[..(to - from) as usize];
+        std::os::unix::fs::FileExt::read_exact_at(&file, bytes, from)
+            .map_err(|e| FormatError::io(&part.path, e))?;
+        let i = b as usize * 8;
+        let expected = sums
+            .get(i..i + 8)
+            .and_then(|h| u32::from_str_radix(h, 16).ok());
+        if expected != Some(crc32fast::hash(bytes)) {
+            return Err(damaged(format!(
+                "checksum mismatch in bytes {from}..{to}: the file was changed or damaged after it was written"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A part written by a future major version of the format is refused, like its manifest.
 fn check_part_version(
     part: &PartFile,
@@ -597,11 +944,25 @@ fn check_schema(part: &PartFile, found: &Schema) -> Result<(), FormatError> {
     Ok(())
 }
 
-/// Closed parts of a table: `<table>/rank=<r>/part-<k>.parquet` (open `.tmp` parts are skipped).
-fn list_parts(dir: &Path, table: Table) -> Result<Vec<PartFile>, FormatError> {
+/// Closed parts of a table: `<table>/rank=<r>/part-<k>.parquet`. Anything
+/// else found there is a [`Problem`]: an open `.tmp` part (its writer did not
+/// finish: its rows are lost), a name that is not a rank or part.
+fn list_parts(
+    dir: &Path,
+    table: Table,
+    problems: &mut Vec<Problem>,
+) -> Result<Vec<PartFile>, FormatError> {
     let table_dir = dir.join(table.dir_name());
     let Ok(entries) = std::fs::read_dir(&table_dir) else {
         return Ok(Vec::new());
+    };
+    let mut unexpected = |path: PathBuf, rank: Option<u32>, what: &str, data_lost: bool| {
+        problems.push(Problem {
+            path,
+            rank,
+            what: what.to_string(),
+            data_lost,
+        })
     };
     let mut parts = Vec::new();
     for entry in entries {
@@ -610,7 +971,14 @@ fn list_parts(dir: &Path, table: Table) -> Result<Vec<PartFile>, FormatError> {
         let Some(rank) = name
             .strip_prefix("rank=")
             .and_then(|r| r.parse::<u32>().ok())
+            .filter(|_| entry.path().is_dir())
         else {
+            unexpected(
+                entry.path(),
+                None,
+                "not a `rank=<r>` directory of the table; not read",
+                false,
+            );
             continue;
         };
         let rank_dir = entry.path();
@@ -623,6 +991,28 @@ fn list_parts(dir: &Path, table: Table) -> Result<Vec<PartFile>, FormatError> {
                 .and_then(|f| f.strip_suffix(".parquet"))
                 .and_then(|i| i.parse::<u32>().ok())
             else {
+                if fname.ends_with(".parquet.tmp") {
+                    unexpected(
+                        file.path(),
+                        Some(rank),
+                        "a part its writer has not closed (still recording, or the process ended while writing it): its rows are not read",
+                        true,
+                    );
+                } else if fname.ends_with(".parquet") {
+                    unexpected(
+                        file.path(),
+                        Some(rank),
+                        "not named `part-<k>.parquet` (k below 2^32): not read",
+                        true,
+                    );
+                } else {
+                    unexpected(
+                        file.path(),
+                        Some(rank),
+                        "not a part of the table; not read",
+                        false,
+                    );
+                }
                 continue;
             };
             let bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -639,25 +1029,67 @@ fn list_parts(dir: &Path, table: Table) -> Result<Vec<PartFile>, FormatError> {
     Ok(parts)
 }
 
-fn merge_rank_files(dir: &Path, manifest: &mut Manifest) -> Result<(), FormatError> {
+/// Merge `ranks/rank-<r>.json` into the manifest. A rank file whose name is
+/// not `rank-<r>.json`, or that claims another rank than its name, is a
+/// [`Problem`] and is not merged. Returns the rank file of each merged rank.
+fn merge_rank_files(
+    dir: &Path,
+    manifest: &mut Manifest,
+    problems: &mut Vec<Problem>,
+) -> Result<BTreeMap<u32, PathBuf>, FormatError> {
     let ranks_dir = dir.join(RANKS_DIR);
+    let mut merged = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(&ranks_dir) else {
-        return Ok(());
+        return Ok(merged);
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for path in paths {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(named) = name
+            .strip_prefix("rank-")
+            .and_then(|n| n.strip_suffix(".json"))
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            let what = if name.contains(".json.tmp") {
+                "a rank file its writer never finished (the process ended while writing it); not read"
+            } else {
+                "not a `rank-<r>.json` rank file; not read"
+            };
+            problems.push(Problem {
+                path,
+                rank: None,
+                what: what.to_string(),
+                data_lost: false,
+            });
+            continue;
+        };
+        let info = RankInfo::read(&path)?;
+        if info.rank != named {
+            problems.push(Problem {
+                path,
+                rank: Some(named),
+                what: format!(
+                    "claims rank {} but is named for rank {named}; not merged",
+                    info.rank
+                ),
+                data_lost: false,
+            });
             continue;
         }
-        let info = RankInfo::read(&path)?;
         match manifest.ranks.iter_mut().find(|r| r.rank == info.rank) {
             // The rank file is written at exit, after the job manifest: it is newer.
             Some(existing) => merge_rank(existing, info),
             None => manifest.ranks.push(info),
         }
+        merged.insert(named, path);
     }
     manifest.ranks.sort_by_key(|r| r.rank);
-    check_version(&dir.join(MANIFEST_FILE), &manifest.format_version)
+    check_version(&dir.join(MANIFEST_FILE), &manifest.format_version)?;
+    Ok(merged)
 }
 
 fn merge_rank(existing: &mut RankInfo, newer: RankInfo) {
@@ -670,4 +1102,44 @@ fn merge_rank(existing: &mut RankInfo, newer: RankInfo) {
         },
         ..newer
     };
+}
+
+/// `path` relative to the trace directory, as a user finds it.
+fn relative(dir: &Path, path: &Path) -> String {
+    path.strip_prefix(dir).unwrap_or(path).display().to_string()
+}
+
+/// The ranks of `0..world` not in `present` (sorted), as ranges: "2, 5–9".
+/// Work is proportional to `present`, not to `world`.
+fn missing_ranges(present: &[u32], world: u32) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut next = 0u32;
+    for &r in present.iter().filter(|&&r| r < world).chain([&world]) {
+        if r > next {
+            out.push(if r - 1 == next {
+                format!("{next}")
+            } else {
+                format!("{next}–{}", r - 1)
+            });
+        }
+        next = r.saturating_add(1);
+        if out.len() > 8 {
+            out.push("…".into());
+            break;
+        }
+    }
+    out.join(", ")
+}
+
+/// Rows of a part by its footer; None when the footer cannot be read (the
+/// part's read reports that).
+fn footer_rows(path: &Path) -> Option<u64> {
+    let file = File::open(path).ok()?;
+    let meta = no_panic(path, || {
+        parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .map_err(|e| FormatError::parquet(path, e))
+    })
+    .ok()?;
+    u64::try_from(meta.file_metadata().num_rows()).ok()
 }

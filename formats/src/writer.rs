@@ -13,8 +13,18 @@
 //! each write ([`PartWriter::write_omp`], [`PartWriter::write_mpi`]) so that
 //! timestamp deltas stay small and row-group statistics make time-range filters
 //! selective.
+//!
+//! Integrity: the parquet crate verifies page CRC-32s on read but cannot
+//! write them (its page header's `crc` is always unset). So every part carries
+//! its own: a CRC-32 of each [`CHECKSUM_BLOCK`] bytes of its data (everything
+//! before the footer) and its row count, in the footer's key-value metadata
+//! ([`CHECKSUM_KEY`], [`CHECKSUM_BYTES_KEY`], [`ROWS_KEY`]).
+//! [`crate::reader`] verifies the blocks of the column chunks it reads before
+//! decoding them, so a flipped bit is an error naming the file, not a changed
+//! number.
 
 use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use arrow_array::RecordBatch;
@@ -28,6 +38,73 @@ use crate::error::FormatError;
 use crate::manifest::FORMAT_VERSION;
 use crate::records::Record;
 use crate::schema::{MpiRecord, OmpRecord, Table};
+
+/// Bytes covered by one CRC-32 of a part's data: small enough that a scan of
+/// a few row groups verifies little more than it reads.
+pub const CHECKSUM_BLOCK: u64 = 256 * 1024;
+/// Key-value metadata: the CRC-32 of each [`CHECKSUM_BLOCK`] of the part's
+/// data, 8 hex digits each, in file order.
+pub const CHECKSUM_KEY: &str = "hyscope.crc32";
+/// Key-value metadata: how many bytes from the start of the file the
+/// checksums cover (the footer and page indexes follow them).
+pub const CHECKSUM_BYTES_KEY: &str = "hyscope.crc32_bytes";
+/// Key-value metadata: the part's rows, as the writer counted them.
+pub const ROWS_KEY: &str = "hyscope.rows";
+
+/// A file that keeps the CRC-32 of each [`CHECKSUM_BLOCK`] written to it.
+struct ChecksumWrite {
+    file: File,
+    written: u64,
+    block: crc32fast::Hasher,
+    blocks: Vec<u32>,
+}
+
+impl ChecksumWrite {
+    fn new(file: File) -> ChecksumWrite {
+        ChecksumWrite {
+            file,
+            written: 0,
+            block: crc32fast::Hasher::new(),
+            blocks: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, mut buf: &[u8]) {
+        while !buf.is_empty() {
+            let room = (CHECKSUM_BLOCK - self.written % CHECKSUM_BLOCK) as usize;
+            let (head, tail) = buf.split_at(room.min(buf.len()));
+            self.block.update(head);
+            self.written += head.len() as u64;
+            if self.written % CHECKSUM_BLOCK == 0 {
+                let done = std::mem::replace(&mut self.block, crc32fast::Hasher::new());
+                self.blocks.push(done.finalize());
+            }
+            buf = tail;
+        }
+    }
+
+    /// The checksums of everything written so far, as [`CHECKSUM_KEY`] holds them.
+    fn checksums(&self) -> String {
+        let mut out = String::with_capacity(8 * (self.blocks.len() + 1));
+        let partial = (self.written % CHECKSUM_BLOCK != 0).then(|| self.block.clone().finalize());
+        for crc in self.blocks.iter().chain(partial.as_ref()) {
+            out.push_str(&format!("{crc:08x}"));
+        }
+        out
+    }
+}
+
+impl Write for ChecksumWrite {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.feed(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
 
 /// Tuning of a [`PartWriter`].
 #[derive(Debug, Clone)]
@@ -80,7 +157,7 @@ pub struct PartWriter {
 }
 
 struct OpenPart {
-    writer: ArrowWriter<File>,
+    writer: ArrowWriter<ChecksumWrite>,
     tmp_path: PathBuf,
     final_path: PathBuf,
     rows: usize,
@@ -206,9 +283,27 @@ impl PartWriter {
 
     /// Close the open part, if any, making it a complete `part-<k>.parquet`.
     pub fn flush(&mut self) -> Result<(), FormatError> {
-        let Some(part) = self.open.take() else {
+        let Some(mut part) = self.open.take() else {
             return Ok(());
         };
+        // Every row group out and through the buffer: what the checksums cover
+        // is all the data, the footer follows.
+        part.writer
+            .flush()
+            .map_err(|e| FormatError::parquet(&part.tmp_path, e))?;
+        part.writer
+            .sync()
+            .map_err(|e| FormatError::io(&part.tmp_path, e))?;
+        let sink = part.writer.inner();
+        let checks = [
+            (CHECKSUM_KEY, sink.checksums()),
+            (CHECKSUM_BYTES_KEY, sink.written.to_string()),
+            (ROWS_KEY, part.rows.to_string()),
+        ];
+        for (key, value) in checks {
+            part.writer
+                .append_key_value_metadata(KeyValue::new(key.to_string(), value));
+        }
         part.writer
             .close()
             .map_err(|e| FormatError::parquet(&part.tmp_path, e))?;
@@ -241,7 +336,7 @@ impl PartWriter {
             self.next_index += self.index_step;
             let file = File::create(&tmp_path).map_err(|e| FormatError::io(&tmp_path, e))?;
             let writer = ArrowWriter::try_new(
-                file,
+                ChecksumWrite::new(file),
                 self.table.file_schema(),
                 Some(self.properties.clone()),
             )

@@ -102,6 +102,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let trace = Trace::open(&args.trace)
         .with_context(|| format!("cannot open the trace {}", args.trace.display()))?;
+    // A partial or damaged trace is said, never exported as if whole.
+    for p in trace.problems() {
+        let lost = if p.data_lost { " (data lost)" } else { "" };
+        eprintln!("hyscope: {}: {}{lost}", p.path.display(), p.what);
+    }
     let data = TraceData::load(&trace, args.from, args.to)?;
     if args.format == Format::Otf2 {
         let stats = otf2::write(&data, &args.output)?;

@@ -944,26 +944,9 @@ fn render_integrity(out: &mut String, integrity: &TraceIntegrity) {
     if integrity.problems.is_empty() {
         return;
     }
-    let title = if integrity.is_partial() {
-        "PARTIAL TRACE: the numbers below leave out what is listed here"
-    } else {
-        "Trace notices"
-    };
-    section(out, title);
+    section(out, integrity.title());
     for p in &integrity.problems {
-        let mut place = Vec::new();
-        if let Some(r) = p.rank {
-            place.push(format!("rank {r}"));
-        }
-        if let Some(f) = &p.file {
-            place.push(f.clone());
-        }
-        let place = if place.is_empty() {
-            String::new()
-        } else {
-            format!("{}: ", place.join(", "))
-        };
-        let _ = writeln!(out, "  ! {place}{}", p.what);
+        let _ = writeln!(out, "  ! {p}");
     }
 }
 

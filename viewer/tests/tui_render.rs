@@ -57,6 +57,31 @@ fn summary_tab() {
     assert!(s.contains("Findings"));
 }
 
+#[test]
+fn summary_tab_shows_a_partial_trace_first() {
+    let dir = common::write_trace("summary-partial");
+    std::fs::remove_dir_all(dir.join("mpi/rank=1")).unwrap();
+    let mut a = App::new(tui::data::Data::open_blocking(&dir).expect("open trace"));
+    assert!(a.data.analysis().is_some(), "{}", a.data.analysis_status());
+    let s = render(&mut a, 120, 34);
+    println!("{s}");
+    let lines: Vec<&str> = s.lines().collect();
+    let title = lines
+        .iter()
+        .position(|l| l.contains("PARTIAL TRACE: the numbers below leave out what is listed here"))
+        .expect("integrity block");
+    let problem = lines
+        .iter()
+        .position(|l| l.contains("! rank 1, mpi/rank=1: manifest.json lists"))
+        .expect("the problem");
+    let run = lines
+        .iter()
+        .position(|l| l.contains("Run — "))
+        .expect("run facts");
+    assert!(title < problem && problem < run, "{s}");
+    assert!(s.contains("has no part"), "{s}");
+}
+
 fn all_tabs_fit(a: &mut App) {
     // Every tab draws in 80×24 without panicking and keeps its footer.
     for t in Tab::ALL {

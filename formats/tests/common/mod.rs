@@ -60,6 +60,7 @@ pub fn write_manifest(dir: &Path, ranks: impl Iterator<Item = u32>) {
             ..RankInfo::default()
         })
         .collect();
-    m.world_size = m.ranks.len() as u32;
+    // A rank is below the job's size (readers ignore one that is not).
+    m.world_size = m.ranks.iter().map(|r| r.rank + 1).max().unwrap_or(0);
     m.write(dir).unwrap();
 }

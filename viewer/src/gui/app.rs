@@ -308,6 +308,24 @@ impl GuiApp {
             ui.label(format!("view {} – {}", fmt_ns(self.view.t0), fmt_ns(self.view.t1)));
             ui.weak("wheel: zoom · drag: pan · shift/right-drag: select · Z: zoom to selection · Esc: clear · T: theme · C: counters · M: shares");
         });
+        // What a trace lost or has damaged, above everything it shows.
+        for s in &self.slots {
+            let Some(i) = s.analysis.ready().map(|a| &a.integrity) else {
+                continue;
+            };
+            if i.problems.is_empty() {
+                continue;
+            }
+            let color = if i.is_partial() {
+                egui::Color32::from_rgb(220, 50, 50)
+            } else {
+                egui::Color32::from_rgb(200, 150, 0)
+            };
+            ui.colored_label(color, format!("{} — {}", s.name(), i.title()));
+            for p in &i.problems {
+                ui.colored_label(color, format!("  ! {p}"));
+            }
+        }
         if !self.search.is_empty() {
             ui.horizontal_wrapped(|ui| {
                 if self.search_results.is_empty() {

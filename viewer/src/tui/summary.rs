@@ -12,6 +12,42 @@ use super::app::App;
 use super::fmt;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    // What the trace lost or has damaged comes first, so no number below is read as whole.
+    let integrity = app.data.analysis().map(|a| &a.integrity);
+    let shown = integrity.map_or(0, |i| i.problems.len().min(6) as u16);
+    let [problems, area] = Layout::vertical([
+        Constraint::Length(if shown > 0 { shown + 2 } else { 0 }),
+        Constraint::Min(0),
+    ])
+    .areas(area);
+    if let Some(i) = integrity.filter(|_| shown > 0) {
+        let color = if i.is_partial() {
+            Color::Red
+        } else {
+            Color::Yellow
+        };
+        let mut lines: Vec<Line> = i
+            .problems
+            .iter()
+            .map(|p| Line::from(Span::styled(format!("! {p}"), Style::default().fg(color))))
+            .collect();
+        if lines.len() > shown as usize {
+            lines.truncate(shown as usize - 1);
+            lines.push(Line::from(format!(
+                "… and {} more (hyscope report lists them all)",
+                i.problems.len() - lines.len()
+            )));
+        }
+        f.render_widget(
+            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_style(Style::default().fg(color))
+                    .title(i.title()),
+            ),
+            problems,
+        );
+    }
     let [facts, rest] = Layout::vertical([Constraint::Length(8), Constraint::Min(0)]).areas(area);
     f.render_widget(
         Paragraph::new(run_facts(app)).block(
