@@ -568,6 +568,90 @@ fn groups_and_dispatch_switches() {
     assert!(!run.of(OmpKind::Sync).is_empty());
 }
 
+/// A bad value of a `HYSCOPE_*` variable: exactly one warning naming the
+/// variable, the value and the value used; the program's output and exit
+/// code are those of a run without the collector, and the trace is recorded
+/// with the value used.
+#[test]
+fn bad_settings_warn_once_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build("loops", dir.path());
+    let plain = Command::new(&exe).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "loops ok=1\n");
+    let all_kinds = run_kinds(&record("loops", &[]));
+    let cases = [
+        (
+            "HYSCOPE_MODE",
+            "xyz",
+            "is not trace or profile; using trace",
+        ),
+        (
+            "HYSCOPE_BUFFER_MB",
+            "-1",
+            "is not a whole number from 1 to 1048576; using 64",
+        ),
+        (
+            "HYSCOPE_BUFFER_MB",
+            "0",
+            "is not a whole number from 1 to 1048576; using 64",
+        ),
+        (
+            "HYSCOPE_BUFFER_MB",
+            "1e20",
+            "is not a whole number from 1 to 1048576; using 64",
+        ),
+        ("HYSCOPE_DISPATCH", "maybe", "is not on or off; using on"),
+        (
+            "HYSCOPE_CLOCK",
+            "bogus",
+            "is not auto, tsc or monotonic; using auto",
+        ),
+        (
+            "HYSCOPE_SAMPLE_MS",
+            "-5",
+            "is not a whole number from 0 to 3600000; using 100",
+        ),
+        ("HYSCOPE_OMPT", "perhaps", "is not on or off; using on"),
+    ];
+    for (i, (var, value, rest)) in cases.iter().enumerate() {
+        let trace = dir.path().join(format!("trace{i}"));
+        let out = run(&exe, &trace, &[(var, value)]);
+        assert_eq!(out.stdout, plain.stdout, "{var}={value}");
+        assert_eq!(out.status.code(), plain.status.code(), "{var}={value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.lines().collect::<Vec<_>>(),
+            vec![format!("hyscope: {var}=`{value}` {rest}")],
+            "{var}={value}"
+        );
+        let trace = Trace::open(&trace).unwrap();
+        assert_eq!(trace.manifest.mode, "trace", "{var}={value}");
+        let kinds: BTreeSet<u8> = trace
+            .read_records::<OmpRecord>(&ScanOptions::default())
+            .unwrap()
+            .iter()
+            .map(|(_, r)| r.kind)
+            .collect();
+        assert_eq!(kinds, all_kinds, "{var}={value}");
+    }
+    // An unknown group is left out; the others are recorded.
+    let run = record("loops", &[("HYSCOPE_GROUPS", "work,bogus")]);
+    assert_eq!(
+        run.stderr.lines().collect::<Vec<_>>(),
+        vec![
+            "hyscope: HYSCOPE_GROUPS=`work,bogus` names unknown group `bogus` (known: thread, \
+             parallel, work, chunk, sync, mutex, task, masked, reduction, cancel, flush, all); \
+             using work"
+        ]
+    );
+    assert_eq!(run.stdout, "loops ok=1\n");
+    assert_eq!(run_kinds(&run), BTreeSet::from([OmpKind::Work as u8]));
+}
+
+fn run_kinds(run: &Run) -> BTreeSet<u8> {
+    run.omp.iter().map(|r| r.kind).collect()
+}
+
 #[test]
 fn unwritable_output_warns_once_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
