@@ -579,41 +579,7 @@ fn bad_settings_warn_once_and_change_nothing() {
     let plain = Command::new(&exe).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&plain.stdout), "loops ok=1\n");
     let all_kinds = run_kinds(&record("loops", &[]));
-    let cases = [
-        (
-            "HYSCOPE_MODE",
-            "xyz",
-            "is not trace or profile; using trace",
-        ),
-        (
-            "HYSCOPE_BUFFER_MB",
-            "-1",
-            "is not a whole number from 1 to 1048576; using 64",
-        ),
-        (
-            "HYSCOPE_BUFFER_MB",
-            "0",
-            "is not a whole number from 1 to 1048576; using 64",
-        ),
-        (
-            "HYSCOPE_BUFFER_MB",
-            "1e20",
-            "is not a whole number from 1 to 1048576; using 64",
-        ),
-        ("HYSCOPE_DISPATCH", "maybe", "is not on or off; using on"),
-        (
-            "HYSCOPE_CLOCK",
-            "bogus",
-            "is not auto, tsc or monotonic; using auto",
-        ),
-        (
-            "HYSCOPE_SAMPLE_MS",
-            "-5",
-            "is not a whole number from 0 to 3600000; using 100",
-        ),
-        ("HYSCOPE_OMPT", "perhaps", "is not on or off; using on"),
-    ];
-    for (i, (var, value, rest)) in cases.iter().enumerate() {
+    for (i, (var, value, rest)) in BAD_VALUES.iter().enumerate() {
         let trace = dir.path().join(format!("trace{i}"));
         let out = run(&exe, &trace, &[(var, value)]);
         assert_eq!(out.stdout, plain.stdout, "{var}={value}");
@@ -647,6 +613,8 @@ fn bad_settings_warn_once_and_change_nothing() {
     assert_eq!(run.stdout, "loops ok=1\n");
     assert_eq!(run_kinds(&run), BTreeSet::from([OmpKind::Work as u8]));
 }
+
+include!("../../tests/settings/bad_values.rs");
 
 fn run_kinds(run: &Run) -> BTreeSet<u8> {
     run.omp.iter().map(|r| r.kind).collect()

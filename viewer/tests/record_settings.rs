@@ -13,6 +13,8 @@ use hyscope_format::settings::{self, ALL};
 use hyscope_format::{OmpKind, Trace};
 use record_support::*;
 
+include!("../../tests/settings/bad_values.rs");
+
 /// `hyscope record -o <dir> [args] -- <exe>` with `env` added and every other
 /// `HYSCOPE_*` variable removed.
 fn record(dir: &Path, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -45,40 +47,7 @@ fn bad_values_in_the_environment_warn_once_and_change_nothing() {
     let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
     let plain = Command::new(&exe).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&plain.stdout), "sum 14850\n");
-    let cases = [
-        (
-            "HYSCOPE_MODE",
-            "xyz",
-            "is not trace or profile; using trace",
-        ),
-        (
-            "HYSCOPE_BUFFER_MB",
-            "-1",
-            "is not a whole number from 1 to 1048576; using 64",
-        ),
-        (
-            "HYSCOPE_BUFFER_MB",
-            "0",
-            "is not a whole number from 1 to 1048576; using 64",
-        ),
-        (
-            "HYSCOPE_BUFFER_MB",
-            "1e20",
-            "is not a whole number from 1 to 1048576; using 64",
-        ),
-        ("HYSCOPE_DISPATCH", "maybe", "is not on or off; using on"),
-        (
-            "HYSCOPE_CLOCK",
-            "bogus",
-            "is not auto, tsc or monotonic; using auto",
-        ),
-        (
-            "HYSCOPE_SAMPLE_MS",
-            "fast",
-            "is not a whole number from 0 to 3600000; using 100",
-        ),
-    ];
-    for (i, (var, value, rest)) in cases.iter().enumerate() {
+    for (i, (var, value, rest)) in BAD_VALUES.iter().enumerate() {
         let dir = tmp.path().join(format!("trace{i}"));
         let out = record(&dir, &exe, &[], &[(var, value)]);
         assert_eq!(
