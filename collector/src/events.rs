@@ -688,21 +688,11 @@ fn open_spool<'a, R: Unspool>(
     spool.as_mut().map(Ok)
 }
 
-/// A new spool file in `dir` (created if missing). Another rank that has
-/// encoded its own spool removes `dir` when it is empty, which can happen
-/// while this one creates `dir` or the file in it: then try again.
+/// A new spool file in `dir` (created if missing). The ranks of a job share
+/// `dir` and none removes it (see [`encode_spool`]), so it stays while they run.
 fn create_spool<R: SpoolRecord>(dir: &Path, path: &Path) -> Result<SpoolWriter<R>, String> {
-    let mut tries = 0;
-    loop {
-        let created = std::fs::create_dir_all(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))
-            .and_then(|()| SpoolWriter::create(path).map_err(|e| e.to_string()));
-        match created {
-            Ok(w) => return Ok(w),
-            Err(_) if tries < 5 && !dir.is_dir() => tries += 1,
-            Err(e) => return Err(e),
-        }
-    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    SpoolWriter::create(path).map_err(|e| e.to_string())
 }
 
 /// Spool a handed-off block: its bytes as they are when no flush took rows
@@ -774,7 +764,9 @@ fn encode_spool<R: Unspool>(
             if let Err(e) = std::fs::remove_file(&path) {
                 session::warn(&format!("cannot remove {} ({e})", path.display()));
             }
-            let _ = std::fs::remove_dir(path.parent().unwrap_or(&dir)); // only if empty
+            // The `spool/` directory stays: other ranks of the job may be
+            // about to create their spool in it, and no rank can tell when
+            // the last one is done. `hyscope record` removes it after the job.
             DROPPED.fetch_add(spooled.saturating_sub(stats.rows), Ordering::Relaxed);
             stats.rows
         }

@@ -84,7 +84,7 @@ pub unsafe extern "C" fn ompt_start_tool(
     omp_version: c_uint,
     runtime_version: *const c_char,
 ) -> *mut ompt_start_tool_result_t {
-    if std::env::var_os("HYSCOPE_OMPT").is_some_and(|v| v == "0") {
+    if !session::settings().ompt {
         return std::ptr::null_mut();
     }
     start();
@@ -101,11 +101,7 @@ fn start() {
     ONCE.call_once(|| {
         guarded(|| {
             session::init();
-            let (config, warnings) = hyscope_ompt::ToolConfig::from_env();
-            for w in warnings {
-                session::warn(&w);
-            }
-            hyscope_ompt::configure(&config);
+            hyscope_ompt::configure(&hyscope_ompt::ToolConfig::from_settings(session::settings()));
             hyscope_ompt::set_sink(&SINK);
             // SAFETY: registering a plain extern "C" function.
             unsafe { libc::atexit(at_exit) };

@@ -12,12 +12,13 @@ use std::sync::{Mutex, OnceLock};
 
 use hyscope_format::Manifest;
 use hyscope_format::manifest::{RankInfo, ThreadCpus};
+use hyscope_format::settings::Settings;
 use hyscope_format::trace_name;
 
 use crate::events::{self, lock};
 use crate::{clock, symbols};
 
-/// Configuration from `HYSCOPE_*` variables.
+/// What the session makes of the [`settings`].
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `HYSCOPE_OUTPUT`: the trace directory (default `hyscope-<prog>-<date>-<time>` in cwd).
@@ -80,11 +81,15 @@ fn session() -> &'static Session {
             tsc_hz: manifest.clock.tsc_hz,
             ..RankInfo::default()
         };
+        let warnings = settings_and_warnings().1.clone();
+        for w in &warnings {
+            print_warning(w);
+        }
         Session {
             config,
             manifest: Mutex::new(manifest),
             rank_info: Mutex::new(rank_info),
-            warnings: Mutex::new(Vec::new()),
+            warnings: Mutex::new(warnings),
         }
     })
 }
@@ -114,6 +119,10 @@ pub fn warn(msg: &str) {
     }
     w.push(msg.to_string());
     drop(w);
+    print_warning(msg);
+}
+
+fn print_warning(msg: &str) {
     // One write: the ranks of a job share stderr, and a line written in
     // pieces interleaves with theirs ("hyscope: hyscope: ...").
     let line = format!("hyscope: {msg}\n");
@@ -282,24 +291,24 @@ pub(crate) fn launched_by_mpi() -> bool {
         .any(|k| std::env::var_os(k).is_some())
 }
 
+/// The `HYSCOPE_*` settings, validated once ([`hyscope_format::settings`]),
+/// and the warnings about values that were not valid. Apart from the
+/// session: the clock reads them while the session is being made.
+pub fn settings() -> &'static Settings {
+    &settings_and_warnings().0
+}
+
+fn settings_and_warnings() -> &'static (Settings, Vec<String>) {
+    static SETTINGS: OnceLock<(Settings, Vec<String>)> = OnceLock::new();
+    SETTINGS.get_or_init(Settings::from_env)
+}
+
 fn config_from_env() -> Config {
-    let output = match std::env::var("HYSCOPE_OUTPUT") {
-        Ok(v) if !v.is_empty() => Some(PathBuf::from(v)),
-        _ => default_output(),
-    };
-    let mode = match std::env::var("HYSCOPE_MODE").as_deref() {
-        Ok("profile") => "profile".to_string(),
-        _ => "trace".to_string(),
-    };
-    let mb = std::env::var("HYSCOPE_BUFFER_MB")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(64);
+    let s = settings();
     Config {
-        output,
-        mode,
-        buffer_bytes: mb.saturating_mul(1 << 20),
+        output: s.output.clone().or_else(default_output),
+        mode: s.mode.as_str().to_string(),
+        buffer_bytes: (s.buffer_mb as usize).saturating_mul(1 << 20),
     }
 }
 

@@ -568,6 +568,58 @@ fn groups_and_dispatch_switches() {
     assert!(!run.of(OmpKind::Sync).is_empty());
 }
 
+/// A bad value of a `HYSCOPE_*` variable: exactly one warning naming the
+/// variable, the value and the value used; the program's output and exit
+/// code are those of a run without the collector, and the trace is recorded
+/// with the value used.
+#[test]
+fn bad_settings_warn_once_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build("loops", dir.path());
+    let plain = Command::new(&exe).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "loops ok=1\n");
+    let all_kinds = run_kinds(&record("loops", &[]));
+    for (i, (var, value, rest)) in BAD_VALUES.iter().enumerate() {
+        let trace = dir.path().join(format!("trace{i}"));
+        let out = run(&exe, &trace, &[(var, value)]);
+        assert_eq!(out.stdout, plain.stdout, "{var}={value}");
+        assert_eq!(out.status.code(), plain.status.code(), "{var}={value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.lines().collect::<Vec<_>>(),
+            vec![format!("hyscope: {var}=`{value}` {rest}")],
+            "{var}={value}"
+        );
+        let trace = Trace::open(&trace).unwrap();
+        assert_eq!(trace.manifest.mode, "trace", "{var}={value}");
+        let kinds: BTreeSet<u8> = trace
+            .read_records::<OmpRecord>(&ScanOptions::default())
+            .unwrap()
+            .iter()
+            .map(|(_, r)| r.kind)
+            .collect();
+        assert_eq!(kinds, all_kinds, "{var}={value}");
+    }
+    // An unknown group is left out; the others are recorded.
+    let run = record("loops", &[("HYSCOPE_GROUPS", "work,bogus")]);
+    assert_eq!(
+        run.stderr.lines().collect::<Vec<_>>(),
+        vec![
+            "hyscope: HYSCOPE_GROUPS=`work,bogus` names unknown group `bogus` (known: thread, \
+             parallel, work, chunk, sync, mutex, task, masked, reduction, cancel, flush, all); \
+             using work"
+        ]
+    );
+    assert_eq!(run.stdout, "loops ok=1\n");
+    assert_eq!(run_kinds(&run), BTreeSet::from([OmpKind::Work as u8]));
+}
+
+include!("../../tests/settings/bad_values.rs");
+
+fn run_kinds(run: &Run) -> BTreeSet<u8> {
+    run.omp.iter().map(|r| r.kind).collect()
+}
+
 #[test]
 fn unwritable_output_warns_once_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,6 +12,8 @@
 //! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests;
 //! - [`spool`]: the compact raw record file the collector appends to during the
 //!   run, encoded to Parquet after it;
+//! - [`settings`]: every `HYSCOPE_*` variable, its default, meaning and
+//!   validation (read by the collector, `hyscope record` and the viewers);
 //! - [`unspool`]: a spool encoded into the table's Parquet parts (at the end of
 //!   the run, or later for a rank that was killed).
 
@@ -21,6 +23,7 @@ pub mod metrics;
 pub mod reader;
 pub mod records;
 pub mod schema;
+pub mod settings;
 pub mod spool;
 pub mod spool_block;
 pub mod synthetic;

@@ -60,6 +60,7 @@ use std::sync::{Mutex, OnceLock};
 
 use hyscope_format::manifest::OpenMpInfo;
 use hyscope_format::schema::{OmpKind, OmpRecord};
+use hyscope_format::settings::{self, Mode, Settings};
 use hyscope_format::spool_block::Stream;
 
 pub use state::threads_seen;
@@ -130,103 +131,46 @@ pub struct ToolConfig {
     pub kinds: u32,
 }
 
-/// Event groups of `HYSCOPE_GROUPS` and the kinds each one records.
-pub const GROUPS: &[(&str, &[OmpKind])] = &[
-    ("thread", &[OmpKind::Thread]),
-    (
-        "parallel",
-        &[
-            OmpKind::Parallel,
-            OmpKind::ImplicitTask,
-            OmpKind::InitialTask,
-        ],
-    ),
-    ("work", &[OmpKind::Work]),
-    ("chunk", &[OmpKind::Chunk]),
-    ("sync", &[OmpKind::Sync, OmpKind::SyncWait]),
-    (
-        "mutex",
-        &[
-            OmpKind::MutexWait,
-            OmpKind::MutexHold,
-            OmpKind::LockLifetime,
-        ],
-    ),
-    (
-        "task",
-        &[
-            OmpKind::TaskCreate,
-            OmpKind::TaskRun,
-            OmpKind::TaskDependence,
-        ],
-    ),
-    ("masked", &[OmpKind::Masked]),
-    ("reduction", &[OmpKind::Reduction]),
-    ("cancel", &[OmpKind::Cancel]),
-    ("flush", &[OmpKind::Flush]),
-];
-
-fn kind_bits(kinds: &[OmpKind]) -> u32 {
-    kinds.iter().fold(0, |m, k| m | 1 << (*k as u32))
-}
-
 impl Default for ToolConfig {
     fn default() -> Self {
-        ToolConfig {
-            profile: false,
-            kinds: GROUPS.iter().fold(0, |m, (_, k)| m | kind_bits(k)),
-        }
+        ToolConfig::from_settings(&Settings::from_lookup(|_| None).0)
     }
 }
 
 impl ToolConfig {
-    /// From `HYSCOPE_MODE`, `HYSCOPE_GROUPS` (comma list of [`GROUPS`] names, or `all`)
-    /// and `HYSCOPE_DISPATCH` (0 turns chunks off). Unknown group names are
-    /// returned as warnings.
-    pub fn from_env() -> (ToolConfig, Vec<String>) {
-        let var = |k: &str| std::env::var(k).ok();
-        Self::from_values(
-            var("HYSCOPE_MODE").as_deref(),
-            var("HYSCOPE_GROUPS").as_deref(),
-            var("HYSCOPE_DISPATCH").as_deref(),
-        )
+    /// From the collector's validated settings: `HYSCOPE_MODE`,
+    /// `HYSCOPE_GROUPS` and `HYSCOPE_DISPATCH`.
+    pub fn from_settings(settings: &Settings) -> ToolConfig {
+        let profile = settings.mode == Mode::Profile;
+        let mut kinds = settings.groups;
+        // Profile mode records no loop chunks: their totals per loop say
+        // nothing the loop's own `work` summary does not (the chunks of a loop
+        // tile its time), and the dispatch callback is by far the most
+        // frequent one, so not registering it is most of profile mode's saving.
+        if profile || !settings.dispatch {
+            kinds &= !(1 << OmpKind::Chunk as u32);
+        }
+        ToolConfig { profile, kinds }
     }
 
+    /// From the three variables' values, with the warnings for those not valid.
     pub fn from_values(
         mode: Option<&str>,
         groups: Option<&str>,
         dispatch: Option<&str>,
     ) -> (ToolConfig, Vec<String>) {
-        let mut warnings = Vec::new();
-        let mut config = ToolConfig {
-            profile: mode == Some("profile"),
-            ..ToolConfig::default()
-        };
-        if let Some(list) = groups.filter(|g| !g.trim().is_empty() && g.trim() != "all") {
-            config.kinds = 0;
-            for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                match GROUPS.iter().find(|(g, _)| *g == name) {
-                    Some((_, kinds)) => config.kinds |= kind_bits(kinds),
-                    None => warnings.push(format!(
-                        "HYSCOPE_GROUPS: unknown group `{name}` (known: {})",
-                        GROUPS.iter().map(|(g, _)| *g).collect::<Vec<_>>().join(",")
-                    )),
-                }
-            }
-        }
-        // Profile mode records no loop chunks: their totals per loop say
-        // nothing the loop's own `work` summary does not (the chunks of a loop
-        // tile its time), and the dispatch callback is by far the most
-        // frequent one, so not registering it is most of profile mode's saving.
-        if config.profile
-            || matches!(
-                dispatch.map(str::trim),
-                Some("0") | Some("off") | Some("false")
-            )
-        {
-            config.kinds &= !(1 << OmpKind::Chunk as u32);
-        }
-        (config, warnings)
+        let given = [
+            (settings::MODE.var, mode),
+            (settings::GROUPS.var, groups),
+            (settings::DISPATCH.var, dispatch),
+        ];
+        let (settings, warnings) = Settings::from_lookup(|var| {
+            given
+                .iter()
+                .find(|(v, _)| *v == var)
+                .and_then(|(_, x)| x.map(str::to_string))
+        });
+        (ToolConfig::from_settings(&settings), warnings)
     }
 
     pub fn records(&self, kind: OmpKind) -> bool {

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::ValueEnum;
+use hyscope_format::settings::{self, Reader, Setting};
 use hyscope_format::trace_name;
 
 /// Environment variables that carry the rank, in the order the collector reads them.
@@ -38,18 +39,8 @@ const SIZE_VARS: [&str; 4] = [
     "PMIX_SIZE",
     "SLURM_NTASKS",
 ];
-/// LLVM's OpenMP runtime used for `--openmp-runtime=llvm` (docs/platform.md, "OpenMP runtimes").
-const LLVM_LIBOMP: &str = "/usr/lib/llvm-19/lib/libomp.so.5";
 /// Directory inside the trace for the `libgomp.so.1 → libomp` link (not a table; readers ignore it).
 const RUNTIME_DIR: &str = ".runtime";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
-    /// Every interval is written.
-    Trace,
-    /// Aggregates per region/loop/thread only (smaller, cheaper).
-    Profile,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OpenMpRuntime {
@@ -67,12 +58,6 @@ pub enum Flavour {
     Mpich,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OnOff {
-    On,
-    Off,
-}
-
 /// Run a program (or an MPI launcher) under the collector and write a trace.
 ///
 /// Examples:
@@ -82,35 +67,15 @@ pub enum OnOff {
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// Trace directory [default: hyscope-<program>-<YYYYMMDD>-<HHMMSS>]. Must not exist.
-    #[arg(short, long, value_name = "DIR")]
-    output: Option<PathBuf>,
-    /// What to write (HYSCOPE_MODE).
-    #[arg(long, value_enum, default_value = "trace")]
-    mode: Mode,
-    /// OpenMP event groups to record, comma-separated (HYSCOPE_GROUPS): thread, parallel, work,
-    /// chunk, sync, mutex, task, masked, reduction, cancel, flush, or all [default: all].
-    #[arg(long, value_name = "LIST")]
-    groups: Option<String>,
-    /// Sampling interval of the samplers in milliseconds (HYSCOPE_SAMPLE_MS).
-    #[arg(long, value_name = "MS")]
-    sample_ms: Option<u64>,
-    /// Cap on the collector's event buffer memory per process in MiB (HYSCOPE_BUFFER_MB).
-    #[arg(long, value_name = "MB")]
-    buffer_mb: Option<u64>,
-    /// Record loop chunks from OMPT dispatch events (HYSCOPE_DISPATCH).
-    #[arg(long, value_enum, value_name = "on|off")]
-    dispatch: Option<OnOff>,
+    /// The options that set a `HYSCOPE_*` variable (from the settings table).
+    #[command(flatten)]
+    settings: SettingArgs,
     /// OpenMP runtime: `llvm` runs GCC-built programs on libomp (GCC's libgomp has no OMPT).
     #[arg(long, value_enum, default_value = "native")]
     openmp_runtime: OpenMpRuntime,
     /// MPI flavour of the program, which selects the collector build and the launcher's flags.
     #[arg(long, value_enum, default_value = "auto")]
     mpi_flavour: Flavour,
-    /// Path of the collector library [default: found next to hyscope, in ../lib, or in the cargo target dir].
-    /// (also HYSCOPE_LIB).
-    #[arg(long, value_name = "FILE")]
-    lib: Option<PathBuf>,
     /// Print the collector library, the variables set and the command run.
     #[arg(short, long)]
     verbose: bool,
@@ -124,32 +89,96 @@ pub struct Args {
     command: Vec<OsString>,
 }
 
-/// The OpenMP event groups the collector knows (`hyscope_ompt::GROUPS`; a unit test keeps them equal).
-const OMP_GROUPS: [&str; 11] = [
-    "thread",
-    "parallel",
-    "work",
-    "chunk",
-    "sync",
-    "mutex",
-    "task",
-    "masked",
-    "reduction",
-    "cancel",
-    "flush",
-];
+/// `record`'s options for the settings that have one, built from
+/// [`settings::ALL`]: each value is checked as the collector checks the
+/// variable, and a bad one is refused before anything runs.
+#[derive(Debug, Default)]
+pub struct SettingArgs {
+    /// (setting, valid value) for each option given.
+    given: Vec<(&'static Setting, String)>,
+}
 
-/// Refuse unknown group names before anything runs.
-fn check_groups(list: &str) -> anyhow::Result<()> {
-    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        if name != "all" && !OMP_GROUPS.contains(&name) {
-            bail!(
-                "--groups: unknown group `{name}` (known: {}, all)",
-                OMP_GROUPS.join(", ")
-            );
+impl SettingArgs {
+    fn get(&self, setting: &Setting) -> Option<&str> {
+        self.given
+            .iter()
+            .find(|(s, _)| s.var == setting.var)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl clap::FromArgMatches for SettingArgs {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = SettingArgs::default();
+        args.update_from_arg_matches(matches)?;
+        Ok(args)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        for s in settings::ALL.iter().filter(|s| s.option.is_some()) {
+            if let Some(v) = matches.get_one::<String>(s.var) {
+                self.given.retain(|(g, _)| g.var != s.var);
+                self.given.push((s, v.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl clap::Args for SettingArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        settings::ALL.iter().fold(cmd, |cmd, &s| {
+            let Some(opt) = s.option else {
+                return cmd;
+            };
+            let mut arg = clap::Arg::new(s.var)
+                .long(opt.long)
+                // clap keeps names as `&'static str`; built once per run.
+                .value_name(&*String::leak(s.value_name()))
+                .help(s.help())
+                .value_parser(move |v: &str| s.check(v).map_err(|e| e.reason));
+            if let Some(c) = opt.short {
+                arg = arg.short(c);
+            }
+            cmd.arg(arg)
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// The collector's variables for the program: each from `record`'s option
+/// when given, else from the environment, checked (a bad value is replaced
+/// by the one the warning names), else left to the collector's default.
+fn collector_variables(given: &SettingArgs, warn_here: bool) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("HYSCOPE_") && k != settings::LIB.var)
+        .collect();
+    for s in settings::ALL
+        .iter()
+        .filter(|s| s.reader == Reader::Collector && s.var != settings::OUTPUT.var)
+    {
+        if let Some(v) = given.get(s) {
+            env.insert(s.var.into(), v.into());
+            continue;
+        }
+        let Some(raw) = env.get(s.var) else {
+            continue;
+        };
+        let (used, warning) = s.resolve(Some(raw));
+        if let Some(w) = warning {
+            if warn_here {
+                warn(&w);
+            }
+            match used {
+                Some(u) => env.insert(s.var.into(), u),
+                None => env.remove(s.var),
+            };
         }
     }
-    Ok(())
+    env
 }
 
 /// How the command is started.
@@ -168,9 +197,6 @@ enum LauncherKind {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(g) = &args.groups {
-        check_groups(g)?;
-    }
     let command = args.command.clone();
     let program0 = PathBuf::from(&command[0]);
     let position = position(&program0, args.mpi_flavour);
@@ -201,8 +227,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         f => Some(f),
     };
 
-    let output = match &args.output {
-        Some(o) => o.clone(),
+    let given_output = args
+        .settings
+        .get(&settings::OUTPUT)
+        .map(str::to_string)
+        .or_else(|| {
+            settings::OUTPUT
+                .resolve(std::env::var(settings::OUTPUT.var).ok().as_deref())
+                .0
+        });
+    let output = match given_output {
+        Some(o) => PathBuf::from(o),
         None => {
             let t = match position {
                 // Every rank must name the same directory: use the launcher's start time.
@@ -220,42 +255,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         bail!("cannot find the program `{}`", program0.display());
     }
     let explicit_lib = args
-        .lib
-        .clone()
-        .or_else(|| std::env::var_os("HYSCOPE_LIB").map(PathBuf::from));
+        .settings
+        .get(&settings::LIB)
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os(settings::LIB.var).map(PathBuf::from));
     let lib = find_library(explicit_lib.as_deref(), flavour)?;
     if args.openmp_runtime == OpenMpRuntime::Llvm {
         libomp_path()?;
     }
     prepare_output(&output, position)?;
 
-    let mut env: BTreeMap<String, String> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("HYSCOPE_") && k != "HYSCOPE_LIB")
-        .collect();
-    env.insert("HYSCOPE_OUTPUT".into(), output.display().to_string());
-    env.insert(
-        "HYSCOPE_MODE".into(),
-        match args.mode {
-            Mode::Trace => "trace",
-            Mode::Profile => "profile",
-        }
-        .into(),
-    );
-    if let Some(g) = &args.groups {
-        env.insert("HYSCOPE_GROUPS".into(), g.clone());
-    }
-    if let Some(ms) = args.sample_ms {
-        env.insert("HYSCOPE_SAMPLE_MS".into(), ms.to_string());
-    }
-    if let Some(mb) = args.buffer_mb {
-        env.insert("HYSCOPE_BUFFER_MB".into(), mb.to_string());
-    }
-    if let Some(d) = args.dispatch {
-        env.insert(
-            "HYSCOPE_DISPATCH".into(),
-            if d == OnOff::On { "1" } else { "0" }.into(),
-        );
-    }
+    let is_rank0 = !matches!(position, Position::PerRank { rank } if rank != 0);
+    let mut env = collector_variables(&args.settings, is_rank0);
+    env.insert(settings::OUTPUT.var.into(), output.display().to_string());
     // The preload goes in front of whatever the user preloads already.
     let preload = match std::env::var("LD_PRELOAD") {
         Ok(p) if !p.is_empty() => format!("{}:{p}", lib.display()),
@@ -271,7 +283,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         warn("OMP_TOOL=disabled is set: the OpenMP runtime will not report anything");
     }
 
-    let is_rank0 = !matches!(position, Position::PerRank { rank } if rank != 0);
     match args.openmp_runtime {
         OpenMpRuntime::Llvm => {
             let dir = gomp_shim(&output)?;
@@ -312,7 +323,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // the program as a child of this process, the others exec it).
         // SAFETY: getppid has no preconditions.
         let launcher = unsafe { libc::getppid() };
-        env.insert("HYSCOPE_CLOCK_GROUP".into(), format!("ppid{launcher}"));
+        env.entry(settings::CLOCK_GROUP.var.into())
+            .or_insert_with(|| format!("ppid{launcher}"));
     }
     let started = Instant::now();
     let status = match position {
@@ -355,7 +367,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     if is_rank0 {
-        summary(&output, expected_ranks, started.elapsed(), code);
+        // Per rank, rank 0 may finish before its siblings have written their rank files.
+        if let Some(n) = expected_ranks
+            && wait_for_rank_files(&output, n)
+        {
+            remove_spool_dir(&output);
+        }
+        summary(&output, started.elapsed(), code);
     }
     Ok(ExitCode::from(code))
 }
@@ -625,9 +643,13 @@ fn exists_ok(position: Position) -> bool {
 
 /// LLVM's OpenMP runtime for `--openmp-runtime=llvm` (`HYSCOPE_LIBOMP` overrides).
 fn libomp_path() -> anyhow::Result<PathBuf> {
-    let libomp = std::env::var_os("HYSCOPE_LIBOMP")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(LLVM_LIBOMP));
+    let env = std::env::var(settings::LIBOMP.var).ok();
+    let libomp = PathBuf::from(
+        settings::LIBOMP
+            .resolve(env.as_deref())
+            .0
+            .unwrap_or_default(),
+    );
     if !libomp.is_file() {
         bail!(
             "--openmp-runtime=llvm needs LLVM's OpenMP runtime at {} (Debian: libomp-19-dev); \
@@ -738,17 +760,30 @@ fn recover_spools(dir: &Path) {
             )),
         }
     }
+    remove_spool_dir(dir);
+}
+
+/// Wait (up to 10 s) until `n` ranks have written their rank files; whether they have.
+fn wait_for_rank_files(dir: &Path, n: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while count_rank_files(dir) < n as usize {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    true
+}
+
+/// Remove the trace's `spool/` directory if it is empty. Only after the job:
+/// while ranks run, another rank may be about to create its spool there, so
+/// the ranks themselves never remove it.
+fn remove_spool_dir(dir: &Path) {
+    let _ = std::fs::remove_dir(dir.join("spool"));
 }
 
 /// One line: trace path, size, ranks, events, drops and warnings; then the next command.
-fn summary(dir: &Path, expected_ranks: Option<u32>, elapsed: Duration, code: u8) {
-    // Per rank, rank 0 may finish before its siblings have written their rank files.
-    if let Some(n) = expected_ranks {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while count_rank_files(dir) < n as usize && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
+fn summary(dir: &Path, elapsed: Duration, code: u8) {
     let size = dir_size(dir);
     if size == 0 && count_rank_files(dir) == 0 {
         // Nothing was recorded (no OpenMP runtime with OMPT, no MPI): leave no empty trace behind.
@@ -876,15 +911,6 @@ pub(crate) fn human_bytes(b: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn groups_match_the_collector() {
-        let theirs: Vec<&str> = hyscope_ompt::GROUPS.iter().map(|(n, _)| *n).collect();
-        assert_eq!(theirs, OMP_GROUPS);
-        assert!(check_groups("parallel, sync").is_ok());
-        assert!(check_groups("all").is_ok());
-        assert!(check_groups("parallel,mpi").is_err());
-    }
 
     #[test]
     fn flavours() {

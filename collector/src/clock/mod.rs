@@ -12,6 +12,7 @@
 use std::sync::Once;
 
 use hyscope_format::manifest::ClockInfo;
+use hyscope_format::settings::Clock;
 use hyscope_ompt::clock as hot;
 pub use hyscope_ompt::clock::monotonic_ns;
 use hyscope_ompt::clock::rdtsc;
@@ -51,7 +52,7 @@ pub fn info() -> ClockInfo {
 pub fn init() {
     INIT.call_once(|| {
         let mono_cost = read_cost(monotonic_ns);
-        let want_tsc = std::env::var("HYSCOPE_CLOCK").map_or(true, |v| v != "monotonic");
+        let want_tsc = crate::session::settings().clock != Clock::Monotonic;
         if want_tsc && cfg!(target_arch = "x86_64") && tsc_invariant() {
             // The first process of a node (and launcher) decides and
             // calibrates; the others take its calibration (shared.rs), so the

@@ -64,16 +64,19 @@ fn path() -> PathBuf {
 /// What the ranks of one job on this node share (see the module documentation),
 /// reduced to characters safe in a file name.
 fn job_key() -> String {
-    let named = ["HYSCOPE_CLOCK_GROUP", "PMIX_NAMESPACE"]
-        .iter()
-        .filter_map(|k| std::env::var(k).ok())
-        .map(|v| {
-            v.chars()
-                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-                .take(64)
-                .collect::<String>()
-        })
-        .find(|v| !v.is_empty());
+    let named = [
+        crate::session::settings().clock_group.clone(),
+        std::env::var("PMIX_NAMESPACE").ok(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|v| {
+        v.chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+            .take(64)
+            .collect::<String>()
+    })
+    .find(|v| !v.is_empty());
     // SAFETY: getppid has no preconditions.
     named.unwrap_or_else(|| format!("ppid{}", unsafe { libc::getppid() }))
 }

@@ -581,9 +581,7 @@ pub fn register_comm(newcomm: ffi::MPI_Comm, parent: ffi::MPI_Comm, call: u16) {
             note_membership(&info, comm_info(parent).id, call);
         }
     }
-    if !comms().insert(newcomm.key(), info.words()) {
-        session::warn("too many live communicators; some calls lack a communicator id");
-    }
+    comms().insert(newcomm.key(), info.words());
 }
 
 /// This rank is a member of the new (job-unique) communicator `info`.
@@ -671,7 +669,7 @@ pub fn new_request(
     if kind == ReqKind::Recv {
         flags |= REQ_RECV;
     }
-    let ok = requests().insert_dup(
+    requests().insert_dup(
         req.key(),
         [
             id,
@@ -682,9 +680,6 @@ pub fn new_request(
             comm.world as u64 | ((comm.size as u32 as u64) << 48),
         ],
     );
-    if !ok {
-        session::warn("too many pending requests; some completions are not linked to their call");
-    }
 }
 
 /// A persistent request was started: its next completion is recorded. Fills
@@ -736,12 +731,9 @@ impl Taken {
         let me = events::slot().index as u64;
         let score =
             |w: &[u64; table::WORDS]| ((w[0] >> 40 != me) as u64) << 63 | (w[0] & ((1 << 40) - 1));
-        match requests().get_best(key, score) {
-            Some((slot, w)) => {
-                requests().remove(slot, key);
-                Taken { key, val: Some(w) }
-            }
-            None => Taken { key, val: None },
+        Taken {
+            key,
+            val: requests().take_best(key, score),
         }
     }
 

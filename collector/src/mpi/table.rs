@@ -1,16 +1,25 @@
-//! A fixed-size, lock-free map from MPI handles to a few words of payload.
+//! A lock-free map from MPI handles to a few words of payload that holds
+//! every entry put in it.
 //!
 //! Used for requests (created on one thread, possibly completed on another
 //! under `MPI_THREAD_MULTIPLE`) and communicators/windows/files. Lookups and
-//! inserts never take a lock: open addressing with linear probing over atomic
-//! keys. An insert claims a free slot by CAS (`EMPTY`/`TOMB` → `BUSY`), writes
-//! the payload and then publishes the key with a release store; a lookup that
-//! sees the key with acquire sees the payload. A handle has one owner at a time
-//! (a request is completed once), so a slot is never rewritten while someone
-//! reads it. Probing is bounded by [`MAX_PROBE`] so tombstones cannot make a
-//! miss expensive; a full neighbourhood makes the insert fail (the caller then
-//! loses that link and warns once).
+//! inserts never take a lock while entries fit the array: open addressing
+//! with linear probing over atomic keys. An insert claims a free slot by CAS
+//! (`EMPTY`/`TOMB` → `BUSY`), writes the payload and then publishes the key
+//! with a release store; a lookup that sees the key with acquire sees the
+//! payload. A handle has one owner at a time (a request is completed once),
+//! so a slot is never rewritten while someone reads it. Probing is bounded by
+//! [`MAX_PROBE`] so tombstones cannot make a miss expensive.
+//!
+//! An entry that finds no free slot near its home goes to the spill map
+//! (under a lock, sized by what is in it). That happens when one handle has
+//! many live entries: Open MPI returns its one `ompi_request_empty` for every
+//! send it completed inline, so thousands of pending `MPI_Isend`s of several
+//! threads can share one handle. The hot path pays one relaxed load for the
+//! spill while it is empty.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 const EMPTY: usize = 0;
@@ -21,14 +30,28 @@ const MAX_PROBE: usize = 128;
 /// Payload words per entry.
 pub const WORDS: usize = 6;
 
+/// Where an entry is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loc {
+    /// A slot of the lock-free array.
+    Slot(usize),
+    /// An entry of the spill map (its handle and sequence number).
+    Spill(usize, u64),
+}
+
 pub struct HandleTable {
     keys: Box<[AtomicUsize]>,
     vals: Box<[[AtomicU64; WORDS]]>,
     mask: usize,
+    /// Entries that found no slot, by (handle, sequence number).
+    spill: Mutex<BTreeMap<(usize, u64), [u64; WORDS]>>,
+    /// Entries in `spill`: while 0, lookups do not look there.
+    spilled: AtomicUsize,
+    next_seq: AtomicU64,
 }
 
 impl HandleTable {
-    /// A table of `1 << bits` entries.
+    /// A table of `1 << bits` slots (and a spill map for what does not fit).
     pub fn new(bits: u32) -> HandleTable {
         let n = 1usize << bits;
         HandleTable {
@@ -37,6 +60,9 @@ impl HandleTable {
                 .map(|_| std::array::from_fn(|_| AtomicU64::new(0)))
                 .collect(),
             mask: n - 1,
+            spill: Mutex::new(BTreeMap::new()),
+            spilled: AtomicUsize::new(0),
+            next_seq: AtomicU64::new(0),
         }
     }
 
@@ -49,26 +75,36 @@ impl HandleTable {
         (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) & self.mask
     }
 
-    /// Insert or replace `key`. False when no slot is free near its home.
-    pub fn insert(&self, key: usize, val: [u64; WORDS]) -> bool {
-        self.insert_with(key, val, true)
+    #[inline]
+    fn probe(&self, key: usize) -> impl Iterator<Item = usize> + use<'_> {
+        let h = self.home(key);
+        (0..MAX_PROBE.min(self.mask + 1)).map(move |i| (h + i) & self.mask)
+    }
+
+    fn spill(&self) -> std::sync::MutexGuard<'_, BTreeMap<(usize, u64), [u64; WORDS]>> {
+        self.spill.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[inline]
+    fn has_spill(&self) -> bool {
+        self.spilled.load(Ordering::Acquire) != 0
+    }
+
+    /// Insert `key`, replacing its entries.
+    pub fn insert(&self, key: usize, val: [u64; WORDS]) {
+        self.remove_key(key);
+        self.insert_dup(key, val);
     }
 
     /// Insert `key` as one more entry even if it is already present (MPI may hand
     /// out one handle for several requests: Open MPI's `ompi_request_empty`).
-    pub fn insert_dup(&self, key: usize, val: [u64; WORDS]) -> bool {
-        self.insert_with(key, val, false)
-    }
-
-    fn insert_with(&self, key: usize, val: [u64; WORDS], replace: bool) -> bool {
+    pub fn insert_dup(&self, key: usize, val: [u64; WORDS]) {
         if key <= TOMB {
-            return false;
+            return;
         }
-        let h = self.home(key);
-        for i in 0..MAX_PROBE.min(self.mask + 1) {
-            let s = (h + i) & self.mask;
+        for s in self.probe(key) {
             let k = self.keys[s].load(Ordering::Acquire);
-            if (k == EMPTY || k == TOMB || (replace && k == key))
+            if (k == EMPTY || k == TOMB)
                 && self.keys[s]
                     .compare_exchange(k, BUSY, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
@@ -77,31 +113,58 @@ impl HandleTable {
                     w.store(v, Ordering::Relaxed);
                 }
                 self.keys[s].store(key, Ordering::Release);
-                return true;
+                return;
             }
         }
-        false
+        self.insert_spilled(key, val);
     }
 
-    /// The slot and payload of `key`.
+    #[cold]
+    #[inline(never)]
+    fn insert_spilled(&self, key: usize, val: [u64; WORDS]) {
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let mut spill = self.spill();
+        spill.insert((key, seq), val);
+        self.spilled.store(spill.len(), Ordering::Release);
+    }
+
     #[inline]
-    pub fn get(&self, key: usize) -> Option<(usize, [u64; WORDS])> {
+    fn load(&self, s: usize) -> [u64; WORDS] {
+        std::array::from_fn(|w| self.vals[s][w].load(Ordering::Relaxed))
+    }
+
+    /// An entry of `key` and its payload.
+    #[inline]
+    pub fn get(&self, key: usize) -> Option<(Loc, [u64; WORDS])> {
         if key <= TOMB {
             return None;
         }
-        let h = self.home(key);
-        for i in 0..MAX_PROBE.min(self.mask + 1) {
-            let s = (h + i) & self.mask;
+        for s in self.probe(key) {
             let k = self.keys[s].load(Ordering::Acquire);
             if k == key {
-                let v = std::array::from_fn(|w| self.vals[s][w].load(Ordering::Relaxed));
-                return Some((s, v));
+                return Some((Loc::Slot(s), self.load(s)));
             }
             if k == EMPTY {
-                return None;
+                break;
             }
         }
-        None
+        if !self.has_spill() {
+            return None;
+        }
+        self.get_spilled(key, |_| 0)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_spilled(
+        &self,
+        key: usize,
+        score: impl Fn(&[u64; WORDS]) -> u64,
+    ) -> Option<(Loc, [u64; WORDS])> {
+        self.spill()
+            .range((key, 0)..=(key, u64::MAX))
+            .min_by_key(|(_, v)| score(v))
+            .map(|(&(key, seq), v)| (Loc::Spill(key, seq), *v))
     }
 
     /// Among the entries of `key`, the one with the smallest `score(payload)`.
@@ -110,46 +173,84 @@ impl HandleTable {
         &self,
         key: usize,
         score: impl Fn(&[u64; WORDS]) -> u64,
-    ) -> Option<(usize, [u64; WORDS])> {
+    ) -> Option<(Loc, [u64; WORDS])> {
         if key <= TOMB {
             return None;
         }
-        let h = self.home(key);
-        let mut best: Option<(u64, usize, [u64; WORDS])> = None;
-        for i in 0..MAX_PROBE.min(self.mask + 1) {
-            let s = (h + i) & self.mask;
+        let mut best: Option<(u64, Loc, [u64; WORDS])> = None;
+        for s in self.probe(key) {
             let k = self.keys[s].load(Ordering::Acquire);
             if k == key {
-                let v: [u64; WORDS] =
-                    std::array::from_fn(|w| self.vals[s][w].load(Ordering::Relaxed));
+                let v = self.load(s);
                 let sc = score(&v);
                 if best.as_ref().is_none_or(|b| sc < b.0) {
-                    best = Some((sc, s, v));
+                    best = Some((sc, Loc::Slot(s), v));
                 }
             }
             if k == EMPTY {
                 break;
             }
         }
-        best.map(|(_, s, v)| (s, v))
+        if self.has_spill()
+            && let Some((loc, v)) = self.get_spilled(key, &score)
+        {
+            let sc = score(&v);
+            if best.as_ref().is_none_or(|b| sc < b.0) {
+                best = Some((sc, loc, v));
+            }
+        }
+        best.map(|(_, loc, v)| (loc, v))
     }
 
-    /// Change one payload word of the entry in `slot` (owner only).
+    /// Take out the entry of `key` with the smallest `score(payload)`: the
+    /// next best if another thread takes that one first.
     #[inline]
-    pub fn set_word(&self, slot: usize, word: usize, v: u64) {
-        self.vals[slot][word].store(v, Ordering::Relaxed);
+    pub fn take_best(
+        &self,
+        key: usize,
+        score: impl Fn(&[u64; WORDS]) -> u64,
+    ) -> Option<[u64; WORDS]> {
+        loop {
+            let (loc, v) = self.get_best(key, &score)?;
+            if self.remove(loc, key) {
+                return Some(v);
+            }
+        }
     }
 
-    /// Remove the entry in `slot` if it still holds `key`.
+    /// Change one payload word of the entry at `loc` (owner only).
     #[inline]
-    pub fn remove(&self, slot: usize, key: usize) {
-        let _ = self.keys[slot].compare_exchange(key, TOMB, Ordering::Release, Ordering::Relaxed);
+    pub fn set_word(&self, loc: Loc, word: usize, v: u64) {
+        match loc {
+            Loc::Slot(s) => self.vals[s][word].store(v, Ordering::Relaxed),
+            Loc::Spill(key, seq) => {
+                if let Some(e) = self.spill().get_mut(&(key, seq)) {
+                    e[word] = v;
+                }
+            }
+        }
     }
 
-    /// Remove `key` wherever it is.
+    /// Remove the entry at `loc` if it still holds `key`; whether it did.
+    #[inline]
+    pub fn remove(&self, loc: Loc, key: usize) -> bool {
+        match loc {
+            Loc::Slot(s) => self.keys[s]
+                .compare_exchange(key, TOMB, Ordering::Release, Ordering::Relaxed)
+                .is_ok(),
+            Loc::Spill(k, seq) => {
+                let mut spill = self.spill();
+                let removed = k == key && spill.remove(&(key, seq)).is_some();
+                self.spilled.store(spill.len(), Ordering::Release);
+                removed
+            }
+        }
+    }
+
+    /// Remove every entry of `key`.
     pub fn remove_key(&self, key: usize) {
-        if let Some((s, _)) = self.get(key) {
-            self.remove(s, key);
+        while let Some((loc, _)) = self.get(key) {
+            self.remove(loc, key);
         }
     }
 }
@@ -162,26 +263,50 @@ mod tests {
     fn insert_get_remove_reuse() {
         let t = HandleTable::new(4);
         for k in 3..19usize {
-            assert!(t.insert(k * 8, [k as u64; WORDS]));
+            t.insert(k * 8, [k as u64; WORDS]);
         }
-        // Full: a 17th key has no slot.
-        assert!(!t.insert(1000 * 8, [0; WORDS]));
+        // The array is full: a 17th key goes to the spill map, and is found there.
+        t.insert(1000 * 8, [10; WORDS]);
+        assert!(matches!(t.get(1000 * 8), Some((Loc::Spill(..), v)) if v[0] == 10));
         assert_eq!(t.get(5 * 8).unwrap().1[0], 5);
         t.remove_key(5 * 8);
         assert!(t.get(5 * 8).is_none());
-        assert!(t.insert(1000 * 8, [7; WORDS]));
-        assert_eq!(t.get(1000 * 8).unwrap().1[3], 7);
-        // Replacing keeps one entry.
-        assert!(t.insert(1000 * 8, [9; WORDS]));
+        t.insert(2000 * 8, [7; WORDS]);
+        assert!(matches!(t.get(2000 * 8), Some((Loc::Slot(_), v)) if v[3] == 7));
+        // Replacing keeps one entry, wherever the old one was.
+        t.insert(1000 * 8, [9; WORDS]);
         assert_eq!(t.get(1000 * 8).unwrap().1[0], 9);
+        t.remove_key(1000 * 8);
+        assert!(t.get(1000 * 8).is_none());
         // Duplicates: the best by score, then the other.
         let t = HandleTable::new(6);
-        assert!(t.insert_dup(64, [5; WORDS]));
-        assert!(t.insert_dup(64, [3; WORDS]));
+        t.insert_dup(64, [5; WORDS]);
+        t.insert_dup(64, [3; WORDS]);
         let (s, v) = t.get_best(64, |v| v[0]).unwrap();
         assert_eq!(v[0], 3);
         t.remove(s, 64);
         assert_eq!(t.get_best(64, |v| v[0]).unwrap().1[0], 5);
+    }
+
+    #[test]
+    fn thousands_of_entries_of_one_handle() {
+        let t = HandleTable::new(6);
+        for i in 0..5000u64 {
+            t.insert_dup(64, [i; WORDS]);
+        }
+        // Best first, across the array and the spill map.
+        for i in 0..5000u64 {
+            assert_eq!(t.take_best(64, |v| v[0]), Some([i; WORDS]));
+        }
+        assert_eq!(t.take_best(64, |v| v[0]), None);
+        assert_eq!(t.spilled.load(Ordering::Relaxed), 0);
+        let (s, v) = {
+            t.insert_dup(64, [1; WORDS]);
+            t.get(64).unwrap()
+        };
+        t.set_word(s, 2, 42);
+        assert_eq!(t.get(64).unwrap().1[2], 42);
+        assert_eq!(v[0], 1);
     }
 
     #[test]
@@ -193,7 +318,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for i in 0..20_000usize {
                         let key = (th * 1_000_000 + i % 50 + 3) * 16;
-                        assert!(t.insert(key, [i as u64; WORDS]));
+                        t.insert(key, [i as u64; WORDS]);
                         let (s, v) = t.get(key).unwrap();
                         assert_eq!(v[5], i as u64);
                         t.remove(s, key);
@@ -204,5 +329,33 @@ mod tests {
         for h in hs {
             h.join().unwrap();
         }
+    }
+
+    #[test]
+    fn concurrent_shared_handle_every_entry_taken_once() {
+        // Four threads put 3000 entries each under one handle (more than the
+        // array holds) and take them back: each entry comes out exactly once.
+        let t = std::sync::Arc::new(HandleTable::new(8));
+        let hs: Vec<_> = (0..4u64)
+            .map(|th| {
+                let t = t.clone();
+                std::thread::spawn(move || {
+                    for i in 0..3000u64 {
+                        t.insert_dup(64, [th << 40 | i; WORDS]);
+                    }
+                    let mine = |v: &[u64; WORDS]| ((v[0] >> 40 != th) as u64) << 63 | v[0];
+                    (0..3000)
+                        .map(|_| t.take_best(64, mine).unwrap()[0])
+                        .collect::<Vec<u64>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<u64> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        all.sort();
+        let want: Vec<u64> = (0..4u64)
+            .flat_map(|th| (0..3000).map(move |i| th << 40 | i))
+            .collect();
+        assert_eq!(all, want);
+        assert!(t.get(64).is_none());
     }
 }

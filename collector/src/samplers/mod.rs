@@ -92,12 +92,6 @@ pub trait Sampler: Send {
     }
 }
 
-/// Default interval. 100 ms gives 10 points per second of phase, ~36 000
-/// ticks per hour (a few hundred thousand rows, ~1 MB per rank on disk) and
-/// stays far below the RAPL wrap period (32-bit counters of
-/// 15-61 µJ units wrap after 65-262 kJ: minutes at server power); the cost is measured in `benchmarks/samplers.md`.
-pub const DEFAULT_SAMPLE_MS: u64 = 100;
-
 struct Active {
     sampler: Box<dyn Sampler>,
 }
@@ -121,23 +115,13 @@ fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The sampling interval from `HYSCOPE_SAMPLE_MS`: unset or invalid → the
-/// default, `0` → None (no sampler thread; RSS around MPI_Init is still taken).
+/// The sampling interval from `HYSCOPE_SAMPLE_MS`: `0` → None (no sampler
+/// thread; RSS around MPI_Init is still taken).
 pub fn interval() -> Option<Duration> {
-    let ms = match std::env::var("HYSCOPE_SAMPLE_MS") {
-        Ok(v) => match v.trim().parse::<u64>() {
-            Ok(0) => return None,
-            Ok(ms) => ms,
-            Err(_) => {
-                session::warn(&format!(
-                    "HYSCOPE_SAMPLE_MS=`{v}` is not a number of milliseconds; using {DEFAULT_SAMPLE_MS}"
-                ));
-                DEFAULT_SAMPLE_MS
-            }
-        },
-        Err(_) => DEFAULT_SAMPLE_MS,
-    };
-    Some(Duration::from_millis(ms))
+    match session::settings().sample_ms {
+        0 => None,
+        ms => Some(Duration::from_millis(ms)),
+    }
 }
 
 fn record(t: i64, metric: &str, key: i64, value: f64) {

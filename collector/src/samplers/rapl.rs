@@ -19,10 +19,10 @@ use super::{Emit, MetricDef, Probe, Sampler};
 
 /// The sysfs root: `HYSCOPE_SYSFS_ROOT` (tests point it at fixture trees), else `/sys`.
 pub fn sysfs_root() -> PathBuf {
-    match std::env::var_os("HYSCOPE_SYSFS_ROOT") {
-        Some(v) if !v.is_empty() => PathBuf::from(v),
-        _ => PathBuf::from("/sys"),
-    }
+    crate::session::settings()
+        .sysfs_root
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/sys"))
 }
 
 fn read_trim(p: &Path) -> Option<String> {

@@ -70,6 +70,7 @@ pub fn build_env(src: &str, compiler: &str, extra: &[&str], env: &[(&str, &str)]
 pub struct Run {
     pub code: Option<i32>,
     pub dir: PathBuf,
+    pub stdout: String,
     pub stderr: String,
 }
 
@@ -98,6 +99,7 @@ pub fn run_args(prog: &Path, np: u32, name: &str, args: &[&str]) -> Run {
     Run {
         code: out.status.code(),
         dir,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
