@@ -350,6 +350,12 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         .map(|r| r.rank)
         .collect();
     let checked_clock = |rank: u32| on_clock0.contains(&rank);
+    // Each rank's end (its own clock): rows end there at the latest.
+    let exits: HashMap<u32, i64> = manifest
+        .ranks
+        .iter()
+        .filter_map(|r| Some((r.rank, r.exit_ns?)))
+        .collect();
     let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
     for p in omp_parts {
         rank_parts.entry(p.rank).or_default().push(p);
@@ -385,6 +391,9 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
             .map(|((rank, ps), buf)| {
                 let t_decode = std::time::Instant::now();
                 let rows = decode_rank(&ps, &omp_options, buf, bar.as_ref())?;
+                if let Some(&exit) = exits.get(&rank) {
+                    clip_to_exit(rows, exit);
+                }
                 let map = clocks.map(rank).filter(|m| !m.is_identity());
                 let rank_window = if checked_clock(rank) { window } else { raw };
                 let clipped: u64 = rows
@@ -491,8 +500,10 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
             problems.push(clipped_problem(rd.rank, samples, "sample", window));
         }
     }
+    problems.extend(completeness_problems(dir, &manifest));
     let mut data = TraceData {
         dir: dir.to_path_buf(),
+        problems,
         manifest,
         ranks,
         symbols,
@@ -521,6 +532,120 @@ fn clipped_problem(rank: u32, n: u64, what: &str, (lo, hi): (i64, i64)) -> crate
         what: format!("{n} {what} rows have times {span} or end before they start; clipped to it"),
         data_lost: true,
     }
+}
+
+/// End the rows at the process's exit (`RankInfo::exit_ns`, its own clock):
+/// what the runtime closed later (threads and the initial task ending at
+/// shutdown, after the collector encoded the trace) is not the application's
+/// time.
+fn clip_to_exit(rows: &mut [OmpRecord], exit: i64) {
+    rows.par_iter_mut().for_each(|r| {
+        if r.end_ns > exit {
+            r.end_ns = exit.max(r.start_ns.min(exit));
+            r.start_ns = r.start_ns.min(exit);
+        }
+    });
+}
+
+/// What the trace says it lost: each rank that did not finish (and how it
+/// ended), a full disk or another write error, dropped events, and spools
+/// its processes left that were never encoded.
+pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::TraceProblem> {
+    use crate::TraceProblem;
+    let mut problems = Vec::new();
+    let leftovers = hyscope_format::unspool::leftover_processes(dir);
+    for r in &manifest.ranks {
+        if leftovers.iter().any(|p| p.rank == r.rank) {
+            continue; // said below, from what the process left
+        }
+        let file = Some(format!("ranks/rank-{}.json", r.rank));
+        let problem = |what: String| TraceProblem {
+            file: file.clone(),
+            rank: Some(r.rank),
+            what,
+            data_lost: true,
+        };
+        if let Some(end) = r.end.filter(|e| e.is_partial()) {
+            let recovered = if r.recovered {
+                "; its events up to then were recovered from its spool"
+            } else {
+                ""
+            };
+            problems.push(problem(format!(
+                "the trace is partial: rank {} {}{recovered}",
+                r.rank,
+                end.describe()
+            )));
+        }
+        if r.disk_full {
+            problems.push(problem(format!(
+                "the trace is partial: the disk was full while rank {} wrote it; its events from then on are lost",
+                r.rank
+            )));
+        } else if let Some(e) = &r.write_error {
+            problems.push(problem(format!(
+                "the trace is partial: rank {} could not write it ({e}); its events from then on are lost",
+                r.rank
+            )));
+        }
+        if r.dropped_events > 0 {
+            problems.push(problem(format!(
+                "rank {} dropped {} events (its buffers were full or they could not be written)",
+                r.rank, r.dropped_events
+            )));
+        }
+    }
+    for p in leftovers {
+        let note = p.end_note.as_ref().and_then(|(_, n)| *n);
+        let how = match note.map(|n| n.end) {
+            Some(hyscope_format::manifest::ProcessEnd::Running) | None => String::new(),
+            Some(e) => format!("; it {}", e.describe()),
+        };
+        let why = if note.is_some_and(|n| n.disk_full) {
+            format!("the disk was full{how}")
+        } else if how.is_empty() {
+            "the process ended before encoding them".to_string()
+        } else {
+            how.trim_start_matches("; it ").to_string()
+        };
+        let file = p.spools.first().map_or_else(
+            || p.end_note.as_ref().map(|(path, _)| path.clone()),
+            |s| Some(s.path.clone()),
+        );
+        problems.push(TraceProblem {
+            file: file.map(|f| {
+                f.strip_prefix(dir)
+                    .map_or_else(|_| f.display().to_string(), |r| r.display().to_string())
+            }),
+            rank: Some(p.rank),
+            what: format!(
+                "the trace is partial: rank {} (pid {}) left events in spool/ that are not in the trace ({why}); `hyscope record` encodes them after the job when there is room",
+                p.rank, p.pid
+            ),
+            data_lost: true,
+        });
+    }
+    let present: std::collections::BTreeSet<u32> = manifest.ranks.iter().map(|r| r.rank).collect();
+    let missing = (manifest.world_size as usize).saturating_sub(present.len());
+    if missing > 0 {
+        let listed: Vec<String> = (0..manifest.world_size)
+            .filter(|r| !present.contains(r))
+            .take(8)
+            .map(|r| r.to_string())
+            .collect();
+        problems.push(TraceProblem {
+            file: Some(hyscope_format::manifest::RANKS_DIR.to_string()),
+            rank: None,
+            what: format!(
+                "the trace is partial: {missing} of {} ranks left no rank file (rank {}{})",
+                manifest.world_size,
+                listed.join(", "),
+                if missing > listed.len() { ", …" } else { "" }
+            ),
+            data_lost: true,
+        });
+    }
+    problems
 }
 
 /// Resolved addresses with the same source location map to the smallest of them.

@@ -1334,10 +1334,13 @@ pub fn analyze_omp(
         barrier.sync_overhead_s = 0.0;
     }
 
+    let lost = data.problems.iter().any(|p| p.data_lost);
     let no_omp = || {
-        if data.problems.iter().any(|p| p.data_lost) {
-            // Lost data is not a missing runtime: say what is known.
-            "no OpenMP events in what the trace kept: it is partial (see its problems)".to_string()
+        if lost {
+            // Never a missing runtime where the trace lost data: the events
+            // may have been there (see the trace's integrity).
+            "no OpenMP events in the trace: it is partial (see the problems listed first)"
+                .to_string()
         } else if data.manifest.openmp.is_none() {
             "no OpenMP events: the program did not use an OMPT-capable runtime (libgomp has no OMPT)".to_string()
         } else {

@@ -39,14 +39,23 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use hyscope_format::manifest::EventCounts;
+use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStringExt;
+
+use hyscope_format::manifest::{EventCounts, ProcessEnd};
 use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, Table};
-use hyscope_format::spool::{SpoolRecord, SpoolWriter, decode_payload};
+use hyscope_format::spool::{
+    FRAME_HEADER_LEN, RECORD_ROOM, SpoolRecord, SpoolWriter, decode_payload, file_header,
+    tail_frame_header,
+};
 use hyscope_format::spool_block::{Block, Stream};
-use hyscope_format::unspool::{Unspool, spool_to_parts};
+use hyscope_format::unspool::{
+    EndNote, Unspool, end_note_name, maps_file_name, note_addresses, spool_file_name,
+    spool_to_parts,
+};
 use hyscope_format::writer::{PartWriter, WriterOptions};
 
 use crate::session;
@@ -72,6 +81,8 @@ pub struct ThreadSlot {
     parallel_depth: AtomicPtr<AtomicU32>,
     /// Per-thread state of the MPI wrappers.
     pub mpi_thread: crate::mpi::MpiThread,
+    /// The slot registered before this one ([`SLOT_LIST`]).
+    next: AtomicPtr<ThreadSlot>,
 }
 
 // SAFETY: the `bases` of the streams are touched only by the slot's own
@@ -85,6 +96,9 @@ hyscope_ompt::thread_ptr! {
 
 static NEXT_THREAD: AtomicU32 = AtomicU32::new(0);
 static SLOTS: Mutex<Vec<&'static ThreadSlot>> = Mutex::new(Vec::new());
+/// The same slots as a lock-free list (newest first), for the crash handler,
+/// which may not take a lock.
+static SLOT_LIST: AtomicPtr<ThreadSlot> = AtomicPtr::new(ptr::null_mut());
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Set once anything was recorded: the exit path then writes the rank's files.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -109,9 +123,19 @@ fn new_slot() -> &'static ThreadSlot {
         mpi: Stream::new(),
         parallel_depth: AtomicPtr::new(ptr::null_mut()),
         mpi_thread: crate::mpi::MpiThread::new(),
+        next: AtomicPtr::new(ptr::null_mut()),
     }));
-    slot_ptr::set(slot as *const ThreadSlot as *mut ThreadSlot);
+    let p = slot as *const ThreadSlot as *mut ThreadSlot;
+    slot_ptr::set(p);
     lock(&SLOTS).push(slot);
+    let mut head = SLOT_LIST.load(Ordering::Acquire);
+    loop {
+        slot.next.store(head, Ordering::Relaxed);
+        match SLOT_LIST.compare_exchange_weak(head, p, Ordering::Release, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(h) => head = h,
+        }
+    }
     slot
 }
 
@@ -187,9 +211,11 @@ pub fn is_active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
-/// Mark the process as one whose trace files must be written at exit.
+/// Mark the process as one whose trace files must be written at exit, and
+/// start its writer thread (which spools the events continuously).
 pub fn mark_active() {
     ACTIVE.store(true, Ordering::Relaxed);
+    ensure_writer();
 }
 
 /// Append one OpenMP interval to the calling thread's buffer.
@@ -366,7 +392,39 @@ static QUEUE: Queue = Queue {
     ready: Condvar::new(),
 };
 static SAMPLES: Mutex<Vec<SampleRecord>> = Mutex::new(Vec::new());
-static WRITER_STARTED: OnceLock<bool> = OnceLock::new();
+/// The process whose writer thread runs (a forked child starts its own).
+static WRITER_PID: AtomicU32 = AtomicU32::new(0);
+
+/// How often the writer thread spools the rows of the threads' current
+/// blocks, so that a process killed without warning (SIGKILL) loses at most
+/// about this much of its events.
+const FLUSH_EVERY: Duration = Duration::from_millis(400);
+
+/// Who may write to the spool files: the holder of the writer lock while the
+/// gate is open (it is busy while it writes), or, once and for good, the
+/// crash handler ([`emergency_flush`]), which closes it. The handler waits
+/// for a busy writer to finish its frame, so no frame is written twice or
+/// cut by the other.
+static GATE: AtomicU32 = AtomicU32::new(GATE_OPEN);
+const GATE_OPEN: u32 = 0;
+const GATE_BUSY: u32 = 1;
+const GATE_CLOSED: u32 = 2;
+
+/// Enter the gate (writer lock held); false once the crash handler closed it.
+fn gate_enter() -> bool {
+    GATE.compare_exchange(GATE_OPEN, GATE_BUSY, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+}
+
+fn gate_leave() {
+    let _ = GATE.compare_exchange(GATE_BUSY, GATE_OPEN, Ordering::Release, Ordering::Relaxed);
+}
+
+/// True once the crash handler (or `MPI_Abort`) spooled everything: the
+/// spools are final and nothing more is written to them.
+pub fn spool_closed() -> bool {
+    GATE.load(Ordering::Acquire) == GATE_CLOSED
+}
 
 /// Register [`forget_parents_events`] to run in the child of every `fork`.
 pub fn install_fork_handler() {
@@ -414,21 +472,37 @@ extern "C" fn forget_parents_events() {
 fn hand_off(item: Full) {
     lock(&QUEUE.items).push(item);
     QUEUE.ready.notify_one();
-    WRITER_STARTED.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("hyscope-writer".into())
-            .spawn(writer_loop)
-            .map_err(|e| session::warn(&format!("cannot start the writer thread: {e}")))
-            .is_ok()
-    });
+    ensure_writer();
+}
+
+/// Start this process's writer thread unless it runs.
+fn ensure_writer() {
+    let pid = std::process::id();
+    let running = WRITER_PID.load(Ordering::Relaxed);
+    if running == pid
+        || WRITER_PID
+            .compare_exchange(running, pid, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    if let Err(e) = std::thread::Builder::new()
+        .name("hyscope-writer".into())
+        .spawn(writer_loop)
+    {
+        session::warn(&format!("cannot start the writer thread: {e}"));
+    }
 }
 
 fn writer_loop() {
+    crate::guarded(session::on_recording_start);
+    let mut flushed = std::time::Instant::now();
     loop {
         {
             let mut q = lock(&QUEUE.items);
-            while q.is_empty() {
-                q = match QUEUE.ready.wait_timeout(q, Duration::from_secs(1)) {
+            let wait = FLUSH_EVERY.saturating_sub(flushed.elapsed());
+            if q.is_empty() && !wait.is_zero() {
+                q = match QUEUE.ready.wait_timeout(q, wait) {
                     Ok((q, _)) => q,
                     Err(p) => p.into_inner().0,
                 };
@@ -439,9 +513,20 @@ fn writer_loop() {
         // or waits until they are written, so none is written after the flush
         // closed the parts and the symbols were resolved.
         let mut writer = lock(&WRITER);
+        if !gate_enter() {
+            return; // the crash handler wrote everything
+        }
         let items = std::mem::take(&mut *lock(&QUEUE.items));
         let mpi = items.iter().any(|i| matches!(i, Full::Mpi(_)));
         writer.write_items(items);
+        if flushed.elapsed() >= FLUSH_EVERY {
+            // The rows of the threads' current blocks too: bounded delay to disk.
+            let cpu = thread_cpu_ns();
+            writer.flush_streams();
+            writer.cpu_ns += thread_cpu_ns().saturating_sub(cpu);
+            flushed = std::time::Instant::now();
+        }
+        gate_leave();
         drop(writer);
         // Allocating (and touching) blocks is the writer's job, not the
         // recording threads'.
@@ -542,6 +627,15 @@ impl Writer {
         }
     }
 
+    /// Spool the rows of every thread's current blocks not spooled yet.
+    fn flush_streams(&mut self) {
+        let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
+        for slot in slots {
+            self.flush_stream(&slot.omp, "omp", |w| &mut w.omp);
+            self.flush_stream(&slot.mpi, "mpi", |w| &mut w.mpi);
+        }
+    }
+
     /// Spool the rows of a thread's current block not spooled yet (flush).
     fn flush_stream<T: Unspool>(
         &mut self,
@@ -555,6 +649,9 @@ impl Writer {
         }
         // SAFETY: see the module documentation: bytes below len are stable.
         let block = unsafe { &*b };
+        if block.rows.load(Ordering::Relaxed) <= block.taken.load(Ordering::Relaxed) {
+            return; // nothing new (rows only grows, and is counted before len is published)
+        }
         let (rows, decoded) = current_rows(block);
         let taken = block.taken.load(Ordering::Relaxed);
         if rows.len() > taken {
@@ -573,7 +670,7 @@ impl Writer {
         match result {
             Some(Ok(())) => {}
             Some(Err(e)) => {
-                session::warn(&format!("cannot write the trace ({e}); events are dropped"));
+                output_failed_with(&e);
                 self.broken = true;
                 DROPPED.fetch_add(n as u64, Ordering::Relaxed);
             }
@@ -593,7 +690,7 @@ impl Writer {
         match result {
             Some(Ok(())) => self.counts.samples += n,
             Some(Err(e)) => {
-                session::warn(&format!("cannot write the trace ({e}); events are dropped"));
+                output_failed_with(&e.to_string());
                 self.broken = true;
                 DROPPED.fetch_add(n, Ordering::Relaxed);
             }
@@ -620,7 +717,7 @@ impl Writer {
             ) {
                 Ok(w) => self.samples = Some(w),
                 Err(e) => {
-                    session::warn(&format!("cannot write the trace ({e}); events are dropped"));
+                    output_failed_with(&e.to_string());
                     self.broken = true;
                     return None;
                 }
@@ -675,11 +772,7 @@ fn open_spool<'a, R: Unspool>(
     }
     if spool.is_none() {
         let dir = session::trace_dir()?.join("spool");
-        let path = dir.join(format!(
-            "{table}-rank{}-pid{}.spool",
-            session::rank(),
-            std::process::id()
-        ));
+        let path = dir.join(spool_file_name(table, session::rank(), std::process::id()));
         match create_spool(&dir, &path) {
             Ok(w) => *spool = Some(w),
             Err(e) => return Some(Err(e)),
@@ -751,7 +844,7 @@ fn encode_spool<R: Unspool>(
     let Some(dir) = session::trace_dir() else {
         return 0;
     };
-    let mut note = |rows: &[R]| note_addresses(addresses, rows.iter().map(|r| r.address()));
+    let mut note = |rows: &[R]| note_addresses(addresses, rows);
     match spool_to_parts::<R>(
         &path,
         &dir,
@@ -795,16 +888,16 @@ fn encoder_threads() -> usize {
 pub fn flush_all() {
     // The writer lock first: see writer_loop.
     let mut w = lock(&WRITER);
+    if !gate_enter() {
+        return; // the crash handler spooled everything; `hyscope record` encodes it
+    }
     let items = std::mem::take(&mut *lock(&QUEUE.items));
     let samples = std::mem::take(&mut *lock(&SAMPLES));
-    let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
     w.write_items_untimed(items);
     w.write_samples(&samples);
-    for slot in slots {
-        w.flush_stream(&slot.omp, "omp", |w| &mut w.omp);
-        w.flush_stream(&slot.mpi, "mpi", |w| &mut w.mpi);
-    }
+    w.flush_streams();
     w.encode_spools();
+    gate_leave();
 }
 
 /// CPU time the writer thread spent so far (spooling events, writing samples), ns.
@@ -838,18 +931,6 @@ pub fn written_counts() -> EventCounts {
     lock(&WRITER).counts
 }
 
-/// Add non-zero addresses to the set, skipping runs of the same address (the
-/// common case: one thread repeating one construct) to keep the set cheap.
-fn note_addresses(set: &mut BTreeSet<u64>, addresses: impl Iterator<Item = u64>) {
-    let mut last = 0;
-    for a in addresses {
-        if a != 0 && a != last {
-            set.insert(a);
-            last = a;
-        }
-    }
-}
-
 /// Distinct code addresses written so far (OpenMP codeptrs and MPI call sites).
 pub fn seen_addresses() -> Vec<u64> {
     lock(&WRITER).addresses.iter().copied().collect()
@@ -858,4 +939,366 @@ pub fn seen_addresses() -> Vec<u64> {
 /// Lock, ignoring poisoning: a panic elsewhere must not stop recording.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The trace cannot be written (the first error): one warning, and the
+/// rank's info and end note say so (a full disk by name).
+fn output_failed_with(error: &str) {
+    let disk_full = hyscope_format::error::is_disk_full_message(error);
+    if disk_full {
+        DISK_FULL.store(true, Ordering::Relaxed);
+        session::warn(&format!(
+            "the disk of the trace directory is full ({error}); events from now on are dropped"
+        ));
+    } else {
+        session::warn(&format!(
+            "cannot write the trace ({error}); events are dropped"
+        ));
+    }
+    session::with_rank_info(|r| {
+        r.disk_full |= disk_full;
+        r.write_error.get_or_insert_with(|| error.to_string());
+    });
+    write_end_note(ProcessEnd::Running);
+}
+
+/// Writing the trace failed because the disk was full.
+static DISK_FULL: AtomicBool = AtomicBool::new(false);
+
+/// What the crash handler needs, prepared beforehand (it may not allocate):
+/// the spool paths and the end note's open descriptor of this process.
+struct Emergency {
+    pid: u32,
+    omp: CString,
+    mpi: CString,
+    note_path: std::path::PathBuf,
+    note_fd: libc::c_int,
+    /// The copy of the module map (`hyscope record` resolves symbols with it).
+    maps_path: std::path::PathBuf,
+}
+
+static EMERGENCY: AtomicPtr<Emergency> = AtomicPtr::new(ptr::null_mut());
+
+/// Prepare the crash handler's paths and write this process's end note
+/// (`running`), at the start of recording and again when MPI_Init confirms
+/// the rank. A process killed later leaves the note for `hyscope record`,
+/// which tells from it how the process ended.
+pub fn prepare_emergency() {
+    let Some(dir) = session::trace_dir() else {
+        return;
+    };
+    let spool = dir.join("spool");
+    let (rank, pid) = (session::rank(), std::process::id());
+    let note_path = spool.join(end_note_name(rank, pid));
+    let old = EMERGENCY.load(Ordering::Acquire);
+    // SAFETY: prepared states are leaked, never freed.
+    if let Some(old) = unsafe { old.as_ref() }
+        && old.pid == pid
+        && old.note_path == note_path
+    {
+        return;
+    }
+    if let Err(e) = std::fs::create_dir_all(&spool) {
+        session::warn(&format!("cannot create {} ({e})", spool.display()));
+        return;
+    }
+    let c = |p: std::path::PathBuf| CString::new(p.into_os_string().into_vec()).ok();
+    let (Some(omp), Some(mpi), Some(note)) = (
+        c(spool.join(spool_file_name("omp", rank, pid))),
+        c(spool.join(spool_file_name("mpi", rank, pid))),
+        c(note_path.clone()),
+    ) else {
+        return;
+    };
+    // SAFETY: a valid C path; the descriptor stays open for the process's life.
+    let fd = unsafe {
+        libc::open(
+            note.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    let maps_path = spool.join(maps_file_name(rank, pid));
+    crate::symbols::write_maps(&maps_path);
+    let e = Box::into_raw(Box::new(Emergency {
+        pid,
+        omp,
+        mpi,
+        note_path,
+        note_fd: fd,
+        maps_path,
+    }));
+    let old = EMERGENCY.swap(e, Ordering::AcqRel);
+    // SAFETY: as above; the old note (another rank number) is no longer this process's.
+    if let Some(old) = unsafe { old.as_ref() }
+        && old.pid == pid
+    {
+        let _ = std::fs::remove_file(&old.note_path);
+        let _ = std::fs::remove_file(&old.maps_path);
+    }
+    write_end_note(ProcessEnd::Running);
+}
+
+/// Rewrite this process's end note in place (async-signal-safe: one `pwrite`
+/// of a fixed size into blocks the file already has).
+pub fn write_end_note(end: ProcessEnd) {
+    let e = EMERGENCY.load(Ordering::Acquire);
+    // SAFETY: prepared states are leaked, never freed; getpid is async-signal-safe.
+    let Some(e) = (unsafe { e.as_ref() }) else {
+        return;
+    };
+    if e.pid != unsafe { libc::getpid() } as u32 {
+        return;
+    }
+    let note = EndNote {
+        end,
+        disk_full: DISK_FULL.load(Ordering::Relaxed),
+        dropped: DROPPED.load(Ordering::Relaxed),
+    }
+    .encode();
+    // SAFETY: the buffer is valid for its length.
+    unsafe { libc::pwrite(e.note_fd, note.as_ptr().cast(), note.len(), 0) };
+}
+
+/// The process ended normally and its rank file says so: its end note and
+/// the copy of its module map go.
+pub fn remove_end_note() {
+    if let Some(e) = own_emergency() {
+        let _ = std::fs::remove_file(&e.note_path);
+        let _ = std::fs::remove_file(&e.maps_path);
+    }
+}
+
+/// Copy the module map again (it may have grown since), before the spools
+/// are encoded and resolved against it.
+pub fn refresh_maps() {
+    if let Some(e) = own_emergency() {
+        crate::symbols::write_maps(&e.maps_path);
+    }
+}
+
+fn own_emergency() -> Option<&'static Emergency> {
+    // SAFETY: prepared states are leaked, never freed.
+    unsafe { EMERGENCY.load(Ordering::Acquire).as_ref() }.filter(|e| e.pid == std::process::id())
+}
+
+/// Spool every recorded event not spooled yet, from a signal handler or
+/// `MPI_Abort`, and write the end note: async-signal-safe (no lock waited
+/// for, no allocation; `open`, `writev`, `pwrite`, `nanosleep` only). Each
+/// thread's current block, and each block queued for the writer, goes to
+/// its table's spool as one tail frame (`hyscope_format::spool::TAIL_FLAG`)
+/// that skips the rows an earlier flush spooled. Afterwards the spools are
+/// closed for good ([`spool_closed`]). Returns false when it had nothing to
+/// do (not prepared, another process's state, or already done).
+pub fn emergency_flush(end: ProcessEnd) -> bool {
+    let e = EMERGENCY.load(Ordering::Acquire);
+    // SAFETY: as in write_end_note.
+    let Some(e) = (unsafe { e.as_ref() }) else {
+        return false;
+    };
+    if e.pid != unsafe { libc::getpid() } as u32 {
+        return false;
+    }
+    // Wait (up to 2 s) for a writer in the middle of a frame; it may be the
+    // interrupted thread itself, so never forever.
+    let mut waited = 0;
+    loop {
+        match GATE.compare_exchange(GATE_OPEN, GATE_CLOSED, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(GATE_CLOSED) => return false,
+            Err(_) if waited >= 2000 => {
+                GATE.store(GATE_CLOSED, Ordering::Release);
+                break;
+            }
+            Err(_) => {
+                let ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 1_000_000,
+                };
+                // SAFETY: a valid timespec.
+                unsafe { libc::nanosleep(&ts, ptr::null_mut()) };
+                waited += 1;
+            }
+        }
+    }
+    emergency_spool(
+        &e.omp,
+        Table::Omp,
+        |s| &s.omp,
+        |f| match f {
+            Full::Omp(b) => Some(*b),
+            _ => None,
+        },
+    );
+    emergency_spool(
+        &e.mpi,
+        Table::Mpi,
+        |s| &s.mpi,
+        |f| match f {
+            Full::Mpi(b) => Some(*b),
+            _ => None,
+        },
+    );
+    emergency_held(&e.omp);
+    write_end_note(end);
+    true
+}
+
+/// Bytes for the frames of the intervals the OMPT adapter holds back, encoded
+/// by [`emergency_held`] (after the gate closed: one user).
+struct HeldFrames(std::cell::UnsafeCell<[u8; HELD_FRAME_BYTES]>);
+// SAFETY: used only by the one emergency flush that closed the gate.
+unsafe impl Sync for HeldFrames {}
+const HELD_FRAME_BYTES: usize = 64 * 1024;
+static HELD_FRAMES: HeldFrames = HeldFrames(std::cell::UnsafeCell::new([0; HELD_FRAME_BYTES]));
+
+/// Spool the intervals the OMPT adapter holds back (each thread's last
+/// region's, until the next one begins), encoded here as ordinary frames.
+fn emergency_held(path: &CStr) {
+    // SAFETY: see HeldFrames.
+    let buf = unsafe { &mut *HELD_FRAMES.0.get() };
+    let mut bases = [OmpRecord::default(); <OmpRecord as SpoolRecord>::KEYS];
+    let mut pos = FRAME_HEADER_LEN;
+    let mut rows = 0u32;
+    let mut fd = -1;
+    let mut put_frame = |buf: &mut [u8; HELD_FRAME_BYTES], pos: usize, rows: u32| {
+        if rows == 0 {
+            return;
+        }
+        if fd < 0 {
+            // SAFETY: a valid C path; plain system calls.
+            fd = unsafe {
+                libc::open(
+                    path.as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+                    0o644,
+                )
+            };
+            if fd < 0 {
+                return;
+            }
+            if unsafe { libc::lseek(fd, 0, libc::SEEK_END) } == 0 {
+                write_all_raw(fd, &[&file_header(Table::Omp)]);
+            }
+        }
+        buf[..4].copy_from_slice(&rows.to_le_bytes());
+        buf[4..8].copy_from_slice(&((pos - FRAME_HEADER_LEN) as u32).to_le_bytes());
+        write_all_raw(fd, &[&buf[..pos]]);
+    };
+    hyscope_ompt::for_each_held(|rec| {
+        if pos + RECORD_ROOM > HELD_FRAME_BYTES {
+            put_frame(buf, pos, rows);
+            (pos, rows) = (FRAME_HEADER_LEN, 0);
+            bases = [OmpRecord::default(); <OmpRecord as SpoolRecord>::KEYS];
+        }
+        let room: &mut [u8; RECORD_ROOM] = (&mut buf[pos..pos + RECORD_ROOM])
+            .try_into()
+            .expect("room checked");
+        pos += OmpRecord::put_in(&bases, rec, room);
+        bases[rec.key()] = *rec;
+        rows += 1;
+    });
+    put_frame(buf, pos, rows);
+    if fd >= 0 {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// One table's part of [`emergency_flush`].
+fn emergency_spool<T: SpoolRecord>(
+    path: &CStr,
+    table: Table,
+    stream_of: fn(&ThreadSlot) -> &Stream<T>,
+    queued: fn(&Full) -> Option<*mut Block<T>>,
+) {
+    // SAFETY: a valid C path; plain system calls.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    let mut header_written = unsafe { libc::lseek(fd, 0, libc::SEEK_END) } > 0;
+    let mut tail = |block: &Block<T>| {
+        let len = block.len.load(Ordering::Acquire);
+        let taken = block.taken.load(Ordering::Relaxed);
+        if len == 0 || block.rows.load(Ordering::Relaxed) <= taken {
+            return;
+        }
+        let Some(head) = tail_frame_header(taken as u32, len as u32) else {
+            return;
+        };
+        if !header_written {
+            header_written = write_all_raw(fd, &[&file_header(table)]);
+        }
+        // SAFETY: len was read with acquire; the owner writes only past it.
+        write_all_raw(fd, &[&head, unsafe { block.bytes(len) }]);
+    };
+    let mut p = SLOT_LIST.load(Ordering::Acquire);
+    // SAFETY: slots are leaked, never freed; the list only grows at its head.
+    while let Some(slot) = unsafe { p.as_ref() } {
+        let b = stream_of(slot).block.load(Ordering::Acquire);
+        // SAFETY: blocks are never freed.
+        if let Some(block) = unsafe { b.as_ref() } {
+            tail(block);
+        }
+        p = slot.next.load(Ordering::Acquire);
+    }
+    // The queue's lock is a CAS when free; held (by the interrupted thread
+    // itself, perhaps), its blocks are left out rather than waited for.
+    if let Ok(items) = QUEUE.items.try_lock() {
+        for item in items.iter() {
+            // SAFETY: queued blocks belong to the writer, which the gate stopped.
+            if let Some(block) = queued(item).and_then(|b| unsafe { b.as_ref() }) {
+                tail(block);
+            }
+        }
+    }
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+}
+
+/// `writev` all of `parts` to `fd` (async-signal-safe); false on an error.
+fn write_all_raw(fd: libc::c_int, parts: &[&[u8]]) -> bool {
+    let mut iov = [libc::iovec {
+        iov_base: ptr::null_mut(),
+        iov_len: 0,
+    }; 2];
+    let n = parts.len().min(iov.len());
+    for (v, p) in iov.iter_mut().zip(parts) {
+        *v = libc::iovec {
+            iov_base: p.as_ptr() as *mut libc::c_void,
+            iov_len: p.len(),
+        };
+    }
+    let mut first = 0;
+    while first < n {
+        // SAFETY: the iovecs point into live slices.
+        let w = unsafe { libc::writev(fd, iov[first..n].as_ptr(), (n - first) as libc::c_int) };
+        if w < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return false;
+        }
+        let mut w = w as usize;
+        while first < n && w >= iov[first].iov_len {
+            w -= iov[first].iov_len;
+            first += 1;
+        }
+        if first < n {
+            // SAFETY: advancing inside the same slice.
+            iov[first].iov_base = unsafe { (iov[first].iov_base as *mut u8).add(w) }.cast();
+            iov[first].iov_len -= w;
+        }
+    }
+    true
 }

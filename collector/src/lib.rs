@@ -6,12 +6,14 @@
 //! - [`events`]: per-thread buffers, the writer thread, `flush_all`;
 //! - [`session`]: configuration, rank, trace directory, manifest, warnings, exit path;
 //! - [`symbols`]: code addresses → function, file:line at exit;
+//! - [`crash`]: fatal-signal handlers that spool every recorded event first;
 //! - [`mpi`]: PMPI wrappers; [`samplers`]: sampled metrics.
 //!
 //! The OMPT adapter lives in the `hyscope-ompt` crate; this crate exports
 //! `ompt_start_tool` and is its sink.
 
 pub mod clock;
+pub mod crash;
 pub mod events;
 pub mod mpi;
 pub mod samplers;
@@ -106,6 +108,7 @@ fn start() {
             // SAFETY: registering a plain extern "C" function.
             unsafe { libc::atexit(at_exit) };
             events::install_fork_handler();
+            crash::install();
             samplers::start();
         });
     });

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use hyscope_format::Manifest;
-use hyscope_format::manifest::{RankInfo, ThreadCpus};
+use hyscope_format::manifest::{ProcessEnd, RankInfo, ThreadCpus};
 use hyscope_format::settings::Settings;
 use hyscope_format::trace_name;
 
@@ -232,6 +232,82 @@ pub fn checkpoint() {
     }
 }
 
+/// The writer thread started (the process records something): prepare the
+/// crash handler's paths, write the end note and the rank file early (a
+/// process killed later still has its identity in the trace), and for rank
+/// 0 a draft manifest unless one exists (MPI_Init replaces it).
+pub fn on_recording_start() {
+    events::prepare_emergency();
+    write_early_rank_file();
+    if let Some(dir) = trace_dir()
+        && rank() == 0
+        && !MPI_SEEN.load(Ordering::Relaxed)
+        && !dir.join(hyscope_format::manifest::MANIFEST_FILE).exists()
+    {
+        let manifest = with_manifest(|m| m.clone());
+        if let Err(e) = manifest.write(&dir) {
+            warn(&format!("cannot write the manifest ({e})"));
+        }
+    }
+}
+
+/// After MPI_Init: the rank is confirmed and the clock offset measured. The
+/// crash handler's paths and the early rank file follow the rank, and the
+/// handlers go back in front of those the MPI library installed.
+pub fn on_mpi_ready() {
+    events::prepare_emergency();
+    write_early_rank_file();
+    crate::crash::install();
+}
+
+/// `ranks/rank-<r>.json` saying the process is running: what recovery after a
+/// kill knows of it (host, pid, CPUs, clock offsets).
+fn write_early_rank_file() {
+    let Some(dir) = trace_dir() else {
+        return;
+    };
+    let mut info = rank_info_snapshot();
+    info.end = Some(ProcessEnd::Running);
+    if let Err(e) = info.write(&dir) {
+        warn(&format!("cannot write the rank file ({e})"));
+    }
+}
+
+/// `MPI_Abort` was called: spool everything now (the launcher kills every
+/// rank right after), note how the process ended, and write its rank file.
+/// `hyscope record` encodes the spools after the job.
+pub fn abort(code: i32) {
+    warn("MPI_Abort called; the trace ends here");
+    if !events::is_active() || !events::emergency_flush(ProcessEnd::Aborted { code }) {
+        return;
+    }
+    let Some(dir) = trace_dir() else {
+        return;
+    };
+    let mut info = rank_info_snapshot();
+    info.end = Some(ProcessEnd::Aborted { code });
+    if let Err(e) = info.write(&dir) {
+        warn(&format!("cannot write the rank file ({e})"));
+        return;
+    }
+    // The spools are complete on disk now: encode them here too, so the trace
+    // is whole without `hyscope record` (which would do it after the job).
+    events::refresh_maps();
+    let pid = std::process::id();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for p in hyscope_format::unspool::leftover_processes(&dir) {
+        if (p.rank, p.pid) != (rank(), pid) {
+            continue;
+        }
+        match hyscope_format::unspool::recover_process(&dir, &p, threads) {
+            Ok(_) => {}
+            Err(e) => warn(&format!(
+                "cannot encode the trace ({e}); `hyscope record` retries"
+            )),
+        }
+    }
+}
+
 /// The exit path: flush, resolve symbols, write `ranks/rank-<r>.json` and, for
 /// programs without MPI (or where MPI did not take it over), rank 0 writes
 /// `manifest.json`. Runs at `atexit` and at OMPT finalize; later runs add what
@@ -241,23 +317,45 @@ pub fn finish() {
     if !events::is_active() {
         return;
     }
-    EXITING.store(true, Ordering::Relaxed);
+    if events::spool_closed() {
+        // A crash handler or MPI_Abort spooled everything and wrote the end
+        // note; `hyscope record` encodes the spools.
+        return;
+    }
+    if !EXITING.swap(true, Ordering::Relaxed) {
+        // The application's end: what comes after is the collector's.
+        let now = clock::now_ns();
+        with_rank_info(|r| r.exit_ns = Some(now));
+    }
     hyscope_ompt::before_exit_flush();
     events::flush_all();
     let Some(dir) = trace_dir() else {
         return;
     };
     if events::output_failed() {
-        // Already reported once; the application's output stays untouched otherwise.
+        // Already reported once; the application's output stays untouched
+        // otherwise. The end note says the process finished (and why its
+        // trace is short); so does the rank file if there is room for it.
+        events::write_end_note(ProcessEnd::Finished);
+        // The note stays: the spools it left are for `hyscope record`.
+        let mut info = rank_info_snapshot();
+        info.end = Some(ProcessEnd::Finished);
+        let _ = info.write(&dir);
         return;
     }
     symbols::write_new(&dir, rank());
     let mut info = rank_info_snapshot();
     info.finished = true;
+    info.end = Some(ProcessEnd::Finished);
     if let Err(e) = info.write(&dir) {
-        warn(&format!("cannot write the rank file ({e})"));
+        // The end note (written in place, no new blocks) says it instead.
+        events::write_end_note(ProcessEnd::Finished);
+        if !info.disk_full {
+            warn(&format!("cannot write the rank file ({e})"));
+        }
         return;
     }
+    events::remove_end_note();
     if rank() == 0 && !MANIFEST_BY_MPI.load(Ordering::Relaxed) {
         let mut manifest = with_manifest(|m| m.clone());
         if let Some(omp) = hyscope_ompt::openmp_info() {

@@ -29,6 +29,11 @@ pub enum FormatError {
 }
 
 impl FormatError {
+    /// True when the error is the disk (or the quota) being full.
+    pub fn is_disk_full(&self) -> bool {
+        is_disk_full_message(&self.to_string())
+    }
+
     pub fn io(path: &Path, source: std::io::Error) -> FormatError {
         FormatError::Io {
             path: path.to_path_buf(),
@@ -55,4 +60,11 @@ impl FormatError {
             | FormatError::Invalid { path, .. } => path,
         }
     }
+}
+
+/// True when an error's text is the disk (or the quota) being full: an I/O
+/// error shows its errno as `(os error N)` whatever the locale, also when
+/// another library (Parquet) wrapped it into text.
+pub fn is_disk_full_message(text: &str) -> bool {
+    text.contains("(os error 28)") || text.contains("(os error 122)")
 }

@@ -9,6 +9,7 @@
 //! - [`reader`]: open a trace, list ranks and parts, scan tables with projection,
 //!   rank and time-range filters;
 //! - [`records`]: conversions between record batches and records;
+//! - [`symbolize`]: code addresses → function, file:line from a module map;
 //! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests;
 //! - [`spool`]: the compact raw record file the collector appends to during the
 //!   run, encoded to Parquet after it;
@@ -26,6 +27,7 @@ pub mod schema;
 pub mod settings;
 pub mod spool;
 pub mod spool_block;
+pub mod symbolize;
 pub mod synthetic;
 pub mod trace_name;
 pub mod unspool;

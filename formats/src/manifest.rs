@@ -112,6 +112,92 @@ pub struct RankInfo {
     pub communicators: Vec<CommMembership>,
     /// Process exit status as far as the collector saw it (None if it did not finish cleanly).
     pub finished: bool,
+    /// How the process ended ([`ProcessEnd`]); None in traces before this field.
+    pub end: Option<ProcessEnd>,
+    /// Writing this rank's trace failed (the first error, e.g. "No space left
+    /// on device"): its events from then on are lost.
+    pub write_error: Option<String>,
+    /// The disk of the trace directory was full: events were lost.
+    pub disk_full: bool,
+    /// The process ended before it encoded its spool; `hyscope record`
+    /// encoded it after the job (these counts include what it recovered).
+    pub recovered: bool,
+    /// The collector's clock when the process's exit began, before the
+    /// trace was encoded: the application's end. Intervals the runtime
+    /// closes later (OpenMP threads ending at shutdown) end here for the
+    /// analysis, so the encoding never counts as run time.
+    pub exit_ns: Option<i64>,
+}
+
+/// How a process ended, as its rank file tells it: the collector writes
+/// `running` early (at `MPI_Init`, or when it starts writing), the exit path
+/// `finished`, its crash handler `signal` or `aborted`; `hyscope record`
+/// turns a `running` left behind into `killed` (ended without a word: SIGKILL,
+/// or the node went away).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ProcessEnd {
+    Running,
+    Finished,
+    /// Ended by a signal the collector caught (its handler flushed the events first).
+    Signal {
+        signal: i32,
+    },
+    /// Called `MPI_Abort` with this error code.
+    Aborted {
+        code: i32,
+    },
+    /// Ended without running any of the collector's code (SIGKILL): events of
+    /// its last moments (up to a second) are lost.
+    Killed,
+}
+
+impl ProcessEnd {
+    /// True when the process did not reach its normal end.
+    pub fn is_partial(&self) -> bool {
+        !matches!(self, ProcessEnd::Finished)
+    }
+
+    /// What happened, as a user reads it after "rank N ": e.g. "crashed with
+    /// signal 11 (SIGSEGV)".
+    pub fn describe(&self) -> String {
+        match *self {
+            ProcessEnd::Running => "did not finish (its trace says it was still running)".into(),
+            ProcessEnd::Finished => "finished".into(),
+            ProcessEnd::Signal { signal } => {
+                let name = signal_name(signal);
+                if matches!(signal, 4 | 6 | 7 | 8 | 11) {
+                    format!("crashed with signal {signal} ({name})")
+                } else {
+                    format!("was killed by signal {signal} ({name})")
+                }
+            }
+            ProcessEnd::Aborted { code } => format!("called MPI_Abort (error code {code})"),
+            ProcessEnd::Killed => {
+                "was killed without warning (e.g. SIGKILL); its last second of events may be lost"
+                    .into()
+            }
+        }
+    }
+}
+
+/// The usual name of a Linux signal number.
+pub fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        _ => "signal",
+    }
 }
 
 /// A communicator as one member rank saw it created ([`RankInfo::communicators`]).

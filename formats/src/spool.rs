@@ -14,7 +14,9 @@
 //! ```
 //!
 //! Each frame is one [`SpoolWriter::append`] call and decodes on its own: the
-//! delta state resets to `Default` at the start of every frame. A process
+//! delta state resets to `Default` at the start of every frame. A frame whose
+//! row count has [`TAIL_FLAG`] set is a tail frame: a whole block whose first
+//! records an earlier frame holds (written by the collector's crash handler). A process
 //! killed mid-write leaves a cut last frame, which the reader reports with
 //! [`SpoolReader::truncated`] after returning every complete frame.
 //!
@@ -74,6 +76,12 @@ pub const VERSION: u16 = 5;
 /// The oldest version this crate reads (module docs: 5 only added fields
 /// a version-4 record never has).
 pub const OLDEST_READ_VERSION: u16 = 4;
+/// Set in a frame's row count: a *tail frame*. The payload is a whole block
+/// of records (decoded to its end, the count is not known to the writer) and
+/// the count's other bits are how many of its first records to skip, because
+/// an earlier frame already holds them. The collector writes these from a
+/// signal handler, where it cannot decode what it writes (version 5).
+pub const TAIL_FLAG: u32 = 1 << 31;
 /// Bytes of the file header.
 pub const HEADER_LEN: usize = 16;
 /// Bytes of a frame header (row count, payload length).
@@ -166,6 +174,27 @@ pub trait SpoolRecord: Copy + Default + Send + 'static {
         }
         pos
     }
+}
+
+/// The file header of a spool of `table`.
+pub fn file_header(table: Table) -> [u8; HEADER_LEN] {
+    let mut header = [0u8; HEADER_LEN];
+    header[..8].copy_from_slice(&MAGIC);
+    header[8..10].copy_from_slice(&VERSION.to_le_bytes());
+    header[10] = table_code(table);
+    header
+}
+
+/// The frame header of a tail frame ([`TAIL_FLAG`]) of `len` payload bytes
+/// whose first `skip` records are to be dropped; None when `skip` does not fit.
+pub fn tail_frame_header(skip: u32, len: u32) -> Option<[u8; FRAME_HEADER_LEN]> {
+    if skip & TAIL_FLAG != 0 {
+        return None;
+    }
+    let mut h = [0u8; FRAME_HEADER_LEN];
+    h[..4].copy_from_slice(&(skip | TAIL_FLAG).to_le_bytes());
+    h[4..].copy_from_slice(&len.to_le_bytes());
+    Some(h)
 }
 
 /// The header's table code.
@@ -779,12 +808,16 @@ pub struct SpoolWriter<R: SpoolRecord> {
 impl<R: SpoolRecord> SpoolWriter<R> {
     /// Create (truncate) the file and write the header.
     pub fn create(path: &Path) -> Result<Self, FormatError> {
-        let mut file = File::create(path).map_err(|e| FormatError::io(path, e))?;
-        let mut header = [0u8; HEADER_LEN];
-        header[..8].copy_from_slice(&MAGIC);
-        header[8..10].copy_from_slice(&VERSION.to_le_bytes());
-        header[10] = table_code(R::TABLE);
-        file.write_all(&header)
+        // Appending: a crash handler may append frames of its own through
+        // another descriptor (`TAIL_FLAG`); neither overwrites the other's.
+        let io = |e| FormatError::io(path, e);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(io)?;
+        file.set_len(0).map_err(io)?;
+        file.write_all(&file_header(R::TABLE))
             .map_err(|e| FormatError::io(path, e))?;
         Ok(SpoolWriter {
             path: path.to_path_buf(),
@@ -1001,8 +1034,12 @@ impl<R: SpoolRecord> SpoolReader<R> {
         }
         self.fill(FRAME_HEADER_LEN)?;
         let head = &self.buf[self.pos..self.pos + FRAME_HEADER_LEN];
-        let rows = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        let count = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
         let len = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+        if count & TAIL_FLAG != 0 {
+            return self.read_tail_frame(at, (count & !TAIL_FLAG) as usize, len, remaining, out);
+        }
+        let rows = count as usize;
         if rows > len {
             // Every record takes at least one byte.
             return Err(self.corrupt(at, format!("{rows} rows cannot fit in {len} bytes")));
@@ -1034,6 +1071,39 @@ impl<R: SpoolRecord> SpoolReader<R> {
                 format!("{left} bytes left after the last of {rows} rows"),
             ));
         }
+        self.pos += FRAME_HEADER_LEN + len;
+        self.offset = at + (FRAME_HEADER_LEN + len) as u64;
+        Ok(true)
+    }
+
+    /// A tail frame ([`TAIL_FLAG`]): every record of the payload decoded, the
+    /// first `skip` of them dropped (spooled before by a frame of their own).
+    fn read_tail_frame(
+        &mut self,
+        at: u64,
+        skip: usize,
+        len: usize,
+        remaining: u64,
+        out: &mut Vec<R>,
+    ) -> Result<bool, FormatError> {
+        if len as u64 > remaining - FRAME_HEADER_LEN as u64 {
+            return Ok(self.cut());
+        }
+        self.fill(FRAME_HEADER_LEN + len)?;
+        let from = self.pos + FRAME_HEADER_LEN;
+        let start = out.len();
+        if decode_payload(&self.buf[from..from + len], out).is_none() {
+            return Err(self.corrupt(at, "the records of a tail frame do not decode".into()));
+        }
+        let decoded = out.len() - start;
+        if skip > decoded {
+            out.truncate(start);
+            return Err(self.corrupt(
+                at,
+                format!("a tail frame skips {skip} of its {decoded} rows"),
+            ));
+        }
+        out.drain(start..start + skip);
         self.pos += FRAME_HEADER_LEN + len;
         self.offset = at + (FRAME_HEADER_LEN + len) as u64;
         Ok(true)

@@ -11,6 +11,7 @@
 //! a row group each, the others sort and encode the batches into their own
 //! parts ([`PartWriter::create_interleaved`]).
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::mpsc;
 
@@ -203,6 +204,23 @@ fn fill_batch<R: SpoolRecord>(
     Ok(true)
 }
 
+/// Add the rows' non-zero code addresses to the set, skipping runs of the
+/// same address (the common case: one thread repeating one construct).
+pub fn note_addresses<R: Unspool>(set: &mut BTreeSet<u64>, rows: &[R]) {
+    let mut last = 0;
+    for a in rows.iter().map(Unspool::address) {
+        if a != 0 && a != last {
+            set.insert(a);
+            last = a;
+        }
+    }
+}
+
+/// The name of a process's spool of `table` (`omp` or `mpi`) in `spool/`.
+pub fn spool_file_name(table: &str, rank: u32, pid: u32) -> String {
+    format!("{table}-rank{rank}-pid{pid}.spool")
+}
+
 /// A spool file left in a trace's `spool/` directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeftoverSpool {
@@ -248,17 +266,63 @@ pub fn recover_spool(
     spool: &LeftoverSpool,
     threads: usize,
 ) -> Result<UnspoolStats, FormatError> {
+    recover_spool_noting(trace_dir, spool, threads, &mut BTreeSet::new())
+}
+
+/// [`recover_spool`], adding the code addresses of its rows to `addresses`.
+fn recover_spool_noting(
+    trace_dir: &Path,
+    spool: &LeftoverSpool,
+    threads: usize,
+    addresses: &mut BTreeSet<u64>,
+) -> Result<UnspoolStats, FormatError> {
+    if std::fs::metadata(&spool.path).is_ok_and(|m| m.len() == 0) {
+        // Created, then nothing written (its process ended, or the disk was
+        // full, at once): no rows.
+        std::fs::remove_file(&spool.path).map_err(|e| FormatError::io(&spool.path, e))?;
+        let _ = std::fs::remove_dir(trace_dir.join("spool"));
+        return Ok(UnspoolStats::default());
+    }
     let options = WriterOptions::default();
-    let mut ignore = |_: &[OmpRecord]| {};
-    let mut ignore_mpi = |_: &[MpiRecord]| {};
-    let stats = match spool.table {
+    // On failure (a full disk, most often) the parts written so far go again:
+    // the spool stays, and a later recovery must not add its rows twice.
+    let part_dir = crate::writer::part_path(trace_dir, spool.table, spool.rank, 0)
+        .parent()
+        .map(Path::to_path_buf);
+    let files = |dir: &Option<std::path::PathBuf>| -> BTreeSet<std::path::PathBuf> {
+        dir.as_ref()
+            .and_then(|d| std::fs::read_dir(d).ok())
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    let before = files(&part_dir);
+    let encoded = encode_leftover(trace_dir, spool, threads, options, addresses);
+    if encoded.is_err() {
+        for new in files(&part_dir).difference(&before) {
+            let _ = std::fs::remove_file(new);
+        }
+    }
+    let stats = encoded?;
+    std::fs::remove_file(&spool.path).map_err(|e| FormatError::io(&spool.path, e))?;
+    let _ = std::fs::remove_dir(trace_dir.join("spool"));
+    Ok(stats)
+}
+
+fn encode_leftover(
+    trace_dir: &Path,
+    spool: &LeftoverSpool,
+    threads: usize,
+    options: WriterOptions,
+    addresses: &mut BTreeSet<u64>,
+) -> Result<UnspoolStats, FormatError> {
+    Ok(match spool.table {
         crate::schema::Table::Omp => spool_to_parts::<OmpRecord>(
             &spool.path,
             trace_dir,
             spool.rank,
             threads,
             options,
-            &mut ignore,
+            &mut |rows| note_addresses(addresses, rows),
         )?,
         _ => spool_to_parts::<MpiRecord>(
             &spool.path,
@@ -266,10 +330,311 @@ pub fn recover_spool(
             spool.rank,
             threads,
             options,
-            &mut ignore_mpi,
+            &mut |rows| note_addresses(addresses, rows),
         )?,
+    })
+}
+
+/// Bytes of an end note file (`spool/rank<r>-pid<p>.end`): written whole at
+/// that size when the process starts recording, then rewritten in place, so
+/// that a full disk or a signal handler never needs a new block for it.
+pub const END_NOTE_BYTES: usize = 128;
+
+/// What a process's end note says: how it ended as far as its collector saw
+/// (`Running` until it saw an end), whether its disk was full, events dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndNote {
+    pub end: crate::manifest::ProcessEnd,
+    pub disk_full: bool,
+    pub dropped: u64,
+}
+
+/// The end note file's name for a process.
+pub fn end_note_name(rank: u32, pid: u32) -> String {
+    format!("rank{rank}-pid{pid}.end")
+}
+
+impl EndNote {
+    /// The file's bytes: `key value` lines padded with spaces to
+    /// [`END_NOTE_BYTES`]. No allocation, no formatting machinery: the
+    /// collector's signal handler writes it.
+    pub fn encode(&self) -> [u8; END_NOTE_BYTES] {
+        use crate::manifest::ProcessEnd;
+        let mut out = [b' '; END_NOTE_BYTES];
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            let n = bytes.len().min(END_NOTE_BYTES - at);
+            out[at..at + n].copy_from_slice(&bytes[..n]);
+            at += n;
+        };
+        put(b"hyscope-end 1\nstate ");
+        match self.end {
+            ProcessEnd::Running => put(b"running"),
+            ProcessEnd::Finished => put(b"finished"),
+            ProcessEnd::Killed => put(b"killed"),
+            ProcessEnd::Signal { signal } => {
+                put(b"signal ");
+                put(decimal(signal as i64).as_slice());
+            }
+            ProcessEnd::Aborted { code } => {
+                put(b"aborted ");
+                put(decimal(code as i64).as_slice());
+            }
+        }
+        put(b"\ndisk_full ");
+        put(if self.disk_full { b"1" } else { b"0" });
+        put(b"\ndropped ");
+        put(decimal(self.dropped.min(i64::MAX as u64) as i64).as_slice());
+        put(b"\n");
+        out
+    }
+
+    /// Parse an end note; None when it is not one.
+    pub fn parse(text: &str) -> Option<EndNote> {
+        use crate::manifest::ProcessEnd;
+        let mut lines = text.lines();
+        if lines.next()?.trim() != "hyscope-end 1" {
+            return None;
+        }
+        let mut note = EndNote {
+            end: ProcessEnd::Running,
+            disk_full: false,
+            dropped: 0,
+        };
+        for line in lines {
+            let mut f = line.split_whitespace();
+            match (f.next(), f.next(), f.next()) {
+                (Some("state"), Some("running"), None) => note.end = ProcessEnd::Running,
+                (Some("state"), Some("finished"), None) => note.end = ProcessEnd::Finished,
+                (Some("state"), Some("killed"), None) => note.end = ProcessEnd::Killed,
+                (Some("state"), Some("signal"), Some(n)) => {
+                    note.end = ProcessEnd::Signal {
+                        signal: n.parse().ok()?,
+                    }
+                }
+                (Some("state"), Some("aborted"), Some(n)) => {
+                    note.end = ProcessEnd::Aborted {
+                        code: n.parse().ok()?,
+                    }
+                }
+                (Some("disk_full"), Some(v), None) => note.disk_full = v == "1",
+                (Some("dropped"), Some(v), None) => note.dropped = v.parse().ok()?,
+                (None, _, _) => {}
+                _ => return None,
+            }
+        }
+        Some(note)
+    }
+}
+
+/// A decimal number as bytes (up to 20 of them), without allocating.
+struct Decimal {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Decimal {
+    fn as_slice(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+fn decimal(v: i64) -> Decimal {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut n = v.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    Decimal { buf, start: at }
+}
+
+/// What a process that did not finish left in `spool/`: its spools and its
+/// end note.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftoverProcess {
+    pub rank: u32,
+    pub pid: u32,
+    pub spools: Vec<LeftoverSpool>,
+    /// The end note's path and what it says (None: no note, or unreadable).
+    pub end_note: Option<(std::path::PathBuf, Option<EndNote>)>,
+    /// Its module map, recorded early (`maps-rank<r>-pid<p>.txt`).
+    pub maps: Option<std::path::PathBuf>,
+}
+
+/// The name of a process's copy of its module map in `spool/`.
+pub fn maps_file_name(rank: u32, pid: u32) -> String {
+    format!("maps-rank{rank}-pid{pid}.txt")
+}
+
+/// `(rank, pid)` of a spool directory entry name `<prefix>rank<r>-pid<p><suffix>`.
+fn rank_pid(name: &str) -> Option<(u32, u32)> {
+    let at = name.find("rank")?;
+    let rest = &name[at + 4..];
+    let (rank, rest) = rest.split_once("-pid")?;
+    let pid: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((rank.parse().ok()?, pid.parse().ok()?))
+}
+
+/// Processes that left spools or an end note in `trace_dir/spool`, by rank and pid.
+pub fn leftover_processes(trace_dir: &Path) -> Vec<LeftoverProcess> {
+    let mut by: std::collections::BTreeMap<(u32, u32), LeftoverProcess> = Default::default();
+    for spool in leftover_spools(trace_dir) {
+        let name = spool
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some((rank, pid)) = rank_pid(&name) else {
+            continue;
+        };
+        by.entry((rank, pid))
+            .or_insert_with(|| LeftoverProcess {
+                rank,
+                pid,
+                spools: Vec::new(),
+                end_note: None,
+                maps: None,
+            })
+            .spools
+            .push(spool);
+    }
+    if let Ok(entries) = std::fs::read_dir(trace_dir.join("spool")) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some((rank, pid)) = rank_pid(&name) else {
+                continue;
+            };
+            if name == maps_file_name(rank, pid) {
+                if let Some(p) = by.get_mut(&(rank, pid)) {
+                    p.maps = Some(e.path());
+                }
+                continue;
+            }
+            if name != end_note_name(rank, pid) {
+                continue;
+            }
+            let note = std::fs::read_to_string(e.path())
+                .ok()
+                .and_then(|t| EndNote::parse(&t));
+            by.entry((rank, pid))
+                .or_insert_with(|| LeftoverProcess {
+                    rank,
+                    pid,
+                    spools: Vec::new(),
+                    end_note: None,
+                    maps: None,
+                })
+                .end_note = Some((e.path(), note));
+        }
+    }
+    by.into_values().collect()
+}
+
+/// What [`recover_process`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecoveredProcess {
+    /// Rows recovered per table (omp, mpi).
+    pub events: crate::manifest::EventCounts,
+    /// Some spool's last frame was cut short.
+    pub truncated: bool,
+    /// How the process ended, as written into its rank file.
+    pub end: Option<crate::manifest::ProcessEnd>,
+    /// Spools that could not be encoded (left in place), with the error.
+    pub failed: Vec<String>,
+    /// Distinct code addresses of the recovered rows (for the symbols table).
+    pub addresses: Vec<u64>,
+}
+
+/// Encode what a process left in `spool/` into its rank's parts and record
+/// in its rank file how it ended: its end note's state, or `killed` when the
+/// note still says it was running (or there is none). The rank file written
+/// at its start (identity, clock offsets) is kept and completed; without one
+/// a minimal one is written. The spools and the note are removed once used.
+pub fn recover_process(
+    trace_dir: &Path,
+    process: &LeftoverProcess,
+    threads: usize,
+) -> Result<RecoveredProcess, FormatError> {
+    use crate::manifest::{ProcessEnd, RankInfo};
+    let mut out = RecoveredProcess::default();
+    let mut addresses = BTreeSet::new();
+    for spool in &process.spools {
+        match recover_spool_noting(trace_dir, spool, threads, &mut addresses) {
+            Ok(stats) => {
+                match spool.table {
+                    crate::schema::Table::Omp => out.events.omp += stats.rows,
+                    _ => out.events.mpi += stats.rows,
+                }
+                out.truncated |= stats.truncated;
+            }
+            Err(e) => out.failed.push(e.to_string()),
+        }
+    }
+    let path = RankInfo::path(trace_dir, process.rank);
+    let mut info = RankInfo::read(&path).unwrap_or_else(|_| RankInfo {
+        rank: process.rank,
+        pid: process.pid,
+        ..RankInfo::default()
+    });
+    let note = process.end_note.as_ref().and_then(|(_, n)| *n);
+    let end = match note.map(|n| n.end) {
+        Some(ProcessEnd::Running) | None => ProcessEnd::Killed,
+        Some(e) => e,
     };
-    std::fs::remove_file(&spool.path).map_err(|e| FormatError::io(&spool.path, e))?;
+    // A rank file that says the process finished is newer than its spools'
+    // story (a forked child may have left these): only add the rows.
+    if info.end != Some(ProcessEnd::Finished) {
+        info.end = Some(end);
+        info.finished = false;
+    }
+    if let Some(n) = note {
+        info.disk_full |= n.disk_full;
+        info.dropped_events = info.dropped_events.max(n.dropped);
+        if n.disk_full && info.write_error.is_none() {
+            info.write_error = Some("No space left on device".into());
+        }
+    }
+    info.events.omp += out.events.omp;
+    info.events.mpi += out.events.mpi;
+    info.recovered = true;
+    out.end = info.end;
+    out.addresses = addresses.into_iter().collect();
+    if let Some(maps) = &process.maps
+        && !out.addresses.is_empty()
+    {
+        let text = std::fs::read_to_string(maps).map_err(|e| FormatError::io(maps, e))?;
+        let rows = crate::symbolize::resolve_with_maps(
+            &out.addresses,
+            &crate::symbolize::parse_maps(&text),
+        );
+        let mut w = crate::writer::PartWriter::create(
+            trace_dir,
+            crate::schema::Table::Symbols,
+            process.rank,
+            WriterOptions::default(),
+        )?;
+        w.write_records(&rows)?;
+        w.finish()?;
+    }
+    info.write(trace_dir)?;
+    if out.failed.is_empty() {
+        if let Some((note_path, _)) = &process.end_note {
+            let _ = std::fs::remove_file(note_path);
+        }
+        if let Some(maps) = &process.maps {
+            let _ = std::fs::remove_file(maps);
+        }
+    }
     let _ = std::fs::remove_dir(trace_dir.join("spool"));
-    Ok(stats)
+    Ok(out)
 }

@@ -325,4 +325,11 @@ pub fn forget_parents_held() {
     state::forget_all_held();
 }
 
+/// Every interval the threads hold back (`ThreadState::close_held`), for a
+/// crash handler: no allocation, and no waiting (when another thread holds
+/// the list of thread states, nothing).
+pub fn for_each_held(f: impl FnMut(&OmpRecord)) {
+    state::for_each_held(f);
+}
+
 pub use callbacks::start_tool;

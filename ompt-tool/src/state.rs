@@ -596,6 +596,25 @@ pub(crate) fn release_held_of_this_thread() {
     }
 }
 
+/// See [`crate::for_each_held`].
+pub(crate) fn for_each_held(mut f: impl FnMut(&OmpRecord)) {
+    let states = match STATES.try_lock() {
+        Ok(s) => s,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    for p in states.iter() {
+        // SAFETY: states are leaked; read only (an owner racing with the
+        // handler could at worst have its newest held interval left out).
+        let state = unsafe { &*p.0 };
+        for rec in &state.held[..state.held_len.min(HELD_CAP)] {
+            if kind_enabled(rec.kind) {
+                f(rec);
+            }
+        }
+    }
+}
+
 /// In a forked child: the intervals threads hold back are the parent's, which
 /// writes them itself. Without blocking (a lock the parent held at the fork
 /// stays held in the child).

@@ -736,27 +736,39 @@ fn world_size_from_env() -> Option<u32> {
         .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
 }
 
-/// Encode the spools of ranks that ended before encoding them (killed, or
-/// out of disk at the time), so their events are in the trace.
+/// Encode what processes that ended before encoding their spools left
+/// (killed, crashed, aborted, or out of disk at the time), so their events
+/// are in the trace, and write in their rank files how they ended.
 fn recover_spools(dir: &Path) {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for spool in hyscope_format::unspool::leftover_spools(dir) {
-        match hyscope_format::unspool::recover_spool(dir, &spool, threads) {
-            Ok(stats) => warn(&format!(
-                "rank {} did not finish encoding its {} events: recovered {} rows from {}{}",
-                spool.rank,
-                spool.table,
-                stats.rows,
-                display_path(&spool.path),
-                if stats.truncated {
-                    " (its last block was cut short and is lost)"
-                } else {
-                    ""
+    for process in hyscope_format::unspool::leftover_processes(dir) {
+        match hyscope_format::unspool::recover_process(dir, &process, threads) {
+            Ok(done) => {
+                let how = done
+                    .end
+                    .map_or_else(String::new, |e| format!("{}; ", e.describe()));
+                warn(&format!(
+                    "rank {} (pid {}) {how}recovered {} OpenMP and {} MPI events from its spool{}",
+                    process.rank,
+                    process.pid,
+                    done.events.omp,
+                    done.events.mpi,
+                    if done.truncated {
+                        " (its last block was cut short and is lost)"
+                    } else {
+                        ""
+                    }
+                ));
+                for e in &done.failed {
+                    warn(&format!(
+                        "cannot recover a spool of rank {}: {e}",
+                        process.rank
+                    ));
                 }
-            )),
+            }
             Err(e) => warn(&format!(
-                "cannot recover {}: {e}",
-                display_path(&spool.path)
+                "cannot recover what rank {} (pid {}) left: {e}",
+                process.rank, process.pid
             )),
         }
     }
@@ -801,10 +813,22 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
         }
         return;
     }
+    let mut partial = Vec::new();
     let (ranks, events, dropped, warnings, writer_cpu_ns, encode_ns, note) =
         match hyscope_format::Trace::open(dir) {
             Ok(trace) => {
                 let r = &trace.manifest.ranks;
+                for info in r {
+                    if let Some(end) = info.end.filter(|e| e.is_partial()) {
+                        partial.push(format!("rank {} {}", info.rank, end.describe()));
+                    }
+                    if info.disk_full {
+                        partial.push(format!(
+                            "the disk was full while rank {} wrote it",
+                            info.rank
+                        ));
+                    }
+                }
                 let mut w: Vec<&String> = r.iter().flat_map(|r| &r.warnings).collect();
                 w.sort();
                 w.dedup();
@@ -854,6 +878,9 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
         if warnings == 1 { "" } else { "s" },
         elapsed.as_secs_f64(),
     );
+    for p in &partial {
+        eprintln!("hyscope: the trace is partial: {p}");
+    }
     eprintln!("hyscope: next: hyscope report {shown}");
 }
 

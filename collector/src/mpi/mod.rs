@@ -1069,6 +1069,7 @@ pub fn after_init(levels: Option<(c_int, c_int)>) {
             (unsafe { ffi::RSMPI_THREAD_SINGLE }, provided)
         });
         job::at_init(levels);
+        session::on_mpi_ready();
         crate::samplers::on_mpi_init_end();
     });
 }
@@ -1096,12 +1097,9 @@ pub fn pcontrol(level: c_int) {
     ENABLED.store(level != 0, Ordering::Relaxed);
 }
 
-/// Before the real MPI_Abort: make what was recorded readable.
-pub fn before_abort() {
-    crate::guarded(|| {
-        session::warn("MPI_Abort called; the trace ends here");
-        session::finish();
-    });
+/// Before the real MPI_Abort: spool what was recorded ([`session::abort`]).
+pub fn before_abort(errorcode: c_int) {
+    crate::guarded(|| session::abort(errorcode));
 }
 
 pub fn world_rank() -> i32 {

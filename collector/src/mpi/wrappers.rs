@@ -272,7 +272,7 @@ wrappers! {
             r.end_ns = r.start_ns;
             r.record();
             r.call = 0;
-            before_abort();
+            before_abort(errorcode);
         }
         |r, rc| {}
     MPI_Pcontrol = PMPI_Pcontrol(level: c_int)
