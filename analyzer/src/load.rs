@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hyscope_format::manifest::{ClockOffset, MAX_CLOCK_NS, MAX_THREADS};
+use hyscope_format::manifest::{MAX_CLOCK_NS, MAX_THREADS};
 use hyscope_format::reader::{part_row_group_rows, read_part_records, read_part_row_groups_into};
 use hyscope_format::{
     Manifest, MpiRecord, OmpRecord, PartFile, SampleRecord, ScanOptions, SymbolRecord, Table, Trace,
@@ -503,7 +503,6 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     problems.extend(completeness_problems(dir, &manifest));
     let mut data = TraceData {
         dir: dir.to_path_buf(),
-        problems,
         manifest,
         ranks,
         symbols,
