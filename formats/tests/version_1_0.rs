@@ -94,6 +94,16 @@ fn write_1_0_trace(dir: &std::path::Path) {
     .unwrap();
 }
 
+/// Every `mpi` row of the trace.
+fn mpi_records(trace: &Trace) -> Vec<MpiRecord> {
+    trace
+        .read_records::<MpiRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect()
+}
+
 #[test]
 fn a_1_0_trace_reads_with_no_receive_side() {
     assert_eq!(FORMAT_VERSION, "1.1");
@@ -104,12 +114,7 @@ fn a_1_0_trace_reads_with_no_receive_side() {
     assert!(trace.manifest.ranks[0].communicators.is_empty());
 
     // Records: every 1.0 field as written, no receive side.
-    let back: Vec<MpiRecord> = trace
-        .read_records::<MpiRecord>(&ScanOptions::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect();
+    let back = mpi_records(&trace);
     assert_eq!(back, rows());
     assert!(
         back.iter()
@@ -162,12 +167,7 @@ fn a_1_1_part_round_trips_the_receive_side() {
     w.finish().unwrap();
     hyscope_format::Manifest::new().write(dir.path()).unwrap();
     let trace = Trace::open(dir.path()).unwrap();
-    let back: Vec<MpiRecord> = trace
-        .read_records::<MpiRecord>(&ScanOptions::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect();
+    let back = mpi_records(&trace);
     assert_eq!(back, rows);
     let sides = back[0].p2p_endpoints();
     assert_eq!(

@@ -236,6 +236,7 @@ impl Builder {
                 request_id: 0,
                 in_parallel: false,
                 callsite,
+                ..MpiRecord::default()
             },
         );
     }

@@ -109,25 +109,35 @@ const COLL_REDUCE_SCATTER_BLOCK: u8 = 16;
 
 /// OTF2 id of MPI_COMM_WORLD.
 const WORLD_COMM: u32 = 0;
-/// OTF2 id of MPI_COMM_SELF.
+/// OTF2 id of MPI_COMM_SELF, when the trace uses it.
 const SELF_COMM: u32 = 1;
-/// OTF2 id of the first communicator of `TraceData::communicators`.
-const FIRST_COMM: u32 = 2;
 
-/// Which OTF2 communicator an MPI row is on, and ranks in it.
+/// Which OTF2 communicator an MPI row is on, and ranks in it. OTF2 wants
+/// definitions numbered without gaps: world is 0, self 1 when used, then
+/// `TraceData::communicators` in order; the group of communicator k is k + 1
+/// (group 0 is the locations).
 struct Comms<'a> {
     /// comm_id → (OTF2 id, communicator).
     by_id: HashMap<u64, (u32, &'a Communicator)>,
+    /// Whether any row is on MPI_COMM_SELF.
+    self_used: bool,
+    /// OTF2 id of the first of `TraceData::communicators`.
+    first: u32,
 }
 
 impl<'a> Comms<'a> {
-    fn new(list: &'a [Communicator]) -> Comms<'a> {
+    fn new(data: &'a TraceData) -> Comms<'a> {
+        let self_used = data.mpi.iter().any(|(_, r)| r.comm_id == SELF_COMM_ID);
+        let first = if self_used { SELF_COMM + 1 } else { SELF_COMM };
         Comms {
-            by_id: list
+            by_id: data
+                .communicators
                 .iter()
                 .enumerate()
-                .map(|(i, c)| (c.id, (FIRST_COMM + i as u32, c)))
+                .map(|(i, c)| (c.id, (first + i as u32, c)))
                 .collect(),
+            self_used,
+            first,
         }
     }
 
@@ -528,7 +538,7 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
                 before_leave: Vec::new(),
             });
     }
-    let comms = Comms::new(&data.communicators);
+    let comms = Comms::new(data);
     for (rank, r) in &data.mpi {
         let loc = (*rank, r.thread);
         if r.call == mpi_call::REQUEST_COMPLETE {
@@ -714,6 +724,7 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
         &api,
         archive,
         data,
+        &comms,
         &mut defs,
         &streams,
         &metric_ids,
@@ -732,6 +743,7 @@ fn write_archive(
     api: &Api,
     archive: P,
     data: &TraceData,
+    comms: &Comms,
     defs: &mut Defs,
     streams: &BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
     metric_ids: &BTreeMap<String, u32>,
@@ -1030,8 +1042,7 @@ fn write_archive(
         )?;
         // MPI_COMM_SELF, when used: each rank's own, one definition (OTF2's
         // self group).
-        let self_used = data.mpi.iter().any(|(_, r)| r.comm_id == SELF_COMM_ID);
-        if self_used {
+        if comms.self_used {
             check(
                 (api.OTF2_GlobalDefWriter_WriteGroup)(
                     g,
@@ -1052,10 +1063,9 @@ fn write_archive(
         }
         // Each communicator: its members as indices into the locations
         // group (world ranks in `data.ranks` order), in its rank order.
-        let comms = Comms::new(&data.communicators);
         for (i, c) in data.communicators.iter().enumerate() {
-            let id = FIRST_COMM + i as u32;
-            let group = 3 + i as u32;
+            let id = comms.first + i as u32;
+            let group = id + 1;
             let members: Vec<u64> = c
                 .members
                 .iter()
