@@ -75,7 +75,7 @@ impl ChecksumWrite {
             let (head, tail) = buf.split_at(room.min(buf.len()));
             self.block.update(head);
             self.written += head.len() as u64;
-            if self.written % CHECKSUM_BLOCK == 0 {
+            if self.written.is_multiple_of(CHECKSUM_BLOCK) {
                 let done = std::mem::replace(&mut self.block, crc32fast::Hasher::new());
                 self.blocks.push(done.finalize());
             }
@@ -86,7 +86,8 @@ impl ChecksumWrite {
     /// The checksums of everything written so far, as [`CHECKSUM_KEY`] holds them.
     fn checksums(&self) -> String {
         let mut out = String::with_capacity(8 * (self.blocks.len() + 1));
-        let partial = (self.written % CHECKSUM_BLOCK != 0).then(|| self.block.clone().finalize());
+        let partial =
+            (!self.written.is_multiple_of(CHECKSUM_BLOCK)).then(|| self.block.clone().finalize());
         for crc in self.blocks.iter().chain(partial.as_ref()) {
             out.push_str(&format!("{crc:08x}"));
         }

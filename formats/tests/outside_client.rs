@@ -125,3 +125,58 @@ fn pyarrow_reads_each_table_as_one_partitioned_dataset() {
     assert_eq!(out["mpi_bytes_sent_sum"], 40 * 1000 + 40 * 39 / 2);
     assert_eq!(out["mpi_in_parallel"], 10);
 }
+
+/// pyarrow writes page CRC-32s (`write_page_checksum=True`); this reader
+/// verifies them: the file reads back whole, and one flipped byte in a page is
+/// an error naming the file, not a changed number.
+#[test]
+fn page_checksums_of_other_writers_are_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = PartWriter::create(dir.path(), Table::Omp, 0, Default::default()).unwrap();
+    w.write_records(&omp_rows(0, 5000)).unwrap();
+    w.finish().unwrap();
+    common::write_manifest(dir.path(), [0].into_iter());
+    let part = dir.path().join("omp/rank=0/part-0.parquet");
+    let rewrite = r#"
+import sys
+import pyarrow.parquet as pq
+path, flip = sys.argv[1], sys.argv[2] == 'flip'
+t = pq.read_table(path)
+# Without hyscope's own checksums: only the pages' CRCs protect this file.
+t = t.replace_schema_metadata({'hyscope.format_version': '1.0'})
+pq.write_table(t, path, write_page_checksum=True, compression='zstd')
+if flip:
+    col = pq.ParquetFile(path).metadata.row_group(0).column(3)
+    at = col.data_page_offset + col.total_compressed_size - 2
+    data = bytearray(open(path, 'rb').read())
+    data[at] ^= 0x01
+    open(path, 'wb').write(data)
+"#;
+    for flip in [false, true] {
+        let out = Command::new("python3")
+            .args(["-c", rewrite])
+            .arg(&part)
+            .arg(if flip { "flip" } else { "keep" })
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let read = Trace::open(dir.path())
+            .unwrap()
+            .read_records::<OmpRecord>(&ScanOptions::default());
+        if flip {
+            let err = read.unwrap_err();
+            assert_eq!(err.path(), part);
+            assert!(
+                err.to_string().contains("Page CRC checksum mismatch"),
+                "{err}"
+            );
+        } else {
+            let rows: Vec<OmpRecord> = read.unwrap().into_iter().map(|(_, r)| r).collect();
+            assert_eq!(rows, omp_rows(0, 5000));
+        }
+    }
+}

@@ -482,3 +482,31 @@ fn arrows_are_the_reports_messages() {
         assert_eq!(data.messages, reported, "{}", dir.display());
     }
 }
+
+/// A trace that lost data says so in the top bar, naming the rank and file.
+#[test]
+fn a_partial_trace_is_said_in_the_top_bar() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("trace");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&fixture)
+        .arg(&trace)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    std::fs::remove_dir_all(trace.join("mpi/rank=1")).unwrap();
+    let mut app = GuiApp::new(&trace, None, true, false);
+    app.wait_loaded();
+    assert!(app.slots[0].analysis.ready().is_some(), "analysis loaded");
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
+    h.run_steps(3);
+    h.get_by_label_contains("PARTIAL TRACE: the numbers below leave out what is listed here");
+    h.get_by_label_contains(
+        "! rank 1, mpi/rank=1: ranks/rank-1.json lists 23 MPI rows but mpi/rank=1 has no part: 23 missing",
+    );
+}
