@@ -991,9 +991,9 @@ static EMERGENCY: AtomicPtr<Emergency> = AtomicPtr::new(ptr::null_mut());
 /// (`running`), at the start of recording and again when MPI_Init confirms
 /// the rank. A process killed later leaves the note for `hyscope record`,
 /// which tells from it how the process ended.
-pub fn prepare_emergency() {
+pub fn prepare_emergency() -> Result<(), ()> {
     let Some(dir) = session::trace_dir() else {
-        return;
+        return Err(());
     };
     let spool = dir.join("spool");
     let (rank, pid) = (session::rank(), std::process::id());
@@ -1004,11 +1004,13 @@ pub fn prepare_emergency() {
         && old.pid == pid
         && old.note_path == note_path
     {
-        return;
+        return Ok(());
     }
     if let Err(e) = std::fs::create_dir_all(&spool) {
-        session::warn(&format!("cannot create {} ({e})", spool.display()));
-        return;
+        // The trace cannot be written at all: one warning, nothing more tried.
+        output_failed_with(&format!("{}: {e}", spool.display()));
+        lock(&WRITER).broken = true;
+        return Err(());
     }
     let c = |p: std::path::PathBuf| CString::new(p.into_os_string().into_vec()).ok();
     let (Some(omp), Some(mpi), Some(note)) = (
@@ -1016,7 +1018,7 @@ pub fn prepare_emergency() {
         c(spool.join(spool_file_name("mpi", rank, pid))),
         c(note_path.clone()),
     ) else {
-        return;
+        return Err(());
     };
     // SAFETY: a valid C path; the descriptor stays open for the process's life.
     let fd = unsafe {
@@ -1027,7 +1029,7 @@ pub fn prepare_emergency() {
         )
     };
     if fd < 0 {
-        return;
+        return Err(());
     }
     let maps_path = spool.join(maps_file_name(rank, pid));
     crate::symbols::write_maps(&maps_path);
@@ -1048,6 +1050,7 @@ pub fn prepare_emergency() {
         let _ = std::fs::remove_file(&old.maps_path);
     }
     write_end_note(ProcessEnd::Running);
+    Ok(())
 }
 
 /// Rewrite this process's end note in place (async-signal-safe: one `pwrite`
