@@ -1180,19 +1180,9 @@ fn emergency_held(path: &CStr) {
             return;
         }
         if fd < 0 {
-            // SAFETY: a valid C path; plain system calls.
-            fd = unsafe {
-                libc::open(
-                    path.as_ptr(),
-                    libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-                    0o644,
-                )
-            };
+            fd = open_spool_raw(path, Table::Omp);
             if fd < 0 {
                 return;
-            }
-            if unsafe { libc::lseek(fd, 0, libc::SEEK_END) } == 0 {
-                write_all_raw(fd, &[&file_header(Table::Omp)]);
             }
         }
         buf[..4].copy_from_slice(&rows.to_le_bytes());
@@ -1226,18 +1216,7 @@ fn emergency_spool<T: SpoolRecord>(
     stream_of: fn(&ThreadSlot) -> &Stream<T>,
     queued: fn(&Full) -> Option<*mut Block<T>>,
 ) {
-    // SAFETY: a valid C path; plain system calls.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-            0o644,
-        )
-    };
-    if fd < 0 {
-        return;
-    }
-    let mut header_written = unsafe { libc::lseek(fd, 0, libc::SEEK_END) } > 0;
+    let mut fd = -1;
     let mut tail = |block: &Block<T>| {
         let len = block.len.load(Ordering::Acquire);
         let taken = block.taken.load(Ordering::Relaxed);
@@ -1247,8 +1226,11 @@ fn emergency_spool<T: SpoolRecord>(
         let Some(head) = tail_frame_header(taken as u32, len as u32) else {
             return;
         };
-        if !header_written {
-            header_written = write_all_raw(fd, &[&file_header(table)]);
+        if fd < 0 {
+            fd = open_spool_raw(path, table);
+            if fd < 0 {
+                return;
+            }
         }
         // SAFETY: len was read with acquire; the owner writes only past it.
         write_all_raw(fd, &[&head, unsafe { block.bytes(len) }]);
@@ -1273,8 +1255,27 @@ fn emergency_spool<T: SpoolRecord>(
             }
         }
     }
-    // SAFETY: our descriptor.
-    unsafe { libc::close(fd) };
+    if fd >= 0 {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// Open a spool for appending from the crash handler (async-signal-safe),
+/// writing its header when it is new; -1 on failure.
+fn open_spool_raw(path: &CStr, table: Table) -> libc::c_int {
+    // SAFETY: a valid C path; plain system calls.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+            0o644,
+        );
+        if fd >= 0 && libc::lseek(fd, 0, libc::SEEK_END) == 0 {
+            write_all_raw(fd, &[&file_header(table)]);
+        }
+        fd
+    }
 }
 
 /// `writev` all of `parts` to `fd` (async-signal-safe); false on an error.
