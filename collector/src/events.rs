@@ -990,10 +990,11 @@ static EMERGENCY: AtomicPtr<Emergency> = AtomicPtr::new(ptr::null_mut());
 /// Prepare the crash handler's paths and write this process's end note
 /// (`running`), at the start of recording and again when MPI_Init confirms
 /// the rank. A process killed later leaves the note for `hyscope record`,
-/// which tells from it how the process ended.
-pub fn prepare_emergency() -> Result<(), ()> {
+/// which tells from it how the process ended. False when the trace
+/// directory is unusable (said once).
+pub fn prepare_emergency() -> bool {
     let Some(dir) = session::trace_dir() else {
-        return Err(());
+        return false;
     };
     let spool = dir.join("spool");
     let (rank, pid) = (session::rank(), std::process::id());
@@ -1004,13 +1005,13 @@ pub fn prepare_emergency() -> Result<(), ()> {
         && old.pid == pid
         && old.note_path == note_path
     {
-        return Ok(());
+        return true;
     }
     if let Err(e) = std::fs::create_dir_all(&spool) {
         // The trace cannot be written at all: one warning, nothing more tried.
         output_failed_with(&format!("{}: {e}", spool.display()));
         lock(&WRITER).broken = true;
-        return Err(());
+        return false;
     }
     let c = |p: std::path::PathBuf| CString::new(p.into_os_string().into_vec()).ok();
     let (Some(omp), Some(mpi), Some(note)) = (
@@ -1018,7 +1019,7 @@ pub fn prepare_emergency() -> Result<(), ()> {
         c(spool.join(spool_file_name("mpi", rank, pid))),
         c(note_path.clone()),
     ) else {
-        return Err(());
+        return false;
     };
     // SAFETY: a valid C path; the descriptor stays open for the process's life.
     let fd = unsafe {
@@ -1029,7 +1030,7 @@ pub fn prepare_emergency() -> Result<(), ()> {
         )
     };
     if fd < 0 {
-        return Err(());
+        return false;
     }
     let maps_path = spool.join(maps_file_name(rank, pid));
     crate::symbols::write_maps(&maps_path);
@@ -1050,7 +1051,7 @@ pub fn prepare_emergency() -> Result<(), ()> {
         let _ = std::fs::remove_file(&old.maps_path);
     }
     write_end_note(ProcessEnd::Running);
-    Ok(())
+    true
 }
 
 /// Rewrite this process's end note in place (async-signal-safe: one `pwrite`

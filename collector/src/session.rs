@@ -228,7 +228,7 @@ pub fn checkpoint() {
 /// process killed later still has its identity in the trace), and for rank
 /// 0 a draft manifest unless one exists (MPI_Init replaces it).
 pub fn on_recording_start() {
-    if events::prepare_emergency().is_err() {
+    if !events::prepare_emergency() {
         return; // the trace directory is unusable (said once)
     }
     write_early_rank_file();
@@ -247,7 +247,7 @@ pub fn on_recording_start() {
 /// handlers go back in front of those the MPI library installed.
 pub fn on_mpi_ready() {
     crate::crash::install();
-    if events::prepare_emergency().is_ok() {
+    if events::prepare_emergency() {
         write_early_rank_file();
     }
 }
