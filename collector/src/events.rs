@@ -982,10 +982,11 @@ static EMERGENCY: AtomicPtr<Emergency> = AtomicPtr::new(ptr::null_mut());
 /// Prepare the crash handler's paths and write this process's end note
 /// (`running`), at the start of recording and again when MPI_Init confirms
 /// the rank. A process killed later leaves the note for `hyscope record`,
-/// which tells from it how the process ended.
-pub fn prepare_emergency() {
+/// which tells from it how the process ended. False when the trace
+/// directory is unusable (said once).
+pub fn prepare_emergency() -> bool {
     let Some(dir) = session::trace_dir() else {
-        return;
+        return false;
     };
     let spool = dir.join("spool");
     let (rank, pid) = (session::rank(), std::process::id());
@@ -996,11 +997,13 @@ pub fn prepare_emergency() {
         && old.pid == pid
         && old.note_path == note_path
     {
-        return;
+        return true;
     }
     if let Err(e) = std::fs::create_dir_all(&spool) {
-        session::warn(&format!("cannot create {} ({e})", spool.display()));
-        return;
+        // The trace cannot be written at all: one warning, nothing more tried.
+        output_failed_with(&format!("{}: {e}", spool.display()));
+        lock(&WRITER).broken = true;
+        return false;
     }
     let c = |p: std::path::PathBuf| CString::new(p.into_os_string().into_vec()).ok();
     let (Some(omp), Some(mpi), Some(note)) = (
@@ -1008,7 +1011,7 @@ pub fn prepare_emergency() {
         c(spool.join(spool_file_name("mpi", rank, pid))),
         c(note_path.clone()),
     ) else {
-        return;
+        return false;
     };
     // SAFETY: a valid C path; the descriptor stays open for the process's life.
     let fd = unsafe {
@@ -1019,7 +1022,7 @@ pub fn prepare_emergency() {
         )
     };
     if fd < 0 {
-        return;
+        return false;
     }
     let maps_path = spool.join(maps_file_name(rank, pid));
     crate::symbols::write_maps(&maps_path);
@@ -1040,6 +1043,7 @@ pub fn prepare_emergency() {
         let _ = std::fs::remove_file(&old.maps_path);
     }
     write_end_note(ProcessEnd::Running);
+    true
 }
 
 /// Rewrite this process's end note in place (async-signal-safe: one `pwrite`
@@ -1169,19 +1173,9 @@ fn emergency_held(path: &CStr) {
             return;
         }
         if fd < 0 {
-            // SAFETY: a valid C path; plain system calls.
-            fd = unsafe {
-                libc::open(
-                    path.as_ptr(),
-                    libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-                    0o644,
-                )
-            };
+            fd = open_spool_raw(path, Table::Omp);
             if fd < 0 {
                 return;
-            }
-            if unsafe { libc::lseek(fd, 0, libc::SEEK_END) } == 0 {
-                write_all_raw(fd, &[&file_header(Table::Omp)]);
             }
         }
         buf[..4].copy_from_slice(&rows.to_le_bytes());
@@ -1215,18 +1209,7 @@ fn emergency_spool<T: SpoolRecord>(
     stream_of: fn(&ThreadSlot) -> &Stream<T>,
     queued: fn(&Full) -> Option<*mut Block<T>>,
 ) {
-    // SAFETY: a valid C path; plain system calls.
-    let fd = unsafe {
-        libc::open(
-            path.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-            0o644,
-        )
-    };
-    if fd < 0 {
-        return;
-    }
-    let mut header_written = unsafe { libc::lseek(fd, 0, libc::SEEK_END) } > 0;
+    let mut fd = -1;
     let mut tail = |block: &Block<T>| {
         let len = block.len.load(Ordering::Acquire);
         let taken = block.taken.load(Ordering::Relaxed);
@@ -1236,8 +1219,11 @@ fn emergency_spool<T: SpoolRecord>(
         let Some(head) = tail_frame_header(taken as u32, len as u32) else {
             return;
         };
-        if !header_written {
-            header_written = write_all_raw(fd, &[&file_header(table)]);
+        if fd < 0 {
+            fd = open_spool_raw(path, table);
+            if fd < 0 {
+                return;
+            }
         }
         // SAFETY: len was read with acquire; the owner writes only past it.
         write_all_raw(fd, &[&head, unsafe { block.bytes(len) }]);
@@ -1262,8 +1248,27 @@ fn emergency_spool<T: SpoolRecord>(
             }
         }
     }
-    // SAFETY: our descriptor.
-    unsafe { libc::close(fd) };
+    if fd >= 0 {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// Open a spool for appending from the crash handler (async-signal-safe),
+/// writing its header when it is new; -1 on failure.
+fn open_spool_raw(path: &CStr, table: Table) -> libc::c_int {
+    // SAFETY: a valid C path; plain system calls.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+            0o644,
+        );
+        if fd >= 0 && libc::lseek(fd, 0, libc::SEEK_END) == 0 {
+            write_all_raw(fd, &[&file_header(table)]);
+        }
+        fd
+    }
 }
 
 /// `writev` all of `parts` to `fd` (async-signal-safe); false on an error.

@@ -237,17 +237,17 @@ pub fn checkpoint() {
 /// process killed later still has its identity in the trace), and for rank
 /// 0 a draft manifest unless one exists (MPI_Init replaces it).
 pub fn on_recording_start() {
-    events::prepare_emergency();
+    if !events::prepare_emergency() {
+        return; // the trace directory is unusable (said once)
+    }
     write_early_rank_file();
     if let Some(dir) = trace_dir()
         && rank() == 0
         && !MPI_SEEN.load(Ordering::Relaxed)
         && !dir.join(hyscope_format::manifest::MANIFEST_FILE).exists()
     {
-        let manifest = with_manifest(|m| m.clone());
-        if let Err(e) = manifest.write(&dir) {
-            warn(&format!("cannot write the manifest ({e})"));
-        }
+        // Failing here (a full disk) is said by the exit path or the end note.
+        let _ = with_manifest(|m| m.clone()).write(&dir);
     }
 }
 
@@ -255,9 +255,10 @@ pub fn on_recording_start() {
 /// crash handler's paths and the early rank file follow the rank, and the
 /// handlers go back in front of those the MPI library installed.
 pub fn on_mpi_ready() {
-    events::prepare_emergency();
-    write_early_rank_file();
     crate::crash::install();
+    if events::prepare_emergency() {
+        write_early_rank_file();
+    }
 }
 
 /// `ranks/rank-<r>.json` saying the process is running: what recovery after a
@@ -268,9 +269,8 @@ fn write_early_rank_file() {
     };
     let mut info = rank_info_snapshot();
     info.end = Some(ProcessEnd::Running);
-    if let Err(e) = info.write(&dir) {
-        warn(&format!("cannot write the rank file ({e})"));
-    }
+    // Failing here (a full disk) is said by the exit path or the end note.
+    let _ = info.write(&dir);
 }
 
 /// `MPI_Abort` was called: spool everything now (the launcher kills every

@@ -471,6 +471,18 @@ pub struct LeftoverProcess {
     pub maps: Option<std::path::PathBuf>,
 }
 
+impl LeftoverProcess {
+    fn new(rank: u32, pid: u32) -> LeftoverProcess {
+        LeftoverProcess {
+            rank,
+            pid,
+            spools: Vec::new(),
+            end_note: None,
+            maps: None,
+        }
+    }
+}
+
 /// The name of a process's copy of its module map in `spool/`.
 pub fn maps_file_name(rank: u32, pid: u32) -> String {
     format!("maps-rank{rank}-pid{pid}.txt")
@@ -498,13 +510,7 @@ pub fn leftover_processes(trace_dir: &Path) -> Vec<LeftoverProcess> {
             continue;
         };
         by.entry((rank, pid))
-            .or_insert_with(|| LeftoverProcess {
-                rank,
-                pid,
-                spools: Vec::new(),
-                end_note: None,
-                maps: None,
-            })
+            .or_insert_with(|| LeftoverProcess::new(rank, pid))
             .spools
             .push(spool);
     }
@@ -527,13 +533,7 @@ pub fn leftover_processes(trace_dir: &Path) -> Vec<LeftoverProcess> {
                 .ok()
                 .and_then(|t| EndNote::parse(&t));
             by.entry((rank, pid))
-                .or_insert_with(|| LeftoverProcess {
-                    rank,
-                    pid,
-                    spools: Vec::new(),
-                    end_note: None,
-                    maps: None,
-                })
+                .or_insert_with(|| LeftoverProcess::new(rank, pid))
                 .end_note = Some((e.path(), note));
         }
     }

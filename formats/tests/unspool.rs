@@ -152,3 +152,59 @@ fn a_killed_ranks_spool_is_recovered_up_to_its_last_complete_frame() {
     let back = read_back(tmp.path());
     assert_eq!(back, rows[..2048].to_vec());
 }
+
+/// A tail frame (what the collector's crash handler writes: a whole block
+/// whose first rows an earlier frame holds) yields only the rows after them.
+#[test]
+fn a_tail_frame_adds_only_the_rows_after_those_spooled_before() {
+    use hyscope_format::spool::{SpoolReader, SpoolRecord, tail_frame_header};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("omp-rank0-pid1.spool");
+    let rows = omp_rows(1, 10);
+    let mut w = SpoolWriter::<OmpRecord>::create(&path).unwrap();
+    w.append(&rows[..4]).unwrap();
+    drop(w);
+    // The whole block of 10 rows as one payload, the first 4 to be skipped.
+    let mut payload = Vec::new();
+    let end = OmpRecord::encode_rows(&rows, &mut payload, 0);
+    payload.truncate(end);
+    let head = tail_frame_header(4, payload.len() as u32).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(&head);
+    bytes.extend_from_slice(&payload);
+    std::fs::write(&path, bytes).unwrap();
+    let mut reader = SpoolReader::<OmpRecord>::open(&path).unwrap();
+    let mut back = Vec::new();
+    while reader.next_frame(&mut back).unwrap() {}
+    assert_eq!(back, rows);
+}
+
+#[test]
+fn end_notes_round_trip_at_their_fixed_size() {
+    use hyscope_format::manifest::ProcessEnd;
+    use hyscope_format::unspool::{END_NOTE_BYTES, EndNote};
+    for end in [
+        ProcessEnd::Running,
+        ProcessEnd::Finished,
+        ProcessEnd::Killed,
+        ProcessEnd::Signal { signal: 11 },
+        ProcessEnd::Aborted { code: -3 },
+    ] {
+        let note = EndNote {
+            end,
+            disk_full: end == ProcessEnd::Finished,
+            dropped: u64::MAX,
+        };
+        let bytes = note.encode();
+        assert_eq!(bytes.len(), END_NOTE_BYTES);
+        let back = EndNote::parse(std::str::from_utf8(&bytes).unwrap()).unwrap();
+        assert_eq!(
+            back,
+            EndNote {
+                dropped: i64::MAX as u64,
+                ..note
+            }
+        );
+    }
+    assert_eq!(EndNote::parse("not a note"), None);
+}

@@ -281,12 +281,13 @@ fn a_killed_programs_spooled_events_are_recovered() {
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(128 + 9), "stderr:\n{err}");
-    // Only blocks the writer took before the kill were spooled: whole 256 KiB
-    // blocks of one thread (~33 000 intervals each; the run records 100 003,
-    // and 66 000–71 000 were recovered in five runs).
+    // The writer spools the threads' current blocks every 0.4 s and the
+    // program waits 0.5 s before the kill: all of the run's 100 003
+    // intervals are on disk but those the OMPT adapter still held back (the
+    // last region's, a few; 99 993 recovered).
     let line = err
         .lines()
-        .find(|l| l.contains("did not finish encoding its omp events"))
+        .find(|l| l.contains("was killed without warning"))
         .unwrap_or_else(|| panic!("no recovery warning:\n{err}"));
     let recovered: u64 = line
         .split("recovered ")
@@ -294,7 +295,7 @@ fn a_killed_programs_spooled_events_are_recovered() {
         .and_then(|r| r.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{line}"));
-    assert!((1000..100_000).contains(&recovered), "{line}");
+    assert!((99_003..=100_003).contains(&recovered), "{line}");
     assert!(
         !out_dir.join("spool").exists(),
         "the recovered spool stays behind"
