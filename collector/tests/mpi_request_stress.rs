@@ -8,6 +8,7 @@ use mpi_common::*;
 use std::collections::BTreeMap;
 
 use hyscope_format::reader::Trace;
+use hyscope_format::schema::MpiRecord;
 
 const T: usize = 4;
 const N: usize = 2000;
@@ -32,20 +33,23 @@ fn four_threads_16000_pending_requests_all_linked() {
         assert_eq!(h["MPI_Waitall"], T, "{h:?}");
         assert_eq!(h["REQUEST_COMPLETE"], 2 * T * N, "{h:?}");
         // Each request's one completion, by id.
-        let mut done: BTreeMap<u64, usize> = BTreeMap::new();
+        let mut done: BTreeMap<u64, Vec<&MpiRecord>> = BTreeMap::new();
         for c in calls(&rows, rank, "REQUEST_COMPLETE") {
-            *done.entry(c.request_id).or_default() += 1;
+            done.entry(c.request_id).or_default().push(c);
         }
         assert_eq!(done.len(), 2 * T * N, "distinct completed requests");
-        assert!(done.values().all(|&n| n == 1));
+        let completion = |id: u64| -> &MpiRecord {
+            let c = &done[&id];
+            assert_eq!(c.len(), 1, "completions of request {id}");
+            c[0]
+        };
         for r in calls(&rows, rank, "MPI_Irecv") {
-            let c = completion(&rows, rank, r.request_id);
+            let c = completion(r.request_id);
             assert_eq!((c.peer, c.tag, c.bytes_recv), (partner, r.tag, 4));
         }
         for s in calls(&rows, rank, "MPI_Isend") {
             assert_eq!((s.peer, s.bytes_sent), (partner, 4));
-            let c = completion(&rows, rank, s.request_id);
-            assert_eq!(c.peer, partner);
+            assert_eq!(completion(s.request_id).peer, partner);
         }
     }
     assert!(

@@ -39,3 +39,39 @@ fn every_variable_named_once() {
     assert_eq!(vars.len(), n);
     assert!(vars.iter().all(|v| v.starts_with("HYSCOPE_")));
 }
+
+/// Every `HYSCOPE_*` name the programs' sources mention is a setting of the table.
+#[test]
+fn every_variable_the_sources_read_is_in_the_table() {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let mut unknown = Vec::new();
+    let mut dirs: Vec<std::path::PathBuf> =
+        ["formats", "ompt-tool", "collector", "analyzer", "viewer"]
+            .iter()
+            .map(|c| root.join(c).join("src"))
+            .collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (i, _) in text.match_indices("HYSCOPE_") {
+                let name: String = text[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                // `HYSCOPE_` alone is the prefix; `HYSCOPE_*` names them all.
+                if name.len() > "HYSCOPE_".len() && !ALL.iter().any(|s| s.var == name) {
+                    unknown.push(format!("{}: {name}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(unknown.is_empty(), "not in settings::ALL: {unknown:#?}");
+}

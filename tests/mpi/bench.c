@@ -4,6 +4,8 @@
  * is printed by rank 0.
  *  - iprobe: a tight loop of MPI_Iprobe that finds nothing (a cheap call);
  *  - pingpong: 0-byte ping-pong between ranks 0 and 1 (needs 2 ranks);
+ *  - exchange: ranks 0 and 1 swap 0 bytes with MPI_Irecv + MPI_Isend +
+ *    MPI_Waitall (needs 2 ranks): the request table's insert and take;
  *  - iprobe_short: SHORT_REPS alternating loops of n/50 Iprobes each; the
  *    minimum is a rep the writer thread (which encodes the rows on another
  *    core, or on this one) did not disturb: the cost on the calling thread;
@@ -44,13 +46,32 @@ static double pingpong_loop(int n, int rank, int wrapped) {
     }
     return (MPI_Wtime() - t0) / (2.0 * n) * 1e9; /* one way = one send + one recv per rank */
 }
+static double exchange_loop(int n, int rank, int wrapped) {
+    char in = 0, out = 0;
+    MPI_Request q[2];
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    if (rank < 2)
+        for (int i = 0; i < n; i++) {
+            if (wrapped) {
+                MPI_Irecv(&in, 0, MPI_BYTE, 1 - rank, 1, MPI_COMM_WORLD, &q[0]);
+                MPI_Isend(&out, 0, MPI_BYTE, 1 - rank, 1, MPI_COMM_WORLD, &q[1]);
+                MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+            } else {
+                PMPI_Irecv(&in, 0, MPI_BYTE, 1 - rank, 1, MPI_COMM_WORLD, &q[0]);
+                PMPI_Isend(&out, 0, MPI_BYTE, 1 - rank, 1, MPI_COMM_WORLD, &q[1]);
+                PMPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+            }
+        }
+    return (MPI_Wtime() - t0) / n * 1e9; /* per exchange: 3 calls, 2 completions */
+}
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int n = argc > 1 ? atoi(argv[1]) : 100000;
-    double ip[2] = {1e30, 1e30}, pp[2] = {1e30, 1e30};
+    double ip[2] = {1e30, 1e30}, pp[2] = {1e30, 1e30}, ex[2] = {1e30, 1e30};
     for (int rep = 0; rep < REPS; rep++) {
         for (int w = 0; w < 2; w++) {
             double t = iprobe_loop(n, w);
@@ -58,6 +79,8 @@ int main(int argc, char **argv) {
             if (size >= 2) {
                 t = pingpong_loop(n / 4, rank, w);
                 if (t < pp[w]) pp[w] = t;
+                t = exchange_loop(n / 4, rank, w);
+                if (t < ex[w]) ex[w] = t;
             }
         }
     }
@@ -73,8 +96,10 @@ int main(int argc, char **argv) {
         printf("iprobe_short_ns min: pmpi %.1f wrapped %.1f added %.1f; median: pmpi %.1f wrapped %.1f added %.1f\n",
                sp[0], sw[0], sw[0] - sp[0], sp[SHORT_REPS / 2], sw[SHORT_REPS / 2],
                sw[SHORT_REPS / 2] - sp[SHORT_REPS / 2]);
-        if (size >= 2)
+        if (size >= 2) {
             printf("pingpong_oneway_ns pmpi %.1f wrapped %.1f added %.1f\n", pp[0], pp[1], pp[1] - pp[0]);
+            printf("exchange_ns pmpi %.1f wrapped %.1f added %.1f\n", ex[0], ex[1], ex[1] - ex[0]);
+        }
     }
     MPI_Finalize();
     return 0;

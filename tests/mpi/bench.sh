@@ -1,7 +1,8 @@
 #!/bin/sh
 # Wrapper cost side by side (tests/mpi/bench.c compares wrapped MPI_* and direct
 # PMPI_* loops in one process), with libhyscope.so (release build) preloaded,
-# at 1 rank (Iprobe) and 2 ranks (Iprobe and 0-byte ping-pong); then the clock
+# at 1 rank (Iprobe) and 2 ranks (Iprobe, 0-byte ping-pong and Irecv + Isend +
+# Waitall exchange); then the clock
 # offsets of the last 2-rank run.
 # Usage (from the repository root): tests/mpi/bench.sh [iterations] [runs]
 set -e

@@ -658,7 +658,7 @@ pub fn new_request(
     let counter = &r.slot.mpi_thread.next_req;
     let n = counter.load(Ordering::Relaxed) + 1;
     counter.store(n, Ordering::Relaxed);
-    let id = ((r.thread as u64) << 40) | n;
+    let id = ((r.thread as u64) << table::OWNER_SHIFT) | n;
     r.request_id = id;
     let mut flags = r.call as u64;
     if persistent {
@@ -728,12 +728,9 @@ impl Taken {
         // Several live entries can share a handle (Open MPI returns its shared
         // `ompi_request_empty` for sends completed inline): prefer this thread's
         // oldest request.
-        let me = events::slot().index as u64;
-        let score =
-            |w: &[u64; table::WORDS]| ((w[0] >> 40 != me) as u64) << 63 | (w[0] & ((1 << 40) - 1));
         Taken {
             key,
-            val: requests().take_best(key, score),
+            val: requests().take_oldest(key, events::slot().index as u64),
         }
     }
 

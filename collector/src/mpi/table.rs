@@ -35,16 +35,29 @@ pub const WORDS: usize = 6;
 pub enum Loc {
     /// A slot of the lock-free array.
     Slot(usize),
-    /// An entry of the spill map (its handle and sequence number).
-    Spill(usize, u64),
+    /// An entry of the spill map (its key there).
+    Spill(SpillKey),
+}
+
+/// A spilled entry's key: (handle, payload word 0, insertion number), so that
+/// the entries of one handle are ordered by owner and age (see [`HandleTable::take_oldest`]).
+pub type SpillKey = (usize, u64, u64);
+
+/// Bits of payload word 0 below the owner: `owner << OWNER_SHIFT | number`.
+pub const OWNER_SHIFT: u32 = 40;
+
+/// An entry's rank for thread `me`: its own entries first, then the oldest.
+#[inline]
+fn rank_for(me: u64, w0: u64) -> u64 {
+    ((w0 >> OWNER_SHIFT != me) as u64) << 63 | (w0 & ((1 << OWNER_SHIFT) - 1))
 }
 
 pub struct HandleTable {
     keys: Box<[AtomicUsize]>,
     vals: Box<[[AtomicU64; WORDS]]>,
     mask: usize,
-    /// Entries that found no slot, by (handle, sequence number).
-    spill: Mutex<BTreeMap<(usize, u64), [u64; WORDS]>>,
+    /// Entries that found no slot.
+    spill: Mutex<BTreeMap<SpillKey, [u64; WORDS]>>,
     /// Entries in `spill`: while 0, lookups do not look there.
     spilled: AtomicUsize,
     next_seq: AtomicU64,
@@ -81,7 +94,7 @@ impl HandleTable {
         (0..MAX_PROBE.min(self.mask + 1)).map(move |i| (h + i) & self.mask)
     }
 
-    fn spill(&self) -> std::sync::MutexGuard<'_, BTreeMap<(usize, u64), [u64; WORDS]>> {
+    fn spill(&self) -> std::sync::MutexGuard<'_, BTreeMap<SpillKey, [u64; WORDS]>> {
         self.spill.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -124,7 +137,7 @@ impl HandleTable {
     fn insert_spilled(&self, key: usize, val: [u64; WORDS]) {
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let mut spill = self.spill();
-        spill.insert((key, seq), val);
+        spill.insert((key, val[0], seq), val);
         self.spilled.store(spill.len(), Ordering::Release);
     }
 
@@ -151,29 +164,28 @@ impl HandleTable {
         if !self.has_spill() {
             return None;
         }
-        self.get_spilled(key, |_| 0)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn get_spilled(
-        &self,
-        key: usize,
-        score: impl Fn(&[u64; WORDS]) -> u64,
-    ) -> Option<(Loc, [u64; WORDS])> {
         self.spill()
-            .range((key, 0)..=(key, u64::MAX))
-            .min_by_key(|(_, v)| score(v))
-            .map(|(&(key, seq), v)| (Loc::Spill(key, seq), *v))
+            .range((key, 0, 0)..=(key, u64::MAX, u64::MAX))
+            .next()
+            .map(|(k, v)| (Loc::Spill(*k), *v))
     }
 
-    /// Among the entries of `key`, the one with the smallest `score(payload)`.
+    /// The entry of `key` that thread `me` completes when MPI hands it that
+    /// handle, taken out: its own oldest, else the oldest of any thread (word
+    /// 0 of a payload is `owner << OWNER_SHIFT | number`); the next one if
+    /// another thread takes that one first.
     #[inline]
-    pub fn get_best(
-        &self,
-        key: usize,
-        score: impl Fn(&[u64; WORDS]) -> u64,
-    ) -> Option<(Loc, [u64; WORDS])> {
+    pub fn take_oldest(&self, key: usize, me: u64) -> Option<[u64; WORDS]> {
+        loop {
+            let (loc, v) = self.oldest(key, me)?;
+            if self.remove(loc, key) {
+                return Some(v);
+            }
+        }
+    }
+
+    #[inline]
+    fn oldest(&self, key: usize, me: u64) -> Option<(Loc, [u64; WORDS])> {
         if key <= TOMB {
             return None;
         }
@@ -182,9 +194,9 @@ impl HandleTable {
             let k = self.keys[s].load(Ordering::Acquire);
             if k == key {
                 let v = self.load(s);
-                let sc = score(&v);
-                if best.as_ref().is_none_or(|b| sc < b.0) {
-                    best = Some((sc, Loc::Slot(s), v));
+                let r = rank_for(me, v[0]);
+                if best.as_ref().is_none_or(|b| r < b.0) {
+                    best = Some((r, Loc::Slot(s), v));
                 }
             }
             if k == EMPTY {
@@ -192,39 +204,56 @@ impl HandleTable {
             }
         }
         if self.has_spill()
-            && let Some((loc, v)) = self.get_spilled(key, &score)
+            && let Some(e) = self.oldest_spilled(key, me)
+            && best.as_ref().is_none_or(|b| e.0 < b.0)
         {
-            let sc = score(&v);
-            if best.as_ref().is_none_or(|b| sc < b.0) {
-                best = Some((sc, loc, v));
-            }
+            best = Some(e);
         }
         best.map(|(_, loc, v)| (loc, v))
     }
 
-    /// Take out the entry of `key` with the smallest `score(payload)`: the
-    /// next best if another thread takes that one first.
-    #[inline]
-    pub fn take_best(
-        &self,
-        key: usize,
-        score: impl Fn(&[u64; WORDS]) -> u64,
-    ) -> Option<[u64; WORDS]> {
-        loop {
-            let (loc, v) = self.get_best(key, &score)?;
-            if self.remove(loc, key) {
-                return Some(v);
+    /// [`Self::oldest`] among the spilled entries, O(log n) per owner: the
+    /// map orders each owner's entries by age.
+    #[cold]
+    #[inline(never)]
+    fn oldest_spilled(&self, key: usize, me: u64) -> Option<(u64, Loc, [u64; WORDS])> {
+        let spill = self.spill();
+        let max_owner = u64::MAX >> OWNER_SHIFT;
+        let from = |owner: u64| (key, owner << OWNER_SHIFT, 0);
+        let first = |owner: u64| {
+            spill
+                .range(from(owner)..=(key, u64::MAX, u64::MAX))
+                .next()
+                .map(|(k, v)| (rank_for(me, k.1), *k, *v))
+        };
+        // This thread's own oldest, if it has one.
+        if let Some((r, k, v)) = first(me)
+            && k.1 >> OWNER_SHIFT == me
+        {
+            return Some((r, Loc::Spill(k), v));
+        }
+        // Else the first entry of each owner.
+        let mut best: Option<(u64, SpillKey, [u64; WORDS])> = None;
+        let mut owner = 0;
+        while let Some((r, k, v)) = first(owner) {
+            if best.as_ref().is_none_or(|b| r < b.0) {
+                best = Some((r, k, v));
+            }
+            owner = (k.1 >> OWNER_SHIFT) + 1;
+            if owner > max_owner {
+                break;
             }
         }
+        best.map(|(r, k, v)| (r, Loc::Spill(k), v))
     }
 
-    /// Change one payload word of the entry at `loc` (owner only).
+    /// Change one payload word (not word 0) of the entry at `loc` (owner only).
     #[inline]
     pub fn set_word(&self, loc: Loc, word: usize, v: u64) {
         match loc {
             Loc::Slot(s) => self.vals[s][word].store(v, Ordering::Relaxed),
-            Loc::Spill(key, seq) => {
-                if let Some(e) = self.spill().get_mut(&(key, seq)) {
+            Loc::Spill(k) => {
+                if let Some(e) = self.spill().get_mut(&k) {
                     e[word] = v;
                 }
             }
@@ -238,9 +267,9 @@ impl HandleTable {
             Loc::Slot(s) => self.keys[s]
                 .compare_exchange(key, TOMB, Ordering::Release, Ordering::Relaxed)
                 .is_ok(),
-            Loc::Spill(k, seq) => {
+            Loc::Spill(k) => {
                 let mut spill = self.spill();
-                let removed = k == key && spill.remove(&(key, seq)).is_some();
+                let removed = k.0 == key && spill.remove(&k).is_some();
                 self.spilled.store(spill.len(), Ordering::Release);
                 removed
             }
@@ -282,10 +311,8 @@ mod tests {
         let t = HandleTable::new(6);
         t.insert_dup(64, [5; WORDS]);
         t.insert_dup(64, [3; WORDS]);
-        let (s, v) = t.get_best(64, |v| v[0]).unwrap();
-        assert_eq!(v[0], 3);
-        t.remove(s, 64);
-        assert_eq!(t.get_best(64, |v| v[0]).unwrap().1[0], 5);
+        assert_eq!(t.take_oldest(64, 0).unwrap()[0], 3);
+        assert_eq!(t.take_oldest(64, 0).unwrap()[0], 5);
     }
 
     #[test]
@@ -296,9 +323,9 @@ mod tests {
         }
         // Best first, across the array and the spill map.
         for i in 0..5000u64 {
-            assert_eq!(t.take_best(64, |v| v[0]), Some([i; WORDS]));
+            assert_eq!(t.take_oldest(64, 0), Some([i; WORDS]));
         }
-        assert_eq!(t.take_best(64, |v| v[0]), None);
+        assert_eq!(t.take_oldest(64, 0), None);
         assert_eq!(t.spilled.load(Ordering::Relaxed), 0);
         let (s, v) = {
             t.insert_dup(64, [1; WORDS]);
@@ -343,9 +370,8 @@ mod tests {
                     for i in 0..3000u64 {
                         t.insert_dup(64, [th << 40 | i; WORDS]);
                     }
-                    let mine = |v: &[u64; WORDS]| ((v[0] >> 40 != th) as u64) << 63 | v[0];
                     (0..3000)
-                        .map(|_| t.take_best(64, mine).unwrap()[0])
+                        .map(|_| t.take_oldest(64, th).unwrap()[0])
                         .collect::<Vec<u64>>()
                 })
             })
