@@ -11,13 +11,15 @@
 mod support;
 #[path = "../src/tui.rs"]
 mod tui;
+#[path = "tui_frame/mod.rs"]
+mod tui_frame;
+
+use tui_frame::render;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 const SRC: &str = r#"
 #include <mpi.h>
@@ -79,21 +81,6 @@ fn build_cxx(dir: &Path) -> PathBuf {
     exe
 }
 
-fn render(app: &mut tui::app::App) -> String {
-    let (w, h) = (140, 30);
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| tui::draw::draw(f, app)).unwrap();
-    let buf = term.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..h {
-        for x in 0..w {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
-}
-
 #[test]
 fn cxx_names_without_debug_info_are_demangled_in_every_view() {
     let tmp = tempfile::tempdir().unwrap();
@@ -127,7 +114,7 @@ fn cxx_names_without_debug_info_are_demangled_in_every_view() {
         app.data.analysis_status()
     );
     app.on_key(KeyEvent::new(KeyCode::Char('3'), KeyModifiers::NONE));
-    let s = render(&mut app);
+    let s = render(&mut app, 140, 30);
     assert!(s.contains(RELAX), "{s}");
     assert!(!s.contains("_ZN3hal"), "{s}");
 }

@@ -12,10 +12,12 @@
 mod support;
 #[path = "../src/tui.rs"]
 mod tui;
+#[path = "tui_frame/mod.rs"]
+mod tui_frame;
+
+use tui_frame::render;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 use tui::app::App;
 
@@ -47,23 +49,6 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-
-fn render(app: &mut App, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| tui::draw::draw(f, app)).unwrap();
-    if app.timeline.detail.wait() {
-        term.draw(|f| tui::draw::draw(f, app)).unwrap();
-    }
-    let buf = term.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..h {
-        for x in 0..w {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
-}
 
 fn key(app: &mut App, c: KeyCode) {
     app.on_key(KeyEvent::new(c, KeyModifiers::NONE));

@@ -7,10 +7,12 @@
 mod common;
 #[path = "../src/tui.rs"]
 mod tui;
+#[path = "tui_frame/mod.rs"]
+mod tui_frame;
+
+use tui_frame::render;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 use tui::app::{App, Tab};
 
@@ -21,25 +23,6 @@ fn app(name: &str) -> App {
 
 fn key(app: &mut App, c: KeyCode) {
     app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
-}
-
-/// Draw one frame of `w`×`h` and return it as text, one line per row.
-fn render(app: &mut App, w: u16, h: u16) -> String {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| tui::draw::draw(f, app)).unwrap();
-    // The interval under the cursor arrives from a worker thread: redraw with it.
-    if app.timeline.detail.wait() {
-        term.draw(|f| tui::draw::draw(f, app)).unwrap();
-    }
-    let buf = term.backend().buffer().clone();
-    let mut out = String::new();
-    for y in 0..h {
-        for x in 0..w {
-            out.push_str(buf[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
 }
 
 #[test]
@@ -363,6 +346,8 @@ fn timeline_mouse() {
 /// (s serial, c compute, r OpenMP runtime, b barrier wait, l lock, t task,
 /// p MPI p2p, o collective, w MPI wait, m other MPI), so snapshots keep the colours.
 fn render_states(app: &mut App, w: u16, h: u16) -> String {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
     use ratatui::style::Color;
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
     term.draw(|f| tui::draw::draw(f, app)).unwrap();
