@@ -420,7 +420,7 @@ fn balanced_static_loop_keeps_static() {
         .unwrap()
         .clone();
     assert_eq!(rec.clause, "keep schedule(static)");
-    assert!(rec.rule.contains("002 §6.6.2"));
+    assert!(rec.rule.contains("Mahéo 2015 §6.6.2"));
 }
 
 #[test]

@@ -188,6 +188,7 @@ fn openmpi_program_under_the_mpich_flavour_is_refused() {
     let _ = std::fs::remove_dir_all(&dir);
     let out = Command::new("mpirun")
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .args(own_session_dir())
         .args(["-x", &format!("LD_PRELOAD={}", mpich_library().display())])
         .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
         .arg(&prog)

@@ -1,6 +1,8 @@
 //! End to end: real programs under `LD_PRELOAD=libhyscope.so`; the trace has the
 //! sampler's rows and the manifest its table. MPI cases run with the real `mpirun`.
 
+mod mpi_common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -151,6 +153,7 @@ fn mpirun_env(exe: &Path, np: u32, trace: &Path, env: &[String]) {
             "-np",
             &np.to_string(),
         ])
+        .args(mpi_common::own_session_dir())
         .args(["-x", &format!("LD_PRELOAD={}", preload_lib().display())])
         .args(["-x", &format!("HYSCOPE_OUTPUT={}", trace.display())])
         .args(

@@ -74,6 +74,22 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// `--mca orte_tmpdir_base <a directory of this run's own>`: Open MPI's
+/// `mpirun` creates and removes a session directory per user under its base,
+/// and two of them starting or ending at once (the tests of a binary run in
+/// parallel) race on it ("mkdir … File exists", orte_init failed).
+pub fn own_session_dir() -> [String; 3] {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = tmp().join(format!("ompi-session-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create the mpirun session base");
+    [
+        "--mca".into(),
+        "orte_tmpdir_base".into(),
+        dir.display().to_string(),
+    ]
+}
+
 /// `mpirun -np <np>` the program under the collector; the trace goes to a fresh directory.
 pub fn run(prog: &Path, np: u32, name: &str) -> Run {
     run_args(prog, np, name, &[])
@@ -90,6 +106,7 @@ pub fn run_args(prog: &Path, np: u32, name: &str, args: &[&str]) -> Run {
             "-np",
             &np.to_string(),
         ])
+        .args(own_session_dir())
         .args(["-x", &format!("LD_PRELOAD={}", library().display())])
         .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
         .arg(prog)

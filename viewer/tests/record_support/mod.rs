@@ -144,6 +144,17 @@ pub fn mpirun_args(np: u32) -> Vec<String> {
         a.push("--allow-run-as-root".into());
     }
     a.extend(["-np".to_string(), np.to_string()]);
+    // A session directory base of this run's own: parallel mpiruns race on
+    // creating and removing a shared one ("mkdir … File exists").
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let base = std::env::temp_dir().join(format!("hyscope-ompi-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&base).expect("create the mpirun session base");
+    a.extend([
+        "--mca".into(),
+        "orte_tmpdir_base".into(),
+        base.display().to_string(),
+    ]);
     a
 }
 
