@@ -1339,8 +1339,7 @@ pub fn analyze_omp(
         if lost {
             // Never a missing runtime where the trace lost data: the events
             // may have been there (see the trace's integrity).
-            "no OpenMP events in the trace: it is partial (see the problems listed first)"
-                .to_string()
+            "no OpenMP events in what the trace kept: it is partial (see its problems)".to_string()
         } else if data.manifest.openmp.is_none() {
             "no OpenMP events: the program did not use an OMPT-capable runtime (libgomp has no OMPT)".to_string()
         } else {

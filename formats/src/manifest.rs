@@ -464,7 +464,12 @@ pub fn check_version(path: &Path, version: &str) -> Result<(), FormatError> {
 /// Serialize `value` to `path` through a temporary file and a rename, so readers
 /// never see a half-written file.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), FormatError> {
-    let tmp = path.with_extension(format!("json.tmp.{}", std::process::id()));
+    // One temporary name per call: two threads of a process may write the same
+    // file at once (the early rank file and the exit path), and a shared name
+    // would let one rename the other's file away.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("json.tmp.{}.{n}", std::process::id()));
     let text = serde_json::to_vec_pretty(value).map_err(|e| FormatError::Manifest {
         path: path.to_path_buf(),
         message: e.to_string(),

@@ -130,10 +130,25 @@ impl Trace {
     fn validate(&mut self, rank_files: &BTreeMap<u32, PathBuf>) {
         let manifest_path = self.dir.join(MANIFEST_FILE);
         let world = self.manifest.world_size;
+        // Processes launched without MPI (an OpenMP program under mpiexec)
+        // each take their rank from the launcher while the manifest, written
+        // by rank 0 alone, says 1: as many ranks as are present are the job's,
+        // so the limit is never below their count (and a bogus rank number
+        // far beyond them is still refused).
+        let mut seen: std::collections::BTreeSet<u32> = rank_files.keys().copied().collect();
+        seen.extend(self.manifest.ranks.iter().map(|r| r.rank));
+        seen.extend(self.parts.values().flatten().map(|p| p.rank));
         let limit = if world == 0 || world > MAX_RANKS {
             MAX_RANKS
         } else {
-            world
+            let counted = u32::try_from(seen.len()).unwrap_or(u32::MAX);
+            let raised = world.max(counted.min(MAX_RANKS));
+            if raised > world && seen.iter().all(|&r| r < raised) {
+                self.manifest.world_size = raised;
+                raised
+            } else {
+                world
+            }
         };
         // Rank numbers beyond the job are not ranks of this trace.
         let mut ranks = std::mem::take(&mut self.manifest.ranks);
@@ -193,7 +208,8 @@ impl Trace {
                 false,
             );
             self.manifest.world_size = taken;
-        } else if world > 0 && (present.len() as u64) < u64::from(world) {
+        } else if world > 0 && (present.len() as u64) < u64::from(self.manifest.world_size) {
+            let world = self.manifest.world_size;
             let missing = u64::from(world) - present.len() as u64;
             self.problem(
                 manifest_path.clone(),

@@ -61,12 +61,9 @@ fn future_major_version_is_refused() {
     good_trace(dir.path());
     let path = dir.path().join("manifest.json");
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains("\"format_version\": \"1.0\""));
-    std::fs::write(
-        &path,
-        text.replace("\"format_version\": \"1.0\"", "\"format_version\": \"2.0\""),
-    )
-    .unwrap();
+    let current = format!("\"format_version\": \"{}\"", hyscope_format::FORMAT_VERSION);
+    assert!(text.contains(&current), "{text}");
+    std::fs::write(&path, text.replace(&current, "\"format_version\": \"2.0\"")).unwrap();
     let err = Trace::open(dir.path()).unwrap_err();
     assert!(
         matches!(&err, FormatError::Version { found, .. } if found == "2.0"),
