@@ -78,14 +78,15 @@ fn future_major_version_is_refused() {
     // A newer minor version of the same major is read.
     std::fs::write(
         &path,
-        text.replace("\"format_version\": \"1.0\"", "\"format_version\": \"1.7\""),
+        text.replace(&current, "\"format_version\": \"1.7\""),
     )
     .unwrap();
     assert_eq!(read_all(dir.path()).unwrap(), 2000);
 
     // A missing or garbled version is refused too.
     for bad in ["\"\"", "\"x.y\""] {
-        std::fs::write(&path, text.replace("\"1.0\"", bad)).unwrap();
+        let garbled = format!("\"format_version\": {bad}");
+        std::fs::write(&path, text.replace(&current, &garbled)).unwrap();
         let err = Trace::open(dir.path()).unwrap_err();
         assert!(matches!(err, FormatError::Version { .. }), "{err}");
     }
