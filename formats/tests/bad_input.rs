@@ -76,11 +76,7 @@ fn future_major_version_is_refused() {
     );
 
     // A newer minor version of the same major is read.
-    std::fs::write(
-        &path,
-        text.replace(&current, "\"format_version\": \"1.7\""),
-    )
-    .unwrap();
+    std::fs::write(&path, text.replace(&current, "\"format_version\": \"1.7\"")).unwrap();
     assert_eq!(read_all(dir.path()).unwrap(), 2000);
 
     // A missing or garbled version is refused too.
