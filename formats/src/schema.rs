@@ -473,6 +473,22 @@ pub mod mpi_call {
             .unwrap_or("unknown")
     }
 
+    /// The point-to-point send calls, blocking and nonblocking (not
+    /// `MPI_Sendrecv`, which also receives).
+    pub fn is_send(code: u16) -> bool {
+        matches!(
+            code,
+            MPI_Send
+                | MPI_Ssend
+                | MPI_Bsend
+                | MPI_Rsend
+                | MPI_Isend
+                | MPI_Issend
+                | MPI_Ibsend
+                | MPI_Irsend
+        )
+    }
+
     /// Code of a call name.
     pub fn code(name: &str) -> Option<u16> {
         ALL.iter().find(|(_, n)| *n == name).map(|(c, _)| *c)
@@ -601,8 +617,7 @@ impl MpiRecord {
         };
         let send = || side(self.peer, self.tag, self.bytes_sent);
         match self.call {
-            MPI_Send | MPI_Ssend | MPI_Bsend | MPI_Rsend | MPI_Isend | MPI_Issend | MPI_Ibsend
-            | MPI_Irsend => Endpoints {
+            call if mpi_call::is_send(call) => Endpoints {
                 send: send().filter(|e| e.peer >= 0),
                 recv: None,
             },

@@ -29,8 +29,8 @@ use hyscope_format::{
     MpiRecord, OmpKind, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Trace,
 };
 // The send calls, for the OTF2 region roles.
-use hyscope_analyzer::aligned::endpoints::is_send_call as is_send;
 use hyscope_analyzer::aligned::{AlignedTrace, Clocks, Message};
+use hyscope_format::schema::mpi_call::is_send;
 use serde_json::{Value, json};
 
 mod otf2;

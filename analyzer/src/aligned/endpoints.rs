@@ -70,21 +70,6 @@ pub fn endpoints(r: &MpiRecord) -> Endpoints {
     e
 }
 
-/// The send calls (blocking and nonblocking; not `MPI_Sendrecv`, which also receives).
-pub fn is_send_call(call: u16) -> bool {
-    matches!(
-        call,
-        c::MPI_Send
-            | c::MPI_Ssend
-            | c::MPI_Bsend
-            | c::MPI_Rsend
-            | c::MPI_Isend
-            | c::MPI_Issend
-            | c::MPI_Ibsend
-            | c::MPI_Irsend
-    )
-}
-
 /// A wait or test call on requests.
 pub fn is_wait(call: u16) -> bool {
     (c::MPI_Wait..=c::MPI_Testsome).contains(&call)
