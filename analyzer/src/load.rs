@@ -296,6 +296,12 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         .collect::<Result<_, _>>()?;
 
     let manifest = trace.manifest.clone();
+    // Each rank's end (its own clock): rows end there at the latest.
+    let exits: HashMap<u32, i64> = manifest
+        .ranks
+        .iter()
+        .filter_map(|r| Some((r.rank, r.exit_ns?)))
+        .collect();
     let mut by_rank: std::collections::BTreeMap<u32, RankData> = std::collections::BTreeMap::new();
     for r in &manifest.ranks {
         by_rank.entry(r.rank).or_insert_with(|| RankData {
@@ -316,7 +322,14 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
             ..RankData::default()
         });
         match rows {
-            Rows::Mpi(mut v) => rd.mpi.append(&mut v),
+            Rows::Mpi(mut v) => {
+                if let Some(&exit) = exits.get(&rank) {
+                    for r in &mut v {
+                        clip_interval_to_exit(&mut r.start_ns, &mut r.end_ns, exit);
+                    }
+                }
+                rd.mpi.append(&mut v)
+            }
             Rows::Samples(mut v) => rd.samples.append(&mut v),
             Rows::Symbols(v) => {
                 for s in v {
@@ -350,12 +363,6 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         .map(|r| r.rank)
         .collect();
     let checked_clock = |rank: u32| on_clock0.contains(&rank);
-    // Each rank's end (its own clock): rows end there at the latest.
-    let exits: HashMap<u32, i64> = manifest
-        .ranks
-        .iter()
-        .filter_map(|r| Some((r.rank, r.exit_ns?)))
-        .collect();
     let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
     for p in omp_parts {
         rank_parts.entry(p.rank).or_default().push(p);
@@ -538,12 +545,17 @@ fn clipped_problem(rank: u32, n: u64, what: &str, (lo, hi): (i64, i64)) -> crate
 /// shutdown, after the collector encoded the trace) is not the application's
 /// time.
 fn clip_to_exit(rows: &mut [OmpRecord], exit: i64) {
-    rows.par_iter_mut().for_each(|r| {
-        if r.end_ns > exit {
-            r.end_ns = exit.max(r.start_ns.min(exit));
-            r.start_ns = r.start_ns.min(exit);
-        }
-    });
+    rows.par_iter_mut()
+        .for_each(|r| clip_interval_to_exit(&mut r.start_ns, &mut r.end_ns, exit));
+}
+
+/// End an interval at the process's exit at the latest: what the runtime
+/// closes while the collector encodes the trace is not run time.
+fn clip_interval_to_exit(start: &mut i64, end: &mut i64, exit: i64) {
+    if *end > exit {
+        *end = exit.max((*start).min(exit));
+        *start = (*start).min(exit);
+    }
 }
 
 /// What the trace says it lost: each rank that did not finish (and how it
@@ -811,6 +823,20 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         clipped_join_waits: 0,
         clipped_join_wait_s: 0.0,
         placement: Vec::new(),
+        children: m
+            .ranks
+            .iter()
+            .filter_map(|r| {
+                let of = r.child_of?;
+                Some(crate::model::ChildProcess {
+                    rank: r.rank,
+                    of_rank: of.rank,
+                    pid: r.pid,
+                    parent_pid: of.parent_pid,
+                    command: r.command.clone(),
+                })
+            })
+            .collect(),
     }
 }
 

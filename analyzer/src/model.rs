@@ -188,6 +188,22 @@ pub struct RunFacts {
     /// Each rank's CPUs against its OpenMP threads (`placement`).
     #[serde(default)]
     pub placement: Vec<RankPlacement>,
+    /// Processes that ranks started (fork, exec) and that recorded events:
+    /// each has an id after the job's ranks, counted in `ranks`.
+    #[serde(default)]
+    pub children: Vec<ChildProcess>,
+}
+
+/// A process a rank started, with an id of its own in the trace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChildProcess {
+    /// Its id in the trace (where a rank number goes).
+    pub rank: u32,
+    /// The rank it comes from.
+    pub of_rank: u32,
+    pub pid: u32,
+    pub parent_pid: u32,
+    pub command: Vec<String>,
 }
 
 /// The CPUs a rank may run on, against the OpenMP threads it runs.

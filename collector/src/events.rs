@@ -467,6 +467,8 @@ extern "C" fn forget_parents_events() {
         samples.clear();
     }
     hyscope_ompt::forget_parents_held();
+    // The parent's losses are the parent's to report.
+    DROPPED.store(0, Ordering::Relaxed);
 }
 
 fn hand_off(item: Full) {
@@ -622,6 +624,12 @@ impl Writer {
                 std::mem::forget(self.samples.take());
                 self.omp = None;
                 self.mpi = None;
+                // What the parent wrote is counted in the parent's rank file.
+                self.counts = EventCounts::default();
+                self.addresses.clear();
+                self.cpu_ns = 0;
+                self.encode_ns = 0;
+                self.broken = false;
             }
             self.pid = pid;
         }
@@ -886,6 +894,8 @@ fn encoder_threads() -> usize {
 /// so far is in complete part files. Safe to call from any thread, e.g. in
 /// `MPI_Finalize` or at exit, and more than once.
 pub fn flush_all() {
+    // Before anything is written under this process's id.
+    session::claim_identity();
     // The writer lock first: see writer_loop.
     let mut w = lock(&WRITER);
     if !gate_enter() {

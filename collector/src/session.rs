@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use hyscope_format::Manifest;
-use hyscope_format::manifest::{ProcessEnd, RankInfo, ThreadCpus};
+use hyscope_format::manifest::{ChildOf, ProcessEnd, RankInfo, ThreadCpus};
 use hyscope_format::settings::Settings;
 use hyscope_format::trace_name;
 
@@ -152,7 +152,12 @@ pub fn set_mpi_world(rank: u32, size: u32) {
     }
     MPI_SEEN.store(true, Ordering::Relaxed);
     events::mark_active();
-    with_rank_info(|r| r.rank = rank);
+    // A process that calls MPI_Init is a rank of the job, never a child.
+    with_rank_info(|r| {
+        r.rank = rank;
+        r.child_of = None;
+        r.command.clear();
+    });
     with_manifest(|m| m.world_size = size);
 }
 
@@ -237,6 +242,7 @@ pub fn checkpoint() {
 /// process killed later still has its identity in the trace), and for rank
 /// 0 a draft manifest unless one exists (MPI_Init replaces it).
 pub fn on_recording_start() {
+    claim_identity();
     if !events::prepare_emergency() {
         return; // the trace directory is unusable (said once)
     }
@@ -249,6 +255,131 @@ pub fn on_recording_start() {
         // Failing here (a full disk) is said by the exit path or the end note.
         let _ = with_manifest(|m| m.clone()).write(&dir);
     }
+}
+
+/// The process whose identity in the trace is being claimed, and the one
+/// whose claim is done ([`claim_identity`]). Process ids, not a lock: a
+/// forked child inherits these but must claim its own.
+static CLAIMING: AtomicU32 = AtomicU32::new(0);
+static CLAIMED: AtomicU32 = AtomicU32::new(0);
+
+/// The most children of one job that take an id of their own.
+const MAX_CHILDREN: u32 = 1 << 16;
+
+/// Take this process's id in the trace, once per process, before anything
+/// is written under it: its launcher rank, unless another process already
+/// holds that rank's file. Then the process is a child that a rank forked or
+/// exec'd (it inherited the rank's environment, and with it the rank
+/// number): it takes the first free id after the job's ranks and records
+/// which rank it comes from, so that nothing it writes lands in the rank's
+/// files.
+pub(crate) fn claim_identity() {
+    let pid = std::process::id();
+    if CLAIMED.load(Ordering::Acquire) == pid {
+        return;
+    }
+    if CLAIMING.swap(pid, Ordering::AcqRel) == pid {
+        // Another thread of this process claims: nothing may be written
+        // before it is done (bounded: the claim is a few small files).
+        for _ in 0..5000 {
+            if CLAIMED.load(Ordering::Acquire) == pid {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        return;
+    }
+    struct Done(u32);
+    impl Drop for Done {
+        fn drop(&mut self) {
+            CLAIMED.store(self.0, Ordering::Release);
+        }
+    }
+    let _done = Done(pid);
+    let Some(dir) = trace_dir() else {
+        return;
+    };
+    let forked_from = with_rank_info(|r| (r.pid != pid).then_some(r.pid));
+    if forked_from.is_some() {
+        forget_parents_identity(pid);
+    }
+    // Not the snapshot: this may run where the writer's lock is held.
+    let mut info = with_rank_info(|r| r.clone());
+    info.end = Some(ProcessEnd::Running);
+    // An unusable directory is said once by whoever writes next.
+    if info.claim(&dir).unwrap_or(true) {
+        return;
+    }
+    let path = RankInfo::path(&dir, info.rank);
+    if RankInfo::read(&path).is_ok_and(|holder| holder.pid == pid) {
+        return;
+    }
+    let of_rank = info.rank;
+    // SAFETY: getppid has no preconditions.
+    let parent_pid = forked_from.unwrap_or_else(|| unsafe { libc::getppid() } as u32);
+    let child_of = ChildOf {
+        rank: of_rank,
+        parent_pid,
+    };
+    let command = command_line();
+    info.child_of = Some(child_of);
+    info.command = command.clone();
+    let first = world_size_hint().max(of_rank.saturating_add(1));
+    for id in first..first.saturating_add(MAX_CHILDREN) {
+        info.rank = id;
+        match info.claim(&dir) {
+            Ok(true) => {
+                RANK.store(id, Ordering::Relaxed);
+                with_rank_info(|r| {
+                    r.rank = id;
+                    r.child_of = Some(child_of);
+                    r.command = command;
+                });
+                return;
+            }
+            Ok(false) => continue,
+            Err(_) => return,
+        }
+    }
+    warn(&format!(
+        "rank {of_rank} and {MAX_CHILDREN} ids after the job are taken; this process's events go under rank {of_rank}"
+    ));
+}
+
+/// A forked child starts with a copy of its parent's identity: keep what
+/// describes the node and the clock, drop what is the parent's own.
+fn forget_parents_identity(pid: u32) {
+    with_rank_info(|r| {
+        r.pid = pid;
+        r.communicators.clear();
+        r.rss_before_init = None;
+        r.rss_after_init = None;
+        r.thread_cpus.clear();
+        r.exit_ns = None;
+        r.end = None;
+        r.finished = false;
+    });
+    if let Ok(mut w) = session().warnings.try_lock() {
+        w.clear();
+    }
+    symbols::forget_written();
+    MANIFEST_BY_MPI.store(false, Ordering::Relaxed);
+}
+
+/// The number of the job's ranks as far as this process can tell: MPI's
+/// (a forked child of a rank), else the launcher's, else 1.
+fn world_size_hint() -> u32 {
+    let known = with_manifest(|m| m.world_size);
+    let launcher = [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMIX_SIZE",
+        "PMI_SIZE",
+        "SLURM_NTASKS",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok()?.trim().parse::<u32>().ok())
+    .unwrap_or(1);
+    known.max(launcher).max(1)
 }
 
 /// After MPI_Init: the rank is confirmed and the clock offset measured. The

@@ -20,6 +20,14 @@ use crate::session;
 /// Addresses already written (finish may run more than once).
 static DONE: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
 
+/// In a forked child that takes an id of its own: the parent's written
+/// addresses are not in the child's symbols table.
+pub(crate) fn forget_written() {
+    if let Ok(mut done) = DONE.try_lock() {
+        done.clear();
+    }
+}
+
 /// Resolve addresses of this process against its current module map.
 pub fn resolve(addresses: &[u64]) -> Vec<SymbolRecord> {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();

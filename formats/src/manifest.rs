@@ -127,6 +127,27 @@ pub struct RankInfo {
     /// closes later (OpenMP threads ending at shutdown) end here for the
     /// analysis, so the encoding never counts as run time.
     pub exit_ns: Option<i64>,
+    /// Set for a process that a rank started (`fork`, or `fork` and `exec`)
+    /// rather than the launcher: it inherited that rank's environment, and
+    /// has an id of its own after the job's ranks so nothing it records is
+    /// mixed with the rank's. None for the ranks (and traces before it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child_of: Option<ChildOf>,
+    /// The process's command line, for processes whose command is not the
+    /// job's (children); empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+}
+
+/// The rank a child process comes from ([`RankInfo::child_of`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ChildOf {
+    /// The rank whose environment the process inherited.
+    pub rank: u32,
+    /// The process that started it (its parent's pid; a shell in between
+    /// makes this the shell).
+    pub parent_pid: u32,
 }
 
 /// How a process ended, as its rank file tells it: the collector writes
@@ -434,6 +455,25 @@ impl RankInfo {
             std::fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
         }
         write_json_atomic(&path, self)
+    }
+
+    /// Write the rank file only if no process holds this rank yet: the one
+    /// atomic step by which a process claims its id in the trace. Ok(false)
+    /// when another process wrote it first.
+    pub fn claim(&self, trace_dir: &Path) -> Result<bool, FormatError> {
+        let path = RankInfo::path(trace_dir, self.rank);
+        let dir = path.parent().unwrap_or(trace_dir);
+        std::fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
+        let tmp = path.with_extension(format!("json.tmp.claim.{}", std::process::id()));
+        write_json_atomic(&tmp, self)?;
+        // A hard link fails if the name exists: whole content, or nothing.
+        let linked = std::fs::hard_link(&tmp, &path);
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(FormatError::io(&path, e)),
+        }
     }
 
     pub fn read(path: &Path) -> Result<RankInfo, FormatError> {

@@ -162,6 +162,18 @@ impl Table {
     }
 }
 
+/// One line for a process a rank started: its id, where it comes from, its command.
+fn describe_child(c: &hyscope_analyzer::model::ChildProcess) -> String {
+    format!(
+        "rank {} is pid {}, started by rank {} (parent pid {}): {}",
+        c.rank,
+        c.pid,
+        c.of_rank,
+        c.parent_pid,
+        c.command.join(" ")
+    )
+}
+
 fn section(out: &mut String, title: &str) {
     let _ = write!(out, "\n{title}\n{}\n", "═".repeat(title.chars().count()));
 }
@@ -192,16 +204,28 @@ pub fn render(a: &Analysis, top: usize) -> String {
         kv("started", r.start_time.clone());
     }
     let threads = r.threads_per_rank.iter().copied().max().unwrap_or(1);
+    let ranks = if r.children.is_empty() {
+        r.ranks.to_string()
+    } else {
+        format!(
+            "{} (+ {} child processes)",
+            r.ranks as usize - r.children.len().min(r.ranks as usize),
+            r.children.len()
+        )
+    };
     kv(
         "ranks × threads",
         format!(
             "{} × {} on {} host(s): {}",
-            r.ranks,
+            ranks,
             threads,
             r.hosts.len(),
             r.hosts.join(", ")
         ),
     );
+    for c in &r.children {
+        kv("child process", describe_child(c));
+    }
     kv("duration", fmt_time(r.duration_s));
     for p in r.placement.iter().filter(|p| p.threads_share_cpus()) {
         kv(
