@@ -630,7 +630,7 @@ pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::Trac
             }),
             rank: Some(p.rank),
             what: format!(
-                "the trace is partial: rank {} (pid {}) left events in spool/ that are not in the trace ({why}); `hyscope record` encodes them after the job when there is room",
+                "the trace is partial: rank {} (pid {}) left events in spool/ that are not in the trace ({why}); `hyscope record` encodes them after the job when there is room, `hyscope recover TRACE` for a job run without it",
                 p.rank, p.pid
             ),
             data_lost: true,

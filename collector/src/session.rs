@@ -59,7 +59,7 @@ fn session() -> &'static Session {
         let config = config_from_env();
         let start_clock_ns = clock::now_ns();
         let start_unix_ns = unix_ns();
-        let host = hostname();
+        let host = hyscope_format::manifest::hostname();
         let mut manifest = Manifest::new();
         manifest.command = command_line();
         manifest.start_time = rfc3339(start_unix_ns);
@@ -578,17 +578,6 @@ fn command_line() -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is writable for its length.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "unknown".into();
-    }
-    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
 /// CPUs online on this host, whatever this process's affinity.

@@ -521,6 +521,18 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), For
     std::fs::rename(&tmp, path).map_err(|e| FormatError::io(path, e))
 }
 
+/// This host's name, as rank files record it (`host`).
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is writable for its length.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&c| c == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
 /// The most ranks a reader accepts (`world_size`, rank numbers): far above any
 /// MPI job run so far, far below what would make a rank-indexed table absurd.
 pub const MAX_RANKS: u32 = 1 << 24;

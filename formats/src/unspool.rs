@@ -481,6 +481,30 @@ impl LeftoverProcess {
             maps: None,
         }
     }
+
+    /// Whether the process may still be running: its end note says
+    /// `running` (or it has none), its rank file puts it on this host, and
+    /// a process with its pid exists here. A job still running must not
+    /// have its spools encoded under it.
+    pub fn may_be_running(&self, trace_dir: &Path) -> bool {
+        let ended = self
+            .end_note
+            .as_ref()
+            .and_then(|(_, n)| *n)
+            .is_some_and(|n| n.end != crate::manifest::ProcessEnd::Running);
+        if ended {
+            return false;
+        }
+        let here =
+            crate::manifest::RankInfo::read(&crate::manifest::RankInfo::path(trace_dir, self.rank))
+                .map_or(true, |r| {
+                    r.pid != self.pid || r.host == crate::manifest::hostname()
+                });
+        // SAFETY: signal 0 only checks that the process exists.
+        let exists = unsafe { libc::kill(self.pid as libc::pid_t, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        here && exists
+    }
 }
 
 /// The name of a process's copy of its module map in `spool/`.

@@ -9,6 +9,7 @@ mod export;
 mod gui;
 mod install;
 mod record;
+mod recover;
 mod report;
 mod tui;
 mod tune;
@@ -25,6 +26,8 @@ struct Cli {
 enum Command {
     /// Run a program (or an MPI launcher) under the collector and write a trace.
     Record(record::Args),
+    /// Encode what crashed or killed processes left in a trace's spool/ (done by `record` after the job).
+    Recover(recover::Args),
     /// Print the analysis of a trace (or compare two traces).
     Report(report::Args),
     /// Re-run a program with the recommended loop schedules and compare predicted vs achieved.
@@ -43,6 +46,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Record(args) => record::run(args),
+        Command::Recover(args) => recover::run(args),
         Command::Report(args) => report::run(args),
         Command::Tune(args) => tune::run(args),
         Command::Tui(args) => tui::run(args),

@@ -359,7 +359,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let code = exit_code(status);
     if !matches!(position, Position::PerRank { .. }) {
-        recover_spools(&output);
+        crate::recover::recover_spools(&output);
     }
 
     let expected_ranks = match position {
@@ -371,7 +371,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(n) = expected_ranks
             && wait_for_rank_files(&output, n)
         {
-            remove_spool_dir(&output);
+            crate::recover::remove_spool_dir(&output);
         }
         summary(&output, started.elapsed(), code);
     }
@@ -736,45 +736,6 @@ fn world_size_from_env() -> Option<u32> {
         .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
 }
 
-/// Encode what processes that ended before encoding their spools left
-/// (killed, crashed, aborted, or out of disk at the time), so their events
-/// are in the trace, and write in their rank files how they ended.
-fn recover_spools(dir: &Path) {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for process in hyscope_format::unspool::leftover_processes(dir) {
-        match hyscope_format::unspool::recover_process(dir, &process, threads) {
-            Ok(done) => {
-                let how = done
-                    .end
-                    .map_or_else(String::new, |e| format!("{}; ", e.describe()));
-                warn(&format!(
-                    "rank {} (pid {}) {how}recovered {} OpenMP and {} MPI events from its spool{}",
-                    process.rank,
-                    process.pid,
-                    done.events.omp,
-                    done.events.mpi,
-                    if done.truncated {
-                        " (its last block was cut short and is lost)"
-                    } else {
-                        ""
-                    }
-                ));
-                for e in &done.failed {
-                    warn(&format!(
-                        "cannot recover a spool of rank {}: {e}",
-                        process.rank
-                    ));
-                }
-            }
-            Err(e) => warn(&format!(
-                "cannot recover what rank {} (pid {}) left: {e}",
-                process.rank, process.pid
-            )),
-        }
-    }
-    remove_spool_dir(dir);
-}
-
 /// Wait (up to 10 s) until `n` ranks have written their rank files; whether they have.
 fn wait_for_rank_files(dir: &Path, n: u32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -785,13 +746,6 @@ fn wait_for_rank_files(dir: &Path, n: u32) -> bool {
         std::thread::sleep(Duration::from_millis(100));
     }
     true
-}
-
-/// Remove the trace's `spool/` directory if it is empty. Only after the job:
-/// while ranks run, another rank may be about to create its spool there, so
-/// the ranks themselves never remove it.
-fn remove_spool_dir(dir: &Path) {
-    let _ = std::fs::remove_dir(dir.join("spool"));
 }
 
 /// One line: trace path, size, ranks, events, drops and warnings; then the next command.

@@ -228,3 +228,50 @@ fn a_full_disk_is_one_warning_and_the_report_says_so() {
     assert!(text.contains("the disk was full"), "{text}");
     assert!(!text.contains("OMPT-capable"), "no wrong diagnosis: {text}");
 }
+
+/// A job run with `libhyscope.so` preloaded by hand, without `record`:
+/// what the crashed ranks spooled stays in `spool/`, the report says it is
+/// missing and how to get it, and `hyscope recover` puts every event in.
+#[test]
+fn a_job_run_without_record_is_completed_by_hyscope_recover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = crash_program(tmp.path());
+    let dir = tmp.path().join("trace");
+    let lib = Path::new(env!("CARGO_BIN_EXE_hyscope"))
+        .parent()
+        .unwrap()
+        .join("libhyscope.so");
+    let out = Command::new("mpirun")
+        .args(mpirun_args(2))
+        .args(["-x", &format!("LD_PRELOAD={}", lib.display())])
+        .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
+        .arg(&prog)
+        .arg("segv")
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let before = report(&dir);
+    assert!(
+        before.contains("PARTIAL TRACE") && before.contains("hyscope recover"),
+        "{before}"
+    );
+    let rec = hyscope().arg("recover").arg(&dir).output().unwrap();
+    assert_eq!(rec.status.code(), Some(0), "{}", stderr(&rec));
+    assert!(stderr(&rec).contains("recovered"), "{}", stderr(&rec));
+    assert_eq!(kept(&dir), [(ITERS, ITERS); 2], "{}", stderr(&out));
+    assert_eq!(end_of(&dir, 1), Some(ProcessEnd::Signal { signal: 11 }));
+    let after = report(&dir);
+    assert!(!after.contains("left events in spool/"), "{after}");
+    assert!(
+        after.contains("rank 1 crashed with signal 11 (SIGSEGV)"),
+        "{after}"
+    );
+    // Nothing left to do the second time.
+    let again = hyscope().arg("recover").arg(&dir).output().unwrap();
+    assert_eq!(again.status.code(), Some(0));
+    assert!(
+        stderr(&again).contains("nothing to recover"),
+        "{}",
+        stderr(&again)
+    );
+}
