@@ -46,6 +46,7 @@ use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStringExt;
 
 use hyscope_format::manifest::{EventCounts, ProcessEnd};
+use hyscope_format::sample_spool::SampleSpool;
 use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, Table};
 use hyscope_format::spool::{
     FRAME_HEADER_LEN, RECORD_ROOM, SpoolRecord, SpoolWriter, decode_payload, file_header,
@@ -56,7 +57,7 @@ use hyscope_format::unspool::{
     EndNote, Unspool, end_note_name, maps_file_name, note_addresses, spool_file_name,
     spool_to_parts,
 };
-use hyscope_format::writer::{PartWriter, WriterOptions};
+use hyscope_format::writer::WriterOptions;
 
 use crate::session;
 
@@ -522,8 +523,11 @@ fn writer_loop() {
         let mpi = items.iter().any(|i| matches!(i, Full::Mpi(_)));
         writer.write_items(items);
         if flushed.elapsed() >= FLUSH_EVERY {
-            // The rows of the threads' current blocks too: bounded delay to disk.
+            // The rows of the threads' current blocks too, and the samples
+            // taken since: bounded delay to disk.
             let cpu = thread_cpu_ns();
+            let samples = std::mem::take(&mut *lock(&SAMPLES));
+            writer.write_samples(&samples);
             writer.flush_streams();
             writer.cpu_ns += thread_cpu_ns().saturating_sub(cpu);
             flushed = std::time::Instant::now();
@@ -544,7 +548,7 @@ fn writer_loop() {
 struct Writer {
     omp: Option<SpoolWriter<OmpRecord>>,
     mpi: Option<SpoolWriter<MpiRecord>>,
-    samples: Option<PartWriter>,
+    samples: Option<SampleSpool>,
     /// The process the spools belong to: a forked child starts its own.
     pid: u32,
     broken: bool,
@@ -619,9 +623,7 @@ impl Writer {
         let pid = std::process::id();
         if self.pid != pid {
             if self.pid != 0 {
-                // Not dropped: closing is fine, but the samples writer would
-                // finish the parent's open part.
-                std::mem::forget(self.samples.take());
+                self.samples = None;
                 self.omp = None;
                 self.mpi = None;
                 // What the parent wrote is counted in the parent's rank file.
@@ -694,9 +696,9 @@ impl Writer {
         }
         self.check_pid();
         let n = rows.len() as u64;
-        let result = self.samples_writer().map(|w| w.write_records(rows));
+        let result = self.samples_spool().map(|w| w.append(rows));
         match result {
-            Some(Ok(())) => self.counts.samples += n,
+            Some(Ok(())) => {}
             Some(Err(e)) => {
                 output_failed_with(&e.to_string());
                 self.broken = true;
@@ -708,21 +710,26 @@ impl Writer {
         }
     }
 
-    fn samples_writer(&mut self) -> Option<&mut PartWriter> {
+    /// The samples' spool, created on first use (in `spool/`, beside the
+    /// events': a process that dies keeps its samples too).
+    fn samples_spool(&mut self) -> Option<&mut SampleSpool> {
         if self.broken {
             return None;
         }
         if self.samples.is_none() {
-            let Some(dir) = session::trace_dir() else {
+            let Some(dir) = session::trace_dir().map(|d| d.join("spool")) else {
                 self.broken = true;
                 return None;
             };
-            match PartWriter::create(
-                &dir,
-                Table::Samples,
+            let path = dir.join(spool_file_name(
+                "samples",
                 session::rank(),
-                WriterOptions::default(),
-            ) {
+                std::process::id(),
+            ));
+            let created = std::fs::create_dir_all(&dir)
+                .map_err(|e| hyscope_format::FormatError::io(&dir, e))
+                .and_then(|_| SampleSpool::create(&path));
+            match created {
                 Ok(w) => self.samples = Some(w),
                 Err(e) => {
                     output_failed_with(&e.to_string());
@@ -745,12 +752,34 @@ impl Writer {
             let n = encode_spool(w, &mut self.addresses, self.broken);
             self.counts.mpi += n;
         }
-        if let Some(w) = self.samples.as_mut()
-            && let Err(e) = w.flush()
-        {
-            session::warn(&format!("cannot close a trace part ({e})"));
+        if let Some(w) = self.samples.take() {
+            self.counts.samples += encode_sample_spool(w, self.broken);
         }
         self.encode_ns += started.elapsed().as_nanos() as u64;
+    }
+}
+
+/// Encode the samples' spool into a part and remove it; the rows encoded.
+fn encode_sample_spool(spool: SampleSpool, broken: bool) -> u64 {
+    let path = spool.path().to_path_buf();
+    drop(spool);
+    let Some(dir) = session::trace_dir().filter(|_| !broken) else {
+        return 0;
+    };
+    match hyscope_format::sample_spool::to_part(
+        &path,
+        &dir,
+        session::rank(),
+        WriterOptions::default(),
+    ) {
+        Ok((rows, _)) => {
+            let _ = std::fs::remove_file(&path);
+            rows
+        }
+        Err(e) => {
+            output_failed_with(&e.to_string());
+            0
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub mod manifest;
 pub mod metrics;
 pub mod reader;
 pub mod records;
+pub mod sample_spool;
 pub mod schema;
 pub mod settings;
 pub mod spool;

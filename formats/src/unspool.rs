@@ -231,7 +231,7 @@ pub struct LeftoverSpool {
 
 /// Spool files left in `trace_dir/spool`: their process ended before it could
 /// encode them (killed, or the disk was full at the time). Names are
-/// `<table>-rank<r>-pid<p>.spool`; other files are ignored.
+/// `<table>-rank<r>-pid<p>.spool` (`omp`, `mpi`, `samples`); other files are ignored.
 pub fn leftover_spools(trace_dir: &Path) -> Vec<LeftoverSpool> {
     let Ok(entries) = std::fs::read_dir(trace_dir.join("spool")) else {
         return Vec::new();
@@ -246,6 +246,7 @@ pub fn leftover_spools(trace_dir: &Path) -> Vec<LeftoverSpool> {
             let table = match table {
                 "omp" => crate::schema::Table::Omp,
                 "mpi" => crate::schema::Table::Mpi,
+                "samples" => crate::schema::Table::Samples,
                 _ => return None,
             };
             Some(LeftoverSpool {
@@ -316,6 +317,15 @@ fn encode_leftover(
     addresses: &mut BTreeSet<u64>,
 ) -> Result<UnspoolStats, FormatError> {
     Ok(match spool.table {
+        crate::schema::Table::Samples => {
+            let (rows, truncated) =
+                crate::sample_spool::to_part(&spool.path, trace_dir, spool.rank, options)?;
+            UnspoolStats {
+                rows,
+                parts: u32::from(rows > 0),
+                truncated,
+            }
+        }
         crate::schema::Table::Omp => spool_to_parts::<OmpRecord>(
             &spool.path,
             trace_dir,
@@ -597,6 +607,7 @@ pub fn recover_process(
             Ok(stats) => {
                 match spool.table {
                     crate::schema::Table::Omp => out.events.omp += stats.rows,
+                    crate::schema::Table::Samples => out.events.samples += stats.rows,
                     _ => out.events.mpi += stats.rows,
                 }
                 out.truncated |= stats.truncated;
@@ -630,6 +641,7 @@ pub fn recover_process(
     }
     info.events.omp += out.events.omp;
     info.events.mpi += out.events.mpi;
+    info.events.samples += out.events.samples;
     info.recovered = true;
     out.end = info.end;
     out.addresses = addresses.into_iter().collect();

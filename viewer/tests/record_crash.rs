@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 
 use hyscope_format::manifest::ProcessEnd;
 use hyscope_format::schema::mpi_call;
-use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace};
+use hyscope_format::{MpiRecord, OmpKind, SampleRecord, ScanOptions, Trace};
 use record_support::*;
 
 const ITERS: usize = 100;
@@ -151,6 +151,21 @@ fn sigkill_keeps_what_was_older_than_a_second() {
     );
     assert_eq!(end_of(&dir, 1), Some(ProcessEnd::Killed));
     let trace = Trace::open(&dir).unwrap();
+    // Its samples were spooled as they came: the memory readings of the
+    // 1.5 s it waited are in the trace.
+    let samples: Vec<(u32, SampleRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    let rss = |rank: u32| {
+        samples
+            .iter()
+            .filter(|(r, s)| *r == rank && s.metric == "mem.vmrss")
+            .count()
+    };
+    assert!(
+        rss(1) >= 2 && rss(0) >= 2,
+        "rank 1 kept {} memory samples, rank 0 {}",
+        rss(1),
+        rss(0)
+    );
     let r1info = trace.manifest.ranks.iter().find(|r| r.rank == 1).unwrap();
     // Its identity and clock offset come from the rank file written at MPI_Init.
     assert!(r1info.pid > 0 && !r1info.host.is_empty(), "{r1info:?}");
