@@ -10,3 +10,4 @@ pub mod record;
 pub mod report;
 pub mod tui;
 pub mod tune;
+pub mod units;

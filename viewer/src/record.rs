@@ -25,6 +25,8 @@ use clap::ValueEnum;
 use hyscope_format::settings::{self, Reader, Setting};
 use hyscope_format::trace_name;
 
+use crate::units;
+
 /// Environment variables that carry the rank, in the order the collector reads them.
 const RANK_VARS: [&str; 4] = [
     "OMPI_COMM_WORLD_RANK",
@@ -867,7 +869,7 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
         String::new()
     };
     let shown = display_path(dir);
-    let head = format!("hyscope: trace {shown} ({}", human_bytes(size));
+    let head = format!("hyscope: trace {shown} ({}", units::bytes(size as f64));
     if let Some(e) = note {
         eprintln!("{head}, incomplete: {e})");
         return;
@@ -918,21 +920,6 @@ fn dir_size(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
-}
-
-pub(crate) fn human_bytes(b: u64) -> String {
-    let units = ["B", "KB", "MB", "GB", "TB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1000.0 && u + 1 < units.len() {
-        v /= 1000.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
 }
 
 #[cfg(test)]

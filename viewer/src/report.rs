@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use hyscope_analyzer::*;
 
+use crate::units;
+
 /// How the barrier wait was measured when the runtime's own wait events do
 /// not split it (libomp: they span the whole barrier).
 const ARRIVAL_NOTE: &str = "  barrier wait = until the team's last thread arrived, sync = the rest (release, last gather): libomp's wait events span the whole barrier\n";
@@ -65,37 +67,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Err(e.into());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Seconds with a unit that keeps 3 significant digits.
-pub fn fmt_time(s: f64) -> String {
-    let a = s.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a < 1e-6 {
-        format!("{:.0} ns", s * 1e9)
-    } else if a < 1e-3 {
-        format!("{:.2} µs", s * 1e6)
-    } else if a < 1.0 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{s:.3} s")
-    }
-}
-
-pub fn fmt_bytes(b: f64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = b;
-    let mut i = 0;
-    while v.abs() >= 1024.0 && i + 1 < units.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{v:.0} {}", units[i])
-    } else {
-        format!("{v:.1} {}", units[i])
-    }
 }
 
 fn pct(x: f64) -> String {
@@ -202,7 +173,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
             r.hosts.join(", ")
         ),
     );
-    kv("duration", fmt_time(r.duration_s));
+    kv("duration", units::secs(r.duration_s));
     for p in r.placement.iter().filter(|p| p.threads_share_cpus()) {
         kv(
             "CPU placement",
@@ -260,7 +231,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
     kv(
         "clocks",
         if r.clock_corrected {
-            format!("offsets applied (± {})", fmt_time(r.clock_error_s))
+            format!("offsets applied (± {})", units::secs(r.clock_error_s))
         } else {
             "one clock (no offsets applied)".into()
         },
@@ -274,7 +245,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
             format!(
                 "{} late worker join-barrier ends clipped at parallel end ({})",
                 r.clipped_join_waits,
-                fmt_time(r.clipped_join_wait_s)
+                units::secs(r.clipped_join_wait_s)
             ),
         );
     }
@@ -291,7 +262,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
             out,
             "  {:>2}. {:>10} {:>7}  {}\n      → {}",
             i + 1,
-            fmt_time(f.cost_s),
+            units::secs(f.cost_s),
             pct(f.share_of_run),
             f.title,
             f.what_to_do
@@ -318,7 +289,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
             out,
             "\n  additive (fractions of {} cores × {}):",
             p.cores,
-            fmt_time(p.elapsed_s)
+            units::secs(p.elapsed_s)
         );
         let _ = writeln!(
             out,
@@ -361,22 +332,22 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 x.location.label.clone(),
                 count(x.instances as f64),
                 x.team_size.to_string(),
-                fmt_time(x.time_s),
+                units::secs(x.time_s),
                 pct(x.share_of_run),
-                fmt_time(x.fork_join_s),
+                units::secs(x.fork_join_s),
                 pct(x.fork_join_fraction),
                 if per_thread {
-                    fmt_time(x.barrier.total_s)
+                    units::secs(x.barrier.total_s)
                 } else {
                     na()
                 },
                 if x.barrier.wait_observed {
-                    fmt_time(x.barrier.wait_s)
+                    units::secs(x.barrier.wait_s)
                 } else {
                     na()
                 },
                 if x.barrier.wait_observed {
-                    fmt_time(x.barrier.sync_overhead_s)
+                    units::secs(x.barrier.sync_overhead_s)
                 } else {
                     na()
                 },
@@ -409,12 +380,12 @@ pub fn render(a: &Analysis, top: usize) -> String {
             for p in x.per_thread.iter().take(64) {
                 t.row(vec![
                     format!("{}.{}", p.rank, p.thread),
-                    fmt_time(p.implicit_task_s),
-                    fmt_time(p.busy_s),
-                    fmt_time(p.barrier.total_s),
-                    fmt_time(p.barrier.wait_s),
-                    fmt_time(p.activation_s),
-                    fmt_time(p.release_s),
+                    units::secs(p.implicit_task_s),
+                    units::secs(p.busy_s),
+                    units::secs(p.barrier.total_s),
+                    units::secs(p.barrier.wait_s),
+                    units::secs(p.activation_s),
+                    units::secs(p.release_s),
                 ]);
             }
             t.render(&mut out);
@@ -448,16 +419,16 @@ pub fn render(a: &Analysis, top: usize) -> String {
                     count(l.trip_count as f64)
                 },
                 count(l.instances as f64),
-                fmt_time(l.time_s),
+                units::secs(l.time_s),
                 pct(l.share_of_run),
                 format!("{:.2}", l.imbalance),
                 l.chunks.get().map_or("n/a".into(), |c| count(*c as f64)),
                 l.dispatch_cost_s
                     .get()
-                    .map_or("n/a".into(), |d| fmt_time(*d)),
+                    .map_or("n/a".into(), |d| units::secs(*d)),
                 l.scheduling_overhead_s
                     .get()
-                    .map_or("n/a".into(), |d| fmt_time(*d)),
+                    .map_or("n/a".into(), |d| units::secs(*d)),
                 l.recommendation
                     .get()
                     .map_or("n/a".into(), |r| r.clause.clone()),
@@ -488,18 +459,22 @@ pub fn render(a: &Analysis, top: usize) -> String {
     if !not_obs(&mut out, &a.openmp)
         && let Some(o) = a.openmp.get()
     {
-        let _ = writeln!(out, "  fork/join total        {}", fmt_time(o.fork_join_s));
+        let _ = writeln!(
+            out,
+            "  fork/join total        {}",
+            units::secs(o.fork_join_s)
+        );
         let _ = writeln!(
             out,
             "  barriers               {} total, {} wait, {} synchronisation",
-            fmt_time(o.barrier.total_s),
+            units::secs(o.barrier.total_s),
             if o.barrier.wait_observed {
-                fmt_time(o.barrier.wait_s)
+                units::secs(o.barrier.wait_s)
             } else {
                 "n/a".into()
             },
             if o.barrier.wait_observed {
-                fmt_time(o.barrier.sync_overhead_s)
+                units::secs(o.barrier.sync_overhead_s)
             } else {
                 "n/a".into()
             },
@@ -516,7 +491,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 } else {
                     " (gaps between a thread's chunks)"
                 };
-                let _ = writeln!(out, "  loop scheduling        {}{why}", fmt_time(*s));
+                let _ = writeln!(out, "  loop scheduling        {}{why}", units::secs(*s));
             }
             Observable::NotObservable(r) => {
                 let _ = writeln!(out, "  loop scheduling        not observable: {r}");
@@ -528,9 +503,9 @@ pub fn render(a: &Analysis, top: usize) -> String {
                     out,
                     "  tasks                  {} created, {} running (mean {}), {} in taskwait",
                     t.created,
-                    fmt_time(t.run_s),
-                    fmt_time(t.mean_task_s),
-                    fmt_time(t.taskwait_s)
+                    units::secs(t.run_s),
+                    units::secs(t.mean_task_s),
+                    units::secs(t.taskwait_s)
                 );
             }
             Observable::NotObservable(r) => {
@@ -552,9 +527,9 @@ pub fn render(a: &Analysis, top: usize) -> String {
                         x.location.label.clone(),
                         x.kind.clone(),
                         count(x.acquisitions as f64),
-                        fmt_time(x.wait_s),
-                        fmt_time(x.hold_s),
-                        fmt_time(x.max_wait_s),
+                        units::secs(x.wait_s),
+                        units::secs(x.hold_s),
+                        units::secs(x.max_wait_s),
                     ]);
                 }
                 t.render(&mut out);
@@ -584,15 +559,15 @@ pub fn render(a: &Analysis, top: usize) -> String {
             t.row(vec![
                 f.rank.to_string(),
                 f.threads.to_string(),
-                fmt_time(f.t_total_s),
-                fmt_time(f.t_compute_s),
-                fmt_time(f.t_comm_s),
-                fmt_time(f.t_seq_s),
-                fmt_time(f.fork_join_s),
+                units::secs(f.t_total_s),
+                units::secs(f.t_compute_s),
+                units::secs(f.t_comm_s),
+                units::secs(f.t_seq_s),
+                units::secs(f.fork_join_s),
                 count(f.regions as f64),
                 f.speedup_bound.map_or("∞".into(), |b| format!("{b:.1}×")),
-                format!("{} core", fmt_time(f.idle_serial_core_s)),
-                format!("{} core", fmt_time(f.idle_mpi_core_s)),
+                format!("{} core", units::secs(f.idle_serial_core_s)),
+                format!("{} core", units::secs(f.idle_mpi_core_s)),
             ]);
         }
         t.render(&mut out);
@@ -605,10 +580,10 @@ pub fn render(a: &Analysis, top: usize) -> String {
         let _ = writeln!(
             out,
             "  MPI time {} ({} of rank time); inside parallel regions {}, outside {}; up to {} calling thread(s) per rank",
-            fmt_time(m.total_s),
+            units::secs(m.total_s),
             pct(m.share_of_run),
-            fmt_time(m.inside_parallel_s),
-            fmt_time(m.outside_parallel_s),
+            units::secs(m.inside_parallel_s),
+            units::secs(m.outside_parallel_s),
             m.calling_threads
         );
         let call_table = |rows: &[MpiCallStats], first: &str, out: &mut String| {
@@ -632,14 +607,14 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 t.row(vec![
                     name,
                     count(c.count as f64),
-                    fmt_time(c.total_s),
+                    units::secs(c.total_s),
                     pct(c.share_of_run),
-                    fmt_time(c.min_rank_s),
-                    fmt_time(c.mean_rank_s),
-                    fmt_time(c.max_rank_s),
+                    units::secs(c.min_rank_s),
+                    units::secs(c.mean_rank_s),
+                    units::secs(c.max_rank_s),
                     format!("{:.2}", c.cv),
-                    fmt_bytes(c.bytes_sent as f64),
-                    fmt_bytes(c.bytes_recv as f64),
+                    units::bytes(c.bytes_sent as f64),
+                    units::bytes(c.bytes_recv as f64),
                 ]);
             }
             t.render(out);
@@ -652,7 +627,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 let _ = writeln!(
                     out,
                     "\n  message sizes (eager ≤ {} from {src}): {} eager, {} rendezvous",
-                    fmt_bytes(*l as f64),
+                    units::bytes(*l as f64),
                     m.eager_messages,
                     m.rendezvous_messages
                 );
@@ -665,9 +640,13 @@ pub fn render(a: &Analysis, top: usize) -> String {
             let mut t = Table::new(&["size", "messages", "bytes", "eager", "rendezvous"]);
             for b in &m.histogram {
                 t.row(vec![
-                    format!("[{}, {})", fmt_bytes(b.lo as f64), fmt_bytes(b.hi as f64)),
+                    format!(
+                        "[{}, {})",
+                        units::bytes(b.lo as f64),
+                        units::bytes(b.hi as f64)
+                    ),
                     count(b.messages as f64),
-                    fmt_bytes(b.bytes as f64),
+                    units::bytes(b.bytes as f64),
                     count(b.eager as f64),
                     count(b.rendezvous as f64),
                 ]);
@@ -693,7 +672,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
                         format!(
                             "{} / {}",
                             count(msgs as f64),
-                            fmt_bytes(m.matrix.bytes[s][d] as f64)
+                            units::bytes(m.matrix.bytes[s][d] as f64)
                         )
                     });
                 }
@@ -718,7 +697,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
                         "?".into()
                     },
                     count(c.messages as f64),
-                    fmt_bytes(c.bytes as f64),
+                    units::bytes(c.bytes as f64),
                     colls.join(", "),
                 ]);
             }
@@ -733,15 +712,15 @@ pub fn render(a: &Analysis, top: usize) -> String {
         let _ = writeln!(
             out,
             "  total {} (clock error ± {}, {} unmatched messages)",
-            fmt_time(w.total_s),
-            fmt_time(w.clock_error_s),
+            units::secs(w.total_s),
+            units::secs(w.clock_error_s),
             w.unmatched_messages
         );
         let mut t = Table::new(&["kind", "time", "instances"]);
         for e in &w.by_kind {
             t.row(vec![
                 e.kind.name().into(),
-                fmt_time(e.seconds),
+                units::secs(e.seconds),
                 count(e.instances as f64),
             ]);
         }
@@ -754,7 +733,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
                     e.location.as_ref().map_or("?".into(), |l| l.label.clone()),
                     e.call.clone().unwrap_or_default(),
                     e.kind.name().into(),
-                    fmt_time(e.seconds),
+                    units::secs(e.seconds),
                     count(e.instances as f64),
                 ]);
             }
@@ -767,7 +746,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 t.row(vec![
                     e.rank.map_or("?".into(), |r| r.to_string()),
                     e.kind.name().into(),
-                    fmt_time(e.seconds),
+                    units::secs(e.seconds),
                     count(e.instances as f64),
                 ]);
             }
@@ -796,7 +775,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
             "buffers (model)",
         ]);
         for p in m.per_rank.iter().take(64) {
-            let opt = |v: Option<u64>| v.map_or("n/a".into(), |b| fmt_bytes(b as f64));
+            let opt = |v: Option<u64>| v.map_or("n/a".into(), |b| units::bytes(b as f64));
             t.row(vec![
                 p.rank.to_string(),
                 p.host.clone(),
@@ -807,7 +786,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 opt(p.mpi_init_delta),
                 opt(p.rss_peak),
                 opt(p.shm_mapped),
-                fmt_bytes(p.buffer_bytes_observed),
+                units::bytes(p.buffer_bytes_observed),
             ]);
         }
         t.render(&mut out);
@@ -828,7 +807,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 out,
                 "    {:<36} {:>12}  {}",
                 p.name,
-                fmt_bytes(p.value),
+                units::bytes(p.value),
                 p.source
             );
         }
@@ -836,13 +815,13 @@ pub fn render(a: &Analysis, top: usize) -> String {
             out,
             "    {:<36} {:>12}  (sum of per-connection items)",
             "bytes per connection",
-            fmt_bytes(m.bytes_per_connection)
+            units::bytes(m.bytes_per_connection)
         );
         let _ = writeln!(
             out,
             "    communicators: {}, group maps {} per rank (001 §3.1)",
             m.communicators,
-            fmt_bytes(m.group_map_bytes_per_rank)
+            units::bytes(m.group_map_bytes_per_rank)
         );
         for c in &m.full_connection_calls {
             let _ = writeln!(
@@ -858,7 +837,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
             out,
             "\n  projection (memory per core: {}):",
             m.memory_per_core
-                .map_or("unknown".into(), |b| fmt_bytes(b as f64))
+                .map_or("unknown".into(), |b| units::bytes(b as f64))
         );
         let mut t = Table::new(&[
             "ranks",
@@ -881,10 +860,10 @@ pub fn render(a: &Analysis, top: usize) -> String {
                 count(p.qp_rc_per_node),
                 count(p.qp_xrc_per_node),
                 count(p.qp_ud_per_node),
-                fmt_bytes(p.buffer_bytes_per_rank),
-                fmt_bytes(p.qp_bytes_per_rank),
-                fmt_bytes(p.group_bytes_per_rank),
-                fmt_bytes(p.total_bytes_per_rank),
+                units::bytes(p.buffer_bytes_per_rank),
+                units::bytes(p.qp_bytes_per_rank),
+                units::bytes(p.group_bytes_per_rank),
+                units::bytes(p.total_bytes_per_rank),
                 if p.exceeds_memory_per_core == Some(true) {
                     "EXCEEDS memory/core".into()
                 } else {
@@ -903,8 +882,10 @@ pub fn render(a: &Analysis, top: usize) -> String {
         Observable::Observed(e) => {
             let _ = writeln!(
                 out,
-                "  total {:.1} J, average power {:.1} W, energy-delay product {:.1} J·s",
-                e.total_joules, e.avg_power_w, e.edp_js
+                "  total {}, average power {}, energy-delay product {}",
+                units::joules(e.total_joules),
+                units::watts(e.avg_power_w),
+                units::joule_seconds(e.edp_js)
             );
             let mut t = Table::new(&["host", "rank", "domain", "package", "joules", "power"]);
             for d in &e.domains {
@@ -913,8 +894,8 @@ pub fn render(a: &Analysis, top: usize) -> String {
                     d.rank.to_string(),
                     d.metric.clone(),
                     d.package.to_string(),
-                    format!("{:.1} J", d.joules),
-                    format!("{:.1} W", d.avg_power_w),
+                    units::joules(d.joules),
+                    units::watts(d.avg_power_w),
                 ]);
             }
             t.render(&mut out);
@@ -922,8 +903,8 @@ pub fn render(a: &Analysis, top: usize) -> String {
             for p in &e.phases {
                 t.row(vec![
                     p.phase.clone(),
-                    fmt_time(p.seconds),
-                    format!("{:.1} J", p.joules),
+                    units::secs(p.seconds),
+                    units::joules(p.joules),
                 ]);
             }
             t.render(&mut out);
@@ -962,7 +943,7 @@ pub fn render_comparison(c: &Comparison) -> String {
     for r in &c.rows {
         let v = |x: f64| {
             if r.metric.ends_with("_s") {
-                fmt_time(x)
+                units::secs(x)
             } else {
                 format!("{x:.3}")
             }

@@ -6,7 +6,7 @@
 mod tui_common;
 mod tui_frame;
 
-use hyscope_viewer::tui;
+use hyscope_viewer::{tui, units};
 
 use tui_frame::render;
 
@@ -262,7 +262,7 @@ fn memory_tab() {
     let m = a.data.analysis().unwrap().memory.get().unwrap();
     let p = m.projections.last().unwrap();
     assert!(
-        s.contains(&tui::fmt::bytes(p.total_bytes_per_rank)[..5]),
+        s.contains(&units::bytes(p.total_bytes_per_rank)[..5]),
         "{s}"
     );
 }
@@ -335,7 +335,7 @@ fn timeline_mouse() {
     let s = render(&mut a, 100, 30);
     assert!(s.contains("rank 1 thread 0:"), "{s}");
     assert!(
-        s.contains(&format!("range 0 ns – {}", tui::fmt::ns(s1 as f64))),
+        s.contains(&format!("range 0 ns – {}", units::ns(s1 as f64))),
         "{s}"
     );
 }

@@ -12,7 +12,8 @@ use hyscope_analyzer::timeline::{STATES, State};
 
 use super::data::{self, Loading, Progress, TraceData};
 use super::panels::{self, Action, Tab};
-use super::timeline::{self, TimelineState, View, fmt_ns, state_color};
+use super::timeline::{self, TimelineState, View, state_color};
+use crate::units;
 
 const NO_ANALYSIS: &str = "analysis not run (--no-analysis)";
 
@@ -305,7 +306,13 @@ impl GuiApp {
             }
             ui.checkbox(&mut self.tl.shares, "shares (M)")
                 .on_hover_text("each pixel column split by the share of each state, instead of its dominant state");
-            ui.label(format!("view {} – {}", fmt_ns(self.view.t0), fmt_ns(self.view.t1)));
+            // Positions with the decimals that a thousandth of the view resolves.
+            let step = self.view.width() / 1000.0;
+            ui.label(format!(
+                "view {} – {}",
+                units::ns_tick(self.view.t0, step),
+                units::ns_tick(self.view.t1, step)
+            ));
             ui.weak("wheel: zoom · drag: pan · shift/right-drag: select · Z: zoom to selection · Esc: clear · T: theme · C: counters · M: shares");
         });
         // What a trace lost or has damaged, above everything it shows.
@@ -425,9 +432,9 @@ impl GuiApp {
         if let Some((a, b)) = self.tl.range {
             ui.label(format!(
                 "Range {} – {} ({})",
-                fmt_ns(a),
-                fmt_ns(b),
-                fmt_ns(b - a)
+                units::ns_tick(a, self.view.width() / 1000.0),
+                units::ns_tick(b, self.view.width() / 1000.0),
+                units::ns(b - a)
             ));
             for which in 0..self.slots.len() {
                 let Some(total) = self.range_summary(which) else {
@@ -437,14 +444,14 @@ impl GuiApp {
                 if self.slots.len() > 1 {
                     ui.strong(if which == 0 { "A" } else { "B" });
                 }
-                ui.label(format!("thread time {}", fmt_ns(covered as f64)));
+                ui.label(format!("thread time {}", units::ns(covered as f64)));
                 for s in State::ALL {
                     let t = total[s as usize];
                     if t > 0 {
                         ui.label(format!(
                             "{}: {} ({:.1} %)",
                             s.name(),
-                            fmt_ns(t as f64),
+                            units::ns(t as f64),
                             100.0 * t as f64 / covered.max(1) as f64
                         ));
                     }
@@ -460,7 +467,7 @@ impl GuiApp {
                 "rank {} thread {} at {}",
                 info.rank,
                 info.thread,
-                fmt_ns((p.t - d.index.span().0) as f64)
+                units::ns_tick((p.t - d.index.span().0) as f64, self.view.width() / 1000.0)
             ));
             if p.stack.is_empty() {
                 ui.weak("nothing recorded here");
@@ -568,7 +575,7 @@ impl GuiApp {
                     .allow_boxed_zoom(false)
                     .allow_double_click_reset(false)
                     .set_margin_fraction(Vec2::new(0.0, 0.1))
-                    .x_axis_formatter(|m, _| fmt_ns(m.value))
+                    .x_axis_formatter(|m, _| units::ns_tick(m.value, m.step_size))
                     .label_formatter(|h| match h {
                         egui_plot::HoverPosition::NearDataPoint {
                             plot_name,
@@ -577,7 +584,7 @@ impl GuiApp {
                         } => Some(format!(
                             "{plot_name}\n{} at {}",
                             short(position.y),
-                            fmt_ns(position.x)
+                            units::ns(position.x)
                         )),
                         _ => None,
                     })

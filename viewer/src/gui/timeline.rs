@@ -11,6 +11,7 @@ use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, Str
 use hyscope_analyzer::timeline::{Detail, Interval, State};
 
 use super::data::{Instance, Loading, TraceData};
+use crate::units;
 
 /// (trace, row, segment start) of the hovered segment.
 type HoverKey = (usize, usize, i64);
@@ -451,7 +452,7 @@ pub fn show(
             ui.label(format!(
                 "{}: {}",
                 seg.state.name(),
-                fmt_ns((seg.end - seg.start) as f64)
+                units::ns((seg.end - seg.start) as f64)
             ));
             if let Some(inner) = stack
                 .iter()
@@ -573,7 +574,7 @@ fn toggle_set<T: std::hash::Hash + Eq>(set: &mut HashSet<T>, v: T) {
 pub fn interval_details(ui: &mut egui::Ui, data: &TraceData, rank: u32, i: &Interval) {
     ui.strong(i.name());
     ui.label(format!("at {}", data.location(rank, i.code_address())));
-    ui.label(format!("duration {}", fmt_ns((i.end - i.start) as f64)));
+    ui.label(format!("duration {}", units::ns((i.end - i.start) as f64)));
     match &i.detail {
         Detail::Omp(r) => {
             if r.kind == hyscope_format::schema::OmpKind::Chunk as u8 {
@@ -594,25 +595,12 @@ pub fn interval_details(ui: &mut egui::Ui, data: &TraceData, rank: u32, i: &Inte
             }
             if r.bytes_sent > 0 || r.bytes_recv > 0 {
                 ui.label(format!(
-                    "bytes sent {} / received {}",
-                    r.bytes_sent, r.bytes_recv
+                    "sent {} / received {}",
+                    units::bytes(r.bytes_sent as f64),
+                    units::bytes(r.bytes_recv as f64)
                 ));
             }
         }
-    }
-}
-
-/// A duration with a unit that fits.
-pub fn fmt_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if a >= 1e9 {
-        format!("{:.3} s", ns / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.3} ms", ns / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.3} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
     }
 }
 
@@ -642,7 +630,7 @@ fn ruler(painter: &egui::Painter, rect: Rect, view: &View, color: Color32) {
         painter.text(
             Pos2::new(x + 2.0, rect.top() + 2.0),
             Align2::LEFT_TOP,
-            fmt_ns(t),
+            units::ns_tick(t, step),
             FontId::proportional(11.0),
             color,
         );

@@ -10,7 +10,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::app::{App, Tab};
 use super::fmt;
-use super::widgets::{self, loc, s};
+use super::widgets::{self, loc};
+use crate::units;
 
 const HEADER: [&str; 7] = [
     "loop", "sched", "time", "imbal", "advice", "speedup", "gain",
@@ -58,14 +59,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 Some(r) => (
                     r.clause.clone(),
                     format!("{:.2}×", r.predicted_speedup),
-                    s(r.predicted_gain_s),
+                    units::secs(r.predicted_gain_s),
                 ),
                 None => ("—".into(), "—".into(), "—".into()),
             };
             vec![
                 loc(&l.location),
                 l.schedule.get().cloned().unwrap_or_else(|| "?".into()),
-                s(l.time_s),
+                units::secs(l.time_s),
                 format!("{:.2}", l.imbalance),
                 advice,
                 sp,
@@ -118,7 +119,7 @@ fn thread_bars(f: &mut Frame, area: Rect, l: &LoopStats) {
                     fmt::bar(t.busy_s / max, w),
                     Style::default().fg(Color::Green),
                 ),
-                Span::raw(format!(" {}", s(t.busy_s))),
+                Span::raw(format!(" {}", units::secs(t.busy_s))),
             ])
         })
         .collect();
@@ -141,7 +142,7 @@ fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
                     r.clause,
                     r.omp_schedule,
                     r.predicted_speedup,
-                    s(r.predicted_gain_s)
+                    units::secs(r.predicted_gain_s)
                 ),
                 Style::default().fg(Color::Yellow),
             ));

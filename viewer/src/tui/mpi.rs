@@ -11,7 +11,8 @@ use ratatui::widgets::Paragraph;
 
 use super::app::{App, Tab};
 use super::fmt;
-use super::widgets::{self, s};
+use super::widgets;
+use crate::units;
 
 pub const VIEWS: [&str; 4] = ["profile", "message sizes", "matrix", "wait states"];
 
@@ -74,11 +75,11 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
             vec![
                 c.call.clone(),
                 fmt::count(c.count),
-                s(c.total_s),
-                s(c.mean_rank_s),
-                s(c.max_rank_s),
+                units::secs(c.total_s),
+                units::secs(c.mean_rank_s),
+                units::secs(c.max_rank_s),
                 format!("{:.2}", c.cv),
-                fmt::bytes(c.bytes_sent as f64),
+                units::bytes(c.bytes_sent as f64),
                 fmt::pct(c.share_of_run),
             ]
         })
@@ -107,10 +108,10 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
     );
     let lines = vec![Line::from(format!(
         "MPI total {} ({} of run)  inside parallel {}  outside {}  calling threads {}",
-        s(p.total_s),
+        units::secs(p.total_s),
         fmt::pct(p.share_of_run),
-        s(p.inside_parallel_s),
-        s(p.outside_parallel_s),
+        units::secs(p.inside_parallel_s),
+        units::secs(p.outside_parallel_s),
         p.calling_threads
     ))];
     f.render_widget(
@@ -122,7 +123,7 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
 fn histogram(f: &mut Frame, area: Rect, p: &MpiProfile) {
     let limit = match &p.eager_limit {
         hyscope_analyzer::Observable::Observed((b, src)) => {
-            format!("eager limit {} ({src})", fmt::bytes(*b as f64))
+            format!("eager limit {} ({src})", units::bytes(*b as f64))
         }
         hyscope_analyzer::Observable::NotObservable(why) => format!("eager limit unknown: {why}"),
     };
@@ -151,15 +152,15 @@ fn histogram(f: &mut Frame, area: Rect, p: &MpiProfile) {
         lines.push(Line::from(vec![
             Span::raw(format!(
                 "{:>9} – {:<9} ",
-                fmt::bytes(b.lo as f64),
-                fmt::bytes(b.hi as f64)
+                units::bytes(b.lo as f64),
+                units::bytes(b.hi as f64)
             )),
             Span::styled("█".repeat(ew), Style::default().fg(Color::Green)),
             Span::styled("█".repeat(rw), Style::default().fg(Color::Magenta)),
             Span::raw(format!(
                 " {} msg {}",
                 fmt::count(b.messages),
-                fmt::bytes(b.bytes as f64)
+                units::bytes(b.bytes as f64)
             )),
         ]));
     }
@@ -209,7 +210,7 @@ fn matrix(f: &mut Frame, area: Rect, p: &MpiProfile) {
     }
     let mut lines = vec![Line::from(format!(
         "bytes sent, row = sender, column = receiver; max {}{}",
-        fmt::bytes(max as f64),
+        units::bytes(max as f64),
         if per > 1 {
             format!("; {per} ranks per cell")
         } else {
@@ -248,9 +249,9 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
     let bw = top.width.saturating_sub(40) as usize;
     let mut lines = vec![Line::from(format!(
         "total {}  unmatched messages {}  clock error ±{}",
-        s(w.total_s),
+        units::secs(w.total_s),
         w.unmatched_messages,
-        s(w.clock_error_s)
+        units::secs(w.clock_error_s)
     ))];
     for e in &w.by_kind {
         lines.push(Line::from(vec![
@@ -259,7 +260,7 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
                 fmt::bar(e.seconds / max, bw),
                 Style::default().fg(Color::Red),
             ),
-            Span::raw(format!(" {} ×{}", s(e.seconds), e.instances)),
+            Span::raw(format!(" {} ×{}", units::secs(e.seconds), e.instances)),
         ]));
     }
     f.render_widget(
@@ -275,7 +276,7 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
                 e.kind.name().to_string(),
                 e.call.clone().unwrap_or_default(),
                 e.location.as_ref().map(widgets::loc).unwrap_or_default(),
-                s(e.seconds),
+                units::secs(e.seconds),
                 e.instances.to_string(),
             ]
         })

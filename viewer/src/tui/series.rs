@@ -18,6 +18,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, LegendPosition};
 
 use super::widgets;
+use crate::units;
 
 /// One metric of one rank: `(time_ns on rank 0's clock, value)`, time-ordered.
 /// Values of the same metric and time with different keys (peers, packages)
@@ -131,14 +132,13 @@ pub fn chart(
                 .data(pts)
         })
         .collect();
-    let secs = |v: f64| super::fmt::ns(v * 1e9);
     let c = Chart::new(datasets)
         .block(widgets::block(title.to_string()))
         .legend_position(Some(LegendPosition::TopLeft))
         .x_axis(
             Axis::default()
                 .bounds([x0, x1])
-                .labels([Line::from(secs(x0)), Line::from(secs(x1))]),
+                .labels([Line::from(units::secs(x0)), Line::from(units::secs(x1))]),
         )
         .y_axis(
             Axis::default()

@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::app::App;
 use super::fmt;
+use crate::units;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     // What the trace lost or has damaged comes first, so no number below is read as whole.
@@ -107,7 +108,7 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
         .map(|r| r.events.omp + r.events.mpi + r.events.samples)
         .sum();
     let duration = super::model::duration_ns(app)
-        .map(fmt::ns)
+        .map(units::ns)
         .unwrap_or_else(|| "…".into());
     vec![
         Line::from(format!("command   {}", fmt::clip(&m.command.join(" "), 68))),
@@ -182,7 +183,7 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
         Paragraph::new(lines).block(super::widgets::block(format!(
             "POP efficiency ({} cores, {})",
             pop.cores,
-            fmt::ns(pop.elapsed_s * 1e9)
+            units::ns(pop.elapsed_s * 1e9)
         ))),
         area,
     );
@@ -206,7 +207,11 @@ fn draw_findings(f: &mut Frame, area: Rect, app: &App) {
                 Style::default().add_modifier(Modifier::BOLD),
             ),
             Span::styled(
-                format!("{} ({})", fmt::ns(x.cost_s * 1e9), fmt::pct(x.share_of_run)),
+                format!(
+                    "{} ({})",
+                    units::ns(x.cost_s * 1e9),
+                    fmt::pct(x.share_of_run)
+                ),
                 Style::default().fg(Color::Yellow),
             ),
         ]));

@@ -17,6 +17,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::data::Data;
 use super::fmt;
+use crate::units;
 
 pub use hyscope_analyzer::timeline::{CellSummary, STATES, Segment, State, TimelineIndex};
 
@@ -404,7 +405,7 @@ fn shade(share: f64) -> char {
 
 /// Relative time on the ruler (from the start of the run).
 fn rel(t: i64, origin: i64) -> String {
-    fmt::ns((t - origin) as f64)
+    units::ns((t - origin) as f64)
 }
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
@@ -443,7 +444,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
     let (ct, _) = st.cursor_time();
     let left = rel(st.t0, origin);
     let right = rel(st.t1, origin);
-    let mid = format!("cursor {}  cell {}", rel(ct, origin), fmt::ns(st.cell_ns()));
+    let mid = format!(
+        "cursor {}  cell {}",
+        rel(ct, origin),
+        units::ns(st.cell_ns())
+    );
     let used = left.chars().count() + right.chars().count() + mid.chars().count();
     let pad = cols.saturating_sub(used);
     lines.push(Line::from(vec![
@@ -503,7 +508,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
         "Timeline {} – {} ({} shown)",
         rel(st.t0, origin),
         rel(st.t1, origin),
-        fmt::ns((st.t1 - st.t0) as f64)
+        units::ns((st.t1 - st.t0) as f64)
     );
     if app.data.manifest.mode == "profile" {
         // Rows that look idle would otherwise read as serial code.
@@ -587,7 +592,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
                 "range {} – {} ({}): ",
                 rel(a, origin),
                 rel(b, origin),
-                fmt::ns((b - a) as f64)
+                units::ns((b - a) as f64)
             ))];
             for (s, t) in per.iter().take(4) {
                 spans.push(Span::styled(
@@ -634,7 +639,7 @@ fn cursor_lines(
             format!(
                 "{} for {} at {}",
                 seg.state.name(),
-                fmt::ns((seg.end - seg.start) as f64),
+                units::ns((seg.end - seg.start) as f64),
                 rel(seg.start, origin)
             ),
             (ix.segments_in(row, a, b, 4).len() <= 3).then_some(seg),
@@ -668,7 +673,7 @@ fn interval_line(ix: &TimelineIndex, row: usize, seg: Segment, origin: i64) -> O
         "{} [{}] {} at {}{role}",
         iv.name(),
         seg.state.name(),
-        fmt::ns((iv.end - iv.start) as f64),
+        units::ns((iv.end - iv.start) as f64),
         rel(iv.start, origin)
     ))
 }

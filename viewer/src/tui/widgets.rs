@@ -96,11 +96,6 @@ pub fn table(
     f.render_stateful_widget(t, area, &mut state);
 }
 
-/// Seconds as a duration string.
-pub fn s(v: f64) -> String {
-    super::fmt::ns(v * 1e9)
-}
-
 /// A location label, or `?`.
 pub fn loc(l: &hyscope_analyzer::CodeLocation) -> String {
     if l.label.is_empty() {
