@@ -6,8 +6,10 @@
 pub mod export;
 pub mod gui;
 pub mod install;
+pub mod loading;
 pub mod record;
 pub mod report;
+pub mod samples;
 pub mod tui;
 pub mod tune;
 pub mod units;

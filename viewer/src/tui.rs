@@ -14,6 +14,7 @@ use crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event, Key
 use crossterm::execute;
 
 pub mod app;
+pub mod chart;
 pub mod data;
 pub mod draw;
 pub mod energy;
@@ -23,7 +24,6 @@ pub mod memory;
 pub mod model;
 pub mod mpi;
 pub mod openmp;
-pub mod series;
 pub mod summary;
 pub mod timeline;
 pub mod widgets;

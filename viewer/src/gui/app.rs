@@ -10,9 +10,10 @@ use eframe::egui::{self, Color32, Key, Pos2, Rect, Vec2};
 use hyscope_analyzer::Analysis;
 use hyscope_analyzer::timeline::{STATES, State};
 
-use super::data::{self, Loading, Progress, TraceData};
+use super::data::{self, Progress, TraceData};
 use super::panels::{self, Action, Tab};
 use super::timeline::{self, TimelineState, View, state_color};
+use crate::loading::Loading;
 use crate::units;
 
 const NO_ANALYSIS: &str = "analysis not run (--no-analysis)";
@@ -174,15 +175,9 @@ impl GuiApp {
         for s in &mut self.slots {
             s.data.poll();
             s.analysis.poll();
-            loading |=
-                matches!(s.data, Loading::Pending(_)) || matches!(s.analysis, Loading::Pending(_));
+            loading |= s.data.is_pending() || s.analysis.is_pending();
         }
-        if !self.view_set
-            && self
-                .slots
-                .iter()
-                .all(|s| !matches!(s.data, Loading::Pending(_)))
-        {
+        if !self.view_set && self.slots.iter().all(|s| !s.data.is_pending()) {
             self.fit();
             self.view_set = true;
         }

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Vec2};
 use hyscope_analyzer::timeline::{Detail, Interval, State};
 
-use super::data::{Instance, Loading, TraceData};
+use super::data::{Instance, TraceData};
+use crate::loading::Loading;
 use crate::units;
 
 /// (trace, row, segment start) of the hovered segment.
@@ -442,7 +443,7 @@ pub fn show(
             l.poll();
             l
         });
-        let pending = matches!(details, Some(Loading::Pending(_)));
+        let pending = details.as_ref().is_some_and(|l| l.is_pending());
         let stack = details.and_then(|l| l.ready()).cloned().unwrap_or_default();
         if pending {
             ui.ctx().request_repaint();

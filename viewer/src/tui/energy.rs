@@ -39,7 +39,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     ])
     .areas(area);
     // Power between consecutive samples of the cumulative energy counters.
-    super::series::chart(
+    super::chart::chart(
         f,
         power,
         "power over time (W)",

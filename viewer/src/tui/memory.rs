@@ -27,7 +27,7 @@ fn over_time(f: &mut Frame, area: Rect, app: &App) {
     ])
     .areas(area);
     let count = |v: f64| format!("{v:.0}");
-    super::series::chart(
+    super::chart::chart(
         f,
         a,
         "MPI connections",
@@ -36,7 +36,7 @@ fn over_time(f: &mut Frame, area: Rect, app: &App) {
         false,
         count,
     );
-    super::series::chart(
+    super::chart::chart(
         f,
         b,
         "resident memory (VmRSS)",
@@ -45,7 +45,7 @@ fn over_time(f: &mut Frame, area: Rect, app: &App) {
         false,
         units::bytes,
     );
-    super::series::chart(
+    super::chart::chart(
         f,
         c,
         "MPI_T queue lengths",
