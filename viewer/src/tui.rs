@@ -21,7 +21,6 @@ pub mod energy;
 pub mod fmt;
 pub mod loops;
 pub mod memory;
-pub mod model;
 pub mod mpi;
 pub mod openmp;
 pub mod summary;

@@ -5,11 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use hyscope_analyzer::AnalyzeOptions;
 use hyscope_format::{Manifest, Trace};
 
-use super::timeline::TimelineIndex;
 use crate::loading::Loading;
 use crate::samples::{self, Series};
+use hyscope_analyzer::timeline::TimelineIndex;
 
 pub use hyscope_analyzer::Analysis;
 
@@ -30,8 +31,8 @@ impl Data {
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
-            analysis: Loading::spawn(move || super::model::load_analysis(&a)),
-            timeline: Loading::spawn(move || super::model::load_timeline(&t).map(Arc::from)),
+            analysis: Loading::spawn(move || load_analysis(&a)),
+            timeline: Loading::spawn(move || load_timeline(&t).map(Arc::from)),
             series: Loading::spawn(move || samples::load_series(&s)),
         })
     }
@@ -42,8 +43,8 @@ impl Data {
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
-            analysis: Loading::from_result(super::model::load_analysis(dir)),
-            timeline: Loading::from_result(super::model::load_timeline(dir).map(Arc::from)),
+            analysis: Loading::from_result(load_analysis(dir)),
+            timeline: Loading::from_result(load_timeline(dir).map(Arc::from)),
             series: Loading::from_result(samples::load_series(dir)),
         })
     }
@@ -103,6 +104,17 @@ impl Data {
         }
     }
 
+    /// The run's duration: the analysis', else the timeline's span.
+    pub fn duration_ns(&self) -> Option<f64> {
+        if let Some(a) = self.analysis() {
+            return Some(a.run.duration_s * 1e9);
+        }
+        self.timeline().map(|t| {
+            let (a, b) = t.span();
+            (b - a) as f64
+        })
+    }
+
     pub fn timeline_status(&self) -> String {
         match &self.timeline {
             Loading::Pending(_) => "building the timeline index…".into(),
@@ -110,4 +122,17 @@ impl Data {
             Loading::Failed(e) => format!("timeline unavailable: {e}"),
         }
     }
+}
+
+fn load_analysis(dir: &Path) -> Result<Box<Analysis>, String> {
+    hyscope_analyzer::analyze(dir, &AnalyzeOptions::default())
+        .map(Box::new)
+        .map_err(|e| format!("{e}"))
+}
+
+fn load_timeline(dir: &Path) -> Result<Box<TimelineIndex>, String> {
+    let trace = Trace::open(dir).map_err(|e| format!("{e}"))?;
+    TimelineIndex::build(&trace)
+        .map(Box::new)
+        .map_err(|e| format!("{e}"))
 }

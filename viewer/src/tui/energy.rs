@@ -14,7 +14,7 @@ use crate::units;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "Energy");
+        return widgets::not_ready(f, area, app, "Energy");
     };
     let e = match &a.energy {
         hyscope_analyzer::Observable::Observed(e) => e,

@@ -34,7 +34,7 @@ const KEYS: [widgets::SortKey<LoopStats>; 4] = [
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "Loops");
+        return widgets::not_ready(f, area, app, "Loops");
     };
     let Some(loops) = widgets::observed(f, area, "Loops", &a.loops) else {
         return;

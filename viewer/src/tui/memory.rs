@@ -65,12 +65,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let view = app.nav[Tab::Memory.index()].view.min(VIEWS.len() - 1);
     app.nav[Tab::Memory.index()].view = view;
     let [head, area] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
-    super::mpi::view_bar(f, head, &VIEWS, view);
+    widgets::view_bar(f, head, &VIEWS, view);
     if view == 1 {
         return over_time(f, area, app);
     }
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "Memory");
+        return widgets::not_ready(f, area, app, "Memory");
     };
     let Some(m) = widgets::observed(f, area, "Memory", &a.memory) else {
         return;

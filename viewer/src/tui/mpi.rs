@@ -5,7 +5,7 @@
 use hyscope_analyzer::{MpiCallStats, MpiProfile, WaitStates};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
@@ -26,12 +26,12 @@ const KEYS: [widgets::SortKey<MpiCallStats>; 5] = [
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "MPI");
+        return widgets::not_ready(f, area, app, "MPI");
     };
     let view = app.nav[Tab::Mpi.index()].view.min(VIEWS.len() - 1);
     app.nav[Tab::Mpi.index()].view = view;
     let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
-    view_bar(f, head, &VIEWS, view);
+    widgets::view_bar(f, head, &VIEWS, view);
     if view == 3 {
         if let Some(w) = widgets::observed(f, body, "Wait states", &a.wait_states) {
             waits(f, body, w, app);
@@ -46,21 +46,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         1 => histogram(f, body, p),
         _ => matrix(f, body, p),
     }
-}
-
-/// The sub-views of a tab, the current one highlighted (← → switch).
-pub fn view_bar(f: &mut Frame, area: Rect, views: &[&str], view: usize) {
-    let mut spans = Vec::new();
-    for (i, v) in views.iter().enumerate() {
-        let st = if i == view {
-            Style::default().add_modifier(Modifier::REVERSED)
-        } else {
-            Style::default().fg(Color::Gray)
-        };
-        spans.push(Span::styled(format!(" {v} "), st));
-        spans.push(Span::raw(" "));
-    }
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {

@@ -36,7 +36,7 @@ const KEYS: [widgets::SortKey<RegionStats>; 7] = [
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "OpenMP");
+        return widgets::not_ready(f, area, app, "OpenMP");
     };
     let [top, bottom] = Layout::vertical([Constraint::Min(6), Constraint::Length(5)]).areas(area);
     let Some(regions) = widgets::observed(f, top, "OpenMP regions", &a.regions) else {

@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::app::App;
 use super::fmt;
+use super::widgets;
 use crate::units;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
@@ -107,7 +108,9 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
         .iter()
         .map(|r| r.events.omp + r.events.mpi + r.events.samples)
         .sum();
-    let duration = super::model::duration_ns(app)
+    let duration = app
+        .data
+        .duration_ns()
         .map(units::ns)
         .unwrap_or_else(|| "…".into());
     vec![
@@ -139,9 +142,9 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
 /// The POP tree, indented, with the additive losses below it.
 fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "POP efficiency");
+        return widgets::not_ready(f, area, app, "POP efficiency");
     };
-    let Some(pop) = super::widgets::observed(f, area, "POP efficiency", &a.pop) else {
+    let Some(pop) = widgets::observed(f, area, "POP efficiency", &a.pop) else {
         return;
     };
     let mut lines = Vec::new();
@@ -180,7 +183,7 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
         }
     }
     f.render_widget(
-        Paragraph::new(lines).block(super::widgets::block(format!(
+        Paragraph::new(lines).block(widgets::block(format!(
             "POP efficiency ({} cores, {})",
             pop.cores,
             units::ns(pop.elapsed_s * 1e9)
@@ -192,7 +195,7 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
 /// Findings, biggest cost first, filtered by `/`.
 fn draw_findings(f: &mut Frame, area: Rect, app: &App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "Findings");
+        return widgets::not_ready(f, area, app, "Findings");
     };
     let mut lines = Vec::new();
     for (i, x) in a
@@ -225,10 +228,7 @@ fn draw_findings(f: &mut Frame, area: Rect, app: &App) {
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
             .scroll((scroll, 0))
-            .block(super::widgets::block(format!(
-                "Findings ({})",
-                a.findings.len()
-            ))),
+            .block(widgets::block(format!("Findings ({})", a.findings.len()))),
         area,
     );
 }
