@@ -232,10 +232,7 @@ pub fn render(r: &TuneReport) -> String {
             opt(l.after_s, &units::secs),
             opt(l.predicted_speedup, &|x| format!("{x:.2}×")),
             opt(l.achieved_speedup, &|x| format!("{x:.2}×")),
-            opt(l.share_of_predicted_gain, &|x| format!(
-                "{:.0} %",
-                x * 100.0
-            )),
+            opt(l.share_of_predicted_gain, &units::percent),
             format!(
                 "{} → {}",
                 l.chunks_before.map_or("?".into(), |c| c.to_string()),

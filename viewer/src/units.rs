@@ -1,5 +1,5 @@
 //! How hyscope writes a quantity for people: times and durations, bytes,
-//! energy, power and percentages. The report, the TUI, the GUI, `record`'s
+//! percentages, energy and power. The report, the TUI, the GUI, `record`'s
 //! summary and `tune` all call these, so one number reads the same in every
 //! view. (Machine-readable output — `report --json`, the exports — keeps raw
 //! numbers and never goes through here.)
@@ -119,6 +119,11 @@ pub fn bytes(v: f64) -> String {
     format!("{sign}{a:.decimals$} {}", UNITS[i])
 }
 
+/// A fraction (0.25) as a percentage with one decimal: `25.0 %`.
+pub fn percent(fraction: f64) -> String {
+    not_finite(fraction).unwrap_or_else(|| format!("{:.1} %", fraction * 100.0))
+}
+
 /// Energy in joules.
 pub fn joules(v: f64) -> String {
     not_finite(v).unwrap_or_else(|| format!("{v:.2} J"))
@@ -203,6 +208,15 @@ mod tests {
         assert_eq!(bytes(-2048.0), "-2.0 KiB");
         assert_eq!(bytes(f64::NAN), "n/a");
         assert_eq!(bytes(f64::INFINITY), "∞");
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(percent(0.0), "0.0 %");
+        assert_eq!(percent(1.0 / 3.0), "33.3 %");
+        assert_eq!(percent(1.0), "100.0 %");
+        assert_eq!(percent(-0.05), "-5.0 %");
+        assert_eq!(percent(f64::NAN), "n/a");
     }
 
     #[test]

@@ -444,10 +444,10 @@ impl GuiApp {
                     let t = total[s as usize];
                     if t > 0 {
                         ui.label(format!(
-                            "{}: {} ({:.1} %)",
+                            "{}: {} ({})",
                             s.name(),
                             units::ns(t as f64),
-                            100.0 * t as f64 / covered.max(1) as f64
+                            units::percent(t as f64 / covered.max(1) as f64)
                         ));
                     }
                 }

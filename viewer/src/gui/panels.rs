@@ -47,10 +47,6 @@ pub enum Action {
     RankPair(u32, u32),
 }
 
-fn pct(f: f64) -> String {
-    format!("{:.1} %", f * 100.0)
-}
-
 fn not_observable<T>(ui: &mut egui::Ui, o: &Observable<T>) -> bool {
     if let Some(r) = o.reason() {
         ui.weak(format!("not observable: {r}"));
@@ -118,7 +114,7 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
             ui.label(format!(
                 "{} ({})",
                 units::secs(f.cost_s),
-                pct(f.share_of_run)
+                units::percent(f.share_of_run)
             ));
             if let Some(loc) = &f.location
                 && ui
@@ -155,7 +151,7 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
 
 fn pop_node(ui: &mut egui::Ui, n: &PopNode) {
     let value = match &n.value {
-        Observable::Observed(v) => pct(*v),
+        Observable::Observed(v) => units::percent(*v),
         Observable::NotObservable(r) => format!("n/a ({r})"),
     };
     let text = format!("{}: {value}", n.name);
@@ -212,9 +208,9 @@ fn regions(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Ac
                 ui.label(format!(
                     "{} ({})",
                     units::secs(r.time_s),
-                    pct(r.share_of_run)
+                    units::percent(r.share_of_run)
                 ));
-                ui.label(pct(r.fork_join_fraction));
+                ui.label(units::percent(r.fork_join_fraction));
                 // Not known per region in profile mode (per-thread totals only).
                 if r.per_thread_observed() {
                     ui.label(format!("{:.2}", r.imbalance));
@@ -247,7 +243,7 @@ fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Acti
             "{}  {} ({}), imbalance {:.2}, {schedule}",
             l.location.label,
             units::secs(l.time_s),
-            pct(l.share_of_run),
+            units::percent(l.share_of_run),
             l.imbalance
         );
         egui::CollapsingHeader::new(title)
@@ -315,7 +311,7 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
     ui.label(format!(
         "MPI time {} ({})",
         units::secs(m.total_s),
-        pct(m.share_of_run)
+        units::percent(m.share_of_run)
     ));
     egui::Grid::new("mpi_calls")
         .num_columns(5)

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use hyscope_analyzer::*;
 
-use super::table::{Table, count, not_obs, pct, section};
+use super::table::{Table, count, not_obs, section};
 use crate::units;
 
 /// Calls and call sites, message sizes, the matrix and the communicators.
@@ -18,7 +18,7 @@ pub fn profile(out: &mut String, a: &Analysis, top: usize) {
             out,
             "  MPI time {} ({} of rank time); inside parallel regions {}, outside {}; up to {} calling thread(s) per rank",
             units::secs(m.total_s),
-            pct(m.share_of_run),
+            units::percent(m.share_of_run),
             units::secs(m.inside_parallel_s),
             units::secs(m.outside_parallel_s),
             m.calling_threads
@@ -105,7 +105,7 @@ fn calls(out: &mut String, rows: &[MpiCallStats], first: &str, top: usize) {
             name,
             count(c.count as f64),
             units::secs(c.total_s),
-            pct(c.share_of_run),
+            units::percent(c.share_of_run),
             units::secs(c.min_rank_s),
             units::secs(c.mean_rank_s),
             units::secs(c.max_rank_s),

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use hyscope_analyzer::*;
 
-use super::table::{Table, count, not_obs, pct, section};
+use super::table::{Table, count, not_obs, section};
 use crate::units;
 
 /// How the barrier wait was measured when the runtime's own wait events do
@@ -39,9 +39,9 @@ pub fn regions(out: &mut String, a: &Analysis, top: usize) {
                 count(x.instances as f64),
                 x.team_size.to_string(),
                 units::secs(x.time_s),
-                pct(x.share_of_run),
+                units::percent(x.share_of_run),
                 units::secs(x.fork_join_s),
-                pct(x.fork_join_fraction),
+                units::percent(x.fork_join_fraction),
                 if per_thread {
                     units::secs(x.barrier.total_s)
                 } else {
@@ -129,7 +129,7 @@ pub fn loops(out: &mut String, a: &Analysis, top: usize) {
                 },
                 count(l.instances as f64),
                 units::secs(l.time_s),
-                pct(l.share_of_run),
+                units::percent(l.share_of_run),
                 format!("{:.2}", l.imbalance),
                 l.chunks.get().map_or("n/a".into(), |c| count(*c as f64)),
                 l.dispatch_cost_s

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use hyscope_analyzer::*;
 
-use super::table::{count, not_obs, pct, section};
+use super::table::{count, not_obs, section};
 use crate::units;
 
 /// What was lost or found damaged, before any number, so none is read as whole.
@@ -108,7 +108,7 @@ pub fn findings(out: &mut String, a: &Analysis, top: usize) {
             "  {:>2}. {:>10} {:>7}  {}\n      → {}",
             i + 1,
             units::secs(f.cost_s),
-            pct(f.share_of_run),
+            units::percent(f.share_of_run),
             f.title,
             f.what_to_do
         );
@@ -123,7 +123,7 @@ pub fn pop(out: &mut String, a: &Analysis) {
     {
         fn walk(n: &PopNode, depth: usize, out: &mut String) {
             let v = match &n.value {
-                Observable::Observed(v) => format!("{:5.1} %", v * 100.0),
+                Observable::Observed(v) => format!("{:>7}", units::percent(*v)),
                 Observable::NotObservable(r) => format!("  n/a   ({r})"),
             };
             let name = format!("{}{}", "  ".repeat(depth), n.name);
@@ -141,16 +141,16 @@ pub fn pop(out: &mut String, a: &Analysis) {
         );
         let _ = writeln!(
             out,
-            "  {:<48} {:5.1} %",
+            "  {:<48} {:>7}",
             "parallel efficiency",
-            p.tree.value.get().copied().unwrap_or(0.0) * 100.0
+            units::percent(p.tree.value.get().copied().unwrap_or(0.0))
         );
         for l in &p.additive {
             let _ = writeln!(
                 out,
-                "  {:<48} {:5.1} %   {}",
+                "  {:<48} {:>7}   {}",
                 format!("loss: {}", l.name),
-                l.fraction * 100.0,
+                units::percent(l.fraction),
                 l.formula
             );
         }

@@ -1,13 +1,9 @@
 //! The report's text building blocks: section titles, aligned tables, the
-//! "not observable" line, percentages and counts.
+//! "not observable" line and counts.
 
 use std::fmt::Write as _;
 
 use hyscope_analyzer::Observable;
-
-pub fn pct(x: f64) -> String {
-    format!("{:.1} %", x * 100.0)
-}
 
 pub fn count(n: f64) -> String {
     if n >= 1e6 {

@@ -1,10 +1,5 @@
-//! Terminal text shared by every tab: percentages, counts, bars, clipping.
-//! Times and bytes are written by `crate::units`, as in every other view.
-
-/// A fraction 0..1 as a percentage with one decimal.
-pub fn pct(f: f64) -> String {
-    format!("{:.1}%", f * 100.0)
-}
+//! Terminal text shared by every tab: counts, bars, clipping. Times, bytes
+//! and percentages are written by `crate::units`, as in every other view.
 
 /// Large counts with thousands separators: `1 234 567`.
 pub fn count(v: u64) -> String {

@@ -159,7 +159,7 @@ fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
         l.instances,
         l.trip_count_text(),
         l.team_size,
-        fmt::pct(l.share_of_run)
+        units::percent(l.share_of_run)
     )));
     if let Some(c) = l.cost_profile.get() {
         lines.push(Line::from(format!("cost: {} ({})", c.shape, c.source)));

@@ -65,7 +65,7 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
                 units::secs(c.max_rank_s),
                 format!("{:.2}", c.cv),
                 units::bytes(c.bytes_sent as f64),
-                fmt::pct(c.share_of_run),
+                units::percent(c.share_of_run),
             ]
         })
         .collect();
@@ -94,7 +94,7 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
     let lines = vec![Line::from(format!(
         "MPI total {} ({} of run)  inside parallel {}  outside {}  calling threads {}",
         units::secs(p.total_s),
-        fmt::pct(p.share_of_run),
+        units::percent(p.share_of_run),
         units::secs(p.inside_parallel_s),
         units::secs(p.outside_parallel_s),
         p.calling_threads

@@ -9,7 +9,6 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::app::App;
-use super::fmt;
 use super::widgets::{self, loc};
 use crate::units;
 
@@ -72,7 +71,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 format!(
                     "{} {}",
                     units::secs(r.fork_join_s),
-                    fmt::pct(r.fork_join_fraction)
+                    units::percent(r.fork_join_fraction)
                 ),
                 // Not known per region in profile mode (per-thread totals only).
                 if r.barrier.wait_observed {

@@ -152,7 +152,7 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
     let width = area.width.saturating_sub(2) as usize;
     fn walk(n: &PopNode, depth: usize, width: usize, out: &mut Vec<Line<'static>>) {
         let v = match &n.value {
-            Observable::Observed(v) => fmt::pct(*v),
+            Observable::Observed(v) => units::percent(*v),
             Observable::NotObservable(_) => "n/a".into(),
         };
         let color = match n.value.get() {
@@ -179,7 +179,11 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
     if !pop.additive.is_empty() {
         lines.push(Line::from("losses (share of core-time):"));
         for l in &pop.additive {
-            lines.push(Line::from(format!("  {} {}", l.name, fmt::pct(l.fraction))));
+            lines.push(Line::from(format!(
+                "  {} {}",
+                l.name,
+                units::percent(l.fraction)
+            )));
         }
     }
     f.render_widget(
@@ -213,7 +217,7 @@ fn draw_findings(f: &mut Frame, area: Rect, app: &App) {
                 format!(
                     "{} ({})",
                     units::ns(x.cost_s * 1e9),
-                    fmt::pct(x.share_of_run)
+                    units::percent(x.share_of_run)
                 ),
                 Style::default().fg(Color::Yellow),
             ),

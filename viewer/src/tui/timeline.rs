@@ -599,7 +599,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
                     format!(
                         "{} {} ",
                         s.name(),
-                        fmt::pct(*t as f64 / total.max(1) as f64)
+                        units::percent(*t as f64 / total.max(1) as f64)
                     ),
                     Style::default().fg(color(*s)),
                 ));
@@ -648,7 +648,7 @@ fn cursor_lines(
     let share_text: Vec<String> = shares
         .iter()
         .take(3)
-        .map(|(s, v)| format!("{} {}", s.name(), fmt::pct(*v)))
+        .map(|(s, v)| format!("{} {}", s.name(), units::percent(*v)))
         .collect();
     (
         vec![first, format!("cell: {}", share_text.join(", "))],
