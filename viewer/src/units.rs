@@ -71,6 +71,11 @@ pub fn secs(v: f64) -> String {
     ns(v * 1e9)
 }
 
+/// A time in seconds, or `n/a` where it was not observed.
+pub fn secs_or_na(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".into(), secs)
+}
+
 /// A position `v` (ns) on an axis whose marks are `step` ns apart: as [`ns`],
 /// with more decimals where that would write two neighbouring marks alike
 /// (a 2 µs step around 1.2 ms reads `1.232 ms`, `1.234 ms`).
@@ -166,6 +171,8 @@ mod tests {
         assert_eq!(ns(100.0 * 3600e9), "100 h 00 min 00 s");
         assert_eq!(secs(1.5e-3), "1.50 ms");
         assert_eq!(secs(2e-7), "200 ns");
+        assert_eq!(secs_or_na(Some(0.25)), "250.00 ms");
+        assert_eq!(secs_or_na(None), "n/a");
     }
 
     #[test]

@@ -5,92 +5,90 @@ use std::fmt::Write as _;
 
 use hyscope_analyzer::*;
 
-use super::table::{Table, count, not_obs, section};
+use super::table::{Table, count, observed_section};
 use crate::units;
 
 /// The footprint measured per rank, the model and its projection.
 pub fn footprint(out: &mut String, a: &Analysis) {
-    section(out, "MPI memory footprint");
-    if !not_obs(out, &a.memory)
-        && let Some(m) = a.memory.get()
-    {
-        let _ = writeln!(
-            out,
-            "  job: N = {} node(s), C = {} rank(s) per node, H = {} HCA(s); pattern: {}",
-            m.nodes, m.cores_per_node, m.hcas_per_node, m.pattern
-        );
-        let mut t = Table::new(&[
-            "rank",
-            "host",
-            "peers",
-            "connections",
-            "measured",
-            "RSS Δ MPI_Init",
-            "RSS peak",
-            "shm",
-            "buffers (model)",
+    let Some(m) = observed_section(out, "MPI memory footprint", &a.memory) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "  job: N = {} node(s), C = {} rank(s) per node, H = {} HCA(s); pattern: {}",
+        m.nodes, m.cores_per_node, m.hcas_per_node, m.pattern
+    );
+    let mut t = Table::new(&[
+        "rank",
+        "host",
+        "peers",
+        "connections",
+        "measured",
+        "RSS Δ MPI_Init",
+        "RSS peak",
+        "shm",
+        "buffers (model)",
+    ]);
+    for p in m.per_rank.iter().take(64) {
+        let opt = |v: Option<u64>| v.map_or("n/a".into(), |b| units::bytes(b as f64));
+        t.row(vec![
+            p.rank.to_string(),
+            p.host.clone(),
+            p.peers_observed.to_string(),
+            p.connections_estimated.to_string(),
+            p.connections_measured
+                .map_or("n/a".into(), |c| c.to_string()),
+            opt(p.mpi_init_delta),
+            opt(p.rss_peak),
+            opt(p.shm_mapped),
+            units::bytes(p.buffer_bytes_observed),
         ]);
-        for p in m.per_rank.iter().take(64) {
-            let opt = |v: Option<u64>| v.map_or("n/a".into(), |b| units::bytes(b as f64));
-            t.row(vec![
-                p.rank.to_string(),
-                p.host.clone(),
-                p.peers_observed.to_string(),
-                p.connections_estimated.to_string(),
-                p.connections_measured
-                    .map_or("n/a".into(), |c| c.to_string()),
-                opt(p.mpi_init_delta),
-                opt(p.rss_peak),
-                opt(p.shm_mapped),
-                units::bytes(p.buffer_bytes_observed),
-            ]);
-        }
-        t.render(out);
-        out.push_str("\n  queue pairs per node (000 Table 3.4):\n");
-        let mut t = Table::new(&["transport", "formula", "observed graph", "fully connected"]);
-        for q in &m.qp_table {
-            t.row(vec![
-                q.transport.clone(),
-                q.formula.clone(),
-                count(q.observed_per_node),
-                count(q.full_per_node),
-            ]);
-        }
-        t.render(out);
-        out.push_str("\n  model parameters:\n");
-        for p in &m.parameters {
-            let _ = writeln!(
-                out,
-                "    {:<36} {:>12}  {}",
-                p.name,
-                units::bytes(p.value),
-                p.source
-            );
-        }
-        let _ = writeln!(
-            out,
-            "    {:<36} {:>12}  (sum of per-connection items)",
-            "bytes per connection",
-            units::bytes(m.bytes_per_connection)
-        );
-        let _ = writeln!(
-            out,
-            "    communicators: {}, group maps {} per rank (001 §3.1)",
-            m.communicators,
-            units::bytes(m.group_map_bytes_per_rank)
-        );
-        for c in &m.full_connection_calls {
-            let _ = writeln!(
-                out,
-                "  ! {} at {} forces full connection ({} calls on {} rank(s))",
-                c.call,
-                c.location.as_ref().map_or("?".into(), |l| l.label.clone()),
-                c.count,
-                c.ranks.len()
-            );
-        }
-        projection(out, m);
     }
+    t.render(out);
+    out.push_str("\n  queue pairs per node (000 Table 3.4):\n");
+    let mut t = Table::new(&["transport", "formula", "observed graph", "fully connected"]);
+    for q in &m.qp_table {
+        t.row(vec![
+            q.transport.clone(),
+            q.formula.clone(),
+            count(q.observed_per_node),
+            count(q.full_per_node),
+        ]);
+    }
+    t.render(out);
+    out.push_str("\n  model parameters:\n");
+    for p in &m.parameters {
+        let _ = writeln!(
+            out,
+            "    {:<36} {:>12}  {}",
+            p.name,
+            units::bytes(p.value),
+            p.source
+        );
+    }
+    let _ = writeln!(
+        out,
+        "    {:<36} {:>12}  (sum of per-connection items)",
+        "bytes per connection",
+        units::bytes(m.bytes_per_connection)
+    );
+    let _ = writeln!(
+        out,
+        "    communicators: {}, group maps {} per rank (001 §3.1)",
+        m.communicators,
+        units::bytes(m.group_map_bytes_per_rank)
+    );
+    for c in &m.full_connection_calls {
+        let _ = writeln!(
+            out,
+            "  ! {} at {} forces full connection ({} calls on {} rank(s))",
+            c.call,
+            c.location.as_ref().map_or("?".into(), |l| l.label.clone()),
+            c.count,
+            c.ranks.len()
+        );
+    }
+    projection(out, m);
 }
 
 /// The footprint projected to larger jobs, against the memory per core.

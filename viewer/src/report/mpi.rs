@@ -5,80 +5,76 @@ use std::fmt::Write as _;
 
 use hyscope_analyzer::*;
 
-use super::table::{Table, count, not_obs, section};
+use super::table::{Table, count, observed_section};
 use crate::units;
 
 /// Calls and call sites, message sizes, the matrix and the communicators.
 pub fn profile(out: &mut String, a: &Analysis, top: usize) {
-    section(out, "MPI profile");
-    if !not_obs(out, &a.mpi)
-        && let Some(m) = a.mpi.get()
-    {
-        let _ = writeln!(
-            out,
-            "  MPI time {} ({} of rank time); inside parallel regions {}, outside {}; up to {} calling thread(s) per rank",
-            units::secs(m.total_s),
-            units::percent(m.share_of_run),
-            units::secs(m.inside_parallel_s),
-            units::secs(m.outside_parallel_s),
-            m.calling_threads
-        );
-        calls(out, &m.calls, "call", top);
-        out.push('\n');
-        calls(out, &m.callsites, "call site", top);
-        messages(out, m);
-    }
+    let Some(m) = observed_section(out, "MPI profile", &a.mpi) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "  MPI time {} ({} of rank time); inside parallel regions {}, outside {}; up to {} calling thread(s) per rank",
+        units::secs(m.total_s),
+        units::percent(m.share_of_run),
+        units::secs(m.inside_parallel_s),
+        units::secs(m.outside_parallel_s),
+        m.calling_threads
+    );
+    calls(out, &m.calls, "call", top);
+    out.push('\n');
+    calls(out, &m.callsites, "call site", top);
+    messages(out, m);
 }
 
 /// Late senders and receivers, N×N waits: by kind, call site and rank.
 pub fn wait_states(out: &mut String, a: &Analysis, top: usize) {
-    section(out, "Wait states");
-    if !not_obs(out, &a.wait_states)
-        && let Some(w) = a.wait_states.get()
-    {
-        let _ = writeln!(
-            out,
-            "  total {} (clock error ± {}, {} unmatched messages)",
-            units::secs(w.total_s),
-            units::secs(w.clock_error_s),
-            w.unmatched_messages
-        );
-        let mut t = Table::new(&["kind", "time", "instances"]);
-        for e in &w.by_kind {
+    let Some(w) = observed_section(out, "Wait states", &a.wait_states) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "  total {} (clock error ± {}, {} unmatched messages)",
+        units::secs(w.total_s),
+        units::secs(w.clock_error_s),
+        w.unmatched_messages
+    );
+    let mut t = Table::new(&["kind", "time", "instances"]);
+    for e in &w.by_kind {
+        t.row(vec![
+            e.kind.name().into(),
+            units::secs(e.seconds),
+            count(e.instances as f64),
+        ]);
+    }
+    t.render(out);
+    if !w.per_callsite.is_empty() {
+        out.push('\n');
+        let mut t = Table::new(&["call site", "call", "kind", "time", "instances"]);
+        for e in w.per_callsite.iter().take(top) {
             t.row(vec![
+                e.location.as_ref().map_or("?".into(), |l| l.label.clone()),
+                e.call.clone().unwrap_or_default(),
                 e.kind.name().into(),
                 units::secs(e.seconds),
                 count(e.instances as f64),
             ]);
         }
         t.render(out);
-        if !w.per_callsite.is_empty() {
-            out.push('\n');
-            let mut t = Table::new(&["call site", "call", "kind", "time", "instances"]);
-            for e in w.per_callsite.iter().take(top) {
-                t.row(vec![
-                    e.location.as_ref().map_or("?".into(), |l| l.label.clone()),
-                    e.call.clone().unwrap_or_default(),
-                    e.kind.name().into(),
-                    units::secs(e.seconds),
-                    count(e.instances as f64),
-                ]);
-            }
-            t.render(out);
+    }
+    if !w.per_rank.is_empty() {
+        out.push('\n');
+        let mut t = Table::new(&["rank", "kind", "time", "instances"]);
+        for e in w.per_rank.iter().take(top * 4) {
+            t.row(vec![
+                e.rank.map_or("?".into(), |r| r.to_string()),
+                e.kind.name().into(),
+                units::secs(e.seconds),
+                count(e.instances as f64),
+            ]);
         }
-        if !w.per_rank.is_empty() {
-            out.push('\n');
-            let mut t = Table::new(&["rank", "kind", "time", "instances"]);
-            for e in w.per_rank.iter().take(top * 4) {
-                t.row(vec![
-                    e.rank.map_or("?".into(), |r| r.to_string()),
-                    e.kind.name().into(),
-                    units::secs(e.seconds),
-                    count(e.instances as f64),
-                ]);
-            }
-            t.render(out);
-        }
+        t.render(out);
     }
 }
 

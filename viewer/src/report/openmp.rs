@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use hyscope_analyzer::*;
 
-use super::table::{Table, count, not_obs, section};
+use super::table::{Table, count, observed_section};
 use crate::units;
 
 /// How the barrier wait was measured when the runtime's own wait events do
@@ -14,152 +14,131 @@ const ARRIVAL_NOTE: &str = "  barrier wait = until the team's last thread arrive
 
 /// The parallel regions, and the first one per thread.
 pub fn regions(out: &mut String, a: &Analysis, top: usize) {
-    section(out, "OpenMP parallel regions");
-    if !not_obs(out, &a.regions)
-        && let Some(regions) = a.regions.get()
-    {
+    let Some(regions) = observed_section(out, "OpenMP parallel regions", &a.regions) else {
+        return;
+    };
+    let mut t = Table::new(&[
+        "region",
+        "inst",
+        "team",
+        "time",
+        "% run",
+        "fork/join",
+        "f/j %",
+        "barrier",
+        "wait",
+        "sync ovh",
+        "imbal",
+    ]);
+    for x in regions.iter().take(top) {
+        let per_thread = x.per_thread_observed();
+        t.row(vec![
+            x.location.label.clone(),
+            count(x.instances as f64),
+            x.team_size.to_string(),
+            units::secs(x.time_s),
+            units::percent(x.share_of_run),
+            units::secs(x.fork_join_s),
+            units::percent(x.fork_join_fraction),
+            units::secs_or_na(per_thread.then_some(x.barrier.total_s)),
+            units::secs_or_na(x.barrier.wait_observed.then_some(x.barrier.wait_s)),
+            units::secs_or_na(x.barrier.wait_observed.then_some(x.barrier.sync_overhead_s)),
+            if per_thread {
+                format!("{:.2}", x.imbalance)
+            } else {
+                "n/a".into()
+            },
+        ]);
+    }
+    t.render(out);
+    out.push_str("  fork/join = region − implicit task (002 §6.6.3); sync ovh = barrier − wait (002 §6.7); imbal = max/mean busy\n");
+    if regions.iter().any(|x| !x.per_thread_observed()) {
+        out.push_str("  profile mode keeps each thread's totals over the run, not per region: barrier and imbalance per region need trace mode (the fine-grain model and POP below use the totals)\n");
+    }
+    if regions.iter().any(|x| x.barrier.wait_from_arrivals) {
+        out.push_str(ARRIVAL_NOTE);
+    }
+    if let Some(x) = regions.first().filter(|x| x.per_thread_observed()) {
+        let _ = writeln!(out, "\n  per thread of {}:", x.location.label);
         let mut t = Table::new(&[
-            "region",
-            "inst",
-            "team",
-            "time",
-            "% run",
-            "fork/join",
-            "f/j %",
+            "rank.thread",
+            "task",
+            "busy",
             "barrier",
             "wait",
-            "sync ovh",
-            "imbal",
+            "activation",
+            "release",
         ]);
-        for x in regions.iter().take(top) {
-            let per_thread = x.per_thread_observed();
-            let na = || "n/a".to_string();
+        for p in x.per_thread.iter().take(64) {
             t.row(vec![
-                x.location.label.clone(),
-                count(x.instances as f64),
-                x.team_size.to_string(),
-                units::secs(x.time_s),
-                units::percent(x.share_of_run),
-                units::secs(x.fork_join_s),
-                units::percent(x.fork_join_fraction),
-                if per_thread {
-                    units::secs(x.barrier.total_s)
-                } else {
-                    na()
-                },
-                if x.barrier.wait_observed {
-                    units::secs(x.barrier.wait_s)
-                } else {
-                    na()
-                },
-                if x.barrier.wait_observed {
-                    units::secs(x.barrier.sync_overhead_s)
-                } else {
-                    na()
-                },
-                if per_thread {
-                    format!("{:.2}", x.imbalance)
-                } else {
-                    na()
-                },
+                format!("{}.{}", p.rank, p.thread),
+                units::secs(p.implicit_task_s),
+                units::secs(p.busy_s),
+                units::secs(p.barrier.total_s),
+                units::secs(p.barrier.wait_s),
+                units::secs(p.activation_s),
+                units::secs(p.release_s),
             ]);
         }
         t.render(out);
-        out.push_str("  fork/join = region − implicit task (002 §6.6.3); sync ovh = barrier − wait (002 §6.7); imbal = max/mean busy\n");
-        if regions.iter().any(|x| !x.per_thread_observed()) {
-            out.push_str("  profile mode keeps each thread's totals over the run, not per region: barrier and imbalance per region need trace mode (the fine-grain model and POP below use the totals)\n");
-        }
-        if regions.iter().any(|x| x.barrier.wait_from_arrivals) {
-            out.push_str(ARRIVAL_NOTE);
-        }
-        if let Some(x) = regions.first().filter(|x| x.per_thread_observed()) {
-            let _ = writeln!(out, "\n  per thread of {}:", x.location.label);
-            let mut t = Table::new(&[
-                "rank.thread",
-                "task",
-                "busy",
-                "barrier",
-                "wait",
-                "activation",
-                "release",
-            ]);
-            for p in x.per_thread.iter().take(64) {
-                t.row(vec![
-                    format!("{}.{}", p.rank, p.thread),
-                    units::secs(p.implicit_task_s),
-                    units::secs(p.busy_s),
-                    units::secs(p.barrier.total_s),
-                    units::secs(p.barrier.wait_s),
-                    units::secs(p.activation_s),
-                    units::secs(p.release_s),
-                ]);
-            }
-            t.render(out);
-        }
     }
 }
 
 /// The loops, their schedules and the tuner's advice.
 pub fn loops(out: &mut String, a: &Analysis, top: usize) {
-    section(out, "Loops and schedule tuning");
-    if !not_obs(out, &a.loops)
-        && let Some(loops) = a.loops.get()
-    {
-        let mut t = Table::new(&[
-            "loop",
-            "schedule",
-            "trip",
-            "inst",
-            "time",
-            "% run",
-            "imbal",
-            "chunks",
-            "dispatch",
-            "sched ovh",
-            "advice",
+    let Some(loops) = observed_section(out, "Loops and schedule tuning", &a.loops) else {
+        return;
+    };
+    let mut t = Table::new(&[
+        "loop",
+        "schedule",
+        "trip",
+        "inst",
+        "time",
+        "% run",
+        "imbal",
+        "chunks",
+        "dispatch",
+        "sched ovh",
+        "advice",
+    ]);
+    for l in loops.iter().take(top) {
+        t.row(vec![
+            l.location.label.clone(),
+            l.schedule.get().cloned().unwrap_or_else(|| "?".into()),
+            if l.trip_count == 0 {
+                l.trip_count_text()
+            } else {
+                count(l.trip_count as f64)
+            },
+            count(l.instances as f64),
+            units::secs(l.time_s),
+            units::percent(l.share_of_run),
+            format!("{:.2}", l.imbalance),
+            l.chunks.get().map_or("n/a".into(), |c| count(*c as f64)),
+            units::secs_or_na(l.dispatch_cost_s.get().copied()),
+            units::secs_or_na(l.scheduling_overhead_s.get().copied()),
+            l.recommendation
+                .get()
+                .map_or("n/a".into(), |r| r.clause.clone()),
         ]);
-        for l in loops.iter().take(top) {
-            t.row(vec![
-                l.location.label.clone(),
-                l.schedule.get().cloned().unwrap_or_else(|| "?".into()),
-                if l.trip_count == 0 {
-                    l.trip_count_text()
-                } else {
-                    count(l.trip_count as f64)
-                },
-                count(l.instances as f64),
-                units::secs(l.time_s),
-                units::percent(l.share_of_run),
-                format!("{:.2}", l.imbalance),
-                l.chunks.get().map_or("n/a".into(), |c| count(*c as f64)),
-                l.dispatch_cost_s
-                    .get()
-                    .map_or("n/a".into(), |d| units::secs(*d)),
-                l.scheduling_overhead_s
-                    .get()
-                    .map_or("n/a".into(), |d| units::secs(*d)),
-                l.recommendation
-                    .get()
-                    .map_or("n/a".into(), |r| r.clause.clone()),
-            ]);
-        }
-        t.render(out);
-        for l in loops.iter().take(top) {
-            match &l.recommendation {
-                Observable::Observed(r) => {
-                    let _ = writeln!(out, "  • {}\n      rule: {}", r.evidence, r.rule);
-                    if let Some(sims) = l.simulations.get() {
-                        let best: Vec<String> = sims
-                            .iter()
-                            .take(5)
-                            .map(|s| format!("{} {:.2}×", s.schedule, s.speedup))
-                            .collect();
-                        let _ = writeln!(out, "      simulated best: {}", best.join(", "));
-                    }
+    }
+    t.render(out);
+    for l in loops.iter().take(top) {
+        match &l.recommendation {
+            Observable::Observed(r) => {
+                let _ = writeln!(out, "  • {}\n      rule: {}", r.evidence, r.rule);
+                if let Some(sims) = l.simulations.get() {
+                    let best: Vec<String> = sims
+                        .iter()
+                        .take(5)
+                        .map(|s| format!("{} {:.2}×", s.schedule, s.speedup))
+                        .collect();
+                    let _ = writeln!(out, "      simulated best: {}", best.join(", "));
                 }
-                Observable::NotObservable(why) => {
-                    let _ = writeln!(out, "  • {}: no advice — {why}", l.location.label);
-                }
+            }
+            Observable::NotObservable(why) => {
+                let _ = writeln!(out, "  • {}: no advice — {why}", l.location.label);
             }
         }
     }
@@ -167,66 +146,56 @@ pub fn loops(out: &mut String, a: &Analysis, top: usize) {
 
 /// Fork/join, barriers, scheduling, tasks, locks and the fine-grain model.
 pub fn runtime(out: &mut String, a: &Analysis, top: usize) {
-    section(out, "OpenMP runtime overhead");
-    if !not_obs(out, &a.openmp)
-        && let Some(o) = a.openmp.get()
-    {
-        let _ = writeln!(
-            out,
-            "  fork/join total        {}",
-            units::secs(o.fork_join_s)
-        );
-        let _ = writeln!(
-            out,
-            "  barriers               {} total, {} wait, {} synchronisation",
-            units::secs(o.barrier.total_s),
-            if o.barrier.wait_observed {
-                units::secs(o.barrier.wait_s)
-            } else {
-                "n/a".into()
-            },
-            if o.barrier.wait_observed {
-                units::secs(o.barrier.sync_overhead_s)
-            } else {
-                "n/a".into()
-            },
-        );
-        if o.barrier.wait_from_arrivals {
-            out.push_str(ARRIVAL_NOTE);
-        }
-        match &o.scheduling_s {
-            Observable::Observed(s) => {
-                // The gaps between a thread's chunks: none where each chunk
-                // ends at the next dispatch (libomp 19), so say where it went.
-                let why = if *s == 0.0 {
-                    " (no gaps between a thread's chunks: each ends at the next dispatch, whose cost is inside it)"
-                } else {
-                    " (gaps between a thread's chunks)"
-                };
-                let _ = writeln!(out, "  loop scheduling        {}{why}", units::secs(*s));
-            }
-            Observable::NotObservable(r) => {
-                let _ = writeln!(out, "  loop scheduling        not observable: {r}");
-            }
-        }
-        match &o.tasks {
-            Observable::Observed(t) => {
-                let _ = writeln!(
-                    out,
-                    "  tasks                  {} created, {} running (mean {}), {} in taskwait",
-                    t.created,
-                    units::secs(t.run_s),
-                    units::secs(t.mean_task_s),
-                    units::secs(t.taskwait_s)
-                );
-            }
-            Observable::NotObservable(r) => {
-                let _ = writeln!(out, "  tasks                  not observable: {r}");
-            }
-        }
-        locks(out, &o.mutexes, top);
-        fine_grain(out, &o.fine_grain);
+    let Some(o) = observed_section(out, "OpenMP runtime overhead", &a.openmp) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "  fork/join total        {}",
+        units::secs(o.fork_join_s)
+    );
+    let _ = writeln!(
+        out,
+        "  barriers               {} total, {} wait, {} synchronisation",
+        units::secs(o.barrier.total_s),
+        units::secs_or_na(o.barrier.wait_observed.then_some(o.barrier.wait_s)),
+        units::secs_or_na(o.barrier.wait_observed.then_some(o.barrier.sync_overhead_s)),
+    );
+    if o.barrier.wait_from_arrivals {
+        out.push_str(ARRIVAL_NOTE);
     }
+    match &o.scheduling_s {
+        Observable::Observed(s) => {
+            // The gaps between a thread's chunks: none where each chunk
+            // ends at the next dispatch (libomp 19), so say where it went.
+            let why = if *s == 0.0 {
+                " (no gaps between a thread's chunks: each ends at the next dispatch, whose cost is inside it)"
+            } else {
+                " (gaps between a thread's chunks)"
+            };
+            let _ = writeln!(out, "  loop scheduling        {}{why}", units::secs(*s));
+        }
+        Observable::NotObservable(r) => {
+            let _ = writeln!(out, "  loop scheduling        not observable: {r}");
+        }
+    }
+    match &o.tasks {
+        Observable::Observed(t) => {
+            let _ = writeln!(
+                out,
+                "  tasks                  {} created, {} running (mean {}), {} in taskwait",
+                t.created,
+                units::secs(t.run_s),
+                units::secs(t.mean_task_s),
+                units::secs(t.taskwait_s)
+            );
+        }
+        Observable::NotObservable(r) => {
+            let _ = writeln!(out, "  tasks                  not observable: {r}");
+        }
+    }
+    locks(out, &o.mutexes, top);
+    fine_grain(out, &o.fine_grain);
 }
 
 /// The locks and critical sections, most waited for first.

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use hyscope_analyzer::*;
 
-use super::table::{count, not_obs, section};
+use super::table::{count, observed_section, section};
 use crate::units;
 
 /// What was lost or found damaged, before any number, so none is read as whole.
@@ -117,43 +117,41 @@ pub fn findings(out: &mut String, a: &Analysis, top: usize) {
 
 /// The POP efficiency tree and its additive losses.
 pub fn pop(out: &mut String, a: &Analysis) {
-    section(out, "POP efficiency");
-    if !not_obs(out, &a.pop)
-        && let Some(p) = a.pop.get()
-    {
-        fn walk(n: &PopNode, depth: usize, out: &mut String) {
-            let v = match &n.value {
-                Observable::Observed(v) => format!("{:>7}", units::percent(*v)),
-                Observable::NotObservable(r) => format!("  n/a   ({r})"),
-            };
-            let name = format!("{}{}", "  ".repeat(depth), n.name);
-            let _ = writeln!(out, "  {name:<48} {v}   {}", n.formula);
-            for c in &n.children {
-                walk(c, depth + 1, out);
-            }
+    let Some(p) = observed_section(out, "POP efficiency", &a.pop) else {
+        return;
+    };
+    fn walk(n: &PopNode, depth: usize, out: &mut String) {
+        let v = match &n.value {
+            Observable::Observed(v) => format!("{:>7}", units::percent(*v)),
+            Observable::NotObservable(r) => format!("  n/a   ({r})"),
+        };
+        let name = format!("{}{}", "  ".repeat(depth), n.name);
+        let _ = writeln!(out, "  {name:<48} {v}   {}", n.formula);
+        for c in &n.children {
+            walk(c, depth + 1, out);
         }
-        walk(&p.tree, 0, out);
+    }
+    walk(&p.tree, 0, out);
+    let _ = writeln!(
+        out,
+        "\n  additive (fractions of {} cores × {}):",
+        p.cores,
+        units::secs(p.elapsed_s)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<48} {:>7}",
+        "parallel efficiency",
+        units::percent(p.tree.value.get().copied().unwrap_or(0.0))
+    );
+    for l in &p.additive {
         let _ = writeln!(
             out,
-            "\n  additive (fractions of {} cores × {}):",
-            p.cores,
-            units::secs(p.elapsed_s)
+            "  {:<48} {:>7}   {}",
+            format!("loss: {}", l.name),
+            units::percent(l.fraction),
+            l.formula
         );
-        let _ = writeln!(
-            out,
-            "  {:<48} {:>7}",
-            "parallel efficiency",
-            units::percent(p.tree.value.get().copied().unwrap_or(0.0))
-        );
-        for l in &p.additive {
-            let _ = writeln!(
-                out,
-                "  {:<48} {:>7}   {}",
-                format!("loss: {}", l.name),
-                units::percent(l.fraction),
-                l.formula
-            );
-        }
     }
 }
 

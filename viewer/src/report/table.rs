@@ -69,7 +69,18 @@ pub fn section(out: &mut String, title: &str) {
     let _ = write!(out, "\n{title}\n{}\n", "═".repeat(title.chars().count()));
 }
 
-pub fn not_obs<T>(out: &mut String, o: &Observable<T>) -> bool {
+/// A section's title, then its value, or the line saying why it is not
+/// observable (and `None`).
+pub fn observed_section<'a, T>(
+    out: &mut String,
+    title: &str,
+    o: &'a Observable<T>,
+) -> Option<&'a T> {
+    section(out, title);
+    if not_obs(out, o) { None } else { o.get() }
+}
+
+fn not_obs<T>(out: &mut String, o: &Observable<T>) -> bool {
     if let Some(r) = o.reason() {
         let _ = writeln!(out, "  not observable: {r}");
         true

@@ -74,16 +74,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                     units::percent(r.fork_join_fraction)
                 ),
                 // Not known per region in profile mode (per-thread totals only).
-                if r.barrier.wait_observed {
-                    units::secs(r.barrier.wait_s)
-                } else {
-                    "n/a".into()
-                },
-                if r.barrier.wait_observed {
-                    units::secs(r.barrier.sync_overhead_s)
-                } else {
-                    "n/a".into()
-                },
+                units::secs_or_na(r.barrier.wait_observed.then_some(r.barrier.wait_s)),
+                units::secs_or_na(r.barrier.wait_observed.then_some(r.barrier.sync_overhead_s)),
                 if r.per_thread_observed() {
                     format!("{:.2}", r.imbalance)
                 } else {
