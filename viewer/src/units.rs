@@ -1,5 +1,5 @@
 //! How hyscope writes a quantity for people: times and durations, bytes,
-//! percentages, energy and power. The report, the TUI, the GUI, `record`'s
+//! percentages, energy and power, and sampled values in their metric's unit. The report, the TUI, the GUI, `record`'s
 //! summary and `tune` all call these, so one number reads the same in every
 //! view. (Machine-readable output — `report --json`, the exports — keeps raw
 //! numbers and never goes through here.)
@@ -129,6 +129,41 @@ pub fn percent(fraction: f64) -> String {
     not_finite(fraction).unwrap_or_else(|| format!("{:.1} %", fraction * 100.0))
 }
 
+/// A sampled value in its metric's unit (the manifest's): bytes, times,
+/// energy and power as everywhere else; other units (queue lengths, counts)
+/// in three decimals with an SI prefix, `12.346k msg`.
+pub fn quantity(v: f64, unit: &str) -> String {
+    match unit {
+        "bytes" | "B" => bytes(v),
+        "ns" => ns(v),
+        "s" => secs(v),
+        "J" => joules(v),
+        "W" => watts(v),
+        "" => si(v),
+        _ => format!("{} {unit}", si(v)),
+    }
+}
+
+/// Three decimals with an SI prefix: `999.000`, `12.346k`, `1.500G`.
+fn si(v: f64) -> String {
+    if let Some(s) = not_finite(v) {
+        return s;
+    }
+    let a = v.abs();
+    let (d, suffix) = if a >= 1e12 {
+        (1e12, "T")
+    } else if a >= 1e9 {
+        (1e9, "G")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e3 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    format!("{:.3}{suffix}", v / d)
+}
+
 /// Energy in joules.
 pub fn joules(v: f64) -> String {
     not_finite(v).unwrap_or_else(|| format!("{v:.2} J"))
@@ -224,6 +259,17 @@ mod tests {
         assert_eq!(percent(1.0), "100.0 %");
         assert_eq!(percent(-0.05), "-5.0 %");
         assert_eq!(percent(f64::NAN), "n/a");
+    }
+
+    #[test]
+    fn sampled_quantities() {
+        assert_eq!(quantity(20.0 * 1024.0 * 1024.0, "bytes"), "20.00 MiB");
+        assert_eq!(quantity(100.0, "W"), "100.0 W");
+        assert_eq!(quantity(2.5e6, "ns"), "2.50 ms");
+        assert_eq!(quantity(12_345.6, "msg"), "12.346k msg");
+        assert_eq!(quantity(999.0, ""), "999.000");
+        assert_eq!(quantity(-1.5e9, ""), "-1.500G");
+        assert_eq!(quantity(f64::NAN, "bytes"), "n/a");
     }
 
     #[test]

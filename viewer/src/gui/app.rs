@@ -532,6 +532,8 @@ impl GuiApp {
         // same time axis (relative ns); the y range goes into the label.
         let body = self.tl.body.first().copied();
         for (fam, tracks) in families.iter().take(4) {
+            // One family, one unit (the family is named by it).
+            let unit = tracks.first().map_or("", |t| t.unit.as_str());
             ui.horizontal(|ui| {
                 let (lo, hi) = tracks
                     .iter()
@@ -555,8 +557,8 @@ impl GuiApp {
                                 .collect::<Vec<_>>()
                                 .join("\n"),
                         );
-                        ui.small(format!("max {}", short(hi)));
-                        ui.small(format!("min {}", short(lo)));
+                        ui.small(format!("max {}", units::quantity(hi, unit)));
+                        ui.small(format!("min {}", units::quantity(lo, unit)));
                     },
                 );
                 let width = body.map_or(ui.available_width(), |b| b.width());
@@ -578,7 +580,7 @@ impl GuiApp {
                             ..
                         } => Some(format!(
                             "{plot_name}\n{} at {}",
-                            short(position.y),
+                            units::quantity(position.y, unit),
                             units::ns(position.x)
                         )),
                         _ => None,
@@ -701,26 +703,6 @@ impl GuiApp {
             });
         }
     }
-}
-
-/// A value in 3 significant digits with an SI suffix.
-fn short(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let a = v.abs();
-    let (d, suffix) = if a >= 1e12 {
-        (1e12, "T")
-    } else if a >= 1e9 {
-        (1e9, "G")
-    } else if a >= 1e6 {
-        (1e6, "M")
-    } else if a >= 1e3 {
-        (1e3, "k")
-    } else {
-        (1.0, "")
-    };
-    format!("{:.3}{suffix}", v / d)
 }
 
 /// Save an image as binary PPM (P6): no image library needed.
