@@ -34,7 +34,10 @@ pub fn draw(f: &mut Frame, app: &mut App) {
 
     match app.tab {
         Tab::Summary => summary::draw(f, body, app),
-        Tab::Timeline => timeline::draw(f, body, app),
+        Tab::Timeline => {
+            app.last_timeline_area = body;
+            timeline::draw(f, body, &mut app.timeline, &app.data, &app.filter)
+        }
         Tab::OpenMp => openmp::draw(f, body, app),
         Tab::Loops => loops::draw(f, body, app),
         Tab::Mpi => mpi::draw(f, body, app),

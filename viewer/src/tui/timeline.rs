@@ -408,10 +408,10 @@ fn rel(t: i64, origin: i64) -> String {
     units::ns((t - origin) as f64)
 }
 
-pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
-    app.last_timeline_area = area;
-    let Some(ix) = app.data.timeline() else {
-        let msg = app.data.timeline_status();
+/// The Timeline tab of `data`, rows passing `filter`.
+pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filter: &str) {
+    let Some(ix) = data.timeline() else {
+        let msg = data.timeline_status();
         f.render_widget(
             Paragraph::new(msg).block(Block::default().borders(Borders::ALL).title("Timeline")),
             area,
@@ -425,10 +425,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
     ])
     .areas(area);
     let origin = ix.span().0;
-    let st = &mut app.timeline;
     st.columns = main.width.saturating_sub(LABEL_W + 2).max(1);
     st.cursor = st.cursor.min(st.columns - 1);
-    let rows = st.visible_rows(&app.data, &app.filter);
+    let rows = st.visible_rows(data, filter);
     st.row = st.row.min(rows.len().saturating_sub(1));
     let height = main.height.saturating_sub(3) as usize; // borders + ruler
     if st.row < st.row_scroll {
@@ -510,7 +509,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
         rel(st.t1, origin),
         units::ns((st.t1 - st.t0) as f64)
     );
-    if app.data.manifest.mode == "profile" {
+    if data.manifest.mode == "profile" {
         // Rows that look idle would otherwise read as serial code.
         title.push_str(
             " — profile mode: OpenMP totals only, no OpenMP intervals (record with --mode trace)",
@@ -540,7 +539,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
             // At most two readers in flight: a held arrow key must not pile
             // up threads reading the trace (the cell then shows its segment).
             let readers = Arc::clone(&st.readers);
-            let pending = match (fine, app.data.timeline_arc()) {
+            let pending = match (fine, data.timeline_arc()) {
                 (Some(seg), Some(ix)) if readers.load(Ordering::Relaxed) < 2 => {
                     let ix = Arc::clone(ix);
                     let (tx, rx) = std::sync::mpsc::channel();
