@@ -854,13 +854,13 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
     let mut cost = Vec::new();
     if writer_cpu_ns > 0 && events > 0 {
         cost.push(format!(
-            "writer {:.2} s CPU ({:.0} ns/event)",
-            writer_cpu_ns as f64 * 1e-9,
-            writer_cpu_ns as f64 / events as f64
+            "writer {} CPU ({}/event)",
+            units::ns(writer_cpu_ns as f64),
+            units::ns(writer_cpu_ns as f64 / events as f64)
         ));
     }
     if encode_ns > 0 {
-        cost.push(format!("encoding {:.2} s at exit", encode_ns as f64 * 1e-9));
+        cost.push(format!("encoding {} at exit", units::ns(encode_ns as f64)));
     }
     let writer: String = cost.iter().map(|c| format!(", {c}")).collect();
     let dropped = if dropped > 0 {
@@ -875,10 +875,10 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
         return;
     }
     eprintln!(
-        "{head}, {ranks} rank{}, {events} events{dropped}, {warnings} warning{}{writer}, {:.1} s)",
+        "{head}, {ranks} rank{}, {events} events{dropped}, {warnings} warning{}{writer}, {})",
         if ranks == 1 { "" } else { "s" },
         if warnings == 1 { "" } else { "s" },
-        elapsed.as_secs_f64(),
+        units::secs(elapsed.as_secs_f64()),
     );
     for p in &partial {
         eprintln!("hyscope: the trace is partial: {p}");

@@ -4,9 +4,9 @@
 //! view. (Machine-readable output — `report --json`, the exports — keeps raw
 //! numbers and never goes through here.)
 //!
-//! Times keep about three significant digits with the unit that fits:
-//! `812 ns`, `12.3 µs`, `4.56 ms`, `1.234 s`, then `2 min 03.5 s` and
-//! `1 h 02 min 03 s`. Bytes use binary units: `512 B`, `4.0 KiB`, `1.50 MiB`
+//! Times take the unit that fits, with a fixed number of decimals per unit so
+//! that a column of them lines up: `812 ns`, `12.3 µs`, `4.56 ms`, `120.83 ms`,
+//! `1.234 s`, then `2 min 03.5 s` and `1 h 02 min 03 s`. Bytes use binary units: `512 B`, `4.0 KiB`, `1.50 MiB`
 //! up to `EiB`. Not-a-number reads `n/a`, infinities `∞` and `-∞`.
 
 /// A time unit below one minute: nanoseconds per unit, its name, decimals.
