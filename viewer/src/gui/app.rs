@@ -487,21 +487,22 @@ impl GuiApp {
         }
         ui.separator();
         ui.weak(format!(
-            "frame {:.1} ms, {} rects",
-            self.last_frame_ms, self.tl.rects_drawn
+            "frame {}, {} rects",
+            units::ns(self.last_frame_ms * 1e6),
+            self.tl.rects_drawn
         ));
         for s in &self.slots {
             if let Some(d) = s.data.ready() {
                 ui.weak(format!(
-                    "index: {} segments, {:.0} MB, {} in {:.2} s",
+                    "index: {} segments, {}, {} in {}",
                     d.index.segments(),
-                    d.index.heap_bytes() as f64 / 1e6,
+                    units::bytes(d.index.heap_bytes() as f64),
                     if d.index_cached {
                         "loaded from cache"
                     } else {
                         "built"
                     },
-                    d.index_s
+                    units::secs(d.index_s)
                 ));
             }
         }
