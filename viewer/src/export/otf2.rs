@@ -501,77 +501,140 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
     let api = Api::load()?;
     let mut defs = Defs::default();
     let mut stats = Otf2Stats::default();
-    let base = data.base_ns;
-    let t = |ns: i64| -> u64 { (ns - base).max(0) as u64 };
+    let comms = Comms::new(data);
+    let mut events = Events {
+        base: data.base_ns,
+        intervals: BTreeMap::new(),
+        instants: BTreeMap::new(),
+    };
+    events.omp(data, &mut defs);
+    events.mpi(data, &comms, &mut defs, &mut stats);
+    let metric_ids = events.metrics(data, &mut stats);
+    let streams = events.into_streams(data, &mut stats);
+    stats.locations = streams.len();
+    let trace_end = streams
+        .values()
+        .filter_map(|v| v.last().map(|e| e.0))
+        .max()
+        .unwrap_or(0);
 
-    // Requests of Irecv/Isend calls per rank, to turn completions into OTF2
-    // records; persistent ones too (each MPI_Start is an Isend or an Irecv
-    // request, as the aligned layer pairs them).
-    let mut requests: HashMap<(u32, u64), &MpiRecord> = HashMap::new();
-    for (rank, r) in &data.mpi {
-        if (super::is_send(r.call) || endpoints(r).request.is_some()) && r.request_id != 0 {
-            requests.insert((*rank, r.request_id), r);
-        }
+    let dir =
+        CString::new(out.as_os_str().as_encoded_bytes()).context("output path has a NUL byte")?;
+    let name = CString::new("traces").expect("no NUL");
+    // SAFETY: valid C strings; the archive handle is checked below and closed at the end.
+    let archive = unsafe {
+        (api.OTF2_Archive_Open)(
+            dir.as_ptr(),
+            name.as_ptr(),
+            FILEMODE_WRITE,
+            CHUNK_SIZE_EVENTS,
+            CHUNK_SIZE_DEFS,
+            SUBSTRATE_POSIX,
+            COMPRESSION_NONE,
+        )
+    };
+    if archive.is_null() {
+        bail!("OTF2 could not create an archive in {}", out.display());
+    }
+    let result = write_archive(
+        &api,
+        archive,
+        data,
+        &comms,
+        &mut defs,
+        &streams,
+        &metric_ids,
+        trace_end,
+        &mut stats,
+    );
+    // SAFETY: archive is open.
+    let closed = unsafe { (api.OTF2_Archive_Close)(archive) };
+    result?;
+    check(closed, "closing the archive")?;
+    Ok(stats)
+}
+
+/// Every location's events before they are written: intervals (nested into
+/// Enter/Leave pairs) and instants (request completions, metric values), at
+/// times relative to the export's time 0.
+struct Events {
+    base: i64,
+    intervals: BTreeMap<(u32, u32), Vec<Interval>>,
+    instants: BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
+}
+
+impl Events {
+    fn t(&self, ns: i64) -> u64 {
+        (ns - self.base).max(0) as u64
     }
 
-    let mut per_loc: BTreeMap<(u32, u32), Vec<Interval>> = BTreeMap::new();
-    // Instant rows that are not intervals (request completions) per location.
-    let mut loose: BTreeMap<(u32, u32), Vec<(u64, Ev)>> = BTreeMap::new();
-    for (rank, rec) in &data.omp {
-        let kind = OmpKind::from_u8(rec.kind);
-        let label = omp_label(data, *rank, rec);
-        let region = defs.region(
-            &label.name,
-            omp_role(kind, rec.variant),
-            PARADIGM_OPENMP,
-            label.file,
-            label.line,
-        );
-        per_loc
-            .entry((*rank, rec.thread))
-            .or_default()
-            .push(Interval {
-                start: t(rec.start_ns),
-                end: t(rec.end_ns),
+    /// One interval per OpenMP record, in the region of its code location.
+    fn omp(&mut self, data: &TraceData, defs: &mut Defs) {
+        for (rank, rec) in &data.omp {
+            let kind = OmpKind::from_u8(rec.kind);
+            let label = omp_label(data, *rank, rec);
+            let region = defs.region(
+                &label.name,
+                omp_role(kind, rec.variant),
+                PARADIGM_OPENMP,
+                label.file,
+                label.line,
+            );
+            let interval = Interval {
+                start: self.t(rec.start_ns),
+                end: self.t(rec.end_ns),
                 region,
                 after_enter: Vec::new(),
                 before_leave: Vec::new(),
-            });
-    }
-    let comms = Comms::new(data);
-    for (rank, r) in &data.mpi {
-        let loc = (*rank, r.thread);
-        if r.call == mpi_call::REQUEST_COMPLETE {
-            let Some(req) = requests.get(&(*rank, r.request_id)) else {
-                continue;
             };
-            let ev = if matches!(
-                endpoints(req).request,
-                Some(RequestKind::Recv | RequestKind::PersistentRecv)
-            ) {
-                // The status names the real source and tag.
-                let (src, tag) = if r.peer >= 0 {
-                    (r.peer, r.tag)
-                } else {
-                    (req.peer, req.tag)
-                };
-                let (comm, Some(peer)) = comms.place(req.comm_id, src) else {
+            self.intervals
+                .entry((*rank, rec.thread))
+                .or_default()
+                .push(interval);
+        }
+    }
+
+    /// One interval per MPI call with its messages and collective; request
+    /// completions as instants.
+    fn mpi(&mut self, data: &TraceData, comms: &Comms, defs: &mut Defs, stats: &mut Otf2Stats) {
+        // Requests of Irecv/Isend calls per rank, to turn completions into OTF2
+        // records; persistent ones too (each MPI_Start is an Isend or an Irecv
+        // request, as the aligned layer pairs them).
+        let mut requests: HashMap<(u32, u64), &MpiRecord> = HashMap::new();
+        for (rank, r) in &data.mpi {
+            if (super::is_send(r.call) || endpoints(r).request.is_some()) && r.request_id != 0 {
+                requests.insert((*rank, r.request_id), r);
+            }
+        }
+        for (rank, r) in &data.mpi {
+            let loc = (*rank, r.thread);
+            if r.call == mpi_call::REQUEST_COMPLETE {
+                let Some(req) = requests.get(&(*rank, r.request_id)) else {
                     continue;
                 };
-                stats.recvs += 1;
-                Ev::Irecv {
-                    peer,
-                    comm,
-                    tag: tag as u32,
-                    bytes: r.bytes_recv,
-                    req: r.request_id,
+                if let Some(ev) = completion(r, req, comms, stats) {
+                    let at = self.t(r.start_ns);
+                    self.instants.entry(loc).or_default().push((at, ev));
                 }
-            } else {
-                Ev::IsendComplete { req: r.request_id }
-            };
-            loose.entry(loc).or_default().push((t(r.start_ns), ev));
-            continue;
+                continue;
+            }
+            let interval = self.mpi_call(r, *rank, &requests, comms, defs, stats);
+            self.intervals.entry(loc).or_default().push(interval);
         }
+    }
+
+    /// An MPI call's interval: its region, the sends and the collective's
+    /// begin right after its Enter, the receive and the collective's end
+    /// right before its Leave.
+    fn mpi_call(
+        &self,
+        r: &MpiRecord,
+        rank: u32,
+        requests: &HashMap<(u32, u64), &MpiRecord>,
+        comms: &Comms,
+        defs: &mut Defs,
+        stats: &mut Otf2Stats,
+    ) -> Interval {
         let name = mpi_call::name(r.call);
         let coll = collective(r.call);
         let sides = r.p2p_endpoints();
@@ -587,7 +650,7 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
         // An MPI_Start of a persistent request is an Isend or an Irecv request.
         let started = match r.call {
             MPI_Start if r.request_id != 0 => requests
-                .get(&(*rank, r.request_id))
+                .get(&(rank, r.request_id))
                 .and_then(|q| endpoints(q).request),
             _ => None,
         };
@@ -648,94 +711,95 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
             });
             stats.collectives += 1;
         }
-        per_loc.entry(loc).or_default().push(Interval {
-            start: t(r.start_ns),
-            end: t(r.end_ns),
+        Interval {
+            start: self.t(r.start_ns),
+            end: self.t(r.end_ns),
             region,
             after_enter,
             before_leave,
-        });
-    }
-    // Metrics: one member and class per metric name, on thread 0 of the rank.
-    let mut metric_ids: BTreeMap<String, u32> = BTreeMap::new();
-    for (rank, s) in &data.samples {
-        let name = if s.key >= 0 {
-            format!("{}[{}]", s.metric, s.key)
-        } else {
-            s.metric.clone()
-        };
-        let next = metric_ids.len() as u32;
-        let id = *metric_ids.entry(name).or_insert(next);
-        loose.entry((*rank, 0)).or_default().push((
-            t(s.time_ns),
-            Ev::Metric {
-                metric: id,
-                value: s.value,
-            },
-        ));
-        stats.metrics += 1;
-    }
-    // Every rank's thread 0 exists as a location (metrics and MPI records need one).
-    for rm in &data.ranks {
-        per_loc.entry((rm.rank, 0)).or_default();
-    }
-    for loc in loose.keys() {
-        per_loc.entry(*loc).or_default();
-    }
-
-    // Events per location, in time order.
-    let mut streams: BTreeMap<(u32, u32), Vec<(u64, Ev)>> = BTreeMap::new();
-    for (loc, intervals) in per_loc {
-        let mut evs = nest(intervals, &mut stats.clipped);
-        if let Some(mut extra) = loose.remove(&loc) {
-            extra.sort_by_key(|e| e.0);
-            evs.extend(extra);
-            // Stable: nested events keep their order, loose ones go after equal times.
-            evs.sort_by_key(|e| e.0);
         }
-        streams.insert(loc, evs);
     }
-    stats.locations = streams.len();
-    let trace_end = streams
-        .values()
-        .filter_map(|v| v.last().map(|e| e.0))
-        .max()
-        .unwrap_or(0);
 
-    let dir =
-        CString::new(out.as_os_str().as_encoded_bytes()).context("output path has a NUL byte")?;
-    let name = CString::new("traces").expect("no NUL");
-    // SAFETY: valid C strings; the archive handle is checked below and closed at the end.
-    let archive = unsafe {
-        (api.OTF2_Archive_Open)(
-            dir.as_ptr(),
-            name.as_ptr(),
-            FILEMODE_WRITE,
-            CHUNK_SIZE_EVENTS,
-            CHUNK_SIZE_DEFS,
-            SUBSTRATE_POSIX,
-            COMPRESSION_NONE,
-        )
-    };
-    if archive.is_null() {
-        bail!("OTF2 could not create an archive in {}", out.display());
+    /// Metric values on thread 0 of their rank; returns one id per metric
+    /// name (and key).
+    fn metrics(&mut self, data: &TraceData, stats: &mut Otf2Stats) -> BTreeMap<String, u32> {
+        let mut metric_ids: BTreeMap<String, u32> = BTreeMap::new();
+        for (rank, s) in &data.samples {
+            let name = if s.key >= 0 {
+                format!("{}[{}]", s.metric, s.key)
+            } else {
+                s.metric.clone()
+            };
+            let next = metric_ids.len() as u32;
+            let id = *metric_ids.entry(name).or_insert(next);
+            let at = self.t(s.time_ns);
+            self.instants.entry((*rank, 0)).or_default().push((
+                at,
+                Ev::Metric {
+                    metric: id,
+                    value: s.value,
+                },
+            ));
+            stats.metrics += 1;
+        }
+        metric_ids
     }
-    let result = write_archive(
-        &api,
-        archive,
-        data,
-        &comms,
-        &mut defs,
-        &streams,
-        &metric_ids,
-        trace_end,
-        &mut stats,
-    );
-    // SAFETY: archive is open.
-    let closed = unsafe { (api.OTF2_Archive_Close)(archive) };
-    result?;
-    check(closed, "closing the archive")?;
-    Ok(stats)
+
+    /// Events per location, in time order.
+    fn into_streams(
+        mut self,
+        data: &TraceData,
+        stats: &mut Otf2Stats,
+    ) -> BTreeMap<(u32, u32), Vec<(u64, Ev)>> {
+        // Every rank's thread 0 exists as a location (metrics and MPI records need one).
+        for rm in &data.ranks {
+            self.intervals.entry((rm.rank, 0)).or_default();
+        }
+        for loc in self.instants.keys() {
+            self.intervals.entry(*loc).or_default();
+        }
+        let mut streams = BTreeMap::new();
+        for (loc, intervals) in self.intervals {
+            let mut evs = nest(intervals, &mut stats.clipped);
+            if let Some(mut extra) = self.instants.remove(&loc) {
+                extra.sort_by_key(|e| e.0);
+                evs.extend(extra);
+                // Stable: nested events keep their order, loose ones go after equal times.
+                evs.sort_by_key(|e| e.0);
+            }
+            streams.insert(loc, evs);
+        }
+        streams
+    }
+}
+
+/// The completion of an Isend (`IsendComplete`) or of an Irecv (`Irecv`,
+/// with the status's real source and tag); `None` for a receive whose peer
+/// has no place in its communicator.
+fn completion(r: &MpiRecord, req: &MpiRecord, comms: &Comms, stats: &mut Otf2Stats) -> Option<Ev> {
+    if !matches!(
+        endpoints(req).request,
+        Some(RequestKind::Recv | RequestKind::PersistentRecv)
+    ) {
+        return Some(Ev::IsendComplete { req: r.request_id });
+    }
+    // The status names the real source and tag.
+    let (src, tag) = if r.peer >= 0 {
+        (r.peer, r.tag)
+    } else {
+        (req.peer, req.tag)
+    };
+    let (comm, Some(peer)) = comms.place(req.comm_id, src) else {
+        return None;
+    };
+    stats.recvs += 1;
+    Some(Ev::Irecv {
+        peer,
+        comm,
+        tag: tag as u32,
+        bytes: r.bytes_recv,
+        req: r.request_id,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
