@@ -1,6 +1,6 @@
-//! What the TUI shows: the manifest (read at start, cheap), the analyzer's
-//! results and its timeline index (both computed on a background thread so the
-//! first frame does not wait for them).
+//! What the TUI shows: the manifest (read at start, cheap), then the
+//! analyzer's results, the timeline index and the sampled series, each
+//! computed on its own background thread so the first frame waits for none.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
