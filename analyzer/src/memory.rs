@@ -24,7 +24,7 @@ pub struct BufferParams {
     pub eager_rdma_slots: u32,
     /// Bytes per eager-RDMA slot (12 KB, Didelot 2014 §3.4).
     pub eager_rdma_slot_bytes: u64,
-    /// Memory per queue pair (context, send/receive work queues). Document 000 gives
+    /// Memory per queue pair (context, send/receive work queues). Didelot 2014 gives
     /// no constant (Fig. 3.1 plots it against WQE counts): 256 send + 256 receive
     /// WQEs × 64 B plus 128 B inline data ≈ 32 KB is our assumption; configurable.
     pub qp_bytes: u64,

@@ -330,7 +330,7 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
     let (sched, sim, rule) = if matches!(input.current, Some(Sched::Static))
         && input.imbalance <= 1.05
     {
-        // Document 002 §6.6.2: balanced under static → keep static.
+        // Mahéo 2015 §6.6.2: balanced under static → keep static.
         let s = model.simulate(Sched::Static).0 * scale + fixed;
         (
             Sched::Static,
@@ -410,7 +410,7 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
     if let Sched::StaticChunk(c) = sched
         && sim.imbalance > 1.2
     {
-        // Document 002 §6.6.2 (MC, chunk 25600): a large static chunk can win on max time with strong imbalance.
+        // Mahéo 2015 §6.6.2 (MC, chunk 25600): a large static chunk can win on max time with strong imbalance.
         evidence.push_str(&format!(
             "; note: static,{c} leaves {:.0} % imbalance",
             imb_pct(sim.imbalance)

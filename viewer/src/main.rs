@@ -1,18 +1,11 @@
-//! `hyscope`: the command users run. Each subcommand lives in its own module
-//! with its own `Args` (clap) and `run`.
+//! `hyscope`: the command users run. It parses the command line and calls the
+//! subcommand's `run` in the `hyscope_viewer` library.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod export;
-mod gui;
-mod install;
-mod record;
-mod recover;
-mod report;
-mod tui;
-mod tune;
+use hyscope_viewer::{export, gui, install, record, recover, report, tui, tune};
 
 /// Performance analysis for hybrid MPI+OpenMP applications.
 #[derive(Parser)]

@@ -25,6 +25,8 @@ use clap::ValueEnum;
 use hyscope_format::settings::{self, Reader, Setting};
 use hyscope_format::trace_name;
 
+use crate::units;
+
 /// Environment variables that carry the rank, in the order the collector reads them.
 const RANK_VARS: [&str; 4] = [
     "OMPI_COMM_WORLD_RANK",
@@ -806,13 +808,13 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
     let mut cost = Vec::new();
     if writer_cpu_ns > 0 && events > 0 {
         cost.push(format!(
-            "writer {:.2} s CPU ({:.0} ns/event)",
-            writer_cpu_ns as f64 * 1e-9,
-            writer_cpu_ns as f64 / events as f64
+            "writer {} CPU ({}/event)",
+            units::ns(writer_cpu_ns as f64),
+            units::ns(writer_cpu_ns as f64 / events as f64)
         ));
     }
     if encode_ns > 0 {
-        cost.push(format!("encoding {:.2} s at exit", encode_ns as f64 * 1e-9));
+        cost.push(format!("encoding {} at exit", units::ns(encode_ns as f64)));
     }
     let writer: String = cost.iter().map(|c| format!(", {c}")).collect();
     let dropped = if dropped > 0 {
@@ -821,16 +823,16 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
         String::new()
     };
     let shown = display_path(dir);
-    let head = format!("hyscope: trace {shown} ({}", human_bytes(size));
+    let head = format!("hyscope: trace {shown} ({}", units::bytes(size as f64));
     if let Some(e) = note {
         eprintln!("{head}, incomplete: {e})");
         return;
     }
     eprintln!(
-        "{head}, {ranks} rank{}, {events} events{dropped}, {warnings} warning{}{writer}, {:.1} s)",
+        "{head}, {ranks} rank{}, {events} events{dropped}, {warnings} warning{}{writer}, {})",
         if ranks == 1 { "" } else { "s" },
         if warnings == 1 { "" } else { "s" },
-        elapsed.as_secs_f64(),
+        units::secs(elapsed.as_secs_f64()),
     );
     for p in &partial {
         eprintln!("hyscope: the trace is partial: {p}");
@@ -872,21 +874,6 @@ fn dir_size(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
-}
-
-pub(crate) fn human_bytes(b: u64) -> String {
-    let units = ["B", "KB", "MB", "GB", "TB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1000.0 && u + 1 < units.len() {
-        v /= 1000.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
 }
 
 #[cfg(test)]

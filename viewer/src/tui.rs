@@ -13,33 +13,18 @@ use std::time::{Duration, Instant};
 use crossterm::event::{self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind};
 use crossterm::execute;
 
-#[path = "tui/app.rs"]
 pub mod app;
-#[path = "tui/data.rs"]
+pub mod chart;
 pub mod data;
-#[path = "tui/draw.rs"]
 pub mod draw;
-#[path = "tui/energy.rs"]
 pub mod energy;
-#[path = "tui/fmt.rs"]
 pub mod fmt;
-#[path = "tui/loops.rs"]
 pub mod loops;
-#[path = "tui/memory.rs"]
 pub mod memory;
-#[path = "tui/model.rs"]
-pub mod model;
-#[path = "tui/mpi.rs"]
 pub mod mpi;
-#[path = "tui/openmp.rs"]
 pub mod openmp;
-#[path = "tui/series.rs"]
-pub mod series;
-#[path = "tui/summary.rs"]
 pub mod summary;
-#[path = "tui/timeline.rs"]
 pub mod timeline;
-#[path = "tui/widgets.rs"]
 pub mod widgets;
 
 #[derive(clap::Args)]

@@ -14,6 +14,8 @@ use anyhow::{Context, bail};
 use hyscope_analyzer::{AnalyzeOptions, analyze};
 use serde::Serialize;
 
+use crate::units;
+
 #[derive(clap::Args)]
 pub struct Args {
     /// The trace of the untuned run (the baseline).
@@ -208,14 +210,13 @@ pub fn compare_runs(
 }
 
 pub fn render(r: &TuneReport) -> String {
-    use crate::report::fmt_time;
     let mut out = format!(
         "hyscope tune — OMP_SCHEDULE={}\n  baseline {}  ({})\n  tuned    {}  ({})\n\n",
         r.omp_schedule,
         r.baseline,
-        fmt_time(r.run_before_s),
+        units::secs(r.run_before_s),
         r.tuned,
-        fmt_time(r.run_after_s)
+        units::secs(r.run_after_s)
     );
     out.push_str(&format!(
         "  {:<24} {:>14} {:>12} {:>12} {:>10} {:>10} {:>10} {:>15}\n",
@@ -227,14 +228,11 @@ pub fn render(r: &TuneReport) -> String {
             "  {:<24} {:>14} {:>12} {:>12} {:>10} {:>10} {:>10} {:>15}\n",
             l.loop_label,
             l.recommended.clone().unwrap_or_else(|| "—".into()),
-            fmt_time(l.before_s),
-            opt(l.after_s, &|t| fmt_time(t)),
+            units::secs(l.before_s),
+            opt(l.after_s, &units::secs),
             opt(l.predicted_speedup, &|x| format!("{x:.2}×")),
             opt(l.achieved_speedup, &|x| format!("{x:.2}×")),
-            opt(l.share_of_predicted_gain, &|x| format!(
-                "{:.0} %",
-                x * 100.0
-            )),
+            opt(l.share_of_predicted_gain, &units::percent),
             format!(
                 "{} → {}",
                 l.chunks_before.map_or("?".into(), |c| c.to_string()),

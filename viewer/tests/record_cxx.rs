@@ -7,12 +7,10 @@
 
 #![allow(dead_code)]
 
-#[path = "record_support/mod.rs"]
-mod support;
-#[path = "../src/tui.rs"]
-mod tui;
-#[path = "tui_frame/mod.rs"]
+mod record_support;
 mod tui_frame;
+
+use hyscope_viewer::tui;
 
 use tui_frame::render;
 
@@ -65,7 +63,7 @@ fn build_cxx(dir: &Path) -> PathBuf {
     let src = dir.join("cxx_app.cpp");
     std::fs::write(&src, SRC).unwrap();
     let exe = dir.join("cxx_app");
-    let lib = support::LLVM_LIB;
+    let lib = record_support::LLVM_LIB;
     let out = Command::new("mpicxx")
         .env("OMPI_CXX", "clang++-19")
         // No -g: the names come from the symbol table only, mangled.
@@ -77,7 +75,7 @@ fn build_cxx(dir: &Path) -> PathBuf {
         .arg(format!("-L{lib}"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", support::stderr(&out));
+    assert!(out.status.success(), "{}", record_support::stderr(&out));
     exe
 }
 
@@ -86,22 +84,32 @@ fn cxx_names_without_debug_info_are_demangled_in_every_view() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_cxx(tmp.path());
     let dir = tmp.path().join("trace");
-    let out = support::record_into(&dir)
+    let out = record_support::record_into(&dir)
         .arg("mpirun")
-        .args(support::mpirun_args(2))
+        .args(record_support::mpirun_args(2))
         .arg(&exe)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        record_support::stderr(&out)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 1000\n");
 
-    let report = support::run_ok(support::hyscope().arg("report").arg(&dir));
+    let report = record_support::run_ok(record_support::hyscope().arg("report").arg(&dir));
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(text.contains(RELAX), "{text}");
     assert!(text.contains(&format!("MPI_Send @ {EXCHANGE}")), "{text}");
     assert!(!text.contains("_ZN3hal"), "{text}");
 
-    let json = support::run_ok(support::hyscope().arg("report").arg("--json").arg(&dir));
+    let json = record_support::run_ok(
+        record_support::hyscope()
+            .arg("report")
+            .arg("--json")
+            .arg(&dir),
+    );
     let json = String::from_utf8_lossy(&json.stdout);
     // The readable label for people, the raw symbol kept for tools.
     assert!(json.contains(RELAX), "{json}");

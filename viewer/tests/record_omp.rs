@@ -5,6 +5,7 @@ mod record_support;
 
 use hyscope_analyzer::timeline::{State, TimelineIndex};
 use hyscope_format::{OmpKind, OmpRecord, ScanOptions, Trace};
+use hyscope_viewer::units;
 use record_support::*;
 
 #[test]
@@ -56,9 +57,9 @@ fn records_an_openmp_only_program() {
     assert!(encode_ns > 0, "encode_ns = 0");
     let total = events.omp + events.mpi + events.samples;
     let writer = format!(
-        "writer {:.2} s CPU ({:.0} ns/event)",
-        writer_ns as f64 * 1e-9,
-        writer_ns as f64 / total as f64
+        "writer {} CPU ({}/event)",
+        units::ns(writer_ns as f64),
+        units::ns(writer_ns as f64 / total as f64)
     );
     assert_eq!(
         summary[0].contains(&writer),
@@ -67,10 +68,7 @@ fn records_an_openmp_only_program() {
         summary[0]
     );
     assert!(
-        summary[0].contains(&format!(
-            "encoding {:.2} s at exit",
-            encode_ns as f64 * 1e-9
-        )),
+        summary[0].contains(&format!("encoding {} at exit", units::ns(encode_ns as f64))),
         "{}",
         summary[0]
     );

@@ -8,12 +8,10 @@
 
 #![allow(dead_code)]
 
-#[path = "record_support/mod.rs"]
-mod support;
-#[path = "../src/tui.rs"]
-mod tui;
-#[path = "tui_frame/mod.rs"]
+mod record_support;
 mod tui_frame;
+
+use hyscope_viewer::tui;
 
 use tui_frame::render;
 
@@ -63,15 +61,20 @@ fn line_with<'a>(s: &'a str, what: &str) -> &'a str {
 #[test]
 fn every_tab_on_a_recorded_hybrid_trace() {
     let tmp = tempfile::tempdir().unwrap();
-    let exe = support::build_mpi(tmp.path(), "tui_app", SRC);
+    let exe = record_support::build_mpi(tmp.path(), "tui_app", SRC);
     let dir = tmp.path().join("trace");
-    let out = support::record_into(&dir)
+    let out = record_support::record_into(&dir)
         .arg("mpirun")
-        .args(support::mpirun_args(2))
+        .args(record_support::mpirun_args(2))
         .arg(&exe)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        record_support::stderr(&out)
+    );
     // 2 ranks × 3 regions × Σ_{i<1000} i/2
     assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 1.4985e+06\n");
 

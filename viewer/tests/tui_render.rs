@@ -1,14 +1,12 @@
 //! Render tests of every TUI tab with ratatui's `TestBackend` on a small
-//! synthetic trace with known numbers (see `tui_common.rs`).
+//! synthetic trace with known numbers (see `tui_common/mod.rs`).
 
 #![allow(dead_code)]
 
-#[path = "tui_common.rs"]
-mod common;
-#[path = "../src/tui.rs"]
-mod tui;
-#[path = "tui_frame/mod.rs"]
+mod tui_common;
 mod tui_frame;
+
+use hyscope_viewer::{tui, units};
 
 use tui_frame::render;
 
@@ -17,7 +15,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use tui::app::{App, Tab};
 
 fn app(name: &str) -> App {
-    let dir = common::write_trace(name);
+    let dir = tui_common::write_trace(name);
     App::new(tui::data::Data::open_blocking(&dir).expect("open trace"))
 }
 
@@ -42,7 +40,7 @@ fn summary_tab() {
 
 #[test]
 fn summary_tab_shows_a_partial_trace_first() {
-    let dir = common::write_trace("summary-partial");
+    let dir = tui_common::write_trace("summary-partial");
     std::fs::remove_dir_all(dir.join("mpi/rank=1")).unwrap();
     let mut a = App::new(tui::data::Data::open_blocking(&dir).expect("open trace"));
     assert!(a.data.analysis().is_some(), "{}", a.data.analysis_status());
@@ -124,7 +122,7 @@ fn timeline_tab() {
     assert!(s.contains("range 0 ns – 10.00 ms (10.00 ms)"), "{s}");
     // Pan is bounded by the run: at full view it does not move.
     key(&mut a, KeyCode::Char('L'));
-    assert_eq!((a.timeline.t0, a.timeline.t1), (0, common::END));
+    assert_eq!((a.timeline.t0, a.timeline.t1), (0, tui_common::END));
     all_tabs_fit(&mut a);
 }
 
@@ -132,7 +130,7 @@ fn timeline_tab() {
 /// so, or its rows would read as serial code.
 #[test]
 fn timeline_of_a_profile_mode_trace_says_what_is_missing() {
-    let dir = common::write_trace("profile-timeline");
+    let dir = tui_common::write_trace("profile-timeline");
     let mut m = hyscope_format::Manifest::read(&dir).unwrap();
     m.mode = "profile".into();
     m.write(&dir).unwrap();
@@ -264,7 +262,7 @@ fn memory_tab() {
     let m = a.data.analysis().unwrap().memory.get().unwrap();
     let p = m.projections.last().unwrap();
     assert!(
-        s.contains(&tui::fmt::bytes(p.total_bytes_per_rank)[..5]),
+        s.contains(&units::bytes(p.total_bytes_per_rank)[..5]),
         "{s}"
     );
 }
@@ -311,14 +309,14 @@ fn timeline_mouse() {
     let mid = x0 + a.timeline.columns / 2;
     let before = a.timeline.time_at(a.timeline.columns / 2);
     a.on_mouse(ev(MouseEventKind::ScrollUp, mid, area.y + 3));
-    assert_eq!(a.timeline.t1 - a.timeline.t0, common::END / 2);
+    assert_eq!(a.timeline.t1 - a.timeline.t0, tui_common::END / 2);
     let after = a.timeline.time_at(a.timeline.columns / 2);
     assert!(
         (after - before).abs() <= 2 * a.timeline.cell_ns() as i64,
         "{before} {after}"
     );
     a.on_mouse(ev(MouseEventKind::ScrollDown, mid, area.y + 3));
-    assert_eq!((a.timeline.t0, a.timeline.t1), (0, common::END));
+    assert_eq!((a.timeline.t0, a.timeline.t1), (0, tui_common::END));
     // Drag from column 0 to column 9 of rank 1's row: a 10-cell range.
     a.on_mouse(ev(MouseEventKind::Down(MouseButton::Left), x0, area.y + 3));
     assert_eq!(a.timeline.row, 1);
@@ -337,7 +335,7 @@ fn timeline_mouse() {
     let s = render(&mut a, 100, 30);
     assert!(s.contains("rank 1 thread 0:"), "{s}");
     assert!(
-        s.contains(&format!("range 0 ns – {}", tui::fmt::ns(s1 as f64))),
+        s.contains(&format!("range 0 ns – {}", units::ns(s1 as f64))),
         "{s}"
     );
 }
@@ -442,7 +440,7 @@ fn memory_over_time() {
 
 #[test]
 fn energy_measured() {
-    let dir = common::write_trace_with_energy("energy-measured");
+    let dir = tui_common::write_trace_with_energy("energy-measured");
     let mut a = App::new(tui::data::Data::open_blocking(&dir).unwrap());
     key(&mut a, KeyCode::Char('7'));
     let s = render(&mut a, 100, 30);

@@ -3,8 +3,7 @@
 
 #![allow(dead_code)]
 
-#[path = "tui_common.rs"]
-mod common;
+mod tui_common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -50,7 +49,7 @@ fn expect(s: &Session, keys: &[&str], want: &str) -> String {
 
 #[test]
 fn real_terminal_through_every_tab() {
-    let dir = common::write_trace("tmux");
+    let dir = tui_common::write_trace("tmux");
     let name = format!("hyscope-tui-test-{}", std::process::id());
     let done = dir.join("exit-status");
     let cmd = format!(

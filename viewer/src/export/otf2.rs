@@ -501,77 +501,140 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
     let api = Api::load()?;
     let mut defs = Defs::default();
     let mut stats = Otf2Stats::default();
-    let base = data.base_ns;
-    let t = |ns: i64| -> u64 { (ns - base).max(0) as u64 };
+    let comms = Comms::new(data);
+    let mut events = Events {
+        base: data.base_ns,
+        intervals: BTreeMap::new(),
+        instants: BTreeMap::new(),
+    };
+    events.omp(data, &mut defs);
+    events.mpi(data, &comms, &mut defs, &mut stats);
+    let metric_ids = events.metrics(data, &mut stats);
+    let streams = events.into_streams(data, &mut stats);
+    stats.locations = streams.len();
+    let trace_end = streams
+        .values()
+        .filter_map(|v| v.last().map(|e| e.0))
+        .max()
+        .unwrap_or(0);
 
-    // Requests of Irecv/Isend calls per rank, to turn completions into OTF2
-    // records; persistent ones too (each MPI_Start is an Isend or an Irecv
-    // request, as the aligned layer pairs them).
-    let mut requests: HashMap<(u32, u64), &MpiRecord> = HashMap::new();
-    for (rank, r) in &data.mpi {
-        if (super::is_send(r.call) || endpoints(r).request.is_some()) && r.request_id != 0 {
-            requests.insert((*rank, r.request_id), r);
-        }
+    let dir =
+        CString::new(out.as_os_str().as_encoded_bytes()).context("output path has a NUL byte")?;
+    let name = CString::new("traces").expect("no NUL");
+    // SAFETY: valid C strings; the archive handle is checked below and closed at the end.
+    let archive = unsafe {
+        (api.OTF2_Archive_Open)(
+            dir.as_ptr(),
+            name.as_ptr(),
+            FILEMODE_WRITE,
+            CHUNK_SIZE_EVENTS,
+            CHUNK_SIZE_DEFS,
+            SUBSTRATE_POSIX,
+            COMPRESSION_NONE,
+        )
+    };
+    if archive.is_null() {
+        bail!("OTF2 could not create an archive in {}", out.display());
+    }
+    let result = write_archive(
+        &api,
+        archive,
+        data,
+        &comms,
+        &mut defs,
+        &streams,
+        &metric_ids,
+        trace_end,
+        &mut stats,
+    );
+    // SAFETY: archive is open.
+    let closed = unsafe { (api.OTF2_Archive_Close)(archive) };
+    result?;
+    check(closed, "closing the archive")?;
+    Ok(stats)
+}
+
+/// Every location's events before they are written: intervals (nested into
+/// Enter/Leave pairs) and instants (request completions, metric values), at
+/// times relative to the export's time 0.
+struct Events {
+    base: i64,
+    intervals: BTreeMap<(u32, u32), Vec<Interval>>,
+    instants: BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
+}
+
+impl Events {
+    fn t(&self, ns: i64) -> u64 {
+        (ns - self.base).max(0) as u64
     }
 
-    let mut per_loc: BTreeMap<(u32, u32), Vec<Interval>> = BTreeMap::new();
-    // Instant rows that are not intervals (request completions) per location.
-    let mut loose: BTreeMap<(u32, u32), Vec<(u64, Ev)>> = BTreeMap::new();
-    for (rank, rec) in &data.omp {
-        let kind = OmpKind::from_u8(rec.kind);
-        let label = omp_label(data, *rank, rec);
-        let region = defs.region(
-            &label.name,
-            omp_role(kind, rec.variant),
-            PARADIGM_OPENMP,
-            label.file,
-            label.line,
-        );
-        per_loc
-            .entry((*rank, rec.thread))
-            .or_default()
-            .push(Interval {
-                start: t(rec.start_ns),
-                end: t(rec.end_ns),
+    /// One interval per OpenMP record, in the region of its code location.
+    fn omp(&mut self, data: &TraceData, defs: &mut Defs) {
+        for (rank, rec) in &data.omp {
+            let kind = OmpKind::from_u8(rec.kind);
+            let label = omp_label(data, *rank, rec);
+            let region = defs.region(
+                &label.name,
+                omp_role(kind, rec.variant),
+                PARADIGM_OPENMP,
+                label.file,
+                label.line,
+            );
+            let interval = Interval {
+                start: self.t(rec.start_ns),
+                end: self.t(rec.end_ns),
                 region,
                 after_enter: Vec::new(),
                 before_leave: Vec::new(),
-            });
-    }
-    let comms = Comms::new(data);
-    for (rank, r) in &data.mpi {
-        let loc = (*rank, r.thread);
-        if r.call == mpi_call::REQUEST_COMPLETE {
-            let Some(req) = requests.get(&(*rank, r.request_id)) else {
-                continue;
             };
-            let ev = if matches!(
-                endpoints(req).request,
-                Some(RequestKind::Recv | RequestKind::PersistentRecv)
-            ) {
-                // The status names the real source and tag.
-                let (src, tag) = if r.peer >= 0 {
-                    (r.peer, r.tag)
-                } else {
-                    (req.peer, req.tag)
-                };
-                let (comm, Some(peer)) = comms.place(req.comm_id, src) else {
+            self.intervals
+                .entry((*rank, rec.thread))
+                .or_default()
+                .push(interval);
+        }
+    }
+
+    /// One interval per MPI call with its messages and collective; request
+    /// completions as instants.
+    fn mpi(&mut self, data: &TraceData, comms: &Comms, defs: &mut Defs, stats: &mut Otf2Stats) {
+        // Requests of Irecv/Isend calls per rank, to turn completions into OTF2
+        // records; persistent ones too (each MPI_Start is an Isend or an Irecv
+        // request, as the aligned layer pairs them).
+        let mut requests: HashMap<(u32, u64), &MpiRecord> = HashMap::new();
+        for (rank, r) in &data.mpi {
+            if (super::is_send(r.call) || endpoints(r).request.is_some()) && r.request_id != 0 {
+                requests.insert((*rank, r.request_id), r);
+            }
+        }
+        for (rank, r) in &data.mpi {
+            let loc = (*rank, r.thread);
+            if r.call == mpi_call::REQUEST_COMPLETE {
+                let Some(req) = requests.get(&(*rank, r.request_id)) else {
                     continue;
                 };
-                stats.recvs += 1;
-                Ev::Irecv {
-                    peer,
-                    comm,
-                    tag: tag as u32,
-                    bytes: r.bytes_recv,
-                    req: r.request_id,
+                if let Some(ev) = completion(r, req, comms, stats) {
+                    let at = self.t(r.start_ns);
+                    self.instants.entry(loc).or_default().push((at, ev));
                 }
-            } else {
-                Ev::IsendComplete { req: r.request_id }
-            };
-            loose.entry(loc).or_default().push((t(r.start_ns), ev));
-            continue;
+                continue;
+            }
+            let interval = self.mpi_call(r, *rank, &requests, comms, defs, stats);
+            self.intervals.entry(loc).or_default().push(interval);
         }
+    }
+
+    /// An MPI call's interval: its region, the sends and the collective's
+    /// begin right after its Enter, the receive and the collective's end
+    /// right before its Leave.
+    fn mpi_call(
+        &self,
+        r: &MpiRecord,
+        rank: u32,
+        requests: &HashMap<(u32, u64), &MpiRecord>,
+        comms: &Comms,
+        defs: &mut Defs,
+        stats: &mut Otf2Stats,
+    ) -> Interval {
         let name = mpi_call::name(r.call);
         let coll = collective(r.call);
         let sides = r.p2p_endpoints();
@@ -587,7 +650,7 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
         // An MPI_Start of a persistent request is an Isend or an Irecv request.
         let started = match r.call {
             MPI_Start if r.request_id != 0 => requests
-                .get(&(*rank, r.request_id))
+                .get(&(rank, r.request_id))
                 .and_then(|q| endpoints(q).request),
             _ => None,
         };
@@ -648,94 +711,95 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
             });
             stats.collectives += 1;
         }
-        per_loc.entry(loc).or_default().push(Interval {
-            start: t(r.start_ns),
-            end: t(r.end_ns),
+        Interval {
+            start: self.t(r.start_ns),
+            end: self.t(r.end_ns),
             region,
             after_enter,
             before_leave,
-        });
-    }
-    // Metrics: one member and class per metric name, on thread 0 of the rank.
-    let mut metric_ids: BTreeMap<String, u32> = BTreeMap::new();
-    for (rank, s) in &data.samples {
-        let name = if s.key >= 0 {
-            format!("{}[{}]", s.metric, s.key)
-        } else {
-            s.metric.clone()
-        };
-        let next = metric_ids.len() as u32;
-        let id = *metric_ids.entry(name).or_insert(next);
-        loose.entry((*rank, 0)).or_default().push((
-            t(s.time_ns),
-            Ev::Metric {
-                metric: id,
-                value: s.value,
-            },
-        ));
-        stats.metrics += 1;
-    }
-    // Every rank's thread 0 exists as a location (metrics and MPI records need one).
-    for rm in &data.ranks {
-        per_loc.entry((rm.rank, 0)).or_default();
-    }
-    for loc in loose.keys() {
-        per_loc.entry(*loc).or_default();
-    }
-
-    // Events per location, in time order.
-    let mut streams: BTreeMap<(u32, u32), Vec<(u64, Ev)>> = BTreeMap::new();
-    for (loc, intervals) in per_loc {
-        let mut evs = nest(intervals, &mut stats.clipped);
-        if let Some(mut extra) = loose.remove(&loc) {
-            extra.sort_by_key(|e| e.0);
-            evs.extend(extra);
-            // Stable: nested events keep their order, loose ones go after equal times.
-            evs.sort_by_key(|e| e.0);
         }
-        streams.insert(loc, evs);
     }
-    stats.locations = streams.len();
-    let trace_end = streams
-        .values()
-        .filter_map(|v| v.last().map(|e| e.0))
-        .max()
-        .unwrap_or(0);
 
-    let dir =
-        CString::new(out.as_os_str().as_encoded_bytes()).context("output path has a NUL byte")?;
-    let name = CString::new("traces").expect("no NUL");
-    // SAFETY: valid C strings; the archive handle is checked below and closed at the end.
-    let archive = unsafe {
-        (api.OTF2_Archive_Open)(
-            dir.as_ptr(),
-            name.as_ptr(),
-            FILEMODE_WRITE,
-            CHUNK_SIZE_EVENTS,
-            CHUNK_SIZE_DEFS,
-            SUBSTRATE_POSIX,
-            COMPRESSION_NONE,
-        )
-    };
-    if archive.is_null() {
-        bail!("OTF2 could not create an archive in {}", out.display());
+    /// Metric values on thread 0 of their rank; returns one id per metric
+    /// name (and key).
+    fn metrics(&mut self, data: &TraceData, stats: &mut Otf2Stats) -> BTreeMap<String, u32> {
+        let mut metric_ids: BTreeMap<String, u32> = BTreeMap::new();
+        for (rank, s) in &data.samples {
+            let name = if s.key >= 0 {
+                format!("{}[{}]", s.metric, s.key)
+            } else {
+                s.metric.clone()
+            };
+            let next = metric_ids.len() as u32;
+            let id = *metric_ids.entry(name).or_insert(next);
+            let at = self.t(s.time_ns);
+            self.instants.entry((*rank, 0)).or_default().push((
+                at,
+                Ev::Metric {
+                    metric: id,
+                    value: s.value,
+                },
+            ));
+            stats.metrics += 1;
+        }
+        metric_ids
     }
-    let result = write_archive(
-        &api,
-        archive,
-        data,
-        &comms,
-        &mut defs,
-        &streams,
-        &metric_ids,
-        trace_end,
-        &mut stats,
-    );
-    // SAFETY: archive is open.
-    let closed = unsafe { (api.OTF2_Archive_Close)(archive) };
-    result?;
-    check(closed, "closing the archive")?;
-    Ok(stats)
+
+    /// Events per location, in time order.
+    fn into_streams(
+        mut self,
+        data: &TraceData,
+        stats: &mut Otf2Stats,
+    ) -> BTreeMap<(u32, u32), Vec<(u64, Ev)>> {
+        // Every rank's thread 0 exists as a location (metrics and MPI records need one).
+        for rm in &data.ranks {
+            self.intervals.entry((rm.rank, 0)).or_default();
+        }
+        for loc in self.instants.keys() {
+            self.intervals.entry(*loc).or_default();
+        }
+        let mut streams = BTreeMap::new();
+        for (loc, intervals) in self.intervals {
+            let mut evs = nest(intervals, &mut stats.clipped);
+            if let Some(mut extra) = self.instants.remove(&loc) {
+                extra.sort_by_key(|e| e.0);
+                evs.extend(extra);
+                // Stable: nested events keep their order, loose ones go after equal times.
+                evs.sort_by_key(|e| e.0);
+            }
+            streams.insert(loc, evs);
+        }
+        streams
+    }
+}
+
+/// The completion of an Isend (`IsendComplete`) or of an Irecv (`Irecv`,
+/// with the status's real source and tag); `None` for a receive whose peer
+/// has no place in its communicator.
+fn completion(r: &MpiRecord, req: &MpiRecord, comms: &Comms, stats: &mut Otf2Stats) -> Option<Ev> {
+    if !matches!(
+        endpoints(req).request,
+        Some(RequestKind::Recv | RequestKind::PersistentRecv)
+    ) {
+        return Some(Ev::IsendComplete { req: r.request_id });
+    }
+    // The status names the real source and tag.
+    let (src, tag) = if r.peer >= 0 {
+        (r.peer, r.tag)
+    } else {
+        (req.peer, req.tag)
+    };
+    let (comm, Some(peer)) = comms.place(req.comm_id, src) else {
+        return None;
+    };
+    stats.recvs += 1;
+    Some(Ev::Irecv {
+        peer,
+        comm,
+        tag: tag as u32,
+        bytes: r.bytes_recv,
+        req: r.request_id,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -751,8 +815,8 @@ fn write_archive(
     stats: &mut Otf2Stats,
 ) -> anyhow::Result<()> {
     let null = std::ptr::null_mut();
-    // SAFETY (whole function): every call passes the live archive/writer handles
-    // OTF2 returned, C strings that outlive the call, and arrays of the stated length.
+    // SAFETY: the live archive handle OTF2 returned, and C strings that
+    // outlive each call.
     unsafe {
         check(
             (api.OTF2_Archive_SetFlushCallbacks)(archive, &FLUSH_CALLBACKS, null),
@@ -773,78 +837,51 @@ fn write_archive(
             (api.OTF2_Archive_SetDescription)(archive, desc.as_ptr()),
             "SetDescription",
         )?;
+    }
+    let counts = write_events(api, archive, streams, stats)?;
+    write_local_defs(api, archive, streams)?;
+    // SAFETY: the live archive handle; the writer is checked and closed.
+    let g = unsafe { (api.OTF2_Archive_GetGlobalDefWriter)(archive) };
+    if g.is_null() {
+        bail!("OTF2 could not open the global definition writer");
+    }
+    let global = GlobalDefs {
+        api,
+        g,
+        data,
+        comms,
+        names: Names::new(defs, data, streams, metric_ids),
+    };
+    global.write(defs, trace_end, &counts)?;
+    // SAFETY: g is the open global definition writer of this archive.
+    check(
+        unsafe { (api.OTF2_Archive_CloseGlobalDefWriter)(archive, g) },
+        "CloseGlobalDefWriter",
+    )
+}
 
+/// Every location's events, in time order; returns how many each has.
+fn write_events(
+    api: &Api,
+    archive: P,
+    streams: &BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
+    stats: &mut Otf2Stats,
+) -> anyhow::Result<BTreeMap<(u32, u32), u64>> {
+    let mut counts: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    // SAFETY: the live archive handle and the event writers OTF2 returned
+    // (checked, closed after their events).
+    unsafe {
         check((api.OTF2_Archive_OpenEvtFiles)(archive), "OpenEvtFiles")?;
-        let mut counts: BTreeMap<(u32, u32), u64> = BTreeMap::new();
         for (&(rank, thread), evs) in streams {
             let w = (api.OTF2_Archive_GetEvtWriter)(archive, location_id(rank, thread));
             if w.is_null() {
                 bail!("OTF2 could not open the event writer of rank {rank} thread {thread}");
             }
             for &(time, ev) in evs {
-                let rc = match ev {
-                    Ev::Enter(r) => {
-                        stats.enters += 1;
-                        (api.OTF2_EvtWriter_Enter)(w, null, time, r)
-                    }
-                    Ev::Leave(r) => (api.OTF2_EvtWriter_Leave)(w, null, time, r),
-                    Ev::Send {
-                        peer,
-                        comm,
-                        tag,
-                        bytes,
-                    } => (api.OTF2_EvtWriter_MpiSend)(w, null, time, peer, comm, tag, bytes),
-                    Ev::Isend {
-                        peer,
-                        comm,
-                        tag,
-                        bytes,
-                        req,
-                    } => (api.OTF2_EvtWriter_MpiIsend)(w, null, time, peer, comm, tag, bytes, req),
-                    Ev::IsendComplete { req } => {
-                        (api.OTF2_EvtWriter_MpiIsendComplete)(w, null, time, req)
-                    }
-                    Ev::IrecvRequest { req } => {
-                        (api.OTF2_EvtWriter_MpiIrecvRequest)(w, null, time, req)
-                    }
-                    Ev::Recv {
-                        peer,
-                        comm,
-                        tag,
-                        bytes,
-                    } => (api.OTF2_EvtWriter_MpiRecv)(w, null, time, peer, comm, tag, bytes),
-                    Ev::Irecv {
-                        peer,
-                        comm,
-                        tag,
-                        bytes,
-                        req,
-                    } => (api.OTF2_EvtWriter_MpiIrecv)(w, null, time, peer, comm, tag, bytes, req),
-                    Ev::CollBegin => (api.OTF2_EvtWriter_MpiCollectiveBegin)(w, null, time),
-                    Ev::CollEnd {
-                        op,
-                        comm,
-                        root,
-                        sent,
-                        recv,
-                    } => (api.OTF2_EvtWriter_MpiCollectiveEnd)(
-                        w, null, time, op, comm, root, sent, recv,
-                    ),
-                    Ev::Metric { metric, value } => {
-                        let ty = [TYPE_DOUBLE];
-                        let v = [value.to_bits()];
-                        (api.OTF2_EvtWriter_Metric)(
-                            w,
-                            null,
-                            time,
-                            metric,
-                            1,
-                            ty.as_ptr(),
-                            v.as_ptr(),
-                        )
-                    }
-                };
-                check(rc, "writing an event")?;
+                if matches!(ev, Ev::Enter(_)) {
+                    stats.enters += 1;
+                }
+                check(write_event(api, w, time, ev), "writing an event")?;
             }
             counts.insert((rank, thread), evs.len() as u64);
             check(
@@ -853,8 +890,72 @@ fn write_archive(
             )?;
         }
         check((api.OTF2_Archive_CloseEvtFiles)(archive), "CloseEvtFiles")?;
+    }
+    Ok(counts)
+}
 
-        // Empty local definitions (no id mappings: events use global ids).
+/// One event on the event writer `w`; OTF2's return code.
+fn write_event(api: &Api, w: P, time: u64, ev: Ev) -> i32 {
+    let null = std::ptr::null_mut();
+    // SAFETY: w is a live event writer; the metric's arrays hold one value.
+    unsafe {
+        match ev {
+            Ev::Enter(r) => (api.OTF2_EvtWriter_Enter)(w, null, time, r),
+            Ev::Leave(r) => (api.OTF2_EvtWriter_Leave)(w, null, time, r),
+            Ev::Send {
+                peer,
+                comm,
+                tag,
+                bytes,
+            } => (api.OTF2_EvtWriter_MpiSend)(w, null, time, peer, comm, tag, bytes),
+            Ev::Isend {
+                peer,
+                comm,
+                tag,
+                bytes,
+                req,
+            } => (api.OTF2_EvtWriter_MpiIsend)(w, null, time, peer, comm, tag, bytes, req),
+            Ev::IsendComplete { req } => (api.OTF2_EvtWriter_MpiIsendComplete)(w, null, time, req),
+            Ev::IrecvRequest { req } => (api.OTF2_EvtWriter_MpiIrecvRequest)(w, null, time, req),
+            Ev::Recv {
+                peer,
+                comm,
+                tag,
+                bytes,
+            } => (api.OTF2_EvtWriter_MpiRecv)(w, null, time, peer, comm, tag, bytes),
+            Ev::Irecv {
+                peer,
+                comm,
+                tag,
+                bytes,
+                req,
+            } => (api.OTF2_EvtWriter_MpiIrecv)(w, null, time, peer, comm, tag, bytes, req),
+            Ev::CollBegin => (api.OTF2_EvtWriter_MpiCollectiveBegin)(w, null, time),
+            Ev::CollEnd {
+                op,
+                comm,
+                root,
+                sent,
+                recv,
+            } => (api.OTF2_EvtWriter_MpiCollectiveEnd)(w, null, time, op, comm, root, sent, recv),
+            Ev::Metric { metric, value } => {
+                let ty = [TYPE_DOUBLE];
+                let v = [value.to_bits()];
+                (api.OTF2_EvtWriter_Metric)(w, null, time, metric, 1, ty.as_ptr(), v.as_ptr())
+            }
+        }
+    }
+}
+
+/// Empty local definitions (no id mappings: events use global ids).
+fn write_local_defs(
+    api: &Api,
+    archive: P,
+    streams: &BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
+) -> anyhow::Result<()> {
+    // SAFETY: the live archive handle and the definition writers OTF2
+    // returned (checked, closed at once).
+    unsafe {
         check((api.OTF2_Archive_OpenDefFiles)(archive), "OpenDefFiles")?;
         for &(rank, thread) in streams.keys() {
             let d = (api.OTF2_Archive_GetDefWriter)(archive, location_id(rank, thread));
@@ -866,57 +967,54 @@ fn write_archive(
                 "CloseDefWriter",
             )?;
         }
-        check((api.OTF2_Archive_CloseDefFiles)(archive), "CloseDefFiles")?;
+        check((api.OTF2_Archive_CloseDefFiles)(archive), "CloseDefFiles")
+    }
+}
 
-        // Global definitions.
-        let g = (api.OTF2_Archive_GetGlobalDefWriter)(archive);
-        if g.is_null() {
-            bail!("OTF2 could not open the global definition writer");
-        }
-        let realtime = if data.start_unix_ns > 0 {
-            (data.start_unix_ns + (data.base_ns - data.start_clock_ns)).max(0) as u64
-        } else {
-            UNDEFINED_TIMESTAMP
-        };
-        check(
-            (api.OTF2_GlobalDefWriter_WriteClockProperties)(
-                g,
-                1_000_000_000,
-                0,
-                trace_end + 1,
-                realtime,
-            ),
-            "ClockProperties",
-        )?;
+/// The string ids the global definitions use, interned before the strings
+/// are written (definitions are read in id order).
+struct Names {
+    machine: u32,
+    node_class: u32,
+    /// Distinct hosts in order of first appearance ("localhost" for none).
+    hosts: Vec<String>,
+    host_ids: Vec<u32>,
+    /// Per rank of `data.ranks`.
+    rank_names: Vec<u32>,
+    thread_names: BTreeMap<(u32, u32), u32>,
+    world: u32,
+    self_name: u32,
+    /// Per communicator of `data.communicators`.
+    comm_names: Vec<u32>,
+    locations_name: u32,
+    /// (metric id, name), in id order.
+    metric_names: Vec<(u32, u32)>,
+    empty: u32,
+}
 
-        // Strings needed by the system tree, locations, groups and metrics.
+impl Names {
+    fn new(
+        defs: &mut Defs,
+        data: &TraceData,
+        streams: &BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
+        metric_ids: &BTreeMap<String, u32>,
+    ) -> Names {
         let machine = defs.string("machine");
         let node_class = defs.string("node");
-        let mut hosts: Vec<String> = data
-            .ranks
-            .iter()
-            .map(|r| {
-                if r.host.is_empty() {
-                    "localhost".to_string()
-                } else {
-                    r.host.clone()
-                }
-            })
-            .collect();
-        hosts.dedup();
-        let mut uniq: Vec<String> = Vec::new();
-        for h in hosts {
-            if !uniq.contains(&h) {
-                uniq.push(h);
+        let mut hosts: Vec<String> = Vec::new();
+        for r in &data.ranks {
+            let h = host_name(&r.host);
+            if !hosts.iter().any(|x| x == h) {
+                hosts.push(h.to_string());
             }
         }
-        let host_ids: Vec<u32> = uniq.iter().map(|h| defs.string(h)).collect();
-        let rank_names: Vec<u32> = data
+        let host_ids = hosts.iter().map(|h| defs.string(h)).collect();
+        let rank_names = data
             .ranks
             .iter()
             .map(|r| defs.string(&format!("MPI Rank {}", r.rank)))
             .collect();
-        let thread_names: BTreeMap<(u32, u32), u32> = streams
+        let thread_names = streams
             .keys()
             .map(|&(r, t)| {
                 (
@@ -927,157 +1025,197 @@ fn write_archive(
             .collect();
         let world = defs.string("MPI_COMM_WORLD");
         let self_name = defs.string("MPI_COMM_SELF");
-        let comm_name_ids: Vec<u32> = data
+        let comm_names = data
             .communicators
             .iter()
             .map(|c| defs.string(&c.name))
             .collect();
         let locations_name = defs.string("MPI ranks");
-        // Definitions are read in id order.
         let mut metric_names: Vec<(u32, u32)> = metric_ids
             .iter()
             .map(|(n, &id)| (id, defs.string(n)))
             .collect();
         metric_names.sort_unstable();
         let empty = defs.string("");
-        let measurement = defs.region(
+        defs.region(
             "hyscope",
             ROLE_ARTIFICIAL,
             PARADIGM_MEASUREMENT_SYSTEM,
             None,
             None,
         );
-        let _ = measurement;
+        Names {
+            machine,
+            node_class,
+            hosts,
+            host_ids,
+            rank_names,
+            thread_names,
+            world,
+            self_name,
+            comm_names,
+            locations_name,
+            metric_names,
+            empty,
+        }
+    }
+}
 
-        for (i, s) in defs.strings.iter().enumerate() {
-            let c = CString::new(s.replace('\0', "")).expect("NUL removed");
+/// A rank's host as the system tree names it.
+fn host_name(host: &str) -> &str {
+    if host.is_empty() { "localhost" } else { host }
+}
+
+/// The global definition writer of an archive, with what its definitions
+/// describe.
+struct GlobalDefs<'a> {
+    api: &'a Api,
+    g: P,
+    data: &'a TraceData,
+    comms: &'a Comms<'a>,
+    names: Names,
+}
+
+impl GlobalDefs<'_> {
+    fn write(
+        &self,
+        defs: &Defs,
+        trace_end: u64,
+        counts: &BTreeMap<(u32, u32), u64>,
+    ) -> anyhow::Result<()> {
+        let (api, g, data) = (self.api, self.g, self.data);
+        let realtime = if data.start_unix_ns > 0 {
+            (data.start_unix_ns + (data.base_ns - data.start_clock_ns)).max(0) as u64
+        } else {
+            UNDEFINED_TIMESTAMP
+        };
+        // SAFETY (every method of GlobalDefs): g is the live global definition
+        // writer; C strings outlive each call; arrays have the stated length.
+        unsafe {
             check(
-                (api.OTF2_GlobalDefWriter_WriteString)(g, i as u32, c.as_ptr()),
-                "WriteString",
-            )?;
-        }
-        check(
-            (api.OTF2_GlobalDefWriter_WriteSystemTreeNode)(g, 0, machine, machine, UNDEFINED_U32),
-            "SystemTreeNode",
-        )?;
-        for (i, h) in host_ids.iter().enumerate() {
-            check(
-                (api.OTF2_GlobalDefWriter_WriteSystemTreeNode)(g, i as u32 + 1, *h, node_class, 0),
-                "SystemTreeNode",
-            )?;
-        }
-        for (i, rm) in data.ranks.iter().enumerate() {
-            let host = if rm.host.is_empty() {
-                "localhost"
-            } else {
-                rm.host.as_str()
-            };
-            let node = uniq.iter().position(|h| h == host).unwrap_or(0) as u32 + 1;
-            check(
-                (api.OTF2_GlobalDefWriter_WriteLocationGroup)(
+                (api.OTF2_GlobalDefWriter_WriteClockProperties)(
                     g,
-                    rm.rank,
-                    rank_names[i],
-                    LOCATION_GROUP_TYPE_PROCESS,
-                    node,
+                    1_000_000_000,
+                    0,
+                    trace_end + 1,
+                    realtime,
+                ),
+                "ClockProperties",
+            )?;
+            for (i, s) in defs.strings.iter().enumerate() {
+                let c = CString::new(s.replace('\0', "")).expect("NUL removed");
+                check(
+                    (api.OTF2_GlobalDefWriter_WriteString)(g, i as u32, c.as_ptr()),
+                    "WriteString",
+                )?;
+            }
+        }
+        self.system_tree()?;
+        self.locations(counts)?;
+        self.regions(defs)?;
+        self.mpi_groups()?;
+        self.metrics()
+    }
+
+    /// The machine, its hosts, and one location group per rank on its host.
+    fn system_tree(&self) -> anyhow::Result<()> {
+        let (api, g, n) = (self.api, self.g, &self.names);
+        // SAFETY: see `write`.
+        unsafe {
+            check(
+                (api.OTF2_GlobalDefWriter_WriteSystemTreeNode)(
+                    g,
+                    0,
+                    n.machine,
+                    n.machine,
                     UNDEFINED_U32,
                 ),
-                "LocationGroup",
+                "SystemTreeNode",
             )?;
+            for (i, h) in n.host_ids.iter().enumerate() {
+                check(
+                    (api.OTF2_GlobalDefWriter_WriteSystemTreeNode)(
+                        g,
+                        i as u32 + 1,
+                        *h,
+                        n.node_class,
+                        0,
+                    ),
+                    "SystemTreeNode",
+                )?;
+            }
+            for (i, rm) in self.data.ranks.iter().enumerate() {
+                let host = host_name(&rm.host);
+                let node = n.hosts.iter().position(|h| h == host).unwrap_or(0) as u32 + 1;
+                check(
+                    (api.OTF2_GlobalDefWriter_WriteLocationGroup)(
+                        g,
+                        rm.rank,
+                        n.rank_names[i],
+                        LOCATION_GROUP_TYPE_PROCESS,
+                        node,
+                        UNDEFINED_U32,
+                    ),
+                    "LocationGroup",
+                )?;
+            }
         }
-        for (&(rank, thread), &n) in &thread_names {
+        Ok(())
+    }
+
+    /// One location per thread, with its number of events.
+    fn locations(&self, counts: &BTreeMap<(u32, u32), u64>) -> anyhow::Result<()> {
+        for (&(rank, thread), &name) in &self.names.thread_names {
             let events = counts.get(&(rank, thread)).copied().unwrap_or(0);
+            // SAFETY: see `write`.
             check(
-                (api.OTF2_GlobalDefWriter_WriteLocation)(
-                    g,
-                    location_id(rank, thread),
-                    n,
-                    LOCATION_TYPE_CPU_THREAD,
-                    events,
-                    rank,
-                ),
+                unsafe {
+                    (self.api.OTF2_GlobalDefWriter_WriteLocation)(
+                        self.g,
+                        location_id(rank, thread),
+                        name,
+                        LOCATION_TYPE_CPU_THREAD,
+                        events,
+                        rank,
+                    )
+                },
                 "Location",
             )?;
         }
+        Ok(())
+    }
+
+    fn regions(&self, defs: &Defs) -> anyhow::Result<()> {
+        let empty = self.names.empty;
         for (id, (name, role, paradigm, file, line)) in defs.regions.iter().enumerate() {
+            // SAFETY: see `write`.
             check(
-                (api.OTF2_GlobalDefWriter_WriteRegion)(
-                    g, id as u32, *name, *name, empty, *role, *paradigm, 0, *file, *line, *line,
-                ),
+                unsafe {
+                    (self.api.OTF2_GlobalDefWriter_WriteRegion)(
+                        self.g, id as u32, *name, *name, empty, *role, *paradigm, 0, *file, *line,
+                        *line,
+                    )
+                },
                 "Region",
             )?;
         }
-        // MPI: rank i of MPI_COMM_WORLD is the location of thread 0 of rank i.
+        Ok(())
+    }
+
+    /// MPI_COMM_WORLD (rank i is the location of thread 0 of rank i),
+    /// MPI_COMM_SELF when used, and every other communicator.
+    fn mpi_groups(&self) -> anyhow::Result<()> {
+        let (api, g, data, comms, n) = (self.api, self.g, self.data, self.comms, &self.names);
         let members: Vec<u64> = data.ranks.iter().map(|r| location_id(r.rank, 0)).collect();
-        check(
-            (api.OTF2_GlobalDefWriter_WriteGroup)(
-                g,
-                0,
-                locations_name,
-                GROUP_TYPE_COMM_LOCATIONS,
-                PARADIGM_MPI,
-                0,
-                members.len() as u32,
-                members.as_ptr(),
-            ),
-            "Group",
-        )?;
         let ranks: Vec<u64> = (0..members.len() as u64).collect();
-        check(
-            (api.OTF2_GlobalDefWriter_WriteGroup)(
-                g,
-                1,
-                world,
-                GROUP_TYPE_COMM_GROUP,
-                PARADIGM_MPI,
-                0,
-                ranks.len() as u32,
-                ranks.as_ptr(),
-            ),
-            "Group",
-        )?;
-        check(
-            (api.OTF2_GlobalDefWriter_WriteComm)(g, WORLD_COMM, world, 1, UNDEFINED_U32, 0),
-            "Comm",
-        )?;
-        // MPI_COMM_SELF, when used: each rank's own, one definition (OTF2's
-        // self group).
-        if comms.self_used {
+        // SAFETY: see `write`.
+        unsafe {
             check(
                 (api.OTF2_GlobalDefWriter_WriteGroup)(
                     g,
-                    2,
-                    self_name,
-                    GROUP_TYPE_COMM_SELF,
-                    PARADIGM_MPI,
                     0,
-                    0,
-                    std::ptr::null(),
-                ),
-                "Group",
-            )?;
-            check(
-                (api.OTF2_GlobalDefWriter_WriteComm)(g, SELF_COMM, self_name, 2, UNDEFINED_U32, 0),
-                "Comm",
-            )?;
-        }
-        // Each communicator: its members as indices into the locations
-        // group (world ranks in `data.ranks` order), in its rank order.
-        for (i, c) in data.communicators.iter().enumerate() {
-            let id = comms.first + i as u32;
-            let group = id + 1;
-            let members: Vec<u64> = c
-                .members
-                .iter()
-                .filter_map(|&w| data.ranks.iter().position(|r| r.rank == w))
-                .map(|p| p as u64)
-                .collect();
-            check(
-                (api.OTF2_GlobalDefWriter_WriteGroup)(
-                    g,
-                    group,
-                    comm_name_ids[i],
-                    GROUP_TYPE_COMM_GROUP,
+                    n.locations_name,
+                    GROUP_TYPE_COMM_LOCATIONS,
                     PARADIGM_MPI,
                     0,
                     members.len() as u32,
@@ -1085,50 +1223,125 @@ fn write_archive(
                 ),
                 "Group",
             )?;
-            let parent = match c.parent {
-                WORLD_COMM_ID | SELF_COMM_ID => comms.id(c.parent),
-                p => comms.by_id.get(&p).map_or(UNDEFINED_U32, |x| x.0),
-            };
             check(
-                (api.OTF2_GlobalDefWriter_WriteComm)(g, id, comm_name_ids[i], group, parent, 0),
+                (api.OTF2_GlobalDefWriter_WriteGroup)(
+                    g,
+                    1,
+                    n.world,
+                    GROUP_TYPE_COMM_GROUP,
+                    PARADIGM_MPI,
+                    0,
+                    ranks.len() as u32,
+                    ranks.as_ptr(),
+                ),
+                "Group",
+            )?;
+            check(
+                (api.OTF2_GlobalDefWriter_WriteComm)(g, WORLD_COMM, n.world, 1, UNDEFINED_U32, 0),
                 "Comm",
             )?;
+            // MPI_COMM_SELF, when used: each rank's own, one definition (OTF2's
+            // self group).
+            if comms.self_used {
+                check(
+                    (api.OTF2_GlobalDefWriter_WriteGroup)(
+                        g,
+                        2,
+                        n.self_name,
+                        GROUP_TYPE_COMM_SELF,
+                        PARADIGM_MPI,
+                        0,
+                        0,
+                        std::ptr::null(),
+                    ),
+                    "Group",
+                )?;
+                check(
+                    (api.OTF2_GlobalDefWriter_WriteComm)(
+                        g,
+                        SELF_COMM,
+                        n.self_name,
+                        2,
+                        UNDEFINED_U32,
+                        0,
+                    ),
+                    "Comm",
+                )?;
+            }
+            // Each communicator: its members as indices into the locations
+            // group (world ranks in `data.ranks` order), in its rank order.
+            for (i, c) in data.communicators.iter().enumerate() {
+                let id = comms.first + i as u32;
+                let group = id + 1;
+                let members: Vec<u64> = c
+                    .members
+                    .iter()
+                    .filter_map(|&w| data.ranks.iter().position(|r| r.rank == w))
+                    .map(|p| p as u64)
+                    .collect();
+                check(
+                    (api.OTF2_GlobalDefWriter_WriteGroup)(
+                        g,
+                        group,
+                        n.comm_names[i],
+                        GROUP_TYPE_COMM_GROUP,
+                        PARADIGM_MPI,
+                        0,
+                        members.len() as u32,
+                        members.as_ptr(),
+                    ),
+                    "Group",
+                )?;
+                let parent = match c.parent {
+                    WORLD_COMM_ID | SELF_COMM_ID => comms.id(c.parent),
+                    p => comms.by_id.get(&p).map_or(UNDEFINED_U32, |x| x.0),
+                };
+                check(
+                    (api.OTF2_GlobalDefWriter_WriteComm)(g, id, n.comm_names[i], group, parent, 0),
+                    "Comm",
+                )?;
+            }
         }
-        for &(id, name) in &metric_names {
-            check(
-                (api.OTF2_GlobalDefWriter_WriteMetricMember)(
-                    g,
-                    id,
-                    name,
-                    name,
-                    METRIC_TYPE_OTHER,
-                    METRIC_ABSOLUTE_POINT,
-                    TYPE_DOUBLE,
-                    BASE_DECIMAL,
-                    0,
-                    empty,
-                ),
-                "MetricMember",
-            )?;
-            let member = [id];
-            check(
-                (api.OTF2_GlobalDefWriter_WriteMetricClass)(
-                    g,
-                    id,
-                    1,
-                    member.as_ptr(),
-                    METRIC_SYNCHRONOUS,
-                    RECORDER_KIND_ABSTRACT,
-                ),
-                "MetricClass",
-            )?;
-        }
-        check(
-            (api.OTF2_Archive_CloseGlobalDefWriter)(archive, g),
-            "CloseGlobalDefWriter",
-        )?;
+        Ok(())
     }
-    Ok(())
+
+    /// One member and one class per sampled metric.
+    fn metrics(&self) -> anyhow::Result<()> {
+        let (api, g, empty) = (self.api, self.g, self.names.empty);
+        for &(id, name) in &self.names.metric_names {
+            let member = [id];
+            // SAFETY: see `write`.
+            unsafe {
+                check(
+                    (api.OTF2_GlobalDefWriter_WriteMetricMember)(
+                        g,
+                        id,
+                        name,
+                        name,
+                        METRIC_TYPE_OTHER,
+                        METRIC_ABSOLUTE_POINT,
+                        TYPE_DOUBLE,
+                        BASE_DECIMAL,
+                        0,
+                        empty,
+                    ),
+                    "MetricMember",
+                )?;
+                check(
+                    (api.OTF2_GlobalDefWriter_WriteMetricClass)(
+                        g,
+                        id,
+                        1,
+                        member.as_ptr(),
+                        METRIC_SYNCHRONOUS,
+                        RECORDER_KIND_ABSTRACT,
+                    ),
+                    "MetricClass",
+                )?;
+            }
+        }
+        Ok(())
+    }
 }
 
 fn data_description(data: &TraceData) -> String {

@@ -10,9 +10,11 @@ use eframe::egui::{self, Color32, Key, Pos2, Rect, Vec2};
 use hyscope_analyzer::Analysis;
 use hyscope_analyzer::timeline::{STATES, State};
 
-use super::data::{self, Loading, Progress, TraceData};
+use super::data::{self, Progress, TraceData};
 use super::panels::{self, Action, Tab};
-use super::timeline::{self, TimelineState, View, fmt_ns, state_color};
+use super::timeline::{self, TimelineState, View, state_color};
+use crate::loading::Loading;
+use crate::units;
 
 const NO_ANALYSIS: &str = "analysis not run (--no-analysis)";
 
@@ -173,15 +175,9 @@ impl GuiApp {
         for s in &mut self.slots {
             s.data.poll();
             s.analysis.poll();
-            loading |=
-                matches!(s.data, Loading::Pending(_)) || matches!(s.analysis, Loading::Pending(_));
+            loading |= s.data.is_pending() || s.analysis.is_pending();
         }
-        if !self.view_set
-            && self
-                .slots
-                .iter()
-                .all(|s| !matches!(s.data, Loading::Pending(_)))
-        {
+        if !self.view_set && self.slots.iter().all(|s| !s.data.is_pending()) {
             self.fit();
             self.view_set = true;
         }
@@ -305,7 +301,13 @@ impl GuiApp {
             }
             ui.checkbox(&mut self.tl.shares, "shares (M)")
                 .on_hover_text("each pixel column split by the share of each state, instead of its dominant state");
-            ui.label(format!("view {} – {}", fmt_ns(self.view.t0), fmt_ns(self.view.t1)));
+            // Positions with the decimals that a thousandth of the view resolves.
+            let step = self.view.width() / 1000.0;
+            ui.label(format!(
+                "view {} – {}",
+                units::ns_tick(self.view.t0, step),
+                units::ns_tick(self.view.t1, step)
+            ));
             ui.weak("wheel: zoom · drag: pan · shift/right-drag: select · Z: zoom to selection · Esc: clear · T: theme · C: counters · M: shares");
         });
         // What a trace lost or has damaged, above everything it shows.
@@ -425,9 +427,9 @@ impl GuiApp {
         if let Some((a, b)) = self.tl.range {
             ui.label(format!(
                 "Range {} – {} ({})",
-                fmt_ns(a),
-                fmt_ns(b),
-                fmt_ns(b - a)
+                units::ns_tick(a, self.view.width() / 1000.0),
+                units::ns_tick(b, self.view.width() / 1000.0),
+                units::ns(b - a)
             ));
             for which in 0..self.slots.len() {
                 let Some(total) = self.range_summary(which) else {
@@ -437,15 +439,15 @@ impl GuiApp {
                 if self.slots.len() > 1 {
                     ui.strong(if which == 0 { "A" } else { "B" });
                 }
-                ui.label(format!("thread time {}", fmt_ns(covered as f64)));
+                ui.label(format!("thread time {}", units::ns(covered as f64)));
                 for s in State::ALL {
                     let t = total[s as usize];
                     if t > 0 {
                         ui.label(format!(
-                            "{}: {} ({:.1} %)",
+                            "{}: {} ({})",
                             s.name(),
-                            fmt_ns(t as f64),
-                            100.0 * t as f64 / covered.max(1) as f64
+                            units::ns(t as f64),
+                            units::percent(t as f64 / covered.max(1) as f64)
                         ));
                     }
                 }
@@ -460,7 +462,7 @@ impl GuiApp {
                 "rank {} thread {} at {}",
                 info.rank,
                 info.thread,
-                fmt_ns((p.t - d.index.span().0) as f64)
+                units::ns_tick((p.t - d.index.span().0) as f64, self.view.width() / 1000.0)
             ));
             if p.stack.is_empty() {
                 ui.weak("nothing recorded here");
@@ -485,21 +487,22 @@ impl GuiApp {
         }
         ui.separator();
         ui.weak(format!(
-            "frame {:.1} ms, {} rects",
-            self.last_frame_ms, self.tl.rects_drawn
+            "frame {}, {} rects",
+            units::ns(self.last_frame_ms * 1e6),
+            self.tl.rects_drawn
         ));
         for s in &self.slots {
             if let Some(d) = s.data.ready() {
                 ui.weak(format!(
-                    "index: {} segments, {:.0} MB, {} in {:.2} s",
+                    "index: {} segments, {}, {} in {}",
                     d.index.segments(),
-                    d.index.heap_bytes() as f64 / 1e6,
+                    units::bytes(d.index.heap_bytes() as f64),
                     if d.index_cached {
                         "loaded from cache"
                     } else {
                         "built"
                     },
-                    d.index_s
+                    units::secs(d.index_s)
                 ));
             }
         }
@@ -530,6 +533,8 @@ impl GuiApp {
         // same time axis (relative ns); the y range goes into the label.
         let body = self.tl.body.first().copied();
         for (fam, tracks) in families.iter().take(4) {
+            // One family, one unit (the family is named by it).
+            let unit = tracks.first().map_or("", |t| t.unit.as_str());
             ui.horizontal(|ui| {
                 let (lo, hi) = tracks
                     .iter()
@@ -553,8 +558,8 @@ impl GuiApp {
                                 .collect::<Vec<_>>()
                                 .join("\n"),
                         );
-                        ui.small(format!("max {}", short(hi)));
-                        ui.small(format!("min {}", short(lo)));
+                        ui.small(format!("max {}", units::quantity(hi, unit)));
+                        ui.small(format!("min {}", units::quantity(lo, unit)));
                     },
                 );
                 let width = body.map_or(ui.available_width(), |b| b.width());
@@ -568,7 +573,7 @@ impl GuiApp {
                     .allow_boxed_zoom(false)
                     .allow_double_click_reset(false)
                     .set_margin_fraction(Vec2::new(0.0, 0.1))
-                    .x_axis_formatter(|m, _| fmt_ns(m.value))
+                    .x_axis_formatter(|m, _| units::ns_tick(m.value, m.step_size))
                     .label_formatter(|h| match h {
                         egui_plot::HoverPosition::NearDataPoint {
                             plot_name,
@@ -576,8 +581,8 @@ impl GuiApp {
                             ..
                         } => Some(format!(
                             "{plot_name}\n{} at {}",
-                            short(position.y),
-                            fmt_ns(position.x)
+                            units::quantity(position.y, unit),
+                            units::ns(position.x)
                         )),
                         _ => None,
                     })
@@ -699,26 +704,6 @@ impl GuiApp {
             });
         }
     }
-}
-
-/// A value in 3 significant digits with an SI suffix.
-fn short(v: f64) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let a = v.abs();
-    let (d, suffix) = if a >= 1e12 {
-        (1e12, "T")
-    } else if a >= 1e9 {
-        (1e9, "G")
-    } else if a >= 1e6 {
-        (1e6, "M")
-    } else if a >= 1e3 {
-        (1e3, "k")
-    } else {
-        (1.0, "")
-    };
-    format!("{:.3}{suffix}", v / d)
 }
 
 /// Save an image as binary PPM (P6): no image library needed.

@@ -13,6 +13,9 @@ use hyscope_analyzer::{Analysis, AnalyzeOptions};
 use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord};
 use hyscope_format::{ScanOptions, Trace};
 
+use crate::loading::Loading;
+use crate::samples::{rate_steps, steps};
+
 /// A counter track: one metric (and key) of the `samples` table.
 #[derive(Debug, Clone)]
 pub struct CounterTrack {
@@ -38,24 +41,6 @@ impl CounterTrack {
             format!("{word} · {}", self.unit)
         }
     }
-}
-
-/// Samples `(time, value)` as a step line to `end`: each value holds until
-/// the next sample's time.
-fn steps(points: &[(i64, f64)], end: i64) -> Vec<(i64, f64)> {
-    let mut out = Vec::with_capacity(points.len() * 2 + 1);
-    for (i, &(t, v)) in points.iter().enumerate() {
-        if i > 0 {
-            out.push((t, points[i - 1].1));
-        }
-        out.push((t, v));
-    }
-    if let Some(&(t, v)) = points.last()
-        && end > t
-    {
-        out.push((end, v));
-    }
-    out
 }
 
 /// An instance of a code location on the timeline: (rank, thread, start, end), rank 0's clock.
@@ -125,57 +110,6 @@ impl Progress {
     fn stage(&self, s: &str) {
         if let Ok(mut g) = self.stage.lock() {
             *g = s.to_string();
-        }
-    }
-}
-
-/// A value computed in a background thread.
-pub enum Loading<T> {
-    Pending(std::sync::mpsc::Receiver<Result<T, String>>),
-    Ready(T),
-    Failed(String),
-}
-
-impl<T: Send + 'static> Loading<T> {
-    pub fn spawn(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Loading<T> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(f());
-        });
-        Loading::Pending(rx)
-    }
-
-    /// Take the result if it arrived; true when it did this call.
-    pub fn poll(&mut self) -> bool {
-        if let Loading::Pending(rx) = self {
-            match rx.try_recv() {
-                Ok(Ok(v)) => *self = Loading::Ready(v),
-                Ok(Err(e)) => *self = Loading::Failed(e),
-                Err(std::sync::mpsc::TryRecvError::Empty) => return false,
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    *self = Loading::Failed("loader thread ended without a result".into())
-                }
-            }
-            return true;
-        }
-        false
-    }
-
-    /// Wait for the result (tests, screenshot mode).
-    pub fn wait(&mut self) {
-        if let Loading::Pending(rx) = self {
-            *self = match rx.recv() {
-                Ok(Ok(v)) => Loading::Ready(v),
-                Ok(Err(e)) => Loading::Failed(e),
-                Err(_) => Loading::Failed("loader thread ended without a result".into()),
-            };
-        }
-    }
-
-    pub fn ready(&self) -> Option<&T> {
-        match self {
-            Loading::Ready(v) => Some(v),
-            _ => None,
         }
     }
 }
@@ -250,17 +184,10 @@ fn counter_tracks(trace: &Trace, series: Vec<SampleSeries>, end: i64) -> Vec<Cou
             String::new()
         };
         if unit == "J" || is_energy(&metric) {
-            // The mean power of each interval, drawn over that interval.
-            let mut power = Vec::new();
-            for w in points.windows(2).filter(|w| w[1].0 > w[0].0) {
-                let watts = (w[1].1 - w[0].1) / ((w[1].0 - w[0].0) as f64 * 1e-9);
-                power.push((w[0].0, watts));
-                power.push((w[1].0, watts));
-            }
             out.push(CounterTrack {
                 name: format!("power {metric}{key_label} rank {rank} (W)"),
                 unit: "W".into(),
-                points: power,
+                points: rate_steps(&points),
             });
         } else {
             let shown = if unit.is_empty() {
@@ -271,7 +198,7 @@ fn counter_tracks(trace: &Trace, series: Vec<SampleSeries>, end: i64) -> Vec<Cou
             out.push(CounterTrack {
                 name: format!("{metric}{key_label} rank {rank}{shown}"),
                 unit,
-                points: steps(&points, end),
+                points: steps(&points, Some(end)),
             });
         }
     }

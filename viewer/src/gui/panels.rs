@@ -5,7 +5,7 @@
 use eframe::egui::{self, Color32, RichText};
 use hyscope_analyzer::{Analysis, Observable, PopNode};
 
-use super::timeline::fmt_ns;
+use crate::units;
 
 /// Which panel is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,14 +45,6 @@ pub enum Action {
     Highlight { address: u64, label: String },
     /// Show only the messages between two ranks.
     RankPair(u32, u32),
-}
-
-fn secs(s: f64) -> String {
-    fmt_ns(s * 1e9)
-}
-
-fn pct(f: f64) -> String {
-    format!("{:.1} %", f * 100.0)
 }
 
 fn not_observable<T>(ui: &mut egui::Ui, o: &Observable<T>) -> bool {
@@ -100,7 +92,7 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
             row("ranks", r.ranks.to_string());
             row("threads per rank", format!("{:?}", r.threads_per_rank));
             row("hosts", r.hosts.join(", "));
-            row("duration", secs(r.duration_s));
+            row("duration", units::secs(r.duration_s));
             row("MPI", r.mpi_library.clone().unwrap_or_else(|| "-".into()));
             row(
                 "OpenMP",
@@ -119,7 +111,11 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
     for f in &a.findings {
         ui.horizontal_wrapped(|ui| {
             ui.strong(&f.title);
-            ui.label(format!("{} ({})", secs(f.cost_s), pct(f.share_of_run)));
+            ui.label(format!(
+                "{} ({})",
+                units::secs(f.cost_s),
+                units::percent(f.share_of_run)
+            ));
             if let Some(loc) = &f.location
                 && ui
                     .small_button(&loc.label)
@@ -155,7 +151,7 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
 
 fn pop_node(ui: &mut egui::Ui, n: &PopNode) {
     let value = match &n.value {
-        Observable::Observed(v) => pct(*v),
+        Observable::Observed(v) => units::percent(*v),
         Observable::NotObservable(r) => format!("n/a ({r})"),
     };
     let text = format!("{}: {value}", n.name);
@@ -209,8 +205,12 @@ fn regions(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Ac
                     });
                 }
                 ui.label(r.instances.to_string());
-                ui.label(format!("{} ({})", secs(r.time_s), pct(r.share_of_run)));
-                ui.label(pct(r.fork_join_fraction));
+                ui.label(format!(
+                    "{} ({})",
+                    units::secs(r.time_s),
+                    units::percent(r.share_of_run)
+                ));
+                ui.label(units::percent(r.fork_join_fraction));
                 // Not known per region in profile mode (per-thread totals only).
                 if r.per_thread_observed() {
                     ui.label(format!("{:.2}", r.imbalance));
@@ -218,7 +218,7 @@ fn regions(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Ac
                     ui.weak("n/a");
                 }
                 if r.barrier.wait_observed {
-                    ui.label(secs(r.barrier.wait_s));
+                    ui.label(units::secs(r.barrier.wait_s));
                 } else {
                     ui.weak("n/a");
                 }
@@ -242,8 +242,8 @@ fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Acti
         let title = format!(
             "{}  {} ({}), imbalance {:.2}, {schedule}",
             l.location.label,
-            secs(l.time_s),
-            pct(l.share_of_run),
+            units::secs(l.time_s),
+            units::percent(l.share_of_run),
             l.imbalance
         );
         egui::CollapsingHeader::new(title)
@@ -272,9 +272,9 @@ fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Acti
                         );
                         ui.label(format!(
                             "predicted {} ({:.2}× faster, saves {})",
-                            secs(r.predicted_s),
+                            units::secs(r.predicted_s),
                             r.predicted_speedup,
-                            secs(r.predicted_gain_s)
+                            units::secs(r.predicted_gain_s)
                         ));
                         ui.label(RichText::new(&r.evidence).italics());
                     }
@@ -292,7 +292,7 @@ fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Acti
                             ui.end_row();
                             for s in sims {
                                 ui.label(&s.schedule);
-                                ui.label(secs(s.predicted_s));
+                                ui.label(units::secs(s.predicted_s));
                                 ui.label(format!("{:.2}×", s.speedup));
                                 ui.label(format!("{:.2}", s.imbalance));
                                 ui.end_row();
@@ -310,8 +310,8 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
     let Some(m) = a.mpi.get() else { return };
     ui.label(format!(
         "MPI time {} ({})",
-        secs(m.total_s),
-        pct(m.share_of_run)
+        units::secs(m.total_s),
+        units::percent(m.share_of_run)
     ));
     egui::Grid::new("mpi_calls")
         .num_columns(5)
@@ -324,8 +324,8 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
             for c in &m.calls {
                 ui.label(&c.call);
                 ui.label(c.count.to_string());
-                ui.label(secs(c.total_s));
-                ui.label(c.bytes_sent.to_string());
+                ui.label(units::secs(c.total_s));
+                ui.label(units::bytes(c.bytes_sent as f64));
                 ui.label(format!("{:.2}", c.cv));
                 ui.end_row();
             }
@@ -380,12 +380,12 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
         });
     ui.separator();
     if let Some(w) = a.wait_states.get() {
-        ui.strong(format!("Wait states: {}", secs(w.total_s)));
+        ui.strong(format!("Wait states: {}", units::secs(w.total_s)));
         for e in &w.by_kind {
             ui.label(format!(
                 "{}: {} in {} instances",
                 e.kind.name(),
-                secs(e.seconds),
+                units::secs(e.seconds),
                 e.instances
             ));
         }
@@ -398,8 +398,10 @@ fn energy(ui: &mut egui::Ui, a: &Analysis) {
     }
     let Some(e) = a.energy.get() else { return };
     ui.label(format!(
-        "total {:.1} J, average power {:.1} W, EDP {:.2} J·s",
-        e.total_joules, e.avg_power_w, e.edp_js
+        "total {}, average power {}, EDP {}",
+        units::joules(e.total_joules),
+        units::watts(e.avg_power_w),
+        units::joule_seconds(e.edp_js)
     ));
     egui::Grid::new("phases").striped(true).show(ui, |ui| {
         for h in ["phase", "time", "energy"] {
@@ -408,8 +410,8 @@ fn energy(ui: &mut egui::Ui, a: &Analysis) {
         ui.end_row();
         for p in &e.phases {
             ui.label(&p.phase);
-            ui.label(secs(p.seconds));
-            ui.label(format!("{:.1} J", p.joules));
+            ui.label(units::secs(p.seconds));
+            ui.label(units::joules(p.joules));
             ui.end_row();
         }
     });

@@ -12,7 +12,7 @@ use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, Table,
 use hyscope_format::{Manifest, PartWriter, WriterOptions};
 
 use super::app::GuiApp;
-use super::timeline::fmt_ns;
+use crate::units;
 
 const T: i64 = 5_000_000_000;
 const SPAN: i64 = 1_000_000;
@@ -214,9 +214,9 @@ fn open_zoom_select_and_read_the_selection_panel() {
     );
     // The selection panel: three rows, each a third of the thread time.
     let len = (origin_ns(b) - origin_ns(a)) as f64;
-    h.get_by_label(&format!("thread time {}", fmt_ns(3.0 * len)));
+    h.get_by_label(&format!("thread time {}", units::ns(3.0 * len)));
     for state in ["compute", "barrier wait", "MPI p2p"] {
-        h.get_by_label(&format!("{state}: {} (33.3 %)", fmt_ns(len)));
+        h.get_by_label(&format!("{state}: {} (33.3 %)", units::ns(len)));
         // Its legend entry: swatch and name in one label (they never wrap apart).
         h.get_by_label(&format!("█{state}"));
     }
@@ -257,7 +257,7 @@ fn open_zoom_select_and_read_the_selection_panel() {
     h.remove_cursor();
     h.run_steps(3);
     h.get_by_label("sync_wait (barrier)");
-    assert_eq!(h.get_all_by_label("duration 1.000 ms").count(), 3);
+    assert_eq!(h.get_all_by_label("duration 1.00 ms").count(), 3);
 
     // Theme toggle.
     assert!(h.state().dark);
@@ -350,9 +350,9 @@ fn highlight_instances_and_compare_two_traces() {
     // A range selection summarises both traces.
     h.state_mut().tl.range = Some((0.0, 500_000.0));
     h.run_steps(2);
-    assert_eq!(h.get_all_by_label("thread time 1.500 ms").count(), 2);
+    assert_eq!(h.get_all_by_label("thread time 1.50 ms").count(), 2);
     assert_eq!(
-        h.get_all_by_label("barrier wait: 500.000 µs (33.3 %)")
+        h.get_all_by_label("barrier wait: 500.0 µs (33.3 %)")
             .count(),
         2
     );

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Vec2};
 use hyscope_analyzer::timeline::{Detail, Interval, State};
 
-use super::data::{Instance, Loading, TraceData};
+use super::data::{Instance, TraceData};
+use crate::loading::Loading;
+use crate::units;
 
 /// (trace, row, segment start) of the hovered segment.
 type HoverKey = (usize, usize, i64);
@@ -113,6 +115,51 @@ enum Line {
     Thread(usize),
 }
 
+/// Where a trace's timeline is drawn this frame: its body (right of the
+/// labels, below the ruler), the height of one line, and the view that maps
+/// time (ns relative to `origin`, the trace's first event) to x.
+struct Geometry {
+    body: Rect,
+    line_h: f32,
+    view: View,
+    origin: i64,
+}
+
+impl Geometry {
+    fn width_px(&self) -> f32 {
+        self.body.width().max(1.0)
+    }
+
+    fn to_x(&self, t_rel: f64) -> f32 {
+        let v = &self.view;
+        self.body.left() + ((t_rel - v.t0) / v.width() * self.width_px() as f64) as f32
+    }
+
+    fn to_t(&self, x: f32) -> f64 {
+        let v = &self.view;
+        v.t0 + (x - self.body.left()) as f64 / self.width_px() as f64 * v.width()
+    }
+}
+
+/// Where the drawn lines ended up: the middle of each thread's and each
+/// rank's line (for messages and highlights), and the rows a pointer picks.
+#[derive(Default)]
+struct Placed {
+    row_y: HashMap<(u32, u32), f32>,
+    rank_y: HashMap<u32, f32>,
+    hit_rows: Vec<(Rect, usize)>,
+}
+
+impl Placed {
+    /// A thread's line, else its rank's (collapsed ranks show no threads).
+    fn y(&self, rank: u32, thread: u32) -> Option<f32> {
+        self.row_y
+            .get(&(rank, thread))
+            .or_else(|| self.rank_y.get(&rank))
+            .copied()
+    }
+}
+
 /// Draw the timeline of trace `which` into `rect` and handle its input.
 pub fn show(
     ui: &mut egui::Ui,
@@ -122,13 +169,51 @@ pub fn show(
     view: &mut View,
     st: &mut TimelineState,
 ) {
-    let dark = ui.visuals().dark_mode;
     let painter = ui.painter_at(rect);
-    let index = &data.index;
-    let origin = index.span().0;
-    let text_color = ui.visuals().text_color();
+    let lines = display_lines(&data.index, which, st);
+    let body = Rect::from_min_max(
+        Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
+        rect.right_bottom(),
+    );
+    if st.body.len() <= which {
+        st.body.resize(which + 1, Rect::NOTHING);
+    }
+    st.body[which] = body;
+    let geo = Geometry {
+        body,
+        line_h: (body.height() / lines.len().max(1) as f32).clamp(5.0, 18.0),
+        view: *view,
+        origin: data.index.span().0,
+    };
+    ruler(
+        &painter,
+        Rect::from_min_max(
+            Pos2::new(body.left(), rect.top()),
+            Pos2::new(rect.right(), body.top()),
+        ),
+        view,
+        ui.visuals().text_color(),
+    );
+    let placed = draw_rows(ui, &painter, rect.left(), &geo, data, &lines, which, st);
+    if let Some((t, _, inst)) = &st.highlight
+        && *t == which
+    {
+        draw_highlight(&painter, &geo, &placed, inst);
+    }
+    let dark = ui.visuals().dark_mode;
+    draw_messages(&painter, &geo, &placed, data, st.rank_pair, dark);
+    if let Some(range) = st.range {
+        draw_range(&painter, &geo, range);
+    }
+    input(ui, &geo, &placed, data, which, view, st);
+}
 
-    // Display lines: host and rank headers, then the threads of expanded ranks.
+/// Display lines: host and rank headers, then the threads of expanded ranks.
+fn display_lines(
+    index: &hyscope_analyzer::timeline::TimelineIndex,
+    which: usize,
+    st: &TimelineState,
+) -> Vec<Line> {
     let mut lines = Vec::new();
     let mut last_host: Option<&str> = None;
     let mut last_rank: Option<u32> = None;
@@ -153,31 +238,23 @@ pub fn show(
             lines.push(Line::Thread(i));
         }
     }
-    let body = Rect::from_min_max(
-        Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
-        rect.right_bottom(),
-    );
-    if st.body.len() <= which {
-        st.body.resize(which + 1, Rect::NOTHING);
-    }
-    st.body[which] = body;
-    let line_h = ((body.height()) / lines.len().max(1) as f32).clamp(5.0, 18.0);
-    let width_px = body.width().max(1.0);
-    let v = *view;
-    let to_x = |t_rel: f64| body.left() + ((t_rel - v.t0) / v.width() * width_px as f64) as f32;
-    let to_t = |x: f32| v.t0 + (x - body.left()) as f64 / width_px as f64 * v.width();
+    lines
+}
 
-    ruler(
-        &painter,
-        Rect::from_min_max(
-            Pos2::new(body.left(), rect.top()),
-            Pos2::new(rect.right(), body.top()),
-        ),
-        view,
-        text_color,
-    );
-
-    // Rows.
+/// Every line's label and the cells of its data row, queried from the index
+/// for this view.
+#[allow(clippy::too_many_arguments)]
+fn draw_rows(
+    ui: &mut egui::Ui,
+    painter: &egui::Painter,
+    label_left: f32,
+    geo: &Geometry,
+    data: &TraceData,
+    lines: &[Line],
+    which: usize,
+    st: &mut TimelineState,
+) -> Placed {
+    let v = geo.view;
     // One cell per pixel column, or per nanosecond when zoomed in further.
     // While the view moves (zoom, pan), cells are 2 px wide; the first still
     // frame after the motion redraws at full resolution.
@@ -190,12 +267,12 @@ pub fn show(
         ui.ctx().request_repaint();
     }
     let px_per_cell = if moving { 2.0 } else { 1.0 };
-    let columns = ((width_px / px_per_cell).floor() as usize)
+    let columns = ((geo.width_px() / px_per_cell).floor() as usize)
         .min(v.width().ceil() as usize)
         .max(1);
-    let col_w = width_px / columns as f32;
-    let abs0 = origin + view.t0 as i64;
-    let abs1 = origin + view.t1.ceil() as i64;
+    let col_w = geo.width_px() / columns as f32;
+    let abs0 = geo.origin + v.t0 as i64;
+    let abs1 = geo.origin + v.t1.ceil() as i64;
     // Query every drawn row (in parallel: the cost is cells × rows, not events).
     let drawn: Vec<usize> = lines
         .iter()
@@ -205,187 +282,248 @@ pub fn show(
         })
         .collect();
     let q = std::time::Instant::now();
-    let mut cells_of = query_rows(index, &drawn, abs0, abs1, columns);
+    let mut cells_of = query_rows(&data.index, &drawn, abs0, abs1, columns);
     st.query_ms = q.elapsed().as_secs_f64() * 1e3;
-    let mut row_y: HashMap<(u32, u32), f32> = HashMap::new();
-    let mut rank_y: HashMap<u32, f32> = HashMap::new();
-    let mut hit_rows: Vec<(Rect, usize)> = Vec::new();
+    let dark = ui.visuals().dark_mode;
+    let mut placed = Placed::default();
     let mut rects = 0usize;
-    let label_font = FontId::proportional((line_h - 3.0).clamp(7.0, 12.0));
     for (k, line) in lines.iter().enumerate() {
-        let y = body.top() + k as f32 * line_h;
-        let label_rect =
-            Rect::from_min_size(Pos2::new(rect.left(), y), Vec2::new(LABEL_W - 4.0, line_h));
-        let (label, data_row, toggle): (String, Option<usize>, Option<Toggle>) = match line {
-            Line::Host(h) => {
-                let c = st.collapsed_hosts.contains(&(which, h.clone()));
-                (
-                    format!(
-                        "{} {}",
-                        if c { "+" } else { "-" },
-                        if h.is_empty() { "host" } else { h }
-                    ),
-                    None,
-                    Some(Toggle::Host(h.clone())),
-                )
-            }
-            Line::Rank(r, collapsed) => {
-                rank_y.insert(*r, y + line_h / 2.0);
-                (
-                    format!("  {} rank {r}", if collapsed.is_some() { "+" } else { "-" }),
-                    *collapsed,
-                    Some(Toggle::Rank(*r)),
-                )
-            }
-            Line::Thread(i) => {
-                let r = &index.rows()[*i];
-                row_y.insert((r.rank, r.thread), y + line_h / 2.0);
-                (format!("      thread {}", r.thread), Some(*i), None)
-            }
-        };
-        painter.text(
-            label_rect.left_center(),
-            Align2::LEFT_CENTER,
-            label,
-            label_font.clone(),
-            text_color,
+        let y = geo.body.top() + k as f32 * geo.line_h;
+        let label_rect = Rect::from_min_size(
+            Pos2::new(label_left, y),
+            Vec2::new(LABEL_W - 4.0, geo.line_h),
         );
-        if let Some(t) = toggle {
-            let resp = ui.interact(
-                label_rect,
-                egui::Id::unique(("hyscope-toggle", which, k)),
-                Sense::click(),
-            );
-            if resp.clicked() {
-                match t {
-                    Toggle::Host(h) => toggle_set(&mut st.collapsed_hosts, (which, h)),
-                    Toggle::Rank(r) => toggle_set(&mut st.collapsed_ranks, (which, r)),
-                }
-            }
-        }
-        let Some(row) = data_row else { continue };
-        let row_rect = Rect::from_min_max(
-            Pos2::new(body.left(), y + 1.0),
-            Pos2::new(body.right(), y + line_h - 1.0),
-        );
-        hit_rows.push((row_rect, row));
-        let cells = cells_of.remove(&row).unwrap_or_default();
-        if st.shares {
-            rects += draw_shares(&painter, &cells, body.left(), col_w, row_rect, dark);
+        let Some(row) = label(
+            ui,
+            painter,
+            label_rect,
+            data,
+            line,
+            (which, k),
+            st,
+            &mut placed,
+        ) else {
             continue;
-        }
-        let mut run: Option<(usize, State)> = None;
-        for c in 0..=columns {
-            let dom = cells.get(c).and_then(|x| x.dominant());
-            if run.map(|r| r.1) != dom {
-                if let Some((from, s)) = run {
-                    let r = Rect::from_min_max(
-                        Pos2::new(body.left() + from as f32 * col_w, row_rect.top()),
-                        Pos2::new(body.left() + c as f32 * col_w, row_rect.bottom()),
-                    );
-                    painter.rect_filled(r, 0.0, state_color(s, dark));
-                    rects += 1;
-                }
-                run = dom.map(|d| (c, d));
-            }
-        }
+        };
+        let row_rect = Rect::from_min_max(
+            Pos2::new(geo.body.left(), y + 1.0),
+            Pos2::new(geo.body.right(), y + geo.line_h - 1.0),
+        );
+        placed.hit_rows.push((row_rect, row));
+        let cells = cells_of.remove(&row).unwrap_or_default();
+        rects += if st.shares {
+            draw_shares(painter, &cells, geo.body.left(), col_w, row_rect, dark)
+        } else {
+            draw_dominant(painter, &cells, geo.body.left(), col_w, row_rect, dark)
+        };
     }
     st.rects_drawn = rects;
+    placed
+}
 
-    // Highlighted instances (loop or region selected in a panel).
-    if let Some((t, _, inst)) = &st.highlight
-        && *t == which
-    {
-        let stroke = Stroke::new(2.0, Color32::from_rgb(255, 220, 0));
-        for &(rank, thread, s, e) in inst {
-            let (s, e) = ((s - origin) as f64, (e - origin) as f64);
-            if e < view.t0 || s > view.t1 {
-                continue;
-            }
-            let Some(&y) = row_y.get(&(rank, thread)).or_else(|| rank_y.get(&rank)) else {
-                continue;
-            };
-            let r = Rect::from_min_max(
-                Pos2::new(to_x(s).max(body.left()), y - line_h / 2.0 + 1.0),
-                Pos2::new(
-                    to_x(e).min(body.right()).max(to_x(s) + 1.0),
-                    y + line_h / 2.0 - 1.0,
+/// One line's label; host and rank labels collapse and expand on a click.
+/// Records where the line is and returns its data row, if it has one.
+#[allow(clippy::too_many_arguments)]
+fn label(
+    ui: &mut egui::Ui,
+    painter: &egui::Painter,
+    rect: Rect,
+    data: &TraceData,
+    line: &Line,
+    (which, k): (usize, usize),
+    st: &mut TimelineState,
+    placed: &mut Placed,
+) -> Option<usize> {
+    let middle = rect.center().y;
+    let (text, data_row, toggle): (String, Option<usize>, Option<Toggle>) = match line {
+        Line::Host(h) => {
+            let c = st.collapsed_hosts.contains(&(which, h.clone()));
+            (
+                format!(
+                    "{} {}",
+                    if c { "+" } else { "-" },
+                    if h.is_empty() { "host" } else { h }
                 ),
-            );
-            painter.rect_stroke(r, 0.0, stroke, StrokeKind::Inside);
+                None,
+                Some(Toggle::Host(h.clone())),
+            )
+        }
+        Line::Rank(r, collapsed) => {
+            placed.rank_y.insert(*r, middle);
+            (
+                format!("  {} rank {r}", if collapsed.is_some() { "+" } else { "-" }),
+                *collapsed,
+                Some(Toggle::Rank(*r)),
+            )
+        }
+        Line::Thread(i) => {
+            let r = &data.index.rows()[*i];
+            placed.row_y.insert((r.rank, r.thread), middle);
+            (format!("      thread {}", r.thread), Some(*i), None)
+        }
+    };
+    let font = FontId::proportional((rect.height() - 3.0).clamp(7.0, 12.0));
+    painter.text(
+        rect.left_center(),
+        Align2::LEFT_CENTER,
+        text,
+        font,
+        ui.visuals().text_color(),
+    );
+    if let Some(t) = toggle {
+        let resp = ui.interact(
+            rect,
+            egui::Id::unique(("hyscope-toggle", which, k)),
+            Sense::click(),
+        );
+        if resp.clicked() {
+            match t {
+                Toggle::Host(h) => toggle_set(&mut st.collapsed_hosts, (which, h)),
+                Toggle::Rank(r) => toggle_set(&mut st.collapsed_ranks, (which, r)),
+            }
         }
     }
+    data_row
+}
 
-    // Point-to-point messages.
+/// Each column's dominant state, one rectangle per run of equal columns.
+/// Returns the rectangles drawn.
+fn draw_dominant(
+    painter: &egui::Painter,
+    cells: &[hyscope_analyzer::timeline::CellSummary],
+    left: f32,
+    col_w: f32,
+    row: Rect,
+    dark: bool,
+) -> usize {
+    let mut rects = 0;
+    let mut run: Option<(usize, State)> = None;
+    for c in 0..=cells.len() {
+        let dom = cells.get(c).and_then(|x| x.dominant());
+        if run.map(|r| r.1) != dom {
+            if let Some((from, s)) = run {
+                let r = Rect::from_min_max(
+                    Pos2::new(left + from as f32 * col_w, row.top()),
+                    Pos2::new(left + c as f32 * col_w, row.bottom()),
+                );
+                painter.rect_filled(r, 0.0, state_color(s, dark));
+                rects += 1;
+            }
+            run = dom.map(|d| (c, d));
+        }
+    }
+    rects
+}
+
+/// Highlighted instances (a loop or region selected in a panel).
+fn draw_highlight(painter: &egui::Painter, geo: &Geometry, placed: &Placed, inst: &[Instance]) {
+    let stroke = Stroke::new(2.0, Color32::from_rgb(255, 220, 0));
+    let (body, half) = (geo.body, geo.line_h / 2.0);
+    for &(rank, thread, s, e) in inst {
+        let (s, e) = ((s - geo.origin) as f64, (e - geo.origin) as f64);
+        if e < geo.view.t0 || s > geo.view.t1 {
+            continue;
+        }
+        let Some(y) = placed.y(rank, thread) else {
+            continue;
+        };
+        let r = Rect::from_min_max(
+            Pos2::new(geo.to_x(s).max(body.left()), y - half + 1.0),
+            Pos2::new(
+                geo.to_x(e).min(body.right()).max(geo.to_x(s) + 1.0),
+                y + half - 1.0,
+            ),
+        );
+        painter.rect_stroke(r, 0.0, stroke, StrokeKind::Inside);
+    }
+}
+
+/// Point-to-point messages in view (those of one rank pair when chosen), as
+/// lines from the send to the receive; none when there are too many to read.
+fn draw_messages(
+    painter: &egui::Painter,
+    geo: &Geometry,
+    placed: &Placed,
+    data: &TraceData,
+    rank_pair: Option<(u32, u32)>,
+    dark: bool,
+) {
+    let origin = geo.origin;
     let in_view: Vec<_> = data
         .messages
         .iter()
         .filter(|m| {
             let s = (m.send_ns - origin) as f64;
             let r = (m.recv_ns - origin) as f64;
-            r >= view.t0 && s <= view.t1
+            r >= geo.view.t0 && s <= geo.view.t1
         })
         .filter(|m| {
-            st.rank_pair.is_none_or(|(a, b)| {
+            rank_pair.is_none_or(|(a, b)| {
                 (m.from_rank, m.to_rank) == (a, b) || (m.from_rank, m.to_rank) == (b, a)
             })
         })
         .take(MAX_MESSAGES + 1)
         .collect();
-    if in_view.len() <= MAX_MESSAGES {
-        let stroke = Stroke::new(1.0, if dark { Color32::WHITE } else { Color32::BLACK });
-        for m in in_view {
-            let y0 = row_y
-                .get(&(m.from_rank, m.from_thread))
-                .or_else(|| rank_y.get(&m.from_rank));
-            let y1 = row_y
-                .get(&(m.to_rank, m.to_thread))
-                .or_else(|| rank_y.get(&m.to_rank));
-            if let (Some(&y0), Some(&y1)) = (y0, y1) {
-                let a = Pos2::new(to_x((m.send_ns - origin) as f64), y0);
-                let b = Pos2::new(to_x((m.recv_ns - origin) as f64), y1);
-                painter.line_segment([a, b], stroke);
-                painter.circle_filled(b, 2.0, stroke.color);
-            }
+    if in_view.len() > MAX_MESSAGES {
+        return;
+    }
+    let stroke = Stroke::new(1.0, if dark { Color32::WHITE } else { Color32::BLACK });
+    for m in in_view {
+        let y0 = placed.y(m.from_rank, m.from_thread);
+        let y1 = placed.y(m.to_rank, m.to_thread);
+        if let (Some(y0), Some(y1)) = (y0, y1) {
+            let a = Pos2::new(geo.to_x((m.send_ns - origin) as f64), y0);
+            let b = Pos2::new(geo.to_x((m.recv_ns - origin) as f64), y1);
+            painter.line_segment([a, b], stroke);
+            painter.circle_filled(b, 2.0, stroke.color);
         }
     }
+}
 
-    // Range selection.
-    if let Some((a, b)) = st.range {
-        let r = Rect::from_min_max(
-            Pos2::new(to_x(a.min(b)), body.top()),
-            Pos2::new(to_x(a.max(b)), body.bottom()),
-        );
-        painter.rect_filled(
-            r.intersect(body),
-            0.0,
-            Color32::from_rgba_unmultiplied(120, 160, 255, 50),
-        );
-        painter.rect_stroke(
-            r.intersect(body),
-            0.0,
-            Stroke::new(1.0, Color32::from_rgb(90, 130, 255)),
-            StrokeKind::Inside,
-        );
-    }
+/// The range selection, shaded.
+fn draw_range(painter: &egui::Painter, geo: &Geometry, (a, b): (f64, f64)) {
+    let r = Rect::from_min_max(
+        Pos2::new(geo.to_x(a.min(b)), geo.body.top()),
+        Pos2::new(geo.to_x(a.max(b)), geo.body.bottom()),
+    )
+    .intersect(geo.body);
+    painter.rect_filled(r, 0.0, Color32::from_rgba_unmultiplied(120, 160, 255, 50));
+    painter.rect_stroke(
+        r,
+        0.0,
+        Stroke::new(1.0, Color32::from_rgb(90, 130, 255)),
+        StrokeKind::Inside,
+    );
+}
 
-    // Input.
+/// Wheel zoom, drag pan, shift/right-drag range selection, click to pick an
+/// interval, and the hover tooltip.
+fn input(
+    ui: &mut egui::Ui,
+    geo: &Geometry,
+    placed: &Placed,
+    data: &Arc<TraceData>,
+    which: usize,
+    view: &mut View,
+    st: &mut TimelineState,
+) {
     let resp = ui.interact(
-        body,
+        geo.body,
         egui::Id::unique(("hyscope-timeline", which)),
         Sense::click_and_drag(),
     );
+    let width_px = geo.width_px() as f64;
     let (scroll, zoom, shift) =
         ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta(), i.modifiers.shift));
     if let Some(p) = resp.hover_pos() {
-        let at = to_t(p.x);
+        let at = geo.to_t(p.x);
         if zoom != 1.0 {
             view.zoom(1.0 / zoom as f64, at);
         } else if scroll.y != 0.0 {
             view.zoom((-scroll.y as f64 * 0.004).exp(), at);
         }
         if scroll.x != 0.0 {
-            view.pan(-scroll.x as f64 / width_px as f64 * view.width());
+            view.pan(-scroll.x as f64 / width_px * view.width());
         }
     }
     let selecting = shift || resp.dragged_by(egui::PointerButton::Secondary);
@@ -395,29 +533,30 @@ pub fn show(
             .input(|i| i.pointer.press_origin())
             .or(resp.interact_pointer_pos())
     {
-        st.drag_from = Some(to_t(p.x));
+        st.drag_from = Some(geo.to_t(p.x));
     }
     if resp.dragged() {
         if let (Some(from), Some(p)) = (st.drag_from, resp.interact_pointer_pos()) {
-            let to = to_t(p.x);
+            let to = geo.to_t(p.x);
             st.range = Some((from.min(to), from.max(to)));
         } else if resp.dragged_by(egui::PointerButton::Primary) {
-            view.pan(-resp.drag_delta().x as f64 / width_px as f64 * view.width());
+            view.pan(-resp.drag_delta().x as f64 / width_px * view.width());
         }
     }
     if resp.drag_stopped() {
         st.drag_from = None;
     }
     let hovered_row = resp.hover_pos().and_then(|p| {
-        hit_rows
+        placed
+            .hit_rows
             .iter()
             .find(|(r, _)| r.top() <= p.y && p.y < r.bottom() + 2.0)
-            .map(|&(_, row)| (row, origin + to_t(p.x) as i64))
+            .map(|&(_, row)| (row, geo.origin + geo.to_t(p.x) as i64))
     });
     if resp.clicked()
         && let Some((row, t)) = hovered_row
     {
-        let stack = index.stack_at(row, t).unwrap_or_default();
+        let stack = data.index.stack_at(row, t).unwrap_or_default();
         st.picked = Some(Picked {
             trace: which,
             row,
@@ -425,51 +564,65 @@ pub fn show(
             stack,
         });
     }
-    if let Some((row, t)) = hovered_row
-        && let Some(seg) = index.segment_at(row, t)
-    {
-        let key = (which, row, seg.start);
-        if st.hover.as_ref().is_none_or(|(k, _)| *k != key) {
-            let data = Arc::clone(data);
-            st.hover = Some((
-                key,
-                Loading::spawn(move || data.index.stack_at(row, t).map_err(|e| e.to_string())),
-            ));
-        }
-        let info = &index.rows()[row];
-        let details = st.hover.as_mut().map(|(_, l)| {
-            l.poll();
-            l
-        });
-        let pending = matches!(details, Some(Loading::Pending(_)));
-        let stack = details.and_then(|l| l.ready()).cloned().unwrap_or_default();
-        if pending {
-            ui.ctx().request_repaint();
-        }
-        resp.clone().on_hover_ui_at_pointer(|ui| {
-            ui.label(format!("rank {} thread {}", info.rank, info.thread));
-            ui.label(format!(
-                "{}: {}",
-                seg.state.name(),
-                fmt_ns((seg.end - seg.start) as f64)
-            ));
-            if let Some(inner) = stack
-                .iter()
-                .rev()
-                .find(|i| i.state == seg.state)
-                .or(stack.last())
-            {
-                if let Some(role) = inner.role(seg.state) {
-                    ui.weak(role);
-                }
-                interval_details(ui, data, info.rank, inner);
-            } else if pending {
-                ui.weak("reading details...");
-            }
-        });
-    } else {
-        st.hover = None;
+    match hovered_row {
+        Some((row, t)) => hover(ui, &resp, data, (which, row, t), st),
+        None => st.hover = None,
     }
+}
+
+/// The tooltip of the segment under the pointer: its state and duration at
+/// once, the intervals under it when read (on a worker thread).
+fn hover(
+    ui: &egui::Ui,
+    resp: &egui::Response,
+    data: &Arc<TraceData>,
+    (which, row, t): (usize, usize, i64),
+    st: &mut TimelineState,
+) {
+    let index = &data.index;
+    let Some(seg) = index.segment_at(row, t) else {
+        st.hover = None;
+        return;
+    };
+    let key = (which, row, seg.start);
+    if st.hover.as_ref().is_none_or(|(k, _)| *k != key) {
+        let data = Arc::clone(data);
+        st.hover = Some((
+            key,
+            Loading::spawn(move || data.index.stack_at(row, t).map_err(|e| e.to_string())),
+        ));
+    }
+    let info = &index.rows()[row];
+    let details = st.hover.as_mut().map(|(_, l)| {
+        l.poll();
+        l
+    });
+    let pending = details.as_ref().is_some_and(|l| l.is_pending());
+    let stack = details.and_then(|l| l.ready()).cloned().unwrap_or_default();
+    if pending {
+        ui.ctx().request_repaint();
+    }
+    resp.clone().on_hover_ui_at_pointer(|ui| {
+        ui.label(format!("rank {} thread {}", info.rank, info.thread));
+        ui.label(format!(
+            "{}: {}",
+            seg.state.name(),
+            units::ns((seg.end - seg.start) as f64)
+        ));
+        if let Some(inner) = stack
+            .iter()
+            .rev()
+            .find(|i| i.state == seg.state)
+            .or(stack.last())
+        {
+            if let Some(role) = inner.role(seg.state) {
+                ui.weak(role);
+            }
+            interval_details(ui, data, info.rank, inner);
+        } else if pending {
+            ui.weak("reading details...");
+        }
+    });
 }
 
 /// Stacked shares: each column split vertically by the time share of each
@@ -573,7 +726,7 @@ fn toggle_set<T: std::hash::Hash + Eq>(set: &mut HashSet<T>, v: T) {
 pub fn interval_details(ui: &mut egui::Ui, data: &TraceData, rank: u32, i: &Interval) {
     ui.strong(i.name());
     ui.label(format!("at {}", data.location(rank, i.code_address())));
-    ui.label(format!("duration {}", fmt_ns((i.end - i.start) as f64)));
+    ui.label(format!("duration {}", units::ns((i.end - i.start) as f64)));
     match &i.detail {
         Detail::Omp(r) => {
             if r.kind == hyscope_format::schema::OmpKind::Chunk as u8 {
@@ -594,25 +747,12 @@ pub fn interval_details(ui: &mut egui::Ui, data: &TraceData, rank: u32, i: &Inte
             }
             if r.bytes_sent > 0 || r.bytes_recv > 0 {
                 ui.label(format!(
-                    "bytes sent {} / received {}",
-                    r.bytes_sent, r.bytes_recv
+                    "sent {} / received {}",
+                    units::bytes(r.bytes_sent as f64),
+                    units::bytes(r.bytes_recv as f64)
                 ));
             }
         }
-    }
-}
-
-/// A duration with a unit that fits.
-pub fn fmt_ns(ns: f64) -> String {
-    let a = ns.abs();
-    if a >= 1e9 {
-        format!("{:.3} s", ns / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.3} ms", ns / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.3} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
     }
 }
 
@@ -642,7 +782,7 @@ fn ruler(painter: &egui::Painter, rect: Rect, view: &View, color: Color32) {
         painter.text(
             Pos2::new(x + 2.0, rect.top() + 2.0),
             Align2::LEFT_TOP,
-            fmt_ns(t),
+            units::ns_tick(t, step),
             FontId::proportional(11.0),
             color,
         );

@@ -1,30 +1,18 @@
-//! What the TUI shows: the manifest (read at start, cheap), the analyzer's
-//! results and its timeline index (both computed on a background thread so the
-//! first frame does not wait for them).
+//! What the TUI shows: the manifest (read at start, cheap), then the
+//! analyzer's results, the timeline index and the sampled series, each
+//! computed on its own background thread so the first frame waits for none.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, TryRecvError};
 
+use hyscope_analyzer::AnalyzeOptions;
 use hyscope_format::{Manifest, Trace};
 
-use super::series::Series;
-use super::timeline::TimelineIndex;
+use crate::loading::Loading;
+use crate::samples::{self, Series};
+use hyscope_analyzer::timeline::TimelineIndex;
 
 pub use hyscope_analyzer::Analysis;
-
-pub enum Loading<T> {
-    Pending(String),
-    Ready(T),
-    Failed(String),
-}
-
-/// Results arriving from the loader thread.
-pub enum Loaded {
-    Analysis(Result<Box<Analysis>, String>),
-    Timeline(Result<Box<TimelineIndex>, String>),
-    Series(Result<Vec<Series>, String>),
-}
 
 pub struct Data {
     pub dir: PathBuf,
@@ -33,91 +21,52 @@ pub struct Data {
     pub timeline: Loading<Arc<TimelineIndex>>,
     /// Sampled metrics over time (memory, queues, energy charts).
     pub series: Loading<Vec<Series>>,
-    rx: Option<Receiver<Loaded>>,
 }
 
 impl Data {
-    /// Open the trace (manifest only) and start the loader thread.
+    /// Open the trace (manifest only) and start the loader threads.
     pub fn open(dir: &Path) -> anyhow::Result<Data> {
         let trace = Trace::open(dir)?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        let d = dir.to_path_buf();
-        let tx2 = tx.clone();
-        std::thread::Builder::new()
-            .name("hyscope-tui-analysis".into())
-            .spawn(move || {
-                let _ = tx.send(Loaded::Analysis(super::model::load_analysis(&d)));
-            })?;
-        let d = dir.to_path_buf();
-        std::thread::Builder::new()
-            .name("hyscope-tui-timeline".into())
-            .spawn(move || {
-                // The samples table is small: read it first, then build the index.
-                let _ = tx2.send(Loaded::Series(super::series::load_series(&d)));
-                let _ = tx2.send(Loaded::Timeline(super::model::load_timeline(&d)));
-            })?;
+        let (a, t, s) = (dir.to_path_buf(), dir.to_path_buf(), dir.to_path_buf());
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
-            analysis: Loading::Pending("analysing the trace…".into()),
-            timeline: Loading::Pending("building the timeline index…".into()),
-            series: Loading::Pending("reading the samples…".into()),
-            rx: Some(rx),
+            analysis: Loading::spawn(move || load_analysis(&a)),
+            timeline: Loading::spawn(move || load_timeline(&t).map(Arc::from)),
+            series: Loading::spawn(move || samples::load_series(&s)),
         })
     }
 
     /// Open the trace and load everything before returning (render tests).
-    #[allow(dead_code)]
     pub fn open_blocking(dir: &Path) -> anyhow::Result<Data> {
         let trace = Trace::open(dir)?;
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
-            analysis: into_loading(super::model::load_analysis(dir)),
-            timeline: into_loading(super::model::load_timeline(dir).map(Arc::from)),
-            series: into_loading(super::series::load_series(dir)),
-            rx: None,
+            analysis: Loading::from_result(load_analysis(dir)),
+            timeline: Loading::from_result(load_timeline(dir).map(Arc::from)),
+            series: Loading::from_result(samples::load_series(dir)),
         })
     }
 
     /// Take what the loader threads finished. True when something changed.
     pub fn poll(&mut self) -> bool {
-        let Some(rx) = &self.rx else { return false };
-        let mut changed = false;
-        loop {
-            match rx.try_recv() {
-                Ok(Loaded::Analysis(r)) => {
-                    self.analysis = into_loading(r);
-                    changed = true;
-                }
-                Ok(Loaded::Timeline(r)) => {
-                    self.timeline = into_loading(r.map(Arc::from));
-                    changed = true;
-                }
-                Ok(Loaded::Series(r)) => {
-                    self.series = into_loading(r);
-                    changed = true;
-                }
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Disconnected) => {
-                    self.rx = None;
-                    break;
-                }
-            }
-        }
-        changed
+        // Every one polled, none skipped by a short circuit.
+        let changed = [
+            self.analysis.poll(),
+            self.timeline.poll(),
+            self.series.poll(),
+        ];
+        changed.contains(&true)
     }
 
     pub fn analysis(&self) -> Option<&Analysis> {
-        match &self.analysis {
-            Loading::Ready(a) => Some(a),
-            _ => None,
-        }
+        self.analysis.ready().map(|a| a.as_ref())
     }
 
     pub fn analysis_status(&self) -> String {
         match &self.analysis {
-            Loading::Pending(m) => m.clone(),
+            Loading::Pending(_) => "analysing the trace…".into(),
             Loading::Ready(_) => String::new(),
             Loading::Failed(e) => format!("analysis failed: {e}"),
         }
@@ -129,10 +78,7 @@ impl Data {
 
     /// The index, shareable with a worker thread.
     pub fn timeline_arc(&self) -> Option<&Arc<TimelineIndex>> {
-        match &self.timeline {
-            Loading::Ready(t) => Some(t),
-            _ => None,
-        }
+        self.timeline.ready()
     }
 
     /// Series of metrics whose name starts with `prefix`.
@@ -158,18 +104,35 @@ impl Data {
         }
     }
 
+    /// The run's duration: the analysis', else the timeline's span.
+    pub fn duration_ns(&self) -> Option<f64> {
+        if let Some(a) = self.analysis() {
+            return Some(a.run.duration_s * 1e9);
+        }
+        self.timeline().map(|t| {
+            let (a, b) = t.span();
+            (b - a) as f64
+        })
+    }
+
     pub fn timeline_status(&self) -> String {
         match &self.timeline {
-            Loading::Pending(m) => m.clone(),
+            Loading::Pending(_) => "building the timeline index…".into(),
             Loading::Ready(_) => String::new(),
             Loading::Failed(e) => format!("timeline unavailable: {e}"),
         }
     }
 }
 
-fn into_loading<T>(r: Result<T, String>) -> Loading<T> {
-    match r {
-        Ok(v) => Loading::Ready(v),
-        Err(e) => Loading::Failed(e),
-    }
+fn load_analysis(dir: &Path) -> Result<Box<Analysis>, String> {
+    hyscope_analyzer::analyze(dir, &AnalyzeOptions::default())
+        .map(Box::new)
+        .map_err(|e| format!("{e}"))
+}
+
+fn load_timeline(dir: &Path) -> Result<Box<TimelineIndex>, String> {
+    let trace = Trace::open(dir).map_err(|e| format!("{e}"))?;
+    TimelineIndex::build(&trace)
+        .map(Box::new)
+        .map_err(|e| format!("{e}"))
 }

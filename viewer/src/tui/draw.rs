@@ -5,7 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Tabs, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Tabs};
 
 use super::app::{App, HELP, Tab, footer_keys};
 use super::{energy, loops, memory, mpi, openmp, summary, timeline};
@@ -34,7 +34,10 @@ pub fn draw(f: &mut Frame, app: &mut App) {
 
     match app.tab {
         Tab::Summary => summary::draw(f, body, app),
-        Tab::Timeline => timeline::draw(f, body, app),
+        Tab::Timeline => {
+            app.last_timeline_area = body;
+            timeline::draw(f, body, &mut app.timeline, &app.data, &app.filter)
+        }
         Tab::OpenMp => openmp::draw(f, body, app),
         Tab::Loops => loops::draw(f, body, app),
         Tab::Mpi => mpi::draw(f, body, app),
@@ -68,20 +71,6 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     if app.help {
         help(f, f.area());
     }
-}
-
-/// A block with the analysis' loading status when it is not ready yet.
-pub fn not_ready(f: &mut Frame, area: Rect, app: &App, title: &str) {
-    f.render_widget(
-        Paragraph::new(app.data.analysis_status())
-            .wrap(Wrap { trim: true })
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(title.to_string()),
-            ),
-        area,
-    );
 }
 
 fn help(f: &mut Frame, area: Rect) {

@@ -9,11 +9,12 @@ use ratatui::widgets::Paragraph;
 
 use super::app::App;
 use super::fmt;
-use super::widgets::{self, s};
+use super::widgets;
+use crate::units;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "Energy");
+        return widgets::not_ready(f, area, app, "Energy");
     };
     let e = match &a.energy {
         hyscope_analyzer::Observable::Observed(e) => e,
@@ -38,19 +39,21 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     ])
     .areas(area);
     // Power between consecutive samples of the cumulative energy counters.
-    super::series::chart(
+    super::chart::chart(
         f,
         power,
         "power over time (W)",
         &app.data.series(metrics::ENERGY_PREFIX),
         app.data.origin(),
         true,
-        |w| format!("{w:.1} W"),
+        units::watts,
     );
     f.render_widget(
         Paragraph::new(Line::from(format!(
-            "total {:.2} J  average power {:.1} W  energy-delay {:.3} J·s",
-            e.total_joules, e.avg_power_w, e.edp_js
+            "total {}  average power {}  energy-delay {}",
+            units::joules(e.total_joules),
+            units::watts(e.avg_power_w),
+            units::joule_seconds(e.edp_js)
         )))
         .block(widgets::block("Energy")),
         top,
@@ -74,7 +77,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                     fmt::bar(p.joules / max, w),
                     Style::default().fg(Color::Yellow),
                 ),
-                Span::raw(format!(" {:.2} J {}", p.joules, s(p.seconds))),
+                Span::raw(format!(
+                    " {} {}",
+                    units::joules(p.joules),
+                    units::secs(p.seconds)
+                )),
             ])
         })
         .collect();
@@ -89,8 +96,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             vec![
                 d.host.clone(),
                 format!("{} #{}", d.metric, d.package),
-                format!("{:.2} J", d.joules),
-                format!("{:.1} W", d.avg_power_w),
+                units::joules(d.joules),
+                units::watts(d.avg_power_w),
             ]
         })
         .collect();

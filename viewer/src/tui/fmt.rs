@@ -1,39 +1,5 @@
-//! Number formatting shared by every tab (drawing only: no analysis here).
-
-/// Nanoseconds as a short human duration: `812 ns`, `12.3 µs`, `4.56 ms`, `1.234 s`.
-pub fn ns(v: f64) -> String {
-    // Sums of tiny negatives round to "-0": show 0.
-    let v = if v.abs() < 0.5 { 0.0 } else { v };
-    let a = v.abs();
-    if a < 1e3 {
-        format!("{v:.0} ns")
-    } else if a < 1e6 {
-        format!("{:.1} µs", v / 1e3)
-    } else if a < 1e9 {
-        format!("{:.2} ms", v / 1e6)
-    } else {
-        format!("{:.3} s", v / 1e9)
-    }
-}
-
-/// Bytes with binary units: `512 B`, `4.0 KiB`, `1.50 MiB`, `2.00 GiB`.
-pub fn bytes(v: f64) -> String {
-    let a = v.abs();
-    if a < 1024.0 {
-        format!("{v:.0} B")
-    } else if a < 1024.0 * 1024.0 {
-        format!("{:.1} KiB", v / 1024.0)
-    } else if a < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2} MiB", v / (1024.0 * 1024.0))
-    } else {
-        format!("{:.2} GiB", v / (1024.0 * 1024.0 * 1024.0))
-    }
-}
-
-/// A fraction 0..1 as a percentage with one decimal.
-pub fn pct(f: f64) -> String {
-    format!("{:.1}%", f * 100.0)
-}
+//! Terminal text shared by every tab: counts, bars, clipping. Times, bytes
+//! and percentages are written by `crate::units`, as in every other view.
 
 /// Large counts with thousands separators: `1 234 567`.
 pub fn count(v: u64) -> String {
@@ -86,11 +52,6 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(ns(812.0), "812 ns");
-        assert_eq!(ns(12_300.0), "12.3 µs");
-        assert_eq!(ns(4_560_000.0), "4.56 ms");
-        assert_eq!(ns(1_234_000_000.0), "1.234 s");
-        assert_eq!(bytes(4096.0), "4.0 KiB");
         assert_eq!(count(1_234_567), "1 234 567");
         assert_eq!(bar(0.5, 4), "██  ");
         assert_eq!(clip("abcdef", 4), "abc…");

@@ -10,7 +10,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::app::{App, Tab};
 use super::fmt;
-use super::widgets::{self, loc, s};
+use super::widgets::{self, loc};
+use crate::units;
 
 const HEADER: [&str; 7] = [
     "loop", "sched", "time", "imbal", "advice", "speedup", "gain",
@@ -33,7 +34,7 @@ const KEYS: [widgets::SortKey<LoopStats>; 4] = [
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "Loops");
+        return widgets::not_ready(f, area, app, "Loops");
     };
     let Some(loops) = widgets::observed(f, area, "Loops", &a.loops) else {
         return;
@@ -58,14 +59,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 Some(r) => (
                     r.clause.clone(),
                     format!("{:.2}×", r.predicted_speedup),
-                    s(r.predicted_gain_s),
+                    units::secs(r.predicted_gain_s),
                 ),
                 None => ("—".into(), "—".into(), "—".into()),
             };
             vec![
                 loc(&l.location),
                 l.schedule.get().cloned().unwrap_or_else(|| "?".into()),
-                s(l.time_s),
+                units::secs(l.time_s),
                 format!("{:.2}", l.imbalance),
                 advice,
                 sp,
@@ -118,7 +119,7 @@ fn thread_bars(f: &mut Frame, area: Rect, l: &LoopStats) {
                     fmt::bar(t.busy_s / max, w),
                     Style::default().fg(Color::Green),
                 ),
-                Span::raw(format!(" {}", s(t.busy_s))),
+                Span::raw(format!(" {}", units::secs(t.busy_s))),
             ])
         })
         .collect();
@@ -141,7 +142,7 @@ fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
                     r.clause,
                     r.omp_schedule,
                     r.predicted_speedup,
-                    s(r.predicted_gain_s)
+                    units::secs(r.predicted_gain_s)
                 ),
                 Style::default().fg(Color::Yellow),
             ));
@@ -158,7 +159,7 @@ fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
         l.instances,
         l.trip_count_text(),
         l.team_size,
-        fmt::pct(l.share_of_run)
+        units::percent(l.share_of_run)
     )));
     if let Some(c) = l.cost_profile.get() {
         lines.push(Line::from(format!("cost: {} ({})", c.shape, c.source)));

@@ -12,6 +12,7 @@ use ratatui::widgets::Paragraph;
 use super::app::{App, Tab};
 use super::fmt;
 use super::widgets;
+use crate::units;
 
 pub const VIEWS: [&str; 2] = ["footprint and projection", "over time"];
 
@@ -26,8 +27,7 @@ fn over_time(f: &mut Frame, area: Rect, app: &App) {
     ])
     .areas(area);
     let count = |v: f64| format!("{v:.0}");
-    let mib = |v: f64| fmt::bytes(v);
-    super::series::chart(
+    super::chart::chart(
         f,
         a,
         "MPI connections",
@@ -36,16 +36,16 @@ fn over_time(f: &mut Frame, area: Rect, app: &App) {
         false,
         count,
     );
-    super::series::chart(
+    super::chart::chart(
         f,
         b,
         "resident memory (VmRSS)",
         &d.series(metrics::MEM_VMRSS),
         origin,
         false,
-        mib,
+        units::bytes,
     );
-    super::series::chart(
+    super::chart::chart(
         f,
         c,
         "MPI_T queue lengths",
@@ -57,7 +57,7 @@ fn over_time(f: &mut Frame, area: Rect, app: &App) {
 }
 
 fn opt_bytes(v: Option<u64>) -> String {
-    v.map(|b| fmt::bytes(b as f64))
+    v.map(|b| units::bytes(b as f64))
         .unwrap_or_else(|| "—".into())
 }
 
@@ -65,12 +65,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let view = app.nav[Tab::Memory.index()].view.min(VIEWS.len() - 1);
     app.nav[Tab::Memory.index()].view = view;
     let [head, area] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
-    super::mpi::view_bar(f, head, &VIEWS, view);
+    widgets::view_bar(f, head, &VIEWS, view);
     if view == 1 {
         return over_time(f, area, app);
     }
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "Memory");
+        return widgets::not_ready(f, area, app, "Memory");
     };
     let Some(m) = widgets::observed(f, area, "Memory", &a.memory) else {
         return;
@@ -98,7 +98,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 opt_bytes(r.rss_after_init),
                 opt_bytes(r.mpi_init_delta),
                 opt_bytes(r.rss_peak),
-                fmt::bytes(r.buffer_bytes_observed),
+                units::bytes(r.buffer_bytes_observed),
                 r.communicators.to_string(),
             ]
         })
@@ -161,7 +161,7 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
                 fmt::bar(frac, w),
                 Style::default().fg(if over { Color::Red } else { Color::Cyan }),
             ),
-            Span::raw(format!(" {}", fmt::bytes(p.total_bytes_per_rank))),
+            Span::raw(format!(" {}", units::bytes(p.total_bytes_per_rank))),
         ]));
         lines.push(Line::from(format!(
             "{:>12}conn {:.0}  QP/node RC {:.0} XRC {:.0} UD {:.0}",
@@ -171,7 +171,7 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
     if let Some(mpc) = m.memory_per_core {
         lines.push(Line::from(format!(
             "memory per core {}",
-            fmt::bytes(mpc as f64)
+            units::bytes(mpc as f64)
         )));
     }
     f.render_widget(
@@ -180,8 +180,8 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
     );
     let mut text = vec![Line::from(format!(
         "per connection {}  groups {}",
-        fmt::bytes(m.bytes_per_connection),
-        fmt::bytes(m.group_map_bytes_per_rank)
+        units::bytes(m.bytes_per_connection),
+        units::bytes(m.group_map_bytes_per_rank)
     ))];
     for q in &m.qp_table {
         text.push(Line::from(format!(

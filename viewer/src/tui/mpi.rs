@@ -5,13 +5,14 @@
 use hyscope_analyzer::{MpiCallStats, MpiProfile, WaitStates};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::app::{App, Tab};
 use super::fmt;
-use super::widgets::{self, s};
+use super::widgets;
+use crate::units;
 
 pub const VIEWS: [&str; 4] = ["profile", "message sizes", "matrix", "wait states"];
 
@@ -25,12 +26,12 @@ const KEYS: [widgets::SortKey<MpiCallStats>; 5] = [
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "MPI");
+        return widgets::not_ready(f, area, app, "MPI");
     };
     let view = app.nav[Tab::Mpi.index()].view.min(VIEWS.len() - 1);
     app.nav[Tab::Mpi.index()].view = view;
     let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
-    view_bar(f, head, &VIEWS, view);
+    widgets::view_bar(f, head, &VIEWS, view);
     if view == 3 {
         if let Some(w) = widgets::observed(f, body, "Wait states", &a.wait_states) {
             waits(f, body, w, app);
@@ -47,21 +48,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     }
 }
 
-/// The sub-views of a tab, the current one highlighted (← → switch).
-pub fn view_bar(f: &mut Frame, area: Rect, views: &[&str], view: usize) {
-    let mut spans = Vec::new();
-    for (i, v) in views.iter().enumerate() {
-        let st = if i == view {
-            Style::default().add_modifier(Modifier::REVERSED)
-        } else {
-            Style::default().fg(Color::Gray)
-        };
-        spans.push(Span::styled(format!(" {v} "), st));
-        spans.push(Span::raw(" "));
-    }
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
 fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
     let [top, bottom] = Layout::vertical([Constraint::Min(4), Constraint::Length(3)]).areas(area);
     let mut items: Vec<&MpiCallStats> = p.calls.iter().filter(|c| app.matches(&c.call)).collect();
@@ -74,12 +60,12 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
             vec![
                 c.call.clone(),
                 fmt::count(c.count),
-                s(c.total_s),
-                s(c.mean_rank_s),
-                s(c.max_rank_s),
+                units::secs(c.total_s),
+                units::secs(c.mean_rank_s),
+                units::secs(c.max_rank_s),
                 format!("{:.2}", c.cv),
-                fmt::bytes(c.bytes_sent as f64),
-                fmt::pct(c.share_of_run),
+                units::bytes(c.bytes_sent as f64),
+                units::percent(c.share_of_run),
             ]
         })
         .collect();
@@ -107,10 +93,10 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
     );
     let lines = vec![Line::from(format!(
         "MPI total {} ({} of run)  inside parallel {}  outside {}  calling threads {}",
-        s(p.total_s),
-        fmt::pct(p.share_of_run),
-        s(p.inside_parallel_s),
-        s(p.outside_parallel_s),
+        units::secs(p.total_s),
+        units::percent(p.share_of_run),
+        units::secs(p.inside_parallel_s),
+        units::secs(p.outside_parallel_s),
         p.calling_threads
     ))];
     f.render_widget(
@@ -122,7 +108,7 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
 fn histogram(f: &mut Frame, area: Rect, p: &MpiProfile) {
     let limit = match &p.eager_limit {
         hyscope_analyzer::Observable::Observed((b, src)) => {
-            format!("eager limit {} ({src})", fmt::bytes(*b as f64))
+            format!("eager limit {} ({src})", units::bytes(*b as f64))
         }
         hyscope_analyzer::Observable::NotObservable(why) => format!("eager limit unknown: {why}"),
     };
@@ -151,15 +137,15 @@ fn histogram(f: &mut Frame, area: Rect, p: &MpiProfile) {
         lines.push(Line::from(vec![
             Span::raw(format!(
                 "{:>9} – {:<9} ",
-                fmt::bytes(b.lo as f64),
-                fmt::bytes(b.hi as f64)
+                units::bytes(b.lo as f64),
+                units::bytes(b.hi as f64)
             )),
             Span::styled("█".repeat(ew), Style::default().fg(Color::Green)),
             Span::styled("█".repeat(rw), Style::default().fg(Color::Magenta)),
             Span::raw(format!(
                 " {} msg {}",
                 fmt::count(b.messages),
-                fmt::bytes(b.bytes as f64)
+                units::bytes(b.bytes as f64)
             )),
         ]));
     }
@@ -209,7 +195,7 @@ fn matrix(f: &mut Frame, area: Rect, p: &MpiProfile) {
     }
     let mut lines = vec![Line::from(format!(
         "bytes sent, row = sender, column = receiver; max {}{}",
-        fmt::bytes(max as f64),
+        units::bytes(max as f64),
         if per > 1 {
             format!("; {per} ranks per cell")
         } else {
@@ -248,9 +234,9 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
     let bw = top.width.saturating_sub(40) as usize;
     let mut lines = vec![Line::from(format!(
         "total {}  unmatched messages {}  clock error ±{}",
-        s(w.total_s),
+        units::secs(w.total_s),
         w.unmatched_messages,
-        s(w.clock_error_s)
+        units::secs(w.clock_error_s)
     ))];
     for e in &w.by_kind {
         lines.push(Line::from(vec![
@@ -259,7 +245,7 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
                 fmt::bar(e.seconds / max, bw),
                 Style::default().fg(Color::Red),
             ),
-            Span::raw(format!(" {} ×{}", s(e.seconds), e.instances)),
+            Span::raw(format!(" {} ×{}", units::secs(e.seconds), e.instances)),
         ]));
     }
     f.render_widget(
@@ -275,7 +261,7 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
                 e.kind.name().to_string(),
                 e.call.clone().unwrap_or_default(),
                 e.location.as_ref().map(widgets::loc).unwrap_or_default(),
-                s(e.seconds),
+                units::secs(e.seconds),
                 e.instances.to_string(),
             ]
         })

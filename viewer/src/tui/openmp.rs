@@ -9,8 +9,8 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::app::App;
-use super::fmt;
-use super::widgets::{self, loc, s};
+use super::widgets::{self, loc};
+use crate::units;
 
 const HEADER: [&str; 8] = [
     "region",
@@ -35,7 +35,7 @@ const KEYS: [widgets::SortKey<RegionStats>; 7] = [
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "OpenMP");
+        return widgets::not_ready(f, area, app, "OpenMP");
     };
     let [top, bottom] = Layout::vertical([Constraint::Min(6), Constraint::Length(5)]).areas(area);
     let Some(regions) = widgets::observed(f, top, "OpenMP regions", &a.regions) else {
@@ -67,19 +67,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 loc(&r.location),
                 r.instances.to_string(),
                 r.team_size.to_string(),
-                s(r.time_s),
-                format!("{} {}", s(r.fork_join_s), fmt::pct(r.fork_join_fraction)),
+                units::secs(r.time_s),
+                format!(
+                    "{} {}",
+                    units::secs(r.fork_join_s),
+                    units::percent(r.fork_join_fraction)
+                ),
                 // Not known per region in profile mode (per-thread totals only).
-                if r.barrier.wait_observed {
-                    s(r.barrier.wait_s)
-                } else {
-                    "n/a".into()
-                },
-                if r.barrier.wait_observed {
-                    s(r.barrier.sync_overhead_s)
-                } else {
-                    "n/a".into()
-                },
+                units::secs_or_na(r.barrier.wait_observed.then_some(r.barrier.wait_s)),
+                units::secs_or_na(r.barrier.wait_observed.then_some(r.barrier.sync_overhead_s)),
                 if r.per_thread_observed() {
                     format!("{:.2}", r.imbalance)
                 } else {
@@ -123,12 +119,12 @@ fn threads(f: &mut Frame, area: Rect, r: &RegionStats) {
             vec![
                 t.rank.to_string(),
                 t.thread.to_string(),
-                s(t.implicit_task_s),
-                s(t.busy_s),
-                s(t.barrier.wait_s),
-                s(t.barrier.sync_overhead_s),
-                s(t.activation_s),
-                s(t.release_s),
+                units::secs(t.implicit_task_s),
+                units::secs(t.busy_s),
+                units::secs(t.barrier.wait_s),
+                units::secs(t.barrier.sync_overhead_s),
+                units::secs(t.activation_s),
+                units::secs(t.release_s),
             ]
         })
         .collect();
@@ -168,24 +164,24 @@ fn overhead(f: &mut Frame, area: Rect, app: &App) {
     let split = if o.barrier.wait_observed {
         format!(
             "wait {}{}, sync {}",
-            s(o.barrier.wait_s),
+            units::secs(o.barrier.wait_s),
             if o.barrier.wait_from_arrivals {
                 " for the last arrival"
             } else {
                 ""
             },
-            s(o.barrier.sync_overhead_s)
+            units::secs(o.barrier.sync_overhead_s)
         )
     } else {
         "wait/sync n/a".to_string()
     };
     let mut lines = vec![Line::from(format!(
         "fork/join {}  barriers {} ({split})  scheduling {}",
-        s(o.fork_join_s),
-        s(o.barrier.total_s),
+        units::secs(o.fork_join_s),
+        units::secs(o.barrier.total_s),
         o.scheduling_s
             .get()
-            .map(|v| s(*v))
+            .map(|v| units::secs(*v))
             .unwrap_or_else(|| "not observable".into()),
     ))];
     lines.push(Line::from(match o.mutexes.get() {
@@ -195,7 +191,7 @@ fn overhead(f: &mut Frame, area: Rect, app: &App) {
             format!(
                 "locks/critical: {} sites, {acq} acquisitions, wait {}",
                 m.len(),
-                s(wait)
+                units::secs(wait)
             )
         }
         None => format!("locks: {}", o.mutexes.reason().unwrap_or("")),
@@ -204,9 +200,9 @@ fn overhead(f: &mut Frame, area: Rect, app: &App) {
         Some(t) => format!(
             "tasks: {} created, run {}, mean {}, taskwait {}",
             t.created,
-            s(t.run_s),
-            s(t.mean_task_s),
-            s(t.taskwait_s)
+            units::secs(t.run_s),
+            units::secs(t.mean_task_s),
+            units::secs(t.taskwait_s)
         ),
         None => format!("tasks: {}", o.tasks.reason().unwrap_or("")),
     }));
@@ -214,9 +210,9 @@ fn overhead(f: &mut Frame, area: Rect, app: &App) {
         lines.push(Line::from(format!(
             "rank {}: T_seq {} T_comm {} T_compute {} on {} threads → speedup bound {}",
             m.rank,
-            s(m.t_seq_s),
-            s(m.t_comm_s),
-            s(m.t_compute_s),
+            units::secs(m.t_seq_s),
+            units::secs(m.t_comm_s),
+            units::secs(m.t_compute_s),
             m.threads,
             m.speedup_bound
                 .map(|v| format!("{v:.2}"))

@@ -10,6 +10,8 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::app::App;
 use super::fmt;
+use super::widgets;
+use crate::units;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     // What the trace lost or has damaged comes first, so no number below is read as whole.
@@ -106,8 +108,10 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
         .iter()
         .map(|r| r.events.omp + r.events.mpi + r.events.samples)
         .sum();
-    let duration = super::model::duration_ns(app)
-        .map(fmt::ns)
+    let duration = app
+        .data
+        .duration_ns()
+        .map(units::ns)
         .unwrap_or_else(|| "…".into());
     vec![
         Line::from(format!("command   {}", fmt::clip(&m.command.join(" "), 68))),
@@ -138,9 +142,9 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
 /// The POP tree, indented, with the additive losses below it.
 fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "POP efficiency");
+        return widgets::not_ready(f, area, app, "POP efficiency");
     };
-    let Some(pop) = super::widgets::observed(f, area, "POP efficiency", &a.pop) else {
+    let Some(pop) = widgets::observed(f, area, "POP efficiency", &a.pop) else {
         return;
     };
     let mut lines = Vec::new();
@@ -148,7 +152,7 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
     let width = area.width.saturating_sub(2) as usize;
     fn walk(n: &PopNode, depth: usize, width: usize, out: &mut Vec<Line<'static>>) {
         let v = match &n.value {
-            Observable::Observed(v) => fmt::pct(*v),
+            Observable::Observed(v) => units::percent(*v),
             Observable::NotObservable(_) => "n/a".into(),
         };
         let color = match n.value.get() {
@@ -175,14 +179,18 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
     if !pop.additive.is_empty() {
         lines.push(Line::from("losses (share of core-time):"));
         for l in &pop.additive {
-            lines.push(Line::from(format!("  {} {}", l.name, fmt::pct(l.fraction))));
+            lines.push(Line::from(format!(
+                "  {} {}",
+                l.name,
+                units::percent(l.fraction)
+            )));
         }
     }
     f.render_widget(
-        Paragraph::new(lines).block(super::widgets::block(format!(
+        Paragraph::new(lines).block(widgets::block(format!(
             "POP efficiency ({} cores, {})",
             pop.cores,
-            fmt::ns(pop.elapsed_s * 1e9)
+            units::ns(pop.elapsed_s * 1e9)
         ))),
         area,
     );
@@ -191,7 +199,7 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
 /// Findings, biggest cost first, filtered by `/`.
 fn draw_findings(f: &mut Frame, area: Rect, app: &App) {
     let Some(a) = app.data.analysis() else {
-        return super::draw::not_ready(f, area, app, "Findings");
+        return widgets::not_ready(f, area, app, "Findings");
     };
     let mut lines = Vec::new();
     for (i, x) in a
@@ -206,7 +214,11 @@ fn draw_findings(f: &mut Frame, area: Rect, app: &App) {
                 Style::default().add_modifier(Modifier::BOLD),
             ),
             Span::styled(
-                format!("{} ({})", fmt::ns(x.cost_s * 1e9), fmt::pct(x.share_of_run)),
+                format!(
+                    "{} ({})",
+                    units::ns(x.cost_s * 1e9),
+                    units::percent(x.share_of_run)
+                ),
                 Style::default().fg(Color::Yellow),
             ),
         ]));
@@ -220,10 +232,7 @@ fn draw_findings(f: &mut Frame, area: Rect, app: &App) {
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
             .scroll((scroll, 0))
-            .block(super::widgets::block(format!(
-                "Findings ({})",
-                a.findings.len()
-            ))),
+            .block(widgets::block(format!("Findings ({})", a.findings.len()))),
         area,
     );
 }

@@ -17,6 +17,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::data::Data;
 use super::fmt;
+use crate::units;
 
 pub use hyscope_analyzer::timeline::{CellSummary, STATES, Segment, State, TimelineIndex};
 
@@ -404,13 +405,13 @@ fn shade(share: f64) -> char {
 
 /// Relative time on the ruler (from the start of the run).
 fn rel(t: i64, origin: i64) -> String {
-    fmt::ns((t - origin) as f64)
+    units::ns((t - origin) as f64)
 }
 
-pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
-    app.last_timeline_area = area;
-    let Some(ix) = app.data.timeline() else {
-        let msg = app.data.timeline_status();
+/// The Timeline tab of `data`, rows passing `filter`.
+pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filter: &str) {
+    let Some(ix) = data.timeline() else {
+        let msg = data.timeline_status();
         f.render_widget(
             Paragraph::new(msg).block(Block::default().borders(Borders::ALL).title("Timeline")),
             area,
@@ -424,10 +425,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
     ])
     .areas(area);
     let origin = ix.span().0;
-    let st = &mut app.timeline;
     st.columns = main.width.saturating_sub(LABEL_W + 2).max(1);
     st.cursor = st.cursor.min(st.columns - 1);
-    let rows = st.visible_rows(&app.data, &app.filter);
+    let rows = st.visible_rows(data, filter);
     st.row = st.row.min(rows.len().saturating_sub(1));
     let height = main.height.saturating_sub(3) as usize; // borders + ruler
     if st.row < st.row_scroll {
@@ -443,7 +443,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
     let (ct, _) = st.cursor_time();
     let left = rel(st.t0, origin);
     let right = rel(st.t1, origin);
-    let mid = format!("cursor {}  cell {}", rel(ct, origin), fmt::ns(st.cell_ns()));
+    let mid = format!(
+        "cursor {}  cell {}",
+        rel(ct, origin),
+        units::ns(st.cell_ns())
+    );
     let used = left.chars().count() + right.chars().count() + mid.chars().count();
     let pad = cols.saturating_sub(used);
     lines.push(Line::from(vec![
@@ -503,9 +507,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
         "Timeline {} – {} ({} shown)",
         rel(st.t0, origin),
         rel(st.t1, origin),
-        fmt::ns((st.t1 - st.t0) as f64)
+        units::ns((st.t1 - st.t0) as f64)
     );
-    if app.data.manifest.mode == "profile" {
+    if data.manifest.mode == "profile" {
         // Rows that look idle would otherwise read as serial code.
         title.push_str(
             " — profile mode: OpenMP totals only, no OpenMP intervals (record with --mode trace)",
@@ -535,7 +539,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
             // At most two readers in flight: a held arrow key must not pile
             // up threads reading the trace (the cell then shows its segment).
             let readers = Arc::clone(&st.readers);
-            let pending = match (fine, app.data.timeline_arc()) {
+            let pending = match (fine, data.timeline_arc()) {
                 (Some(seg), Some(ix)) if readers.load(Ordering::Relaxed) < 2 => {
                     let ix = Arc::clone(ix);
                     let (tx, rx) = std::sync::mpsc::channel();
@@ -587,14 +591,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
                 "range {} – {} ({}): ",
                 rel(a, origin),
                 rel(b, origin),
-                fmt::ns((b - a) as f64)
+                units::ns((b - a) as f64)
             ))];
             for (s, t) in per.iter().take(4) {
                 spans.push(Span::styled(
                     format!(
                         "{} {} ",
                         s.name(),
-                        fmt::pct(*t as f64 / total.max(1) as f64)
+                        units::percent(*t as f64 / total.max(1) as f64)
                     ),
                     Style::default().fg(color(*s)),
                 ));
@@ -634,7 +638,7 @@ fn cursor_lines(
             format!(
                 "{} for {} at {}",
                 seg.state.name(),
-                fmt::ns((seg.end - seg.start) as f64),
+                units::ns((seg.end - seg.start) as f64),
                 rel(seg.start, origin)
             ),
             (ix.segments_in(row, a, b, 4).len() <= 3).then_some(seg),
@@ -643,7 +647,7 @@ fn cursor_lines(
     let share_text: Vec<String> = shares
         .iter()
         .take(3)
-        .map(|(s, v)| format!("{} {}", s.name(), fmt::pct(*v)))
+        .map(|(s, v)| format!("{} {}", s.name(), units::percent(*v)))
         .collect();
     (
         vec![first, format!("cell: {}", share_text.join(", "))],
@@ -668,7 +672,7 @@ fn interval_line(ix: &TimelineIndex, row: usize, seg: Segment, origin: i64) -> O
         "{} [{}] {} at {}{role}",
         iv.name(),
         seg.state.name(),
-        fmt::ns((iv.end - iv.start) as f64),
+        units::ns((iv.end - iv.start) as f64),
         rel(iv.start, origin)
     ))
 }

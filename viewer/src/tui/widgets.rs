@@ -4,10 +4,10 @@ use hyscope_analyzer::Observable;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState, Wrap};
 
-use super::app::TableNav;
+use super::app::{App, TableNav};
 
 /// A sort key of a table: the column it marks and the value rows are ordered by.
 pub type SortKey<T> = (usize, fn(&T) -> f64);
@@ -96,11 +96,6 @@ pub fn table(
     f.render_stateful_widget(t, area, &mut state);
 }
 
-/// Seconds as a duration string.
-pub fn s(v: f64) -> String {
-    super::fmt::ns(v * 1e9)
-}
-
 /// A location label, or `?`.
 pub fn loc(l: &hyscope_analyzer::CodeLocation) -> String {
     if l.label.is_empty() {
@@ -108,4 +103,33 @@ pub fn loc(l: &hyscope_analyzer::CodeLocation) -> String {
     } else {
         l.label.clone()
     }
+}
+
+/// A block with the analysis' loading status when it is not ready yet.
+pub fn not_ready(f: &mut Frame, area: Rect, app: &App, title: &str) {
+    f.render_widget(
+        Paragraph::new(app.data.analysis_status())
+            .wrap(Wrap { trim: true })
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(title.to_string()),
+            ),
+        area,
+    );
+}
+
+/// The sub-views of a tab, the current one highlighted (← → switch).
+pub fn view_bar(f: &mut Frame, area: Rect, views: &[&str], view: usize) {
+    let mut spans = Vec::new();
+    for (i, v) in views.iter().enumerate() {
+        let st = if i == view {
+            Style::default().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::default().fg(Color::Gray)
+        };
+        spans.push(Span::styled(format!(" {v} "), st));
+        spans.push(Span::raw(" "));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
 }

@@ -1,10 +1,10 @@
 //! One frame of the TUI drawn on ratatui's `TestBackend`, as text: shared by
-//! the TUI tests (each includes the TUI's sources as `crate::tui`).
+//! the TUI tests.
 
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use crate::tui;
+use hyscope_viewer::tui;
 
 /// Draw one frame of `w`×`h` and return it as text, one line per row.
 pub fn render(app: &mut tui::app::App, w: u16, h: u16) -> String {

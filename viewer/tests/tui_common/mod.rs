@@ -1,5 +1,5 @@
 //! A small synthetic hybrid trace with known numbers, written with the format
-//! crate's own writer, shared by the TUI tests (`#[path]`-included).
+//! crate's own writer, shared by the TUI tests (`mod tui_common;`).
 //!
 //! Two ranks on one host, two OpenMP threads each, 10 ms each:
 //! - 4 instances of one parallel region (`0x401000`), 1.5 ms each, team 2; in

@@ -1,0 +1,95 @@
+//! A value computed on a background thread, so a view draws its first frame
+//! before the analysis or the timeline index is ready: the TUI's and the
+//! GUI's loaders, the GUI's hover details and highlights all hold one.
+
+use std::sync::mpsc::{Receiver, TryRecvError};
+
+pub enum Loading<T> {
+    /// Still being computed; the result arrives on this channel.
+    Pending(Receiver<Result<T, String>>),
+    Ready(T),
+    Failed(String),
+}
+
+const LOST: &str = "loader thread ended without a result";
+
+impl<T> Loading<T> {
+    /// A value already computed (or its error), as a loaded one.
+    pub fn from_result(r: Result<T, String>) -> Loading<T> {
+        match r {
+            Ok(v) => Loading::Ready(v),
+            Err(e) => Loading::Failed(e),
+        }
+    }
+
+    pub fn ready(&self) -> Option<&T> {
+        match self {
+            Loading::Ready(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn is_pending(&self) -> bool {
+        matches!(self, Loading::Pending(_))
+    }
+
+    /// Take the result if it arrived; true when it did this call.
+    pub fn poll(&mut self) -> bool {
+        let Loading::Pending(rx) = self else {
+            return false;
+        };
+        *self = match rx.try_recv() {
+            Ok(r) => Loading::from_result(r),
+            Err(TryRecvError::Empty) => return false,
+            Err(TryRecvError::Disconnected) => Loading::Failed(LOST.into()),
+        };
+        true
+    }
+
+    /// Wait for the result (tests, the GUI's screenshot mode).
+    pub fn wait(&mut self) {
+        if let Loading::Pending(rx) = self {
+            *self = match rx.recv() {
+                Ok(r) => Loading::from_result(r),
+                Err(_) => Loading::Failed(LOST.into()),
+            };
+        }
+    }
+}
+
+impl<T: Send + 'static> Loading<T> {
+    /// Compute `f` on a new thread.
+    pub fn spawn(f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Loading<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        Loading::Pending(rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_then_ready_or_failed() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut l: Loading<u32> = Loading::Pending(rx);
+        assert!(!l.poll() && l.is_pending());
+        tx.send(Ok(7)).unwrap();
+        assert!(l.poll());
+        assert_eq!(l.ready(), Some(&7));
+        assert!(!l.poll(), "a loaded value reports no change");
+
+        let mut l = Loading::<u32>::spawn(|| Err("no trace".into()));
+        l.wait();
+        assert!(matches!(l, Loading::Failed(ref e) if e == "no trace"));
+
+        let (tx, rx) = std::sync::mpsc::channel::<Result<u32, String>>();
+        drop(tx);
+        let mut l = Loading::Pending(rx);
+        assert!(l.poll());
+        assert!(matches!(l, Loading::Failed(ref e) if e == LOST));
+    }
+}

@@ -1,0 +1,220 @@
+//! The report's opening sections: what was lost, the run, the top findings,
+//! the POP efficiencies, and the analysis' warnings at the end.
+
+use std::fmt::Write as _;
+
+use hyscope_analyzer::*;
+
+use super::table::{count, observed_section, section};
+use crate::units;
+
+/// What was lost or found damaged, before any number, so none is read as whole.
+pub fn integrity(out: &mut String, integrity: &TraceIntegrity) {
+    if integrity.problems.is_empty() {
+        return;
+    }
+    section(out, integrity.title());
+    for p in &integrity.problems {
+        let _ = writeln!(out, "  ! {p}");
+    }
+}
+
+/// The run: command, ranks × threads, placement, libraries, events, clocks.
+pub fn facts(out: &mut String, a: &Analysis) {
+    let r = &a.run;
+    section(out, "Run");
+    let mut kv = |k: &str, v: String| {
+        let _ = writeln!(out, "  {k:<22} {v}");
+    };
+    if !r.command.is_empty() {
+        kv("command", r.command.join(" "));
+    }
+    if !r.start_time.is_empty() {
+        kv("started", r.start_time.clone());
+    }
+    let threads = r.threads_per_rank.iter().copied().max().unwrap_or(1);
+    let ranks = if r.children.is_empty() {
+        r.ranks.to_string()
+    } else {
+        format!(
+            "{} (+ {} child processes)",
+            r.ranks as usize - r.children.len().min(r.ranks as usize),
+            r.children.len()
+        )
+    };
+    kv(
+        "ranks × threads",
+        format!(
+            "{} × {} on {} host(s): {}",
+            ranks,
+            threads,
+            r.hosts.len(),
+            r.hosts.join(", ")
+        ),
+    );
+    for c in &r.children {
+        kv("child process", describe_child(c));
+    }
+    kv("duration", units::secs(r.duration_s));
+    for p in r.placement.iter().filter(|p| p.threads_share_cpus()) {
+        kv("CPU placement", placement(p));
+    }
+    if let Some(m) = &r.mpi_library {
+        kv("MPI", m.lines().next().unwrap_or("").to_string());
+    }
+    if let (Some(q), Some(p)) = (&r.thread_level_requested, &r.thread_level_provided) {
+        kv("thread level", format!("requested {q}, provided {p}"));
+    }
+    if let Some(o) = &r.openmp_runtime {
+        kv("OpenMP runtime", o.clone());
+    }
+    kv(
+        "events",
+        format!(
+            "{} OpenMP, {} MPI, {} samples{}",
+            count(r.omp_events as f64),
+            count(r.mpi_events as f64),
+            count(r.sample_events as f64),
+            if r.dropped_events > 0 {
+                format!(", {} DROPPED", r.dropped_events)
+            } else {
+                String::new()
+            }
+        ),
+    );
+    kv(
+        "clocks",
+        if r.clock_corrected {
+            format!("offsets applied (± {})", units::secs(r.clock_error_s))
+        } else {
+            "one clock (no offsets applied)".into()
+        },
+    );
+    if r.serialized_regions > 0 {
+        kv("serialized regions", r.serialized_regions.to_string());
+    }
+    if r.clipped_join_waits > 0 {
+        kv(
+            "normalised",
+            format!(
+                "{} late worker join-barrier ends clipped at parallel end ({})",
+                r.clipped_join_waits,
+                units::secs(r.clipped_join_wait_s)
+            ),
+        );
+    }
+    for m in &r.missing {
+        kv("not observable", m.clone());
+    }
+}
+
+/// The findings, costliest first.
+pub fn findings(out: &mut String, a: &Analysis, top: usize) {
+    section(out, "Top findings");
+    if a.findings.is_empty() {
+        out.push_str("  nothing significant\n");
+    }
+    for (i, f) in a.findings.iter().take(top).enumerate() {
+        let _ = writeln!(
+            out,
+            "  {:>2}. {:>10} {:>7}  {}\n      → {}",
+            i + 1,
+            units::secs(f.cost_s),
+            units::percent(f.share_of_run),
+            f.title,
+            f.what_to_do
+        );
+    }
+}
+
+/// The POP efficiency tree and its additive losses.
+pub fn pop(out: &mut String, a: &Analysis) {
+    let Some(p) = observed_section(out, "POP efficiency", &a.pop) else {
+        return;
+    };
+    fn walk(n: &PopNode, depth: usize, out: &mut String) {
+        let v = match &n.value {
+            Observable::Observed(v) => format!("{:>7}", units::percent(*v)),
+            Observable::NotObservable(r) => format!("  n/a   ({r})"),
+        };
+        let name = format!("{}{}", "  ".repeat(depth), n.name);
+        let _ = writeln!(out, "  {name:<48} {v}   {}", n.formula);
+        for c in &n.children {
+            walk(c, depth + 1, out);
+        }
+    }
+    walk(&p.tree, 0, out);
+    let _ = writeln!(
+        out,
+        "\n  additive (fractions of {} cores × {}):",
+        p.cores,
+        units::secs(p.elapsed_s)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<48} {:>7}",
+        "parallel efficiency",
+        units::percent(p.tree.value.get().copied().unwrap_or(0.0))
+    );
+    for l in &p.additive {
+        let _ = writeln!(
+            out,
+            "  {:<48} {:>7}   {}",
+            format!("loss: {}", l.name),
+            units::percent(l.fraction),
+            l.formula
+        );
+    }
+}
+
+/// What the analysis could not do, last.
+pub fn warnings(out: &mut String, a: &Analysis) {
+    if !a.warnings.is_empty() {
+        section(out, "Warnings");
+        for w in &a.warnings {
+            let _ = writeln!(out, "  {w}");
+        }
+    }
+}
+
+/// Where a rank's OpenMP threads share CPUs: how many on which, and why.
+fn placement(p: &RankPlacement) -> String {
+    format!(
+        "rank {}: {} OpenMP threads on CPU {} ({} of {}'s {}{}{})",
+        p.rank,
+        p.threads,
+        p.cpu_list(),
+        p.run_cpus().len(),
+        p.host,
+        if p.host_cpus > 0 {
+            p.host_cpus.to_string()
+        } else {
+            "?".into()
+        },
+        if p.host_oversubscribed() {
+            format!("; {} threads on the host", p.host_threads)
+        } else {
+            String::new()
+        },
+        if p.pinned_together() {
+            format!(
+                "; bound there by the OpenMP runtime, the rank may use CPU {}",
+                hyscope_analyzer::placement::cpu_list(&p.cpus)
+            )
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// One line for a process a rank started: its id, where it comes from, its command.
+fn describe_child(c: &hyscope_analyzer::model::ChildProcess) -> String {
+    format!(
+        "rank {} is pid {}, started by rank {} (parent pid {}): {}",
+        c.rank,
+        c.pid,
+        c.of_rank,
+        c.parent_pid,
+        c.command.join(" ")
+    )
+}
