@@ -1037,6 +1037,7 @@ pub fn before_init() {
     crate::guarded(|| {
         session::init();
         crate::samplers::on_mpi_init_begin();
+        job::hold_mpi_t();
     });
 }
 
