@@ -519,6 +519,7 @@ fn writer_loop() {
         let items = std::mem::take(&mut *lock(&QUEUE.items));
         let mpi = items.iter().any(|i| matches!(i, Full::Mpi(_)));
         writer.write_items(items);
+        crate::phases::spool();
         if flushed.elapsed() >= FLUSH_EVERY {
             // The rows of the threads' current blocks too: bounded delay to disk.
             let cpu = thread_cpu_ns();
@@ -737,6 +738,7 @@ impl Writer {
             let n = encode_spool(w, &mut self.addresses, self.broken);
             self.counts.mpi += n;
         }
+        crate::phases::encode();
         if let Some(w) = self.samples.as_mut()
             && let Err(e) = w.flush()
         {

@@ -108,7 +108,10 @@ pub fn parse(text: &str) -> Journal {
         }
         let bad = |what: &str| format!("line {}: {what}", i + 1);
         if let Some(rest) = line.strip_prefix("N ") {
-            match rest.split_once(' ').and_then(|(id, n)| Some((id.parse().ok()?, n))) {
+            match rest
+                .split_once(' ')
+                .and_then(|(id, n)| Some((id.parse().ok()?, n)))
+            {
                 Some((id, name)) => {
                     names.insert(id, unescape(name));
                 }

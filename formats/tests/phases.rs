@@ -52,7 +52,10 @@ fn check(rows: &[PhaseRecord]) {
     assert_eq!(rows.len(), 6);
     // Sorted by thread and start: the enclosing phase first.
     assert_eq!(rows[0].name, "solver");
-    assert_eq!((rows[0].start_ns, rows[0].end_ns, rows[0].depth), (900, 2_000, 0));
+    assert_eq!(
+        (rows[0].start_ns, rows[0].end_ns, rows[0].depth),
+        (900, 2_000, 0)
+    );
     assert_eq!(rows[0].iteration, NO_ITERATION);
     for (i, r) in rows[1..].iter().enumerate() {
         assert_eq!(r.name, "step");

@@ -903,13 +903,19 @@ fn instant(kind: OmpKind, flags: u32, codeptr_ra: *const c_void) {
     st.emit(&rec);
 }
 
+/// `omp_control_tool(command, modifier, arg)`: returns
+/// `omp_control_tool_success` (0) or `omp_control_tool_ignored` (1) for a
+/// command that changes nothing or that OpenMP does not define.
 pub unsafe extern "C" fn control_tool(
-    _command: u64,
+    command: u64,
     _modifier: u64,
     _arg: *mut c_void,
     _codeptr_ra: *const c_void,
 ) -> c_int {
-    0
+    match crate::Control::from_command(command) {
+        Some(c) if crate::apply_control(c) => 0,
+        _ => 1,
+    }
 }
 
 pub unsafe extern "C" fn error(

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use hyscope_analyzer::*;
 
+mod phases;
+
 /// How the barrier wait was measured when the runtime's own wait events do
 /// not split it (libomp: they span the whole barrier).
 const ARRIVAL_NOTE: &str = "  barrier wait = until the team's last thread arrived, sync = the rest (release, last gather): libomp's wait events span the whole barrier\n";
@@ -32,6 +34,10 @@ pub struct Args {
     /// Rows per table (findings, call sites...).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Show only this phase (a name of the report's phase table): its
+    /// time per rank, repetitions, OpenMP and MPI time inside it.
+    #[arg(long)]
+    pub phase: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -50,6 +56,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&cmp)?
         } else {
             render_comparison(&cmp)
+        }
+    } else if let Some(name) = &args.phase {
+        let found = a
+            .phases
+            .get()
+            .and_then(|ps| ps.iter().find(|p| &p.name == name));
+        match (found, args.json) {
+            (None, _) => {
+                anyhow::bail!(
+                    "{}: no phase named \"{name}\"; {}",
+                    args.trace.display(),
+                    phases::phase_names(&a)
+                )
+            }
+            (Some(p), true) => serde_json::to_string_pretty(p)?,
+            (Some(_), false) => phases::render_phase(&a, name).unwrap_or_default(),
         }
     } else if args.json {
         serde_json::to_string_pretty(&a)?
@@ -282,6 +304,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
         kv("not observable", m.clone());
     }
 
+    phases::render_phases(&mut out, a);
     section(&mut out, "Top findings");
     if a.findings.is_empty() {
         out.push_str("  nothing significant\n");

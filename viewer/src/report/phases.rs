@@ -1,0 +1,178 @@
+//! The report's phases: the per-phase table shown when the trace has phases,
+//! and `hyscope report --phase NAME`, one phase in detail.
+
+use std::fmt::Write as _;
+
+use hyscope_analyzer::{Analysis, PhaseStats};
+
+use super::{Table, fmt_time, pct, section};
+
+fn opt_pct(x: Option<f64>) -> String {
+    x.map_or("—".into(), pct)
+}
+
+/// The repetitions of a phase in one cell: `4 × mean 20.1 ms (15.2 ms–55.2 ms, spread 198 %), slowest step 2`.
+fn repetitions(p: &PhaseStats) -> String {
+    let Some(it) = &p.iterations else {
+        return "—".into();
+    };
+    format!(
+        "{} × mean {} ({}–{}, spread {}), slowest {} {}",
+        it.count,
+        fmt_time(it.mean_s),
+        fmt_time(it.min_s),
+        fmt_time(it.max_s),
+        pct(it.spread),
+        if it.by_time_step { "step" } else { "#" },
+        it.slowest
+    )
+}
+
+/// The per-phase table (nothing when the trace has no phases).
+pub fn render_phases(out: &mut String, a: &Analysis) {
+    let Some(phases) = a.phases.get() else {
+        return;
+    };
+    section(out, "Phases");
+    let mut t = Table::new(&[
+        "phase",
+        "source",
+        "instances",
+        "time",
+        "share",
+        "OpenMP regions",
+        "fork/join",
+        "sync wait",
+        "MPI",
+        "MPI calls",
+        "MPI par. eff.",
+        "repetitions",
+    ]);
+    for p in phases {
+        t.row(vec![
+            format!("{}{}", "  ".repeat(p.depth as usize), p.name),
+            p.source.clone(),
+            p.instances.to_string(),
+            fmt_time(p.time_s),
+            pct(p.share),
+            fmt_time(p.omp_region_s),
+            fmt_time(p.omp_fork_join_s),
+            fmt_time(p.omp_sync_wait_s),
+            fmt_time(p.mpi_s),
+            p.mpi_calls.to_string(),
+            opt_pct(p.mpi_parallel_efficiency),
+            repetitions(p),
+        ]);
+    }
+    t.render(out);
+    out.push_str(
+        "  time = the slowest rank's sum of the phase's intervals; OpenMP and MPI columns: inside them, summed over ranks\n",
+    );
+}
+
+/// One phase in detail (`--phase NAME`): None when the trace has no such phase.
+pub fn render_phase(a: &Analysis, name: &str) -> Option<String> {
+    let p = a.phases.get()?.iter().find(|p| p.name == name)?;
+    let mut out = String::new();
+    let _ = writeln!(out, "hyscope report — {} — phase {}", a.trace_dir, p.name);
+    section(&mut out, &format!("Phase {}", p.name));
+    let mut kv = |k: &str, v: String| {
+        let _ = writeln!(out, "  {k:<30} {v}");
+    };
+    kv("source", p.source.clone());
+    kv(
+        "nesting",
+        match &p.parent {
+            Some(parent) => format!("depth {}, inside {parent}", p.depth),
+            None => format!("depth {}", p.depth),
+        },
+    );
+    kv("instances", p.instances.to_string());
+    kv(
+        "time",
+        format!(
+            "{} on the slowest rank, {} per rank on average, {} of the run",
+            fmt_time(p.time_s),
+            fmt_time(p.mean_rank_time_s),
+            pct(p.share)
+        ),
+    );
+    kv("OpenMP regions", fmt_time(p.omp_region_s));
+    kv("OpenMP fork/join", fmt_time(p.omp_fork_join_s));
+    kv("OpenMP sync wait", fmt_time(p.omp_sync_wait_s));
+    kv(
+        "MPI",
+        format!("{} in {} calls", fmt_time(p.mpi_s), p.mpi_calls),
+    );
+    kv(
+        "MPI parallel efficiency",
+        opt_pct(p.mpi_parallel_efficiency),
+    );
+    kv("MPI load balance", opt_pct(p.mpi_load_balance));
+    kv(
+        "MPI communication efficiency",
+        opt_pct(p.mpi_communication_efficiency),
+    );
+    section(&mut out, "Per rank");
+    let mut t = Table::new(&[
+        "rank",
+        "instances",
+        "time",
+        "OpenMP regions",
+        "fork/join",
+        "sync wait",
+        "MPI",
+        "MPI calls",
+    ]);
+    for r in &p.ranks {
+        t.row(vec![
+            r.rank.to_string(),
+            r.instances.to_string(),
+            fmt_time(r.time_s),
+            fmt_time(r.omp_region_s),
+            fmt_time(r.omp_fork_join_s),
+            fmt_time(r.omp_sync_wait_s),
+            fmt_time(r.mpi_s),
+            r.mpi_calls.to_string(),
+        ]);
+    }
+    t.render(&mut out);
+    if let Some(it) = &p.iterations {
+        section(&mut out, "Repetitions");
+        let _ = writeln!(out, "  {}", repetitions(p));
+        let mut t = Table::new(&[
+            if it.by_time_step { "step" } else { "#" },
+            "time (slowest rank)",
+            "vs mean",
+        ]);
+        for &(k, s) in &it.times_s {
+            t.row(vec![
+                k.to_string(),
+                fmt_time(s),
+                if it.mean_s > 0.0 {
+                    format!("{:+.1} %", (s / it.mean_s - 1.0) * 100.0)
+                } else {
+                    "—".into()
+                },
+            ]);
+        }
+        t.render(&mut out);
+    }
+    Some(out)
+}
+
+/// The names of the trace's phases, for an error message.
+pub fn phase_names(a: &Analysis) -> String {
+    a.phases.get().map_or_else(
+        || "the trace has no phases".to_string(),
+        |ps| {
+            format!(
+                "its phases: {}",
+                ps.iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+    )
+}
