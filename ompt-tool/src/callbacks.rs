@@ -266,6 +266,9 @@ fn needed(id: c_uint) -> bool {
         30 => k(OmpKind::Cancel),
         31 => k(OmpKind::Reduction),
         32 => k(OmpKind::Chunk),
+        // omp_control_tool: pause/start/flush/end (`crate::apply_control`);
+        // called only when the application asks.
+        11 => true,
         _ => false,
     }
 }

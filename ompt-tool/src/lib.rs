@@ -46,7 +46,8 @@
 //!
 //! What is deliberately not recorded: `nest_lock` re-acquisitions of an
 //! already owned nest lock (the outer acquire/release pair is recorded),
-//! `control_tool` and `error` (registered, so the capability table lists them).
+//! `error` (registered, so the capability table lists it); `control_tool` applies
+//! `omp_control_tool` (`apply_control`).
 
 pub mod callbacks;
 pub mod clock;
