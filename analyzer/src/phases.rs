@@ -269,6 +269,82 @@ fn iterations(inst: &[Instance]) -> Option<PhaseIterations> {
     })
 }
 
+/// Each rank's phase intervals on global time (rank 0's clock), for the
+/// phase row the timelines draw above each rank.
+#[derive(Debug, Clone, Default)]
+pub struct PhaseLanes {
+    by_rank: BTreeMap<u32, Vec<PhaseRecord>>,
+}
+
+impl PhaseLanes {
+    /// The `phases` table of the index's trace with its clocks (empty when
+    /// the trace has none or it cannot be read: the timelines go without).
+    pub fn read(index: &crate::timeline::TimelineIndex) -> PhaseLanes {
+        let rows: Vec<(u32, PhaseRecord)> = index
+            .trace()
+            .read_records(&hyscope_format::ScanOptions::default())
+            .unwrap_or_default();
+        let mut by_rank: BTreeMap<u32, Vec<PhaseRecord>> = BTreeMap::new();
+        for (rank, mut p) in rows {
+            if let Some(m) = index.clocks().map(rank) {
+                p.start_ns = m.to_global(p.start_ns);
+                p.end_ns = m.to_global(p.end_ns);
+            }
+            by_rank.entry(rank).or_default().push(p);
+        }
+        for v in by_rank.values_mut() {
+            v.sort_by_key(|p| (p.start_ns, p.depth));
+        }
+        PhaseLanes { by_rank }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_rank.is_empty()
+    }
+
+    /// Whether `rank` has phases (its timeline gets a phase row).
+    pub fn has(&self, rank: u32) -> bool {
+        self.by_rank.contains_key(&rank)
+    }
+
+    /// The phase intervals of `rank` that overlap `[t0, t1)`.
+    pub fn in_window(&self, rank: u32, t0: i64, t1: i64) -> impl Iterator<Item = &PhaseRecord> {
+        self.by_rank
+            .get(&rank)
+            .into_iter()
+            .flatten()
+            .filter(move |p| p.start_ns < t1 && p.end_ns > t0)
+    }
+
+    /// For each of `columns` equal cells of `[t0, t1)`, the innermost phase of
+    /// `rank` at the cell's middle (the deepest; the latest begun among equals).
+    pub fn cells(&self, rank: u32, t0: i64, t1: i64, columns: usize) -> Vec<Option<&PhaseRecord>> {
+        let width = (t1 - t0).max(1) as f64 / columns.max(1) as f64;
+        let phases: Vec<&PhaseRecord> = self.in_window(rank, t0, t1).collect();
+        (0..columns)
+            .map(|c| {
+                let mid = t0 + ((c as f64 + 0.5) * width) as i64;
+                phases
+                    .iter()
+                    .filter(|p| p.start_ns <= mid && mid < p.end_ns.max(p.start_ns + 1))
+                    .max_by_key(|p| (p.depth, p.start_ns))
+                    .copied()
+            })
+            .collect()
+    }
+}
+
+/// A stable colour index for a phase name (the same name, the same colour in
+/// every view), in `0..n`.
+pub fn name_hue(name: &str, n: usize) -> usize {
+    // FNV-1a: stable across runs and builds, unlike the std hasher.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in name.bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h as usize % n.max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

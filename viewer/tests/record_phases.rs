@@ -174,6 +174,23 @@ fn nested_phases_match_what_the_program_measured() {
     );
     assert!(!one.contains("Top findings"));
     assert_eq!(report_json(&trace, &["--phase", "halo"])["name"], "halo");
+    // compare matches the phases by name (here a trace against itself).
+    let out = run_ok(
+        hyscope()
+            .arg("report")
+            .arg(&trace)
+            .arg(&trace)
+            .arg("--json"),
+    );
+    let cmp: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<&serde_json::Value> = cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["section"] == "phase")
+        .collect();
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    assert!(rows.iter().all(|r| r["a"] == r["b"]));
     let bad = hyscope()
         .args(["report", "--phase", "nope"])
         .arg(&trace)
@@ -275,4 +292,67 @@ fn pcontrol_levels_and_control_tool_pause() {
     assert_eq!(by["Pcontrol 2"]["instances"], 2);
     assert_eq!(by["paused"]["mpi_calls"], 0);
     assert_eq!(by["paused"]["omp_region_s"].as_f64().unwrap(), 0.0);
+}
+
+#[test]
+fn fortran_through_the_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let inc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../include/hyscope.f90");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/phases/fortran.f90");
+    let exe = dir.path().join("fortran");
+    // The module is compiled with the program; no library is linked.
+    let out = Command::new("gfortran")
+        .args(["-O1", "-g", "-J"])
+        .arg(dir.path())
+        .arg(&inc)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let plain = stdout(&run_ok(&mut Command::new(&exe)));
+    let trace = dir.path().join("trace");
+    let recorded = stdout(&run_ok(record_into(&trace).arg(&exe)));
+    assert_eq!(lines(&plain, "result"), ["result 3"]);
+    assert_eq!(lines(&recorded, "result"), ["result 3"]);
+
+    let measured: BTreeMap<(String, i64), i64> = lines(&recorded, "phase ")
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                (f[1].to_string(), f[2].parse().unwrap()),
+                f[3].parse().unwrap(),
+            )
+        })
+        .collect();
+    let t = Trace::open(&trace).unwrap();
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    let got: Vec<(&str, u32, u8, i64)> = rows
+        .iter()
+        .map(|(_, p)| (p.name.as_str(), p.depth, p.source, p.iteration))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("outer", 0, phase_source::API, NO_ITERATION),
+            ("inner", 1, phase_source::API, 0),
+            ("inner", 1, phase_source::API, 1),
+            ("inner", 1, phase_source::API, 2),
+            // The mark lasts until the end; the last time step is current.
+            ("tail", 0, phase_source::MARK, 2),
+        ]
+    );
+    for (_, p) in rows.iter().filter(|(_, p)| p.name != "tail") {
+        let want = measured[&(p.name.clone(), p.iteration)] as f64;
+        let d = (p.end_ns - p.start_ns) as f64;
+        assert!((d - want).abs() <= 0.01 * want, "{}: {d} vs {want}", p.name);
+    }
+    // The report: inner repeated 3 times, step 1 the slowest (80 ms against 30).
+    let a = report_json(&trace, &[]);
+    let inner = &a["phases"]["observed"][1];
+    assert_eq!(inner["name"], "inner");
+    assert_eq!(inner["iterations"]["slowest"], 1);
 }

@@ -162,6 +162,11 @@ pub struct TimelineState {
     /// Cursor-detail readers in flight.
     readers: Arc<AtomicUsize>,
     drag_from: Option<u16>,
+    /// The trace's phases, read once the index is loaded.
+    phases: Option<hyscope_analyzer::phases::PhaseLanes>,
+    /// The visible row each drawn line below the ruler shows (None: a phase
+    /// row), for the mouse; empty when every line is a row.
+    line_rows: Vec<Option<usize>>,
 }
 
 const LABEL_W: u16 = 12;
@@ -366,7 +371,12 @@ impl TimelineState {
                 self.drag_from = Some(col);
                 // Rows start two lines below the top (border + ruler).
                 if m.row >= area.y + 2 {
-                    self.row = (m.row - area.y - 2) as usize + self.row_scroll;
+                    let line = (m.row - area.y - 2) as usize;
+                    if self.line_rows.is_empty() {
+                        self.row = line + self.row_scroll;
+                    } else if let Some(Some(row)) = self.line_rows.get(line) {
+                        self.row = *row;
+                    }
                 }
             }
             MouseEventKind::Drag(MouseButton::Left) => {
@@ -380,6 +390,51 @@ impl TimelineState {
             _ => {}
         }
     }
+}
+
+/// Colours of the phase rows, by name (`phases::name_hue`).
+const PHASE_COLORS: [Color; 6] = [
+    Color::LightMagenta,
+    Color::LightCyan,
+    Color::LightYellow,
+    Color::LightGreen,
+    Color::LightBlue,
+    Color::LightRed,
+];
+
+/// The phase row above a rank: each cell shows the rank's innermost phase,
+/// its name spelt along the cells it covers, one colour per name.
+fn phase_line(
+    lanes: &hyscope_analyzer::phases::PhaseLanes,
+    rank: u32,
+    t0: i64,
+    t1: i64,
+    cols: usize,
+) -> Line<'static> {
+    let mut spans = vec![Span::styled(
+        format!("{:w$}", "  phases", w = LABEL_W as usize),
+        Style::default().fg(Color::Gray),
+    )];
+    let mut run: Option<(&hyscope_format::PhaseRecord, usize)> = None;
+    for cell in lanes.cells(rank, t0, t1, cols) {
+        let Some(p) = cell else {
+            run = None;
+            spans.push(Span::raw(" "));
+            continue;
+        };
+        let at = match run {
+            Some((q, n)) if std::ptr::eq(q, p) => n + 1,
+            _ => 0,
+        };
+        run = Some((p, at));
+        let ch = p.name.chars().nth(at).unwrap_or('─');
+        let hue = hyscope_analyzer::phases::name_hue(&p.name, PHASE_COLORS.len());
+        spans.push(Span::styled(
+            ch.to_string(),
+            Style::default().fg(Color::Black).bg(PHASE_COLORS[hue]),
+        ));
+    }
+    Line::from(spans)
 }
 
 pub fn row_label(r: &RowKey) -> String {
@@ -459,7 +514,24 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
             Style::default().fg(Color::Gray),
         ),
     ]));
+    if st.phases.is_none() {
+        st.phases = Some(hyscope_analyzer::phases::PhaseLanes::read(ix));
+    }
+    st.line_rows.clear();
     for (i, row) in rows.iter().enumerate().skip(st.row_scroll).take(height) {
+        if let Some(lanes) = st.phases.as_ref().filter(|l| !l.is_empty()) {
+            if row.thread.is_none() && lanes.has(row.rank) {
+                if st.line_rows.len() + 1 >= height {
+                    break;
+                }
+                lines.push(phase_line(lanes, row.rank, st.t0, st.t1, cols));
+                st.line_rows.push(None);
+            }
+            if st.line_rows.len() >= height {
+                break;
+            }
+            st.line_rows.push(Some(i));
+        }
         let cells = row_cells(ix, row, st.t0, st.t1, cols);
         let marker = match row.thread {
             None if st.expanded.contains(&row.rank) => "▾",
