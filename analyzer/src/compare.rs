@@ -64,7 +64,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
     let phases = |x: &Analysis| -> Vec<(String, f64, f64)> {
         x.phases.get().map_or(Vec::new(), |v| {
             v.iter()
-                .map(|p| (p.name.clone(), p.time_s, p.mpi_s))
+                .map(|p| (p.name.clone(), p.time_s, p.inside.mpi_s))
                 .collect()
         })
     };

@@ -367,8 +367,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     // Each rank's phase windows on rank 0's clock, for the OpenMP time inside them.
     let mut phase_windows: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
     for rd in by_rank.values_mut() {
-        rd.phases
-            .sort_by(|a, b| (a.thread, a.start_ns, a.depth).cmp(&(b.thread, b.start_ns, b.depth)));
+        hyscope_format::schema::sort_phases(&mut rd.phases);
         let map = clocks.map(rd.rank);
         let windows = rd
             .phases

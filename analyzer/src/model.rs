@@ -117,14 +117,9 @@ pub struct PhaseStats {
     pub mean_rank_time_s: f64,
     /// `time_s` / the run's duration.
     pub share: f64,
-    /// Inside its intervals, summed over ranks: OpenMP parallel regions,
-    /// their fork/join overhead, synchronisation wait (all threads), MPI time
-    /// (all threads) and MPI calls begun.
-    pub omp_region_s: f64,
-    pub omp_fork_join_s: f64,
-    pub omp_sync_wait_s: f64,
-    pub mpi_s: f64,
-    pub mpi_calls: u64,
+    /// Inside its intervals, summed over ranks.
+    #[serde(flatten)]
+    pub inside: PhaseInside,
     /// POP's MPI efficiencies inside its intervals (None when it took no time).
     pub mpi_parallel_efficiency: Option<f64>,
     pub mpi_load_balance: Option<f64>,
@@ -140,11 +135,31 @@ pub struct PhaseRank {
     pub rank: u32,
     pub instances: u64,
     pub time_s: f64,
+    #[serde(flatten)]
+    pub inside: PhaseInside,
+}
+
+/// What happened inside a phase's intervals: OpenMP parallel regions, their
+/// fork/join overhead, synchronisation wait (all threads, within the
+/// regions), MPI time (all threads) and the MPI calls begun there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseInside {
     pub omp_region_s: f64,
     pub omp_fork_join_s: f64,
     pub omp_sync_wait_s: f64,
     pub mpi_s: f64,
     pub mpi_calls: u64,
+}
+
+impl PhaseInside {
+    /// Sum of two.
+    pub fn add(&mut self, o: &PhaseInside) {
+        self.omp_region_s += o.omp_region_s;
+        self.omp_fork_join_s += o.omp_fork_join_s;
+        self.omp_sync_wait_s += o.omp_sync_wait_s;
+        self.mpi_s += o.mpi_s;
+        self.mpi_calls += o.mpi_calls;
+    }
 }
 
 /// The repetitions of a phase: one per time step (`hyscope_iteration`) when

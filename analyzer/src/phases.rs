@@ -161,17 +161,22 @@ fn phase_stats(name: &str, inst: &[Instance], data: &TraceData, run: &RunFacts) 
         });
         r.instances += 1;
         r.time_s += ns_to_s(d);
-        r.mpi_s += ns_to_s(x.mpi_ns);
-        r.mpi_calls += x.mpi_calls;
-        r.omp_region_s += ns_to_s(x.omp.region_ns);
-        r.omp_fork_join_s += ns_to_s(x.omp.fork_join_ns);
-        r.omp_sync_wait_s += ns_to_s(x.omp.sync_wait_ns);
+        r.inside.add(&PhaseInside {
+            omp_region_s: ns_to_s(x.omp.region_ns),
+            omp_fork_join_s: ns_to_s(x.omp.fork_join_ns),
+            omp_sync_wait_s: ns_to_s(x.omp.sync_wait_ns),
+            mpi_s: ns_to_s(x.mpi_ns),
+            mpi_calls: x.mpi_calls,
+        });
         *outside_mpi.entry(x.rank).or_default() += (d - x.master_mpi_ns).max(0);
     }
     let ranks: Vec<PhaseRank> = ranks.into_values().collect();
     let time_s = ranks.iter().map(|r| r.time_s).fold(0.0, f64::max);
     let mean_time_s = ranks.iter().map(|r| r.time_s).sum::<f64>() / ranks.len().max(1) as f64;
-    let sum = |f: fn(&PhaseRank) -> f64| ranks.iter().map(f).sum::<f64>();
+    let mut inside = PhaseInside::default();
+    for r in &ranks {
+        inside.add(&r.inside);
+    }
     let outside: Vec<f64> = outside_mpi.values().map(|&n| ns_to_s(n)).collect();
     let mpi = (time_s > 0.0).then(|| crate::pop::mpi_efficiencies(&outside, time_s));
     let min_depth = inst.iter().map(|x| x.rec.depth).min().unwrap_or(0);
@@ -192,11 +197,7 @@ fn phase_stats(name: &str, inst: &[Instance], data: &TraceData, run: &RunFacts) 
         time_s,
         mean_rank_time_s: mean_time_s,
         share: if elapsed > 0.0 { time_s / elapsed } else { 0.0 },
-        omp_region_s: sum(|r| r.omp_region_s),
-        omp_fork_join_s: sum(|r| r.omp_fork_join_s),
-        omp_sync_wait_s: sum(|r| r.omp_sync_wait_s),
-        mpi_s: sum(|r| r.mpi_s),
-        mpi_calls: ranks.iter().map(|r| r.mpi_calls).sum(),
+        inside,
         mpi_parallel_efficiency: mpi.map(|m| m.0),
         mpi_load_balance: mpi.map(|m| m.1),
         mpi_communication_efficiency: mpi.map(|m| m.2),

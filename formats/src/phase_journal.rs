@@ -152,9 +152,7 @@ pub fn journal_to_part(path: &Path, trace_dir: &Path, rank: u32) -> Result<Journ
     let text = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
     let mut journal = parse(&String::from_utf8_lossy(&text));
     if !journal.rows.is_empty() {
-        journal
-            .rows
-            .sort_by(|a, b| (a.thread, a.start_ns, a.depth).cmp(&(b.thread, b.start_ns, b.depth)));
+        crate::schema::sort_phases(&mut journal.rows);
         let mut w = PartWriter::create(trace_dir, Table::Phases, rank, WriterOptions::default())?;
         w.write_records(&journal.rows)?;
         w.finish()?;

@@ -702,6 +702,27 @@ pub mod phase_source {
     }
 }
 
+impl PhaseRecord {
+    /// A `hyscope_phase_begin`/`_end` phase of `thread` outside any time step.
+    pub fn api(thread: u32, name: &str, start_ns: i64, end_ns: i64, depth: u32) -> PhaseRecord {
+        PhaseRecord {
+            thread,
+            name: name.to_string(),
+            start_ns,
+            end_ns,
+            depth,
+            source: phase_source::API,
+            iteration: NO_ITERATION,
+        }
+    }
+}
+
+/// Sort phase rows as the `phases` table stores them: by thread, start and
+/// depth (an enclosing phase before the ones it holds).
+pub fn sort_phases(rows: &mut [PhaseRecord]) {
+    rows.sort_by_key(|p| (p.thread, p.start_ns, p.depth));
+}
+
 /// `phases.iteration` of a phase that is not an iteration of a time-step loop.
 pub const NO_ITERATION: i64 = -1;
 

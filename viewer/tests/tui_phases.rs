@@ -11,21 +11,13 @@ mod tui;
 mod tui_frame;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use hyscope_format::schema::{NO_ITERATION, PhaseRecord, phase_source};
+use hyscope_format::schema::PhaseRecord;
 use hyscope_format::{PartWriter, Table, WriterOptions};
 use tui::app::{App, Tab};
 use tui_frame::render;
 
 fn phase(name: &str, start_ns: i64, end_ns: i64, depth: u32) -> PhaseRecord {
-    PhaseRecord {
-        thread: 0,
-        name: name.into(),
-        start_ns,
-        end_ns,
-        depth,
-        source: phase_source::API,
-        iteration: NO_ITERATION,
-    }
+    PhaseRecord::api(0, name, start_ns, end_ns, depth)
 }
 
 #[test]

@@ -513,18 +513,10 @@ fn a_partial_trace_is_said_in_the_top_bar() {
 
 #[test]
 fn a_phase_row_above_a_rank_with_phases() {
-    use hyscope_format::schema::{NO_ITERATION, PhaseRecord, phase_source};
+    use hyscope_format::schema::PhaseRecord;
     let dir = TempDir::new("phases");
     write_trace(&dir.0);
-    let phase = |name: &str, start_ns: i64, end_ns: i64, depth: u32| PhaseRecord {
-        thread: 0,
-        name: name.into(),
-        start_ns,
-        end_ns,
-        depth,
-        source: phase_source::API,
-        iteration: NO_ITERATION,
-    };
+    let phase = |name, start_ns, end_ns, depth| PhaseRecord::api(0, name, start_ns, end_ns, depth);
     let mut w = PartWriter::create(&dir.0, Table::Phases, 0, WriterOptions::default()).unwrap();
     w.write_records(&[
         phase("solver", T, T + SPAN, 0),

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use hyscope_analyzer::{Analysis, PhaseStats};
+use hyscope_analyzer::{Analysis, PhaseInside, PhaseStats};
 
 use super::{Table, fmt_time, pct, section};
 
@@ -28,41 +28,53 @@ fn repetitions(p: &PhaseStats) -> String {
     )
 }
 
+/// The columns of [`inside`].
+const INSIDE: [&str; 5] = [
+    "OpenMP regions",
+    "fork/join",
+    "sync wait",
+    "MPI",
+    "MPI calls",
+];
+
+/// What happened inside a phase, as table cells.
+fn inside(i: &PhaseInside) -> [String; 5] {
+    [
+        fmt_time(i.omp_region_s),
+        fmt_time(i.omp_fork_join_s),
+        fmt_time(i.omp_sync_wait_s),
+        fmt_time(i.mpi_s),
+        i.mpi_calls.to_string(),
+    ]
+}
+
+/// A table whose columns are `first`, then [`INSIDE`], then `last`.
+fn table(first: &[&str], last: &[&str]) -> Table {
+    let header: Vec<&str> = first.iter().chain(&INSIDE).chain(last).copied().collect();
+    Table::new(&header)
+}
+
 /// The per-phase table (nothing when the trace has no phases).
 pub fn render_phases(out: &mut String, a: &Analysis) {
     let Some(phases) = a.phases.get() else {
         return;
     };
     section(out, "Phases");
-    let mut t = Table::new(&[
-        "phase",
-        "source",
-        "instances",
-        "time",
-        "share",
-        "OpenMP regions",
-        "fork/join",
-        "sync wait",
-        "MPI",
-        "MPI calls",
-        "MPI par. eff.",
-        "repetitions",
-    ]);
+    let mut t = table(
+        &["phase", "source", "instances", "time", "share"],
+        &["MPI par. eff.", "repetitions"],
+    );
     for p in phases {
-        t.row(vec![
+        let mut row = vec![
             format!("{}{}", "  ".repeat(p.depth as usize), p.name),
             p.source.clone(),
             p.instances.to_string(),
             fmt_time(p.time_s),
             pct(p.share),
-            fmt_time(p.omp_region_s),
-            fmt_time(p.omp_fork_join_s),
-            fmt_time(p.omp_sync_wait_s),
-            fmt_time(p.mpi_s),
-            p.mpi_calls.to_string(),
-            opt_pct(p.mpi_parallel_efficiency),
-            repetitions(p),
-        ]);
+        ];
+        row.extend(inside(&p.inside));
+        row.extend([opt_pct(p.mpi_parallel_efficiency), repetitions(p)]);
+        t.row(row);
     }
     t.render(out);
     out.push_str(
@@ -97,12 +109,13 @@ pub fn render_phase(a: &Analysis, name: &str) -> Option<String> {
             pct(p.share)
         ),
     );
-    kv("OpenMP regions", fmt_time(p.omp_region_s));
-    kv("OpenMP fork/join", fmt_time(p.omp_fork_join_s));
-    kv("OpenMP sync wait", fmt_time(p.omp_sync_wait_s));
+    let i = &p.inside;
+    kv("OpenMP regions", fmt_time(i.omp_region_s));
+    kv("OpenMP fork/join", fmt_time(i.omp_fork_join_s));
+    kv("OpenMP sync wait", fmt_time(i.omp_sync_wait_s));
     kv(
         "MPI",
-        format!("{} in {} calls", fmt_time(p.mpi_s), p.mpi_calls),
+        format!("{} in {} calls", fmt_time(i.mpi_s), i.mpi_calls),
     );
     kv(
         "MPI parallel efficiency",
@@ -114,27 +127,15 @@ pub fn render_phase(a: &Analysis, name: &str) -> Option<String> {
         opt_pct(p.mpi_communication_efficiency),
     );
     section(&mut out, "Per rank");
-    let mut t = Table::new(&[
-        "rank",
-        "instances",
-        "time",
-        "OpenMP regions",
-        "fork/join",
-        "sync wait",
-        "MPI",
-        "MPI calls",
-    ]);
+    let mut t = table(&["rank", "instances", "time"], &[]);
     for r in &p.ranks {
-        t.row(vec![
+        let mut row = vec![
             r.rank.to_string(),
             r.instances.to_string(),
             fmt_time(r.time_s),
-            fmt_time(r.omp_region_s),
-            fmt_time(r.omp_fork_join_s),
-            fmt_time(r.omp_sync_wait_s),
-            fmt_time(r.mpi_s),
-            r.mpi_calls.to_string(),
-        ]);
+        ];
+        row.extend(inside(&r.inside));
+        t.row(row);
     }
     t.render(&mut out);
     if let Some(it) = &p.iterations {
