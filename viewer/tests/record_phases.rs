@@ -356,3 +356,34 @@ fn fortran_through_the_module() {
     assert_eq!(inner["name"], "inner");
     assert_eq!(inner["iterations"]["slowest"], 1);
 }
+
+#[test]
+fn a_killed_process_keeps_its_finished_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "killed");
+    let trace = dir.path().join("trace");
+    let out = record_into(&trace).arg(&exe).output().unwrap();
+    assert_eq!(stdout(&out).trim(), "ready", "{}", stderr(&out));
+    // `hyscope record` encoded the spool and the phase journal it left.
+    let t = Trace::open(&trace).unwrap();
+    assert_eq!(
+        t.manifest.ranks[0].end,
+        Some(hyscope_format::manifest::ProcessEnd::Killed)
+    );
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    let got: Vec<(&str, i64)> = rows
+        .iter()
+        .map(|(_, p)| (p.name.as_str(), p.iteration))
+        .collect();
+    // "open" was still open when the process died: not a phase.
+    assert_eq!(
+        got,
+        [
+            ("before", NO_ITERATION),
+            ("step", 0),
+            ("step", 1),
+            ("step", 2)
+        ]
+    );
+    assert!(!trace.join("spool").exists());
+}
