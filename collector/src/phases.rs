@@ -4,7 +4,7 @@
 //! `phases` table (through its journal, `hyscope_format::phase_journal`).
 //!
 //! Phases are user annotations, a few per time step, not per loop chunk:
-//! each call takes one process-wide lock (uncontended, ~20 ns), which keeps
+//! each call takes one process-wide lock (uncontended), which keeps
 //! the name interning, the per-thread stacks and the closing of every open
 //! phase at exit in one place. The recording threads never do I/O here: the
 //! writer thread appends the finished phases to the journal with the other
@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_int, c_longlong};
 use std::io::Write;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 
 use hyscope_format::phase_journal::{self, PhaseRow};
 use hyscope_format::schema::{NO_ITERATION, phase_source};
@@ -57,29 +57,39 @@ struct ThreadPhases {
 struct State {
     ids: HashMap<String, u32>,
     names: Vec<String>,
-    /// Names already in the journal (ids below this).
-    journaled_names: usize,
     threads: Vec<ThreadPhases>,
     /// Finished phases not in the journal yet.
     done: Vec<PhaseRow>,
-    journal: Option<std::fs::File>,
-    /// The process the journal belongs to: a forked child starts its own.
-    pid: u32,
-    broken: bool,
+    /// The [`FORKS`] generation the state belongs to: a forked child starts its own.
+    generation: u32,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
+/// Forks seen ([`forked`], run in the child): a state of an older
+/// generation is the parent's. (Not `getpid` per call: a system call costs
+/// a microsecond on some VMs.)
+static FORKS: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn forked() {
+    FORKS.fetch_add(1, Ordering::Relaxed);
+}
+
 fn with_state<R>(f: impl FnOnce(&mut State) -> R) -> R {
+    static AT_FORK: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registering a plain extern "C" function with no preconditions.
+    AT_FORK.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(forked));
+    });
     let mut guard = lock(&STATE);
     let state = guard.get_or_insert_with(State::default);
-    let pid = std::process::id();
-    if state.pid != pid {
-        if state.pid != 0 {
-            // After fork: the parent's phases and journal are the parent's.
-            *state = State::default();
-        }
-        state.pid = pid;
+    let generation = FORKS.load(Ordering::Relaxed);
+    if state.generation != generation {
+        // After fork: the parent's phases are the parent's.
+        *state = State {
+            generation,
+            ..State::default()
+        };
     }
     f(state)
 }
@@ -135,8 +145,13 @@ impl State {
 /// The calling thread's index and the time, and make sure the process's
 /// trace is written at exit.
 fn here() -> (u32, i64) {
-    events::mark_active();
-    (events::thread_index(), clock::now_ns())
+    // The time first: starting the writer thread on a process's first
+    // event must not delay the phase's begin.
+    let now = clock::now_ns();
+    if !events::is_active() {
+        events::mark_active();
+    }
+    (events::thread_index(), now)
 }
 
 /// Begin a named phase on the calling thread.
@@ -154,19 +169,21 @@ pub fn begin(name: &str) {
 pub fn end(name: Option<&str>) {
     let (thread, now) = here();
     let unclosed = with_state(|s| {
-        let target = match name {
-            None => s.thread(thread).stack.len().checked_sub(1),
-            Some(n) => {
-                let id = s.ids.get(n).copied();
-                s.thread(thread)
-                    .stack
-                    .iter()
-                    .rposition(|o| Some(o.name) == id)
-            }
+        let id = name.map(|n| s.ids.get(n).copied());
+        let stack = &mut s.thread(thread).stack;
+        let target = match id {
+            None => stack.len().checked_sub(1),
+            Some(id) => stack.iter().rposition(|o| Some(o.name) == id),
         };
         let Some(at) = target else {
             return Err(());
         };
+        if at + 1 == stack.len() {
+            // The innermost: the common case, without allocating.
+            let o = stack.pop().expect("at is the last index");
+            s.close(thread, o, now);
+            return Ok(Vec::new());
+        }
         let ended: Vec<Open> = s.thread(thread).stack.drain(at..).collect();
         let inner: Vec<String> = ended[1..]
             .iter()
@@ -243,7 +260,7 @@ pub fn resume() {
     if !PAUSED.swap(false, Ordering::Relaxed) {
         return;
     }
-    let (thread, now) = here();
+    let (_, now) = here();
     with_state(|s| {
         // The thread that resumes need not be the one that paused.
         let paused: Vec<(u32, Open)> = (0..s.threads.len() as u32)
@@ -252,7 +269,6 @@ pub fn resume() {
         for (t, o) in paused {
             s.close(t, o, now);
         }
-        let _ = thread;
     });
 }
 
@@ -301,80 +317,126 @@ pub fn close_open(now: i64) {
     }
 }
 
-/// Append the finished phases (and the names they use first) to the
-/// journal (writer thread, and the exit flush).
-pub fn spool() {
-    let failed = with_state(|s| {
-        if s.done.is_empty() || s.broken {
-            return None;
-        }
-        if s.journal.is_none() {
-            let dir = session::trace_dir()?.join("spool");
-            let path = dir.join(phase_journal::journal_file_name(
+/// The journal file: written only by the writer thread and the exit flush
+/// (both under the collector's writer lock), and never under [`STATE`]'s
+/// lock, so the recording threads never wait for its I/O. Lock order:
+/// `JOURNAL`, then `STATE`.
+#[derive(Default)]
+struct Journal {
+    file: Option<std::fs::File>,
+    /// Names already in the file (ids below this).
+    names: usize,
+    /// The process the file belongs to: a forked child starts its own.
+    pid: u32,
+    broken: bool,
+}
+
+static JOURNAL: Mutex<Option<Journal>> = Mutex::new(None);
+
+fn journal_path() -> Option<std::path::PathBuf> {
+    Some(
+        session::trace_dir()?
+            .join("spool")
+            .join(phase_journal::journal_file_name(
                 session::rank(),
                 std::process::id(),
-            ));
-            let opened = std::fs::create_dir_all(&dir).and_then(|_| {
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)?;
-                writeln!(f, "{}", phase_journal::HEADER)?;
-                Ok(f)
-            });
+            )),
+    )
+}
+
+impl Journal {
+    /// Append the finished phases (and the names they use first).
+    fn append(&mut self) -> Result<(), String> {
+        let pid = std::process::id();
+        if self.pid != pid {
+            *self = Journal {
+                pid,
+                ..Journal::default()
+            };
+        }
+        // Taken under the state lock, written after it.
+        let from = self.names;
+        let Some((names, rows)) = with_state(|s| {
+            if s.done.is_empty() {
+                return None;
+            }
+            let names: Vec<(u32, String)> = (from.min(s.names.len())..s.names.len())
+                .map(|i| (i as u32, s.names[i].clone()))
+                .collect();
+            Some((names, std::mem::take(&mut s.done)))
+        }) else {
+            return Ok(());
+        };
+        if self.broken {
+            return Ok(());
+        }
+        if self.file.is_none() {
+            let Some(path) = journal_path() else {
+                return Ok(());
+            };
+            let opened = path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|_| {
+                    let mut f = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&path)?;
+                    writeln!(f, "{}", phase_journal::HEADER)?;
+                    Ok(f)
+                });
             match opened {
-                Ok(f) => s.journal = Some(f),
+                Ok(f) => self.file = Some(f),
                 Err(e) => {
-                    s.broken = true;
-                    return Some(format!(
-                        "cannot write the phases to {} ({e})",
+                    self.broken = true;
+                    return Err(format!(
+                        "cannot write the phases to {} ({e}); they are lost",
                         path.display()
                     ));
                 }
             }
         }
-        let new_names: Vec<(u32, &str)> = (s.journaled_names..s.names.len())
-            .map(|i| (i as u32, s.names[i].as_str()))
-            .collect();
-        let bytes = phase_journal::encode(&new_names, &s.done);
-        let journal = s.journal.as_mut()?;
-        match journal.write_all(&bytes) {
+        let names: Vec<(u32, &str)> = names.iter().map(|(i, n)| (*i, n.as_str())).collect();
+        let bytes = phase_journal::encode(&names, &rows);
+        let file = self.file.as_mut().expect("opened above");
+        match file.write_all(&bytes) {
             Ok(()) => {
-                s.journaled_names = s.names.len();
-                s.done.clear();
-                None
+                self.names = from + names.len();
+                Ok(())
             }
             Err(e) => {
-                s.broken = true;
-                Some(format!("cannot write the phases ({e}); they are lost"))
+                self.broken = true;
+                Err(format!("cannot write the phases ({e}); they are lost"))
             }
         }
-    });
-    if let Some(msg) = failed {
-        session::warn(&msg);
+    }
+}
+
+/// Append the finished phases to the journal (writer thread).
+pub fn spool() {
+    let mut guard = lock(&JOURNAL);
+    if let Err(e) = guard.get_or_insert_with(Journal::default).append() {
+        session::warn(&e);
     }
 }
 
 /// Encode the journal into the `phases` part and remove it (exit flush).
 pub fn encode() {
-    spool();
-    let journal = with_state(|s| {
-        s.journal.take()?;
-        // The names start again in the next journal (after the exit flush
-        // of MPI_Finalize, phases may follow until the process exits).
-        s.journaled_names = 0;
-        Some(())
-    });
-    if journal.is_none() {
+    let mut guard = lock(&JOURNAL);
+    let journal = guard.get_or_insert_with(Journal::default);
+    if let Err(e) = journal.append() {
+        session::warn(&e);
+    }
+    if journal.file.take().is_none() {
         return;
     }
-    let (Some(dir), rank) = (session::trace_dir(), session::rank()) else {
+    // Phases may follow (after the flush of MPI_Finalize, until the process
+    // exits): the next journal starts with its names again.
+    journal.names = 0;
+    let (Some(dir), Some(path)) = (session::trace_dir(), journal_path()) else {
         return;
     };
-    let path = dir
-        .join("spool")
-        .join(phase_journal::journal_file_name(rank, std::process::id()));
-    match phase_journal::journal_to_part(&path, &dir, rank) {
+    match phase_journal::journal_to_part(&path, &dir, session::rank()) {
         Ok(_) => {
             if let Err(e) = std::fs::remove_file(&path) {
                 session::warn(&format!("cannot remove {} ({e})", path.display()));

@@ -1,8 +1,10 @@
-! Phases from Fortran through the hyscope module: "outer" around 3 time
-! steps of "inner" (each sleeps 30 ms, step 1 sleeps 80 ms), then a mark
-! "tail" (sleeps 20 ms) that lasts until the end. Prints each interval it
-! measured around the calls (phase <name> <step> <ns>) and a result line;
-! without hyscope it runs and prints the same result.
+! Phases from Fortran through the hyscope module: "start" (sleeps 10 ms:
+! the first call into hyscope also starts its collector, so this one's
+! begin is late), then "outer" around 3 time steps of "inner" (each sleeps
+! 30 ms, step 1 sleeps 80 ms), then a mark "tail" (sleeps 20 ms) that lasts
+! until the end. Prints each interval it measured around the calls
+! (phase <name> <step> <ns>) and a result line; without hyscope it runs
+! and prints the same result.
 program phases_fortran
   use hyscope
   use, intrinsic :: iso_c_binding
@@ -17,6 +19,9 @@ program phases_fortran
   integer :: step, rc, total
   total = 0
   call system_clock(count_rate=rate)
+  call hyscope_phase_begin("start")
+  rc = usleep(10000_c_int)
+  call hyscope_phase_end("start")
   call system_clock(o0)
   call hyscope_phase_begin("outer")
   do step = 0, 2
