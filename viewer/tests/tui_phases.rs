@@ -48,4 +48,23 @@ fn a_phase_row_above_each_rank_with_phases() {
     let halo = text.find("halo─").expect("halo spelt");
     let solver = text.find("solver─").expect("solver spelt");
     assert!(halo < solver, "{text}");
+
+    // A click selects the row drawn there: the phase row belongs to no row,
+    // rank 0's row is below it and rank 1's below that.
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let area = a.last_timeline_area;
+    let click = |a: &mut App, line: u16| {
+        a.on_mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: area.x + 20,
+            row: area.y + 2 + line,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    click(&mut a, 2);
+    assert_eq!(a.timeline.row, 1);
+    click(&mut a, 0);
+    assert_eq!(a.timeline.row, 1);
+    click(&mut a, 1);
+    assert_eq!(a.timeline.row, 0);
 }

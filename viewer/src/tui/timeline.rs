@@ -485,10 +485,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
     let rows = st.visible_rows(&app.data, &app.filter);
     st.row = st.row.min(rows.len().saturating_sub(1));
     let height = main.height.saturating_sub(3) as usize; // borders + ruler
+    if st.phases.is_none() {
+        st.phases = Some(hyscope_analyzer::phases::PhaseLanes::read(ix));
+    }
+    // Rows that fit: with phase rows, up to two lines per row.
+    let fit = if st.phases.as_ref().is_some_and(|l| !l.is_empty()) {
+        (height / 2).max(1)
+    } else {
+        height
+    };
     if st.row < st.row_scroll {
         st.row_scroll = st.row;
-    } else if height > 0 && st.row >= st.row_scroll + height {
-        st.row_scroll = st.row + 1 - height;
+    } else if fit > 0 && st.row >= st.row_scroll + fit {
+        st.row_scroll = st.row + 1 - fit;
     }
     let cols = st.columns as usize;
     let (sel_a, sel_b) = st.selection.unwrap_or((i64::MAX, i64::MIN));
@@ -514,9 +523,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut super::app::App) {
             Style::default().fg(Color::Gray),
         ),
     ]));
-    if st.phases.is_none() {
-        st.phases = Some(hyscope_analyzer::phases::PhaseLanes::read(ix));
-    }
     st.line_rows.clear();
     for (i, row) in rows.iter().enumerate().skip(st.row_scroll).take(height) {
         if let Some(lanes) = st.phases.as_ref().filter(|l| !l.is_empty()) {
