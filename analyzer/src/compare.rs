@@ -60,6 +60,18 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         row("region", &k, "time_s", t1, t2);
         row("region", &k, "fork_join_s", f1, f2);
     }
+    // Phases by name: their time and the MPI time inside them.
+    let phases = |x: &Analysis| -> Vec<(String, f64, f64)> {
+        x.phases.get().map_or(Vec::new(), |v| {
+            v.iter()
+                .map(|p| (p.name.clone(), p.time_s, p.inside.mpi_s))
+                .collect()
+        })
+    };
+    for (k, (t1, m1), (t2, m2)) in pair(&phases(a), &phases(b)) {
+        row("phase", &k, "time_s", t1, t2);
+        row("phase", &k, "mpi_s", m1, m2);
+    }
     let loops = |x: &Analysis| -> Vec<(String, f64, f64)> {
         x.loops.get().map_or(Vec::new(), |v| {
             v.iter()

@@ -10,7 +10,7 @@
 //! or piece of a part per task) and puts every timestamp on rank 0's clock;
 //! [`omp`] rebuilds regions and loops per rank (both cores on each rank); [`tuner`] simulates loop schedules; [`mpi`]
 //! builds the profile and wait states from [`aligned`]'s matched messages and
-//! collectives; [`memory`], [`energy`], [`pop`] and
+//! collectives; [`phases`] restricts them to the named phases; [`memory`], [`energy`], [`pop`] and
 //! [`findings`] derive the rest. [`compare`] diffs two analyses.
 
 pub mod aligned;
@@ -23,6 +23,7 @@ pub mod memory;
 pub mod model;
 pub mod mpi;
 pub mod omp;
+pub mod phases;
 pub mod placement;
 pub mod pop;
 pub mod timeline;
@@ -94,6 +95,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
     let memory = memory::analyze_memory(data, &run, options);
     let energy = energy::analyze_energy(data, &run, &omp);
     let pop = pop::analyze_pop(data, &run, &omp);
+    let phases = phases::analyze_phases(data, &run);
     let mut run = run;
     run.placement = placement::rank_placement(&data.manifest, &run, &omp.ranks);
     run.serialized_regions = omp.serialized_regions;
@@ -116,6 +118,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
         integrity: TraceIntegrity {
             problems: data.problems.clone(),
         },
+        phases,
     };
     analysis.findings = findings::findings(&analysis);
     warnings.sort();

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use hyscope_format::manifest::{MAX_CLOCK_NS, MAX_THREADS};
 use hyscope_format::reader::{part_row_group_rows, read_part_records, read_part_row_groups_into};
 use hyscope_format::{
-    Manifest, MpiRecord, OmpRecord, PartFile, SampleRecord, ScanOptions, SymbolRecord, Table, Trace,
+    Manifest, MpiRecord, OmpRecord, PartFile, PhaseRecord, SampleRecord, ScanOptions, SymbolRecord,
+    Table, Trace,
 };
 use rayon::prelude::*;
 
@@ -35,6 +36,10 @@ pub struct RankData {
     /// the POP metrics look at this window, so MPI start-up is not "communication".
     pub app_start_ns: i64,
     pub app_end_ns: i64,
+    /// Named phase intervals, sorted by (thread, start, depth).
+    pub phases: Vec<PhaseRecord>,
+    /// The OpenMP time inside each of `phases` (summed while loading).
+    pub phase_omp: Vec<crate::phases::PhaseOmp>,
 }
 
 /// Everything the analysis passes read.
@@ -256,7 +261,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     // mapping so that no sum overflows.
     let raw = (-MAX_CLOCK_NS, MAX_CLOCK_NS);
     let mut parts: Vec<&PartFile> = Vec::new();
-    for t in [Table::Mpi, Table::Samples, Table::Symbols] {
+    for t in [Table::Mpi, Table::Samples, Table::Symbols, Table::Phases] {
         parts.extend(trace.parts(t));
     }
     let omp_parts = trace.parts(Table::Omp);
@@ -276,6 +281,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         Mpi(Vec<MpiRecord>),
         Samples(Vec<SampleRecord>),
         Symbols(Vec<SymbolRecord>),
+        Phases(Vec<PhaseRecord>),
     }
     let options = ScanOptions::default();
     // Biggest parts first so the two cores finish together.
@@ -286,6 +292,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
             let rows = match p.table {
                 Table::Mpi => Rows::Mpi(read_part_records(p, &options)?),
                 Table::Samples => Rows::Samples(read_part_records(p, &options)?),
+                Table::Phases => Rows::Phases(read_part_records(p, &options)?),
                 _ => Rows::Symbols(read_part_records(p, &options)?),
             };
             if let Some(b) = &bar {
@@ -331,6 +338,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                 rd.mpi.append(&mut v)
             }
             Rows::Samples(mut v) => rd.samples.append(&mut v),
+            Rows::Phases(mut v) => rd.phases.append(&mut v),
             Rows::Symbols(v) => {
                 for s in v {
                     let loc = CodeLocation {
@@ -363,6 +371,26 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         .map(|r| r.rank)
         .collect();
     let checked_clock = |rank: u32| on_clock0.contains(&rank);
+    // Each rank's phase windows on rank 0's clock, for the OpenMP time inside them.
+    let mut phase_windows: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
+    for rd in by_rank.values_mut() {
+        hyscope_format::schema::sort_phases(&mut rd.phases);
+        let map = clocks.map(rd.rank);
+        let windows = rd
+            .phases
+            .iter_mut()
+            .map(|p| {
+                clip(&mut p.start_ns, &mut p.end_ns, raw);
+                if let Some(m) = map {
+                    p.start_ns = m.to_global(p.start_ns);
+                    p.end_ns = m.to_global(p.end_ns);
+                }
+                (p.start_ns, p.end_ns)
+            })
+            .collect();
+        phase_windows.insert(rd.rank, windows);
+    }
+    let mut phase_omp: HashMap<u32, Vec<crate::phases::PhaseOmp>> = HashMap::new();
     let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
     for p in omp_parts {
         rank_parts.entry(p.rank).or_default().push(p);
@@ -391,7 +419,12 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         if pool.len() < batch.len() {
             pool.resize_with(batch.len(), Vec::new);
         }
-        type Done = (RankPass, (i64, i64, u64, u32), u64);
+        type Done = (
+            RankPass,
+            (i64, i64, u64, u32),
+            u64,
+            Vec<crate::phases::PhaseOmp>,
+        );
         let done: Vec<Done> = batch
             .into_par_iter()
             .zip(pool.par_iter_mut())
@@ -440,6 +473,10 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                 let threads = threads
                     .max(manifest_threads.get(&rank).copied().unwrap_or(1))
                     .max(1);
+                let in_phases = crate::phases::omp_in_windows(
+                    rows,
+                    phase_windows.get(&rank).map_or(&[], Vec::as_slice),
+                );
                 let t_pass = std::time::Instant::now();
                 let pass = crate::omp::rank_pass(rank, rows, threads);
                 if std::env::var_os("HYSCOPE_TIMING").is_some() {
@@ -450,10 +487,16 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                         t_pass.elapsed().as_secs_f64()
                     );
                 }
-                Ok::<_, AnalyzeError>((pass, (first, last, rows.len() as u64, threads), clipped))
+                Ok::<_, AnalyzeError>((
+                    pass,
+                    (first, last, rows.len() as u64, threads),
+                    clipped,
+                    in_phases,
+                ))
             })
             .collect::<Result<_, _>>()?;
-        for (pass, span, clipped) in done {
+        for (pass, span, clipped, in_phases) in done {
+            phase_omp.insert(pass.rank(), in_phases);
             if clipped > 0 {
                 problems.push(clipped_problem(pass.rank(), clipped, "OpenMP", window));
             }
@@ -466,6 +509,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         b.finish_and_clear();
     }
     for rd in by_rank.values_mut() {
+        rd.phase_omp = phase_omp.remove(&rd.rank).unwrap_or_default();
         if let Some(&(first, last, n, threads)) = omp_span.get(&rd.rank) {
             rd.omp_rows = n;
             rd.omp_threads = threads;

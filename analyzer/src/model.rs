@@ -90,6 +90,94 @@ pub struct Analysis {
     /// first when it is not complete, so no number below is read as whole.
     #[serde(default)]
     pub integrity: TraceIntegrity,
+    /// Per named phase (`phases` table), in order of first appearance.
+    #[serde(default = "no_phases")]
+    pub phases: Observable<Vec<PhaseStats>>,
+}
+
+fn no_phases() -> Observable<Vec<PhaseStats>> {
+    Observable::not("no phases recorded")
+}
+
+/// One named phase over the run (`crate::phases`). Times are seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseStats {
+    pub name: String,
+    /// Where its intervals come from: `api`, `mark`, `pcontrol`, `pause`.
+    pub source: String,
+    /// Phases open around it (0 = outermost), the least over its instances.
+    pub depth: u32,
+    /// The phase around its first instance at the least depth, if any.
+    pub parent: Option<String>,
+    /// Intervals over all ranks and threads.
+    pub instances: u64,
+    /// Its time on the rank where it took longest (sum of that rank's intervals).
+    pub time_s: f64,
+    /// Its time per rank, mean over the ranks that have it.
+    pub mean_rank_time_s: f64,
+    /// `time_s` / the run's duration.
+    pub share: f64,
+    /// Inside its intervals, summed over ranks.
+    #[serde(flatten)]
+    pub inside: PhaseInside,
+    /// POP's MPI efficiencies inside its intervals (None when it took no time).
+    pub mpi_parallel_efficiency: Option<f64>,
+    pub mpi_load_balance: Option<f64>,
+    pub mpi_communication_efficiency: Option<f64>,
+    /// A repeated phase's repetitions (None when it ran once).
+    pub iterations: Option<PhaseIterations>,
+    pub ranks: Vec<PhaseRank>,
+}
+
+/// A phase on one rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseRank {
+    pub rank: u32,
+    pub instances: u64,
+    pub time_s: f64,
+    #[serde(flatten)]
+    pub inside: PhaseInside,
+}
+
+/// What happened inside a phase's intervals: OpenMP parallel regions, their
+/// fork/join overhead, synchronisation wait (all threads, within the
+/// regions), MPI time (all threads) and the MPI calls begun there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseInside {
+    pub omp_region_s: f64,
+    pub omp_fork_join_s: f64,
+    pub omp_sync_wait_s: f64,
+    pub mpi_s: f64,
+    pub mpi_calls: u64,
+}
+
+impl PhaseInside {
+    /// Sum of two.
+    pub fn add(&mut self, o: &PhaseInside) {
+        self.omp_region_s += o.omp_region_s;
+        self.omp_fork_join_s += o.omp_fork_join_s;
+        self.omp_sync_wait_s += o.omp_sync_wait_s;
+        self.mpi_s += o.mpi_s;
+        self.mpi_calls += o.mpi_calls;
+    }
+}
+
+/// The repetitions of a phase: one per time step (`hyscope_iteration`) when
+/// its intervals carry one, else one per occurrence on each rank and thread;
+/// a repetition's time is that of its slowest rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseIterations {
+    pub by_time_step: bool,
+    pub count: u64,
+    pub mean_s: f64,
+    pub min_s: f64,
+    pub max_s: f64,
+    /// (max − min) / mean.
+    pub spread: f64,
+    /// The time step (or occurrence index) of the slowest repetition.
+    pub slowest: i64,
+    /// (time step or occurrence index, time) of each repetition.
+    pub times_s: Vec<(i64, f64)>,
 }
 
 /// How complete and sound a trace is: what was lost and what was found damaged.

@@ -27,6 +27,17 @@ use crate::load::{TraceData, ns_to_s};
 use crate::model::*;
 use crate::omp::{OmpResult, inside};
 
+/// The MPI level of the tree from each rank's time outside MPI (`o_r`) in
+/// an elapsed time `t`: (MPI parallel efficiency, MPI load balance, MPI
+/// communication efficiency). Also used per phase (`crate::phases`).
+pub fn mpi_efficiencies(outside_mpi: &[f64], t: f64) -> (f64, f64, f64) {
+    let r = outside_mpi.len().max(1) as f64;
+    let mean_o = outside_mpi.iter().sum::<f64>() / r;
+    let max_o = outside_mpi.iter().cloned().fold(0.0, f64::max);
+    let mpi_lb = if max_o > 0.0 { mean_o / max_o } else { 1.0 };
+    (mean_o / t, mpi_lb, max_o / t)
+}
+
 pub fn analyze_pop(data: &TraceData, _run: &RunFacts, omp: &OmpResult) -> Observable<Pop> {
     // Elapsed time of the application windows (MPI_Init end → MPI_Finalize start).
     let active = data.ranks.iter().filter(|r| r.app_end_ns > r.app_start_ns);
@@ -82,12 +93,7 @@ pub fn analyze_pop(data: &TraceData, _run: &RunFacts, omp: &OmpResult) -> Observ
     let ct = cores as f64 * t;
     let sum_u: f64 = useful.iter().flatten().sum();
     let pe = sum_u / ct;
-    let r = outside_mpi.len() as f64;
-    let mean_o = outside_mpi.iter().sum::<f64>() / r;
-    let max_o = outside_mpi.iter().cloned().fold(0.0, f64::max);
-    let mpi_lb = if max_o > 0.0 { mean_o / max_o } else { 1.0 };
-    let mpi_ce = max_o / t;
-    let mpi_pe = mean_o / t;
+    let (mpi_pe, mpi_lb, mpi_ce) = mpi_efficiencies(&outside_mpi, t);
     let omp_pe = if mpi_pe > 0.0 { pe / mpi_pe } else { 0.0 };
     let (mut s_mean, mut s_max) = (0.0, 0.0);
     for u in &useful {

@@ -522,6 +522,7 @@ fn writer_loop() {
         let items = std::mem::take(&mut *lock(&QUEUE.items));
         let mpi = items.iter().any(|i| matches!(i, Full::Mpi(_)));
         writer.write_items(items);
+        crate::phases::spool();
         if flushed.elapsed() >= FLUSH_EVERY {
             // The rows of the threads' current blocks too, and the samples
             // taken since: bounded delay to disk.
@@ -752,6 +753,7 @@ impl Writer {
             let n = encode_spool(w, &mut self.addresses, self.broken);
             self.counts.mpi += n;
         }
+        crate::phases::encode();
         if let Some(w) = self.samples.take() {
             self.counts.samples += encode_sample_spool(w, self.broken);
         }

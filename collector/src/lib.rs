@@ -7,7 +7,8 @@
 //! - [`session`]: configuration, rank, trace directory, manifest, warnings, exit path;
 //! - [`symbols`]: code addresses → function, file:line at exit;
 //! - [`crash`]: fatal-signal handlers that spool every recorded event first;
-//! - [`mpi`]: PMPI wrappers; [`samplers`]: sampled metrics.
+//! - [`mpi`]: PMPI wrappers; [`samplers`]: sampled metrics;
+//! - [`phases`]: named phases (`hyscope.h`, `MPI_Pcontrol` levels, `omp_control_tool`).
 //!
 //! The OMPT adapter lives in the `hyscope-ompt` crate; this crate exports
 //! `ompt_start_tool` and is its sink.
@@ -16,6 +17,7 @@ pub mod clock;
 pub mod crash;
 pub mod events;
 pub mod mpi;
+pub mod phases;
 pub mod samplers;
 pub mod session;
 pub mod symbols;
@@ -63,6 +65,13 @@ impl hyscope_ompt::Sink for CollectorSink {
     }
     fn finalize(&self) {
         guarded(session::finish);
+    }
+    fn control(&self, command: hyscope_ompt::Control) {
+        guarded(|| match command {
+            hyscope_ompt::Control::Start => phases::resume(),
+            hyscope_ompt::Control::Pause | hyscope_ompt::Control::End => phases::pause(),
+            hyscope_ompt::Control::Flush => session::flush_all(),
+        });
     }
 }
 

@@ -457,6 +457,7 @@ pub fn finish() {
         // The application's end: what comes after is the collector's.
         let now = clock::now_ns();
         with_rank_info(|r| r.exit_ns = Some(now));
+        crate::phases::close_open(now);
     }
     hyscope_ompt::before_exit_flush();
     events::flush_all();

@@ -15,12 +15,14 @@
 //!   run, encoded to Parquet after it;
 //! - [`settings`]: every `HYSCOPE_*` variable, its default, meaning and
 //!   validation (read by the collector, `hyscope record` and the viewers);
+//! - [`phase_journal`]: the phases' spool, a line journal (names interned);
 //! - [`unspool`]: a spool encoded into the table's Parquet parts (at the end of
 //!   the run, or later for a rank that was killed).
 
 pub mod error;
 pub mod manifest;
 pub mod metrics;
+pub mod phase_journal;
 pub mod reader;
 pub mod records;
 pub mod sample_spool;
@@ -37,5 +39,5 @@ pub mod writer;
 pub use error::FormatError;
 pub use manifest::{FORMAT_VERSION, Manifest};
 pub use reader::{PartFile, ScanOptions, Trace};
-pub use schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord, Table};
+pub use schema::{MpiRecord, OmpKind, OmpRecord, PhaseRecord, SampleRecord, SymbolRecord, Table};
 pub use writer::{PartWriter, WriterOptions};

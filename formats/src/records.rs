@@ -12,7 +12,7 @@ use arrow_array::{
     UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
 
-use crate::schema::{MpiRecord, OmpRecord, SampleRecord, SymbolRecord, Table};
+use crate::schema::{MpiRecord, OmpRecord, PhaseRecord, SampleRecord, SymbolRecord, Table};
 
 /// A row type of one table.
 pub trait Record: Sized {
@@ -267,6 +267,53 @@ impl Record for SymbolRecord {
                 function: opt(function, i),
                 file: opt(file, i),
                 line: (!line.is_null(i)).then(|| line.value(i)),
+            })
+            .collect())
+    }
+}
+
+impl Record for PhaseRecord {
+    const TABLE: Table = Table::Phases;
+
+    fn to_batch(rows: &[Self]) -> RecordBatch {
+        macro_rules! column {
+            ($ty:ident, $f:ident) => {
+                Arc::new($ty::from_iter_values(rows.iter().map(|r| r.$f))) as ArrayRef
+            };
+        }
+        batch(
+            Table::Phases,
+            vec![
+                column!(UInt32Array, thread),
+                Arc::new(StringArray::from_iter_values(
+                    rows.iter().map(|r| r.name.as_str()),
+                )),
+                column!(Int64Array, start_ns),
+                column!(Int64Array, end_ns),
+                column!(UInt32Array, depth),
+                column!(UInt8Array, source),
+                column!(Int64Array, iteration),
+            ],
+        )
+    }
+
+    fn from_batch(b: &RecordBatch) -> Result<Vec<Self>, String> {
+        let thread = col::<UInt32Type>(b, "thread")?.values();
+        let name = str_col(b, "name")?;
+        let start = col::<Int64Type>(b, "start_ns")?.values();
+        let end = col::<Int64Type>(b, "end_ns")?.values();
+        let depth = col::<UInt32Type>(b, "depth")?.values();
+        let source = col::<UInt8Type>(b, "source")?.values();
+        let iteration = col::<Int64Type>(b, "iteration")?.values();
+        Ok((0..b.num_rows())
+            .map(|i| PhaseRecord {
+                thread: thread[i],
+                name: name.value(i).to_string(),
+                start_ns: start[i],
+                end_ns: end[i],
+                depth: depth[i],
+                source: source[i],
+                iteration: iteration[i],
             })
             .collect())
     }

@@ -18,6 +18,7 @@
 //! | `mpi`     | one MPI call, or one request completion      | [`MpiRecord`] |
 //! | `samples` | one value of one sampled metric              | [`SampleRecord`] |
 //! | `symbols` | one code address resolved to source          | [`SymbolRecord`] |
+//! | `phases`  | one named phase interval of one thread (1.2, optional) | [`PhaseRecord`] |
 //!
 //! The column-by-column documentation (type, unit, meaning) is in
 //! `formats/README.md` and on each record's fields below.
@@ -26,17 +27,24 @@ use std::sync::{Arc, OnceLock};
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
-/// The four tables of a trace.
+/// The tables of a trace (`phases` is optional: traces before 1.2 have none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Table {
     Omp,
     Mpi,
     Samples,
     Symbols,
+    Phases,
 }
 
 impl Table {
-    pub const ALL: [Table; 4] = [Table::Omp, Table::Mpi, Table::Samples, Table::Symbols];
+    pub const ALL: [Table; 5] = [
+        Table::Omp,
+        Table::Mpi,
+        Table::Samples,
+        Table::Symbols,
+        Table::Phases,
+    ];
 
     /// Directory name of the table inside a trace.
     pub fn dir_name(self) -> &'static str {
@@ -45,18 +53,20 @@ impl Table {
             Table::Mpi => "mpi",
             Table::Samples => "samples",
             Table::Symbols => "symbols",
+            Table::Phases => "phases",
         }
     }
 
     /// The schema of the Parquet files of this table (without the `rank` partition column).
     pub fn file_schema(self) -> SchemaRef {
-        static SCHEMAS: OnceLock<[SchemaRef; 4]> = OnceLock::new();
+        static SCHEMAS: OnceLock<[SchemaRef; 5]> = OnceLock::new();
         let all = SCHEMAS.get_or_init(|| {
             [
                 Arc::new(omp_schema()),
                 Arc::new(mpi_schema()),
                 Arc::new(samples_schema()),
                 Arc::new(symbols_schema()),
+                Arc::new(phases_schema()),
             ]
         });
         all[self as usize].clone()
@@ -85,6 +95,7 @@ impl Table {
             Table::Mpi => &["start_ns", "end_ns", "request_id"],
             Table::Samples => &["time_ns"],
             Table::Symbols => &[],
+            Table::Phases => &["start_ns", "end_ns"],
         }
     }
 
@@ -104,7 +115,7 @@ impl Table {
     /// The column used for time-range filtering, if the table has one.
     pub fn time_columns(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Table::Omp | Table::Mpi => Some(("start_ns", "end_ns")),
+            Table::Omp | Table::Mpi | Table::Phases => Some(("start_ns", "end_ns")),
             Table::Samples => Some(("time_ns", "time_ns")),
             Table::Symbols => None,
         }
@@ -191,6 +202,18 @@ fn symbols_schema() -> Schema {
         Field::new("function", DataType::Utf8, true),
         Field::new("file", DataType::Utf8, true),
         Field::new("line", DataType::UInt32, true),
+    ])
+}
+
+fn phases_schema() -> Schema {
+    Schema::new(vec![
+        Field::new("thread", DataType::UInt32, false),
+        Field::new("name", DataType::Utf8, false),
+        Field::new("start_ns", DataType::Int64, false),
+        Field::new("end_ns", DataType::Int64, false),
+        Field::new("depth", DataType::UInt32, false),
+        Field::new("source", DataType::UInt8, false),
+        Field::new("iteration", DataType::Int64, false),
     ])
 }
 
@@ -654,4 +677,68 @@ pub struct SymbolRecord {
     pub function: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
+}
+
+/// Where a row of the `phases` table comes from (`phases.source`).
+pub mod phase_source {
+    /// `hyscope_phase_begin` / `hyscope_phase_end` of `hyscope.h` (also the Fortran module).
+    pub const API: u8 = 1;
+    /// `hyscope_phase_mark`: a marker that ends the thread's previous marker phase.
+    pub const MARK: u8 = 2;
+    /// `MPI_Pcontrol(level)` with a level other than 0 and 1: `Pcontrol <level>`.
+    pub const PCONTROL: u8 = 3;
+    /// `omp_control_tool`: the recording paused between `pause` and `start`.
+    pub const PAUSE: u8 = 4;
+
+    /// The source's name in reports.
+    pub fn name(source: u8) -> &'static str {
+        match source {
+            API => "api",
+            MARK => "mark",
+            PCONTROL => "pcontrol",
+            PAUSE => "pause",
+            _ => "unknown",
+        }
+    }
+}
+
+impl PhaseRecord {
+    /// A `hyscope_phase_begin`/`_end` phase of `thread` outside any time step.
+    pub fn api(thread: u32, name: &str, start_ns: i64, end_ns: i64, depth: u32) -> PhaseRecord {
+        PhaseRecord {
+            thread,
+            name: name.to_string(),
+            start_ns,
+            end_ns,
+            depth,
+            source: phase_source::API,
+            iteration: NO_ITERATION,
+        }
+    }
+}
+
+/// Sort phase rows as the `phases` table stores them: by thread, start and
+/// depth (an enclosing phase before the ones it holds).
+pub fn sort_phases(rows: &mut [PhaseRecord]) {
+    rows.sort_by_key(|p| (p.thread, p.start_ns, p.depth));
+}
+
+/// `phases.iteration` of a phase that is not an iteration of a time-step loop.
+pub const NO_ITERATION: i64 = -1;
+
+/// One row of the `phases` table: a named phase interval of one thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PhaseRecord {
+    /// Thread (same numbering as `omp` and `mpi`).
+    pub thread: u32,
+    /// The name the application gave the phase.
+    pub name: String,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// Phases of this thread open around it when it began (0 = outermost).
+    pub depth: u32,
+    /// [`phase_source`] code.
+    pub source: u8,
+    /// The time step it belongs to (`hyscope_iteration`), [`NO_ITERATION`] if none.
+    pub iteration: i64,
 }

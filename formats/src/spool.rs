@@ -204,6 +204,7 @@ fn table_code(table: Table) -> u8 {
         Table::Mpi => 1,
         Table::Samples => 2,
         Table::Symbols => 3,
+        Table::Phases => 4,
     }
 }
 

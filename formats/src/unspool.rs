@@ -479,6 +479,8 @@ pub struct LeftoverProcess {
     pub end_note: Option<(std::path::PathBuf, Option<EndNote>)>,
     /// Its module map, recorded early (`maps-rank<r>-pid<p>.txt`).
     pub maps: Option<std::path::PathBuf>,
+    /// Its phase journal (`crate::phase_journal`).
+    pub phases: Option<std::path::PathBuf>,
 }
 
 impl LeftoverProcess {
@@ -489,6 +491,7 @@ impl LeftoverProcess {
             spools: Vec::new(),
             end_note: None,
             maps: None,
+            phases: None,
         }
     }
 
@@ -560,6 +563,12 @@ pub fn leftover_processes(trace_dir: &Path) -> Vec<LeftoverProcess> {
                 }
                 continue;
             }
+            if name == crate::phase_journal::journal_file_name(rank, pid) {
+                by.entry((rank, pid))
+                    .or_insert_with(|| LeftoverProcess::new(rank, pid))
+                    .phases = Some(e.path());
+                continue;
+            }
             if name != end_note_name(rank, pid) {
                 continue;
             }
@@ -587,6 +596,8 @@ pub struct RecoveredProcess {
     pub failed: Vec<String>,
     /// Distinct code addresses of the recovered rows (for the symbols table).
     pub addresses: Vec<u64>,
+    /// Phase rows recovered from its phase journal.
+    pub phases: u64,
 }
 
 /// Encode what a process left in `spool/` into its rank's parts and record
@@ -611,6 +622,16 @@ pub fn recover_process(
                     _ => out.events.mpi += stats.rows,
                 }
                 out.truncated |= stats.truncated;
+            }
+            Err(e) => out.failed.push(e.to_string()),
+        }
+    }
+    if let Some(journal) = &process.phases {
+        match crate::phase_journal::journal_to_part(journal, trace_dir, process.rank) {
+            Ok(j) => {
+                out.phases = j.rows.len() as u64;
+                out.truncated |= j.truncated;
+                let _ = std::fs::remove_file(journal);
             }
             Err(e) => out.failed.push(e.to_string()),
         }

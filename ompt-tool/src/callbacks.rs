@@ -266,6 +266,9 @@ fn needed(id: c_uint) -> bool {
         30 => k(OmpKind::Cancel),
         31 => k(OmpKind::Reduction),
         32 => k(OmpKind::Chunk),
+        // omp_control_tool: pause/start/flush/end (`crate::apply_control`);
+        // called only when the application asks.
+        11 => true,
         _ => false,
     }
 }
@@ -903,13 +906,19 @@ fn instant(kind: OmpKind, flags: u32, codeptr_ra: *const c_void) {
     st.emit(&rec);
 }
 
+/// `omp_control_tool(command, modifier, arg)`: returns
+/// `omp_control_tool_success` (0) or `omp_control_tool_ignored` (1) for a
+/// command that changes nothing or that OpenMP does not define.
 pub unsafe extern "C" fn control_tool(
-    _command: u64,
+    command: u64,
     _modifier: u64,
     _arg: *mut c_void,
     _codeptr_ra: *const c_void,
 ) -> c_int {
-    0
+    match crate::Control::from_command(command) {
+        Some(c) if crate::apply_control(c) => 0,
+        _ => 1,
+    }
 }
 
 pub unsafe extern "C" fn error(

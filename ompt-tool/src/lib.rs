@@ -46,7 +46,8 @@
 //!
 //! What is deliberately not recorded: `nest_lock` re-acquisitions of an
 //! already owned nest lock (the outer acquire/release pair is recorded),
-//! `control_tool` and `error` (registered, so the capability table lists them).
+//! `error` (registered, so the capability table lists it); `control_tool` applies
+//! `omp_control_tool` (`apply_control`).
 
 pub mod callbacks;
 pub mod clock;
@@ -106,6 +107,81 @@ pub trait Sink: Sync {
     fn warn(&self, msg: &str);
     /// The runtime shut the tool down (OMPT finalize): flush everything.
     fn finalize(&self);
+    /// The application called `omp_control_tool` (after the adapter applied
+    /// it: while paused or ended, no interval is emitted).
+    fn control(&self, _command: Control) {}
+}
+
+/// An `omp_control_tool` command (OpenMP 5.2 §19.2 `omp_control_tool`,
+/// `ompt_control_tool_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// `omp_control_tool_start` (1): resume after a pause.
+    Start,
+    /// `omp_control_tool_pause` (2): record nothing until `Start`.
+    Pause,
+    /// `omp_control_tool_flush` (3): write what is buffered.
+    Flush,
+    /// `omp_control_tool_end` (4): record nothing from now on.
+    End,
+}
+
+impl Control {
+    pub fn from_command(command: u64) -> Option<Control> {
+        match command {
+            1 => Some(Control::Start),
+            2 => Some(Control::Pause),
+            3 => Some(Control::Flush),
+            4 => Some(Control::End),
+            _ => None,
+        }
+    }
+}
+
+/// Recording as `omp_control_tool` left it: running, paused or ended.
+static CONTROL: AtomicU32 = AtomicU32::new(RUNNING);
+const RUNNING: u32 = 0;
+const PAUSED: u32 = 1;
+const ENDED: u32 = 2;
+/// The recorded kinds while paused or ended (the emitted kinds are none then).
+static KINDS_BEFORE_PAUSE: AtomicU32 = AtomicU32::new(0);
+
+/// Apply an `omp_control_tool` command: pause and end empty the recorded
+/// kinds, the one test every emitted interval already passes
+/// (`kind_enabled`), so a pause costs the hot path nothing; start restores
+/// them. Then the sink hears of it. False: the command changes nothing
+/// (start while running, anything after end but flush).
+pub(crate) fn apply_control(command: Control) -> bool {
+    let changed = match command {
+        Control::Pause => CONTROL
+            .compare_exchange(RUNNING, PAUSED, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok_and(|_| {
+                KINDS_BEFORE_PAUSE.store(KINDS.swap(0, Ordering::AcqRel), Ordering::Release);
+                true
+            }),
+        Control::Start => CONTROL
+            .compare_exchange(PAUSED, RUNNING, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok_and(|_| {
+                KINDS.store(
+                    KINDS_BEFORE_PAUSE.load(Ordering::Acquire),
+                    Ordering::Release,
+                );
+                true
+            }),
+        Control::End => match CONTROL.swap(ENDED, Ordering::AcqRel) {
+            RUNNING => {
+                KINDS_BEFORE_PAUSE.store(KINDS.swap(0, Ordering::AcqRel), Ordering::Release);
+                true
+            }
+            PAUSED => true,
+            _ => false,
+        },
+        Control::Flush => true,
+    };
+    if changed && let Some(s) = sink() {
+        s.control(command);
+    }
+    changed
 }
 
 static SINK: OnceLock<&'static dyn Sink> = OnceLock::new();

@@ -290,8 +290,13 @@ impl ThreadState {
         self.depth = i;
         let mut rec = self.stack[i];
         rec.end_ns = end_ns;
-        self.held[self.held_len] = rec;
-        self.held_len += 1;
+        // Not held when its kind is not recorded now: an interval that ends
+        // during an `omp_control_tool` pause must stay out of the trace even
+        // if it is released after the pause.
+        if crate::kind_enabled(rec.kind) {
+            self.held[self.held_len] = rec;
+            self.held_len += 1;
+        }
         Some((rec.variant, rec.flags))
     }
 
@@ -314,8 +319,10 @@ impl ThreadState {
     #[cold]
     #[inline(never)]
     fn release_held_now(&mut self) {
+        // Their kinds were checked when they were held (`close_held`): the
+        // recording may have been paused since, which must not drop them.
         for i in 0..self.held_len {
-            emit_to(
+            store(
                 &mut self.profile,
                 self.stream,
                 self.sink_handle,
@@ -485,6 +492,17 @@ fn emit_to(
     if !kind_enabled(rec.kind) {
         return;
     }
+    store(profile, stream, sink_handle, rec);
+}
+
+/// [`emit_to`] without the check of the recorded kinds.
+#[inline(always)]
+fn store(
+    profile: &mut Option<Box<Profile>>,
+    stream: Option<&'static Stream<OmpRecord>>,
+    sink_handle: usize,
+    rec: &OmpRecord,
+) {
     if let Some(profile) = profile.as_deref_mut()
         && aggregate(profile, rec)
     {

@@ -1,6 +1,8 @@
 //! `hyscope install --prefix DIR`: copy the `hyscope` binary to `DIR/bin` and the
 //! collector libraries (`libhyscope.so`, and `libhyscope-mpich.so` when built) to
-//! `DIR/lib`, where `hyscope record` looks for them (`<bin>/../lib`).
+//! `DIR/lib`, where `hyscope record` looks for them (`<bin>/../lib`), and the
+//! phase annotation API (`hyscope.h`, the Fortran module `hyscope.f90`) to
+//! `DIR/include`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,10 +14,17 @@ use anyhow::{Context, bail};
 /// Example: hyscope install --prefix $HOME/.local
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Installation prefix: the binary goes to PREFIX/bin, the libraries to PREFIX/lib.
+    /// Installation prefix: the binary goes to PREFIX/bin, the libraries to
+    /// PREFIX/lib, `hyscope.h` and `hyscope.f90` to PREFIX/include.
     #[arg(long, value_name = "DIR")]
     prefix: PathBuf,
 }
+
+/// The phase annotation API, header-only: installed from the binary itself.
+const HEADERS: [(&str, &str); 2] = [
+    ("hyscope.h", include_str!("../../include/hyscope.h")),
+    ("hyscope.f90", include_str!("../../include/hyscope.f90")),
+];
 
 /// Collector builds, one per MPI flavour.
 const LIBRARIES: [&str; 2] = ["libhyscope.so", "libhyscope-mpich.so"];
@@ -50,6 +59,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             copy(&src, &dest)?;
             installed.push(dest);
         }
+    }
+    let include = args.prefix.join("include");
+    std::fs::create_dir_all(&include)
+        .with_context(|| format!("cannot create {}", include.display()))?;
+    for (name, text) in HEADERS {
+        let dest = include.join(name);
+        std::fs::write(&dest, text).with_context(|| format!("cannot write {}", dest.display()))?;
+        installed.push(dest);
     }
     for p in &installed {
         println!("installed {}", p.display());

@@ -13,6 +13,7 @@ mod energy;
 mod memory;
 mod mpi;
 mod openmp;
+mod phases;
 mod run;
 mod table;
 
@@ -39,6 +40,10 @@ pub struct Args {
     /// Rows per table (findings, call sites...).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Show only this phase (a name of the report's phase table): its
+    /// time per rank, repetitions, OpenMP and MPI time inside it.
+    #[arg(long)]
+    pub phase: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -57,6 +62,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&cmp)?
         } else {
             render_comparison(&cmp)
+        }
+    } else if let Some(name) = &args.phase {
+        let found = a
+            .phases
+            .get()
+            .and_then(|ps| ps.iter().find(|p| &p.name == name));
+        match (found, args.json) {
+            (None, _) => {
+                anyhow::bail!(
+                    "{}: no phase named \"{name}\"; {}",
+                    args.trace.display(),
+                    phases::phase_names(&a)
+                )
+            }
+            (Some(p), true) => serde_json::to_string_pretty(p)?,
+            (Some(_), false) => phases::render_phase(&a, name).unwrap_or_default(),
         }
     } else if args.json {
         serde_json::to_string_pretty(&a)?
@@ -80,6 +101,7 @@ pub fn render(a: &Analysis, top: usize) -> String {
     let _ = writeln!(out, "hyscope report — {}", a.trace_dir);
     run::integrity(&mut out, &a.integrity);
     run::facts(&mut out, a);
+    phases::render_phases(&mut out, a);
     run::findings(&mut out, a, top);
     run::pop(&mut out, a);
     openmp::regions(&mut out, a, top);

@@ -25,6 +25,14 @@ fn installed_hyscope_records_with_the_installed_library() {
         .unwrap()
         .join("libhyscope.so");
     assert_eq!(std::fs::read(&lib).unwrap(), std::fs::read(&built).unwrap());
+    // The phase annotation API, as in the source tree.
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../include");
+    for name in ["hyscope.h", "hyscope.f90"] {
+        assert_eq!(
+            std::fs::read(prefix.join("include").join(name)).unwrap(),
+            std::fs::read(source.join(name)).unwrap()
+        );
+    }
 
     let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
     let dir = tmp.path().join("trace");

@@ -189,9 +189,11 @@ fn maps_libs(maps: &str) -> impl Iterator<Item = &str> {
         .filter_map(|p| p.rsplit('/').next())
 }
 
+/// MPI calls are recorded: not paused by `MPI_Pcontrol(0)` nor by
+/// `omp_control_tool` (`phases::paused`).
 #[inline]
 pub fn recording() -> bool {
-    ENABLED.load(Ordering::Relaxed)
+    ENABLED.load(Ordering::Relaxed) && !crate::phases::paused()
 }
 
 /// A record of the calling thread (`slot`) with the common fields filled in.
@@ -1090,9 +1092,11 @@ pub fn after_finalize() {
     crate::guarded(session::flush_all);
 }
 
-/// MPI_Pcontrol: level 0 pauses recording, other levels resume it.
+/// MPI_Pcontrol: level 0 pauses recording, other levels resume it; levels
+/// other than 0 and 1 also begin a phase (`phases::pcontrol`).
 pub fn pcontrol(level: c_int) {
     ENABLED.store(level != 0, Ordering::Relaxed);
+    crate::guarded(|| crate::phases::pcontrol(level));
 }
 
 /// Before the real MPI_Abort: spool what was recorded ([`session::abort`]).

@@ -85,6 +85,8 @@ pub struct TraceData {
     pub messages: Vec<Message>,
     /// Recorded in profile mode: OpenMP totals only, no intervals to draw.
     pub profile_mode: bool,
+    /// Each rank's phases on global time (the phase row above the rank).
+    pub phases: hyscope_analyzer::phases::PhaseLanes,
 }
 
 impl TraceData {
@@ -130,7 +132,8 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
     }
     .map_err(|e| e.to_string())?;
     let index_s = started.elapsed().as_secs_f64();
-    progress.stage("reading symbols, samples and messages");
+    progress.stage("reading symbols, samples, messages and phases");
+    let phases = hyscope_analyzer::phases::PhaseLanes::read(&index);
     let symbols = trace
         .read_records::<SymbolRecord>(&ScanOptions::default())
         .map_err(|e| e.to_string())?
@@ -157,6 +160,7 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
         counters,
         messages,
         profile_mode: trace.manifest.mode == "profile",
+        phases,
     })
 }
 

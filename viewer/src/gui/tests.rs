@@ -510,3 +510,23 @@ fn a_partial_trace_is_said_in_the_top_bar() {
         "! rank 1, mpi/rank=1: ranks/rank-1.json lists 23 MPI rows but mpi/rank=1 has no part: 23 missing",
     );
 }
+
+#[test]
+fn a_phase_row_above_a_rank_with_phases() {
+    use hyscope_format::schema::PhaseRecord;
+    let dir = TempDir::new("phases");
+    write_trace(&dir.0);
+    let phase = |name, start_ns, end_ns, depth| PhaseRecord::api(0, name, start_ns, end_ns, depth);
+    let mut w = PartWriter::create(&dir.0, Table::Phases, 0, WriterOptions::default()).unwrap();
+    w.write_records(&[
+        phase("solver", T, T + SPAN, 0),
+        phase("halo", T + SPAN / 4, T + SPAN / 2, 1),
+    ])
+    .unwrap();
+    w.finish().unwrap();
+    let mut h = harness(&dir.0);
+    h.run_steps(3);
+    // The three state runs of `collapsing_a_rank_hides_its_threads`, and the
+    // two phases of rank 0 (rank 1 has none: no phase row).
+    assert_eq!(h.state().tl.rects_drawn, 3 + 2);
+}

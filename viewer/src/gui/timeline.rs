@@ -112,6 +112,8 @@ pub struct TimelineState {
 enum Line {
     Host(String),
     Rank(u32, Option<usize>),
+    /// The phase row above a rank's rows (only for ranks with phases).
+    Phases(u32),
     Thread(usize),
 }
 
@@ -170,7 +172,7 @@ pub fn show(
     st: &mut TimelineState,
 ) {
     let painter = ui.painter_at(rect);
-    let lines = display_lines(&data.index, which, st);
+    let lines = display_lines(data, which, st);
     let body = Rect::from_min_max(
         Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
         rect.right_bottom(),
@@ -209,11 +211,8 @@ pub fn show(
 }
 
 /// Display lines: host and rank headers, then the threads of expanded ranks.
-fn display_lines(
-    index: &hyscope_analyzer::timeline::TimelineIndex,
-    which: usize,
-    st: &TimelineState,
-) -> Vec<Line> {
+fn display_lines(data: &TraceData, which: usize, st: &TimelineState) -> Vec<Line> {
+    let index = &data.index;
     let mut lines = Vec::new();
     let mut last_host: Option<&str> = None;
     let mut last_rank: Option<u32> = None;
@@ -228,6 +227,9 @@ fn display_lines(
         }
         if last_rank != Some(r.rank) {
             let collapsed = st.collapsed_ranks.contains(&(which, r.rank));
+            if data.phases.has(r.rank) {
+                lines.push(Line::Phases(r.rank));
+            }
             lines.push(Line::Rank(r.rank, collapsed.then_some(i)));
             last_rank = Some(r.rank);
             if collapsed {
@@ -293,6 +295,14 @@ fn draw_rows(
             Pos2::new(label_left, y),
             Vec2::new(LABEL_W - 4.0, geo.line_h),
         );
+        if let Line::Phases(r) = line {
+            let lane = Rect::from_min_max(
+                Pos2::new(geo.body.left(), y + 1.0),
+                Pos2::new(geo.body.right(), y + geo.line_h - 1.0),
+            );
+            let font = FontId::proportional((geo.line_h - 3.0).clamp(7.0, 12.0));
+            rects += draw_phases(painter, data, *r, (abs0, abs1), lane, &font);
+        }
         let Some(row) = label(
             ui,
             painter,
@@ -361,6 +371,7 @@ fn label(
             placed.row_y.insert((r.rank, r.thread), middle);
             (format!("      thread {}", r.thread), Some(*i), None)
         }
+        Line::Phases(_) => ("    phases".to_string(), None, None),
     };
     let font = FontId::proportional((rect.height() - 3.0).clamp(7.0, 12.0));
     painter.text(
@@ -628,6 +639,53 @@ fn hover(
 /// Stacked shares: each column split vertically by the time share of each
 /// state, quantised to whole pixels; equal neighbouring columns merge into one
 /// rectangle per state band.
+/// Colours of the phase rows, by name (`phases::name_hue`).
+const PHASE_COLORS: [Color32; 6] = [
+    Color32::from_rgb(200, 120, 220),
+    Color32::from_rgb(110, 200, 220),
+    Color32::from_rgb(230, 210, 100),
+    Color32::from_rgb(130, 210, 130),
+    Color32::from_rgb(120, 150, 235),
+    Color32::from_rgb(235, 130, 120),
+];
+
+/// A rank's phase row: each phase in the window as a bar one level high per
+/// nesting depth (outermost at the bottom), named where it is wide enough.
+fn draw_phases(
+    painter: &egui::Painter,
+    data: &TraceData,
+    rank: u32,
+    (t0, t1): (i64, i64),
+    lane: Rect,
+    font: &FontId,
+) -> usize {
+    let phases: Vec<_> = data.phases.in_window(rank, t0, t1).collect();
+    let levels = phases.iter().map(|p| p.depth + 1).max().unwrap_or(1) as f32;
+    let h = lane.height() / levels;
+    let x = |t: i64| {
+        lane.left() + ((t - t0) as f64 / (t1 - t0).max(1) as f64 * lane.width() as f64) as f32
+    };
+    for p in &phases {
+        let y1 = lane.bottom() - p.depth as f32 * h;
+        let r = Rect::from_min_max(
+            Pos2::new(x(p.start_ns).max(lane.left()), y1 - h),
+            Pos2::new(x(p.end_ns).min(lane.right()).max(x(p.start_ns) + 1.0), y1),
+        );
+        let hue = hyscope_analyzer::phases::name_hue(&p.name, PHASE_COLORS.len());
+        painter.rect_filled(r, 0.0, PHASE_COLORS[hue]);
+        if r.width() > 8.0 * p.name.len() as f32 {
+            painter.text(
+                r.left_center() + Vec2::new(2.0, 0.0),
+                Align2::LEFT_CENTER,
+                &p.name,
+                font.clone(),
+                Color32::BLACK,
+            );
+        }
+    }
+    phases.len()
+}
+
 fn draw_shares(
     painter: &egui::Painter,
     cells: &[hyscope_analyzer::timeline::CellSummary],

@@ -163,6 +163,11 @@ pub struct TimelineState {
     /// Cursor-detail readers in flight.
     readers: Arc<AtomicUsize>,
     drag_from: Option<u16>,
+    /// The trace's phases, read once the index is loaded.
+    phases: Option<hyscope_analyzer::phases::PhaseLanes>,
+    /// The visible row each drawn line below the ruler shows (None: a phase
+    /// row), for the mouse; empty when every line is a row.
+    line_rows: Vec<Option<usize>>,
 }
 
 const LABEL_W: u16 = 12;
@@ -367,7 +372,12 @@ impl TimelineState {
                 self.drag_from = Some(col);
                 // Rows start two lines below the top (border + ruler).
                 if m.row >= area.y + 2 {
-                    self.row = (m.row - area.y - 2) as usize + self.row_scroll;
+                    let line = (m.row - area.y - 2) as usize;
+                    if self.line_rows.is_empty() {
+                        self.row = line + self.row_scroll;
+                    } else if let Some(Some(row)) = self.line_rows.get(line) {
+                        self.row = *row;
+                    }
                 }
             }
             MouseEventKind::Drag(MouseButton::Left) => {
@@ -381,6 +391,51 @@ impl TimelineState {
             _ => {}
         }
     }
+}
+
+/// Colours of the phase rows, by name (`phases::name_hue`).
+const PHASE_COLORS: [Color; 6] = [
+    Color::LightMagenta,
+    Color::LightCyan,
+    Color::LightYellow,
+    Color::LightGreen,
+    Color::LightBlue,
+    Color::LightRed,
+];
+
+/// The phase row above a rank: each cell shows the rank's innermost phase,
+/// its name spelt along the cells it covers, one colour per name.
+fn phase_line(
+    lanes: &hyscope_analyzer::phases::PhaseLanes,
+    rank: u32,
+    t0: i64,
+    t1: i64,
+    cols: usize,
+) -> Line<'static> {
+    let mut spans = vec![Span::styled(
+        format!("{:w$}", "  phases", w = LABEL_W as usize),
+        Style::default().fg(Color::Gray),
+    )];
+    let mut run: Option<(&hyscope_format::PhaseRecord, usize)> = None;
+    for cell in lanes.cells(rank, t0, t1, cols) {
+        let Some(p) = cell else {
+            run = None;
+            spans.push(Span::raw(" "));
+            continue;
+        };
+        let at = match run {
+            Some((q, n)) if std::ptr::eq(q, p) => n + 1,
+            _ => 0,
+        };
+        run = Some((p, at));
+        let ch = p.name.chars().nth(at).unwrap_or('─');
+        let hue = hyscope_analyzer::phases::name_hue(&p.name, PHASE_COLORS.len());
+        spans.push(Span::styled(
+            ch.to_string(),
+            Style::default().fg(Color::Black).bg(PHASE_COLORS[hue]),
+        ));
+    }
+    Line::from(spans)
 }
 
 pub fn row_label(r: &RowKey) -> String {
@@ -430,10 +485,19 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     let rows = st.visible_rows(data, filter);
     st.row = st.row.min(rows.len().saturating_sub(1));
     let height = main.height.saturating_sub(3) as usize; // borders + ruler
+    if st.phases.is_none() {
+        st.phases = Some(hyscope_analyzer::phases::PhaseLanes::read(ix));
+    }
+    // Rows that fit: with phase rows, up to two lines per row.
+    let fit = if st.phases.as_ref().is_some_and(|l| !l.is_empty()) {
+        (height / 2).max(1)
+    } else {
+        height
+    };
     if st.row < st.row_scroll {
         st.row_scroll = st.row;
-    } else if height > 0 && st.row >= st.row_scroll + height {
-        st.row_scroll = st.row + 1 - height;
+    } else if fit > 0 && st.row >= st.row_scroll + fit {
+        st.row_scroll = st.row + 1 - fit;
     }
     let cols = st.columns as usize;
     let (sel_a, sel_b) = st.selection.unwrap_or((i64::MAX, i64::MIN));
@@ -463,7 +527,21 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
             Style::default().fg(Color::Gray),
         ),
     ]));
+    st.line_rows.clear();
     for (i, row) in rows.iter().enumerate().skip(st.row_scroll).take(height) {
+        if let Some(lanes) = st.phases.as_ref().filter(|l| !l.is_empty()) {
+            if row.thread.is_none() && lanes.has(row.rank) {
+                if st.line_rows.len() + 1 >= height {
+                    break;
+                }
+                lines.push(phase_line(lanes, row.rank, st.t0, st.t1, cols));
+                st.line_rows.push(None);
+            }
+            if st.line_rows.len() >= height {
+                break;
+            }
+            st.line_rows.push(Some(i));
+        }
         let cells = row_cells(ix, row, st.t0, st.t1, cols);
         let marker = match row.thread {
             None if st.expanded.contains(&row.rank) => "▾",

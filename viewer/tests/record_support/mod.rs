@@ -121,12 +121,18 @@ pub fn build_omp_test_program(dir: &Path, name: &str) -> PathBuf {
 
 /// Build an MPI+OpenMP C program with Open MPI's mpicc driving clang-19.
 pub fn build_mpi(dir: &Path, name: &str, src: &str) -> PathBuf {
+    build_mpi_with(dir, name, src, &[])
+}
+
+/// [`build_mpi`] with more compiler arguments (e.g. `-I` for `hyscope.h`).
+pub fn build_mpi_with(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     let exe = dir.join(name);
     let mut cmd = Command::new("mpicc");
     cmd.env("OMPI_CC", "clang-19")
         .args(["-fopenmp", "-g", "-O1"])
+        .args(extra)
         .arg(&c)
         .arg("-o")
         .arg(&exe)

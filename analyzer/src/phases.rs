@@ -1,0 +1,395 @@
+//! The analysis per phase: the named phase intervals of the `phases` table
+//! (`hyscope.h`, `MPI_Pcontrol` levels, `omp_control_tool` pauses), each
+//! phase's time per rank, its repetitions (time steps) with their spread,
+//! and the per-interval metrics restricted to its windows: OpenMP region
+//! time, fork/join overhead and synchronisation wait (summed while loading,
+//! [`omp_in_windows`], because the OpenMP rows are not kept), MPI time and
+//! calls, and the POP MPI efficiencies ([`crate::pop::mpi_efficiencies`]).
+
+use std::collections::BTreeMap;
+
+use hyscope_format::schema::{OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
+
+use crate::load::{TraceData, ns_to_s};
+use crate::model::*;
+
+/// OpenMP time inside one phase interval of a rank, ns (all threads).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PhaseOmp {
+    /// Parallel regions (on their encountering threads).
+    pub region_ns: i64,
+    /// Regions minus their primary implicit task: fork and join (Mahéo 2015 §6.6.3).
+    pub fork_join_ns: i64,
+    /// Waiting in synchronisation regions (barriers, taskwait...), every
+    /// thread, within the region's span (a worker's join-barrier wait outlasts
+    /// its region with libomp: the rest is idling between regions).
+    pub sync_wait_ns: i64,
+}
+
+fn overlap(a: (i64, i64), b: (i64, i64)) -> i64 {
+    (a.1.min(b.1) - a.0.max(b.0)).max(0)
+}
+
+/// The OpenMP time of `rows` (one rank, rank 0's clock) inside each of
+/// `windows` (that rank's phase intervals on the same clock).
+pub fn omp_in_windows(rows: &[OmpRecord], windows: &[(i64, i64)]) -> Vec<PhaseOmp> {
+    let mut out = vec![PhaseOmp::default(); windows.len()];
+    if windows.is_empty() {
+        return out;
+    }
+    let mut order: Vec<usize> = (0..windows.len()).collect();
+    order.sort_by_key(|&i| windows[i].0);
+    let starts: Vec<i64> = order.iter().map(|&i| windows[i].0).collect();
+    let longest = windows.iter().map(|w| w.1 - w.0).max().unwrap_or(0);
+    const PARALLEL: u8 = OmpKind::Parallel as u8;
+    const TASK: u8 = OmpKind::ImplicitTask as u8;
+    const WAIT: u8 = OmpKind::SyncWait as u8;
+    let regions: std::collections::HashMap<u64, (i64, i64)> = rows
+        .iter()
+        .filter(|r| r.kind == PARALLEL)
+        .map(|r| (r.parallel_id, (r.start_ns, r.end_ns)))
+        .collect();
+    for r in rows {
+        let sign = match r.kind {
+            PARALLEL => 1,
+            TASK if r.count == 0 => -1,
+            WAIT => 0,
+            _ => continue,
+        };
+        let mut span = (r.start_ns, r.end_ns);
+        if sign == 0
+            && let Some(&(s, e)) = regions.get(&r.parallel_id)
+        {
+            span = (span.0.max(s), span.1.min(e).max(span.0.max(s)));
+        }
+        // Windows that start before the row ends and may reach its start.
+        let end = starts.partition_point(|&s| s < r.end_ns.max(r.start_ns + 1));
+        let begin = starts.partition_point(|&s| s < r.start_ns.saturating_sub(longest));
+        for &i in &order[begin..end] {
+            let o = overlap(span, windows[i]);
+            if o == 0 {
+                continue;
+            }
+            let p = &mut out[i];
+            match sign {
+                1 => {
+                    p.region_ns += o;
+                    p.fork_join_ns += o;
+                }
+                -1 => p.fork_join_ns -= o,
+                _ => p.sync_wait_ns += o,
+            }
+        }
+    }
+    for p in &mut out {
+        p.fork_join_ns = p.fork_join_ns.max(0);
+    }
+    out
+}
+
+/// One instance of a phase on one rank, with its metrics.
+struct Instance<'a> {
+    rank: u32,
+    rec: &'a PhaseRecord,
+    omp: PhaseOmp,
+    mpi_ns: i64,
+    master_mpi_ns: i64,
+    mpi_calls: u64,
+}
+
+/// Per phase name, in order of first appearance (rank, thread, start).
+pub fn analyze_phases(data: &TraceData, run: &RunFacts) -> Observable<Vec<PhaseStats>> {
+    let mut by_name: BTreeMap<&str, Vec<Instance>> = BTreeMap::new();
+    let mut first: BTreeMap<&str, (i64, u32)> = BTreeMap::new();
+    for rd in &data.ranks {
+        for (i, rec) in rd.phases.iter().enumerate() {
+            let w = (rec.start_ns, rec.end_ns);
+            let (mut mpi_ns, mut master_mpi_ns, mut mpi_calls) = (0, 0, 0);
+            for m in &rd.mpi {
+                if m.call == mpi_call::REQUEST_COMPLETE {
+                    continue;
+                }
+                let o = overlap((m.start_ns, m.end_ns), w);
+                mpi_ns += o;
+                if m.thread == 0 {
+                    master_mpi_ns += o;
+                }
+                if m.start_ns >= w.0 && m.start_ns <= w.1 {
+                    mpi_calls += 1;
+                }
+            }
+            let e = first
+                .entry(rec.name.as_str())
+                .or_insert((rec.start_ns, rec.depth));
+            if rec.start_ns < e.0 {
+                *e = (rec.start_ns, e.1.min(rec.depth));
+            }
+            by_name
+                .entry(rec.name.as_str())
+                .or_default()
+                .push(Instance {
+                    rank: rd.rank,
+                    rec,
+                    omp: rd.phase_omp.get(i).copied().unwrap_or_default(),
+                    mpi_ns,
+                    master_mpi_ns,
+                    mpi_calls,
+                });
+        }
+    }
+    if by_name.is_empty() {
+        return Observable::not(
+            "no phases recorded (annotate with hyscope.h, MPI_Pcontrol levels or omp_control_tool)",
+        );
+    }
+    let mut out: Vec<PhaseStats> = by_name
+        .iter()
+        .map(|(name, inst)| phase_stats(name, inst, data, run))
+        .collect();
+    out.sort_by_key(|p| first.get(p.name.as_str()).map(|f| f.0));
+    Observable::Observed(out)
+}
+
+fn phase_stats(name: &str, inst: &[Instance], data: &TraceData, run: &RunFacts) -> PhaseStats {
+    let mut ranks: BTreeMap<u32, PhaseRank> = BTreeMap::new();
+    let mut outside_mpi: BTreeMap<u32, i64> = BTreeMap::new();
+    for x in inst {
+        let d = x.rec.end_ns - x.rec.start_ns;
+        let r = ranks.entry(x.rank).or_insert_with(|| PhaseRank {
+            rank: x.rank,
+            ..PhaseRank::default()
+        });
+        r.instances += 1;
+        r.time_s += ns_to_s(d);
+        r.inside.add(&PhaseInside {
+            omp_region_s: ns_to_s(x.omp.region_ns),
+            omp_fork_join_s: ns_to_s(x.omp.fork_join_ns),
+            omp_sync_wait_s: ns_to_s(x.omp.sync_wait_ns),
+            mpi_s: ns_to_s(x.mpi_ns),
+            mpi_calls: x.mpi_calls,
+        });
+        *outside_mpi.entry(x.rank).or_default() += (d - x.master_mpi_ns).max(0);
+    }
+    let ranks: Vec<PhaseRank> = ranks.into_values().collect();
+    let time_s = ranks.iter().map(|r| r.time_s).fold(0.0, f64::max);
+    let mean_time_s = ranks.iter().map(|r| r.time_s).sum::<f64>() / ranks.len().max(1) as f64;
+    let mut inside = PhaseInside::default();
+    for r in &ranks {
+        inside.add(&r.inside);
+    }
+    let outside: Vec<f64> = outside_mpi.values().map(|&n| ns_to_s(n)).collect();
+    let mpi = (time_s > 0.0).then(|| crate::pop::mpi_efficiencies(&outside, time_s));
+    let min_depth = inst.iter().map(|x| x.rec.depth).min().unwrap_or(0);
+    let parent = enclosing(inst, data);
+    let mut sources: Vec<&str> = inst
+        .iter()
+        .map(|x| phase_source::name(x.rec.source))
+        .collect();
+    sources.sort_unstable();
+    sources.dedup();
+    let elapsed = run.duration_s;
+    PhaseStats {
+        name: name.to_string(),
+        source: sources.join(", "),
+        depth: min_depth,
+        parent,
+        instances: inst.len() as u64,
+        time_s,
+        mean_rank_time_s: mean_time_s,
+        share: if elapsed > 0.0 { time_s / elapsed } else { 0.0 },
+        inside,
+        mpi_parallel_efficiency: mpi.map(|m| m.0),
+        mpi_load_balance: mpi.map(|m| m.1),
+        mpi_communication_efficiency: mpi.map(|m| m.2),
+        iterations: iterations(inst),
+        ranks,
+    }
+}
+
+/// The name of the phase that encloses the first instance (same rank and
+/// thread, one level up), if any.
+fn enclosing(inst: &[Instance], data: &TraceData) -> Option<String> {
+    let x = inst
+        .iter()
+        .min_by_key(|x| (x.rec.depth, x.rank, x.rec.start_ns))?;
+    if x.rec.depth == 0 {
+        return None;
+    }
+    let rd = data.ranks.iter().find(|r| r.rank == x.rank)?;
+    rd.phases
+        .iter()
+        .filter(|p| {
+            p.thread == x.rec.thread
+                && p.depth + 1 == x.rec.depth
+                && p.start_ns <= x.rec.start_ns
+                && p.end_ns >= x.rec.end_ns
+        })
+        .map(|p| p.name.clone())
+        .next()
+}
+
+/// A repeated phase's repetitions: by time step when the phases carry one
+/// (`hyscope_iteration`), else by order on each rank and thread; a step's time is its slowest rank's.
+fn iterations(inst: &[Instance]) -> Option<PhaseIterations> {
+    let stepped = inst.iter().all(|x| x.rec.iteration >= 0);
+    let mut steps: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut order: BTreeMap<(u32, u32), i64> = BTreeMap::new();
+    let mut sorted: Vec<&Instance> = inst.iter().collect();
+    sorted.sort_by_key(|x| (x.rank, x.rec.thread, x.rec.start_ns));
+    for x in sorted {
+        let key = if stepped {
+            x.rec.iteration
+        } else {
+            let n = order.entry((x.rank, x.rec.thread)).or_default();
+            *n += 1;
+            *n - 1
+        };
+        let d = x.rec.end_ns - x.rec.start_ns;
+        let s = steps.entry(key).or_default();
+        *s = (*s).max(d);
+    }
+    if steps.len() < 2 {
+        return None;
+    }
+    let times: Vec<f64> = steps.values().map(|&d| ns_to_s(d)).collect();
+    let mean = times.iter().sum::<f64>() / times.len() as f64;
+    let min = times.iter().cloned().fold(f64::INFINITY, f64::min);
+    let (slowest, max) = steps
+        .iter()
+        .map(|(&k, &d)| (k, ns_to_s(d)))
+        .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+    Some(PhaseIterations {
+        by_time_step: stepped,
+        count: times.len() as u64,
+        mean_s: mean,
+        min_s: min,
+        max_s: max,
+        spread: if mean > 0.0 { (max - min) / mean } else { 0.0 },
+        slowest,
+        times_s: steps.iter().map(|(&k, &d)| (k, ns_to_s(d))).collect(),
+    })
+}
+
+/// Each rank's phase intervals on global time (rank 0's clock), for the
+/// phase row the timelines draw above each rank.
+#[derive(Debug, Clone, Default)]
+pub struct PhaseLanes {
+    by_rank: BTreeMap<u32, Vec<PhaseRecord>>,
+}
+
+impl PhaseLanes {
+    /// The `phases` table of the index's trace with its clocks (empty when
+    /// the trace has none or it cannot be read: the timelines go without).
+    pub fn read(index: &crate::timeline::TimelineIndex) -> PhaseLanes {
+        let rows: Vec<(u32, PhaseRecord)> = index
+            .trace()
+            .read_records(&hyscope_format::ScanOptions::default())
+            .unwrap_or_default();
+        let mut by_rank: BTreeMap<u32, Vec<PhaseRecord>> = BTreeMap::new();
+        for (rank, mut p) in rows {
+            if let Some(m) = index.clocks().map(rank) {
+                p.start_ns = m.to_global(p.start_ns);
+                p.end_ns = m.to_global(p.end_ns);
+            }
+            by_rank.entry(rank).or_default().push(p);
+        }
+        for v in by_rank.values_mut() {
+            v.sort_by_key(|p| (p.start_ns, p.depth));
+        }
+        PhaseLanes { by_rank }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_rank.is_empty()
+    }
+
+    /// Whether `rank` has phases (its timeline gets a phase row).
+    pub fn has(&self, rank: u32) -> bool {
+        self.by_rank.contains_key(&rank)
+    }
+
+    /// The phase intervals of `rank` that overlap `[t0, t1)`.
+    pub fn in_window(&self, rank: u32, t0: i64, t1: i64) -> impl Iterator<Item = &PhaseRecord> {
+        self.by_rank
+            .get(&rank)
+            .into_iter()
+            .flatten()
+            .filter(move |p| p.start_ns < t1 && p.end_ns > t0)
+    }
+
+    /// For each of `columns` equal cells of `[t0, t1)`, the innermost phase of
+    /// `rank` at the cell's middle (the deepest; the latest begun among equals).
+    pub fn cells(&self, rank: u32, t0: i64, t1: i64, columns: usize) -> Vec<Option<&PhaseRecord>> {
+        let width = (t1 - t0).max(1) as f64 / columns.max(1) as f64;
+        let phases: Vec<&PhaseRecord> = self.in_window(rank, t0, t1).collect();
+        (0..columns)
+            .map(|c| {
+                let mid = t0 + ((c as f64 + 0.5) * width) as i64;
+                phases
+                    .iter()
+                    .filter(|p| p.start_ns <= mid && mid < p.end_ns.max(p.start_ns + 1))
+                    .max_by_key(|p| (p.depth, p.start_ns))
+                    .copied()
+            })
+            .collect()
+    }
+}
+
+/// A stable colour index for a phase name (the same name, the same colour in
+/// every view), in `0..n`.
+pub fn name_hue(name: &str, n: usize) -> usize {
+    // FNV-1a: stable across runs and builds, unlike the std hasher.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in name.bytes() {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    h as usize % n.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: OmpKind, start: i64, end: i64, count: u64) -> OmpRecord {
+        OmpRecord {
+            kind: kind as u8,
+            parallel_id: 1,
+            start_ns: start,
+            end_ns: end,
+            count,
+            ..OmpRecord::default()
+        }
+    }
+
+    #[test]
+    fn omp_time_is_cut_to_each_window() {
+        let rows = [
+            row(OmpKind::Parallel, 100, 200, 0),
+            row(OmpKind::ImplicitTask, 110, 190, 0),
+            row(OmpKind::ImplicitTask, 110, 195, 1),
+            row(OmpKind::SyncWait, 180, 190, 0),
+            // A worker's join wait outlasting its region counts within it only.
+            row(OmpKind::SyncWait, 195, 400, 0),
+            row(OmpKind::Chunk, 120, 130, 0),
+        ];
+        // The whole run, its second half, and one outside.
+        let w = omp_in_windows(&rows, &[(0, 1000), (150, 1000), (300, 400)]);
+        assert_eq!(
+            w[0],
+            PhaseOmp {
+                region_ns: 100,
+                fork_join_ns: 20,
+                sync_wait_ns: 15
+            }
+        );
+        assert_eq!(
+            w[1],
+            PhaseOmp {
+                region_ns: 50,
+                fork_join_ns: 10,
+                sync_wait_ns: 15
+            }
+        );
+        assert_eq!(w[2], PhaseOmp::default());
+    }
+}

@@ -1,0 +1,180 @@
+//! The report's phases: the per-phase table shown when the trace has phases,
+//! and `hyscope report --phase NAME`, one phase in detail.
+
+use std::fmt::Write as _;
+
+use hyscope_analyzer::{Analysis, PhaseInside, PhaseStats};
+
+use super::table::{Table, section};
+use crate::units;
+
+fn opt_pct(x: Option<f64>) -> String {
+    x.map_or("—".into(), units::percent)
+}
+
+/// The repetitions of a phase in one cell: `4 × mean 20.1 ms (15.2 ms–55.2 ms, spread 198 %), slowest step 2`.
+fn repetitions(p: &PhaseStats) -> String {
+    let Some(it) = &p.iterations else {
+        return "—".into();
+    };
+    format!(
+        "{} × mean {} ({}–{}, spread {}), slowest {} {}",
+        it.count,
+        units::secs(it.mean_s),
+        units::secs(it.min_s),
+        units::secs(it.max_s),
+        units::percent(it.spread),
+        if it.by_time_step { "step" } else { "#" },
+        it.slowest
+    )
+}
+
+/// The columns of [`inside`].
+const INSIDE: [&str; 5] = [
+    "OpenMP regions",
+    "fork/join",
+    "sync wait",
+    "MPI",
+    "MPI calls",
+];
+
+/// What happened inside a phase, as table cells.
+fn inside(i: &PhaseInside) -> [String; 5] {
+    [
+        units::secs(i.omp_region_s),
+        units::secs(i.omp_fork_join_s),
+        units::secs(i.omp_sync_wait_s),
+        units::secs(i.mpi_s),
+        i.mpi_calls.to_string(),
+    ]
+}
+
+/// A table whose columns are `first`, then [`INSIDE`], then `last`.
+fn table(first: &[&str], last: &[&str]) -> Table {
+    let header: Vec<&str> = first.iter().chain(&INSIDE).chain(last).copied().collect();
+    Table::new(&header)
+}
+
+/// The per-phase table (nothing when the trace has no phases).
+pub fn render_phases(out: &mut String, a: &Analysis) {
+    let Some(phases) = a.phases.get() else {
+        return;
+    };
+    section(out, "Phases");
+    let mut t = table(
+        &["phase", "source", "instances", "time", "share"],
+        &["MPI par. eff.", "repetitions"],
+    );
+    for p in phases {
+        let mut row = vec![
+            format!("{}{}", "  ".repeat(p.depth as usize), p.name),
+            p.source.clone(),
+            p.instances.to_string(),
+            units::secs(p.time_s),
+            units::percent(p.share),
+        ];
+        row.extend(inside(&p.inside));
+        row.extend([opt_pct(p.mpi_parallel_efficiency), repetitions(p)]);
+        t.row(row);
+    }
+    t.render(out);
+    out.push_str(
+        "  time = the slowest rank's sum of the phase's intervals; OpenMP and MPI columns: inside them, summed over ranks\n",
+    );
+}
+
+/// One phase in detail (`--phase NAME`): None when the trace has no such phase.
+pub fn render_phase(a: &Analysis, name: &str) -> Option<String> {
+    let p = a.phases.get()?.iter().find(|p| p.name == name)?;
+    let mut out = String::new();
+    let _ = writeln!(out, "hyscope report — {} — phase {}", a.trace_dir, p.name);
+    section(&mut out, &format!("Phase {}", p.name));
+    let mut kv = |k: &str, v: String| {
+        let _ = writeln!(out, "  {k:<30} {v}");
+    };
+    kv("source", p.source.clone());
+    kv(
+        "nesting",
+        match &p.parent {
+            Some(parent) => format!("depth {}, inside {parent}", p.depth),
+            None => format!("depth {}", p.depth),
+        },
+    );
+    kv("instances", p.instances.to_string());
+    kv(
+        "time",
+        format!(
+            "{} on the slowest rank, {} per rank on average, {} of the run",
+            units::secs(p.time_s),
+            units::secs(p.mean_rank_time_s),
+            units::percent(p.share)
+        ),
+    );
+    let i = &p.inside;
+    kv("OpenMP regions", units::secs(i.omp_region_s));
+    kv("OpenMP fork/join", units::secs(i.omp_fork_join_s));
+    kv("OpenMP sync wait", units::secs(i.omp_sync_wait_s));
+    kv(
+        "MPI",
+        format!("{} in {} calls", units::secs(i.mpi_s), i.mpi_calls),
+    );
+    kv(
+        "MPI parallel efficiency",
+        opt_pct(p.mpi_parallel_efficiency),
+    );
+    kv("MPI load balance", opt_pct(p.mpi_load_balance));
+    kv(
+        "MPI communication efficiency",
+        opt_pct(p.mpi_communication_efficiency),
+    );
+    section(&mut out, "Per rank");
+    let mut t = table(&["rank", "instances", "time"], &[]);
+    for r in &p.ranks {
+        let mut row = vec![
+            r.rank.to_string(),
+            r.instances.to_string(),
+            units::secs(r.time_s),
+        ];
+        row.extend(inside(&r.inside));
+        t.row(row);
+    }
+    t.render(&mut out);
+    if let Some(it) = &p.iterations {
+        section(&mut out, "Repetitions");
+        let _ = writeln!(out, "  {}", repetitions(p));
+        let mut t = Table::new(&[
+            if it.by_time_step { "step" } else { "#" },
+            "time (slowest rank)",
+            "vs mean",
+        ]);
+        for &(k, s) in &it.times_s {
+            t.row(vec![
+                k.to_string(),
+                units::secs(s),
+                if it.mean_s > 0.0 {
+                    format!("{:+.1} %", (s / it.mean_s - 1.0) * 100.0)
+                } else {
+                    "—".into()
+                },
+            ]);
+        }
+        t.render(&mut out);
+    }
+    Some(out)
+}
+
+/// The names of the trace's phases, for an error message.
+pub fn phase_names(a: &Analysis) -> String {
+    a.phases.get().map_or_else(
+        || "the trace has no phases".to_string(),
+        |ps| {
+            format!(
+                "its phases: {}",
+                ps.iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        },
+    )
+}

@@ -1,0 +1,395 @@
+//! Phases end to end under real `mpirun` (Open MPI, 2 ranks) and libomp:
+//! `hyscope.h` phases nested three deep whose durations the program
+//! measures itself (the report's times match within 1 %), the same program
+//! run without hyscope, and `MPI_Pcontrol` levels and `omp_control_tool`
+//! pause/start with exact counts of what is inside and outside the pause.
+
+mod record_support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use hyscope_format::schema::{NO_ITERATION, PhaseRecord, mpi_call, phase_source};
+use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace};
+use record_support::*;
+
+fn include_dir() -> String {
+    format!("-I{}/../include", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn build(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/phases/{name}.c"));
+    let text = std::fs::read_to_string(&src).unwrap();
+    build_mpi_with(dir, name, &text, &[&include_dir()])
+}
+
+fn mpirun(exe: &Path) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(mpirun_args(2)).arg(exe);
+    cmd
+}
+
+/// `hyscope record -o trace -- mpirun -np 2 exe`.
+fn recorded_run(trace: &Path, exe: &Path) -> Command {
+    let mut cmd = record_into(trace);
+    cmd.arg("mpirun").args(mpirun_args(2)).arg(exe);
+    cmd
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The lines starting with `prefix`, sorted (the ranks' lines interleave).
+fn lines(text: &str, prefix: &str) -> Vec<String> {
+    let mut v: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+fn report_json(trace: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = run_ok(hyscope().arg("report").arg(trace).arg("--json").args(extra));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn nested_phases_match_what_the_program_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "nested");
+
+    // Without hyscope: runs, and prints the same results.
+    let plain = run_ok(&mut mpirun(&exe));
+    let trace = dir.path().join("trace");
+    let recorded = run_ok(&mut recorded_run(&trace, &exe));
+    let (plain, recorded) = (stdout(&plain), stdout(&recorded));
+    assert_eq!(lines(&plain, "result"), lines(&recorded, "result"));
+    assert_eq!(lines(&plain, "result").len(), 2);
+    assert_eq!(
+        lines(&plain, "phase").len(),
+        lines(&recorded, "phase").len()
+    );
+
+    // What the recorded run measured: (rank, name) → total ns, and per step.
+    let mut measured: BTreeMap<(u32, String), i64> = BTreeMap::new();
+    let mut steps: BTreeMap<(u32, String, i64), i64> = BTreeMap::new();
+    for l in lines(&recorded, "phase ") {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (rank, name, step, ns) = (
+            f[1].parse::<u32>().unwrap(),
+            f[2].to_string(),
+            f[3].parse::<i64>().unwrap(),
+            f[4].parse::<i64>().unwrap(),
+        );
+        *measured.entry((rank, name.clone())).or_default() += ns;
+        steps.insert((rank, name, step), ns);
+    }
+    assert_eq!(measured.len(), 8, "{measured:?}");
+
+    // The trace: every interval, nested as the program nests them.
+    let t = Trace::open(&trace).unwrap();
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    for rank in [0, 1] {
+        let of = |name: &str| -> Vec<&PhaseRecord> {
+            rows.iter()
+                .filter(|(r, p)| *r == rank && p.name == name)
+                .map(|(_, p)| p)
+                .collect()
+        };
+        let (setup, solver, step, halo) = (of("setup"), of("solver"), of("step"), of("halo"));
+        assert_eq!(
+            (setup.len(), solver.len(), step.len(), halo.len()),
+            (1, 1, 4, 4)
+        );
+        assert_eq!((setup[0].depth, solver[0].depth), (0, 0));
+        assert_eq!(solver[0].iteration, NO_ITERATION);
+        assert!(setup[0].end_ns <= solver[0].start_ns);
+        for (i, (s, h)) in step.iter().zip(&halo).enumerate() {
+            assert_eq!((s.depth, h.depth), (1, 2));
+            assert_eq!((s.iteration, h.iteration), (i as i64, i as i64));
+            assert_eq!(s.source, phase_source::API);
+            assert!(solver[0].start_ns <= s.start_ns && s.end_ns <= solver[0].end_ns);
+            assert!(s.start_ns <= h.start_ns && h.end_ns <= s.end_ns);
+            // Each interval within 1 % of what the program measured around it.
+            for (p, name) in [(s, "step"), (h, "halo")] {
+                let want = steps[&(rank, name.to_string(), i as i64)] as f64;
+                let got = (p.end_ns - p.start_ns) as f64;
+                assert!(
+                    (got - want).abs() <= 0.01 * want,
+                    "rank {rank} {name} {i}: {got} vs {want}"
+                );
+            }
+        }
+    }
+
+    // The report: per phase and rank, the time the program measured.
+    let a = report_json(&trace, &[]);
+    let phases = a["phases"]["observed"].as_array().expect("phases observed");
+    let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["setup", "solver", "step", "halo"]);
+    let depth: Vec<u64> = phases
+        .iter()
+        .map(|p| p["depth"].as_u64().unwrap())
+        .collect();
+    assert_eq!(depth, [0, 0, 1, 2]);
+    assert_eq!(phases[2]["parent"], "solver");
+    assert_eq!(phases[3]["parent"], "step");
+    for p in phases {
+        let name = p["name"].as_str().unwrap();
+        for r in p["ranks"].as_array().unwrap() {
+            let rank = r["rank"].as_u64().unwrap() as u32;
+            let want = measured[&(rank, name.to_string())] as f64 * 1e-9;
+            let got = r["time_s"].as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 0.01 * want,
+                "rank {rank} {name}: report {got} s, program {want} s"
+            );
+        }
+    }
+    // The ring exchange is inside halo: one MPI_Sendrecv per step and rank.
+    assert_eq!(phases[3]["mpi_calls"], 8);
+    // Step 2 is the slow one (130 ms against 30 ms of sleep).
+    let it = &phases[2]["iterations"];
+    assert_eq!(it["count"], 4);
+    assert_eq!(it["by_time_step"], true);
+    assert_eq!(it["slowest"], 2, "{it}");
+    // The OpenMP loop of each step is inside step, not inside halo.
+    assert!(phases[2]["omp_region_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(phases[3]["omp_region_s"].as_f64().unwrap(), 0.0);
+
+    // The text report shows the table; --phase one phase; an unknown name fails.
+    let text = stdout(&run_ok(hyscope().arg("report").arg(&trace)));
+    assert!(text.contains("\nPhases\n"), "{text}");
+    assert!(text.contains("slowest step 2"), "{text}");
+    let one = stdout(&run_ok(
+        hyscope().args(["report", "--phase", "step"]).arg(&trace),
+    ));
+    assert!(
+        one.contains("Phase step") && one.contains("Repetitions"),
+        "{one}"
+    );
+    assert!(!one.contains("Top findings"));
+    assert_eq!(report_json(&trace, &["--phase", "halo"])["name"], "halo");
+    // compare matches the phases by name (here a trace against itself).
+    let out = run_ok(
+        hyscope()
+            .arg("report")
+            .arg(&trace)
+            .arg(&trace)
+            .arg("--json"),
+    );
+    let cmp: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<&serde_json::Value> = cmp["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["section"] == "phase")
+        .collect();
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    assert!(rows.iter().all(|r| r["a"] == r["b"]));
+    let bad = hyscope()
+        .args(["report", "--phase", "nope"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("no phase named \"nope\""),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
+fn pcontrol_levels_and_control_tool_pause() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "control");
+
+    // Without hyscope: omp_control_tool finds no tool (-2), same results.
+    let plain = stdout(&run_ok(&mut mpirun(&exe)));
+    assert_eq!(
+        lines(&plain, "control"),
+        ["control 0 -2 -2", "control 1 -2 -2"]
+    );
+    let trace = dir.path().join("trace");
+    let recorded = stdout(&run_ok(&mut recorded_run(&trace, &exe)));
+    // With it: pause and start succeed (omp_control_tool_success).
+    assert_eq!(
+        lines(&recorded, "control"),
+        ["control 0 0 0", "control 1 0 0"]
+    );
+    assert_eq!(lines(&plain, "result"), lines(&recorded, "result"));
+
+    let t = Trace::open(&trace).unwrap();
+    let omp = omp_rows(&t);
+    let mpi: Vec<(u32, MpiRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    let phases: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    for rank in [0, 1] {
+        // 3 regions before the pause and 1 after: the 4 inside are absent.
+        assert_eq!(count_kind(&omp, rank, OmpKind::Parallel), 4, "rank {rank}");
+        assert_eq!(
+            count_kind(&omp, rank, OmpKind::ImplicitTask),
+            8,
+            "rank {rank}"
+        );
+        let barriers: Vec<&MpiRecord> = mpi
+            .iter()
+            .filter(|(r, m)| *r == rank && m.call == mpi_call::MPI_Barrier)
+            .map(|(_, m)| m)
+            .collect();
+        // 5 + 2 + 1; the 6 inside the pause are absent.
+        assert_eq!(barriers.len(), 8, "rank {rank}");
+        let mine: BTreeMap<&str, &PhaseRecord> = phases
+            .iter()
+            .filter(|(r, _)| *r == rank)
+            .map(|(_, p)| (p.name.as_str(), p))
+            .collect();
+        // No "hidden": it was begun and ended inside the pause.
+        assert_eq!(
+            mine.keys().copied().collect::<Vec<_>>(),
+            ["Pcontrol 2", "Pcontrol 3", "paused"]
+        );
+        let (p2, p3, paused) = (mine["Pcontrol 2"], mine["Pcontrol 3"], mine["paused"]);
+        assert_eq!(
+            (p2.source, p3.source),
+            (phase_source::PCONTROL, phase_source::PCONTROL)
+        );
+        assert_eq!(paused.source, phase_source::PAUSE);
+        // The program's MPI_Pcontrol(3) splits the two levels at one instant.
+        assert_eq!(p2.end_ns, p3.start_ns);
+        assert!(p3.end_ns <= paused.start_ns);
+        let inside = |p: &PhaseRecord| {
+            barriers
+                .iter()
+                .filter(|m| m.start_ns >= p.start_ns && m.end_ns <= p.end_ns)
+                .count()
+        };
+        assert_eq!((inside(p2), inside(p3), inside(paused)), (5, 2, 0));
+        let regions_inside_pause = omp
+            .iter()
+            .filter(|(r, o)| {
+                *r == rank
+                    && o.kind == OmpKind::Parallel as u8
+                    && o.start_ns >= paused.start_ns
+                    && o.end_ns <= paused.end_ns
+            })
+            .count();
+        assert_eq!(regions_inside_pause, 0);
+    }
+
+    // The report's per-phase MPI calls: the barriers of each level (and its
+    // closing MPI_Pcontrol call), on both ranks.
+    let a = report_json(&trace, &[]);
+    let phases = a["phases"]["observed"].as_array().expect("phases observed");
+    let by: BTreeMap<&str, &serde_json::Value> = phases
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p))
+        .collect();
+    assert_eq!(by["Pcontrol 2"]["instances"], 2);
+    assert_eq!(by["paused"]["mpi_calls"], 0);
+    assert_eq!(by["paused"]["omp_region_s"].as_f64().unwrap(), 0.0);
+}
+
+#[test]
+fn fortran_through_the_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let inc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../include/hyscope.f90");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/phases/fortran.f90");
+    let exe = dir.path().join("fortran");
+    // The module is compiled with the program; no library is linked.
+    let out = Command::new("gfortran")
+        .args(["-O1", "-g", "-J"])
+        .arg(dir.path())
+        .arg(&inc)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let plain = stdout(&run_ok(&mut Command::new(&exe)));
+    let trace = dir.path().join("trace");
+    let recorded = stdout(&run_ok(record_into(&trace).arg(&exe)));
+    assert_eq!(lines(&plain, "result"), ["result 3"]);
+    assert_eq!(lines(&recorded, "result"), ["result 3"]);
+
+    let measured: BTreeMap<(String, i64), i64> = lines(&recorded, "phase ")
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                (f[1].to_string(), f[2].parse().unwrap()),
+                f[3].parse().unwrap(),
+            )
+        })
+        .collect();
+    let t = Trace::open(&trace).unwrap();
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    let got: Vec<(&str, u32, u8, i64)> = rows
+        .iter()
+        .map(|(_, p)| (p.name.as_str(), p.depth, p.source, p.iteration))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("start", 0, phase_source::API, NO_ITERATION),
+            ("outer", 0, phase_source::API, NO_ITERATION),
+            ("inner", 1, phase_source::API, 0),
+            ("inner", 1, phase_source::API, 1),
+            ("inner", 1, phase_source::API, 2),
+            // The mark lasts until the end; the last time step is current.
+            ("tail", 0, phase_source::MARK, 2),
+        ]
+    );
+    // "start" began with the collector's start-up (not measured by the
+    // program); "tail" ends at the process's exit.
+    for (_, p) in rows
+        .iter()
+        .filter(|(_, p)| p.name != "tail" && p.name != "start")
+    {
+        let want = measured[&(p.name.clone(), p.iteration)] as f64;
+        let d = (p.end_ns - p.start_ns) as f64;
+        assert!((d - want).abs() <= 0.01 * want, "{}: {d} vs {want}", p.name);
+    }
+    // The report: inner repeated 3 times, step 1 the slowest (80 ms against 30).
+    let a = report_json(&trace, &[]);
+    let inner = &a["phases"]["observed"][2];
+    assert_eq!(inner["name"], "inner");
+    assert_eq!(inner["iterations"]["slowest"], 1);
+}
+
+#[test]
+fn a_killed_process_keeps_its_finished_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build(dir.path(), "killed");
+    let trace = dir.path().join("trace");
+    let out = record_into(&trace).arg(&exe).output().unwrap();
+    assert_eq!(stdout(&out).trim(), "ready", "{}", stderr(&out));
+    // `hyscope record` encoded the spool and the phase journal it left.
+    let t = Trace::open(&trace).unwrap();
+    assert_eq!(
+        t.manifest.ranks[0].end,
+        Some(hyscope_format::manifest::ProcessEnd::Killed)
+    );
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    let got: Vec<(&str, i64)> = rows
+        .iter()
+        .map(|(_, p)| (p.name.as_str(), p.iteration))
+        .collect();
+    // "open" was still open when the process died: not a phase.
+    assert_eq!(
+        got,
+        [
+            ("before", NO_ITERATION),
+            ("step", 0),
+            ("step", 1),
+            ("step", 2)
+        ]
+    );
+    assert!(!trace.join("spool").exists());
+}
