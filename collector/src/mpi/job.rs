@@ -55,17 +55,9 @@ pub fn at_init(levels: (c_int, c_int)) {
     }
 }
 
-/// Before the real MPI_Finalize: second clock offset, control variables, job manifest, flush.
+/// Before the real MPI_Finalize: second clock offset, job manifest, flush.
 pub fn at_finalize() {
     sync_clock();
-    if world_rank() == 0 {
-        let cvars = control_variables();
-        session::with_manifest(|m| {
-            if let Some(mpi) = m.mpi.as_mut() {
-                apply_cvars(mpi, cvars);
-            }
-        });
-    }
     let ranks = gather_rank_infos();
     if world_rank() == 0 {
         if ranks.is_empty() {
@@ -76,36 +68,7 @@ pub fn at_finalize() {
         write_manifest(ranks);
         session::mark_manifest_written_by_mpi();
     }
-    release_mpi_t();
     session::flush_all();
-}
-
-/// MPI_T was initialised before the real MPI_Init ([`hold_mpi_t`]).
-static MPI_T_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Initialise MPI_T before the real MPI_Init and hold it until
-/// [`at_finalize`]. Open MPI's MPI_T opens every component to register its
-/// variables (≈ 0.2 s here: the PSM libraries calibrate their timer when
-/// loaded); done before MPI_Init, MPI_Init reuses what it opened, whereas
-/// the sampler's and the control variables' MPI_T after MPI_Init would open
-/// (and pay for) them a second time.
-pub fn hold_mpi_t() {
-    if MPI_T_HELD.load(std::sync::atomic::Ordering::Relaxed) {
-        return;
-    }
-    let mut provided = 0;
-    // SAFETY: MPI_T may be initialised before MPI_Init (MPI 3.0 §14.3.4).
-    let rc = unsafe { ffi::PMPI_T_init_thread(ffi::RSMPI_THREAD_MULTIPLE, &mut provided) };
-    MPI_T_HELD.store(rc == 0, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Pair [`hold_mpi_t`], before the real MPI_Finalize (MPI_T_finalize after
-/// it crashed Open MPI).
-fn release_mpi_t() {
-    if MPI_T_HELD.swap(false, std::sync::atomic::Ordering::Relaxed) {
-        // SAFETY: pairs the successful init in hold_mpi_t.
-        unsafe { ffi::PMPI_T_finalize() };
-    }
 }
 
 /// Measure this rank's clock offset to rank 0 and keep it in the rank info.
@@ -301,6 +264,19 @@ fn write_manifest(ranks: Vec<RankInfo>) {
     }
     if let Err(e) = manifest.write(&dir) {
         session::warn(&format!("cannot write the manifest ({e})"));
+    }
+}
+
+/// Rank 0 reads the control variables into the manifest's MPI description,
+/// before MPI_Finalize.
+pub fn read_control_variables() {
+    if world_rank() == 0 {
+        let cvars = control_variables();
+        session::with_manifest(|m| {
+            if let Some(mpi) = m.mpi.as_mut() {
+                apply_cvars(mpi, cvars);
+            }
+        });
     }
 }
 
