@@ -100,91 +100,223 @@ pub fn analyze_memory(
         .max(1);
     let h = options.hcas_per_node.max(1);
     let p = &options.buffers;
-
-    // Receive queues: from the manifest, else Open MPI's default.
-    let (rq_spec, rq_source) = data
-        .manifest
-        .mpi
-        .as_ref()
-        .and_then(|m| m.receive_queues.iter().next())
-        .map(|(k, v)| (v.clone(), format!("manifest: {k}")))
-        .unwrap_or_else(|| {
-            (
-                OPENMPI_DEFAULT_RECEIVE_QUEUES.to_string(),
-                "Open MPI 4.1 default btl_openib_receive_queues".to_string(),
-            )
-        });
-    let (rq_peer, rq_shared) = receive_queue_bytes(&rq_spec).unwrap_or((0, 0));
-    let eager_rdma = p.eager_rdma_slots as u64 * p.eager_rdma_slot_bytes;
-    let bytes_per_connection = (eager_rdma + rq_peer + p.qp_bytes) as f64;
-    let parameters = vec![
-        ModelParam {
-            name: "eager RDMA buffers per connection".into(),
-            value: eager_rdma as f64,
-            unit: "bytes".into(),
-            source: format!(
-                "{} × {} B (Didelot 2014 §3.4, MVAPICH2 default below 8 nodes)",
-                p.eager_rdma_slots, p.eager_rdma_slot_bytes
-            ),
-        },
-        ModelParam {
-            name: "per-peer receive queue".into(),
-            value: rq_peer as f64,
-            unit: "bytes".into(),
-            source: format!("{rq_source}: {rq_spec}"),
-        },
-        ModelParam {
-            name: "shared receive queues per process".into(),
-            value: rq_shared as f64,
-            unit: "bytes".into(),
-            source: format!("{rq_source}: {rq_spec}"),
-        },
-        ModelParam {
-            name: "memory per queue pair".into(),
-            value: p.qp_bytes as f64,
-            unit: "bytes".into(),
-            source: "assumption: 512 WQEs × 64 B + 128 B inline (Didelot 2014 gives no constant, Fig. 3.1)".into(),
-        },
-        ModelParam {
-            name: "group map entry".into(),
-            value: p.group_entry_bytes as f64,
-            unit: "bytes".into(),
-            source: "int array per communicator (Kamal 2013 §2.1.3, §3.1)".into(),
-        },
-    ];
-
-    // Observed graph, full-connection calls, communicators.
-    let mut peers: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
-    let mut full_calls: BTreeMap<(u16, u64), (BTreeSet<u32>, u64)> = BTreeMap::new();
-    let mut comm_members: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
-    for rd in &data.ranks {
-        let set = peers.entry(rd.rank).or_default();
-        for r in &rd.mpi {
-            if let Some(p) = crate::aligned::endpoints::peer_of(r) {
-                set.insert(p);
-            }
-            let forces = matches!(
-                r.call,
-                c::MPI_Alltoall | c::MPI_Alltoallv | c::MPI_Alltoallw
-            ) || (matches!(r.call, c::MPI_Scatterv | c::MPI_Gatherv)
-                && r.root == rd.rank as i32);
-            if forces {
-                let e = full_calls
-                    .entry((r.call, data.canon(r.callsite)))
-                    .or_default();
-                e.0.insert(rd.rank);
-                e.1 += 1;
-            }
-            if r.comm_id > 2 {
-                comm_members.entry(r.comm_id).or_default().insert(rd.rank);
-            }
-        }
-    }
-    let full_ranks: BTreeSet<u32> = full_calls
+    let model = BufferModel::of(data, p);
+    let graph = ObservedGraph::of(data);
+    let full_ranks: BTreeSet<u32> = graph
+        .full_calls
         .values()
         .flat_map(|v| v.0.iter().copied())
         .collect();
-    let any_full = !full_calls.is_empty();
+    let any_full = !graph.full_calls.is_empty();
+    let per_rank = per_rank_memory(data, n_ranks, &host_of, &graph, &full_ranks, &model);
+    let shape = Shape {
+        n_ranks,
+        nodes,
+        cores_per_node,
+        hcas: h,
+    };
+    let qp_table = qp_table(run, &host_of, &shape, &per_rank, &graph, &full_ranks);
+    let max_peers = per_rank.iter().map(|r| r.peers_observed).max().unwrap_or(0);
+    let all_to_all_p2p = n_ranks > 2 && max_peers >= n_ranks - 1;
+    let grows = any_full || all_to_all_p2p;
+    let pattern = if any_full {
+        "grows with N: calls that force full connection (Alltoall(v), root of Scatterv/Gatherv; Didelot 2014 §3.2)".to_string()
+    } else if all_to_all_p2p {
+        "grows with N: every rank talks to every other rank point to point".to_string()
+    } else {
+        format!("constant neighbourhood: at most {max_peers} peers per rank")
+    };
+    // Communicators whose size is the world's grow with N; others stay.
+    let comm_members = &graph.comm_members;
+    let world_sized = comm_members
+        .values()
+        .filter(|m| m.len() as u32 == n_ranks)
+        .count() as f64;
+    let fixed_group: f64 = comm_members
+        .values()
+        .filter(|m| (m.len() as u32) < n_ranks)
+        .map(|m| m.len() as f64 * p.group_entry_bytes as f64)
+        .sum::<f64>()
+        / n_ranks as f64;
+    let mem_per_core = options.memory_per_core.or_else(local_memory_per_core);
+    let growth = Growth {
+        grows,
+        max_peers,
+        world_sized,
+        fixed_group,
+        mem_per_core,
+    };
+    let projections = projections(options, &shape, &model, &growth);
+    Observable::Observed(MemoryFootprint {
+        nodes,
+        cores_per_node,
+        hcas_per_node: h,
+        per_rank,
+        qp_table,
+        parameters: model.parameters,
+        bytes_per_connection: model.bytes_per_connection,
+        pattern,
+        full_connection_calls: graph
+            .full_calls
+            .into_iter()
+            .map(|((call, site), (ranks, count))| FullConnectionCall {
+                call: c::name(call).to_string(),
+                location: Some(data.location(site)),
+                ranks: ranks.into_iter().collect(),
+                count,
+            })
+            .collect(),
+        communicators: comm_members.len() as u32,
+        group_map_bytes_per_rank: world_sized * n_ranks as f64 * p.group_entry_bytes as f64
+            + fixed_group,
+        projections,
+        memory_per_core: mem_per_core,
+    })
+}
+
+/// The buffer model's inputs: what each connection costs, from the
+/// manifest's receive queues (else Open MPI's default) and the parameters.
+struct BufferModel {
+    parameters: Vec<ModelParam>,
+    bytes_per_connection: f64,
+    /// Shared receive queues per process, bytes.
+    rq_shared: u64,
+}
+
+impl BufferModel {
+    fn of(data: &TraceData, p: &BufferParams) -> BufferModel {
+        // Receive queues: from the manifest, else Open MPI's default.
+        let (rq_spec, rq_source) = data
+            .manifest
+            .mpi
+            .as_ref()
+            .and_then(|m| m.receive_queues.iter().next())
+            .map(|(k, v)| (v.clone(), format!("manifest: {k}")))
+            .unwrap_or_else(|| {
+                (
+                    OPENMPI_DEFAULT_RECEIVE_QUEUES.to_string(),
+                    "Open MPI 4.1 default btl_openib_receive_queues".to_string(),
+                )
+            });
+        let (rq_peer, rq_shared) = receive_queue_bytes(&rq_spec).unwrap_or((0, 0));
+        let eager_rdma = p.eager_rdma_slots as u64 * p.eager_rdma_slot_bytes;
+        let bytes_per_connection = (eager_rdma + rq_peer + p.qp_bytes) as f64;
+        let parameters = vec![
+            ModelParam {
+                name: "eager RDMA buffers per connection".into(),
+                value: eager_rdma as f64,
+                unit: "bytes".into(),
+                source: format!(
+                    "{} × {} B (Didelot 2014 §3.4, MVAPICH2 default below 8 nodes)",
+                    p.eager_rdma_slots, p.eager_rdma_slot_bytes
+                ),
+            },
+            ModelParam {
+                name: "per-peer receive queue".into(),
+                value: rq_peer as f64,
+                unit: "bytes".into(),
+                source: format!("{rq_source}: {rq_spec}"),
+            },
+            ModelParam {
+                name: "shared receive queues per process".into(),
+                value: rq_shared as f64,
+                unit: "bytes".into(),
+                source: format!("{rq_source}: {rq_spec}"),
+            },
+            ModelParam {
+                name: "memory per queue pair".into(),
+                value: p.qp_bytes as f64,
+                unit: "bytes".into(),
+                source: "assumption: 512 WQEs × 64 B + 128 B inline (Didelot 2014 gives no constant, Fig. 3.1)".into(),
+            },
+            ModelParam {
+                name: "group map entry".into(),
+                value: p.group_entry_bytes as f64,
+                unit: "bytes".into(),
+                source: "int array per communicator (Kamal 2013 §2.1.3, §3.1)".into(),
+            },
+        ];
+        BufferModel {
+            parameters,
+            bytes_per_connection,
+            rq_shared,
+        }
+    }
+}
+
+/// Who talks to whom, the calls that force full connection (call and site →
+/// ranks and count) and each communicator's members, as the trace shows them.
+struct ObservedGraph {
+    peers: BTreeMap<u32, BTreeSet<u32>>,
+    full_calls: BTreeMap<(u16, u64), (BTreeSet<u32>, u64)>,
+    comm_members: BTreeMap<u64, BTreeSet<u32>>,
+}
+
+impl ObservedGraph {
+    fn of(data: &TraceData) -> ObservedGraph {
+        // Observed graph, full-connection calls, communicators.
+        let mut peers: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+        let mut full_calls: BTreeMap<(u16, u64), (BTreeSet<u32>, u64)> = BTreeMap::new();
+        let mut comm_members: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
+        for rd in &data.ranks {
+            let set = peers.entry(rd.rank).or_default();
+            for r in &rd.mpi {
+                if let Some(p) = crate::aligned::endpoints::peer_of(r) {
+                    set.insert(p);
+                }
+                let forces = matches!(
+                    r.call,
+                    c::MPI_Alltoall | c::MPI_Alltoallv | c::MPI_Alltoallw
+                ) || (matches!(r.call, c::MPI_Scatterv | c::MPI_Gatherv)
+                    && r.root == rd.rank as i32);
+                if forces {
+                    let e = full_calls
+                        .entry((r.call, data.canon(r.callsite)))
+                        .or_default();
+                    e.0.insert(rd.rank);
+                    e.1 += 1;
+                }
+                if r.comm_id > 2 {
+                    comm_members.entry(r.comm_id).or_default().insert(rd.rank);
+                }
+            }
+        }
+        ObservedGraph {
+            peers,
+            full_calls,
+            comm_members,
+        }
+    }
+}
+
+/// The job's shape: ranks, nodes, cores (ranks) per node, HCAs per node.
+struct Shape {
+    n_ranks: u32,
+    nodes: u32,
+    cores_per_node: u32,
+    hcas: u32,
+}
+
+/// How the footprint grows with the number of ranks.
+struct Growth {
+    grows: bool,
+    max_peers: u32,
+    world_sized: f64,
+    fixed_group: f64,
+    mem_per_core: Option<u64>,
+}
+
+/// Each rank's observed peers, estimated connections, RSS and buffers.
+fn per_rank_memory(
+    data: &TraceData,
+    n_ranks: u32,
+    host_of: &BTreeMap<u32, String>,
+    graph: &ObservedGraph,
+    full_ranks: &BTreeSet<u32>,
+    model: &BufferModel,
+) -> Vec<RankMemory> {
+    let (peers, comm_members) = (&graph.peers, &graph.comm_members);
+    let (bytes_per_connection, rq_shared) = (model.bytes_per_connection, model.rq_shared);
     let sample_last = |rank: u32, metric: &str| -> Option<f64> {
         data.ranks
             .iter()
@@ -205,7 +337,7 @@ pub fn analyze_memory(
             .map(|s| s.value)
             .reduce(f64::max)
     };
-    let per_rank: Vec<RankMemory> = (0..n_ranks)
+    (0..n_ranks)
         .map(|rank| {
             let info = data.manifest.ranks.iter().find(|r| r.rank == rank);
             let observed = peers.get(&rank).map_or(0, |s| s.len() as u32);
@@ -238,10 +370,22 @@ pub fn analyze_memory(
                 communicators: comm_members.values().filter(|m| m.contains(&rank)).count() as u32,
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Table 3.4 on the observed graph: one RC QP per connected remote peer and HCA;
-    // XRC one per remote node per rank; vrails one per remote node per node.
+/// Didelot 2014 Table 3.4 on the observed graph: one RC QP per connected remote
+/// peer and HCA; XRC one per remote node per rank; vrails one per remote node per node.
+fn qp_table(
+    run: &RunFacts,
+    host_of: &BTreeMap<u32, String>,
+    shape: &Shape,
+    per_rank: &[RankMemory],
+    graph: &ObservedGraph,
+    full_ranks: &BTreeSet<u32>,
+) -> Vec<QpRow> {
+    let (nodes, n_ranks, cores_per_node, h) =
+        (shape.nodes, shape.n_ranks, shape.cores_per_node, shape.hcas);
+    let peers = &graph.peers;
     let host_idx = |rank: u32| -> usize {
         let hname = host_of.get(&rank).cloned().unwrap_or_default();
         run.hosts.iter().position(|x| *x == hname).unwrap_or(0)
@@ -249,7 +393,7 @@ pub fn analyze_memory(
     let mut rc_obs = vec![0f64; nodes as usize];
     let mut xrc_obs = vec![0f64; nodes as usize];
     let mut node_remote: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); nodes as usize];
-    for rm in &per_rank {
+    for rm in per_rank {
         let me = host_idx(rm.rank);
         let remote: Vec<u32> = if full_ranks.contains(&rm.rank) {
             (0..n_ranks).filter(|&q| host_idx(q) != me).collect()
@@ -273,7 +417,7 @@ pub fn analyze_memory(
     let maxf = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
     let vr_obs = node_remote.iter().map(|s| s.len()).max().unwrap_or(0) as f64 * h as f64;
     let (nf, cf, hf) = (nodes as f64, cores_per_node as f64, h as f64);
-    let qp_table = vec![
+    vec![
         QpRow {
             transport: "RC".into(),
             formula: "(N − 1) × C² × H".into(),
@@ -304,30 +448,28 @@ pub fn analyze_memory(
             observed_per_node: cf * hf,
             full_per_node: cf * hf,
         },
-    ];
-    let max_peers = per_rank.iter().map(|r| r.peers_observed).max().unwrap_or(0);
-    let all_to_all_p2p = n_ranks > 2 && max_peers >= n_ranks - 1;
-    let grows = any_full || all_to_all_p2p;
-    let pattern = if any_full {
-        "grows with N: calls that force full connection (Alltoall(v), root of Scatterv/Gatherv; Didelot 2014 §3.2)".to_string()
-    } else if all_to_all_p2p {
-        "grows with N: every rank talks to every other rank point to point".to_string()
-    } else {
-        format!("constant neighbourhood: at most {max_peers} peers per rank")
-    };
-    // Communicators whose size is the world's grow with N; others stay.
-    let world_sized = comm_members
-        .values()
-        .filter(|m| m.len() as u32 == n_ranks)
-        .count() as f64;
-    let fixed_group: f64 = comm_members
-        .values()
-        .filter(|m| (m.len() as u32) < n_ranks)
-        .map(|m| m.len() as f64 * p.group_entry_bytes as f64)
-        .sum::<f64>()
-        / n_ranks as f64;
-    let mem_per_core = options.memory_per_core.or_else(local_memory_per_core);
-    let projections = options
+    ]
+}
+
+/// The footprint per rank at each projected job size.
+fn projections(
+    options: &AnalyzeOptions,
+    shape: &Shape,
+    model: &BufferModel,
+    g: &Growth,
+) -> Vec<Projection> {
+    let (cores_per_node, hf) = (shape.cores_per_node, shape.hcas as f64);
+    let cf = cores_per_node as f64;
+    let p = &options.buffers;
+    let (bytes_per_connection, rq_shared) = (model.bytes_per_connection, model.rq_shared);
+    let (grows, max_peers, world_sized, fixed_group, mem_per_core) = (
+        g.grows,
+        g.max_peers,
+        g.world_sized,
+        g.fixed_group,
+        g.mem_per_core,
+    );
+    options
         .projection_ranks
         .iter()
         .map(|&r| {
@@ -369,29 +511,5 @@ pub fn analyze_memory(
                 exceeds_memory_per_core: mem_per_core.map(|m| total > m as f64),
             }
         })
-        .collect();
-    Observable::Observed(MemoryFootprint {
-        nodes,
-        cores_per_node,
-        hcas_per_node: h,
-        per_rank,
-        qp_table,
-        parameters,
-        bytes_per_connection,
-        pattern,
-        full_connection_calls: full_calls
-            .into_iter()
-            .map(|((call, site), (ranks, count))| FullConnectionCall {
-                call: c::name(call).to_string(),
-                location: Some(data.location(site)),
-                ranks: ranks.into_iter().collect(),
-                count,
-            })
-            .collect(),
-        communicators: comm_members.len() as u32,
-        group_map_bytes_per_rank: world_sized * n_ranks as f64 * p.group_entry_bytes as f64
-            + fixed_group,
-        projections,
-        memory_per_core: mem_per_core,
-    })
+        .collect()
 }
