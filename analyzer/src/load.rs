@@ -13,8 +13,9 @@ use rayon::prelude::*;
 
 use crate::AnalyzeError;
 use crate::aligned::{Clocks, align_rows};
+pub use crate::model::ns_to_s;
 use crate::model::{CodeLocation, RunFacts};
-use crate::omp::RankPass;
+use crate::omp::pass::{RankPass, rank_pass};
 
 /// One rank's rows, on rank 0's clock.
 #[derive(Debug, Default, Clone)]
@@ -441,7 +442,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                     .max(manifest_threads.get(&rank).copied().unwrap_or(1))
                     .max(1);
                 let t_pass = std::time::Instant::now();
-                let pass = crate::omp::rank_pass(rank, rows, threads);
+                let pass = rank_pass(rank, rows, threads);
                 if std::env::var_os("HYSCOPE_TIMING").is_some() {
                     eprintln!(
                         "hyscope: rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
@@ -838,8 +839,4 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
             })
             .collect(),
     }
-}
-
-pub fn ns_to_s(ns: i64) -> f64 {
-    ns as f64 * 1e-9
 }
