@@ -12,26 +12,22 @@
 //! - [`symbolize`]: code addresses → function, file:line from a module map;
 //! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests;
 //! - [`spool`]: the compact raw record file the collector appends to during the
-//!   run, encoded to Parquet after it;
+//!   run (its codec, the per-thread blocks, the samples' text spool) and its
+//!   encoding into Parquet parts after the run ([`spool::to_parquet`]);
 //! - [`settings`]: every `HYSCOPE_*` variable, its default, meaning and
 //!   validation (read by the collector, `hyscope record` and the viewers);
-//! - [`unspool`]: a spool encoded into the table's Parquet parts (at the end of
-//!   the run, or later for a rank that was killed).
 
 pub mod error;
 pub mod manifest;
 pub mod metrics;
 pub mod reader;
 pub mod records;
-pub mod sample_spool;
 pub mod schema;
 pub mod settings;
 pub mod spool;
-pub mod spool_block;
 pub mod symbolize;
 pub mod synthetic;
 pub mod trace_name;
-pub mod unspool;
 pub mod writer;
 
 pub use error::FormatError;
@@ -39,3 +35,11 @@ pub use manifest::{FORMAT_VERSION, Manifest};
 pub use reader::{PartFile, ScanOptions, Trace};
 pub use schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord, Table};
 pub use writer::{PartWriter, WriterOptions};
+
+// The spool modules' former paths, for code written against them.
+#[doc(hidden)]
+pub use spool::block as spool_block;
+#[doc(hidden)]
+pub use spool::samples as sample_spool;
+#[doc(hidden)]
+pub use spool::to_parquet as unspool;
