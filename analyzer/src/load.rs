@@ -565,7 +565,7 @@ fn clip_interval_to_exit(start: &mut i64, end: &mut i64, exit: i64) {
 pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::TraceProblem> {
     use crate::TraceProblem;
     let mut problems = Vec::new();
-    let leftovers = hyscope_format::unspool::leftover_processes(dir);
+    let leftovers = hyscope_format::spool::to_parquet::leftover_processes(dir);
     for r in &manifest.ranks {
         if leftovers.iter().any(|p| p.rank == r.rank) {
             continue; // said below, from what the process left

@@ -6,11 +6,11 @@
 //! thread-local pointer load, the record encoded into the thread's current
 //! block as the spool encodes it (the fields that changed since the thread's
 //! previous record of that kind, as varints: ~7 bytes instead of the record's
-//! 80, see `hyscope_format::spool` and `hyscope_format::spool_block`) and a
+//! 80, see `hyscope_format::spool` and `hyscope_format::spool::block`) and a
 //! release store of the block's length. No lock, no allocation, no I/O.
 //!
 //! A full block is handed to the writer thread (one short mutex per
-//! [`hyscope_format::spool_block::BLOCK_BYTES`] of events, ~36 000 of them) and the thread takes a free
+//! [`hyscope_format::spool::block::BLOCK_BYTES`] of events, ~36 000 of them) and the thread takes a free
 //! block. Each block is one spool frame: the writer appends its bytes to the
 //! spool file as they are, so during the run it only copies bytes to the
 //! page cache. Blocks are allocated lazily up to `HYSCOPE_BUFFER_MB`; when
@@ -46,16 +46,16 @@ use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStringExt;
 
 use hyscope_format::manifest::{EventCounts, ProcessEnd};
-use hyscope_format::sample_spool::SampleSpool;
 use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, Table};
+use hyscope_format::spool::block::{Block, Stream};
+use hyscope_format::spool::samples::SampleSpool;
+use hyscope_format::spool::to_parquet::{
+    EndNote, Unspool, end_note_name, maps_file_name, note_addresses, spool_file_name,
+    spool_to_parts,
+};
 use hyscope_format::spool::{
     FRAME_HEADER_LEN, RECORD_ROOM, SpoolRecord, SpoolWriter, decode_payload, file_header,
     tail_frame_header,
-};
-use hyscope_format::spool_block::{Block, Stream};
-use hyscope_format::unspool::{
-    EndNote, Unspool, end_note_name, maps_file_name, note_addresses, spool_file_name,
-    spool_to_parts,
 };
 use hyscope_format::writer::WriterOptions;
 
@@ -766,7 +766,7 @@ fn encode_sample_spool(spool: SampleSpool, broken: bool) -> u64 {
     let Some(dir) = session::trace_dir().filter(|_| !broken) else {
         return 0;
     };
-    match hyscope_format::sample_spool::to_part(
+    match hyscope_format::spool::samples::to_part(
         &path,
         &dir,
         session::rank(),

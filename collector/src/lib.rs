@@ -40,7 +40,7 @@ impl hyscope_ompt::Sink for CollectorSink {
     fn thread_handle(&self) -> usize {
         events::slot() as *const events::ThreadSlot as usize
     }
-    fn omp_stream(&self) -> Option<&'static hyscope_format::spool_block::Stream<OmpRecord>> {
+    fn omp_stream(&self) -> Option<&'static hyscope_format::spool::block::Stream<OmpRecord>> {
         Some(events::slot().omp_stream())
     }
     #[inline]

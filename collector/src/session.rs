@@ -426,11 +426,11 @@ pub fn abort(code: i32) {
     events::refresh_maps();
     let pid = std::process::id();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for p in hyscope_format::unspool::leftover_processes(&dir) {
+    for p in hyscope_format::spool::to_parquet::leftover_processes(&dir) {
         if (p.rank, p.pid) != (rank(), pid) {
             continue;
         }
-        match hyscope_format::unspool::recover_process(&dir, &p, threads) {
+        match hyscope_format::spool::to_parquet::recover_process(&dir, &p, threads) {
             Ok(_) => {}
             Err(e) => warn(&format!(
                 "cannot encode the trace ({e}); `hyscope record` retries"

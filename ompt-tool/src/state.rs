@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use hyscope_format::schema::{OmpKind, OmpRecord};
-use hyscope_format::spool_block::Stream;
+use hyscope_format::spool::block::Stream;
 
 use crate::clock::TscClock;
 use crate::{kind_enabled, profile_mode, sink};
@@ -758,8 +758,8 @@ mod late_join_tests {
     use std::sync::atomic::Ordering;
 
     use hyscope_format::schema::{OmpKind, OmpRecord};
+    use hyscope_format::spool::block::{Block, Stream};
     use hyscope_format::spool::decode_payload;
-    use hyscope_format::spool_block::{Block, Stream};
 
     use super::current;
 

@@ -319,7 +319,7 @@ fn encode_leftover(
     Ok(match spool.table {
         crate::schema::Table::Samples => {
             let (rows, truncated) =
-                crate::sample_spool::to_part(&spool.path, trace_dir, spool.rank, options)?;
+                crate::spool::samples::to_part(&spool.path, trace_dir, spool.rank, options)?;
             UnspoolStats {
                 rows,
                 parts: u32::from(rows > 0),
