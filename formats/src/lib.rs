@@ -8,7 +8,7 @@
 //! - [`writer`]: a streaming Parquet writer per (table, rank), bounded memory;
 //! - [`reader`]: open a trace, list ranks and parts, scan tables with projection,
 //!   rank and time-range filters;
-//! - [`records`]: conversions between record batches and records;
+//! - [`record_batch`]: conversions between Arrow record batches and records;
 //! - [`symbolize`]: code addresses → function, file:line from a module map;
 //! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests;
 //! - [`spool`]: the compact raw record file the collector appends to during the
@@ -21,7 +21,7 @@ pub mod error;
 pub mod manifest;
 pub mod metrics;
 pub mod reader;
-pub mod records;
+pub mod record_batch;
 pub mod schema;
 pub mod settings;
 pub mod spool;
@@ -36,7 +36,9 @@ pub use reader::{PartFile, ScanOptions, Trace};
 pub use schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord, Table};
 pub use writer::{PartWriter, WriterOptions};
 
-// The spool modules' former paths, for code written against them.
+// Former module paths, for code written against them.
+#[doc(hidden)]
+pub use record_batch as records;
 #[doc(hidden)]
 pub use spool::block as spool_block;
 #[doc(hidden)]

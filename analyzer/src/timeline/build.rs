@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hyscope_format::reader::PartScan;
-use hyscope_format::records::Record;
+use hyscope_format::record_batch::Record;
 use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, Table};
 use hyscope_format::{FormatError, PartFile, ScanOptions, Trace};
 use rayon::prelude::*;

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use crate::error::FormatError;
-use crate::records::Record;
+use crate::record_batch::Record;
 use crate::schema::{MpiRecord, OmpRecord};
 use crate::spool::{SpoolReader, SpoolRecord};
 use crate::writer::{PartWriter, WriterOptions};

@@ -59,7 +59,7 @@ use hyscope_format::spool::{
 };
 use hyscope_format::writer::WriterOptions;
 
-use crate::session;
+use crate::lifecycle;
 
 /// Sample rows kept before they are handed to the writer.
 const SAMPLE_BATCH: usize = 4096;
@@ -314,7 +314,7 @@ impl<T: SpoolRecord> Pool<T> {
     fn take(&self) -> Option<*mut Block<T>> {
         let size = std::mem::size_of::<Block<T>>();
         if self.free_len.load(Ordering::Relaxed) == 0
-            && ALLOCATED.load(Ordering::Relaxed) + size > session::config().buffer_bytes
+            && ALLOCATED.load(Ordering::Relaxed) + size > lifecycle::config().buffer_bytes
         {
             return None; // nothing free and no budget left: drop without locking
         }
@@ -338,7 +338,7 @@ impl<T: SpoolRecord> Pool<T> {
     /// happen here, not while recording).
     fn allocate(&self) -> Option<*mut Block<T>> {
         let size = std::mem::size_of::<Block<T>>();
-        let budget = session::config().buffer_bytes;
+        let budget = lifecycle::config().buffer_bytes;
         let before = ALLOCATED.fetch_add(size, Ordering::Relaxed);
         if before + size > budget {
             ALLOCATED.fetch_sub(size, Ordering::Relaxed);
@@ -493,12 +493,12 @@ fn ensure_writer() {
         .name("hyscope-writer".into())
         .spawn(writer_loop)
     {
-        session::warn(&format!("cannot start the writer thread: {e}"));
+        lifecycle::warn(&format!("cannot start the writer thread: {e}"));
     }
 }
 
 fn writer_loop() {
-    crate::guarded(session::on_recording_start);
+    crate::guarded(lifecycle::on_recording_start);
     let mut flushed = std::time::Instant::now();
     loop {
         {
@@ -672,7 +672,7 @@ impl Writer {
             block.taken.store(rows.len(), Ordering::Relaxed);
         }
         if !decoded {
-            session::warn("a buffer of recorded events could not be decoded; it is dropped");
+            lifecycle::warn("a buffer of recorded events could not be decoded; it is dropped");
         }
     }
 
@@ -717,13 +717,13 @@ impl Writer {
             return None;
         }
         if self.samples.is_none() {
-            let Some(dir) = session::trace_dir().map(|d| d.join("spool")) else {
+            let Some(dir) = lifecycle::trace_dir().map(|d| d.join("spool")) else {
                 self.broken = true;
                 return None;
             };
             let path = dir.join(spool_file_name(
                 "samples",
-                session::rank(),
+                lifecycle::rank(),
                 std::process::id(),
             ));
             let created = std::fs::create_dir_all(&dir)
@@ -763,13 +763,13 @@ impl Writer {
 fn encode_sample_spool(spool: SampleSpool, broken: bool) -> u64 {
     let path = spool.path().to_path_buf();
     drop(spool);
-    let Some(dir) = session::trace_dir().filter(|_| !broken) else {
+    let Some(dir) = lifecycle::trace_dir().filter(|_| !broken) else {
         return 0;
     };
     match hyscope_format::spool::samples::to_part(
         &path,
         &dir,
-        session::rank(),
+        lifecycle::rank(),
         WriterOptions::default(),
     ) {
         Ok((rows, _)) => {
@@ -808,8 +808,12 @@ fn open_spool<'a, R: Unspool>(
         return None;
     }
     if spool.is_none() {
-        let dir = session::trace_dir()?.join("spool");
-        let path = dir.join(spool_file_name(table, session::rank(), std::process::id()));
+        let dir = lifecycle::trace_dir()?.join("spool");
+        let path = dir.join(spool_file_name(
+            table,
+            lifecycle::rank(),
+            std::process::id(),
+        ));
         match create_spool(&dir, &path) {
             Ok(w) => *spool = Some(w),
             Err(e) => return Some(Err(e)),
@@ -878,21 +882,21 @@ fn encode_spool<R: Unspool>(
     if broken {
         return 0;
     }
-    let Some(dir) = session::trace_dir() else {
+    let Some(dir) = lifecycle::trace_dir() else {
         return 0;
     };
     let mut note = |rows: &[R]| note_addresses(addresses, rows);
     match spool_to_parts::<R>(
         &path,
         &dir,
-        session::rank(),
+        lifecycle::rank(),
         encoder_threads(),
         WriterOptions::default(),
         &mut note,
     ) {
         Ok(stats) => {
             if let Err(e) = std::fs::remove_file(&path) {
-                session::warn(&format!("cannot remove {} ({e})", path.display()));
+                lifecycle::warn(&format!("cannot remove {} ({e})", path.display()));
             }
             // The `spool/` directory stays: other ranks of the job may be
             // about to create their spool in it, and no rank can tell when
@@ -901,7 +905,7 @@ fn encode_spool<R: Unspool>(
             stats.rows
         }
         Err(e) => {
-            session::warn(&format!(
+            lifecycle::warn(&format!(
                 "cannot encode the trace ({e}); the raw events stay in {}",
                 path.display()
             ));
@@ -924,7 +928,7 @@ fn encoder_threads() -> usize {
 /// `MPI_Finalize` or at exit, and more than once.
 pub fn flush_all() {
     // Before anything is written under this process's id.
-    session::claim_identity();
+    lifecycle::claim_identity();
     // The writer lock first: see writer_loop.
     let mut w = lock(&WRITER);
     if !gate_enter() {
@@ -986,15 +990,15 @@ fn output_failed_with(error: &str) {
     let disk_full = hyscope_format::error::is_disk_full_message(error);
     if disk_full {
         DISK_FULL.store(true, Ordering::Relaxed);
-        session::warn(&format!(
+        lifecycle::warn(&format!(
             "the disk of the trace directory is full ({error}); events from now on are dropped"
         ));
     } else {
-        session::warn(&format!(
+        lifecycle::warn(&format!(
             "cannot write the trace ({error}); events are dropped"
         ));
     }
-    session::with_rank_info(|r| {
+    lifecycle::with_rank_info(|r| {
         r.disk_full |= disk_full;
         r.write_error.get_or_insert_with(|| error.to_string());
     });
@@ -1024,11 +1028,11 @@ static EMERGENCY: AtomicPtr<Emergency> = AtomicPtr::new(ptr::null_mut());
 /// which tells from it how the process ended. False when the trace
 /// directory is unusable (said once).
 pub fn prepare_emergency() -> bool {
-    let Some(dir) = session::trace_dir() else {
+    let Some(dir) = lifecycle::trace_dir() else {
         return false;
     };
     let spool = dir.join("spool");
-    let (rank, pid) = (session::rank(), std::process::id());
+    let (rank, pid) = (lifecycle::rank(), std::process::id());
     let note_path = spool.join(end_note_name(rank, pid));
     let old = EMERGENCY.load(Ordering::Acquire);
     // SAFETY: prepared states are leaked, never freed.
