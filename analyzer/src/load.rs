@@ -443,7 +443,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                     .max(1);
                 let t_pass = std::time::Instant::now();
                 let pass = rank_pass(rank, rows, threads);
-                if std::env::var_os("HYSCOPE_TIMING").is_some() {
+                if hyscope_format::settings::TIMING.from_env().0.is_some() {
                     eprintln!(
                         "hyscope: rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
                         rows.len(),
