@@ -10,7 +10,8 @@
 //!   rank and time-range filters;
 //! - [`record_batch`]: conversions between Arrow record batches and records;
 //! - [`symbolize`]: code addresses → function, file:line from a module map;
-//! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests;
+//! - `synthetic` (feature `synthetic`): realistic synthetic OpenMP traces for
+//!   benchmarks and tests;
 //! - [`spool`]: the compact raw record file the collector appends to during the
 //!   run (its codec, the per-thread blocks, the samples' text spool) and its
 //!   encoding into Parquet parts after the run ([`spool::to_parquet`]);
@@ -26,6 +27,7 @@ pub mod schema;
 pub mod settings;
 pub mod spool;
 pub mod symbolize;
+#[cfg(feature = "synthetic")]
 pub mod synthetic;
 pub mod trace_name;
 pub mod writer;
