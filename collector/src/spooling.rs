@@ -987,7 +987,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The trace cannot be written (the first error): one warning, and the
 /// rank's info and end note say so (a full disk by name).
 fn output_failed_with(error: &str) {
-    let disk_full = hyscope_format::error::is_disk_full_message(error);
+    let disk_full = hyscope_format::is_disk_full_message(error);
     if disk_full {
         DISK_FULL.store(true, Ordering::Relaxed);
         lifecycle::warn(&format!(

@@ -17,8 +17,12 @@
 //!   encoding into Parquet parts after the run ([`spool::to_parquet`]);
 //! - [`settings`]: every `HYSCOPE_*` variable, its default, meaning and
 //!   validation (read by the collector, `hyscope record` and the viewers);
+//!
+//! The crate root re-exports the types and functions other crates use most
+//! (records, tables, the manifest's parts, the reader and writer, the settings
+//! table, the spool's reader and writer and [`FormatError`]).
 
-pub mod error;
+mod error;
 pub mod manifest;
 pub mod metrics;
 pub mod reader;
@@ -32,10 +36,13 @@ pub mod synthetic;
 pub mod trace_name;
 pub mod writer;
 
-pub use error::FormatError;
-pub use manifest::{FORMAT_VERSION, Manifest};
-pub use reader::{PartFile, ScanOptions, Trace};
+pub use error::{FormatError, is_disk_full_message};
+pub use manifest::{EventCounts, FORMAT_VERSION, Manifest, ProcessEnd, RankInfo};
+pub use reader::{PartFile, PartScan, ScanOptions, Trace, read_part_records};
+pub use record_batch::Record;
 pub use schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord, Table};
+pub use settings::{Setting, Settings};
+pub use spool::{SpoolReader, SpoolRecord, SpoolWriter};
 pub use writer::{PartWriter, WriterOptions};
 
 // Former module paths, for code written against them.
