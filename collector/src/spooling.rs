@@ -262,9 +262,9 @@ fn push_slow<T: SpoolRecord>(
     full: fn(*mut Block<T>) -> Full,
 ) {
     mark_active();
-    let old = stream.block.load(Ordering::Relaxed);
+    let old = stream.own_current();
     if !old.is_null() {
-        stream.block.store(ptr::null_mut(), Ordering::Release);
+        stream.install(ptr::null_mut());
         hand_off(full(old));
     }
     match pool.take() {
@@ -272,7 +272,7 @@ fn push_slow<T: SpoolRecord>(
             // A new block is a new frame: its first records are encoded against the default.
             // SAFETY: the bases belong to this (the owning) thread.
             unsafe { stream.reset_bases() };
-            stream.block.store(b, Ordering::Release);
+            stream.install(b);
         }
         None => {
             DROPPED.fetch_add(1, Ordering::Relaxed);
@@ -367,9 +367,7 @@ impl<T: SpoolRecord> Pool<T> {
     fn give_back(&self, b: *mut Block<T>) {
         // SAFETY: the block was handed off; nobody else references it.
         let block = unsafe { &*b };
-        block.len.store(0, Ordering::Relaxed);
-        block.rows.store(0, Ordering::Relaxed);
-        block.taken.store(0, Ordering::Relaxed);
+        block.clear();
         self.put(b);
     }
 }
@@ -443,13 +441,11 @@ pub fn install_fork_handler() {
 /// would wait on the same lock anyway).
 extern "C" fn forget_parents_events() {
     fn skip<T>(stream: &Stream<T>) {
-        let b = stream.block.load(Ordering::Acquire);
+        let b = stream.current();
         if !b.is_null() {
             // SAFETY: blocks are never freed; only this thread runs in the child now.
             let block = unsafe { &*b };
-            block
-                .taken
-                .store(block.rows.load(Ordering::Relaxed), Ordering::Relaxed);
+            block.set_taken(block.rows());
         }
     }
     if let Ok(slots) = SLOTS.try_lock() {
@@ -653,23 +649,23 @@ impl Writer {
         table: &str,
         spool_of: fn(&mut Writer) -> &mut Option<SpoolWriter<T>>,
     ) {
-        let b = stream.block.load(Ordering::Acquire);
+        let b = stream.current();
         if b.is_null() {
             return;
         }
         // SAFETY: see the module documentation: bytes below len are stable.
         let block = unsafe { &*b };
-        if block.rows.load(Ordering::Relaxed) <= block.taken.load(Ordering::Relaxed) {
+        if block.rows() <= block.taken() {
             return; // nothing new (rows only grows, and is counted before len is published)
         }
         let (rows, decoded) = current_rows(block);
-        let taken = block.taken.load(Ordering::Relaxed);
+        let taken = block.taken();
         if rows.len() > taken {
             self.check_pid();
             let broken = self.broken;
             let result = spool(spool_of(self), broken, table, &rows[taken..]);
             self.account_spool(result, rows.len() - taken);
-            block.taken.store(rows.len(), Ordering::Relaxed);
+            block.set_taken(rows.len());
         }
         if !decoded {
             lifecycle::warn("a buffer of recorded events could not be decoded; it is dropped");
@@ -838,9 +834,9 @@ fn spool_block<T: Unspool>(
     table: &str,
     block: &Block<T>,
 ) -> (Option<Result<(), String>>, usize) {
-    let taken = block.taken.load(Ordering::Relaxed);
-    let len = block.len.load(Ordering::Acquire);
-    let rows = block.rows.load(Ordering::Relaxed);
+    let taken = block.taken();
+    let len = block.published_len();
+    let rows = block.rows();
     if taken == 0 {
         if rows == 0 {
             return (Some(Ok(())), 0);
@@ -861,7 +857,7 @@ fn spool_block<T: Unspool>(
 
 /// Decode the published records of a block (and whether all of it decoded).
 fn current_rows<T: SpoolRecord>(block: &Block<T>) -> (Vec<T>, bool) {
-    let len = block.len.load(Ordering::Acquire);
+    let len = block.published_len();
     let mut rows = Vec::new();
     // SAFETY: len was read with acquire; the owner writes only past it.
     let ok = decode_payload(unsafe { block.bytes(len) }, &mut rows).is_some();
@@ -1254,9 +1250,9 @@ fn emergency_spool<T: SpoolRecord>(
 ) {
     let mut fd = -1;
     let mut tail = |block: &Block<T>| {
-        let len = block.len.load(Ordering::Acquire);
-        let taken = block.taken.load(Ordering::Relaxed);
-        if len == 0 || block.rows.load(Ordering::Relaxed) <= taken {
+        let len = block.published_len();
+        let taken = block.taken();
+        if len == 0 || block.rows() <= taken {
             return;
         }
         let Some(head) = tail_frame_header(taken as u32, len as u32) else {
@@ -1274,7 +1270,7 @@ fn emergency_spool<T: SpoolRecord>(
     let mut p = SLOT_LIST.load(Ordering::Acquire);
     // SAFETY: slots are leaked, never freed; the list only grows at its head.
     while let Some(slot) = unsafe { p.as_ref() } {
-        let b = stream_of(slot).block.load(Ordering::Acquire);
+        let b = stream_of(slot).current();
         // SAFETY: blocks are never freed.
         if let Some(block) = unsafe { b.as_ref() } {
             tail(block);

@@ -773,7 +773,7 @@ mod late_join_tests {
             let st = current();
             let stream: &'static Stream<OmpRecord> = Box::leak(Box::new(Stream::new()));
             let block = Box::into_raw(Block::<OmpRecord>::new().unwrap());
-            stream.block.store(block, Ordering::Release);
+            stream.install(block);
             st.stream = Some(stream);
             let open = |kind: OmpKind, start: i64, index: u64| OmpRecord {
                 kind: kind as u8,
@@ -798,7 +798,7 @@ mod late_join_tests {
             // SAFETY: this thread owns the block; len read with acquire.
             let bytes = unsafe {
                 let b = &*block;
-                b.bytes(b.len.load(Ordering::Acquire))
+                b.bytes(b.published_len())
             };
             let mut back: Vec<OmpRecord> = Vec::new();
             assert_eq!(decode_payload(bytes, &mut back), Some(()));
