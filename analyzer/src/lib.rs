@@ -8,7 +8,7 @@
 //! The result model ([`model`]) is plain serde data that the text report, the
 //! TUI and the GUI render. Pipeline: [`load`] reads the parts (rayon, one part
 //! or piece of a part per task) and puts every timestamp on rank 0's clock;
-//! [`omp`] rebuilds regions and loops per rank (both cores on each rank); [`tuner`] simulates loop schedules; [`mpi`]
+//! [`omp`] rebuilds regions and loops per rank (both cores on each rank, while loading); [`tuner`] simulates loop schedules; [`mpi`]
 //! builds the profile and wait states from [`aligned`]'s matched messages and
 //! collectives; [`phases`] restricts them to the named phases; [`memory`], [`energy`], [`pop`] and
 //! [`findings`] derive the rest. [`compare`] diffs two analyses.

@@ -14,8 +14,9 @@ use rayon::prelude::*;
 
 use crate::AnalyzeError;
 use crate::aligned::{Clocks, align_rows};
+pub use crate::model::ns_to_s;
 use crate::model::{CodeLocation, RunFacts};
-use crate::omp::RankPass;
+use crate::omp::pass::{RankPass, rank_pass};
 
 /// One rank's rows, on rank 0's clock.
 #[derive(Debug, Default, Clone)]
@@ -478,8 +479,8 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                     phase_windows.get(&rank).map_or(&[], Vec::as_slice),
                 );
                 let t_pass = std::time::Instant::now();
-                let pass = crate::omp::rank_pass(rank, rows, threads);
-                if std::env::var_os("HYSCOPE_TIMING").is_some() {
+                let pass = rank_pass(rank, rows, threads);
+                if hyscope_format::settings::TIMING.from_env().0.is_some() {
                     eprintln!(
                         "hyscope: rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
                         rows.len(),
@@ -608,7 +609,7 @@ fn clip_interval_to_exit(start: &mut i64, end: &mut i64, exit: i64) {
 pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::TraceProblem> {
     use crate::TraceProblem;
     let mut problems = Vec::new();
-    let leftovers = hyscope_format::unspool::leftover_processes(dir);
+    let leftovers = hyscope_format::spool::to_parquet::leftover_processes(dir);
     for r in &manifest.ranks {
         if leftovers.iter().any(|p| p.rank == r.rank) {
             continue; // said below, from what the process left
@@ -882,8 +883,4 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
             })
             .collect(),
     }
-}
-
-pub fn ns_to_s(ns: i64) -> f64 {
-    ns as f64 * 1e-9
 }

@@ -1,5 +1,6 @@
 //! The public result model: plain serde data that `hyscope report`, the TUI and
-//! the GUI render. No behaviour lives here.
+//! the GUI render. No behaviour lives here beyond [`ns_to_s`], the one
+//! conversion from trace nanoseconds to the model's seconds.
 //!
 //! Conventions:
 //! - durations are seconds (`f64`, suffix `_s`), times on the timeline are ns
@@ -11,6 +12,11 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+/// Trace nanoseconds as the model's seconds.
+pub fn ns_to_s(ns: i64) -> f64 {
+    ns as f64 * 1e-9
+}
 
 /// A value, or why the trace cannot give it.
 ///

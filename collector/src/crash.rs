@@ -3,7 +3,7 @@
 //! A handler for the signals that end a process by default: the faults
 //! (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) and the launcher's and the
 //! terminal's requests (SIGTERM, SIGINT; `mpirun` sends SIGTERM to every rank
-//! when one fails). It runs [`events::emergency_flush`] (async-signal-safe),
+//! when one fails). It runs [`spooling::emergency_flush`] (async-signal-safe),
 //! then hands the signal on exactly as if hyscope were not there: to the
 //! handler installed before it (the application's, or the MPI library's
 //! stack-trace printer), or, when there was none, back to the default action
@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use hyscope_format::manifest::ProcessEnd;
 
-use crate::events;
+use crate::spooling;
 
 /// The signals handled; the first five are faults.
 const SIGNALS: [c_int; 7] = [
@@ -85,7 +85,7 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, context: *mut li
     let previous = unsafe { *PREVIOUS.0[i].get() };
     let to_default = previous.is_none_or(|p| p.sa_sigaction == libc::SIG_DFL);
     if (is_fault(sig) || to_default) && !FLUSHED.swap(true, Ordering::AcqRel) {
-        events::emergency_flush(ProcessEnd::Signal { signal: sig });
+        spooling::emergency_flush(ProcessEnd::Signal { signal: sig });
     }
     // SAFETY: restoring this thread's errno.
     unsafe { *libc::__errno_location() = errno };

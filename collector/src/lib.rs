@@ -3,8 +3,8 @@
 //! Built as `libhyscope.so` (preloaded into the application) and as an rlib.
 //!
 //! - [`clock`]: the one monotonic clock (`now_ns`);
-//! - [`events`]: per-thread buffers, the writer thread, `flush_all`;
-//! - [`session`]: configuration, rank, trace directory, manifest, warnings, exit path;
+//! - [`spooling`]: per-thread buffers, the writer thread that spools them, `flush_all`;
+//! - [`lifecycle`]: configuration, rank, trace directory, manifest, warnings, exit path;
 //! - [`symbols`]: code addresses → function, file:line at exit;
 //! - [`crash`]: fatal-signal handlers that spool every recorded event first;
 //! - [`mpi`]: PMPI wrappers; [`samplers`]: sampled metrics;
@@ -15,11 +15,11 @@
 
 pub mod clock;
 pub mod crash;
-pub mod events;
+pub mod lifecycle;
 pub mod mpi;
 pub mod phases;
 pub mod samplers;
-pub mod session;
+pub mod spooling;
 pub mod symbols;
 
 use std::ffi::{c_char, c_uint};
@@ -37,40 +37,40 @@ impl hyscope_ompt::Sink for CollectorSink {
     }
     #[inline]
     fn record(&self, rec: OmpRecord) {
-        events::record_omp(rec);
+        spooling::record_omp(rec);
     }
     fn thread_handle(&self) -> usize {
-        events::slot() as *const events::ThreadSlot as usize
+        spooling::slot() as *const spooling::ThreadSlot as usize
     }
-    fn omp_stream(&self) -> Option<&'static hyscope_format::spool_block::Stream<OmpRecord>> {
-        Some(events::slot().omp_stream())
+    fn omp_stream(&self) -> Option<&'static hyscope_format::spool::block::Stream<OmpRecord>> {
+        Some(spooling::slot().omp_stream())
     }
     #[inline]
     fn record_on(&self, handle: usize, rec: &OmpRecord) {
         if handle == 0 {
-            events::record_omp(*rec);
+            spooling::record_omp(*rec);
         } else {
             // SAFETY: handles are leaked ThreadSlots of the calling thread (thread_handle).
-            unsafe { &*(handle as *const events::ThreadSlot) }.record_omp(rec);
+            unsafe { &*(handle as *const spooling::ThreadSlot) }.record_omp(rec);
         }
     }
     fn thread_index(&self) -> u32 {
-        events::thread_index()
+        spooling::thread_index()
     }
     fn bind_parallel_depth(&self, depth: &'static std::sync::atomic::AtomicU32) {
-        events::bind_parallel_depth(depth);
+        spooling::bind_parallel_depth(depth);
     }
     fn warn(&self, msg: &str) {
-        session::warn(msg);
+        lifecycle::warn(msg);
     }
     fn finalize(&self) {
-        guarded(session::finish);
+        guarded(lifecycle::finish);
     }
     fn control(&self, command: hyscope_ompt::Control) {
         guarded(|| match command {
             hyscope_ompt::Control::Start => phases::resume(),
             hyscope_ompt::Control::Pause | hyscope_ompt::Control::End => phases::pause(),
-            hyscope_ompt::Control::Flush => session::flush_all(),
+            hyscope_ompt::Control::Flush => lifecycle::flush_all(),
         });
     }
 }
@@ -81,7 +81,7 @@ static SINK: CollectorSink = CollectorSink;
 pub(crate) fn guarded(f: impl FnOnce()) {
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
         let _ = std::panic::catch_unwind(|| {
-            session::warn("internal error (see above); recording may be incomplete")
+            lifecycle::warn("internal error (see above); recording may be incomplete")
         });
     }
 }
@@ -95,13 +95,13 @@ pub unsafe extern "C" fn ompt_start_tool(
     omp_version: c_uint,
     runtime_version: *const c_char,
 ) -> *mut ompt_start_tool_result_t {
-    if !session::settings().ompt {
+    if !lifecycle::settings().ompt {
         return std::ptr::null_mut();
     }
     start();
     // An OpenMP program: write the rank's files at exit even if (profile mode) no
     // interval reached the buffers before.
-    events::mark_active();
+    spooling::mark_active();
     // SAFETY: forwarded from the runtime.
     unsafe { hyscope_ompt::start_tool(omp_version, runtime_version) }
 }
@@ -111,12 +111,14 @@ fn start() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         guarded(|| {
-            session::init();
-            hyscope_ompt::configure(&hyscope_ompt::ToolConfig::from_settings(session::settings()));
+            lifecycle::init();
+            hyscope_ompt::configure(&hyscope_ompt::ToolConfig::from_settings(
+                lifecycle::settings(),
+            ));
             hyscope_ompt::set_sink(&SINK);
             // SAFETY: registering a plain extern "C" function.
             unsafe { libc::atexit(at_exit) };
-            events::install_fork_handler();
+            spooling::install_fork_handler();
             crash::install();
             samplers::start();
         });
@@ -124,7 +126,7 @@ fn start() {
 }
 
 extern "C" fn at_exit() {
-    guarded(session::finish);
+    guarded(lifecycle::finish);
 }
 
 extern "C" fn constructor() {

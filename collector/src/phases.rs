@@ -1,7 +1,7 @@
 //! Named phases: the C API of `include/hyscope.h` (and the Fortran module
 //! over it), `MPI_Pcontrol` levels beyond 0 and 1, and the pauses of
 //! `omp_control_tool`, recorded as phase intervals per thread into the
-//! `phases` table (through its journal, `hyscope_format::phase_journal`).
+//! `phases` table (through its journal, `hyscope_format::spool::phases`).
 //!
 //! Phases are user annotations, a few per time step, not per loop chunk:
 //! each call takes one process-wide lock (uncontended), which keeps
@@ -17,11 +17,11 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 
-use hyscope_format::phase_journal::{self, PhaseRow};
 use hyscope_format::schema::{NO_ITERATION, phase_source};
+use hyscope_format::spool::phases::{self as phase_journal, PhaseRow};
 
-use crate::events::{self, lock};
-use crate::{clock, session};
+use crate::spooling::{self, lock};
+use crate::{clock, lifecycle};
 
 /// The time step set by `hyscope_iteration`, given to the phases begun after it.
 static ITERATION: AtomicI64 = AtomicI64::new(NO_ITERATION);
@@ -148,10 +148,10 @@ fn here() -> (u32, i64) {
     // The time first: starting the writer thread on a process's first
     // event must not delay the phase's begin.
     let now = clock::now_ns();
-    if !events::is_active() {
-        events::mark_active();
+    if !spooling::is_active() {
+        spooling::mark_active();
     }
-    (events::thread_index(), now)
+    (spooling::thread_index(), now)
 }
 
 /// Begin a named phase on the calling thread.
@@ -195,12 +195,12 @@ pub fn end(name: Option<&str>) {
         Ok(inner)
     });
     match unclosed {
-        Err(()) => session::warn(&format!(
+        Err(()) => lifecycle::warn(&format!(
             "hyscope_phase_end({}) on thread {thread} without an open phase{}; ignored",
             name.map_or("NULL".to_string(), |n| format!("\"{n}\"")),
             name.map_or(String::new(), |_| " of that name".to_string()),
         )),
-        Ok(inner) if !inner.is_empty() => session::warn(&format!(
+        Ok(inner) if !inner.is_empty() => lifecycle::warn(&format!(
             "hyscope_phase_end(\"{}\") on thread {thread} ends the phases still open inside it: {}",
             name.unwrap_or_default(),
             inner.join(", ")
@@ -310,7 +310,7 @@ pub fn close_open(now: i64) {
         missing
     });
     if !missing.is_empty() {
-        session::warn(&format!(
+        lifecycle::warn(&format!(
             "phases still open at exit, ended there: {}",
             missing.join(", ")
         ));
@@ -335,10 +335,10 @@ static JOURNAL: Mutex<Option<Journal>> = Mutex::new(None);
 
 fn journal_path() -> Option<std::path::PathBuf> {
     Some(
-        session::trace_dir()?
+        lifecycle::trace_dir()?
             .join("spool")
             .join(phase_journal::journal_file_name(
-                session::rank(),
+                lifecycle::rank(),
                 std::process::id(),
             )),
     )
@@ -416,7 +416,7 @@ impl Journal {
 pub fn spool() {
     let mut guard = lock(&JOURNAL);
     if let Err(e) = guard.get_or_insert_with(Journal::default).append() {
-        session::warn(&e);
+        lifecycle::warn(&e);
     }
 }
 
@@ -425,7 +425,7 @@ pub fn encode() {
     let mut guard = lock(&JOURNAL);
     let journal = guard.get_or_insert_with(Journal::default);
     if let Err(e) = journal.append() {
-        session::warn(&e);
+        lifecycle::warn(&e);
     }
     if journal.file.take().is_none() {
         return;
@@ -433,16 +433,16 @@ pub fn encode() {
     // Phases may follow (after the flush of MPI_Finalize, until the process
     // exits): the next journal starts with its names again.
     journal.names = 0;
-    let (Some(dir), Some(path)) = (session::trace_dir(), journal_path()) else {
+    let (Some(dir), Some(path)) = (lifecycle::trace_dir(), journal_path()) else {
         return;
     };
-    match phase_journal::journal_to_part(&path, &dir, session::rank()) {
+    match phase_journal::journal_to_part(&path, &dir, lifecycle::rank()) {
         Ok(_) => {
             if let Err(e) = std::fs::remove_file(&path) {
-                session::warn(&format!("cannot remove {} ({e})", path.display()));
+                lifecycle::warn(&format!("cannot remove {} ({e})", path.display()));
             }
         }
-        Err(e) => session::warn(&format!(
+        Err(e) => lifecycle::warn(&format!(
             "cannot encode the phases ({e}); they stay in {}",
             path.display()
         )),
@@ -468,7 +468,7 @@ pub unsafe extern "C" fn hyscope_phase_begin(name: *const c_char) {
     let name = unsafe { c_name(name) };
     crate::guarded(|| match name {
         Some(n) => begin(&n),
-        None => session::warn("hyscope_phase_begin(NULL) ignored: a phase needs a name"),
+        None => lifecycle::warn("hyscope_phase_begin(NULL) ignored: a phase needs a name"),
     });
 }
 

@@ -14,8 +14,8 @@ use hyscope_format::schema::{SymbolRecord, Table};
 pub use hyscope_format::symbolize::{Mapping, parse_maps, resolve_with_maps};
 use hyscope_format::writer::{PartWriter, WriterOptions};
 
-use crate::events::{self, lock};
-use crate::session;
+use crate::lifecycle;
+use crate::spooling::{self, lock};
 
 /// Addresses already written (finish may run more than once).
 static DONE: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
@@ -44,7 +44,7 @@ pub(crate) fn write_maps(path: &Path) {
 
 /// Resolve the addresses seen since the last call and append them to the `symbols` table.
 pub(crate) fn write_new(dir: &Path, rank: u32) {
-    write_addresses(dir, rank, &events::seen_addresses());
+    write_addresses(dir, rank, &spooling::seen_addresses());
 }
 
 /// Resolve `addresses` (not written before) and append them to the `symbols` table.
@@ -69,7 +69,7 @@ fn write_addresses(dir: &Path, rank: u32, addresses: &[u64]) {
     );
     match result {
         Ok(_) => lock(&DONE).extend(new),
-        Err(e) => session::warn(&format!("cannot write the symbols table ({e})")),
+        Err(e) => lifecycle::warn(&format!("cannot write the symbols table ({e})")),
     }
 }
 

@@ -8,36 +8,39 @@
 //! - [`writer`]: a streaming Parquet writer per (table, rank), bounded memory;
 //! - [`reader`]: open a trace, list ranks and parts, scan tables with projection,
 //!   rank and time-range filters;
-//! - [`records`]: conversions between record batches and records;
+//! - [`record_batch`]: conversions between Arrow record batches and records;
 //! - [`symbolize`]: code addresses → function, file:line from a module map;
-//! - [`synthetic`]: realistic synthetic OpenMP traces for benchmarks and tests;
+//! - `synthetic` (feature `synthetic`): realistic synthetic OpenMP traces for
+//!   benchmarks and tests;
 //! - [`spool`]: the compact raw record file the collector appends to during the
-//!   run, encoded to Parquet after it;
+//!   run (its codec, the per-thread blocks, the samples' and the phases' text spools) and its
+//!   encoding into Parquet parts after the run ([`spool::to_parquet`]);
 //! - [`settings`]: every `HYSCOPE_*` variable, its default, meaning and
 //!   validation (read by the collector, `hyscope record` and the viewers);
-//! - [`phase_journal`]: the phases' spool, a line journal (names interned);
-//! - [`unspool`]: a spool encoded into the table's Parquet parts (at the end of
-//!   the run, or later for a rank that was killed).
+//!
+//! The crate root re-exports the types and functions other crates use most
+//! (records, tables, the manifest's parts, the reader and writer, the settings
+//! table, the spool's reader and writer and [`FormatError`]).
 
-pub mod error;
+mod error;
 pub mod manifest;
 pub mod metrics;
-pub mod phase_journal;
 pub mod reader;
-pub mod records;
-pub mod sample_spool;
+pub mod record_batch;
 pub mod schema;
 pub mod settings;
 pub mod spool;
-pub mod spool_block;
 pub mod symbolize;
+#[cfg(feature = "synthetic")]
 pub mod synthetic;
 pub mod trace_name;
-pub mod unspool;
 pub mod writer;
 
-pub use error::FormatError;
-pub use manifest::{FORMAT_VERSION, Manifest};
-pub use reader::{PartFile, ScanOptions, Trace};
+pub use error::{FormatError, is_disk_full_message};
+pub use manifest::{EventCounts, FORMAT_VERSION, Manifest, ProcessEnd, RankInfo};
+pub use reader::{PartFile, PartScan, ScanOptions, Trace, read_part_records};
+pub use record_batch::Record;
 pub use schema::{MpiRecord, OmpKind, OmpRecord, PhaseRecord, SampleRecord, SymbolRecord, Table};
+pub use settings::{Setting, Settings};
+pub use spool::{SpoolReader, SpoolRecord, SpoolWriter};
 pub use writer::{PartWriter, WriterOptions};

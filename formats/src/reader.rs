@@ -25,7 +25,7 @@ use crate::error::FormatError;
 use crate::manifest::{
     EventCounts, MANIFEST_FILE, MAX_RANKS, Manifest, RANKS_DIR, RankInfo, check_version,
 };
-use crate::records::Record;
+use crate::record_batch::Record;
 use crate::schema::{LateDefault, Table};
 use crate::writer::{CHECKSUM_BLOCK, CHECKSUM_BYTES_KEY, CHECKSUM_KEY, ROWS_KEY};
 

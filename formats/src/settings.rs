@@ -380,6 +380,12 @@ impl Setting {
         }
     }
 
+    /// [`Setting::resolve`] on the variable's value in this process's
+    /// environment (a value that is not UTF-8 counts as unset).
+    pub fn from_env(&self) -> (Option<String>, Option<String>) {
+        self.resolve(std::env::var(self.var).ok().as_deref())
+    }
+
     /// How the value is named in `--help` and the README: the choices, or the option's value name.
     pub fn value_name(&self) -> String {
         match self.kind {

@@ -36,7 +36,7 @@ use parquet::schema::types::ColumnPath;
 
 use crate::error::FormatError;
 use crate::manifest::FORMAT_VERSION;
-use crate::records::Record;
+use crate::record_batch::Record;
 use crate::schema::{MpiRecord, OmpRecord, Table};
 
 /// Bytes covered by one CRC-32 of a part's data: small enough that a scan of

@@ -4,8 +4,8 @@
 
 mod common;
 
-use hyscope_format::phase_journal::{self, HEADER, PhaseRow};
 use hyscope_format::schema::{NO_ITERATION, PhaseRecord, phase_source};
+use hyscope_format::spool::phases::{self as phase_journal, HEADER, PhaseRow};
 use hyscope_format::{ScanOptions, Table, Trace};
 
 fn journal_text() -> Vec<u8> {
@@ -90,10 +90,10 @@ fn a_killed_process_journal_is_recovered() {
     )
     .unwrap();
     common::write_manifest(dir.path(), [3].into_iter());
-    let left = hyscope_format::unspool::leftover_processes(dir.path());
+    let left = hyscope_format::spool::to_parquet::leftover_processes(dir.path());
     assert_eq!(left.len(), 1);
     assert!(left[0].phases.is_some());
-    let out = hyscope_format::unspool::recover_process(dir.path(), &left[0], 1).unwrap();
+    let out = hyscope_format::spool::to_parquet::recover_process(dir.path(), &left[0], 1).unwrap();
     assert_eq!(out.phases, 6);
     assert!(out.truncated);
     assert!(!spool.exists() || std::fs::read_dir(&spool).unwrap().next().is_none());

@@ -4,7 +4,7 @@
 
 mod common;
 
-use hyscope_format::records::Record;
+use hyscope_format::record_batch::Record;
 use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, SymbolRecord};
 use hyscope_format::writer::PartWriter;
 use hyscope_format::{ScanOptions, Trace};

@@ -8,7 +8,7 @@ use hyscope_format::Trace;
 use hyscope_format::manifest::Manifest;
 use hyscope_format::schema::{MpiRecord, OmpRecord, Table};
 use hyscope_format::spool::SpoolWriter;
-use hyscope_format::unspool::{leftover_spools, recover_spool, spool_to_parts};
+use hyscope_format::spool::to_parquet::{leftover_spools, recover_spool, spool_to_parts};
 use hyscope_format::writer::WriterOptions;
 
 /// `threads` threads × `per_thread` chunk-like rows, spooled in frames of 1024 rows of one thread.
@@ -182,7 +182,7 @@ fn a_tail_frame_adds_only_the_rows_after_those_spooled_before() {
 #[test]
 fn end_notes_round_trip_at_their_fixed_size() {
     use hyscope_format::manifest::ProcessEnd;
-    use hyscope_format::unspool::{END_NOTE_BYTES, EndNote};
+    use hyscope_format::spool::to_parquet::{END_NOTE_BYTES, EndNote};
     for end in [
         ProcessEnd::Running,
         ProcessEnd::Finished,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
 use arrow_schema::Schema;
-use hyscope_format::records::Record;
+use hyscope_format::record_batch::Record;
 use hyscope_format::schema::{MpiRecord, NO_RANK, NO_TAG, Table, mpi_call};
 use hyscope_format::{FORMAT_VERSION, ScanOptions, Trace};
 use parquet::arrow::ArrowWriter;

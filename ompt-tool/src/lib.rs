@@ -62,7 +62,7 @@ use std::sync::{Mutex, OnceLock};
 use hyscope_format::manifest::OpenMpInfo;
 use hyscope_format::schema::{OmpKind, OmpRecord};
 use hyscope_format::settings::{self, Mode, Settings};
-use hyscope_format::spool_block::Stream;
+use hyscope_format::spool::block::Stream;
 
 pub use state::threads_seen;
 
@@ -88,7 +88,7 @@ pub trait Sink: Sync {
     }
     /// The calling thread's spool stream, asked once per thread like
     /// [`Sink::thread_handle`]: the adapter then encodes each interval into it
-    /// inline ([`hyscope_format::spool_block::Stream::push`]) and calls
+    /// inline ([`hyscope_format::spool::block::Stream::push`]) and calls
     /// [`Sink::record_on`] only when that finds no room (the sink hands the
     /// full block off and takes a new one). Only that thread pushes into it.
     /// `None` (the default): every interval goes to `record_on`.

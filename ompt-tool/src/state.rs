@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use hyscope_format::schema::{OmpKind, OmpRecord};
-use hyscope_format::spool_block::Stream;
+use hyscope_format::spool::block::Stream;
 
 use crate::clock::TscClock;
 use crate::{kind_enabled, profile_mode, sink};
@@ -776,8 +776,8 @@ mod late_join_tests {
     use std::sync::atomic::Ordering;
 
     use hyscope_format::schema::{OmpKind, OmpRecord};
+    use hyscope_format::spool::block::{Block, Stream};
     use hyscope_format::spool::decode_payload;
-    use hyscope_format::spool_block::{Block, Stream};
 
     use super::current;
 
@@ -791,7 +791,7 @@ mod late_join_tests {
             let st = current();
             let stream: &'static Stream<OmpRecord> = Box::leak(Box::new(Stream::new()));
             let block = Box::into_raw(Block::<OmpRecord>::new().unwrap());
-            stream.block.store(block, Ordering::Release);
+            stream.install(block);
             st.stream = Some(stream);
             let open = |kind: OmpKind, start: i64, index: u64| OmpRecord {
                 kind: kind as u8,
@@ -816,7 +816,7 @@ mod late_join_tests {
             // SAFETY: this thread owns the block; len read with acquire.
             let bytes = unsafe {
                 let b = &*block;
-                b.bytes(b.len.load(Ordering::Acquire))
+                b.bytes(b.published_len())
             };
             let mut back: Vec<OmpRecord> = Vec::new();
             assert_eq!(decode_payload(bytes, &mut back), Some(()));

@@ -233,11 +233,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .settings
         .get(&settings::OUTPUT)
         .map(str::to_string)
-        .or_else(|| {
-            settings::OUTPUT
-                .resolve(std::env::var(settings::OUTPUT.var).ok().as_deref())
-                .0
-        });
+        .or_else(|| settings::OUTPUT.from_env().0);
     let output = match given_output {
         Some(o) => PathBuf::from(o),
         None => {
@@ -645,13 +641,7 @@ fn exists_ok(position: Position) -> bool {
 
 /// LLVM's OpenMP runtime for `--openmp-runtime=llvm` (`HYSCOPE_LIBOMP` overrides).
 fn libomp_path() -> anyhow::Result<PathBuf> {
-    let env = std::env::var(settings::LIBOMP.var).ok();
-    let libomp = PathBuf::from(
-        settings::LIBOMP
-            .resolve(env.as_deref())
-            .0
-            .unwrap_or_default(),
-    );
+    let libomp = PathBuf::from(settings::LIBOMP.from_env().0.unwrap_or_default());
     if !libomp.is_file() {
         bail!(
             "--openmp-runtime=llvm needs LLVM's OpenMP runtime at {} (Debian: libomp-19-dev); \

@@ -22,7 +22,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !dir.is_dir() {
         bail!("{}: no such trace directory", dir.display());
     }
-    let leftovers = hyscope_format::unspool::leftover_processes(dir);
+    let leftovers = hyscope_format::spool::to_parquet::leftover_processes(dir);
     if leftovers.is_empty() {
         eprintln!("hyscope: {}: nothing to recover", dir.display());
         return Ok(ExitCode::SUCCESS);
@@ -50,8 +50,8 @@ fn warn(msg: &str) {
 /// are in the trace, and write in their rank files how they ended.
 pub fn recover_spools(dir: &Path) {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for process in hyscope_format::unspool::leftover_processes(dir) {
-        match hyscope_format::unspool::recover_process(dir, &process, threads) {
+    for process in hyscope_format::spool::to_parquet::leftover_processes(dir) {
+        match hyscope_format::spool::to_parquet::recover_process(dir, &process, threads) {
             Ok(done) => {
                 let how = done
                     .end

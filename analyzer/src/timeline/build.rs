@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hyscope_format::reader::PartScan;
-use hyscope_format::records::Record;
+use hyscope_format::record_batch::Record;
 use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, Table};
 use hyscope_format::{FormatError, PartFile, ScanOptions, Trace};
 use rayon::prelude::*;
@@ -165,7 +165,7 @@ fn read_part(part: &PartFile) -> Result<PartRows, FormatError> {
 }
 
 /// Add a rank's region rows to its threads' intervals as the report counts
-/// them (`omp.rs`). Every row of a region instance is clipped to the master's
+/// them (`omp/regions.rs`). Every row of a region instance is clipped to the master's
 /// parallel interval: a worker's join-barrier and implicit-task ends arrive
 /// only when it wakes for the next region (platform facts), and the time until
 /// then is idling in the pool, not barrier wait. Where the runtime's barrier

@@ -23,7 +23,7 @@ const MAGIC: &[u8; 8] = b"HYTLIDX3";
 
 /// The directory holding cached indexes.
 pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("HYSCOPE_CACHE_DIR") {
+    if let (Some(d), _) = hyscope_format::settings::CACHE_DIR.from_env() {
         return Some(PathBuf::from(d));
     }
     if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {

@@ -11,7 +11,7 @@ use hyscope_format::manifest::{ClockOffset, MpiInfo, RankInfo};
 use mpi_sys as ffi;
 
 use super::{level_name, world, world_rank, world_size};
-use crate::{clock, events, session};
+use crate::{clock, lifecycle, spooling};
 
 struct Comm(ffi::MPI_Comm);
 // SAFETY: a communicator handle is a plain value usable from any thread.
@@ -36,7 +36,9 @@ pub fn at_init(levels: (c_int, c_int)) {
     if unsafe { ffi::PMPI_Comm_dup(world(), &mut dup) } == 0 {
         let _ = PRIVATE.set(Comm(dup));
     } else {
-        session::warn("cannot duplicate MPI_COMM_WORLD; no clock synchronisation or job manifest");
+        lifecycle::warn(
+            "cannot duplicate MPI_COMM_WORLD; no clock synchronisation or job manifest",
+        );
     }
     sync_clock();
     let info = MpiInfo {
@@ -47,7 +49,7 @@ pub fn at_init(levels: (c_int, c_int)) {
         thread_level_provided: Some(level_name(levels.1)),
         ..MpiInfo::default()
     };
-    session::with_manifest(|m| m.mpi = Some(info));
+    lifecycle::with_manifest(|m| m.mpi = Some(info));
     // A draft manifest, so that a job that never reaches MPI_Finalize (MPI_Abort,
     // a crash, a kill) still leaves an openable trace. Replaced at MPI_Finalize.
     if world_rank() == 0 {
@@ -61,14 +63,14 @@ pub fn at_finalize() {
     let ranks = gather_rank_infos();
     if world_rank() == 0 {
         if ranks.is_empty() {
-            session::warn(
+            lifecycle::warn(
                 "could not gather the ranks' descriptions; the manifest lists rank 0 only",
             );
         }
         write_manifest(ranks);
-        session::mark_manifest_written_by_mpi();
+        lifecycle::mark_manifest_written_by_mpi();
     }
-    session::flush_all();
+    lifecycle::flush_all();
 }
 
 /// Measure this rank's clock offset to rank 0 and keep it in the rank info.
@@ -111,7 +113,7 @@ fn sync_clock() {
             }
         }
         let now = clock::now_ns();
-        session::with_rank_info(|r| {
+        lifecycle::with_rank_info(|r| {
             r.clock_offsets.push(ClockOffset {
                 local_ns: now,
                 offset_ns: 0,
@@ -151,7 +153,7 @@ fn sync_clock() {
         }
     }
     if let Some(b) = best {
-        session::with_rank_info(|r| r.clock_offsets.push(b));
+        lifecycle::with_rank_info(|r| r.clock_offsets.push(b));
     }
 }
 
@@ -182,8 +184,8 @@ fn gather_rank_infos() -> Vec<RankInfo> {
     let Some(comm) = private() else {
         return Vec::new();
     };
-    let mut info = session::rank_info_snapshot();
-    info.threads = info.threads.max(events::threads_seen());
+    let mut info = lifecycle::rank_info_snapshot();
+    info.threads = info.threads.max(spooling::threads_seen());
     let json = serde_json::to_vec(&info).unwrap_or_default();
     let len = json.len() as c_int;
     let size = world_size().max(1) as usize;
@@ -240,10 +242,10 @@ fn gather_rank_infos() -> Vec<RankInfo> {
 
 /// Rank 0 writes `manifest.json` with the gathered ranks (or a draft without them).
 fn write_manifest(ranks: Vec<RankInfo>) {
-    let Some(dir) = session::trace_dir() else {
+    let Some(dir) = lifecycle::trace_dir() else {
         return;
     };
-    let mut manifest = session::with_manifest(|m| m.clone());
+    let mut manifest = lifecycle::with_manifest(|m| m.clone());
     if !ranks.is_empty() {
         let mut hosts: Vec<String> = Vec::new();
         for r in &ranks {
@@ -259,11 +261,11 @@ fn write_manifest(ranks: Vec<RankInfo>) {
         manifest.openmp = Some(omp);
     }
     if let Err(e) = std::fs::create_dir_all(&dir) {
-        session::warn(&format!("cannot create {} ({e})", dir.display()));
+        lifecycle::warn(&format!("cannot create {} ({e})", dir.display()));
         return;
     }
     if let Err(e) = manifest.write(&dir) {
-        session::warn(&format!("cannot write the manifest ({e})"));
+        lifecycle::warn(&format!("cannot write the manifest ({e})"));
     }
 }
 
@@ -272,7 +274,7 @@ fn write_manifest(ranks: Vec<RankInfo>) {
 pub fn read_control_variables() {
     if world_rank() == 0 {
         let cvars = control_variables();
-        session::with_manifest(|m| {
+        lifecycle::with_manifest(|m| {
             if let Some(mpi) = m.mpi.as_mut() {
                 apply_cvars(mpi, cvars);
             }

@@ -25,7 +25,7 @@ pub use hyscope_format::schema::NO_TAG;
 use hyscope_format::schema::{ANY, MpiRecord, NO_RANK, PROC_NULL, mpi_call};
 use mpi_sys as ffi;
 
-use crate::{clock, events, session};
+use crate::{clock, lifecycle, spooling};
 
 // Open MPI's Fortran symbols (`mpi_fortran_in_place_`, ...): not in an MPICH process.
 #[cfg(not(hyscope_mpich))]
@@ -66,7 +66,7 @@ static COMM_COUNTER: AtomicU64 = AtomicU64::new(1);
 static LOCAL_COMM_IDS: AtomicU64 = AtomicU64::new(1 << 63);
 
 /// Per-thread state of the wrappers, kept in the thread's
-/// [`events::ThreadSlot`] so that a wrapper needs one thread-local lookup.
+/// [`spooling::ThreadSlot`] so that a wrapper needs one thread-local lookup.
 /// Written only by its thread (atomics for `Sync`; relaxed = plain moves).
 pub struct MpiThread {
     /// Inside a wrapper: MPI calls the library makes internally are not recorded.
@@ -95,7 +95,7 @@ impl Default for MpiThread {
 
 /// Marks the calling thread as inside a wrapper for its lifetime; carries
 /// the thread's slot for the rest of the wrapper.
-pub struct Enter(&'static events::ThreadSlot);
+pub struct Enter(&'static spooling::ThreadSlot);
 
 impl Enter {
     /// None inside another wrapper, or when the program uses another MPI than
@@ -105,7 +105,7 @@ impl Enter {
         if foreign() {
             return None;
         }
-        let slot = events::slot();
+        let slot = spooling::slot();
         let inside = &slot.mpi_thread.inside;
         if inside.load(Ordering::Relaxed) {
             None
@@ -117,7 +117,7 @@ impl Enter {
 
     /// The calling thread's slot.
     #[inline]
-    pub fn slot(&self) -> &'static events::ThreadSlot {
+    pub fn slot(&self) -> &'static spooling::ThreadSlot {
         self.0
     }
 }
@@ -150,12 +150,12 @@ fn check_flavour() -> bool {
     FLAVOUR_CHECK.store(if foreign { 2 } else { 1 }, Ordering::Relaxed);
     if foreign {
         #[cfg(not(hyscope_mpich))]
-        session::warn(
+        lifecycle::warn(
             "this libhyscope.so is built for Open MPI but the program uses MPICH: \
              MPI calls are passed through and not recorded (use the MPICH build of the library)",
         );
         #[cfg(hyscope_mpich)]
-        session::warn(
+        lifecycle::warn(
             "this libhyscope-mpich.so is built for MPICH but the program uses Open MPI: \
              MPI calls are passed through and not recorded (use libhyscope.so)",
         );
@@ -199,7 +199,7 @@ pub fn recording() -> bool {
 /// A record of the calling thread (`slot`) with the common fields filled in.
 #[inline]
 pub fn base(
-    slot: &events::ThreadSlot,
+    slot: &spooling::ThreadSlot,
     call: u16,
     start_ns: i64,
     end_ns: i64,
@@ -226,7 +226,7 @@ pub fn base(
 
 /// Record `r` (unless its call was cleared) in the calling thread's (`slot`) buffer.
 #[inline]
-pub fn record(slot: &events::ThreadSlot, r: MpiRecord) {
+pub fn record(slot: &spooling::ThreadSlot, r: MpiRecord) {
     if r.call != 0 {
         slot.record_mpi(r);
     }
@@ -237,12 +237,12 @@ pub fn record(slot: &events::ThreadSlot, r: MpiRecord) {
 #[derive(Clone, Copy)]
 pub struct Rec {
     pub rec: MpiRecord,
-    pub slot: &'static events::ThreadSlot,
+    pub slot: &'static spooling::ThreadSlot,
 }
 
 impl Rec {
     #[inline]
-    pub fn new(slot: &'static events::ThreadSlot, call: u16, callsite: usize) -> Rec {
+    pub fn new(slot: &'static spooling::ThreadSlot, call: u16, callsite: usize) -> Rec {
         Rec {
             rec: base(slot, call, 0, 0, callsite),
             slot,
@@ -595,7 +595,7 @@ fn note_membership(info: &CommInfo, parent: u64, call: u16) {
         created_by: mpi_call::name(call).to_string(),
         parent,
     };
-    session::with_rank_info(|r| r.communicators.push(membership));
+    lifecycle::with_rank_info(|r| r.communicators.push(membership));
 }
 
 /// A window or file shares the id and translation of the communicator it was made from.
@@ -732,7 +732,7 @@ impl Taken {
         // oldest request.
         Taken {
             key,
-            val: requests().take_oldest(key, events::slot().index as u64),
+            val: requests().take_oldest(key, spooling::slot().index as u64),
         }
     }
 
@@ -761,7 +761,7 @@ impl Taken {
         if w[1] & REQ_ACTIVE == 0 {
             return; // an inactive persistent request completes trivially
         }
-        let slot = events::slot();
+        let slot = spooling::slot();
         let mut r = base(slot, mpi_call::REQUEST_COMPLETE, t, t, callsite);
         r.request_id = w[0];
         r.peer = (w[2] >> 32) as u32 as i32;
@@ -902,7 +902,7 @@ static DISTINCT_PEERS: AtomicU32 = AtomicU32::new(0);
 
 /// One point-to-point message of the calling thread (`slot`) to or from world rank `peer`.
 #[inline]
-pub fn note_peer(slot: &events::ThreadSlot, peer: i32, bytes: u64, t: i64) {
+pub fn note_peer(slot: &spooling::ThreadSlot, peer: i32, bytes: u64, t: i64) {
     if peer < 0 || peer == WORLD_RANK.load(Ordering::Relaxed) {
         return;
     }
@@ -933,7 +933,7 @@ fn my_peer_counts(slot: &AtomicPtr<PeerCounts>) -> *const PeerCounts {
         messages: (0..n).map(|_| AtomicU64::new(0)).collect(),
         bytes: (0..n).map(|_| AtomicU64::new(0)).collect(),
     }));
-    events::lock(&PEER_TABLES).push(counts);
+    spooling::lock(&PEER_TABLES).push(counts);
     slot.store(
         counts as *const PeerCounts as *mut PeerCounts,
         Ordering::Relaxed,
@@ -948,7 +948,7 @@ fn new_peer(first: &AtomicI64, t: i64) {
         .is_ok()
     {
         let n = DISTINCT_PEERS.fetch_add(1, Ordering::Relaxed) + 1;
-        events::record_sample(t, "mpi.connections", -1, n as f64);
+        spooling::record_sample(t, "mpi.connections", -1, n as f64);
     }
 }
 
@@ -957,7 +957,7 @@ fn write_peer_samples(t: i64) {
     let Some(first) = FIRST_CONTACT.get() else {
         return;
     };
-    let tables = events::lock(&PEER_TABLES).clone();
+    let tables = spooling::lock(&PEER_TABLES).clone();
     for (rank, f) in first.iter().enumerate() {
         let first = f.load(Ordering::Relaxed);
         if first == 0 {
@@ -970,9 +970,9 @@ fn write_peer_samples(t: i64) {
                 .sum()
         };
         let key = rank as i64;
-        events::record_sample(t, "mpi.peer.messages", key, sum(|c| &c.messages) as f64);
-        events::record_sample(t, "mpi.peer.bytes", key, sum(|c| &c.bytes) as f64);
-        events::record_sample(t, "mpi.peer.first_contact_ns", key, first as f64);
+        spooling::record_sample(t, "mpi.peer.messages", key, sum(|c| &c.messages) as f64);
+        spooling::record_sample(t, "mpi.peer.bytes", key, sum(|c| &c.bytes) as f64);
+        spooling::record_sample(t, "mpi.peer.first_contact_ns", key, first as f64);
     }
 }
 
@@ -1000,7 +1000,7 @@ fn register_metrics() {
             "collector clock at the first message with peer `key`",
         ),
     ];
-    session::with_manifest(|m| {
+    lifecycle::with_manifest(|m| {
         for (name, unit, description) in defs {
             m.metrics.insert(
                 name.to_string(),
@@ -1037,7 +1037,7 @@ pub fn level_name(level: c_int) -> String {
 /// Before the real MPI_Init.
 pub fn before_init() {
     crate::guarded(|| {
-        session::init();
+        lifecycle::init();
         crate::samplers::on_mpi_init_begin();
     });
 }
@@ -1059,7 +1059,7 @@ pub fn after_init(levels: Option<(c_int, c_int)>) {
         let _ = WORLD_GROUP.set(Group(group));
         let _ = FIRST_CONTACT.set((0..size).map(|_| AtomicI64::new(0)).collect());
         MPI_UP.store(true, Ordering::Relaxed);
-        session::set_mpi_world(rank as u32, size as u32);
+        lifecycle::set_mpi_world(rank as u32, size as u32);
         register_metrics();
         let levels = levels.unwrap_or_else(|| {
             let mut provided = 0;
@@ -1068,7 +1068,7 @@ pub fn after_init(levels: Option<(c_int, c_int)>) {
             (unsafe { ffi::RSMPI_THREAD_SINGLE }, provided)
         });
         job::at_init(levels);
-        session::on_mpi_ready();
+        lifecycle::on_mpi_ready();
         crate::samplers::on_mpi_init_end();
     });
 }
@@ -1084,7 +1084,7 @@ pub fn before_finalize() {
         job::read_control_variables();
         crate::samplers::on_mpi_finalize_begin();
         write_peer_samples(clock::now_ns());
-        session::checkpoint();
+        lifecycle::checkpoint();
         job::at_finalize();
     });
 }
@@ -1092,7 +1092,7 @@ pub fn before_finalize() {
 /// After the real MPI_Finalize.
 pub fn after_finalize() {
     MPI_UP.store(false, Ordering::Relaxed);
-    crate::guarded(session::flush_all);
+    crate::guarded(lifecycle::flush_all);
 }
 
 /// MPI_Pcontrol: level 0 pauses recording, other levels resume it; levels
@@ -1102,9 +1102,9 @@ pub fn pcontrol(level: c_int) {
     crate::guarded(|| crate::phases::pcontrol(level));
 }
 
-/// Before the real MPI_Abort: spool what was recorded ([`session::abort`]).
+/// Before the real MPI_Abort: spool what was recorded ([`lifecycle::abort`]).
 pub fn before_abort(errorcode: c_int) {
-    crate::guarded(|| session::abort(errorcode));
+    crate::guarded(|| lifecycle::abort(errorcode));
 }
 
 pub fn world_rank() -> i32 {

@@ -5,7 +5,7 @@
 //! can run here and why, the metrics it writes, and [`Sampler::sample`].
 //! One thread per process ([`start`]) calls every available sampler each
 //! `HYSCOPE_SAMPLE_MS` and writes the `samples` table through
-//! `events::record_sample`. The manifest lists every sampler, available or
+//! `spooling::record_sample`. The manifest lists every sampler, available or
 //! not, with the reason (`Manifest::samplers`) and the unit of every metric.
 //!
 //! | sampler | reads | metrics (unit) | who |
@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use hyscope_format::manifest::{MetricInfo, SamplerInfo};
 
-use crate::{clock, events, session};
+use crate::{clock, lifecycle, spooling};
 
 /// Where a sampler writes: `(time_ns, metric, key, value)`.
 pub type Emit<'a> = dyn FnMut(i64, &str, i64, f64) + 'a;
@@ -118,14 +118,14 @@ fn state() -> MutexGuard<'static, State> {
 /// The sampling interval from `HYSCOPE_SAMPLE_MS`: `0` → None (no sampler
 /// thread; RSS around MPI_Init is still taken).
 pub fn interval() -> Option<Duration> {
-    match session::settings().sample_ms {
+    match lifecycle::settings().sample_ms {
         0 => None,
         ms => Some(Duration::from_millis(ms)),
     }
 }
 
 fn record(t: i64, metric: &str, key: i64, value: f64) {
-    events::record_sample(t, metric, key, value);
+    spooling::record_sample(t, metric, key, value);
 }
 
 /// Probe `s`, state the result in the manifest, keep it if available.
@@ -140,7 +140,7 @@ fn register(st: &mut State, mut s: Box<dyn Sampler>) {
         available,
         reason,
         ranks: if available {
-            s.ranks().unwrap_or_else(|| vec![session::rank()])
+            s.ranks().unwrap_or_else(|| vec![lifecycle::rank()])
         } else {
             Vec::new()
         },
@@ -155,7 +155,7 @@ fn register(st: &mut State, mut s: Box<dyn Sampler>) {
 
 /// Put (or replace) a sampler's entry and its metrics in the manifest draft.
 fn publish(info: SamplerInfo, metrics: &[MetricDef]) {
-    session::with_manifest(|m| {
+    lifecycle::with_manifest(|m| {
         m.samplers.retain(|x| x.name != info.name);
         m.samplers.push(info);
         for d in metrics {
@@ -173,7 +173,7 @@ fn publish(info: SamplerInfo, metrics: &[MetricDef]) {
 fn sample_all(st: &mut State) {
     // A process that records nothing else (a shell or launcher the preload leaked
     // into) must not leave a trace behind just because it was sampled.
-    if !events::is_active() {
+    if !spooling::is_active() {
         return;
     }
     let now = clock::now_ns();
@@ -209,8 +209,8 @@ pub fn start() {
     register(&mut st, Box::new(memory::Memory::new()));
     // Under an MPI launcher the node's reader is elected at MPI_Init; until then
     // every rank reads (to follow wraps) but none writes.
-    let mut r = rapl::Rapl::new(rapl::sysfs_root(), !crate::session::launched_by_mpi());
-    r.reader_ranks = vec![session::rank()];
+    let mut r = rapl::Rapl::new(rapl::sysfs_root(), !crate::lifecycle::launched_by_mpi());
+    r.reader_ranks = vec![lifecycle::rank()];
     register(&mut st, Box::new(r));
     register(&mut st, Box::new(rdma::Rdma::new(rapl::sysfs_root())));
     // Replaced at MPI_Init by what MPI_T offers.
@@ -234,7 +234,7 @@ pub fn start() {
             // SAFETY: registering a plain extern "C" function.
             unsafe { libc::atexit(stop_at_exit) };
         }
-        Err(e) => session::warn(&format!(
+        Err(e) => lifecycle::warn(&format!(
             "cannot start the sampler thread ({e}); no samples"
         )),
     }
@@ -253,7 +253,7 @@ fn run(every: Duration) {
         sample_all(&mut st);
         // OpenMP threads are bound at their first fork: their masks, read
         // while the run lasts (a thread gone by exit keeps its reading).
-        crate::session::sample_thread_cpus();
+        crate::lifecycle::sample_thread_cpus();
         st = WAKE
             .wait_timeout(st, every)
             .map(|(g, _)| g)
@@ -275,7 +275,7 @@ pub fn stop() {
         if st.stop {
             return;
         }
-        if st.thread.is_some() && events::is_active() {
+        if st.thread.is_some() && spooling::is_active() {
             let now = clock::now_ns();
             let mut emit = record;
             for a in &mut st.samplers {
@@ -295,7 +295,7 @@ pub fn stop() {
 /// Just before `PMPI_Init`: RSS without the MPI runtime.
 pub fn on_mpi_init_begin() {
     let rss = memory::current_rss();
-    session::with_rank_info(|r| r.rss_before_init = rss);
+    lifecycle::with_rank_info(|r| r.rss_before_init = rss);
     if let Some(v) = rss {
         record(clock::now_ns(), "mem.vmrss", -1, v as f64);
     }
@@ -305,7 +305,7 @@ pub fn on_mpi_init_begin() {
 /// RAPL reader and the MPI_T performance variables.
 pub fn on_mpi_init_end() {
     let rss = memory::current_rss();
-    session::with_rank_info(|r| r.rss_after_init = rss);
+    lifecycle::with_rank_info(|r| r.rss_after_init = rss);
     if let Some(v) = rss {
         record(clock::now_ns(), "mem.vmrss", -1, v as f64);
     }
@@ -318,10 +318,10 @@ pub fn on_mpi_init_end() {
         let (leader, readers) = match node::elect() {
             Ok(x) => x,
             Err(e) => {
-                session::warn(&format!(
+                lifecycle::warn(&format!(
                     "node leader election failed ({e}); rank 0 reads RAPL"
                 ));
-                let me = session::rank();
+                let me = lifecycle::rank();
                 (me == 0, vec![0])
             }
         };
@@ -336,7 +336,7 @@ pub fn on_mpi_init_end() {
             }
         }
         let rapl_info =
-            session::with_manifest(|m| m.samplers.iter().find(|x| x.name == "rapl").cloned());
+            lifecycle::with_manifest(|m| m.samplers.iter().find(|x| x.name == "rapl").cloned());
         if let Some(mut info) = rapl_info.filter(|i| i.available) {
             info.ranks = readers.clone();
             info.reason = format!(

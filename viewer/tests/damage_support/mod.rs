@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use hyscope_format::reader::read_part_records;
-use hyscope_format::records::Record;
+use hyscope_format::record_batch::Record;
 use hyscope_format::writer::{PartWriter, WriterOptions};
 use hyscope_format::{MpiRecord, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Table, Trace};
 

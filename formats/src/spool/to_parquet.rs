@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use crate::error::FormatError;
-use crate::records::Record;
+use crate::record_batch::Record;
 use crate::schema::{MpiRecord, OmpRecord};
 use crate::spool::{SpoolReader, SpoolRecord};
 use crate::writer::{PartWriter, WriterOptions};
@@ -319,7 +319,7 @@ fn encode_leftover(
     Ok(match spool.table {
         crate::schema::Table::Samples => {
             let (rows, truncated) =
-                crate::sample_spool::to_part(&spool.path, trace_dir, spool.rank, options)?;
+                crate::spool::samples::to_part(&spool.path, trace_dir, spool.rank, options)?;
             UnspoolStats {
                 rows,
                 parts: u32::from(rows > 0),
@@ -479,7 +479,7 @@ pub struct LeftoverProcess {
     pub end_note: Option<(std::path::PathBuf, Option<EndNote>)>,
     /// Its module map, recorded early (`maps-rank<r>-pid<p>.txt`).
     pub maps: Option<std::path::PathBuf>,
-    /// Its phase journal (`crate::phase_journal`).
+    /// Its phase journal (`crate::spool::phases`).
     pub phases: Option<std::path::PathBuf>,
 }
 
@@ -563,7 +563,7 @@ pub fn leftover_processes(trace_dir: &Path) -> Vec<LeftoverProcess> {
                 }
                 continue;
             }
-            if name == crate::phase_journal::journal_file_name(rank, pid) {
+            if name == crate::spool::phases::journal_file_name(rank, pid) {
                 by.entry((rank, pid))
                     .or_insert_with(|| LeftoverProcess::new(rank, pid))
                     .phases = Some(e.path());
@@ -627,7 +627,7 @@ pub fn recover_process(
         }
     }
     if let Some(journal) = &process.phases {
-        match crate::phase_journal::journal_to_part(journal, trace_dir, process.rank) {
+        match crate::spool::phases::journal_to_part(journal, trace_dir, process.rank) {
             Ok(j) => {
                 out.phases = j.rows.len() as u64;
                 out.truncated |= j.truncated;

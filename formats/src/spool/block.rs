@@ -33,12 +33,12 @@ pub const BLOCK_BYTES: usize = 256 * 1024;
 /// decodes on its own.
 pub struct Block<T> {
     /// Bytes published (release store by the owner after each record).
-    pub len: AtomicUsize,
+    len: AtomicUsize,
     /// Records in the block (owner's count; read once the block is handed off).
-    pub rows: AtomicUsize,
+    rows: AtomicUsize,
     /// Rows already spooled by a flush of the still-current block (the
     /// collector's writer lock only).
-    pub taken: AtomicUsize,
+    taken: AtomicUsize,
     data: UnsafeCell<[u8; BLOCK_BYTES]>,
     _records: PhantomData<T>,
 }
@@ -46,6 +46,40 @@ pub struct Block<T> {
 // SAFETY: bytes below `len` are written once by the owner before the release
 // store of `len` and only read afterwards; see the module documentation.
 unsafe impl<T: Send> Sync for Block<T> {}
+
+// Unbounded so that code generic over any record type (the writer's) reads them too.
+impl<T> Block<T> {
+    /// Bytes published (acquire load: the bytes below are readable).
+    #[inline(always)]
+    pub fn published_len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// Records in the block (the owner's count; exact once it is handed off).
+    #[inline(always)]
+    pub fn rows(&self) -> usize {
+        self.rows.load(Ordering::Relaxed)
+    }
+
+    /// Rows already spooled by a flush of the still-current block.
+    #[inline(always)]
+    pub fn taken(&self) -> usize {
+        self.taken.load(Ordering::Relaxed)
+    }
+
+    /// Mark the first `rows` rows as spooled (under the collector's writer lock).
+    #[inline(always)]
+    pub fn set_taken(&self, rows: usize) {
+        self.taken.store(rows, Ordering::Relaxed);
+    }
+
+    /// Empty the block for reuse (by whoever holds it, before it is handed out).
+    pub fn clear(&self) {
+        self.len.store(0, Ordering::Relaxed);
+        self.rows.store(0, Ordering::Relaxed);
+        self.taken.store(0, Ordering::Relaxed);
+    }
+}
 
 impl<T: SpoolRecord> Block<T> {
     /// An empty block, its pages touched (so the page faults happen here, on
@@ -91,7 +125,7 @@ pub struct Stream<T> {
     /// The current block, null when there is none (the owner takes one from
     /// its collector and publishes it with a release store). Only the owner
     /// stores here, and only null or a live block it alone writes to.
-    pub block: AtomicPtr<Block<T>>,
+    block: AtomicPtr<Block<T>>,
     bases: UnsafeCell<Box<[T]>>,
 }
 
@@ -105,6 +139,28 @@ impl<T: SpoolRecord> Default for Stream<T> {
             block: AtomicPtr::new(ptr::null_mut()),
             bases: UnsafeCell::new(vec![T::default(); T::KEYS].into_boxed_slice()),
         }
+    }
+}
+
+impl<T> Stream<T> {
+    /// The current block, as another thread sees it (acquire load).
+    #[inline(always)]
+    pub fn current(&self) -> *mut Block<T> {
+        self.block.load(Ordering::Acquire)
+    }
+
+    /// The current block, read by the stream's own thread (relaxed load: only
+    /// that thread stores here).
+    #[inline(always)]
+    pub fn own_current(&self) -> *mut Block<T> {
+        self.block.load(Ordering::Relaxed)
+    }
+
+    /// Publish `block` (null or a live block only this thread writes to) as
+    /// the current block (release store). Only the stream's own thread calls this.
+    #[inline(always)]
+    pub fn install(&self, block: *mut Block<T>) {
+        self.block.store(block, Ordering::Release);
     }
 }
 

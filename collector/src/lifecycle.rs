@@ -15,7 +15,7 @@ use hyscope_format::manifest::{ChildOf, ProcessEnd, RankInfo, ThreadCpus};
 use hyscope_format::settings::Settings;
 use hyscope_format::trace_name;
 
-use crate::events::{self, lock};
+use crate::spooling::{self, lock};
 use crate::{clock, symbols};
 
 /// What the session makes of the [`settings`].
@@ -53,7 +53,7 @@ pub fn init() {
 fn session() -> &'static Session {
     SESSION.get_or_init(|| {
         // Index 0 goes to the thread that initialises: the initial thread.
-        events::thread_index();
+        spooling::thread_index();
         let rank = rank_from_env();
         RANK.store(rank, Ordering::Relaxed);
         let config = config_from_env();
@@ -151,7 +151,7 @@ pub fn set_mpi_world(rank: u32, size: u32) {
         RANK.store(rank, Ordering::Relaxed);
     }
     MPI_SEEN.store(true, Ordering::Relaxed);
-    events::mark_active();
+    spooling::mark_active();
     // A process that calls MPI_Init is a rank of the job, never a child.
     with_rank_info(|r| {
         r.rank = rank;
@@ -169,17 +169,17 @@ pub fn mark_manifest_written_by_mpi() {
 /// Flush every thread's buffer and close the open parts (e.g. from MPI_Finalize).
 pub fn flush_all() {
     hyscope_ompt::release_held_of_this_thread();
-    events::flush_all();
+    spooling::flush_all();
 }
 
 /// A snapshot of this rank's info with current counts, drops and warnings.
 pub fn rank_info_snapshot() -> RankInfo {
     let s = session();
     let mut info = lock(&s.rank_info).clone();
-    info.events = events::written_counts();
-    info.dropped_events = events::dropped_events();
-    info.writer_cpu_ns = events::writer_cpu_ns();
-    info.encode_ns = events::encode_ns();
+    info.events = spooling::written_counts();
+    info.dropped_events = spooling::dropped_events();
+    info.writer_cpu_ns = spooling::writer_cpu_ns();
+    info.encode_ns = spooling::encode_ns();
     info.threads = info.threads.max(hyscope_ompt::threads_seen());
     info.warnings = lock(&s.warnings).clone();
     info.thread_cpus = sample_thread_cpus();
@@ -225,13 +225,13 @@ pub fn sample_thread_cpus() -> Vec<ThreadCpus> {
 /// recorded after it (the exit path adds those).
 pub fn checkpoint() {
     let _guard = lock(&FINISH);
-    if !events::is_active() {
+    if !spooling::is_active() {
         return;
     }
     hyscope_ompt::release_held_of_this_thread();
-    events::flush_all();
+    spooling::flush_all();
     if let Some(dir) = trace_dir()
-        && !events::output_failed()
+        && !spooling::output_failed()
     {
         symbols::write_new(&dir, rank());
     }
@@ -243,7 +243,7 @@ pub fn checkpoint() {
 /// 0 a draft manifest unless one exists (MPI_Init replaces it).
 pub fn on_recording_start() {
     claim_identity();
-    if !events::prepare_emergency() {
+    if !spooling::prepare_emergency() {
         return; // the trace directory is unusable (said once)
     }
     write_early_rank_file();
@@ -387,7 +387,7 @@ fn world_size_hint() -> u32 {
 /// handlers go back in front of those the MPI library installed.
 pub fn on_mpi_ready() {
     crate::crash::install();
-    if events::prepare_emergency() {
+    if spooling::prepare_emergency() {
         write_early_rank_file();
     }
 }
@@ -409,7 +409,7 @@ fn write_early_rank_file() {
 /// `hyscope record` encodes the spools after the job.
 pub fn abort(code: i32) {
     warn("MPI_Abort called; the trace ends here");
-    if !events::is_active() || !events::emergency_flush(ProcessEnd::Aborted { code }) {
+    if !spooling::is_active() || !spooling::emergency_flush(ProcessEnd::Aborted { code }) {
         return;
     }
     let Some(dir) = trace_dir() else {
@@ -423,14 +423,14 @@ pub fn abort(code: i32) {
     }
     // The spools are complete on disk now: encode them here too, so the trace
     // is whole without `hyscope record` (which would do it after the job).
-    events::refresh_maps();
+    spooling::refresh_maps();
     let pid = std::process::id();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    for p in hyscope_format::unspool::leftover_processes(&dir) {
+    for p in hyscope_format::spool::to_parquet::leftover_processes(&dir) {
         if (p.rank, p.pid) != (rank(), pid) {
             continue;
         }
-        match hyscope_format::unspool::recover_process(&dir, &p, threads) {
+        match hyscope_format::spool::to_parquet::recover_process(&dir, &p, threads) {
             Ok(_) => {}
             Err(e) => warn(&format!(
                 "cannot encode the trace ({e}); `hyscope record` retries"
@@ -445,10 +445,10 @@ pub fn abort(code: i32) {
 /// arrived in between. Does nothing in processes that recorded nothing.
 pub fn finish() {
     let _guard = lock(&FINISH);
-    if !events::is_active() {
+    if !spooling::is_active() {
         return;
     }
-    if events::spool_closed() {
+    if spooling::spool_closed() {
         // A crash handler or MPI_Abort spooled everything and wrote the end
         // note; `hyscope record` encodes the spools.
         return;
@@ -460,15 +460,15 @@ pub fn finish() {
         crate::phases::close_open(now);
     }
     hyscope_ompt::before_exit_flush();
-    events::flush_all();
+    spooling::flush_all();
     let Some(dir) = trace_dir() else {
         return;
     };
-    if events::output_failed() {
+    if spooling::output_failed() {
         // Already reported once; the application's output stays untouched
         // otherwise. The end note says the process finished (and why its
         // trace is short); so does the rank file if there is room for it.
-        events::write_end_note(ProcessEnd::Finished);
+        spooling::write_end_note(ProcessEnd::Finished);
         // The note stays: the spools it left are for `hyscope record`.
         let mut info = rank_info_snapshot();
         info.end = Some(ProcessEnd::Finished);
@@ -481,13 +481,13 @@ pub fn finish() {
     info.end = Some(ProcessEnd::Finished);
     if let Err(e) = info.write(&dir) {
         // The end note (written in place, no new blocks) says it instead.
-        events::write_end_note(ProcessEnd::Finished);
+        spooling::write_end_note(ProcessEnd::Finished);
         if !info.disk_full {
             warn(&format!("cannot write the rank file ({e})"));
         }
         return;
     }
-    events::remove_end_note();
+    spooling::remove_end_note();
     if rank() == 0 && !MANIFEST_BY_MPI.load(Ordering::Relaxed) {
         let mut manifest = with_manifest(|m| m.clone());
         if let Some(omp) = hyscope_ompt::openmp_info() {

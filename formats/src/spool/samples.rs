@@ -1,6 +1,6 @@
 //! The samples' spool (`spool/samples-rank<r>-pid<p>.spool`): sampled metric
 //! values appended as they are taken, so that the samples of a process that
-//! dies are in the trace like its events ([`crate::unspool`] encodes it with
+//! dies are in the trace like its events ([`crate::spool::to_parquet`] encodes it with
 //! the others). Samples are few (a handful of metrics per tick), so the spool
 //! is plain text, one value per line: `<time_ns> <key> <value> <metric>`. A
 //! line the process could not finish (killed while writing) is dropped.

@@ -6,11 +6,11 @@
 //! thread-local pointer load, the record encoded into the thread's current
 //! block as the spool encodes it (the fields that changed since the thread's
 //! previous record of that kind, as varints: ~7 bytes instead of the record's
-//! 80, see `hyscope_format::spool` and `hyscope_format::spool_block`) and a
+//! 80, see `hyscope_format::spool` and `hyscope_format::spool::block`) and a
 //! release store of the block's length. No lock, no allocation, no I/O.
 //!
 //! A full block is handed to the writer thread (one short mutex per
-//! [`hyscope_format::spool_block::BLOCK_BYTES`] of events, ~36 000 of them) and the thread takes a free
+//! [`hyscope_format::spool::block::BLOCK_BYTES`] of events, ~36 000 of them) and the thread takes a free
 //! block. Each block is one spool frame: the writer appends its bytes to the
 //! spool file as they are, so during the run it only copies bytes to the
 //! page cache. Blocks are allocated lazily up to `HYSCOPE_BUFFER_MB`; when
@@ -34,6 +34,9 @@
 //! `len`, spool the rows from `taken` on and advance `taken`. The owner only
 //! writes past `len`; the writer spools only rows from `taken` on of a
 //! handed-off block, also under the lock, so nothing is written twice.
+//!
+//! The free blocks are in `pool.rs`; what the crash handler and `MPI_Abort`
+//! write, and the process's end note, in `emergency.rs`.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -46,20 +49,26 @@ use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStringExt;
 
 use hyscope_format::manifest::{EventCounts, ProcessEnd};
-use hyscope_format::sample_spool::SampleSpool;
 use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, Table};
+use hyscope_format::spool::block::{Block, Stream};
+use hyscope_format::spool::samples::SampleSpool;
+use hyscope_format::spool::to_parquet::{
+    EndNote, Unspool, end_note_name, maps_file_name, note_addresses, spool_file_name,
+    spool_to_parts,
+};
 use hyscope_format::spool::{
     FRAME_HEADER_LEN, RECORD_ROOM, SpoolRecord, SpoolWriter, decode_payload, file_header,
     tail_frame_header,
 };
-use hyscope_format::spool_block::{Block, Stream};
-use hyscope_format::unspool::{
-    EndNote, Unspool, end_note_name, maps_file_name, note_addresses, spool_file_name,
-    spool_to_parts,
-};
 use hyscope_format::writer::WriterOptions;
 
-use crate::session;
+use crate::lifecycle;
+
+mod emergency;
+mod pool;
+
+pub use emergency::*;
+use pool::*;
 
 /// Sample rows kept before they are handed to the writer.
 const SAMPLE_BATCH: usize = 4096;
@@ -262,9 +271,9 @@ fn push_slow<T: SpoolRecord>(
     full: fn(*mut Block<T>) -> Full,
 ) {
     mark_active();
-    let old = stream.block.load(Ordering::Relaxed);
+    let old = stream.own_current();
     if !old.is_null() {
-        stream.block.store(ptr::null_mut(), Ordering::Release);
+        stream.install(ptr::null_mut());
         hand_off(full(old));
     }
     match pool.take() {
@@ -272,7 +281,7 @@ fn push_slow<T: SpoolRecord>(
             // A new block is a new frame: its first records are encoded against the default.
             // SAFETY: the bases belong to this (the owning) thread.
             unsafe { stream.reset_bases() };
-            stream.block.store(b, Ordering::Release);
+            stream.install(b);
         }
         None => {
             DROPPED.fetch_add(1, Ordering::Relaxed);
@@ -282,95 +291,6 @@ fn push_slow<T: SpoolRecord>(
     // SAFETY: as in push (same thread).
     if !unsafe { stream.push(rec) } {
         DROPPED.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Free blocks of one record type, allocated lazily up to the memory budget.
-struct Pool<T> {
-    free: Mutex<Vec<SendPtr<Block<T>>>>,
-    /// Length of `free` (written under its lock; read without it as a hint,
-    /// so that a thread finding no block and no budget drops its event
-    /// without taking the lock: a writer that falls behind must not make
-    /// every recorded call slower).
-    free_len: AtomicUsize,
-}
-
-struct SendPtr<T>(*mut T);
-// SAFETY: the pointee is only used by one owner at a time (see module docs).
-unsafe impl<T> Send for SendPtr<T> {}
-
-static OMP_POOL: Pool<OmpRecord> = Pool {
-    free: Mutex::new(Vec::new()),
-    free_len: AtomicUsize::new(0),
-};
-static MPI_POOL: Pool<MpiRecord> = Pool {
-    free: Mutex::new(Vec::new()),
-    free_len: AtomicUsize::new(0),
-};
-/// Bytes of blocks allocated so far, against `HYSCOPE_BUFFER_MB`.
-static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
-
-impl<T: SpoolRecord> Pool<T> {
-    fn take(&self) -> Option<*mut Block<T>> {
-        let size = std::mem::size_of::<Block<T>>();
-        if self.free_len.load(Ordering::Relaxed) == 0
-            && ALLOCATED.load(Ordering::Relaxed) + size > session::config().buffer_bytes
-        {
-            return None; // nothing free and no budget left: drop without locking
-        }
-        {
-            let mut free = lock(&self.free);
-            if let Some(p) = free.pop() {
-                self.free_len.store(free.len(), Ordering::Relaxed);
-                return Some(p.0);
-            }
-        }
-        self.allocate()
-    }
-
-    fn put(&self, b: *mut Block<T>) {
-        let mut free = lock(&self.free);
-        free.push(SendPtr(b));
-        self.free_len.store(free.len(), Ordering::Relaxed);
-    }
-
-    /// A new block within the memory budget, its pages touched (so page faults
-    /// happen here, not while recording).
-    fn allocate(&self) -> Option<*mut Block<T>> {
-        let size = std::mem::size_of::<Block<T>>();
-        let budget = session::config().buffer_bytes;
-        let before = ALLOCATED.fetch_add(size, Ordering::Relaxed);
-        if before + size > budget {
-            ALLOCATED.fetch_sub(size, Ordering::Relaxed);
-            return None;
-        }
-        // Block::new touches the pages: they fault in here, not while recording.
-        match Block::new() {
-            Some(b) => Some(Box::into_raw(b)),
-            None => {
-                ALLOCATED.fetch_sub(size, Ordering::Relaxed);
-                None
-            }
-        }
-    }
-
-    /// Keep a few free blocks ready (writer thread), so recording threads rarely allocate.
-    fn top_up(&self, n: usize) {
-        while lock(&self.free).len() < n {
-            match self.allocate() {
-                Some(b) => self.put(b),
-                None => break,
-            }
-        }
-    }
-
-    fn give_back(&self, b: *mut Block<T>) {
-        // SAFETY: the block was handed off; nobody else references it.
-        let block = unsafe { &*b };
-        block.len.store(0, Ordering::Relaxed);
-        block.rows.store(0, Ordering::Relaxed);
-        block.taken.store(0, Ordering::Relaxed);
-        self.put(b);
     }
 }
 
@@ -443,13 +363,11 @@ pub fn install_fork_handler() {
 /// would wait on the same lock anyway).
 extern "C" fn forget_parents_events() {
     fn skip<T>(stream: &Stream<T>) {
-        let b = stream.block.load(Ordering::Acquire);
+        let b = stream.current();
         if !b.is_null() {
             // SAFETY: blocks are never freed; only this thread runs in the child now.
             let block = unsafe { &*b };
-            block
-                .taken
-                .store(block.rows.load(Ordering::Relaxed), Ordering::Relaxed);
+            block.set_taken(block.rows());
         }
     }
     if let Ok(slots) = SLOTS.try_lock() {
@@ -493,12 +411,12 @@ fn ensure_writer() {
         .name("hyscope-writer".into())
         .spawn(writer_loop)
     {
-        session::warn(&format!("cannot start the writer thread: {e}"));
+        lifecycle::warn(&format!("cannot start the writer thread: {e}"));
     }
 }
 
 fn writer_loop() {
-    crate::guarded(session::on_recording_start);
+    crate::guarded(lifecycle::on_recording_start);
     let mut flushed = std::time::Instant::now();
     loop {
         {
@@ -654,26 +572,26 @@ impl Writer {
         table: &str,
         spool_of: fn(&mut Writer) -> &mut Option<SpoolWriter<T>>,
     ) {
-        let b = stream.block.load(Ordering::Acquire);
+        let b = stream.current();
         if b.is_null() {
             return;
         }
         // SAFETY: see the module documentation: bytes below len are stable.
         let block = unsafe { &*b };
-        if block.rows.load(Ordering::Relaxed) <= block.taken.load(Ordering::Relaxed) {
+        if block.rows() <= block.taken() {
             return; // nothing new (rows only grows, and is counted before len is published)
         }
         let (rows, decoded) = current_rows(block);
-        let taken = block.taken.load(Ordering::Relaxed);
+        let taken = block.taken();
         if rows.len() > taken {
             self.check_pid();
             let broken = self.broken;
             let result = spool(spool_of(self), broken, table, &rows[taken..]);
             self.account_spool(result, rows.len() - taken);
-            block.taken.store(rows.len(), Ordering::Relaxed);
+            block.set_taken(rows.len());
         }
         if !decoded {
-            session::warn("a buffer of recorded events could not be decoded; it is dropped");
+            lifecycle::warn("a buffer of recorded events could not be decoded; it is dropped");
         }
     }
 
@@ -718,13 +636,13 @@ impl Writer {
             return None;
         }
         if self.samples.is_none() {
-            let Some(dir) = session::trace_dir().map(|d| d.join("spool")) else {
+            let Some(dir) = lifecycle::trace_dir().map(|d| d.join("spool")) else {
                 self.broken = true;
                 return None;
             };
             let path = dir.join(spool_file_name(
                 "samples",
-                session::rank(),
+                lifecycle::rank(),
                 std::process::id(),
             ));
             let created = std::fs::create_dir_all(&dir)
@@ -765,13 +683,13 @@ impl Writer {
 fn encode_sample_spool(spool: SampleSpool, broken: bool) -> u64 {
     let path = spool.path().to_path_buf();
     drop(spool);
-    let Some(dir) = session::trace_dir().filter(|_| !broken) else {
+    let Some(dir) = lifecycle::trace_dir().filter(|_| !broken) else {
         return 0;
     };
-    match hyscope_format::sample_spool::to_part(
+    match hyscope_format::spool::samples::to_part(
         &path,
         &dir,
-        session::rank(),
+        lifecycle::rank(),
         WriterOptions::default(),
     ) {
         Ok((rows, _)) => {
@@ -810,8 +728,12 @@ fn open_spool<'a, R: Unspool>(
         return None;
     }
     if spool.is_none() {
-        let dir = session::trace_dir()?.join("spool");
-        let path = dir.join(spool_file_name(table, session::rank(), std::process::id()));
+        let dir = lifecycle::trace_dir()?.join("spool");
+        let path = dir.join(spool_file_name(
+            table,
+            lifecycle::rank(),
+            std::process::id(),
+        ));
         match create_spool(&dir, &path) {
             Ok(w) => *spool = Some(w),
             Err(e) => return Some(Err(e)),
@@ -836,9 +758,9 @@ fn spool_block<T: Unspool>(
     table: &str,
     block: &Block<T>,
 ) -> (Option<Result<(), String>>, usize) {
-    let taken = block.taken.load(Ordering::Relaxed);
-    let len = block.len.load(Ordering::Acquire);
-    let rows = block.rows.load(Ordering::Relaxed);
+    let taken = block.taken();
+    let len = block.published_len();
+    let rows = block.rows();
     if taken == 0 {
         if rows == 0 {
             return (Some(Ok(())), 0);
@@ -859,7 +781,7 @@ fn spool_block<T: Unspool>(
 
 /// Decode the published records of a block (and whether all of it decoded).
 fn current_rows<T: SpoolRecord>(block: &Block<T>) -> (Vec<T>, bool) {
-    let len = block.len.load(Ordering::Acquire);
+    let len = block.published_len();
     let mut rows = Vec::new();
     // SAFETY: len was read with acquire; the owner writes only past it.
     let ok = decode_payload(unsafe { block.bytes(len) }, &mut rows).is_some();
@@ -880,21 +802,21 @@ fn encode_spool<R: Unspool>(
     if broken {
         return 0;
     }
-    let Some(dir) = session::trace_dir() else {
+    let Some(dir) = lifecycle::trace_dir() else {
         return 0;
     };
     let mut note = |rows: &[R]| note_addresses(addresses, rows);
     match spool_to_parts::<R>(
         &path,
         &dir,
-        session::rank(),
+        lifecycle::rank(),
         encoder_threads(),
         WriterOptions::default(),
         &mut note,
     ) {
         Ok(stats) => {
             if let Err(e) = std::fs::remove_file(&path) {
-                session::warn(&format!("cannot remove {} ({e})", path.display()));
+                lifecycle::warn(&format!("cannot remove {} ({e})", path.display()));
             }
             // The `spool/` directory stays: other ranks of the job may be
             // about to create their spool in it, and no rank can tell when
@@ -903,7 +825,7 @@ fn encode_spool<R: Unspool>(
             stats.rows
         }
         Err(e) => {
-            session::warn(&format!(
+            lifecycle::warn(&format!(
                 "cannot encode the trace ({e}); the raw events stay in {}",
                 path.display()
             ));
@@ -926,7 +848,7 @@ fn encoder_threads() -> usize {
 /// `MPI_Finalize` or at exit, and more than once.
 pub fn flush_all() {
     // Before anything is written under this process's id.
-    session::claim_identity();
+    lifecycle::claim_identity();
     // The writer lock first: see writer_loop.
     let mut w = lock(&WRITER);
     if !gate_enter() {
@@ -985,18 +907,18 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The trace cannot be written (the first error): one warning, and the
 /// rank's info and end note say so (a full disk by name).
 fn output_failed_with(error: &str) {
-    let disk_full = hyscope_format::error::is_disk_full_message(error);
+    let disk_full = hyscope_format::is_disk_full_message(error);
     if disk_full {
         DISK_FULL.store(true, Ordering::Relaxed);
-        session::warn(&format!(
+        lifecycle::warn(&format!(
             "the disk of the trace directory is full ({error}); events from now on are dropped"
         ));
     } else {
-        session::warn(&format!(
+        lifecycle::warn(&format!(
             "cannot write the trace ({error}); events are dropped"
         ));
     }
-    session::with_rank_info(|r| {
+    lifecycle::with_rank_info(|r| {
         r.disk_full |= disk_full;
         r.write_error.get_or_insert_with(|| error.to_string());
     });
@@ -1005,346 +927,3 @@ fn output_failed_with(error: &str) {
 
 /// Writing the trace failed because the disk was full.
 static DISK_FULL: AtomicBool = AtomicBool::new(false);
-
-/// What the crash handler needs, prepared beforehand (it may not allocate):
-/// the spool paths and the end note's open descriptor of this process.
-struct Emergency {
-    pid: u32,
-    omp: CString,
-    mpi: CString,
-    note_path: std::path::PathBuf,
-    note_fd: libc::c_int,
-    /// The copy of the module map (`hyscope record` resolves symbols with it).
-    maps_path: std::path::PathBuf,
-}
-
-static EMERGENCY: AtomicPtr<Emergency> = AtomicPtr::new(ptr::null_mut());
-
-/// Prepare the crash handler's paths and write this process's end note
-/// (`running`), at the start of recording and again when MPI_Init confirms
-/// the rank. A process killed later leaves the note for `hyscope record`,
-/// which tells from it how the process ended. False when the trace
-/// directory is unusable (said once).
-pub fn prepare_emergency() -> bool {
-    let Some(dir) = session::trace_dir() else {
-        return false;
-    };
-    let spool = dir.join("spool");
-    let (rank, pid) = (session::rank(), std::process::id());
-    let note_path = spool.join(end_note_name(rank, pid));
-    let old = EMERGENCY.load(Ordering::Acquire);
-    // SAFETY: prepared states are leaked, never freed.
-    if let Some(old) = unsafe { old.as_ref() }
-        && old.pid == pid
-        && old.note_path == note_path
-    {
-        return true;
-    }
-    if let Err(e) = std::fs::create_dir_all(&spool) {
-        // The trace cannot be written at all: one warning, nothing more tried.
-        output_failed_with(&format!("{}: {e}", spool.display()));
-        lock(&WRITER).broken = true;
-        return false;
-    }
-    let c = |p: std::path::PathBuf| CString::new(p.into_os_string().into_vec()).ok();
-    let (Some(omp), Some(mpi), Some(note)) = (
-        c(spool.join(spool_file_name("omp", rank, pid))),
-        c(spool.join(spool_file_name("mpi", rank, pid))),
-        c(note_path.clone()),
-    ) else {
-        return false;
-    };
-    // SAFETY: a valid C path; the descriptor stays open for the process's life.
-    let fd = unsafe {
-        libc::open(
-            note.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
-            0o644,
-        )
-    };
-    if fd < 0 {
-        return false;
-    }
-    let maps_path = spool.join(maps_file_name(rank, pid));
-    crate::symbols::write_maps(&maps_path);
-    let e = Box::into_raw(Box::new(Emergency {
-        pid,
-        omp,
-        mpi,
-        note_path,
-        note_fd: fd,
-        maps_path,
-    }));
-    let old = EMERGENCY.swap(e, Ordering::AcqRel);
-    // SAFETY: as above; the old note (another rank number) is no longer this process's.
-    if let Some(old) = unsafe { old.as_ref() }
-        && old.pid == pid
-    {
-        let _ = std::fs::remove_file(&old.note_path);
-        let _ = std::fs::remove_file(&old.maps_path);
-    }
-    write_end_note(ProcessEnd::Running);
-    true
-}
-
-/// Rewrite this process's end note in place (async-signal-safe: one `pwrite`
-/// of a fixed size into blocks the file already has).
-pub fn write_end_note(end: ProcessEnd) {
-    let e = EMERGENCY.load(Ordering::Acquire);
-    // SAFETY: prepared states are leaked, never freed; getpid is async-signal-safe.
-    let Some(e) = (unsafe { e.as_ref() }) else {
-        return;
-    };
-    if e.pid != unsafe { libc::getpid() } as u32 {
-        return;
-    }
-    let note = EndNote {
-        end,
-        disk_full: DISK_FULL.load(Ordering::Relaxed),
-        dropped: DROPPED.load(Ordering::Relaxed),
-    }
-    .encode();
-    // SAFETY: the buffer is valid for its length.
-    unsafe { libc::pwrite(e.note_fd, note.as_ptr().cast(), note.len(), 0) };
-}
-
-/// The process ended normally and its rank file says so: its end note and
-/// the copy of its module map go.
-pub fn remove_end_note() {
-    if let Some(e) = own_emergency() {
-        let _ = std::fs::remove_file(&e.note_path);
-        let _ = std::fs::remove_file(&e.maps_path);
-    }
-}
-
-/// Copy the module map again (it may have grown since), before the spools
-/// are encoded and resolved against it.
-pub fn refresh_maps() {
-    if let Some(e) = own_emergency() {
-        crate::symbols::write_maps(&e.maps_path);
-    }
-}
-
-fn own_emergency() -> Option<&'static Emergency> {
-    // SAFETY: prepared states are leaked, never freed.
-    unsafe { EMERGENCY.load(Ordering::Acquire).as_ref() }.filter(|e| e.pid == std::process::id())
-}
-
-/// Spool every recorded event not spooled yet, from a signal handler or
-/// `MPI_Abort`, and write the end note: async-signal-safe (no lock waited
-/// for, no allocation; `open`, `writev`, `pwrite`, `nanosleep` only). Each
-/// thread's current block, and each block queued for the writer, goes to
-/// its table's spool as one tail frame (`hyscope_format::spool::TAIL_FLAG`)
-/// that skips the rows an earlier flush spooled. Afterwards the spools are
-/// closed for good ([`spool_closed`]). Returns false when it had nothing to
-/// do (not prepared, another process's state, or already done).
-pub fn emergency_flush(end: ProcessEnd) -> bool {
-    let e = EMERGENCY.load(Ordering::Acquire);
-    // SAFETY: as in write_end_note.
-    let Some(e) = (unsafe { e.as_ref() }) else {
-        return false;
-    };
-    if e.pid != unsafe { libc::getpid() } as u32 {
-        return false;
-    }
-    // Wait (up to 2 s) for a writer in the middle of a frame; it may be the
-    // interrupted thread itself, so never forever.
-    let mut waited = 0;
-    loop {
-        match GATE.compare_exchange(GATE_OPEN, GATE_CLOSED, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => break,
-            Err(GATE_CLOSED) => return false,
-            Err(_) if waited >= 2000 => {
-                GATE.store(GATE_CLOSED, Ordering::Release);
-                break;
-            }
-            Err(_) => {
-                let ts = libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 1_000_000,
-                };
-                // SAFETY: a valid timespec.
-                unsafe { libc::nanosleep(&ts, ptr::null_mut()) };
-                waited += 1;
-            }
-        }
-    }
-    emergency_spool(
-        &e.omp,
-        Table::Omp,
-        |s| &s.omp,
-        |f| match f {
-            Full::Omp(b) => Some(*b),
-            _ => None,
-        },
-    );
-    emergency_spool(
-        &e.mpi,
-        Table::Mpi,
-        |s| &s.mpi,
-        |f| match f {
-            Full::Mpi(b) => Some(*b),
-            _ => None,
-        },
-    );
-    emergency_held(&e.omp);
-    write_end_note(end);
-    true
-}
-
-/// Bytes for the frames of the intervals the OMPT adapter holds back, encoded
-/// by [`emergency_held`] (after the gate closed: one user).
-struct HeldFrames(std::cell::UnsafeCell<[u8; HELD_FRAME_BYTES]>);
-// SAFETY: used only by the one emergency flush that closed the gate.
-unsafe impl Sync for HeldFrames {}
-const HELD_FRAME_BYTES: usize = 64 * 1024;
-static HELD_FRAMES: HeldFrames = HeldFrames(std::cell::UnsafeCell::new([0; HELD_FRAME_BYTES]));
-
-/// Spool the intervals the OMPT adapter holds back (each thread's last
-/// region's, until the next one begins), encoded here as ordinary frames.
-fn emergency_held(path: &CStr) {
-    // SAFETY: see HeldFrames.
-    let buf = unsafe { &mut *HELD_FRAMES.0.get() };
-    let mut bases = [OmpRecord::default(); <OmpRecord as SpoolRecord>::KEYS];
-    let mut pos = FRAME_HEADER_LEN;
-    let mut rows = 0u32;
-    let mut fd = -1;
-    let mut put_frame = |buf: &mut [u8; HELD_FRAME_BYTES], pos: usize, rows: u32| {
-        if rows == 0 {
-            return;
-        }
-        if fd < 0 {
-            fd = open_spool_raw(path, Table::Omp);
-            if fd < 0 {
-                return;
-            }
-        }
-        buf[..4].copy_from_slice(&rows.to_le_bytes());
-        buf[4..8].copy_from_slice(&((pos - FRAME_HEADER_LEN) as u32).to_le_bytes());
-        write_all_raw(fd, &[&buf[..pos]]);
-    };
-    hyscope_ompt::for_each_held(|rec| {
-        if pos + RECORD_ROOM > HELD_FRAME_BYTES {
-            put_frame(buf, pos, rows);
-            (pos, rows) = (FRAME_HEADER_LEN, 0);
-            bases = [OmpRecord::default(); <OmpRecord as SpoolRecord>::KEYS];
-        }
-        let room: &mut [u8; RECORD_ROOM] = (&mut buf[pos..pos + RECORD_ROOM])
-            .try_into()
-            .expect("room checked");
-        pos += OmpRecord::put_in(&bases, rec, room);
-        bases[rec.key()] = *rec;
-        rows += 1;
-    });
-    put_frame(buf, pos, rows);
-    if fd >= 0 {
-        // SAFETY: our descriptor.
-        unsafe { libc::close(fd) };
-    }
-}
-
-/// One table's part of [`emergency_flush`].
-fn emergency_spool<T: SpoolRecord>(
-    path: &CStr,
-    table: Table,
-    stream_of: fn(&ThreadSlot) -> &Stream<T>,
-    queued: fn(&Full) -> Option<*mut Block<T>>,
-) {
-    let mut fd = -1;
-    let mut tail = |block: &Block<T>| {
-        let len = block.len.load(Ordering::Acquire);
-        let taken = block.taken.load(Ordering::Relaxed);
-        if len == 0 || block.rows.load(Ordering::Relaxed) <= taken {
-            return;
-        }
-        let Some(head) = tail_frame_header(taken as u32, len as u32) else {
-            return;
-        };
-        if fd < 0 {
-            fd = open_spool_raw(path, table);
-            if fd < 0 {
-                return;
-            }
-        }
-        // SAFETY: len was read with acquire; the owner writes only past it.
-        write_all_raw(fd, &[&head, unsafe { block.bytes(len) }]);
-    };
-    let mut p = SLOT_LIST.load(Ordering::Acquire);
-    // SAFETY: slots are leaked, never freed; the list only grows at its head.
-    while let Some(slot) = unsafe { p.as_ref() } {
-        let b = stream_of(slot).block.load(Ordering::Acquire);
-        // SAFETY: blocks are never freed.
-        if let Some(block) = unsafe { b.as_ref() } {
-            tail(block);
-        }
-        p = slot.next.load(Ordering::Acquire);
-    }
-    // The queue's lock is a CAS when free; held (by the interrupted thread
-    // itself, perhaps), its blocks are left out rather than waited for.
-    if let Ok(items) = QUEUE.items.try_lock() {
-        for item in items.iter() {
-            // SAFETY: queued blocks belong to the writer, which the gate stopped.
-            if let Some(block) = queued(item).and_then(|b| unsafe { b.as_ref() }) {
-                tail(block);
-            }
-        }
-    }
-    if fd >= 0 {
-        // SAFETY: our descriptor.
-        unsafe { libc::close(fd) };
-    }
-}
-
-/// Open a spool for appending from the crash handler (async-signal-safe),
-/// writing its header when it is new; -1 on failure.
-fn open_spool_raw(path: &CStr, table: Table) -> libc::c_int {
-    // SAFETY: a valid C path; plain system calls.
-    unsafe {
-        let fd = libc::open(
-            path.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
-            0o644,
-        );
-        if fd >= 0 && libc::lseek(fd, 0, libc::SEEK_END) == 0 {
-            write_all_raw(fd, &[&file_header(table)]);
-        }
-        fd
-    }
-}
-
-/// `writev` all of `parts` to `fd` (async-signal-safe); false on an error.
-fn write_all_raw(fd: libc::c_int, parts: &[&[u8]]) -> bool {
-    let mut iov = [libc::iovec {
-        iov_base: ptr::null_mut(),
-        iov_len: 0,
-    }; 2];
-    let n = parts.len().min(iov.len());
-    for (v, p) in iov.iter_mut().zip(parts) {
-        *v = libc::iovec {
-            iov_base: p.as_ptr() as *mut libc::c_void,
-            iov_len: p.len(),
-        };
-    }
-    let mut first = 0;
-    while first < n {
-        // SAFETY: the iovecs point into live slices.
-        let w = unsafe { libc::writev(fd, iov[first..n].as_ptr(), (n - first) as libc::c_int) };
-        if w < 0 {
-            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                continue;
-            }
-            return false;
-        }
-        let mut w = w as usize;
-        while first < n && w >= iov[first].iov_len {
-            w -= iov[first].iov_len;
-            first += 1;
-        }
-        if first < n {
-            // SAFETY: advancing inside the same slice.
-            iov[first].iov_base = unsafe { (iov[first].iov_base as *mut u8).add(w) }.cast();
-            iov[first].iov_len -= w;
-        }
-    }
-    true
-}

@@ -1,0 +1,348 @@
+//! Spooling after a crash: what the fatal-signal handler and `MPI_Abort`
+//! write without allocating (the blocks still held, as tail frames), and the
+//! process's end note.
+
+use super::*;
+
+/// What the crash handler needs, prepared beforehand (it may not allocate):
+/// the spool paths and the end note's open descriptor of this process.
+struct Emergency {
+    pid: u32,
+    omp: CString,
+    mpi: CString,
+    note_path: std::path::PathBuf,
+    note_fd: libc::c_int,
+    /// The copy of the module map (`hyscope record` resolves symbols with it).
+    maps_path: std::path::PathBuf,
+}
+
+static EMERGENCY: AtomicPtr<Emergency> = AtomicPtr::new(ptr::null_mut());
+
+/// Prepare the crash handler's paths and write this process's end note
+/// (`running`), at the start of recording and again when MPI_Init confirms
+/// the rank. A process killed later leaves the note for `hyscope record`,
+/// which tells from it how the process ended. False when the trace
+/// directory is unusable (said once).
+pub fn prepare_emergency() -> bool {
+    let Some(dir) = lifecycle::trace_dir() else {
+        return false;
+    };
+    let spool = dir.join("spool");
+    let (rank, pid) = (lifecycle::rank(), std::process::id());
+    let note_path = spool.join(end_note_name(rank, pid));
+    let old = EMERGENCY.load(Ordering::Acquire);
+    // SAFETY: prepared states are leaked, never freed.
+    if let Some(old) = unsafe { old.as_ref() }
+        && old.pid == pid
+        && old.note_path == note_path
+    {
+        return true;
+    }
+    if let Err(e) = std::fs::create_dir_all(&spool) {
+        // The trace cannot be written at all: one warning, nothing more tried.
+        output_failed_with(&format!("{}: {e}", spool.display()));
+        lock(&WRITER).broken = true;
+        return false;
+    }
+    let c = |p: std::path::PathBuf| CString::new(p.into_os_string().into_vec()).ok();
+    let (Some(omp), Some(mpi), Some(note)) = (
+        c(spool.join(spool_file_name("omp", rank, pid))),
+        c(spool.join(spool_file_name("mpi", rank, pid))),
+        c(note_path.clone()),
+    ) else {
+        return false;
+    };
+    // SAFETY: a valid C path; the descriptor stays open for the process's life.
+    let fd = unsafe {
+        libc::open(
+            note.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return false;
+    }
+    let maps_path = spool.join(maps_file_name(rank, pid));
+    crate::symbols::write_maps(&maps_path);
+    let e = Box::into_raw(Box::new(Emergency {
+        pid,
+        omp,
+        mpi,
+        note_path,
+        note_fd: fd,
+        maps_path,
+    }));
+    let old = EMERGENCY.swap(e, Ordering::AcqRel);
+    // SAFETY: as above; the old note (another rank number) is no longer this process's.
+    if let Some(old) = unsafe { old.as_ref() }
+        && old.pid == pid
+    {
+        let _ = std::fs::remove_file(&old.note_path);
+        let _ = std::fs::remove_file(&old.maps_path);
+    }
+    write_end_note(ProcessEnd::Running);
+    true
+}
+
+/// Rewrite this process's end note in place (async-signal-safe: one `pwrite`
+/// of a fixed size into blocks the file already has).
+pub fn write_end_note(end: ProcessEnd) {
+    let e = EMERGENCY.load(Ordering::Acquire);
+    // SAFETY: prepared states are leaked, never freed; getpid is async-signal-safe.
+    let Some(e) = (unsafe { e.as_ref() }) else {
+        return;
+    };
+    if e.pid != unsafe { libc::getpid() } as u32 {
+        return;
+    }
+    let note = EndNote {
+        end,
+        disk_full: DISK_FULL.load(Ordering::Relaxed),
+        dropped: DROPPED.load(Ordering::Relaxed),
+    }
+    .encode();
+    // SAFETY: the buffer is valid for its length.
+    unsafe { libc::pwrite(e.note_fd, note.as_ptr().cast(), note.len(), 0) };
+}
+
+/// The process ended normally and its rank file says so: its end note and
+/// the copy of its module map go.
+pub fn remove_end_note() {
+    if let Some(e) = own_emergency() {
+        let _ = std::fs::remove_file(&e.note_path);
+        let _ = std::fs::remove_file(&e.maps_path);
+    }
+}
+
+/// Copy the module map again (it may have grown since), before the spools
+/// are encoded and resolved against it.
+pub fn refresh_maps() {
+    if let Some(e) = own_emergency() {
+        crate::symbols::write_maps(&e.maps_path);
+    }
+}
+
+fn own_emergency() -> Option<&'static Emergency> {
+    // SAFETY: prepared states are leaked, never freed.
+    unsafe { EMERGENCY.load(Ordering::Acquire).as_ref() }.filter(|e| e.pid == std::process::id())
+}
+
+/// Spool every recorded event not spooled yet, from a signal handler or
+/// `MPI_Abort`, and write the end note: async-signal-safe (no lock waited
+/// for, no allocation; `open`, `writev`, `pwrite`, `nanosleep` only). Each
+/// thread's current block, and each block queued for the writer, goes to
+/// its table's spool as one tail frame (`hyscope_format::spool::TAIL_FLAG`)
+/// that skips the rows an earlier flush spooled. Afterwards the spools are
+/// closed for good ([`spool_closed`]). Returns false when it had nothing to
+/// do (not prepared, another process's state, or already done).
+pub fn emergency_flush(end: ProcessEnd) -> bool {
+    let e = EMERGENCY.load(Ordering::Acquire);
+    // SAFETY: as in write_end_note.
+    let Some(e) = (unsafe { e.as_ref() }) else {
+        return false;
+    };
+    if e.pid != unsafe { libc::getpid() } as u32 {
+        return false;
+    }
+    // Wait (up to 2 s) for a writer in the middle of a frame; it may be the
+    // interrupted thread itself, so never forever.
+    let mut waited = 0;
+    loop {
+        match GATE.compare_exchange(GATE_OPEN, GATE_CLOSED, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => break,
+            Err(GATE_CLOSED) => return false,
+            Err(_) if waited >= 2000 => {
+                GATE.store(GATE_CLOSED, Ordering::Release);
+                break;
+            }
+            Err(_) => {
+                let ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 1_000_000,
+                };
+                // SAFETY: a valid timespec.
+                unsafe { libc::nanosleep(&ts, ptr::null_mut()) };
+                waited += 1;
+            }
+        }
+    }
+    emergency_spool(
+        &e.omp,
+        Table::Omp,
+        |s| &s.omp,
+        |f| match f {
+            Full::Omp(b) => Some(*b),
+            _ => None,
+        },
+    );
+    emergency_spool(
+        &e.mpi,
+        Table::Mpi,
+        |s| &s.mpi,
+        |f| match f {
+            Full::Mpi(b) => Some(*b),
+            _ => None,
+        },
+    );
+    emergency_held(&e.omp);
+    write_end_note(end);
+    true
+}
+
+/// Bytes for the frames of the intervals the OMPT adapter holds back, encoded
+/// by [`emergency_held`] (after the gate closed: one user).
+struct HeldFrames(std::cell::UnsafeCell<[u8; HELD_FRAME_BYTES]>);
+// SAFETY: used only by the one emergency flush that closed the gate.
+unsafe impl Sync for HeldFrames {}
+const HELD_FRAME_BYTES: usize = 64 * 1024;
+static HELD_FRAMES: HeldFrames = HeldFrames(std::cell::UnsafeCell::new([0; HELD_FRAME_BYTES]));
+
+/// Spool the intervals the OMPT adapter holds back (each thread's last
+/// region's, until the next one begins), encoded here as ordinary frames.
+fn emergency_held(path: &CStr) {
+    // SAFETY: see HeldFrames.
+    let buf = unsafe { &mut *HELD_FRAMES.0.get() };
+    let mut bases = [OmpRecord::default(); <OmpRecord as SpoolRecord>::KEYS];
+    let mut pos = FRAME_HEADER_LEN;
+    let mut rows = 0u32;
+    let mut fd = -1;
+    let mut put_frame = |buf: &mut [u8; HELD_FRAME_BYTES], pos: usize, rows: u32| {
+        if rows == 0 {
+            return;
+        }
+        if fd < 0 {
+            fd = open_spool_raw(path, Table::Omp);
+            if fd < 0 {
+                return;
+            }
+        }
+        buf[..4].copy_from_slice(&rows.to_le_bytes());
+        buf[4..8].copy_from_slice(&((pos - FRAME_HEADER_LEN) as u32).to_le_bytes());
+        write_all_raw(fd, &[&buf[..pos]]);
+    };
+    hyscope_ompt::for_each_held(|rec| {
+        if pos + RECORD_ROOM > HELD_FRAME_BYTES {
+            put_frame(buf, pos, rows);
+            (pos, rows) = (FRAME_HEADER_LEN, 0);
+            bases = [OmpRecord::default(); <OmpRecord as SpoolRecord>::KEYS];
+        }
+        let room: &mut [u8; RECORD_ROOM] = (&mut buf[pos..pos + RECORD_ROOM])
+            .try_into()
+            .expect("room checked");
+        pos += OmpRecord::put_in(&bases, rec, room);
+        bases[rec.key()] = *rec;
+        rows += 1;
+    });
+    put_frame(buf, pos, rows);
+    if fd >= 0 {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// One table's part of [`emergency_flush`].
+fn emergency_spool<T: SpoolRecord>(
+    path: &CStr,
+    table: Table,
+    stream_of: fn(&ThreadSlot) -> &Stream<T>,
+    queued: fn(&Full) -> Option<*mut Block<T>>,
+) {
+    let mut fd = -1;
+    let mut tail = |block: &Block<T>| {
+        let len = block.published_len();
+        let taken = block.taken();
+        if len == 0 || block.rows() <= taken {
+            return;
+        }
+        let Some(head) = tail_frame_header(taken as u32, len as u32) else {
+            return;
+        };
+        if fd < 0 {
+            fd = open_spool_raw(path, table);
+            if fd < 0 {
+                return;
+            }
+        }
+        // SAFETY: len was read with acquire; the owner writes only past it.
+        write_all_raw(fd, &[&head, unsafe { block.bytes(len) }]);
+    };
+    let mut p = SLOT_LIST.load(Ordering::Acquire);
+    // SAFETY: slots are leaked, never freed; the list only grows at its head.
+    while let Some(slot) = unsafe { p.as_ref() } {
+        let b = stream_of(slot).current();
+        // SAFETY: blocks are never freed.
+        if let Some(block) = unsafe { b.as_ref() } {
+            tail(block);
+        }
+        p = slot.next.load(Ordering::Acquire);
+    }
+    // The queue's lock is a CAS when free; held (by the interrupted thread
+    // itself, perhaps), its blocks are left out rather than waited for.
+    if let Ok(items) = QUEUE.items.try_lock() {
+        for item in items.iter() {
+            // SAFETY: queued blocks belong to the writer, which the gate stopped.
+            if let Some(block) = queued(item).and_then(|b| unsafe { b.as_ref() }) {
+                tail(block);
+            }
+        }
+    }
+    if fd >= 0 {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// Open a spool for appending from the crash handler (async-signal-safe),
+/// writing its header when it is new; -1 on failure.
+fn open_spool_raw(path: &CStr, table: Table) -> libc::c_int {
+    // SAFETY: a valid C path; plain system calls.
+    unsafe {
+        let fd = libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+            0o644,
+        );
+        if fd >= 0 && libc::lseek(fd, 0, libc::SEEK_END) == 0 {
+            write_all_raw(fd, &[&file_header(table)]);
+        }
+        fd
+    }
+}
+
+/// `writev` all of `parts` to `fd` (async-signal-safe); false on an error.
+fn write_all_raw(fd: libc::c_int, parts: &[&[u8]]) -> bool {
+    let mut iov = [libc::iovec {
+        iov_base: ptr::null_mut(),
+        iov_len: 0,
+    }; 2];
+    let n = parts.len().min(iov.len());
+    for (v, p) in iov.iter_mut().zip(parts) {
+        *v = libc::iovec {
+            iov_base: p.as_ptr() as *mut libc::c_void,
+            iov_len: p.len(),
+        };
+    }
+    let mut first = 0;
+    while first < n {
+        // SAFETY: the iovecs point into live slices.
+        let w = unsafe { libc::writev(fd, iov[first..n].as_ptr(), (n - first) as libc::c_int) };
+        if w < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return false;
+        }
+        let mut w = w as usize;
+        while first < n && w >= iov[first].iov_len {
+            w -= iov[first].iov_len;
+            first += 1;
+        }
+        if first < n {
+            // SAFETY: advancing inside the same slice.
+            iov[first].iov_base = unsafe { (iov[first].iov_base as *mut u8).add(w) }.cast();
+            iov[first].iov_len -= w;
+        }
+    }
+    true
+}
