@@ -174,6 +174,14 @@ pub fn flush_all() {
 
 /// A snapshot of this rank's info with current counts, drops and warnings.
 pub fn rank_info_snapshot() -> RankInfo {
+    let mut info = rank_info_counts();
+    info.thread_cpus = sample_thread_cpus();
+    info
+}
+
+/// [`rank_info_snapshot`] without reading the threads' masks: early in the
+/// run they may not be bound yet, and a mask read once is kept at exit.
+fn rank_info_counts() -> RankInfo {
     let s = session();
     let mut info = lock(&s.rank_info).clone();
     info.events = spooling::written_counts();
@@ -182,7 +190,6 @@ pub fn rank_info_snapshot() -> RankInfo {
     info.encode_ns = spooling::encode_ns();
     info.threads = info.threads.max(hyscope_ompt::threads_seen());
     info.warnings = lock(&s.warnings).clone();
-    info.thread_cpus = sample_thread_cpus();
     info
 }
 
@@ -398,7 +405,7 @@ fn write_early_rank_file() {
     let Some(dir) = trace_dir() else {
         return;
     };
-    let mut info = rank_info_snapshot();
+    let mut info = rank_info_counts();
     info.end = Some(ProcessEnd::Running);
     // Failing here (a full disk) is said by the exit path or the end note.
     let _ = info.write(&dir);

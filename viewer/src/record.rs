@@ -590,9 +590,11 @@ fn prepare_output(dir: &Path, position: Position) -> anyhow::Result<()> {
     let exists = dir.exists() || dir.is_symlink();
     match position {
         Position::PerRank { rank } => {
-            if dir.join("manifest.json").exists()
-                || dir.join("ranks").join(format!("rank-{rank}.json")).exists()
-            {
+            // A sibling's rank 0 may already have written its draft manifest
+            // (no ranks listed yet): only a finished job's manifest lists them.
+            let finished_manifest = dir.join(hyscope_format::manifest::MANIFEST_FILE).exists()
+                && hyscope_format::Manifest::read(dir).map_or(true, |m| !m.ranks.is_empty());
+            if finished_manifest || dir.join("ranks").join(format!("rank-{rank}.json")).exists() {
                 bail!(
                     "{} already holds a trace; refusing to overwrite it (choose another -o or remove it)",
                     dir.display()
