@@ -149,8 +149,14 @@ impl Saved {
             stack: [Taken::NONE; 16],
             heap: Vec::new(),
         };
-        // SAFETY: guaranteed by the caller.
-        let src = unsafe { std::slice::from_raw_parts(reqs, n) };
+        // A null array (count 0, as MPICH's waittestnull passes) is not a slice
+        // even of length 0: from_raw_parts needs a non-null pointer.
+        let src: &[MPI_Request] = if n == 0 {
+            &[]
+        } else {
+            // SAFETY: guaranteed by the caller.
+            unsafe { std::slice::from_raw_parts(reqs, n) }
+        };
         if n <= 16 {
             for (d, q) in s.stack.iter_mut().zip(src) {
                 *d = Taken::take(q.key());
