@@ -300,6 +300,34 @@ pub struct ChildProcess {
     pub command: Vec<String>,
 }
 
+impl ChildProcess {
+    /// One line for it, as every view writes it: its id, where it comes
+    /// from, its command.
+    pub fn describe(&self) -> String {
+        format!(
+            "rank {} is pid {}, started by rank {} (parent pid {}): {}",
+            self.rank,
+            self.pid,
+            self.of_rank,
+            self.parent_pid,
+            self.command.join(" ")
+        )
+    }
+}
+
+/// The number of ranks as every view writes it: the ids in the trace, with
+/// the child processes among them said apart (`2 (+ 4 child processes)`).
+pub fn ranks_label(ids: u32, children: usize) -> String {
+    if children == 0 {
+        ids.to_string()
+    } else {
+        format!(
+            "{} (+ {children} child processes)",
+            (ids as usize).saturating_sub(children)
+        )
+    }
+}
+
 /// The CPUs a rank may run on, against the OpenMP threads it runs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RankPlacement {

@@ -6,6 +6,7 @@
 //! say which rank started them, and the report lists them.
 
 mod record_support;
+mod tui_frame;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -100,6 +101,14 @@ fn check(trace_dir: &Path, out: &Output, ranks: u32) -> String {
     assert_eq!(
         v["run"]["children"].as_array().map(Vec::len),
         Some(2 * ranks as usize)
+    );
+    // The TUI's summary counts them the same way.
+    let data = hyscope_viewer::tui::data::Data::open_blocking(trace_dir).expect("open trace");
+    let mut app = hyscope_viewer::tui::app::App::new(data);
+    let frame = tui_frame::render(&mut app, 120, 30);
+    assert!(
+        frame.contains(&format!("ranks {ranks} (+ {} child processes)", 2 * ranks)),
+        "{frame}"
     );
     text
 }

@@ -89,7 +89,13 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
                 ui.end_row();
             };
             row("command", r.command.join(" "));
-            row("ranks", r.ranks.to_string());
+            row(
+                "ranks",
+                hyscope_analyzer::model::ranks_label(r.ranks, r.children.len()),
+            );
+            for c in &r.children {
+                row("child process", c.describe());
+            }
             row("threads per rank", format!("{:?}", r.threads_per_rank));
             row("hosts", r.hosts.join(", "));
             row("duration", units::secs(r.duration_s));

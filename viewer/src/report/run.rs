@@ -33,15 +33,7 @@ pub fn facts(out: &mut String, a: &Analysis) {
         kv("started", r.start_time.clone());
     }
     let threads = r.threads_per_rank.iter().copied().max().unwrap_or(1);
-    let ranks = if r.children.is_empty() {
-        r.ranks.to_string()
-    } else {
-        format!(
-            "{} (+ {} child processes)",
-            r.ranks as usize - r.children.len().min(r.ranks as usize),
-            r.children.len()
-        )
-    };
+    let ranks = hyscope_analyzer::model::ranks_label(r.ranks, r.children.len());
     kv(
         "ranks × threads",
         format!(
@@ -53,7 +45,7 @@ pub fn facts(out: &mut String, a: &Analysis) {
         ),
     );
     for c in &r.children {
-        kv("child process", describe_child(c));
+        kv("child process", c.describe());
     }
     kv("duration", units::secs(r.duration_s));
     for p in r.placement.iter().filter(|p| p.threads_share_cpus()) {
@@ -204,17 +196,5 @@ fn placement(p: &RankPlacement) -> String {
         } else {
             String::new()
         }
-    )
-}
-
-/// One line for a process a rank started: its id, where it comes from, its command.
-fn describe_child(c: &hyscope_analyzer::model::ChildProcess) -> String {
-    format!(
-        "rank {} is pid {}, started by rank {} (parent pid {}): {}",
-        c.rank,
-        c.pid,
-        c.of_rank,
-        c.parent_pid,
-        c.command.join(" ")
     )
 }

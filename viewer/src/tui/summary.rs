@@ -75,7 +75,9 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
     } else {
         format!("{tmin}–{tmax}")
     };
-    let ranks = m.world_size.max(m.ranks.len() as u32);
+    let children = m.ranks.iter().filter(|r| r.child_of.is_some()).count();
+    let ranks =
+        hyscope_analyzer::model::ranks_label(m.world_size.max(m.ranks.len() as u32), children);
     let mpi = m.mpi.as_ref().map_or("none".to_string(), |x| {
         let lvl = x
             .thread_level_provided
