@@ -17,3 +17,11 @@ pub mod samples;
 pub mod to_parquet;
 
 pub use codec::*;
+
+/// The complete lines of a text spool (samples, phases), and whether a last
+/// line was cut short: a process killed while appending leaves one without
+/// its newline, which is dropped.
+pub fn complete_lines(text: &str) -> (&str, bool) {
+    let end = text.rfind('\n').map_or(0, |at| at + 1);
+    (&text[..end], end < text.len())
+}

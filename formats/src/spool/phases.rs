@@ -97,11 +97,8 @@ pub struct Journal {
 pub fn parse(text: &str) -> Journal {
     let mut journal = Journal::default();
     let mut names: std::collections::HashMap<u32, String> = Default::default();
-    let complete = match text.rfind('\n') {
-        Some(at) => &text[..at + 1],
-        None => "",
-    };
-    journal.truncated = complete.len() < text.len();
+    let (complete, truncated) = super::complete_lines(text);
+    journal.truncated = truncated;
     for (i, line) in complete.lines().enumerate() {
         if i == 0 && line == HEADER {
             continue;

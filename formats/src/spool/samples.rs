@@ -66,10 +66,9 @@ impl SampleSpool {
 pub fn read(path: &Path) -> Result<(Vec<SampleRecord>, bool), FormatError> {
     let bytes = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
     let text = String::from_utf8_lossy(&bytes);
-    let complete = text.rfind('\n').map_or(0, |i| i + 1);
-    let truncated = complete < text.len();
+    let (complete, truncated) = super::complete_lines(&text);
     let mut rows = Vec::new();
-    for (n, line) in text[..complete].lines().enumerate() {
+    for (n, line) in complete.lines().enumerate() {
         let mut f = line.splitn(4, ' ');
         let row = (|| {
             Some(SampleRecord {
