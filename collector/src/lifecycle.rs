@@ -249,11 +249,14 @@ pub fn checkpoint() {
 /// process killed later still has its identity in the trace), and for rank
 /// 0 a draft manifest unless one exists (MPI_Init replaces it).
 pub fn on_recording_start() {
-    claim_identity();
+    let claimed_now = claim_identity();
     if !spooling::prepare_emergency() {
         return; // the trace directory is unusable (said once)
     }
-    write_early_rank_file();
+    if !claimed_now {
+        // The claim wrote the early rank file itself.
+        write_early_rank_file();
+    }
     if let Some(dir) = trace_dir()
         && rank() == 0
         && !MPI_SEEN.load(Ordering::Relaxed)
@@ -279,22 +282,22 @@ const MAX_CHILDREN: u32 = 1 << 16;
 /// exec'd (it inherited the rank's environment, and with it the rank
 /// number): it takes the first free id after the job's ranks and records
 /// which rank it comes from, so that nothing it writes lands in the rank's
-/// files.
-pub(crate) fn claim_identity() {
+/// files. True when this call wrote the process's (early) rank file.
+pub(crate) fn claim_identity() -> bool {
     let pid = std::process::id();
     if CLAIMED.load(Ordering::Acquire) == pid {
-        return;
+        return false;
     }
     if CLAIMING.swap(pid, Ordering::AcqRel) == pid {
         // Another thread of this process claims: nothing may be written
         // before it is done (bounded: the claim is a few small files).
         for _ in 0..5000 {
             if CLAIMED.load(Ordering::Acquire) == pid {
-                return;
+                return false;
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        return;
+        return false;
     }
     struct Done(u32);
     impl Drop for Done {
@@ -304,7 +307,7 @@ pub(crate) fn claim_identity() {
     }
     let _done = Done(pid);
     let Some(dir) = trace_dir() else {
-        return;
+        return false;
     };
     let forked_from = with_rank_info(|r| (r.pid != pid).then_some(r.pid));
     if forked_from.is_some() {
@@ -314,12 +317,14 @@ pub(crate) fn claim_identity() {
     let mut info = with_rank_info(|r| r.clone());
     info.end = Some(ProcessEnd::Running);
     // An unusable directory is said once by whoever writes next.
-    if info.claim(&dir).unwrap_or(true) {
-        return;
+    match info.claim(&dir) {
+        Ok(true) => return true,
+        Ok(false) => {}
+        Err(_) => return false,
     }
     let path = RankInfo::path(&dir, info.rank);
     if RankInfo::read(&path).is_ok_and(|holder| holder.pid == pid) {
-        return;
+        return false;
     }
     let of_rank = info.rank;
     // SAFETY: getppid has no preconditions.
@@ -333,6 +338,9 @@ pub(crate) fn claim_identity() {
     info.command = command.clone();
     let first = world_size_hint().max(of_rank.saturating_add(1));
     for id in first..first.saturating_add(MAX_CHILDREN) {
+        if RankInfo::path(&dir, id).exists() {
+            continue; // taken: no file written to find out
+        }
         info.rank = id;
         match info.claim(&dir) {
             Ok(true) => {
@@ -342,15 +350,16 @@ pub(crate) fn claim_identity() {
                     r.child_of = Some(child_of);
                     r.command = command;
                 });
-                return;
+                return true;
             }
             Ok(false) => continue,
-            Err(_) => return,
+            Err(_) => return false,
         }
     }
     warn(&format!(
         "rank {of_rank} and {MAX_CHILDREN} ids after the job are taken; this process's events go under rank {of_rank}"
     ));
+    false
 }
 
 /// A forked child starts with a copy of its parent's identity: keep what
