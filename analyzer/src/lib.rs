@@ -18,6 +18,7 @@ pub mod compare;
 pub mod demangle;
 pub mod energy;
 pub mod findings;
+pub mod focus;
 pub mod load;
 pub mod memory;
 pub mod model;
@@ -47,6 +48,8 @@ pub struct AnalyzeOptions {
     pub buffers: memory::BufferParams,
     /// Show an indicatif progress bar while reading big traces.
     pub progress: bool,
+    /// Restrict the analysis to this phase's time ([`focus`]).
+    pub phase: Option<String>,
 }
 
 impl Default for AnalyzeOptions {
@@ -57,6 +60,7 @@ impl Default for AnalyzeOptions {
             hcas_per_node: 1,
             buffers: memory::BufferParams::default(),
             progress: false,
+            phase: None,
         }
     }
 }
@@ -72,12 +76,8 @@ pub enum AnalyzeError {
 
 /// Analyse the trace in `trace_dir`.
 pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
-    let (data, passes) = load::load(trace_dir, options.progress)?;
-    let data = &data;
-    let mut warnings = data.warnings.clone();
-    let run = load::run_facts(data);
-    let omp = omp::analyze_omp(data, &run, passes, &mut warnings);
-    let mpi = mpi::analyze_mpi(data, &run, &omp);
+    let (mut data, passes) = load::load(trace_dir, options.progress, options.phase.as_deref())?;
+    // Matched on the whole run, restricted afterwards (`focus`).
     let ranks: Vec<aligned::RankRows> = data
         .ranks
         .iter()
@@ -86,16 +86,35 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
             rows: &rd.mpi,
         })
         .collect();
-    let messages = aligned::match_messages(&ranks);
-    let collectives = aligned::match_collectives(&ranks);
+    let mut messages = aligned::match_messages(&ranks);
+    let mut collectives = aligned::match_collectives(&ranks);
     drop(ranks);
+    let mut warnings = data.warnings.clone();
     warnings.extend(messages.warning());
+    let focus = data.focus.take().map(|f| {
+        let (index, run_duration_s) = load::restrict(&f, &mut data);
+        f.messages(&mut messages, &index);
+        f.collectives(&mut collectives, &index);
+        f.info(run_duration_s)
+    });
+    let data = &data;
+    let run = load::run_facts(data);
+    let omp = omp::analyze_omp(data, &run, passes, &mut warnings);
+    let mpi = mpi::analyze_mpi(data, &run, &omp);
     let waits = mpi::wait_states(data, &run, &messages, &collectives);
     drop(collectives);
     let memory = memory::analyze_memory(data, &run, options);
     let energy = energy::analyze_energy(data, &run, &omp);
     let pop = pop::analyze_pop(data, &run, &omp);
-    let phases = phases::analyze_phases(data, &run);
+    let mut phases = phases::analyze_phases(data, &run);
+    // A phase's share is of the whole run, also when the run is cut to a phase.
+    if let (Some(f), Observable::Observed(ps)) = (&focus, &mut phases)
+        && f.run_duration_s > 0.0
+    {
+        for p in ps {
+            p.share = p.time_s / f.run_duration_s;
+        }
+    }
     let mut run = run;
     run.placement = placement::rank_placement(&data.manifest, &run, &omp.ranks);
     run.serialized_regions = omp.serialized_regions;
@@ -119,6 +138,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
             problems: data.problems.clone(),
         },
         phases,
+        focus,
     };
     analysis.findings = findings::findings(&analysis);
     warnings.sort();

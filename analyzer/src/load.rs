@@ -41,6 +41,10 @@ pub struct RankData {
     pub phases: Vec<PhaseRecord>,
     /// The OpenMP time inside each of `phases` (summed while loading).
     pub phase_omp: Vec<crate::phases::PhaseOmp>,
+    /// First start and last end of the OpenMP rows analysed (rank 0's clock), if any.
+    pub omp_span: Option<(i64, i64)>,
+    /// The same over the whole run (differs from `omp_span` under a focus).
+    pub omp_whole_span: Option<(i64, i64)>,
 }
 
 /// Everything the analysis passes read.
@@ -61,6 +65,9 @@ pub struct TraceData {
     /// the program at different addresses (ASLR), so one `file:line` has one
     /// address per rank; aggregates are keyed by the canonical one.
     pub canonical: HashMap<u64, u64>,
+    /// The phase the OpenMP rows and phases were restricted to while loading;
+    /// [`crate::analyze`] restricts the MPI rows and samples after matching.
+    pub focus: Option<crate::focus::Focus>,
 }
 
 impl TraceData {
@@ -236,9 +243,27 @@ fn clip(start: &mut i64, end: &mut i64, (lo, hi): (i64, i64)) -> bool {
     (s, e) != (*start, *end)
 }
 
+/// What the OpenMP pass of one rank saw of its rows.
+#[derive(Debug, Clone, Copy)]
+struct OmpSpan {
+    /// First start and last end of the rows analysed.
+    first: i64,
+    last: i64,
+    rows: u64,
+    threads: u32,
+    /// First start and last end over the whole run (before a focus).
+    whole: Option<(i64, i64)>,
+}
+
 /// Open and read a whole trace: MPI, samples and symbols are kept; the OpenMP
-/// rows are reduced rank by rank to [`crate::omp::RankPass`] aggregates.
-pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), AnalyzeError> {
+/// rows are reduced rank by rank to [`crate::omp::RankPass`] aggregates. With
+/// `focus`, the OpenMP rows and phases are restricted to that phase's time
+/// ([`crate::focus`]); an unknown phase name is an error that lists the names.
+pub fn load(
+    dir: &Path,
+    progress: bool,
+    focus: Option<&str>,
+) -> Result<(TraceData, Vec<RankPass>), AnalyzeError> {
     let trace = Trace::open(dir)?;
     let mut problems: Vec<crate::TraceProblem> = trace
         .problems()
@@ -372,23 +397,42 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         .map(|r| r.rank)
         .collect();
     let checked_clock = |rank: u32| on_clock0.contains(&rank);
+    for rd in by_rank.values_mut() {
+        let map = clocks.map(rd.rank);
+        for p in &mut rd.phases {
+            clip(&mut p.start_ns, &mut p.end_ns, raw);
+            if let Some(m) = map {
+                p.start_ns = m.to_global(p.start_ns);
+                p.end_ns = m.to_global(p.end_ns);
+            }
+        }
+    }
+    let focus = match focus {
+        None => None,
+        Some(name) => Some(
+            crate::focus::Focus::new(
+                name,
+                by_rank
+                    .values()
+                    .flat_map(|rd| rd.phases.iter().map(|p| (rd.rank, p))),
+            )
+            .ok_or_else(|| AnalyzeError::Invalid {
+                path: dir.join(Table::Phases.dir_name()),
+                message: format!(
+                    "no phase named \"{name}\"; {}",
+                    crate::phases::names_sentence(by_rank.values().flat_map(|rd| &rd.phases))
+                ),
+            })?,
+        ),
+    };
     // Each rank's phase windows on rank 0's clock, for the OpenMP time inside them.
     let mut phase_windows: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
     for rd in by_rank.values_mut() {
+        if let Some(f) = &focus {
+            f.phases(rd.rank, &mut rd.phases);
+        }
         hyscope_format::schema::sort_phases(&mut rd.phases);
-        let map = clocks.map(rd.rank);
-        let windows = rd
-            .phases
-            .iter_mut()
-            .map(|p| {
-                clip(&mut p.start_ns, &mut p.end_ns, raw);
-                if let Some(m) = map {
-                    p.start_ns = m.to_global(p.start_ns);
-                    p.end_ns = m.to_global(p.end_ns);
-                }
-                (p.start_ns, p.end_ns)
-            })
-            .collect();
+        let windows = rd.phases.iter().map(|p| (p.start_ns, p.end_ns)).collect();
         phase_windows.insert(rd.rank, windows);
     }
     let mut phase_omp: HashMap<u32, Vec<crate::phases::PhaseOmp>> = HashMap::new();
@@ -408,7 +452,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         batches.last_mut().expect("one batch").push((rank, ps));
     }
     let mut passes: Vec<RankPass> = Vec::new();
-    let mut omp_span: HashMap<u32, (i64, i64, u64, u32)> = HashMap::new();
+    let mut omp_span: HashMap<u32, OmpSpan> = HashMap::new();
     // One row buffer per rank of a batch, reused from batch to batch: its pages
     // are faulted in once, not once per part and rank.
     let mut pool: Vec<Vec<OmpRecord>> = Vec::new();
@@ -420,12 +464,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         if pool.len() < batch.len() {
             pool.resize_with(batch.len(), Vec::new);
         }
-        type Done = (
-            RankPass,
-            (i64, i64, u64, u32),
-            u64,
-            Vec<crate::phases::PhaseOmp>,
-        );
+        type Done = (RankPass, OmpSpan, u64, Vec<crate::phases::PhaseOmp>);
         let done: Vec<Done> = batch
             .into_par_iter()
             .zip(pool.par_iter_mut())
@@ -449,19 +488,39 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                         u64::from(c)
                     })
                     .sum();
-                let rows: &[OmpRecord] = rows;
-                let (first, last, threads) = rows
-                    .par_chunks(1 << 20)
-                    .map(|rows| {
-                        rows.iter()
-                            .fold((i64::MAX, i64::MIN, 0u32), |(f, l, t), r| {
-                                (f.min(r.start_ns), l.max(r.end_ns), t.max(r.thread + 1))
-                            })
-                    })
-                    .reduce(
-                        || (i64::MAX, i64::MIN, 0u32),
-                        |a, b| (a.0.min(b.0), a.1.max(b.1), a.2.max(b.2)),
-                    );
+                let span = |rows: &[OmpRecord]| {
+                    rows.par_chunks(1 << 20)
+                        .map(|rows| {
+                            rows.iter()
+                                .fold((i64::MAX, i64::MIN, 0u32), |(f, l, t), r| {
+                                    (f.min(r.start_ns), l.max(r.end_ns), t.max(r.thread + 1))
+                                })
+                        })
+                        .reduce(
+                            || (i64::MAX, i64::MIN, 0u32),
+                            |a, b| (a.0.min(b.0), a.1.max(b.1), a.2.max(b.2)),
+                        )
+                };
+                // The whole run's span and threads, before a focus cuts the rows.
+                let (whole_first, whole_last, threads) = span(rows);
+                let whole = (!rows.is_empty()).then_some((whole_first, whole_last));
+                let rows: &[OmpRecord] = match &focus {
+                    Some(f) => {
+                        let mut kept = 0;
+                        for i in 0..rows.len() {
+                            if f.keep(rank, rows[i].start_ns) {
+                                rows.swap(kept, i);
+                                kept += 1;
+                            }
+                        }
+                        let rows = &mut rows[..kept];
+                        rows.par_iter_mut()
+                            .for_each(|r| f.map_interval(&mut r.start_ns, &mut r.end_ns));
+                        rows
+                    }
+                    None => rows,
+                };
+                let (first, last, _) = span(rows);
                 if threads > MAX_THREADS {
                     return Err(AnalyzeError::Invalid {
                         path: dir.join(Table::Omp.dir_name()).join(format!("rank={rank}")),
@@ -490,7 +549,13 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                 }
                 Ok::<_, AnalyzeError>((
                     pass,
-                    (first, last, rows.len() as u64, threads),
+                    OmpSpan {
+                        first,
+                        last,
+                        rows: rows.len() as u64,
+                        threads,
+                        whole,
+                    },
                     clipped,
                     in_phases,
                 ))
@@ -511,12 +576,21 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     }
     for rd in by_rank.values_mut() {
         rd.phase_omp = phase_omp.remove(&rd.rank).unwrap_or_default();
-        if let Some(&(first, last, n, threads)) = omp_span.get(&rd.rank) {
+        if let Some(&OmpSpan {
+            first,
+            last,
+            rows: n,
+            threads,
+            whole,
+        }) = omp_span.get(&rd.rank)
+        {
             rd.omp_rows = n;
             rd.omp_threads = threads;
+            rd.omp_whole_span = whole;
             if n > 0 {
                 rd.first_ns = first;
                 rd.last_ns = last;
+                rd.omp_span = Some((first, last));
             }
         }
     }
@@ -560,6 +634,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         symbols,
         canonical,
         problems,
+        focus,
         ..TraceData::default()
     };
     normalise_clocks(&mut data);
@@ -733,41 +808,74 @@ pub fn normalise_clocks(data: &mut TraceData) {
             }
         }
         rd.samples.sort_by_key(|r| r.time_ns);
-        // The OpenMP span was measured while loading (on rank 0's clock already).
-        let (mut first, mut last) = if rd.omp_rows > 0 {
-            (rd.first_ns, rd.last_ns)
-        } else {
-            (i64::MAX, i64::MIN)
-        };
-        for r in &rd.mpi {
-            first = first.min(r.start_ns);
-            last = last.max(r.end_ns);
-        }
-        if first > last {
-            (first, last) = (0, 0);
-        }
-        rd.first_ns = first;
-        rd.last_ns = last;
-        use hyscope_format::schema::mpi_call as c;
-        rd.app_start_ns = rd
-            .mpi
-            .iter()
-            .filter(|m| m.call == c::MPI_Init || m.call == c::MPI_Init_thread)
-            .map(|m| m.end_ns)
-            .max()
-            .unwrap_or(first)
-            .clamp(first, last);
-        rd.app_end_ns = rd
-            .mpi
-            .iter()
-            .filter(|m| m.call == c::MPI_Finalize)
-            .map(|m| m.start_ns)
-            .min()
-            .unwrap_or(last)
-            .clamp(rd.app_start_ns, last);
+        rank_spans(rd);
     });
     data.clock_corrected = data.ranks.iter().any(|rd| clocks.map(rd.rank).is_some());
     data.clock_error_ns = clocks.error_ns;
+}
+
+/// Restrict a loaded trace's MPI rows and samples (sorted, on rank 0's clock)
+/// to `f`'s phase ([`crate::focus`]) and recompute each rank's span; returns
+/// each rank's old row →
+/// new row index, for [`Focus::messages`](crate::focus::Focus::messages) and
+/// [`Focus::collectives`](crate::focus::Focus::collectives),
+/// and the whole run's duration in seconds.
+pub fn restrict(
+    f: &crate::focus::Focus,
+    data: &mut TraceData,
+) -> (HashMap<u32, Vec<Option<usize>>>, f64) {
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    for rd in &data.ranks {
+        let mpi = rd.mpi.iter().map(|r| (r.start_ns, r.end_ns));
+        for (s, e) in rd.omp_whole_span.into_iter().chain(mpi) {
+            first = first.min(s);
+            last = last.max(e);
+        }
+    }
+    let index = data
+        .ranks
+        .iter_mut()
+        .map(|rd| {
+            let index = f.mpi(rd.rank, &mut rd.mpi);
+            f.samples(rd.rank, &mut rd.samples, crate::aligned::series::is_energy);
+            rank_spans(rd);
+            (rd.rank, index)
+        })
+        .collect();
+    (index, ns_to_s((last - first).max(0)))
+}
+
+/// A rank's first and last event and its application window, from its
+/// OpenMP span and its MPI rows (rank 0's clock).
+pub fn rank_spans(rd: &mut RankData) {
+    // The OpenMP span was measured while loading (on rank 0's clock already).
+    let (mut first, mut last) = rd.omp_span.unwrap_or((i64::MAX, i64::MIN));
+    for r in &rd.mpi {
+        first = first.min(r.start_ns);
+        last = last.max(r.end_ns);
+    }
+    if first > last {
+        (first, last) = (0, 0);
+    }
+    rd.first_ns = first;
+    rd.last_ns = last;
+    use hyscope_format::schema::mpi_call as c;
+    rd.app_start_ns = rd
+        .mpi
+        .iter()
+        .filter(|m| m.call == c::MPI_Init || m.call == c::MPI_Init_thread)
+        .map(|m| m.end_ns)
+        .max()
+        .unwrap_or(first)
+        .clamp(first, last);
+    rd.app_end_ns = rd
+        .mpi
+        .iter()
+        .filter(|m| m.call == c::MPI_Finalize)
+        .map(|m| m.start_ns)
+        .min()
+        .unwrap_or(last)
+        .clamp(rd.app_start_ns, last);
 }
 
 /// Run facts from the manifest and the rows.

@@ -99,6 +99,24 @@ pub struct Analysis {
     /// Per named phase (`phases` table), in order of first appearance.
     #[serde(default = "no_phases")]
     pub phases: Observable<Vec<PhaseStats>>,
+    /// The phase the analysis is restricted to (`report --phase`), if any:
+    /// every other section then describes that phase's time only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<FocusInfo>,
+}
+
+/// The restriction of an analysis to one phase ([`crate::focus`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FocusInfo {
+    pub phase: String,
+    /// Intervals of the phase, on every rank and thread.
+    pub instances: u64,
+    /// Time windows they make when merged (the same for every rank).
+    pub windows: u64,
+    /// Time inside the windows: the elapsed time of the restricted analysis.
+    pub time_s: f64,
+    /// The whole run's duration.
+    pub run_duration_s: f64,
 }
 
 fn no_phases() -> Observable<Vec<PhaseStats>> {

@@ -303,6 +303,19 @@ impl PhaseLanes {
         self.by_rank.is_empty()
     }
 
+    /// The intervals of the phase `name` on every rank, merged and sorted:
+    /// what a viewer zooms to.
+    pub fn windows(&self, name: &str) -> Vec<(i64, i64)> {
+        crate::focus::merged(
+            self.by_rank
+                .values()
+                .flatten()
+                .filter(|p| p.name == name)
+                .map(|p| (p.start_ns, p.end_ns.max(p.start_ns)))
+                .collect(),
+        )
+    }
+
     /// Whether `rank` has phases (its timeline gets a phase row).
     pub fn has(&self, rank: u32) -> bool {
         self.by_rank.contains_key(&rank)
@@ -344,6 +357,23 @@ pub fn name_hue(name: &str, n: usize) -> usize {
         h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
     }
     h as usize % n.max(1)
+}
+
+/// "its phases: a, b, c" (names in order of first start), or "the trace has
+/// no phases": what an unknown phase name is answered with.
+pub fn names_sentence<'a>(phases: impl Iterator<Item = &'a PhaseRecord>) -> String {
+    let mut first: BTreeMap<&str, i64> = BTreeMap::new();
+    for p in phases {
+        let e = first.entry(p.name.as_str()).or_insert(p.start_ns);
+        *e = (*e).min(p.start_ns);
+    }
+    if first.is_empty() {
+        return "the trace has no phases".to_string();
+    }
+    let mut names: Vec<(&str, i64)> = first.into_iter().collect();
+    names.sort_by_key(|&(n, t)| (t, n));
+    let names: Vec<&str> = names.into_iter().map(|(n, _)| n).collect();
+    format!("its phases: {}", names.join(", "))
 }
 
 #[cfg(test)]

@@ -40,8 +40,8 @@ pub struct Args {
     /// Rows per table (findings, call sites...).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
-    /// Show only this phase (a name of the report's phase table): its
-    /// time per rank, repetitions, OpenMP and MPI time inside it.
+    /// Restrict the report to this phase (a name of the report's phase
+    /// table): the phase in detail, then every section over its time only.
     #[arg(long)]
     pub phase: Option<String>,
 }
@@ -52,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory_per_core: args.memory_per_core,
         hcas_per_node: args.hcas,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        phase: args.phase.clone(),
         ..AnalyzeOptions::default()
     };
     let a = analyze(&args.trace, &options)?;
@@ -62,22 +63,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&cmp)?
         } else {
             render_comparison(&cmp)
-        }
-    } else if let Some(name) = &args.phase {
-        let found = a
-            .phases
-            .get()
-            .and_then(|ps| ps.iter().find(|p| &p.name == name));
-        match (found, args.json) {
-            (None, _) => {
-                anyhow::bail!(
-                    "{}: no phase named \"{name}\"; {}",
-                    args.trace.display(),
-                    phases::phase_names(&a)
-                )
-            }
-            (Some(p), true) => serde_json::to_string_pretty(p)?,
-            (Some(_), false) => phases::render_phase(&a, name).unwrap_or_default(),
         }
     } else if args.json {
         serde_json::to_string_pretty(&a)?
@@ -98,7 +83,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// The whole text report: one function per section, in the order printed.
 pub fn render(a: &Analysis, top: usize) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "hyscope report — {}", a.trace_dir);
+    match &a.focus {
+        Some(f) => {
+            let _ = writeln!(out, "hyscope report — {} — phase {}", a.trace_dir, f.phase);
+            phases::focus(&mut out, a, f);
+        }
+        None => {
+            let _ = writeln!(out, "hyscope report — {}", a.trace_dir);
+        }
+    }
     run::integrity(&mut out, &a.integrity);
     run::facts(&mut out, a);
     phases::render_phases(&mut out, a);

@@ -165,15 +165,67 @@ fn nested_phases_match_what_the_program_measured() {
     let text = stdout(&run_ok(hyscope().arg("report").arg(&trace)));
     assert!(text.contains("\nPhases\n"), "{text}");
     assert!(text.contains("slowest step 2"), "{text}");
+    // --phase restricts the whole report to the phase's time.
     let one = stdout(&run_ok(
         hyscope().args(["report", "--phase", "step"]).arg(&trace),
     ));
     assert!(
-        one.contains("Phase step") && one.contains("Repetitions"),
+        one.contains("Restricted to phase step: 8 intervals in ")
+            && !one.contains("  solver ")
+            && one.contains("Phase step")
+            && one.contains("Repetitions")
+            && one.contains("Top findings"),
         "{one}"
     );
-    assert!(!one.contains("Top findings"));
-    assert_eq!(report_json(&trace, &["--phase", "halo"])["name"], "halo");
+    // Inside "halo": the 8 ring exchanges (4 steps × 2 ranks) and nothing else
+    // (not the barrier before, not MPI_Finalize after), matched as 8 messages;
+    // no OpenMP region (the loop is outside halo).
+    let halo = report_json(&trace, &["--phase", "halo"]);
+    let focus = &halo["focus"];
+    assert_eq!(focus["phase"], "halo");
+    assert_eq!(focus["instances"], 8);
+    // The exchange makes the two ranks' halos of a step overlap.
+    assert_eq!(focus["windows"], 4, "{focus}");
+    let (t, run) = (
+        focus["time_s"].as_f64().unwrap(),
+        focus["run_duration_s"].as_f64().unwrap(),
+    );
+    assert!(t >= 0.08 && t < run, "{focus}");
+    let calls: Vec<(String, u64)> = halo["mpi"]["observed"]["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["call"].as_str().unwrap().to_string(),
+                c["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(calls, [("MPI_Sendrecv".to_string(), 8)], "{calls:?}");
+    assert_eq!(halo["messages"]["messages"].as_array().unwrap().len(), 8);
+    let regions = halo["regions"]["observed"].as_array().map_or(0, Vec::len);
+    assert_eq!(regions, 0);
+    // The phase's own numbers are those of the whole-run table.
+    let whole_halo = &phases[3];
+    let focused_halo = halo["phases"]["observed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "halo")
+        .unwrap();
+    for k in ["time_s", "share", "mpi_calls", "instances"] {
+        assert_eq!(focused_halo[k], whole_halo[k], "{k}");
+    }
+    // Inside "step": the 8 OpenMP loops, 1 per step and rank.
+    let step = report_json(&trace, &["--phase", "step"]);
+    let instances: u64 = step["regions"]["observed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["instances"].as_u64().unwrap())
+        .sum();
+    assert_eq!(instances, 8);
     // compare matches the phases by name (here a trace against itself).
     let out = run_ok(
         hyscope()

@@ -66,3 +66,70 @@ fn a_phase_row_above_each_rank_with_phases() {
     click(&mut a, 1);
     assert_eq!(a.timeline.row, 0);
 }
+
+/// `p` restricts every tab to a phase (and the whole run after the last),
+/// `f` on the timeline zooms to the chosen phase's intervals.
+#[test]
+fn p_restricts_the_tabs_to_a_phase_and_f_zooms_to_it() {
+    use tui_common::MS;
+    let dir = tui_common::write_trace_with_energy("phases-focus");
+    // Rank 0: "first half" over the first 5 ms (the RAPL samples at 0 and
+    // 5 ms: 0.5 J of the run's 1 J), "halo" from 6 to 8 ms.
+    let mut w = PartWriter::create(&dir, Table::Phases, 0, WriterOptions::default()).unwrap();
+    w.write_records(&[
+        phase("first half", 0, 5 * MS, 0),
+        phase("halo", 6 * MS, 8 * MS, 0),
+    ])
+    .unwrap();
+    w.finish().unwrap();
+    let mut a = App::new(tui::data::Data::open_blocking(&dir).expect("open trace"));
+    let key = |a: &mut App, c: char| {
+        a.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        a.data.analysis.wait();
+        a.data.poll();
+    };
+    assert_eq!(a.data.phase_names, ["first half", "halo"]);
+    let whole = a
+        .data
+        .analysis()
+        .unwrap()
+        .energy
+        .get()
+        .unwrap()
+        .total_joules;
+    assert!((whole - 1.0).abs() < 1e-9, "{whole}");
+
+    key(&mut a, 'p');
+    assert_eq!(a.data.phase.as_deref(), Some("first half"));
+    let an = a.data.analysis().expect("restricted analysis");
+    let focus = an.focus.as_ref().expect("focus");
+    assert_eq!((focus.phase.as_str(), focus.instances), ("first half", 1));
+    assert!((focus.time_s - 0.005).abs() < 1e-12, "{focus:?}");
+    let joules = an.energy.get().unwrap().total_joules;
+    assert!((joules - 0.5).abs() < 1e-9, "{joules}");
+    assert!(an.run.duration_s <= 0.005 + 1e-12, "{}", an.run.duration_s);
+    let s = render(&mut a, 120, 30);
+    assert!(s.contains("phase: first half"), "{s}");
+
+    key(&mut a, 'p');
+    assert_eq!(a.data.phase.as_deref(), Some("halo"));
+    let focus = a.data.analysis().unwrap().focus.clone().unwrap();
+    assert!((focus.time_s - 0.002).abs() < 1e-12, "{focus:?}");
+    // The timeline zooms to halo's interval (a twentieth of margin).
+    a.on_key(KeyEvent::new(KeyCode::Char('2'), KeyModifiers::NONE));
+    render(&mut a, 120, 30);
+    a.on_key(KeyEvent::new(KeyCode::Char('f'), KeyModifiers::NONE));
+    assert_eq!(
+        (a.timeline.t0, a.timeline.t1),
+        (6 * MS - 100_000, 8 * MS + 100_000)
+    );
+
+    // After the last phase: the whole run again; P goes backwards.
+    key(&mut a, 'p');
+    assert_eq!(a.data.phase, None);
+    assert!(a.data.analysis().unwrap().focus.is_none());
+    let s = render(&mut a, 120, 30);
+    assert!(!s.contains("phase: "), "{s}");
+    key(&mut a, 'P');
+    assert_eq!(a.data.phase.as_deref(), Some("halo"));
+}

@@ -24,6 +24,13 @@ pub struct TraceSlot {
     pub data: Loading<Arc<TraceData>>,
     pub progress: Arc<Progress>,
     pub analysis: Loading<Arc<Analysis>>,
+    /// The phase the analysis is restricted to, if any.
+    pub phase: Option<String>,
+    /// The whole run's phase names in order of first appearance.
+    pub phase_names: Vec<String>,
+    /// The interval of `phase` the timeline was last zoomed to.
+    phase_frame: Option<usize>,
+    with_analysis: bool,
 }
 
 impl TraceSlot {
@@ -36,11 +43,56 @@ impl TraceSlot {
             data: Loading::spawn(move || data::load_trace(&owned, &p, cache).map(Arc::new)),
             progress,
             analysis: if with_analysis {
-                data::spawn_analysis(path.to_path_buf())
+                data::spawn_analysis(path.to_path_buf(), None)
             } else {
                 Loading::Failed(NO_ANALYSIS.into())
             },
+            phase: None,
+            phase_names: Vec::new(),
+            phase_frame: None,
+            with_analysis,
         }
+    }
+
+    /// Restrict the analysis to `phase` (None: the whole run), analysed
+    /// again in the background.
+    pub fn set_phase(&mut self, phase: Option<String>) {
+        self.note_phase_names();
+        if self.with_analysis {
+            self.analysis = data::spawn_analysis(self.path.clone(), phase.clone());
+        }
+        self.phase = phase;
+        self.phase_frame = None;
+    }
+
+    /// Keep the whole run's phase names once its analysis is ready.
+    fn note_phase_names(&mut self) {
+        if self.phase.is_none()
+            && self.phase_names.is_empty()
+            && let Some(ps) = self.analysis.ready().and_then(|a| a.phases.get())
+        {
+            self.phase_names = ps.iter().map(|p| p.name.clone()).collect();
+        }
+    }
+
+    /// The next interval of the chosen phase (all ranks' merged) relative to
+    /// the timeline's origin, with a twentieth of margin on each side.
+    pub fn next_phase_frame(&mut self) -> Option<View> {
+        let name = self.phase.as_ref()?;
+        let d = self.data.ready()?;
+        let windows = d.phases.windows(name);
+        if windows.is_empty() {
+            return None;
+        }
+        let k = self.phase_frame.map_or(0, |k| (k + 1) % windows.len());
+        self.phase_frame = Some(k);
+        let (a, b) = windows[k];
+        let origin = d.index.span().0;
+        let margin = ((b - a) / 20).max(1);
+        Some(View {
+            t0: (a - margin - origin) as f64,
+            t1: (b + margin - origin) as f64,
+        })
     }
 
     fn name(&self) -> String {
@@ -175,6 +227,7 @@ impl GuiApp {
         for s in &mut self.slots {
             s.data.poll();
             s.analysis.poll();
+            s.note_phase_names();
             loading |= s.data.is_pending() || s.analysis.is_pending();
         }
         if !self.view_set && self.slots.iter().all(|s| !s.data.is_pending()) {
@@ -352,6 +405,46 @@ impl GuiApp {
         }
     }
 
+    /// The phase filter of the analysis panel: every table below covers the
+    /// chosen phase's time only; "zoom to it" steps the timeline through its
+    /// intervals.
+    fn phase_picker(&mut self, ui: &mut egui::Ui, which: usize) {
+        let slot = &mut self.slots[which];
+        if slot.phase_names.is_empty() {
+            return;
+        }
+        let mut chosen = slot.phase.clone();
+        let mut frame = None;
+        ui.horizontal(|ui| {
+            egui::ComboBox::from_label("phase")
+                .selected_text(chosen.as_deref().unwrap_or("whole run"))
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut chosen, None, "whole run");
+                    for n in &slot.phase_names {
+                        ui.selectable_value(&mut chosen, Some(n.clone()), n);
+                    }
+                });
+            if slot.phase.is_some() && ui.button("zoom to it").clicked() {
+                frame = slot.next_phase_frame();
+            }
+        });
+        if chosen != slot.phase {
+            slot.set_phase(chosen);
+        }
+        if let Some(f) = &slot.analysis.ready().and_then(|a| a.focus.clone()) {
+            ui.weak(format!(
+                "{} intervals, {} of the run's {}: the tables cover this time only",
+                f.instances,
+                units::secs(f.time_s),
+                units::secs(f.run_duration_s)
+            ));
+        }
+        if let Some(v) = frame {
+            self.view = v;
+            self.view_set = true;
+        }
+    }
+
     fn analysis_panel(&mut self, ui: &mut egui::Ui) {
         ui.horizontal(|ui| {
             for t in Tab::ALL {
@@ -365,8 +458,9 @@ impl GuiApp {
                 ui.selectable_value(&mut self.analysis_of, 1, "B");
             });
         }
-        ui.separator();
         let which = self.analysis_of.min(self.slots.len() - 1);
+        self.phase_picker(ui, which);
+        ui.separator();
         let action = match &self.slots[which].analysis {
             Loading::Pending(_) => {
                 ui.horizontal(|ui| {

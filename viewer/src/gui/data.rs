@@ -253,10 +253,15 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
     Ok(out)
 }
 
-/// Start the analysis of a trace in the background.
-pub fn spawn_analysis(path: PathBuf) -> Loading<Arc<Analysis>> {
+/// Start the analysis of a trace in the background, restricted to `phase`
+/// when one is given.
+pub fn spawn_analysis(path: PathBuf, phase: Option<String>) -> Loading<Arc<Analysis>> {
     Loading::spawn(move || {
-        hyscope_analyzer::analyze(&path, &AnalyzeOptions::default())
+        let options = AnalyzeOptions {
+            phase,
+            ..AnalyzeOptions::default()
+        };
+        hyscope_analyzer::analyze(&path, &options)
             .map(Arc::new)
             .map_err(|e| e.to_string())
     })

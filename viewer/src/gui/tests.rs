@@ -530,3 +530,54 @@ fn a_phase_row_above_a_rank_with_phases() {
     // two phases of rank 0 (rank 1 has none: no phase row).
     assert_eq!(h.state().tl.rects_drawn, 3 + 2);
 }
+
+/// The analysis panel's phase filter restricts the analysis to a phase,
+/// and "zoom to it" frames the phase's interval in the timeline.
+#[test]
+fn the_phase_filter_restricts_the_analysis_and_zooms_to_the_phase() {
+    use hyscope_format::schema::PhaseRecord;
+    let dir = TempDir::new("phase-filter");
+    write_trace(&dir.0);
+    let mut w = PartWriter::create(&dir.0, Table::Phases, 0, WriterOptions::default()).unwrap();
+    w.write_records(&[
+        PhaseRecord::api(0, "solver", T, T + SPAN, 0),
+        PhaseRecord::api(0, "halo", T + SPAN / 4, T + SPAN / 2, 1),
+    ])
+    .unwrap();
+    w.finish().unwrap();
+    let mut app = GuiApp::new(&dir.0, None, true, false);
+    app.wait_loaded();
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
+    h.run_steps(2);
+    assert_eq!(h.state().slots[0].phase_names, ["solver", "halo"]);
+    h.get_by_label("phase");
+
+    h.state_mut().slots[0].set_phase(Some("halo".into()));
+    h.state_mut().slots[0].analysis.wait();
+    h.run_steps(2);
+    let focus = h.state().slots[0]
+        .analysis
+        .ready()
+        .and_then(|a| a.focus.clone())
+        .expect("restricted analysis");
+    assert_eq!((focus.phase.as_str(), focus.instances), ("halo", 1));
+    assert!(
+        (focus.time_s - SPAN as f64 / 4.0 * 1e-9).abs() < 1e-15,
+        "{focus:?}"
+    );
+    h.get_by_label_contains("1 intervals, 250.0 µs of the run's");
+    h.get_by_label("zoom to it").click();
+    h.run_steps(2);
+    let origin = h.state().slots[0].data.ready().unwrap().index.span().0;
+    let margin = (SPAN / 4 / 20) as f64;
+    let v = h.state().view;
+    assert_eq!(
+        (v.t0, v.t1),
+        (
+            (T + SPAN / 4 - origin) as f64 - margin,
+            (T + SPAN / 2 - origin) as f64 + margin
+        )
+    );
+}

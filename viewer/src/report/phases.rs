@@ -1,9 +1,9 @@
 //! The report's phases: the per-phase table shown when the trace has phases,
-//! and `hyscope report --phase NAME`, one phase in detail.
+//! and `hyscope report --phase NAME`'s restriction and its phase in detail.
 
 use std::fmt::Write as _;
 
-use hyscope_analyzer::{Analysis, PhaseInside, PhaseStats};
+use hyscope_analyzer::{Analysis, FocusInfo, PhaseInside, PhaseStats};
 
 use super::table::{Table, section};
 use crate::units;
@@ -83,12 +83,34 @@ pub fn render_phases(out: &mut String, a: &Analysis) {
     );
 }
 
-/// One phase in detail (`--phase NAME`): None when the trace has no such phase.
-pub fn render_phase(a: &Analysis, name: &str) -> Option<String> {
-    let p = a.phases.get()?.iter().find(|p| p.name == name)?;
-    let mut out = String::new();
-    let _ = writeln!(out, "hyscope report — {} — phase {}", a.trace_dir, p.name);
-    section(&mut out, &format!("Phase {}", p.name));
+/// The restriction (`--phase NAME`): what it covers, then the phase in detail.
+pub fn focus(out: &mut String, a: &Analysis, f: &FocusInfo) {
+    let _ = writeln!(
+        out,
+        "Restricted to phase {}: {} intervals in {} windows, {} of the run's {} ({}). Every section below covers this time only; the gaps between the windows are cut out.",
+        f.phase,
+        f.instances,
+        f.windows,
+        units::secs(f.time_s),
+        units::secs(f.run_duration_s),
+        units::percent(if f.run_duration_s > 0.0 {
+            f.time_s / f.run_duration_s
+        } else {
+            0.0
+        }),
+    );
+    if let Some(p) = a
+        .phases
+        .get()
+        .and_then(|ps| ps.iter().find(|p| p.name == f.phase))
+    {
+        phase_detail(out, p);
+    }
+}
+
+/// One phase in detail.
+fn phase_detail(out: &mut String, p: &PhaseStats) {
+    section(out, &format!("Phase {}", p.name));
     let mut kv = |k: &str, v: String| {
         let _ = writeln!(out, "  {k:<30} {v}");
     };
@@ -127,7 +149,7 @@ pub fn render_phase(a: &Analysis, name: &str) -> Option<String> {
         "MPI communication efficiency",
         opt_pct(p.mpi_communication_efficiency),
     );
-    section(&mut out, "Per rank");
+    section(out, "Per rank");
     let mut t = table(&["rank", "instances", "time"], &[]);
     for r in &p.ranks {
         let mut row = vec![
@@ -138,9 +160,9 @@ pub fn render_phase(a: &Analysis, name: &str) -> Option<String> {
         row.extend(inside(&r.inside));
         t.row(row);
     }
-    t.render(&mut out);
+    t.render(out);
     if let Some(it) = &p.iterations {
-        section(&mut out, "Repetitions");
+        section(out, "Repetitions");
         let _ = writeln!(out, "  {}", repetitions(p));
         let mut t = Table::new(&[
             if it.by_time_step { "step" } else { "#" },
@@ -158,23 +180,6 @@ pub fn render_phase(a: &Analysis, name: &str) -> Option<String> {
                 },
             ]);
         }
-        t.render(&mut out);
+        t.render(out);
     }
-    Some(out)
-}
-
-/// The names of the trace's phases, for an error message.
-pub fn phase_names(a: &Analysis) -> String {
-    a.phases.get().map_or_else(
-        || "the trace has no phases".to_string(),
-        |ps| {
-            format!(
-                "its phases: {}",
-                ps.iter()
-                    .map(|p| p.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        },
-    )
 }

@@ -147,6 +147,13 @@ impl App {
             KeyCode::Tab => self.switch(1),
             KeyCode::BackTab => self.switch(-1),
             KeyCode::Char(c @ '1'..='7') => self.tab = Tab::ALL[c as usize - '1' as usize],
+            KeyCode::Char('p') => self.cycle_phase(1),
+            KeyCode::Char('P') => self.cycle_phase(-1),
+            KeyCode::Char('f') if self.tab == Tab::Timeline => {
+                if let Some(p) = self.data.phase.clone() {
+                    self.timeline.frame_phase(&p, &self.data);
+                }
+            }
             _ if self.tab == Tab::Timeline => self.timeline.on_key(key, &self.data, &self.filter),
             KeyCode::Up | KeyCode::Char('k') => {
                 let n = self.nav_mut();
@@ -198,6 +205,13 @@ impl App {
         }
     }
 
+    /// Restrict every table to the next / previous phase (or the whole run).
+    fn cycle_phase(&mut self, by: isize) {
+        self.data.cycle_phase(by);
+        self.reset_selection();
+        self.timeline.phase_frame = None;
+    }
+
     fn switch(&mut self, by: isize) {
         let n = Tab::ALL.len() as isize;
         let i = (self.tab.index() as isize + by).rem_euclid(n);
@@ -216,7 +230,7 @@ impl App {
 pub fn footer_keys(tab: Tab) -> &'static str {
     match tab {
         Tab::Timeline => {
-            "←→ cursor H/L pan +/- zoom 0 all ↑↓ row ⏎ threads v range / filter ? help q quit"
+            "←→ cursor H/L pan +/- zoom 0 all ↑↓ row ⏎ threads v range p phase f zoom to it / filter ? help q quit"
         }
         Tab::Mpi => "Tab/1-7 tabs  ←→ view  ↑↓ select  s sort  S order  / filter  ? help  q quit",
         Tab::Memory => "Tab/1-7 tabs  ←→ view  ↑↓ select  / filter  ? help  q quit",
@@ -245,6 +259,10 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     ("/ text Enter", "filter rows by name (Esc clears)"),
     (
+        "p / P",
+        "restrict every tab to the next / previous phase (then the whole run)",
+    ),
+    (
         "Timeline ← →",
         "move the cursor one cell; details of the interval under it",
     ),
@@ -256,6 +274,10 @@ pub const HELP: &[(&str, &str)] = &[
         "start / end a selected range (statistics below)",
     ),
     ("Timeline z", "zoom to the selected range"),
+    (
+        "Timeline f",
+        "zoom to the next interval of the phase chosen with p",
+    ),
     ("Timeline click / drag", "place the cursor / select a range"),
     ("?", "this help (any key closes it)"),
     ("q, Ctrl-C", "quit"),

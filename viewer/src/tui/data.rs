@@ -21,6 +21,11 @@ pub struct Data {
     pub timeline: Loading<Arc<TimelineIndex>>,
     /// Sampled metrics over time (memory, queues, energy charts).
     pub series: Loading<Vec<Series>>,
+    /// The phase the analysis is restricted to (`p` in the TUI), if any.
+    pub phase: Option<String>,
+    /// The trace's phase names in order of first appearance (from the whole
+    /// run's analysis), for cycling through them.
+    pub phase_names: Vec<String>,
 }
 
 impl Data {
@@ -31,9 +36,11 @@ impl Data {
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
-            analysis: Loading::spawn(move || load_analysis(&a)),
+            analysis: Loading::spawn(move || load_analysis(&a, None)),
             timeline: Loading::spawn(move || load_timeline(&t).map(Arc::from)),
             series: Loading::spawn(move || samples::load_series(&s)),
+            phase: None,
+            phase_names: Vec::new(),
         })
     }
 
@@ -43,10 +50,58 @@ impl Data {
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
-            analysis: Loading::from_result(load_analysis(dir)),
+            analysis: Loading::from_result(load_analysis(dir, None)),
             timeline: Loading::from_result(load_timeline(dir).map(Arc::from)),
             series: Loading::from_result(samples::load_series(dir)),
-        })
+            phase: None,
+            phase_names: Vec::new(),
+        }
+        .with_phase_names())
+    }
+
+    /// Restrict the analysis to `phase` (None: the whole run): analysed
+    /// again in the background, every table follows.
+    pub fn set_phase(&mut self, phase: Option<String>) {
+        self.note_phase_names();
+        let dir = self.dir.clone();
+        let p = phase.clone();
+        self.analysis = Loading::spawn(move || load_analysis(&dir, p.as_deref()));
+        self.phase = phase;
+    }
+
+    /// Restrict to the next (`by` = 1) or previous (-1) phase name, through
+    /// "the whole run" after the last.
+    pub fn cycle_phase(&mut self, by: isize) {
+        self.note_phase_names();
+        let names = &self.phase_names;
+        if names.is_empty() {
+            return;
+        }
+        // Position 0 is the whole run, k + 1 the k-th name.
+        let n = names.len() as isize + 1;
+        let at = self
+            .phase
+            .as_ref()
+            .and_then(|p| names.iter().position(|x| x == p))
+            .map_or(0, |k| k as isize + 1);
+        let next = (at + by).rem_euclid(n);
+        let phase = (next > 0).then(|| names[next as usize - 1].clone());
+        self.set_phase(phase);
+    }
+
+    fn with_phase_names(mut self) -> Data {
+        self.note_phase_names();
+        self
+    }
+
+    /// Keep the whole run's phase names once its analysis is ready.
+    fn note_phase_names(&mut self) {
+        if self.phase.is_none()
+            && self.phase_names.is_empty()
+            && let Some(ps) = self.analysis().and_then(|a| a.phases.get())
+        {
+            self.phase_names = ps.iter().map(|p| p.name.clone()).collect();
+        }
     }
 
     /// Take what the loader threads finished. True when something changed.
@@ -57,6 +112,7 @@ impl Data {
             self.timeline.poll(),
             self.series.poll(),
         ];
+        self.note_phase_names();
         changed.contains(&true)
     }
 
@@ -66,7 +122,10 @@ impl Data {
 
     pub fn analysis_status(&self) -> String {
         match &self.analysis {
-            Loading::Pending(_) => "analysing the trace…".into(),
+            Loading::Pending(_) => match &self.phase {
+                Some(p) => format!("analysing phase {p}…"),
+                None => "analysing the trace…".into(),
+            },
             Loading::Ready(_) => String::new(),
             Loading::Failed(e) => format!("analysis failed: {e}"),
         }
@@ -124,8 +183,12 @@ impl Data {
     }
 }
 
-fn load_analysis(dir: &Path) -> Result<Box<Analysis>, String> {
-    hyscope_analyzer::analyze(dir, &AnalyzeOptions::default())
+fn load_analysis(dir: &Path, phase: Option<&str>) -> Result<Box<Analysis>, String> {
+    let options = AnalyzeOptions {
+        phase: phase.map(str::to_string),
+        ..AnalyzeOptions::default()
+    };
+    hyscope_analyzer::analyze(dir, &options)
         .map(Box::new)
         .map_err(|e| format!("{e}"))
 }

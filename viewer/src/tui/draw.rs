@@ -54,6 +54,14 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         ])
     } else {
         let mut spans = Vec::new();
+        if let Some(p) = &app.data.phase {
+            spans.push(Span::styled(
+                format!("phase: {p}  "),
+                Style::default()
+                    .fg(Color::Cyan)
+                    .add_modifier(Modifier::BOLD),
+            ));
+        }
         if !app.filter.is_empty() {
             spans.push(Span::styled(
                 format!("filter: {}  ", app.filter),

@@ -168,6 +168,8 @@ pub struct TimelineState {
     /// The visible row each drawn line below the ruler shows (None: a phase
     /// row), for the mouse; empty when every line is a row.
     line_rows: Vec<Option<usize>>,
+    /// The interval of the chosen phase `f` zoomed to last.
+    pub phase_frame: Option<usize>,
 }
 
 const LABEL_W: u16 = 12;
@@ -182,6 +184,29 @@ impl TimelineState {
             (s.t0, s.t1) = ix.span();
         }
         s
+    }
+
+    /// Zoom to the next interval of the phase `name` (all ranks' merged),
+    /// with a margin of a twentieth on each side.
+    pub fn frame_phase(&mut self, name: &str, data: &Data) {
+        let Some(ix) = data.timeline() else {
+            return;
+        };
+        let lanes = self
+            .phases
+            .get_or_insert_with(|| hyscope_analyzer::phases::PhaseLanes::read(ix));
+        let windows = lanes.windows(name);
+        if windows.is_empty() {
+            return;
+        }
+        let k = self.phase_frame.map_or(0, |k| (k + 1) % windows.len());
+        self.phase_frame = Some(k);
+        let (a, b) = windows[k];
+        let margin = ((b - a) / 20).max(1);
+        let (lo, hi) = self.full(data);
+        self.t0 = a - margin;
+        self.t1 = (b + margin).max(self.t0 + self.columns as i64);
+        self.clamp(lo, hi);
     }
 
     fn full(&self, data: &Data) -> (i64, i64) {
