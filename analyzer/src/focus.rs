@@ -112,6 +112,14 @@ impl Focus {
         *end = self.map(e.max(*start)).max(*start);
     }
 
+    /// The compacted time axis: from the first window's start for the time
+    /// inside the windows. Every rank's window under the focus, so that a
+    /// rank outside the phase while another is inside it counts as idle.
+    pub fn span(&self) -> (i64, i64) {
+        let origin = self.windows[0].0;
+        (origin, origin + self.total_ns())
+    }
+
     /// Time inside the windows, ns.
     pub fn total_ns(&self) -> i64 {
         self.windows.iter().map(|w| w.1 - w.0).sum()

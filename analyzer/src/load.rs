@@ -815,7 +815,8 @@ pub fn normalise_clocks(data: &mut TraceData) {
 }
 
 /// Restrict a loaded trace's MPI rows and samples (sorted, on rank 0's clock)
-/// to `f`'s phase ([`crate::focus`]) and recompute each rank's span; returns
+/// to `f`'s phase ([`crate::focus`]); every rank's span and application
+/// window become the compacted time axis ([`Focus::span`](crate::focus::Focus::span)); returns
 /// each rank's old row →
 /// new row index, for [`Focus::messages`](crate::focus::Focus::messages) and
 /// [`Focus::collectives`](crate::focus::Focus::collectives),
@@ -836,9 +837,13 @@ pub fn restrict(
         .ranks
         .iter_mut()
         .map(|rd| {
+            let ran = rd.omp_whole_span.is_some() || !rd.mpi.is_empty();
             let index = f.mpi(rd.rank, &mut rd.mpi);
             f.samples(rd.rank, &mut rd.samples, crate::aligned::series::is_energy);
-            rank_spans(rd);
+            if ran {
+                (rd.first_ns, rd.last_ns) = f.span();
+                (rd.app_start_ns, rd.app_end_ns) = f.span();
+            }
             (rd.rank, index)
         })
         .collect();

@@ -191,6 +191,10 @@ fn nested_phases_match_what_the_program_measured() {
         focus["run_duration_s"].as_f64().unwrap(),
     );
     assert!(t >= 0.08 && t < run, "{focus}");
+    // The restricted run lasts the phase's merged time: POP's elapsed time.
+    let duration = halo["run"]["duration_s"].as_f64().unwrap();
+    assert!((duration - t).abs() < 1e-9, "{duration} vs {t}");
+    assert!((halo["pop"]["observed"]["elapsed_s"].as_f64().unwrap() - t).abs() < 1e-9);
     let calls: Vec<(String, u64)> = halo["mpi"]["observed"]["calls"]
         .as_array()
         .unwrap()
