@@ -359,6 +359,23 @@ pub fn name_hue(name: &str, n: usize) -> usize {
     h as usize % n.max(1)
 }
 
+/// The names of a trace's phases in order of first start (empty when it has
+/// none or its phases table cannot be read): what the viewers' phase
+/// filters offer.
+pub fn phase_names(trace: &hyscope_format::Trace) -> Vec<String> {
+    let rows: Vec<(u32, PhaseRecord)> = trace
+        .read_records(&hyscope_format::ScanOptions::default())
+        .unwrap_or_default();
+    let mut first: BTreeMap<&str, i64> = BTreeMap::new();
+    for (_, p) in &rows {
+        let e = first.entry(p.name.as_str()).or_insert(p.start_ns);
+        *e = (*e).min(p.start_ns);
+    }
+    let mut names: Vec<(&str, i64)> = first.into_iter().collect();
+    names.sort_by_key(|&(n, t)| (t, n));
+    names.into_iter().map(|(n, _)| n.to_string()).collect()
+}
+
 /// "its phases: a, b, c" (names in order of first start), or "the trace has
 /// no phases": what an unknown phase name is answered with.
 pub fn names_sentence<'a>(phases: impl Iterator<Item = &'a PhaseRecord>) -> String {

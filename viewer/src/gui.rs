@@ -55,6 +55,9 @@ pub struct Args {
     /// Window size, WIDTHxHEIGHT.
     #[arg(long, default_value = "1280x800")]
     pub size: String,
+    /// Start with the analysis restricted to this phase (the "phase" box).
+    #[arg(long, value_name = "NAME")]
+    pub phase: Option<String>,
 }
 
 #[cfg(not(feature = "gui"))]
@@ -87,6 +90,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         !args.no_analysis,
         !args.no_cache,
     );
+    if let Some(p) = &args.phase {
+        anyhow::ensure!(
+            gui.slots[0].phase_names.contains(p),
+            "{}: no phase named \"{p}\"; its phases: {}",
+            args.trace.display(),
+            gui.slots[0].phase_names.join(", ")
+        );
+        gui.slots[0].set_phase(Some(p.clone()));
+    }
     gui.dark = !args.light;
     gui.tl.shares = args.shares;
     if let Some(path) = &args.screenshot {

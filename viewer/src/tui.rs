@@ -34,11 +34,23 @@ pub struct Args {
     /// Print the time to the first frame and of each redraw to stderr on exit.
     #[arg(long, hide = true)]
     pub timing: bool,
+    /// Start with every tab restricted to this phase (`p` steps through them).
+    #[arg(long, value_name = "NAME")]
+    pub phase: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let data = data::Data::open(&args.trace)?;
+    let mut data = data::Data::open(&args.trace)?;
+    if let Some(p) = &args.phase {
+        anyhow::ensure!(
+            data.phase_names.contains(p),
+            "{}: no phase named \"{p}\"; its phases: {}",
+            args.trace.display(),
+            data.phase_names.join(", ")
+        );
+        data.set_phase(Some(p.clone()));
+    }
     let mut app = app::App::new(data);
 
     let mut terminal = ratatui::try_init()?;

@@ -26,7 +26,7 @@ pub struct TraceSlot {
     pub analysis: Loading<Arc<Analysis>>,
     /// The phase the analysis is restricted to, if any.
     pub phase: Option<String>,
-    /// The whole run's phase names in order of first appearance.
+    /// The trace's phase names in order of first start.
     pub phase_names: Vec<String>,
     /// The interval of `phase` the timeline was last zoomed to.
     phase_frame: Option<usize>,
@@ -48,7 +48,9 @@ impl TraceSlot {
                 Loading::Failed(NO_ANALYSIS.into())
             },
             phase: None,
-            phase_names: Vec::new(),
+            phase_names: hyscope_format::Trace::open(path)
+                .map(|t| hyscope_analyzer::phases::phase_names(&t))
+                .unwrap_or_default(),
             phase_frame: None,
             with_analysis,
         }
@@ -57,22 +59,11 @@ impl TraceSlot {
     /// Restrict the analysis to `phase` (None: the whole run), analysed
     /// again in the background.
     pub fn set_phase(&mut self, phase: Option<String>) {
-        self.note_phase_names();
         if self.with_analysis {
             self.analysis = data::spawn_analysis(self.path.clone(), phase.clone());
         }
         self.phase = phase;
         self.phase_frame = None;
-    }
-
-    /// Keep the whole run's phase names once its analysis is ready.
-    fn note_phase_names(&mut self) {
-        if self.phase.is_none()
-            && self.phase_names.is_empty()
-            && let Some(ps) = self.analysis.ready().and_then(|a| a.phases.get())
-        {
-            self.phase_names = ps.iter().map(|p| p.name.clone()).collect();
-        }
     }
 
     /// The next interval of the chosen phase (all ranks' merged) relative to
@@ -227,7 +218,6 @@ impl GuiApp {
         for s in &mut self.slots {
             s.data.poll();
             s.analysis.poll();
-            s.note_phase_names();
             loading |= s.data.is_pending() || s.analysis.is_pending();
         }
         if !self.view_set && self.slots.iter().all(|s| !s.data.is_pending()) {

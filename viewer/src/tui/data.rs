@@ -23,8 +23,7 @@ pub struct Data {
     pub series: Loading<Vec<Series>>,
     /// The phase the analysis is restricted to (`p` in the TUI), if any.
     pub phase: Option<String>,
-    /// The trace's phase names in order of first appearance (from the whole
-    /// run's analysis), for cycling through them.
+    /// The trace's phase names in order of first start, for cycling through them.
     pub phase_names: Vec<String>,
 }
 
@@ -32,6 +31,7 @@ impl Data {
     /// Open the trace (manifest only) and start the loader threads.
     pub fn open(dir: &Path) -> anyhow::Result<Data> {
         let trace = Trace::open(dir)?;
+        let phase_names = hyscope_analyzer::phases::phase_names(&trace);
         let (a, t, s) = (dir.to_path_buf(), dir.to_path_buf(), dir.to_path_buf());
         Ok(Data {
             dir: dir.to_path_buf(),
@@ -40,13 +40,14 @@ impl Data {
             timeline: Loading::spawn(move || load_timeline(&t).map(Arc::from)),
             series: Loading::spawn(move || samples::load_series(&s)),
             phase: None,
-            phase_names: Vec::new(),
+            phase_names,
         })
     }
 
     /// Open the trace and load everything before returning (render tests).
     pub fn open_blocking(dir: &Path) -> anyhow::Result<Data> {
         let trace = Trace::open(dir)?;
+        let phase_names = hyscope_analyzer::phases::phase_names(&trace);
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
@@ -54,15 +55,13 @@ impl Data {
             timeline: Loading::from_result(load_timeline(dir).map(Arc::from)),
             series: Loading::from_result(samples::load_series(dir)),
             phase: None,
-            phase_names: Vec::new(),
-        }
-        .with_phase_names())
+            phase_names,
+        })
     }
 
     /// Restrict the analysis to `phase` (None: the whole run): analysed
     /// again in the background, every table follows.
     pub fn set_phase(&mut self, phase: Option<String>) {
-        self.note_phase_names();
         let dir = self.dir.clone();
         let p = phase.clone();
         self.analysis = Loading::spawn(move || load_analysis(&dir, p.as_deref()));
@@ -72,7 +71,6 @@ impl Data {
     /// Restrict to the next (`by` = 1) or previous (-1) phase name, through
     /// "the whole run" after the last.
     pub fn cycle_phase(&mut self, by: isize) {
-        self.note_phase_names();
         let names = &self.phase_names;
         if names.is_empty() {
             return;
@@ -89,21 +87,6 @@ impl Data {
         self.set_phase(phase);
     }
 
-    fn with_phase_names(mut self) -> Data {
-        self.note_phase_names();
-        self
-    }
-
-    /// Keep the whole run's phase names once its analysis is ready.
-    fn note_phase_names(&mut self) {
-        if self.phase.is_none()
-            && self.phase_names.is_empty()
-            && let Some(ps) = self.analysis().and_then(|a| a.phases.get())
-        {
-            self.phase_names = ps.iter().map(|p| p.name.clone()).collect();
-        }
-    }
-
     /// Take what the loader threads finished. True when something changed.
     pub fn poll(&mut self) -> bool {
         // Every one polled, none skipped by a short circuit.
@@ -112,7 +95,6 @@ impl Data {
             self.timeline.poll(),
             self.series.poll(),
         ];
-        self.note_phase_names();
         changed.contains(&true)
     }
 
