@@ -4,11 +4,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hyscope_format::manifest::{MAX_CLOCK_NS, MAX_THREADS};
-use hyscope_format::reader::{part_row_group_rows, read_part_records, read_part_row_groups_into};
 use hyscope_format::{
-    Manifest, MpiRecord, OmpRecord, PartFile, PhaseRecord, SampleRecord, ScanOptions, SymbolRecord,
-    Table, Trace,
+    MAX_CLOCK_NS, MAX_THREADS, Manifest, MpiRecord, OmpRecord, PartFile, PhaseRecord, SampleRecord,
+    ScanOptions, SymbolRecord, Table, Trace, part_row_group_rows, read_part_records,
+    read_part_row_groups_into,
 };
 use rayon::prelude::*;
 
@@ -205,9 +204,9 @@ fn run_window(trace: &Trace) -> (i64, i64) {
         return (-MAX_CLOCK_NS, MAX_CLOCK_NS);
     }
     let lo = m.start_clock_ns - RUN_SLACK_NS;
-    let newest_unix_ns = std::iter::once(trace.dir.join(hyscope_format::manifest::MANIFEST_FILE))
+    let newest_unix_ns = std::iter::once(trace.dir.join(hyscope_format::MANIFEST_FILE))
         .chain(
-            std::fs::read_dir(trace.dir.join(hyscope_format::manifest::RANKS_DIR))
+            std::fs::read_dir(trace.dir.join(hyscope_format::RANKS_DIR))
                 .into_iter()
                 .flatten()
                 .flatten()
@@ -375,7 +374,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     // Each rank's phase windows on rank 0's clock, for the OpenMP time inside them.
     let mut phase_windows: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
     for rd in by_rank.values_mut() {
-        hyscope_format::schema::sort_phases(&mut rd.phases);
+        hyscope_format::sort_phases(&mut rd.phases);
         let map = clocks.map(rd.rank);
         let windows = rd
             .phases
@@ -654,7 +653,7 @@ pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::Trac
     for p in leftovers {
         let note = p.end_note.as_ref().and_then(|(_, n)| *n);
         let how = match note.map(|n| n.end) {
-            Some(hyscope_format::manifest::ProcessEnd::Running) | None => String::new(),
+            Some(hyscope_format::ProcessEnd::Running) | None => String::new(),
             Some(e) => format!("; it {}", e.describe()),
         };
         let why = if note.is_some_and(|n| n.disk_full) {
@@ -690,7 +689,7 @@ pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::Trac
             .map(|r| r.to_string())
             .collect();
         problems.push(TraceProblem {
-            file: Some(hyscope_format::manifest::RANKS_DIR.to_string()),
+            file: Some(hyscope_format::RANKS_DIR.to_string()),
             rank: None,
             what: format!(
                 "the trace is partial: {missing} of {} ranks left no rank file (rank {}{})",
@@ -748,7 +747,7 @@ pub fn normalise_clocks(data: &mut TraceData) {
         }
         rd.first_ns = first;
         rd.last_ns = last;
-        use hyscope_format::schema::mpi_call as c;
+        use hyscope_format::mpi_call as c;
         rd.app_start_ns = rd
             .mpi
             .iter()
@@ -828,7 +827,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
             missing.push(format!("sampler `{}` unavailable: {}", s.name, s.reason));
         }
     }
-    let counts = |f: fn(&hyscope_format::manifest::EventCounts) -> u64| -> u64 {
+    let counts = |f: fn(&hyscope_format::EventCounts) -> u64| -> u64 {
         m.ranks
             .iter()
             .fold(0u64, |n, r| n.saturating_add(f(&r.events)))

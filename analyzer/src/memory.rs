@@ -3,10 +3,8 @@
 //! receive-queue specs), communicator group maps (Kamal 2013, §3.1), RSS
 //! across `MPI_Init`.
 
-use hyscope_format::metrics;
+use hyscope_format::{metrics, mpi_call as c};
 use std::collections::{BTreeMap, BTreeSet};
-
-use hyscope_format::schema::mpi_call as c;
 
 use crate::AnalyzeOptions;
 use crate::load::TraceData;

@@ -3,9 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use hyscope_format::MpiRecord;
-use hyscope_format::manifest::{SELF_COMM_ID, WORLD_COMM_ID, comm_name, communicators};
-use hyscope_format::schema::mpi_call::{self as c, name as call_name};
+use hyscope_format::mpi_call::{self as c, name as call_name};
+use hyscope_format::{MpiRecord, SELF_COMM_ID, WORLD_COMM_ID, comm_name, communicators};
 
 use crate::aligned::collectives::{is_blocking_collective, is_collective};
 use crate::aligned::endpoints::{endpoints, is_wait};

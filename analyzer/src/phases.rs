@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use hyscope_format::schema::{OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
+use hyscope_format::{OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
 
 use crate::load::{TraceData, ns_to_s};
 use crate::model::*;

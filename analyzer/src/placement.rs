@@ -11,7 +11,7 @@
 use crate::load::ns_to_s;
 use crate::model::{RankPlacement, RunFacts};
 use crate::omp::RankOmp;
-use hyscope_format::manifest::Manifest;
+use hyscope_format::Manifest;
 
 /// One row per rank that recorded its affinity.
 pub fn rank_placement(m: &Manifest, run: &RunFacts, omp: &[RankOmp]) -> Vec<RankPlacement> {

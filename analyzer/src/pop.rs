@@ -60,7 +60,7 @@ pub fn analyze_pop(data: &TraceData, _run: &RunFacts, omp: &OmpResult) -> Observ
         let mut master_out = 0i64;
         let mut mpi_all = 0i64;
         for m in &rd.mpi {
-            if m.call == hyscope_format::schema::mpi_call::REQUEST_COMPLETE
+            if m.call == hyscope_format::mpi_call::REQUEST_COMPLETE
                 || m.start_ns < w0
                 || m.end_ns > w1
             {

@@ -24,7 +24,7 @@ pub mod symbols;
 
 use std::ffi::{c_char, c_uint};
 
-use hyscope_format::schema::OmpRecord;
+use hyscope_format::OmpRecord;
 use hyscope_ompt::ffi::ompt_start_tool_result_t;
 
 /// The collector as the OMPT adapter's sink.

@@ -10,10 +10,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use hyscope_format::Manifest;
-use hyscope_format::manifest::{ChildOf, ProcessEnd, RankInfo, ThreadCpus};
-use hyscope_format::settings::Settings;
-use hyscope_format::trace_name;
+use hyscope_format::{
+    ChildOf, Manifest, ProcessEnd, RankInfo, ThreadCpus, settings::Settings, trace_name,
+};
 
 use crate::spooling::{self, lock};
 use crate::{clock, symbols};
@@ -59,7 +58,7 @@ fn session() -> &'static Session {
         let config = config_from_env();
         let start_clock_ns = clock::now_ns();
         let start_unix_ns = unix_ns();
-        let host = hyscope_format::manifest::hostname();
+        let host = hyscope_format::hostname();
         let mut manifest = Manifest::new();
         manifest.command = command_line();
         manifest.start_time = rfc3339(start_unix_ns);
@@ -260,7 +259,7 @@ pub fn on_recording_start() {
     if let Some(dir) = trace_dir()
         && rank() == 0
         && !MPI_SEEN.load(Ordering::Relaxed)
-        && !dir.join(hyscope_format::manifest::MANIFEST_FILE).exists()
+        && !dir.join(hyscope_format::MANIFEST_FILE).exists()
     {
         // Failing here (a full disk) is said by the exit path or the end note.
         let _ = with_manifest(|m| m.clone()).write(&dir);

@@ -17,8 +17,8 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 
-use hyscope_format::schema::{NO_ITERATION, phase_source};
 use hyscope_format::spool::phases::{self as phase_journal, PhaseRow};
+use hyscope_format::{NO_ITERATION, phase_source};
 
 use crate::spooling::{self, lock};
 use crate::{clock, lifecycle};

@@ -10,9 +10,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Mutex;
 
-use hyscope_format::schema::{SymbolRecord, Table};
-pub use hyscope_format::symbolize::{Mapping, parse_maps, resolve_with_maps};
-use hyscope_format::writer::{PartWriter, WriterOptions};
+pub use hyscope_format::{Mapping, parse_maps, resolve_with_maps};
+use hyscope_format::{PartWriter, SymbolRecord, Table, WriterOptions};
 
 use crate::lifecycle;
 use crate::spooling::{self, lock};

@@ -20,7 +20,7 @@ pub fn fine_grain(data: &TraceData, ranks: &[RankOmp]) -> Vec<FineGrainModel> {
                 .iter()
                 .filter(|m| {
                     !m.in_parallel
-                        && m.call != hyscope_format::schema::mpi_call::REQUEST_COMPLETE
+                        && m.call != hyscope_format::mpi_call::REQUEST_COMPLETE
                         && m.start_ns >= w0
                         && m.end_ns <= w1
                 })

@@ -11,8 +11,7 @@
 
 use std::sync::Once;
 
-use hyscope_format::manifest::ClockInfo;
-use hyscope_format::settings::Clock;
+use hyscope_format::{ClockInfo, settings::Clock};
 use hyscope_ompt::clock as hot;
 pub use hyscope_ompt::clock::monotonic_ns;
 use hyscope_ompt::clock::rdtsc;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-use hyscope_format::manifest::{ClockOffset, MpiInfo, RankInfo};
+use hyscope_format::{ClockOffset, MpiInfo, RankInfo};
 use mpi_sys as ffi;
 
 use super::{level_name, world, world_rank, world_size};

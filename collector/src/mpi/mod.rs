@@ -21,8 +21,8 @@ use std::sync::atomic::{
 };
 
 /// `tag` when the call has none.
-pub use hyscope_format::schema::NO_TAG;
-use hyscope_format::schema::{ANY, MpiRecord, NO_RANK, PROC_NULL, mpi_call};
+pub use hyscope_format::NO_TAG;
+use hyscope_format::{ANY, MpiRecord, NO_RANK, PROC_NULL, mpi_call};
 use mpi_sys as ffi;
 
 use crate::{clock, lifecycle, spooling};
@@ -588,7 +588,7 @@ pub fn register_comm(newcomm: ffi::MPI_Comm, parent: ffi::MPI_Comm, call: u16) {
 
 /// This rank is a member of the new (job-unique) communicator `info`.
 fn note_membership(info: &CommInfo, parent: u64, call: u16) {
-    let membership = hyscope_format::manifest::CommMembership {
+    let membership = hyscope_format::CommMembership {
         id: info.id,
         size: info.size.max(0) as u32,
         rank: info.rank.max(0) as u32,
@@ -977,7 +977,7 @@ fn write_peer_samples(t: i64) {
 }
 
 fn register_metrics() {
-    use hyscope_format::manifest::MetricInfo;
+    use hyscope_format::MetricInfo;
     let defs = [
         (
             "mpi.connections",

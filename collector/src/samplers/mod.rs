@@ -35,7 +35,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hyscope_format::manifest::{MetricInfo, SamplerInfo};
+use hyscope_format::{MetricInfo, SamplerInfo};
 
 use crate::{clock, lifecycle, spooling};
 

@@ -48,10 +48,7 @@ use std::time::Duration;
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStringExt;
 
-use hyscope_format::manifest::{EventCounts, ProcessEnd};
-use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, Table};
 use hyscope_format::spool::block::{Block, Stream};
-use hyscope_format::spool::samples::SampleSpool;
 use hyscope_format::spool::to_parquet::{
     EndNote, Unspool, end_note_name, maps_file_name, note_addresses, spool_file_name,
     spool_to_parts,
@@ -60,7 +57,10 @@ use hyscope_format::spool::{
     FRAME_HEADER_LEN, RECORD_ROOM, SpoolRecord, SpoolWriter, decode_payload, file_header,
     tail_frame_header,
 };
-use hyscope_format::writer::WriterOptions;
+use hyscope_format::{
+    EventCounts, MpiRecord, OmpRecord, ProcessEnd, SampleRecord, Table, WriterOptions,
+    spool::samples::SampleSpool,
+};
 
 use crate::lifecycle;
 
