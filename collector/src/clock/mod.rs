@@ -51,7 +51,7 @@ pub fn info() -> ClockInfo {
 pub fn init() {
     INIT.call_once(|| {
         let mono_cost = read_cost(monotonic_ns);
-        let want_tsc = crate::lifecycle::settings().clock != Clock::Monotonic;
+        let want_tsc = crate::settings::settings().clock != Clock::Monotonic;
         if want_tsc && cfg!(target_arch = "x86_64") && tsc_invariant() {
             // The first process of a node (and launcher) decides and
             // calibrates; the others take its calibration (shared.rs), so the
@@ -63,7 +63,7 @@ pub fn init() {
             };
             // Only ranks have others to agree with: a lone process calibrates
             // alone and leaves no file behind.
-            let (cal, shared) = if crate::lifecycle::launched_by_mpi() {
+            let (cal, shared) = if crate::settings::launched_by_mpi() {
                 shared::calibration(decide)
             } else {
                 (decide(), false)
