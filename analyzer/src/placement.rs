@@ -8,7 +8,7 @@
 //! fewer `OMP_PLACES` than threads): the threads' own masks, read while the
 //! run lasts, show it.
 
-use crate::load::ns_to_s;
+use crate::model::ns_to_s;
 use crate::model::{RankPlacement, RunFacts};
 use crate::omp::RankOmp;
 use hyscope_format::Manifest;

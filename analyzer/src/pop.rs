@@ -23,9 +23,10 @@
 //! - L_serial = Σ_r (P_r − 1) · T_seq,r / (C · T)  (idle threads during serial code)
 //! - L_other = the rest (ranks finishing early, unattributed time).
 
-use crate::load::{TraceData, ns_to_s};
+use crate::model::ns_to_s;
 use crate::model::*;
 use crate::omp::{OmpResult, inside};
+use crate::trace_data::TraceData;
 
 /// The MPI level of the tree from each rank's time outside MPI (`o_r`) in
 /// an elapsed time `t`: (MPI parallel efficiency, MPI load balance, MPI

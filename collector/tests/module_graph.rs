@@ -12,8 +12,8 @@
 //! `mod b;` declaration is not a reference, nor is a re-export (`pub use b::X`):
 //! a path through a re-export is followed to the module that defines the item.
 //!
-//! Two graphs are checked in each crate (the collector, the viewer, the
-//! format): its top-level modules, `crate` (the root file)
+//! Two graphs are checked in each crate (the collector, the analyzer, the
+//! viewer, the format): its top-level modules, `crate` (the root file)
 //! included; and in every directory, its files among themselves (the
 //! directory's `mod.rs` and its files may use one another: it is their
 //! face). Test code (`#[cfg(test)]` modules) sits above everything and is left
@@ -658,6 +658,10 @@ fn collector_modules_import_one_way() {
     check("collector");
 }
 
+#[test]
+fn analyzer_modules_import_one_way() {
+    check("analyzer");
+}
 
 #[test]
 fn viewer_modules_import_one_way() {

@@ -11,8 +11,8 @@ use super::loops::LoopAcc;
 use super::pass::RankPass;
 use super::regions::add_thread_stats;
 use super::*;
-use crate::load::TraceData;
 use crate::model::*;
+use crate::trace_data::TraceData;
 
 /// The OpenMP pass over every rank.
 pub fn analyze_omp(

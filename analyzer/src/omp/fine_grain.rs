@@ -1,8 +1,8 @@
 //! The fine-grain hybrid model.
 
 use super::*;
-use crate::load::TraceData;
 use crate::model::*;
+use crate::trace_data::TraceData;
 
 /// Fine-grain model per rank (Didelot 2014 ch. 5, Mahéo 2015 §3.3.1, eq. 3.1–3.2):
 /// T_compute = time inside parallel regions, T_comm = MPI time of the master
