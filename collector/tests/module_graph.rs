@@ -279,6 +279,51 @@ fn read_crate(root: &Path) -> BTreeMap<Vec<String>, Module> {
     modules
 }
 
+/// Walks the tokens of a file, keeping track of the inline module each is in
+/// and leaving out `#[cfg(test)]` modules. `visit(i, inline)` sees every
+/// other token (a `mod` too) and returns where to go on, or None for the
+/// next token.
+fn walk(toks: &[(Tok, usize)], mut visit: impl FnMut(usize, &[String]) -> Option<usize>) {
+    let mut stack: Vec<(String, usize)> = Vec::new(); // inline modules open, with brace depth
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < toks.len() {
+        if toks[i].0 == Tok::Ident("mod".into()) && after_cfg_test(toks, i) {
+            i = match toks.get(i + 2).map(|t| &t.0) {
+                Some(Tok::Punct('{')) => skip_block(toks, i + 2),
+                _ => i + 1, // a test module's file is not read
+            };
+            continue;
+        }
+        let inline: Vec<String> = stack.iter().map(|s| s.0.clone()).collect();
+        if let Some(next) = visit(i, &inline) {
+            i = next;
+            continue;
+        }
+        match &toks[i].0 {
+            Tok::Punct('{') => depth += 1,
+            Tok::Punct('}') => {
+                depth = depth.saturating_sub(1);
+                if stack.last().is_some_and(|s| s.1 == depth) {
+                    stack.pop();
+                }
+            }
+            Tok::Ident(m) if m == "mod" => {
+                if let (Some((Tok::Ident(name), _)), Some((Tok::Punct('{'), _))) =
+                    (toks.get(i + 1), toks.get(i + 2))
+                {
+                    stack.push((name.clone(), depth));
+                    depth += 1;
+                    i += 3;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
 fn read_module(
     file: &Path,
     path: Vec<String>,
@@ -294,109 +339,45 @@ fn read_module(
     };
     // First pass: the submodules, file-backed (`mod x;`) or inline (`mod x { … }`).
     let mut children: Vec<(Vec<String>, String)> = Vec::new(); // (inline path, name)
-    let mut stack: Vec<(String, usize)> = Vec::new(); // inline modules open, with brace depth
-    let mut depth = 0usize;
     let mut child_files = Vec::new();
-    let mut i = 0;
-    while i < toks.len() {
-        match &toks[i].0 {
-            Tok::Punct('{') => depth += 1,
-            Tok::Punct('}') => {
-                depth -= 1;
-                if stack.last().is_some_and(|s| s.1 == depth) {
-                    stack.pop();
-                }
-            }
-            Tok::Ident(m)
-                if m == "mod"
-                    && after_cfg_test(&toks, i)
-                    && toks.get(i + 2).map(|t| &t.0) == Some(&Tok::Punct('{')) =>
-            {
-                i = skip_block(&toks, i + 2);
-                continue;
-            }
-            // A test module's file is not read.
-            Tok::Ident(m) if m == "mod" && after_cfg_test(&toks, i) => {}
-            Tok::Ident(m) if m == "mod" => {
-                if let (Some((Tok::Ident(name), _)), Some((next, _))) =
-                    (toks.get(i + 1), toks.get(i + 2))
-                {
-                    let inline: Vec<String> = stack.iter().map(|s| s.0.clone()).collect();
-                    children.push((inline.clone(), name.clone()));
-                    if *next == Tok::Punct(';') {
-                        let mut d = dir.clone();
-                        d.extend(inline.iter());
-                        let flat = d.join(format!("{name}.rs"));
-                        let (f, owns) = if flat.exists() {
-                            (flat, false)
-                        } else {
-                            (d.join(name).join("mod.rs"), true)
-                        };
-                        let mut p = path.clone();
-                        p.extend(inline);
-                        p.push(name.clone());
-                        child_files.push((f, p, owns));
-                    } else if *next == Tok::Punct('{') {
-                        stack.push((name.clone(), depth));
-                        depth += 1;
-                        i += 3;
-                        continue;
-                    }
-                }
-            }
-            _ => {}
+    walk(&toks, |i, inline| {
+        if toks[i].0 != Tok::Ident("mod".into()) {
+            return None;
         }
-        i += 1;
-    }
+        if let (Some((Tok::Ident(name), _)), Some((next, _))) = (toks.get(i + 1), toks.get(i + 2)) {
+            children.push((inline.to_vec(), name.clone()));
+            if *next == Tok::Punct(';') {
+                let mut d = dir.clone();
+                d.extend(inline.iter());
+                let flat = d.join(format!("{name}.rs"));
+                let (f, owns) = if flat.exists() {
+                    (flat, false)
+                } else {
+                    (d.join(name).join("mod.rs"), true)
+                };
+                let mut p = path.clone();
+                p.extend(inline.iter().cloned());
+                p.push(name.clone());
+                child_files.push((f, p, owns));
+            }
+        }
+        None
+    });
     // Second pass: the references, resolved to absolute paths.
     let mut module = Module {
         file: file.to_path_buf(),
         ..Default::default()
     };
-    let mut stack: Vec<(String, usize)> = Vec::new();
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < toks.len() {
-        let here: Vec<String> = path
-            .iter()
-            .cloned()
-            .chain(stack.iter().map(|s| s.0.clone()))
-            .collect();
-        let inline: Vec<String> = stack.iter().map(|s| s.0.clone()).collect();
-        let is_child = |name: &str| children.iter().any(|(p, n)| *p == inline && n == name);
+    walk(&toks, |i, inline| {
+        let here: Vec<String> = path.iter().chain(inline).cloned().collect();
+        let is_child = |name: &str| children.iter().any(|(p, n)| p == inline && n == name);
         let line = toks[i].1;
         match &toks[i].0 {
-            Tok::Punct('{') => depth += 1,
-            Tok::Punct('}') => {
-                depth -= 1;
-                if stack.last().is_some_and(|s| s.1 == depth) {
-                    stack.pop();
-                }
-            }
-            Tok::Ident(m)
-                if m == "mod"
-                    && after_cfg_test(&toks, i)
-                    && toks.get(i + 2).map(|t| &t.0) == Some(&Tok::Punct('{')) =>
-            {
-                i = skip_block(&toks, i + 2);
-                continue;
-            }
-            // A test module's file is not read.
-            Tok::Ident(m) if m == "mod" && after_cfg_test(&toks, i) => {}
-            Tok::Ident(m) if m == "mod" => {
-                if let (Some((Tok::Ident(name), _)), Some((Tok::Punct('{'), _))) =
-                    (toks.get(i + 1), toks.get(i + 2))
-                {
-                    stack.push((name.clone(), depth));
-                    depth += 1;
-                    i += 3;
-                    continue;
-                }
-            }
             Tok::Ident(m) if m == "macro_rules" => {
                 if let Some((Tok::Ident(name), _)) = toks.get(i + 2) {
                     module.macros.push(name.clone());
                 }
+                None
             }
             Tok::Ident(u) if u == "use" => {
                 let public = i > 0
@@ -410,10 +391,10 @@ fn read_module(
                                     i >= k + 3 && toks[i - k - 3].0 == Tok::Ident("pub".into())
                                 })));
                 let mut paths = Vec::new();
-                i = tree(&toks, i + 1, Vec::new(), &mut paths);
+                let end = tree(&toks, i + 1, Vec::new(), &mut paths);
                 for p in paths {
                     let abs = absolute(&here, &p.segments, &is_child);
-                    if stack.is_empty()
+                    if inline.is_empty()
                         && let Some(name) = p.alias.clone().or_else(|| p.segments.last().cloned())
                     {
                         module.imports.insert(name, abs.clone());
@@ -424,7 +405,7 @@ fn read_module(
                         module.refs.push((abs, line));
                     }
                 }
-                continue;
+                Some(end)
             }
             Tok::Ident(first)
                 if toks.get(i + 1).map(|t| &t.0) == Some(&Tok::Path)
@@ -441,13 +422,11 @@ fn read_module(
                         module.refs.push((abs, line));
                     }
                 }
-                i = end.max(i + 1);
-                continue;
+                Some(end.max(i + 1))
             }
-            _ => {}
+            _ => None,
         }
-        i += 1;
-    }
+    });
     modules.insert(path, module);
     for (f, p, owns) in child_files {
         read_module(&f, p, owns, modules);
