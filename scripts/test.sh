@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, in three named groups, fastest first:
-#   1. checks:  formatting and clippy (-D warnings) on every target;
+#   1. checks:  formatting, clippy (-D warnings) on every target, and the modules'
+#               import graph (collector/tests/module_graph.rs: no cycle);
 #   2. unit:    each crate's in-crate tests and doc tests (no compiler, MPI or display needed);
 #   3. system:  the integration tests under */tests/ — real clang-19/libomp, real mpirun
 #               (Open MPI and MPICH), Xvfb, tmux, pyarrow, otf2-print.
@@ -24,7 +25,8 @@ group() {
 
 checks() {
     cargo fmt --all --check &&
-        cargo clippy --workspace --all-targets -- -D warnings
+        cargo clippy --workspace --all-targets -- -D warnings &&
+        cargo test -p hyscope-collector --test module_graph
 }
 build() {
     cargo build --workspace &&

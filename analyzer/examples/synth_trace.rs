@@ -8,10 +8,11 @@
 
 use std::path::PathBuf;
 
-use hyscope_format::manifest::{Manifest, MpiInfo, OpenMpInfo, RankInfo};
-use hyscope_format::schema::mpi_call as c;
 use hyscope_format::synthetic::{OmpGenerator, OmpTraceSpec};
-use hyscope_format::{MpiRecord, OmpKind, PartWriter, Table, WriterOptions};
+use hyscope_format::{
+    Manifest, MpiInfo, MpiRecord, OmpKind, OpenMpInfo, PartWriter, RankInfo, Table, WriterOptions,
+    mpi_call as c,
+};
 use rayon::prelude::*;
 
 fn main() {
@@ -96,7 +97,7 @@ fn main() {
             host: "node0".into(),
             threads,
             finished: true,
-            events: hyscope_format::manifest::EventCounts {
+            events: hyscope_format::EventCounts {
                 omp: so.rows,
                 mpi: sm.rows,
                 samples: 0,

@@ -4,9 +4,10 @@
 use hyscope_format::metrics;
 use std::collections::BTreeMap;
 
-use crate::load::{TraceData, ns_to_s};
+use crate::model::ns_to_s;
 use crate::model::*;
 use crate::omp::OmpResult;
+use crate::trace_data::TraceData;
 
 pub fn analyze_energy(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Observable<Energy> {
     // Cumulative joules per (rank, metric, package): last − first sample.

@@ -281,7 +281,7 @@ mod tests {
             end_ns: end,
             depth: 0,
             source: 0,
-            iteration: hyscope_format::schema::NO_ITERATION,
+            iteration: hyscope_format::NO_ITERATION,
         }
     }
 

@@ -6,7 +6,8 @@
 //! ```
 //!
 //! The result model ([`model`]) is plain serde data that the text report, the
-//! TUI and the GUI render. Pipeline: [`load`] reads the parts (rayon, one part
+//! TUI and the GUI render. Pipeline: [`load`] reads the parts into a
+//! [`trace_data::TraceData`] (rayon, one part
 //! or piece of a part per task) and puts every timestamp on rank 0's clock;
 //! [`omp`] rebuilds regions and loops per rank (both cores on each rank, while loading); [`tuner`] simulates loop schedules; [`mpi`]
 //! builds the profile and wait states from [`aligned`]'s matched messages and
@@ -17,6 +18,7 @@ pub mod aligned;
 pub mod compare;
 pub mod demangle;
 pub mod energy;
+mod error;
 pub mod findings;
 pub mod focus;
 pub mod load;
@@ -24,55 +26,20 @@ pub mod memory;
 pub mod model;
 pub mod mpi;
 pub mod omp;
+mod options;
 pub mod phases;
 pub mod placement;
 pub mod pop;
 pub mod timeline;
+pub mod trace_data;
 pub mod tuner;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use compare::compare;
+pub use error::AnalyzeError;
 pub use model::*;
-
-/// What to analyse and with which model parameters.
-#[derive(Debug, Clone)]
-pub struct AnalyzeOptions {
-    /// Rank counts the memory footprint is projected to.
-    pub projection_ranks: Vec<u64>,
-    /// Memory per core for the projection warning (bytes); None = read /proc/meminfo of this machine.
-    pub memory_per_core: Option<u64>,
-    /// HCAs per node (H of Didelot 2014 Table 3.4).
-    pub hcas_per_node: u32,
-    /// Buffer model parameters (documented defaults in [`memory::BufferParams`]).
-    pub buffers: memory::BufferParams,
-    /// Show an indicatif progress bar while reading big traces.
-    pub progress: bool,
-    /// Restrict the analysis to this phase's time ([`focus`]).
-    pub phase: Option<String>,
-}
-
-impl Default for AnalyzeOptions {
-    fn default() -> Self {
-        AnalyzeOptions {
-            projection_ranks: vec![1_024, 32_768, 1_048_576],
-            memory_per_core: None,
-            hcas_per_node: 1,
-            buffers: memory::BufferParams::default(),
-            progress: false,
-            phase: None,
-        }
-    }
-}
-
-/// Why a trace could not be analysed. Every variant names the file.
-#[derive(Debug, thiserror::Error)]
-pub enum AnalyzeError {
-    #[error(transparent)]
-    Format(#[from] hyscope_format::FormatError),
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
-}
+pub use options::{AnalyzeOptions, BufferParams};
 
 /// Analyse the trace in `trace_dir`.
 pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {

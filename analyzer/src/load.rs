@@ -2,100 +2,21 @@
 //! rank 0's clock, symbols resolved.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use hyscope_format::manifest::{MAX_CLOCK_NS, MAX_THREADS};
-use hyscope_format::reader::{part_row_group_rows, read_part_records, read_part_row_groups_into};
 use hyscope_format::{
-    Manifest, MpiRecord, OmpRecord, PartFile, PhaseRecord, SampleRecord, ScanOptions, SymbolRecord,
-    Table, Trace,
+    MAX_CLOCK_NS, MAX_THREADS, Manifest, MpiRecord, OmpRecord, PartFile, PhaseRecord, SampleRecord,
+    ScanOptions, SymbolRecord, Table, Trace, part_row_group_rows, read_part_records,
+    read_part_row_groups_into,
 };
 use rayon::prelude::*;
 
-use crate::AnalyzeError;
 use crate::aligned::{Clocks, align_rows};
+use crate::error::AnalyzeError;
 pub use crate::model::ns_to_s;
 use crate::model::{CodeLocation, RunFacts};
 use crate::omp::pass::{RankPass, rank_pass};
-
-/// One rank's rows, on rank 0's clock.
-#[derive(Debug, Default, Clone)]
-pub struct RankData {
-    pub rank: u32,
-    /// OpenMP rows read (the rows themselves are aggregated per rank by
-    /// [`crate::omp::rank_pass`] while loading and then dropped: memory stays bounded).
-    pub omp_rows: u64,
-    /// Highest OpenMP thread index seen + 1.
-    pub omp_threads: u32,
-    pub mpi: Vec<MpiRecord>,
-    pub samples: Vec<SampleRecord>,
-    /// First and last timestamp of any row (rank 0's clock).
-    pub first_ns: i64,
-    pub last_ns: i64,
-    /// The application's window: end of `MPI_Init(_thread)` to start of
-    /// `MPI_Finalize` (first/last event without them). The fine-grain model and
-    /// the POP metrics look at this window, so MPI start-up is not "communication".
-    pub app_start_ns: i64,
-    pub app_end_ns: i64,
-    /// Named phase intervals, sorted by (thread, start, depth).
-    pub phases: Vec<PhaseRecord>,
-    /// The OpenMP time inside each of `phases` (summed while loading).
-    pub phase_omp: Vec<crate::phases::PhaseOmp>,
-    /// First start and last end of the OpenMP rows analysed (rank 0's clock), if any.
-    pub omp_span: Option<(i64, i64)>,
-    /// The same over the whole run (differs from `omp_span` under a focus).
-    pub omp_whole_span: Option<(i64, i64)>,
-}
-
-/// Everything the analysis passes read.
-#[derive(Debug, Default, Clone)]
-pub struct TraceData {
-    pub dir: PathBuf,
-    pub manifest: Manifest,
-    /// Sorted by rank.
-    pub ranks: Vec<RankData>,
-    pub symbols: HashMap<u64, CodeLocation>,
-    pub warnings: Vec<String>,
-    /// What the loader found lost or damaged (becomes [`crate::Analysis::integrity`]).
-    pub problems: Vec<crate::TraceProblem>,
-    /// Half the worst clock-offset round trip, ns.
-    pub clock_error_ns: i64,
-    pub clock_corrected: bool,
-    /// Code address → the address that stands for its source location: ranks load
-    /// the program at different addresses (ASLR), so one `file:line` has one
-    /// address per rank; aggregates are keyed by the canonical one.
-    pub canonical: HashMap<u64, u64>,
-    /// The phase the OpenMP rows and phases were restricted to while loading;
-    /// [`crate::analyze`] restricts the MPI rows and samples after matching.
-    pub focus: Option<crate::focus::Focus>,
-}
-
-impl TraceData {
-    /// The canonical address of a code address (itself when unresolved).
-    pub fn canon(&self, address: u64) -> u64 {
-        self.canonical.get(&address).copied().unwrap_or(address)
-    }
-
-    /// The location of a code address (an unresolved one is labelled `0x…`).
-    pub fn location(&self, address: u64) -> CodeLocation {
-        self.symbols
-            .get(&address)
-            .cloned()
-            .unwrap_or_else(|| unresolved(address))
-    }
-}
-
-fn unresolved(address: u64) -> CodeLocation {
-    CodeLocation {
-        address,
-        label: if address == 0 {
-            "(unknown)".to_string()
-        } else {
-            format!("{address:#x}")
-        },
-        ..CodeLocation::default()
-    }
-}
+use crate::trace_data::{PhaseOmp, RankData, TraceData};
 
 /// Label of a resolved symbol: `file:line` with the file name only, else the
 /// function as its source names it ([`crate::demangle::demangle`]), else the address.
@@ -212,9 +133,9 @@ fn run_window(trace: &Trace) -> (i64, i64) {
         return (-MAX_CLOCK_NS, MAX_CLOCK_NS);
     }
     let lo = m.start_clock_ns - RUN_SLACK_NS;
-    let newest_unix_ns = std::iter::once(trace.dir.join(hyscope_format::manifest::MANIFEST_FILE))
+    let newest_unix_ns = std::iter::once(trace.dir.join(hyscope_format::MANIFEST_FILE))
         .chain(
-            std::fs::read_dir(trace.dir.join(hyscope_format::manifest::RANKS_DIR))
+            std::fs::read_dir(trace.dir.join(hyscope_format::RANKS_DIR))
                 .into_iter()
                 .flatten()
                 .flatten()
@@ -265,10 +186,10 @@ pub fn load(
     focus: Option<&str>,
 ) -> Result<(TraceData, Vec<RankPass>), AnalyzeError> {
     let trace = Trace::open(dir)?;
-    let mut problems: Vec<crate::TraceProblem> = trace
+    let mut problems: Vec<crate::model::TraceProblem> = trace
         .problems()
         .iter()
-        .map(|p| crate::TraceProblem {
+        .map(|p| crate::model::TraceProblem {
             file: Some(
                 p.path
                     .strip_prefix(dir)
@@ -431,11 +352,11 @@ pub fn load(
         if let Some(f) = &focus {
             f.phases(rd.rank, &mut rd.phases);
         }
-        hyscope_format::schema::sort_phases(&mut rd.phases);
+        hyscope_format::sort_phases(&mut rd.phases);
         let windows = rd.phases.iter().map(|p| (p.start_ns, p.end_ns)).collect();
         phase_windows.insert(rd.rank, windows);
     }
-    let mut phase_omp: HashMap<u32, Vec<crate::phases::PhaseOmp>> = HashMap::new();
+    let mut phase_omp: HashMap<u32, Vec<PhaseOmp>> = HashMap::new();
     let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
     for p in omp_parts {
         rank_parts.entry(p.rank).or_default().push(p);
@@ -464,7 +385,7 @@ pub fn load(
         if pool.len() < batch.len() {
             pool.resize_with(batch.len(), Vec::new);
         }
-        type Done = (RankPass, OmpSpan, u64, Vec<crate::phases::PhaseOmp>);
+        type Done = (RankPass, OmpSpan, u64, Vec<PhaseOmp>);
         let done: Vec<Done> = batch
             .into_par_iter()
             .zip(pool.par_iter_mut())
@@ -642,13 +563,18 @@ pub fn load(
 }
 
 /// The problem of `n` rows of a rank clipped to the run.
-fn clipped_problem(rank: u32, n: u64, what: &str, (lo, hi): (i64, i64)) -> crate::TraceProblem {
+fn clipped_problem(
+    rank: u32,
+    n: u64,
+    what: &str,
+    (lo, hi): (i64, i64),
+) -> crate::model::TraceProblem {
     let span = if lo > -MAX_CLOCK_NS || hi < MAX_CLOCK_NS {
         format!("outside the run ({lo}..{hi} ns on rank 0's clock)")
     } else {
         "beyond any clock".to_string()
     };
-    crate::TraceProblem {
+    crate::model::TraceProblem {
         file: Some(match what {
             "OpenMP" => format!("{}/rank={rank}", Table::Omp.dir_name()),
             "MPI" => format!("{}/rank={rank}", Table::Mpi.dir_name()),
@@ -681,8 +607,8 @@ fn clip_interval_to_exit(start: &mut i64, end: &mut i64, exit: i64) {
 /// What the trace says it lost: each rank that did not finish (and how it
 /// ended), a full disk or another write error, dropped events, and spools
 /// its processes left that were never encoded.
-pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::TraceProblem> {
-    use crate::TraceProblem;
+pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::model::TraceProblem> {
+    use crate::model::TraceProblem;
     let mut problems = Vec::new();
     let leftovers = hyscope_format::spool::to_parquet::leftover_processes(dir);
     for r in &manifest.ranks {
@@ -729,7 +655,7 @@ pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::Trac
     for p in leftovers {
         let note = p.end_note.as_ref().and_then(|(_, n)| *n);
         let how = match note.map(|n| n.end) {
-            Some(hyscope_format::manifest::ProcessEnd::Running) | None => String::new(),
+            Some(hyscope_format::ProcessEnd::Running) | None => String::new(),
             Some(e) => format!("; it {}", e.describe()),
         };
         let why = if note.is_some_and(|n| n.disk_full) {
@@ -765,7 +691,7 @@ pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::Trac
             .map(|r| r.to_string())
             .collect();
         problems.push(TraceProblem {
-            file: Some(hyscope_format::manifest::RANKS_DIR.to_string()),
+            file: Some(hyscope_format::RANKS_DIR.to_string()),
             rank: None,
             what: format!(
                 "the trace is partial: {missing} of {} ranks left no rank file (rank {}{})",
@@ -864,7 +790,7 @@ pub fn rank_spans(rd: &mut RankData) {
     }
     rd.first_ns = first;
     rd.last_ns = last;
-    use hyscope_format::schema::mpi_call as c;
+    use hyscope_format::mpi_call as c;
     rd.app_start_ns = rd
         .mpi
         .iter()
@@ -941,7 +867,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
             missing.push(format!("sampler `{}` unavailable: {}", s.name, s.reason));
         }
     }
-    let counts = |f: fn(&hyscope_format::manifest::EventCounts) -> u64| -> u64 {
+    let counts = |f: fn(&hyscope_format::EventCounts) -> u64| -> u64 {
         m.ranks
             .iter()
             .fold(0u64, |n, r| n.saturating_add(f(&r.events)))

@@ -3,46 +3,17 @@
 //! receive-queue specs), communicator group maps (Kamal 2013, §3.1), RSS
 //! across `MPI_Init`.
 
-use hyscope_format::metrics;
+use hyscope_format::{metrics, mpi_call as c};
 use std::collections::{BTreeMap, BTreeSet};
 
-use hyscope_format::schema::mpi_call as c;
-
-use crate::AnalyzeOptions;
-use crate::load::TraceData;
 use crate::model::*;
+use crate::options::{AnalyzeOptions, BufferParams};
+use crate::trace_data::TraceData;
 
 /// Open MPI 4.1's default `btl_openib_receive_queues`: one per-peer queue (P)
 /// and three shared receive queues (S), each `size,count,...`.
 pub const OPENMPI_DEFAULT_RECEIVE_QUEUES: &str =
     "P,128,256,192,128:S,2048,1024,1008,64:S,12288,1024,1008,64:S,65536,1024,1008,64";
-
-/// Parameters of the buffer model, with documented defaults.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BufferParams {
-    /// Eager-RDMA slots per connection: Didelot 2014 §3.4, MVAPICH2 default below 8 nodes 32 × 12 KB.
-    pub eager_rdma_slots: u32,
-    /// Bytes per eager-RDMA slot (12 KB, Didelot 2014 §3.4).
-    pub eager_rdma_slot_bytes: u64,
-    /// Memory per queue pair (context, send/receive work queues). Didelot 2014 gives
-    /// no constant (Fig. 3.1 plots it against WQE counts): 256 send + 256 receive
-    /// WQEs × 64 B plus 128 B inline data ≈ 32 KB is our assumption; configurable.
-    pub qp_bytes: u64,
-    /// Bytes per entry of a communicator group map (an `int` array per
-    /// communicator, Kamal 2013 §2.1.3/§3.1).
-    pub group_entry_bytes: u64,
-}
-
-impl Default for BufferParams {
-    fn default() -> Self {
-        BufferParams {
-            eager_rdma_slots: 32,
-            eager_rdma_slot_bytes: 12 * 1024,
-            qp_bytes: (256 + 256) * 64 + 128,
-            group_entry_bytes: 4,
-        }
-    }
-}
 
 /// (per-peer bytes, shared bytes) of an Open MPI receive-queue spec.
 pub fn receive_queue_bytes(spec: &str) -> Option<(u64, u64)> {

@@ -3,16 +3,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use hyscope_format::MpiRecord;
-use hyscope_format::manifest::{SELF_COMM_ID, WORLD_COMM_ID, comm_name, communicators};
-use hyscope_format::schema::mpi_call::{self as c, name as call_name};
+use hyscope_format::mpi_call::{self as c, name as call_name};
+use hyscope_format::{MpiRecord, SELF_COMM_ID, WORLD_COMM_ID, comm_name, communicators};
 
 use crate::aligned::collectives::{is_blocking_collective, is_collective};
 use crate::aligned::endpoints::{endpoints, is_wait};
 use crate::aligned::{CollectiveInstance, Message, MessageList};
-use crate::load::{TraceData, ns_to_s};
+use crate::model::ns_to_s;
 use crate::model::*;
 use crate::omp::OmpResult;
+use crate::trace_data::TraceData;
 
 /// Eager limit to classify messages: the shared-memory transport's on one host,
 /// else the network's (Didelot 2014 §3.1.2: eager below, rendezvous above).

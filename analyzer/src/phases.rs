@@ -8,23 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use hyscope_format::schema::{OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
+use hyscope_format::{OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
 
-use crate::load::{TraceData, ns_to_s};
 use crate::model::*;
-
-/// OpenMP time inside one phase interval of a rank, ns (all threads).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PhaseOmp {
-    /// Parallel regions (on their encountering threads).
-    pub region_ns: i64,
-    /// Regions minus their primary implicit task: fork and join (Mahéo 2015 §6.6.3).
-    pub fork_join_ns: i64,
-    /// Waiting in synchronisation regions (barriers, taskwait...), every
-    /// thread, within the region's span (a worker's join-barrier wait outlasts
-    /// its region with libomp: the rest is idling between regions).
-    pub sync_wait_ns: i64,
-}
+use crate::trace_data::{PhaseOmp, TraceData};
 
 fn overlap(a: (i64, i64), b: (i64, i64)) -> i64 {
     (a.1.min(b.1) - a.0.max(b.0)).max(0)

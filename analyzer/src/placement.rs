@@ -8,10 +8,10 @@
 //! fewer `OMP_PLACES` than threads): the threads' own masks, read while the
 //! run lasts, show it.
 
-use crate::load::ns_to_s;
+use crate::model::ns_to_s;
 use crate::model::{RankPlacement, RunFacts};
 use crate::omp::RankOmp;
-use hyscope_format::manifest::Manifest;
+use hyscope_format::Manifest;
 
 /// One row per rank that recorded its affinity.
 pub fn rank_placement(m: &Manifest, run: &RunFacts, omp: &[RankOmp]) -> Vec<RankPlacement> {

@@ -23,9 +23,10 @@
 //! - L_serial = Σ_r (P_r − 1) · T_seq,r / (C · T)  (idle threads during serial code)
 //! - L_other = the rest (ranks finishing early, unattributed time).
 
-use crate::load::{TraceData, ns_to_s};
+use crate::model::ns_to_s;
 use crate::model::*;
 use crate::omp::{OmpResult, inside};
+use crate::trace_data::TraceData;
 
 /// The MPI level of the tree from each rank's time outside MPI (`o_r`) in
 /// an elapsed time `t`: (MPI parallel efficiency, MPI load balance, MPI
@@ -60,7 +61,7 @@ pub fn analyze_pop(data: &TraceData, _run: &RunFacts, omp: &OmpResult) -> Observ
         let mut master_out = 0i64;
         let mut mpi_all = 0i64;
         for m in &rd.mpi {
-            if m.call == hyscope_format::schema::mpi_call::REQUEST_COMPLETE
+            if m.call == hyscope_format::mpi_call::REQUEST_COMPLETE
                 || m.start_ns < w0
                 || m.end_ns > w1
             {

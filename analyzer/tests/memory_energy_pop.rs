@@ -4,8 +4,7 @@ mod common;
 
 use common::*;
 use hyscope_analyzer::{AnalyzeOptions, Observable};
-use hyscope_format::SampleRecord;
-use hyscope_format::schema::mpi_call as c;
+use hyscope_format::{SampleRecord, mpi_call as c};
 
 /// 4 ranks on 2 hosts (2 per host) in a ring: r sends to r+1.
 fn ring(alltoall: bool) -> Builder {

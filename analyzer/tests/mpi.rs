@@ -4,9 +4,7 @@ mod common;
 
 use common::*;
 use hyscope_analyzer::WaitKind;
-use hyscope_format::MpiRecord;
-use hyscope_format::manifest::ClockOffset;
-use hyscope_format::schema::mpi_call as c;
+use hyscope_format::{ClockOffset, MpiRecord, mpi_call as c};
 
 const SITE_RECV: u64 = 0x10;
 const SITE_SEND: u64 = 0x20;

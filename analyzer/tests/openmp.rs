@@ -246,15 +246,7 @@ fn serialized_regions_are_counted() {
 fn no_openmp_events_is_not_observable_not_zero() {
     let mut b = Builder::new(1, 1, 1);
     b.manifest.openmp = None;
-    b.call(
-        0,
-        hyscope_format::schema::mpi_call::MPI_Barrier,
-        0,
-        10,
-        -1,
-        0,
-        1,
-    );
+    b.call(0, hyscope_format::mpi_call::MPI_Barrier, 0, 10, -1, 0, 1);
     let (_d, a) = b.analyze();
     assert!(
         a.regions.reason().unwrap().contains("OMPT"),

@@ -20,7 +20,7 @@ use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use hyscope_format::manifest::ProcessEnd;
+use hyscope_format::ProcessEnd;
 
 use crate::spooling;
 

@@ -2,30 +2,42 @@
 //!
 //! Built as `libhyscope.so` (preloaded into the application) and as an rlib.
 //!
-//! - [`clock`]: the one monotonic clock (`now_ns`);
-//! - [`spooling`]: per-thread buffers, the writer thread that spools them, `flush_all`;
-//! - [`lifecycle`]: configuration, rank, trace directory, manifest, warnings, exit path;
-//! - [`symbols`]: code addresses → function, file:line at exit;
+//! The modules in layers: each imports only modules of the layers before it
+//! (ARCHITECTURE.md, "The collector's modules"; `tests/module_graph.rs`
+//! checks it).
+//!
+//! - [`settings`]: the `HYSCOPE_*` settings; [`diag`]: warnings, `guarded`, `lock`;
+//! - [`clock`]: the one monotonic clock (`now_ns`); [`slots`]: the per-thread
+//!   slots; [`symbols`]: code addresses → function, file:line;
+//! - [`state`]: configuration, rank and identity, trace directory, manifest, rank info;
+//! - [`spooling`]: the spool, the writer thread that fills it, `flush_all`, the hot path;
 //! - [`crash`]: fatal-signal handlers that spool every recorded event first;
-//! - [`mpi`]: PMPI wrappers; [`samplers`]: sampled metrics;
-//! - [`phases`]: named phases (`hyscope.h`, `MPI_Pcontrol` levels, `omp_control_tool`).
+//!   [`phases`]: named phases (`hyscope.h`, `MPI_Pcontrol` levels, `omp_control_tool`);
+//! - [`lifecycle`]: the start and exit paths;
+//! - [`samplers`]: sampled metrics; [`mpi`]: PMPI wrappers.
 //!
 //! The OMPT adapter lives in the `hyscope-ompt` crate; this crate exports
 //! `ompt_start_tool` and is its sink.
 
 pub mod clock;
 pub mod crash;
+pub mod diag;
 pub mod lifecycle;
 pub mod mpi;
 pub mod phases;
 pub mod samplers;
+pub mod settings;
+pub mod slots;
 pub mod spooling;
+pub mod state;
 pub mod symbols;
 
 use std::ffi::{c_char, c_uint};
 
-use hyscope_format::schema::OmpRecord;
+use hyscope_format::OmpRecord;
 use hyscope_ompt::ffi::ompt_start_tool_result_t;
+
+use diag::guarded;
 
 /// The collector as the OMPT adapter's sink.
 struct CollectorSink;
@@ -40,10 +52,10 @@ impl hyscope_ompt::Sink for CollectorSink {
         spooling::record_omp(rec);
     }
     fn thread_handle(&self) -> usize {
-        spooling::slot() as *const spooling::ThreadSlot as usize
+        slots::slot() as *const slots::ThreadSlot as usize
     }
     fn omp_stream(&self) -> Option<&'static hyscope_format::spool::block::Stream<OmpRecord>> {
-        Some(spooling::slot().omp_stream())
+        Some(slots::slot().omp_stream())
     }
     #[inline]
     fn record_on(&self, handle: usize, rec: &OmpRecord) {
@@ -51,17 +63,17 @@ impl hyscope_ompt::Sink for CollectorSink {
             spooling::record_omp(*rec);
         } else {
             // SAFETY: handles are leaked ThreadSlots of the calling thread (thread_handle).
-            unsafe { &*(handle as *const spooling::ThreadSlot) }.record_omp(rec);
+            unsafe { &*(handle as *const slots::ThreadSlot) }.record_omp(rec);
         }
     }
     fn thread_index(&self) -> u32 {
-        spooling::thread_index()
+        slots::thread_index()
     }
     fn bind_parallel_depth(&self, depth: &'static std::sync::atomic::AtomicU32) {
-        spooling::bind_parallel_depth(depth);
+        slots::bind_parallel_depth(depth);
     }
     fn warn(&self, msg: &str) {
-        lifecycle::warn(msg);
+        diag::warn(msg);
     }
     fn finalize(&self) {
         guarded(lifecycle::finish);
@@ -77,15 +89,6 @@ impl hyscope_ompt::Sink for CollectorSink {
 
 static SINK: CollectorSink = CollectorSink;
 
-/// Run `f`, turning a panic into a warning: the collector never takes the application down.
-pub(crate) fn guarded(f: impl FnOnce()) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-        let _ = std::panic::catch_unwind(|| {
-            lifecycle::warn("internal error (see above); recording may be incomplete")
-        });
-    }
-}
-
 /// Called by the OpenMP runtime when it looks for a tool (OpenMP 5.x, §4.2.1).
 ///
 /// # Safety
@@ -95,7 +98,7 @@ pub unsafe extern "C" fn ompt_start_tool(
     omp_version: c_uint,
     runtime_version: *const c_char,
 ) -> *mut ompt_start_tool_result_t {
-    if !lifecycle::settings().ompt {
+    if !settings::settings().ompt {
         return std::ptr::null_mut();
     }
     start();
@@ -113,7 +116,7 @@ fn start() {
         guarded(|| {
             lifecycle::init();
             hyscope_ompt::configure(&hyscope_ompt::ToolConfig::from_settings(
-                lifecycle::settings(),
+                settings::settings(),
             ));
             hyscope_ompt::set_sink(&SINK);
             // SAFETY: registering a plain extern "C" function.

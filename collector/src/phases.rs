@@ -17,11 +17,11 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 
-use hyscope_format::schema::{NO_ITERATION, phase_source};
 use hyscope_format::spool::phases::{self as phase_journal, PhaseRow};
+use hyscope_format::{NO_ITERATION, phase_source};
 
-use crate::spooling::{self, lock};
-use crate::{clock, lifecycle};
+use crate::diag::{self, lock};
+use crate::{clock, slots, spooling, state};
 
 /// The time step set by `hyscope_iteration`, given to the phases begun after it.
 static ITERATION: AtomicI64 = AtomicI64::new(NO_ITERATION);
@@ -151,7 +151,7 @@ fn here() -> (u32, i64) {
     if !spooling::is_active() {
         spooling::mark_active();
     }
-    (spooling::thread_index(), now)
+    (slots::thread_index(), now)
 }
 
 /// Begin a named phase on the calling thread.
@@ -195,12 +195,12 @@ pub fn end(name: Option<&str>) {
         Ok(inner)
     });
     match unclosed {
-        Err(()) => lifecycle::warn(&format!(
+        Err(()) => diag::warn(&format!(
             "hyscope_phase_end({}) on thread {thread} without an open phase{}; ignored",
             name.map_or("NULL".to_string(), |n| format!("\"{n}\"")),
             name.map_or(String::new(), |_| " of that name".to_string()),
         )),
-        Ok(inner) if !inner.is_empty() => lifecycle::warn(&format!(
+        Ok(inner) if !inner.is_empty() => diag::warn(&format!(
             "hyscope_phase_end(\"{}\") on thread {thread} ends the phases still open inside it: {}",
             name.unwrap_or_default(),
             inner.join(", ")
@@ -310,7 +310,7 @@ pub fn close_open(now: i64) {
         missing
     });
     if !missing.is_empty() {
-        lifecycle::warn(&format!(
+        diag::warn(&format!(
             "phases still open at exit, ended there: {}",
             missing.join(", ")
         ));
@@ -335,10 +335,10 @@ static JOURNAL: Mutex<Option<Journal>> = Mutex::new(None);
 
 fn journal_path() -> Option<std::path::PathBuf> {
     Some(
-        lifecycle::trace_dir()?
+        state::trace_dir()?
             .join("spool")
             .join(phase_journal::journal_file_name(
-                lifecycle::rank(),
+                state::rank(),
                 std::process::id(),
             )),
     )
@@ -416,7 +416,7 @@ impl Journal {
 pub fn spool() {
     let mut guard = lock(&JOURNAL);
     if let Err(e) = guard.get_or_insert_with(Journal::default).append() {
-        lifecycle::warn(&e);
+        diag::warn(&e);
     }
 }
 
@@ -425,7 +425,7 @@ pub fn encode() {
     let mut guard = lock(&JOURNAL);
     let journal = guard.get_or_insert_with(Journal::default);
     if let Err(e) = journal.append() {
-        lifecycle::warn(&e);
+        diag::warn(&e);
     }
     if journal.file.take().is_none() {
         return;
@@ -433,16 +433,16 @@ pub fn encode() {
     // Phases may follow (after the flush of MPI_Finalize, until the process
     // exits): the next journal starts with its names again.
     journal.names = 0;
-    let (Some(dir), Some(path)) = (lifecycle::trace_dir(), journal_path()) else {
+    let (Some(dir), Some(path)) = (state::trace_dir(), journal_path()) else {
         return;
     };
-    match phase_journal::journal_to_part(&path, &dir, lifecycle::rank()) {
+    match phase_journal::journal_to_part(&path, &dir, state::rank()) {
         Ok(_) => {
             if let Err(e) = std::fs::remove_file(&path) {
-                lifecycle::warn(&format!("cannot remove {} ({e})", path.display()));
+                diag::warn(&format!("cannot remove {} ({e})", path.display()));
             }
         }
-        Err(e) => lifecycle::warn(&format!(
+        Err(e) => diag::warn(&format!(
             "cannot encode the phases ({e}); they stay in {}",
             path.display()
         )),
@@ -466,9 +466,9 @@ unsafe fn c_name<'a>(name: *const c_char) -> Option<std::borrow::Cow<'a, str>> {
 pub unsafe extern "C" fn hyscope_phase_begin(name: *const c_char) {
     // SAFETY: the caller's contract.
     let name = unsafe { c_name(name) };
-    crate::guarded(|| match name {
+    crate::diag::guarded(|| match name {
         Some(n) => begin(&n),
-        None => lifecycle::warn("hyscope_phase_begin(NULL) ignored: a phase needs a name"),
+        None => diag::warn("hyscope_phase_begin(NULL) ignored: a phase needs a name"),
     });
 }
 
@@ -480,7 +480,7 @@ pub unsafe extern "C" fn hyscope_phase_begin(name: *const c_char) {
 pub unsafe extern "C" fn hyscope_phase_end(name: *const c_char) {
     // SAFETY: the caller's contract.
     let name = unsafe { c_name(name) };
-    crate::guarded(|| end(name.as_deref()));
+    crate::diag::guarded(|| end(name.as_deref()));
 }
 
 /// `void hyscope_phase_mark(const char *name)`: NULL ends the current mark.
@@ -491,7 +491,7 @@ pub unsafe extern "C" fn hyscope_phase_end(name: *const c_char) {
 pub unsafe extern "C" fn hyscope_phase_mark(name: *const c_char) {
     // SAFETY: the caller's contract.
     let name = unsafe { c_name(name) };
-    crate::guarded(|| mark(name.as_deref()));
+    crate::diag::guarded(|| mark(name.as_deref()));
 }
 
 /// `void hyscope_iteration(long long step)`.

@@ -10,12 +10,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Mutex;
 
-use hyscope_format::schema::{SymbolRecord, Table};
-pub use hyscope_format::symbolize::{Mapping, parse_maps, resolve_with_maps};
-use hyscope_format::writer::{PartWriter, WriterOptions};
+pub use hyscope_format::{Mapping, parse_maps, resolve_with_maps};
+use hyscope_format::{PartWriter, SymbolRecord, Table, WriterOptions};
 
-use crate::lifecycle;
-use crate::spooling::{self, lock};
+use crate::diag::{self, lock};
 
 /// Addresses already written (finish may run more than once).
 static DONE: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
@@ -42,13 +40,8 @@ pub(crate) fn write_maps(path: &Path) {
     }
 }
 
-/// Resolve the addresses seen since the last call and append them to the `symbols` table.
-pub(crate) fn write_new(dir: &Path, rank: u32) {
-    write_addresses(dir, rank, &spooling::seen_addresses());
-}
-
-/// Resolve `addresses` (not written before) and append them to the `symbols` table.
-fn write_addresses(dir: &Path, rank: u32, addresses: &[u64]) {
+/// Resolve the `addresses` seen (those not written before) and append them to the `symbols` table.
+pub(crate) fn write_new(dir: &Path, rank: u32, addresses: &[u64]) {
     let new: Vec<u64> = {
         let done = lock(&DONE);
         addresses
@@ -69,7 +62,7 @@ fn write_addresses(dir: &Path, rank: u32, addresses: &[u64]) {
     );
     match result {
         Ok(_) => lock(&DONE).extend(new),
-        Err(e) => lifecycle::warn(&format!("cannot write the symbols table ({e})")),
+        Err(e) => diag::warn(&format!("cannot write the symbols table ({e})")),
     }
 }
 

@@ -4,7 +4,7 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::reader::Trace;
+use hyscope_format::Trace;
 
 #[test]
 fn abort_keeps_trace_readable() {

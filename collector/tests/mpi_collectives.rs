@@ -5,8 +5,7 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::reader::Trace;
-use hyscope_format::schema::{NO_RANK, mpi_call};
+use hyscope_format::{NO_RANK, Trace, mpi_call};
 
 const B: u64 = 40;
 

@@ -4,8 +4,7 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::reader::{ScanOptions, Trace};
-use hyscope_format::schema::{OmpKind, OmpRecord};
+use hyscope_format::{OmpKind, OmpRecord, ScanOptions, Trace};
 
 /// Build `src` with clang-19 and libomp through mpicc and run it on 2 ranks.
 fn run_hybrid(src: &str, name: &str) -> Run {

@@ -5,7 +5,7 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::reader::Trace;
+use hyscope_format::Trace;
 
 fn check(np: u32) {
     let prog = build("nonblocking.c", "mpicc", &[]);

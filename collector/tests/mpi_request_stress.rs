@@ -7,8 +7,7 @@ use mpi_common::*;
 
 use std::collections::BTreeMap;
 
-use hyscope_format::reader::Trace;
-use hyscope_format::schema::MpiRecord;
+use hyscope_format::{MpiRecord, Trace};
 
 const T: usize = 4;
 const N: usize = 2000;

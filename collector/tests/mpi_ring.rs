@@ -5,8 +5,7 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::reader::{ScanOptions, Trace};
-use hyscope_format::schema::{ANY, SymbolRecord};
+use hyscope_format::{ANY, ScanOptions, SymbolRecord, Trace};
 
 const ROUNDS: usize = 3;
 

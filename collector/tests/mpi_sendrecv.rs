@@ -6,8 +6,7 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::reader::Trace;
-use hyscope_format::schema::{Endpoint, NO_RANK, NO_TAG, mpi_call};
+use hyscope_format::{Endpoint, NO_RANK, NO_TAG, Trace, mpi_call};
 
 #[test]
 fn both_sides_of_sendrecv_are_recorded() {

@@ -5,8 +5,7 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::manifest::communicators;
-use hyscope_format::reader::Trace;
+use hyscope_format::{Trace, communicators};
 
 #[test]
 fn split_4_ranks() {

@@ -6,7 +6,7 @@
 mod mpi_common;
 use mpi_common::*;
 
-use hyscope_format::reader::Trace;
+use hyscope_format::Trace;
 
 const NP: u32 = 32;
 const K: usize = 200;

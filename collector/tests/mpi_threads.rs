@@ -6,7 +6,7 @@ use mpi_common::*;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hyscope_format::reader::Trace;
+use hyscope_format::Trace;
 
 const T: u64 = 4;
 const K: usize = 50;

@@ -10,8 +10,7 @@ use mpi_common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hyscope_format::reader::Trace;
-use hyscope_format::schema::ANY;
+use hyscope_format::{ANY, Trace};
 
 const ROUNDS: usize = 3;
 

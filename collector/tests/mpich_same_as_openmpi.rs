@@ -10,8 +10,7 @@ use mpi_common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hyscope_format::reader::Trace;
-use hyscope_format::schema::mpi_call;
+use hyscope_format::{Trace, mpi_call};
 
 fn compile(compiler: &str, src: &str, extra: &[&str]) -> PathBuf {
     let out = tmp().join(format!(

@@ -6,8 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hyscope_format::schema::{OmpKind, OmpRecord, SymbolRecord};
-use hyscope_format::{ScanOptions, Trace};
+use hyscope_format::{OmpKind, OmpRecord, ScanOptions, SymbolRecord, Trace};
 
 const LLVM_LIB: &str = "/usr/lib/llvm-19/lib";
 

@@ -6,8 +6,7 @@ mod mpi_common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hyscope_format::schema::{OmpKind, OmpRecord, SampleRecord};
-use hyscope_format::{ScanOptions, Trace};
+use hyscope_format::{OmpKind, OmpRecord, SampleRecord, ScanOptions, Trace};
 
 const LLVM_LIB: &str = "/usr/lib/llvm-19/lib";
 

@@ -11,8 +11,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use hyscope_format::synthetic::{OmpGenerator, OmpTraceSpec};
-use hyscope_format::writer::{PartWriter, WriterOptions};
-use hyscope_format::{Manifest, OmpRecord, ScanOptions, Table, Trace};
+use hyscope_format::{Manifest, OmpRecord, PartWriter, ScanOptions, Table, Trace, WriterOptions};
 
 const EVENTS: u64 = 1_000_000;
 const RANKS: u32 = 2;

@@ -14,10 +14,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hyscope_format::reader::{ScanOptions, Trace};
-use hyscope_format::schema::{OmpRecord, Table};
 use hyscope_format::synthetic::{ChunkDurations, OmpGenerator, OmpTraceSpec};
-use hyscope_format::writer::{PartWriter, WriterOptions};
+use hyscope_format::{OmpRecord, PartWriter, ScanOptions, Table, Trace, WriterOptions};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
 #[path = "common/thread_cpu.rs"]
@@ -186,7 +184,7 @@ fn main() {
             .iter()
             .map(|p| {
                 s.spawn(move || {
-                    hyscope_format::reader::PartScan::open(p, &ScanOptions::default())
+                    hyscope_format::PartScan::open(p, &ScanOptions::default())
                         .expect("part")
                         .map(|b| b.expect("batch").num_rows())
                         .sum::<usize>()

@@ -13,8 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use hyscope_format::schema::{MpiRecord, Table, mpi_call as c};
-use hyscope_format::writer::{PartWriter, WriterOptions};
+use hyscope_format::{MpiRecord, PartWriter, Table, WriterOptions, mpi_call as c};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
 #[path = "common/jitter.rs"]

@@ -30,9 +30,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use hyscope_format::schema::{MpiRecord, OmpRecord, mpi_call as c};
 use hyscope_format::spool::{SpoolReader, SpoolRecord, SpoolWriter};
 use hyscope_format::synthetic::{OmpGenerator, OmpTraceSpec};
+use hyscope_format::{MpiRecord, OmpRecord, mpi_call as c};
 
 #[path = "common/jitter.rs"]
 mod jitter;

@@ -14,7 +14,7 @@ pub enum FormatError {
     MissingManifest { path: PathBuf },
     #[error("{path}: invalid manifest: {message}")]
     Manifest { path: PathBuf, message: String },
-    #[error("{path}: trace format version {found} is not supported (this hyscope reads {supported}.x)", supported = crate::manifest::FORMAT_MAJOR)]
+    #[error("{path}: trace format version {found} is not supported (this hyscope reads {supported}.x)", supported = crate::version::FORMAT_MAJOR)]
     Version { path: PathBuf, found: String },
     #[error("{path}: corrupt or truncated Parquet file: {message}")]
     Parquet { path: PathBuf, message: String },

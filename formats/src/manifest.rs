@@ -12,11 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::FormatError;
-
-/// `major.minor`. Readers refuse a different major version.
-pub const FORMAT_VERSION: &str = "1.2";
-/// The major part of [`FORMAT_VERSION`].
-pub const FORMAT_MAJOR: u32 = 1;
+use crate::version::{FORMAT_MAJOR, FORMAT_VERSION};
 
 pub const MANIFEST_FILE: &str = "manifest.json";
 pub const RANKS_DIR: &str = "ranks";

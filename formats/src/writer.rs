@@ -35,9 +35,9 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::error::FormatError;
-use crate::manifest::FORMAT_VERSION;
 use crate::record_batch::Record;
 use crate::schema::{MpiRecord, OmpRecord, Table};
+use crate::version::FORMAT_VERSION;
 
 /// Bytes covered by one CRC-32 of a part's data: small enough that a scan of
 /// a few row groups verifies little more than it reads.

@@ -7,11 +7,10 @@ use std::sync::Arc;
 
 use arrow_array::{Int64Array, RecordBatch, UInt32Array};
 use arrow_schema::{DataType, Field, Schema};
-use hyscope_format::manifest::RankInfo;
-use hyscope_format::record_batch::Record;
-use hyscope_format::schema::{MpiRecord, OmpRecord};
-use hyscope_format::writer::{PartWriter, part_path};
-use hyscope_format::{FormatError, ScanOptions, Table, Trace};
+use hyscope_format::{
+    FormatError, MpiRecord, OmpRecord, PartWriter, RankInfo, Record, ScanOptions, Table, Trace,
+    part_path,
+};
 use parquet::arrow::ArrowWriter;
 
 use common::*;

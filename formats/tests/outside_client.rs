@@ -6,9 +6,7 @@ mod common;
 
 use std::process::Command;
 
-use hyscope_format::schema::{MpiRecord, OmpRecord, mpi_call};
-use hyscope_format::writer::PartWriter;
-use hyscope_format::{ScanOptions, Table, Trace};
+use hyscope_format::{MpiRecord, OmpRecord, PartWriter, ScanOptions, Table, Trace, mpi_call};
 
 const SCRIPT: &str = r#"
 import json, sys

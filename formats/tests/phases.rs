@@ -4,9 +4,8 @@
 
 mod common;
 
-use hyscope_format::schema::{NO_ITERATION, PhaseRecord, phase_source};
 use hyscope_format::spool::phases::{self as phase_journal, HEADER, PhaseRow};
-use hyscope_format::{ScanOptions, Table, Trace};
+use hyscope_format::{NO_ITERATION, PhaseRecord, ScanOptions, Table, Trace, phase_source};
 
 fn journal_text() -> Vec<u8> {
     let rows: Vec<PhaseRow> = (0..5)

@@ -4,10 +4,9 @@
 
 mod common;
 
-use hyscope_format::record_batch::Record;
-use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, SymbolRecord};
-use hyscope_format::writer::PartWriter;
-use hyscope_format::{ScanOptions, Trace};
+use hyscope_format::{
+    MpiRecord, OmpRecord, PartWriter, Record, SampleRecord, ScanOptions, SymbolRecord, Trace,
+};
 use proptest::prelude::*;
 
 fn omp_record() -> impl Strategy<Value = OmpRecord> {

@@ -7,11 +7,10 @@ use std::collections::BTreeMap;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt32Type};
-use hyscope_format::manifest::{Manifest, RankInfo};
-use hyscope_format::reader::{PartScan, read_part_records};
-use hyscope_format::schema::{MpiRecord, OmpRecord, SampleRecord, SymbolRecord, mpi_call};
-use hyscope_format::writer::{PartWriter, part_path};
-use hyscope_format::{ScanOptions, Table, Trace};
+use hyscope_format::{
+    Manifest, MpiRecord, OmpRecord, PartScan, PartWriter, RankInfo, SampleRecord, ScanOptions,
+    SymbolRecord, Table, Trace, mpi_call, part_path, read_part_records,
+};
 
 use common::*;
 
@@ -140,7 +139,7 @@ fn a_second_writer_appends_after_existing_parts() {
 
 #[test]
 fn write_omp_sorts_by_thread_kind_start_longest_first() {
-    use hyscope_format::schema::OmpKind;
+    use hyscope_format::OmpKind;
     let dir = tempfile::tempdir().unwrap();
     let row = |thread, kind: OmpKind, start_ns, end_ns| OmpRecord {
         thread,
@@ -500,7 +499,7 @@ fn manifest_round_trip_and_rank_files_merge() {
     }];
     m.metrics.insert(
         "mem.vmrss".into(),
-        hyscope_format::manifest::MetricInfo {
+        hyscope_format::MetricInfo {
             unit: "bytes".into(),
             description: "RSS".into(),
         },
@@ -537,9 +536,7 @@ fn manifest_round_trip_and_rank_files_merge() {
 
 #[test]
 fn parts_decode_into_a_buffer_by_row_group_ranges() {
-    use hyscope_format::reader::{
-        part_row_group_rows, read_part_records_into, read_part_row_groups_into,
-    };
+    use hyscope_format::{part_row_group_rows, read_part_records_into, read_part_row_groups_into};
     let dir = tempfile::tempdir().unwrap();
     let rows = chunks(0, 300, 0);
     let mut w = PartWriter::create(dir.path(), Table::Omp, 3, small(100, 30)).unwrap();

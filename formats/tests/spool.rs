@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use hyscope_format::schema::{MpiRecord, OmpRecord, Table};
 use hyscope_format::spool::{
     FRAME_HEADER_LEN, HEADER_LEN, RECORD_ROOM, SpoolReader, SpoolRecord, SpoolWriter, read_all,
 };
 use hyscope_format::synthetic::{OmpGenerator, OmpTraceSpec};
+use hyscope_format::{MpiRecord, OmpRecord, Table};
 
 /// xorshift64*: deterministic random values for the tests.
 struct Rng(u64);

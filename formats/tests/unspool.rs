@@ -4,12 +4,10 @@
 
 use std::path::Path;
 
-use hyscope_format::Trace;
-use hyscope_format::manifest::Manifest;
-use hyscope_format::schema::{MpiRecord, OmpRecord, Table};
-use hyscope_format::spool::SpoolWriter;
 use hyscope_format::spool::to_parquet::{leftover_spools, recover_spool, spool_to_parts};
-use hyscope_format::writer::WriterOptions;
+use hyscope_format::{
+    Manifest, MpiRecord, OmpRecord, Table, Trace, WriterOptions, spool::SpoolWriter,
+};
 
 /// `threads` threads × `per_thread` chunk-like rows, spooled in frames of 1024 rows of one thread.
 fn omp_rows(threads: u32, per_thread: u64) -> Vec<OmpRecord> {
@@ -181,7 +179,7 @@ fn a_tail_frame_adds_only_the_rows_after_those_spooled_before() {
 
 #[test]
 fn end_notes_round_trip_at_their_fixed_size() {
-    use hyscope_format::manifest::ProcessEnd;
+    use hyscope_format::ProcessEnd;
     use hyscope_format::spool::to_parquet::{END_NOTE_BYTES, EndNote};
     for end in [
         ProcessEnd::Running,

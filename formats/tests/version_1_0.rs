@@ -8,9 +8,9 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
 use arrow_schema::Schema;
-use hyscope_format::record_batch::Record;
-use hyscope_format::schema::{MpiRecord, NO_RANK, NO_TAG, Table, mpi_call};
-use hyscope_format::{FORMAT_VERSION, ScanOptions, Trace};
+use hyscope_format::{
+    FORMAT_VERSION, MpiRecord, NO_RANK, NO_TAG, Record, ScanOptions, Table, Trace, mpi_call,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;

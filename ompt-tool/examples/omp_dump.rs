@@ -1,8 +1,7 @@
 //! Print the `omp` table of a trace, one interval per line (a debugging aid).
 //! Usage: cargo run -p hyscope-ompt --example omp_dump -- <trace-dir>
 
-use hyscope_format::schema::{OmpKind, OmpRecord, SymbolRecord, variant_name};
-use hyscope_format::{ScanOptions, Trace};
+use hyscope_format::{OmpKind, OmpRecord, ScanOptions, SymbolRecord, Trace, variant_name};
 
 fn main() {
     let Some(dir) = std::env::args().nth(1) else {

@@ -1,7 +1,6 @@
 //! Cost of writing OpenMP records through the format's PartWriter, per row
 //! (what the collector's writer thread spends). Usage: write_cost [rows]
-use hyscope_format::schema::{OmpRecord, Table};
-use hyscope_format::writer::{PartWriter, WriterOptions};
+use hyscope_format::{OmpRecord, PartWriter, Table, WriterOptions};
 
 fn main() {
     let n: usize = std::env::args()

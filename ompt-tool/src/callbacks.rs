@@ -33,7 +33,7 @@
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::atomic::Ordering;
 
-use hyscope_format::schema::{OmpKind, OmpRecord};
+use hyscope_format::{OmpKind, OmpRecord};
 
 use crate::ffi::*;
 use crate::state::{EXPLICIT_TASK_BIT, ThreadState, current};

@@ -3,7 +3,7 @@
 //! The OMPT adapter: `ompt_start_tool` logic, capability probing, and the
 //! callbacks of LLVM's OpenMP runtime turned into intervals ([`OmpRecord`]s)
 //! on a per-thread stack, exactly as documented on
-//! [`hyscope_format::schema::OmpKind`].
+//! [`hyscope_format::OmpKind`].
 //!
 //! The crate does not store anything itself: every finished interval goes to
 //! a [`Sink`] (the collector's buffers in `libhyscope.so`, or a recording
@@ -59,10 +59,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use hyscope_format::manifest::OpenMpInfo;
-use hyscope_format::schema::{OmpKind, OmpRecord};
 use hyscope_format::settings::{self, Mode, Settings};
-use hyscope_format::spool::block::Stream;
+use hyscope_format::{OmpKind, OmpRecord, OpenMpInfo, spool::block::Stream};
 
 pub use state::threads_seen;
 

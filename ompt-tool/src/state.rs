@@ -8,8 +8,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use hyscope_format::schema::{OmpKind, OmpRecord};
-use hyscope_format::spool::block::Stream;
+use hyscope_format::{OmpKind, OmpRecord, spool::block::Stream};
 
 use crate::clock::TscClock;
 use crate::{kind_enabled, profile_mode, sink};
@@ -775,9 +774,9 @@ mod tests {
 mod late_join_tests {
     use std::sync::atomic::Ordering;
 
-    use hyscope_format::schema::{OmpKind, OmpRecord};
     use hyscope_format::spool::block::{Block, Stream};
     use hyscope_format::spool::decode_payload;
+    use hyscope_format::{OmpKind, OmpRecord};
 
     use super::current;
 

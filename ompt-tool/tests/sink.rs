@@ -8,7 +8,7 @@ use std::ptr::{null, null_mut};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 
-use hyscope_format::schema::{OmpKind, OmpRecord};
+use hyscope_format::{OmpKind, OmpRecord};
 use hyscope_ompt::callbacks::*;
 use hyscope_ompt::ffi::*;
 

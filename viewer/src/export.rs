@@ -24,13 +24,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::ValueEnum;
-use hyscope_format::schema::{NO_RANK, mpi_call, variant_name};
-use hyscope_format::{
-    MpiRecord, OmpKind, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Trace,
-};
-// The send calls, for the OTF2 region roles.
 use hyscope_analyzer::aligned::{AlignedTrace, Clocks, Message};
-use hyscope_format::schema::mpi_call::is_send;
+use hyscope_format::{
+    MpiRecord, NO_RANK, OmpKind, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Trace,
+    mpi_call, mpi_call::is_send, variant_name,
+};
 use serde_json::{Value, json};
 
 mod otf2;
@@ -167,7 +165,7 @@ struct TraceData {
     samples: Vec<(u32, SampleRecord)>,
     symbols: HashMap<(u32, u64), SymbolRecord>,
     /// The communicators besides world and self, with their members.
-    communicators: Vec<hyscope_format::manifest::Communicator>,
+    communicators: Vec<hyscope_format::Communicator>,
     /// The matched messages whose both sides are in the export.
     messages: Vec<Message>,
 }
@@ -276,7 +274,7 @@ impl TraceData {
             mpi,
             samples,
             symbols,
-            communicators: hyscope_format::manifest::communicators(&m.ranks),
+            communicators: hyscope_format::communicators(&m.ranks),
             messages,
         })
     }

@@ -592,7 +592,7 @@ fn prepare_output(dir: &Path, position: Position) -> anyhow::Result<()> {
         Position::PerRank { rank } => {
             // A sibling's rank 0 may already have written its draft manifest
             // (no ranks listed yet): only a finished job's manifest lists them.
-            let finished_manifest = dir.join(hyscope_format::manifest::MANIFEST_FILE).exists()
+            let finished_manifest = dir.join(hyscope_format::MANIFEST_FILE).exists()
                 && hyscope_format::Manifest::read(dir).map_or(true, |m| !m.ranks.is_empty());
             if finished_manifest || dir.join("ranks").join(format!("rank-{rank}.json")).exists() {
                 bail!(

@@ -9,8 +9,7 @@ use std::path::Path;
 
 use hyscope_analyzer::aligned::Clocks;
 use hyscope_analyzer::aligned::series::sample_series;
-use hyscope_format::reader::ScanOptions;
-use hyscope_format::{SampleRecord, Trace};
+use hyscope_format::{SampleRecord, ScanOptions, Trace};
 
 /// One metric of one rank: `(time_ns on rank 0's clock, value)`, time-ordered.
 /// Values of the same metric and time with different keys (peers, packages)

@@ -12,9 +12,9 @@ use std::path::Path;
 use std::process::Output;
 
 use damage_support::*;
-use hyscope_format::reader::read_part_records;
-use hyscope_format::writer::{PartWriter, WriterOptions};
-use hyscope_format::{OmpRecord, ScanOptions, Table, Trace};
+use hyscope_format::{
+    OmpRecord, PartWriter, ScanOptions, Table, Trace, WriterOptions, read_part_records,
+};
 use record_support::stderr;
 
 /// Address space allowed to each command, KiB.

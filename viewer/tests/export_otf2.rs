@@ -7,8 +7,7 @@ mod record_support;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use hyscope_format::schema::mpi_call;
-use hyscope_format::{MpiRecord, SampleRecord, ScanOptions, Trace};
+use hyscope_format::{MpiRecord, SampleRecord, ScanOptions, Trace, mpi_call};
 use record_support::*;
 
 #[test]

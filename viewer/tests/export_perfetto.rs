@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hyscope_analyzer::aligned::Clocks;
-use hyscope_format::schema::mpi_call;
-use hyscope_format::{MpiRecord, ScanOptions, Trace};
+use hyscope_format::{MpiRecord, ScanOptions, Trace, mpi_call};
 use record_support::*;
 use serde_json::Value;
 

@@ -165,7 +165,7 @@ proptest! {
             .flat_map(|&t| trace.parts(t).iter().map(|p| p.path.clone()))
             .collect();
         let path = part.get(&parts).clone();
-        let covered = hyscope_format::reader::checksummed_bytes(&path).unwrap().unwrap();
+        let covered = hyscope_format::checksummed_bytes(&path).unwrap().unwrap();
         let mut bytes = std::fs::read(&path).unwrap();
         let i = at.index(bytes.len());
         if truncate {

@@ -12,10 +12,10 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
 
-use hyscope_format::manifest::RankInfo;
-use hyscope_format::schema::{MpiRecord, SampleRecord, Table, mpi_call};
 use hyscope_format::synthetic::{OmpGenerator, OmpTraceSpec};
-use hyscope_format::{Manifest, PartWriter, WriterOptions};
+use hyscope_format::{
+    Manifest, MpiRecord, PartWriter, RankInfo, SampleRecord, Table, WriterOptions, mpi_call,
+};
 
 fn write_trace(dir: &Path) -> (i64, i64) {
     let mut span = (i64::MAX, i64::MIN);

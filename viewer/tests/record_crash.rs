@@ -10,9 +10,7 @@ mod record_support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hyscope_format::manifest::ProcessEnd;
-use hyscope_format::schema::mpi_call;
-use hyscope_format::{MpiRecord, OmpKind, SampleRecord, ScanOptions, Trace};
+use hyscope_format::{MpiRecord, OmpKind, ProcessEnd, SampleRecord, ScanOptions, Trace, mpi_call};
 use record_support::*;
 
 const ITERS: usize = 100;

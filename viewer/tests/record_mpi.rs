@@ -5,8 +5,7 @@ mod record_support;
 
 use std::path::Path;
 
-use hyscope_format::schema::mpi_call;
-use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace};
+use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace, mpi_call};
 use record_support::*;
 
 /// Both ranks wrote their part of the trace, with the OpenMP regions the program has.

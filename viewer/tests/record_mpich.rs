@@ -6,8 +6,7 @@ mod record_support;
 
 use std::process::Command;
 
-use hyscope_format::schema::mpi_call;
-use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace};
+use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace, mpi_call};
 use record_support::*;
 
 #[test]

@@ -309,7 +309,7 @@ fn a_killed_programs_spooled_events_are_recovered() {
             bytes: std::fs::metadata(&path).unwrap().len(),
             path,
         };
-        let part_rows = hyscope_format::reader::read_part_records::<hyscope_format::OmpRecord>(
+        let part_rows = hyscope_format::read_part_records::<hyscope_format::OmpRecord>(
             &part,
             &Default::default(),
         )

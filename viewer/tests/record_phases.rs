@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hyscope_format::schema::{NO_ITERATION, PhaseRecord, mpi_call, phase_source};
-use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace};
+use hyscope_format::{
+    MpiRecord, NO_ITERATION, OmpKind, PhaseRecord, ScanOptions, Trace, mpi_call, phase_source,
+};
 use record_support::*;
 
 fn include_dir() -> String {
@@ -430,7 +431,7 @@ fn a_killed_process_keeps_its_finished_phases() {
     let t = Trace::open(&trace).unwrap();
     assert_eq!(
         t.manifest.ranks[0].end,
-        Some(hyscope_format::manifest::ProcessEnd::Killed)
+        Some(hyscope_format::ProcessEnd::Killed)
     );
     let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
     let got: Vec<(&str, i64)> = rows

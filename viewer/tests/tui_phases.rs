@@ -9,8 +9,7 @@ mod tui_frame;
 use hyscope_viewer::tui;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use hyscope_format::schema::PhaseRecord;
-use hyscope_format::{PartWriter, Table, WriterOptions};
+use hyscope_format::{PartWriter, PhaseRecord, Table, WriterOptions};
 use tui::app::{App, Tab};
 use tui_frame::render;
 

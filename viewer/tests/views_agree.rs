@@ -13,8 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use hyscope_analyzer::timeline::{Detail, Interval, TimelineIndex};
-use hyscope_format::Trace;
-use hyscope_format::manifest::{ClockOffset, Manifest, RankInfo};
+use hyscope_format::{ClockOffset, Manifest, RankInfo, Trace};
 use record_support::*;
 use serde_json::Value;
 

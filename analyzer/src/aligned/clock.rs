@@ -4,8 +4,7 @@
 
 use std::collections::HashMap;
 
-use hyscope_format::Manifest;
-use hyscope_format::manifest::ClockOffset;
+use hyscope_format::{ClockOffset, Manifest};
 use serde::{Deserialize, Serialize};
 
 /// Nanoseconds on rank 0's clock (global time). A rank-local reading is a

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use hyscope_format::schema::mpi_call as c;
+use hyscope_format::mpi_call as c;
 
 use super::clock::GlobalNs;
 use super::messages::RankRows;

@@ -2,8 +2,7 @@
 //! every message consumer shares. A row may start a send, complete a receive,
 //! or create a request whose completion row is the endpoint.
 
-use hyscope_format::MpiRecord;
-use hyscope_format::schema::mpi_call as c;
+use hyscope_format::{MpiRecord, mpi_call as c};
 
 /// The envelope of one side of a message, as the row gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +44,7 @@ pub enum RequestKind {
 /// `MPI_Sendrecv` included); this adds the requests whose completion rows are
 /// the endpoints (nonblocking receives, persistent requests).
 pub fn endpoints(r: &MpiRecord) -> Endpoints {
-    let env = |e: hyscope_format::schema::Endpoint| Envelope {
+    let env = |e: hyscope_format::Endpoint| Envelope {
         peer: e.peer,
         tag: e.tag,
         comm: e.comm_id,

@@ -11,8 +11,7 @@
 
 use std::collections::HashMap;
 
-use hyscope_format::MpiRecord;
-use hyscope_format::schema::mpi_call as c;
+use hyscope_format::{MpiRecord, mpi_call as c};
 use serde::{Deserialize, Serialize};
 
 use super::clock::GlobalNs;
@@ -238,7 +237,7 @@ pub fn match_messages(ranks: &[RankRows<'_>]) -> MessageList {
                     if src < 0 {
                         // Cancelled, or no status: nothing was received from
                         // a known rank. A PROC_NULL receive is no message.
-                        if src != hyscope_format::schema::PROC_NULL {
+                        if src != hyscope_format::PROC_NULL {
                             unknown_source += 1;
                         }
                         continue;
@@ -297,7 +296,7 @@ pub fn match_messages(ranks: &[RankRows<'_>]) -> MessageList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hyscope_format::schema::{ANY, NO_RANK};
+    use hyscope_format::{ANY, NO_RANK};
 
     fn row(call: u16, peer: i32, tag: i32, start: i64, req: u64) -> MpiRecord {
         MpiRecord {

@@ -11,8 +11,8 @@ use super::loops::LoopAcc;
 use super::pass::RankPass;
 use super::regions::add_thread_stats;
 use super::*;
-use crate::load::TraceData;
 use crate::model::*;
+use crate::trace_data::TraceData;
 
 /// The OpenMP pass over every rank.
 pub fn analyze_omp(
@@ -201,7 +201,7 @@ pub fn analyze_omp(
             .into_iter()
             .map(|(codeptr, m)| MutexStats {
                 location: data.location(codeptr),
-                kind: hyscope_format::schema::variant_name(OmpKind::MutexWait, m.kind).to_string(),
+                kind: hyscope_format::variant_name(OmpKind::MutexWait, m.kind).to_string(),
                 acquisitions: m.acquisitions,
                 wait_s: ns_to_s(m.wait),
                 hold_s: ns_to_s(m.hold),

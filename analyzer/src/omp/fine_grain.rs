@@ -1,8 +1,8 @@
 //! The fine-grain hybrid model.
 
 use super::*;
-use crate::load::TraceData;
 use crate::model::*;
+use crate::trace_data::TraceData;
 
 /// Fine-grain model per rank (Didelot 2014 ch. 5, Mahéo 2015 §3.3.1, eq. 3.1–3.2):
 /// T_compute = time inside parallel regions, T_comm = MPI time of the master
@@ -20,7 +20,7 @@ pub fn fine_grain(data: &TraceData, ranks: &[RankOmp]) -> Vec<FineGrainModel> {
                 .iter()
                 .filter(|m| {
                     !m.in_parallel
-                        && m.call != hyscope_format::schema::mpi_call::REQUEST_COMPLETE
+                        && m.call != hyscope_format::mpi_call::REQUEST_COMPLETE
                         && m.start_ns >= w0
                         && m.end_ns <= w1
                 })

@@ -2,8 +2,8 @@
 
 use super::loops::LoopAcc;
 use super::*;
-use crate::load::TraceData;
 use crate::model::*;
+use crate::trace_data::TraceData;
 use crate::tuner::{self, Sched, TuneInput};
 
 pub(super) fn median(v: &mut [i64]) -> Option<i64> {

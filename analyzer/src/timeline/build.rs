@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use hyscope_format::reader::PartScan;
-use hyscope_format::record_batch::Record;
-use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, Table};
-use hyscope_format::{FormatError, PartFile, ScanOptions, Trace};
+use hyscope_format::{
+    FormatError, MpiRecord, OmpKind, OmpRecord, PartFile, PartScan, Record, ScanOptions, Table,
+    Trace,
+};
 use rayon::prelude::*;
 
 use super::{

@@ -12,8 +12,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use hyscope_format::schema::Table;
-use hyscope_format::{FormatError, Trace};
+use hyscope_format::{FormatError, Table, Trace};
 
 use super::{Block, RowData, RowInfo, STATES, TimelineIndex};
 

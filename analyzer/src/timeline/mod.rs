@@ -43,8 +43,7 @@ mod cache;
 #[cfg(test)]
 mod tests;
 
-use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, mpi_call};
-use hyscope_format::{FormatError, ScanOptions, Trace};
+use hyscope_format::{FormatError, MpiRecord, OmpKind, OmpRecord, ScanOptions, Trace, mpi_call};
 
 use crate::aligned::{Clocks, GlobalNs};
 
@@ -283,7 +282,7 @@ impl Interval {
         match &self.detail {
             Detail::Omp(r) => match OmpKind::from_u8(r.kind) {
                 Some(k) => {
-                    let v = hyscope_format::schema::variant_name(k, r.variant);
+                    let v = hyscope_format::variant_name(k, r.variant);
                     if v.is_empty() {
                         k.name().to_string()
                     } else {

@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
-use hyscope_format::manifest::{ClockOffset, RankInfo};
-use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, Table, mpi_call};
-use hyscope_format::{Manifest, PartWriter, Trace, WriterOptions};
+use hyscope_format::{
+    ClockOffset, Manifest, MpiRecord, OmpKind, OmpRecord, PartWriter, RankInfo, Table, Trace,
+    WriterOptions, mpi_call,
+};
 
 use super::build::flatten;
 use super::*;

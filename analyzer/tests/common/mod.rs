@@ -3,10 +3,9 @@
 
 use std::path::Path;
 
-use hyscope_format::manifest::{ClockOffset, Manifest, MpiInfo, OpenMpInfo, RankInfo, SamplerInfo};
-use hyscope_format::schema::mpi_call as c;
 use hyscope_format::{
-    MpiRecord, OmpKind, OmpRecord, PartWriter, SampleRecord, SymbolRecord, Table, WriterOptions,
+    ClockOffset, Manifest, MpiInfo, MpiRecord, OmpKind, OmpRecord, OpenMpInfo, PartWriter,
+    RankInfo, SampleRecord, SamplerInfo, SymbolRecord, Table, WriterOptions, mpi_call as c,
 };
 
 pub const US: i64 = 1_000;

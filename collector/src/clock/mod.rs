@@ -11,8 +11,7 @@
 
 use std::sync::Once;
 
-use hyscope_format::manifest::ClockInfo;
-use hyscope_format::settings::Clock;
+use hyscope_format::{ClockInfo, settings::Clock};
 use hyscope_ompt::clock as hot;
 pub use hyscope_ompt::clock::monotonic_ns;
 use hyscope_ompt::clock::rdtsc;
@@ -52,7 +51,7 @@ pub fn info() -> ClockInfo {
 pub fn init() {
     INIT.call_once(|| {
         let mono_cost = read_cost(monotonic_ns);
-        let want_tsc = crate::lifecycle::settings().clock != Clock::Monotonic;
+        let want_tsc = crate::settings::settings().clock != Clock::Monotonic;
         if want_tsc && cfg!(target_arch = "x86_64") && tsc_invariant() {
             // The first process of a node (and launcher) decides and
             // calibrates; the others take its calibration (shared.rs), so the
@@ -64,7 +63,7 @@ pub fn init() {
             };
             // Only ranks have others to agree with: a lone process calibrates
             // alone and leaves no file behind.
-            let (cal, shared) = if crate::lifecycle::launched_by_mpi() {
+            let (cal, shared) = if crate::settings::launched_by_mpi() {
                 shared::calibration(decide)
             } else {
                 (decide(), false)

@@ -65,7 +65,7 @@ fn path() -> PathBuf {
 /// reduced to characters safe in a file name.
 fn job_key() -> String {
     let named = [
-        crate::lifecycle::settings().clock_group.clone(),
+        crate::settings::settings().clock_group.clone(),
         std::env::var("PMIX_NAMESPACE").ok(),
     ]
     .into_iter()

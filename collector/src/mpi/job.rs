@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-use hyscope_format::manifest::{ClockOffset, MpiInfo, RankInfo};
+use hyscope_format::{ClockOffset, MpiInfo, RankInfo};
 use mpi_sys as ffi;
 
 use super::{level_name, world, world_rank, world_size};
-use crate::{clock, lifecycle, spooling};
+use crate::{clock, diag, lifecycle, slots, state};
 
 struct Comm(ffi::MPI_Comm);
 // SAFETY: a communicator handle is a plain value usable from any thread.
@@ -36,9 +36,7 @@ pub fn at_init(levels: (c_int, c_int)) {
     if unsafe { ffi::PMPI_Comm_dup(world(), &mut dup) } == 0 {
         let _ = PRIVATE.set(Comm(dup));
     } else {
-        lifecycle::warn(
-            "cannot duplicate MPI_COMM_WORLD; no clock synchronisation or job manifest",
-        );
+        diag::warn("cannot duplicate MPI_COMM_WORLD; no clock synchronisation or job manifest");
     }
     sync_clock();
     let info = MpiInfo {
@@ -49,7 +47,7 @@ pub fn at_init(levels: (c_int, c_int)) {
         thread_level_provided: Some(level_name(levels.1)),
         ..MpiInfo::default()
     };
-    lifecycle::with_manifest(|m| m.mpi = Some(info));
+    state::with_manifest(|m| m.mpi = Some(info));
     // A draft manifest, so that a job that never reaches MPI_Finalize (MPI_Abort,
     // a crash, a kill) still leaves an openable trace. Replaced at MPI_Finalize.
     if world_rank() == 0 {
@@ -63,12 +61,10 @@ pub fn at_finalize() {
     let ranks = gather_rank_infos();
     if world_rank() == 0 {
         if ranks.is_empty() {
-            lifecycle::warn(
-                "could not gather the ranks' descriptions; the manifest lists rank 0 only",
-            );
+            diag::warn("could not gather the ranks' descriptions; the manifest lists rank 0 only");
         }
         write_manifest(ranks);
-        lifecycle::mark_manifest_written_by_mpi();
+        state::mark_manifest_written_by_mpi();
     }
     lifecycle::flush_all();
 }
@@ -113,7 +109,7 @@ fn sync_clock() {
             }
         }
         let now = clock::now_ns();
-        lifecycle::with_rank_info(|r| {
+        state::with_rank_info(|r| {
             r.clock_offsets.push(ClockOffset {
                 local_ns: now,
                 offset_ns: 0,
@@ -153,7 +149,7 @@ fn sync_clock() {
         }
     }
     if let Some(b) = best {
-        lifecycle::with_rank_info(|r| r.clock_offsets.push(b));
+        state::with_rank_info(|r| r.clock_offsets.push(b));
     }
 }
 
@@ -185,7 +181,7 @@ fn gather_rank_infos() -> Vec<RankInfo> {
         return Vec::new();
     };
     let mut info = lifecycle::rank_info_snapshot();
-    info.threads = info.threads.max(spooling::threads_seen());
+    info.threads = info.threads.max(slots::threads_seen());
     let json = serde_json::to_vec(&info).unwrap_or_default();
     let len = json.len() as c_int;
     let size = world_size().max(1) as usize;
@@ -242,10 +238,10 @@ fn gather_rank_infos() -> Vec<RankInfo> {
 
 /// Rank 0 writes `manifest.json` with the gathered ranks (or a draft without them).
 fn write_manifest(ranks: Vec<RankInfo>) {
-    let Some(dir) = lifecycle::trace_dir() else {
+    let Some(dir) = state::trace_dir() else {
         return;
     };
-    let mut manifest = lifecycle::with_manifest(|m| m.clone());
+    let mut manifest = state::with_manifest(|m| m.clone());
     if !ranks.is_empty() {
         let mut hosts: Vec<String> = Vec::new();
         for r in &ranks {
@@ -261,11 +257,11 @@ fn write_manifest(ranks: Vec<RankInfo>) {
         manifest.openmp = Some(omp);
     }
     if let Err(e) = std::fs::create_dir_all(&dir) {
-        lifecycle::warn(&format!("cannot create {} ({e})", dir.display()));
+        diag::warn(&format!("cannot create {} ({e})", dir.display()));
         return;
     }
     if let Err(e) = manifest.write(&dir) {
-        lifecycle::warn(&format!("cannot write the manifest ({e})"));
+        diag::warn(&format!("cannot write the manifest ({e})"));
     }
 }
 
@@ -274,7 +270,7 @@ fn write_manifest(ranks: Vec<RankInfo>) {
 pub fn read_control_variables() {
     if world_rank() == 0 {
         let cvars = control_variables();
-        lifecycle::with_manifest(|m| {
+        state::with_manifest(|m| {
             if let Some(mpi) = m.mpi.as_mut() {
                 apply_cvars(mpi, cvars);
             }
@@ -347,7 +343,7 @@ fn read_cvar(index: c_int) -> Option<(String, String)> {
     let name = unsafe { CStr::from_ptr(name.as_ptr()) }
         .to_string_lossy()
         .into_owned();
-    if !wanted(&name) || bind != super::T_BIND_NO_OBJECT {
+    if !wanted(&name) || bind != crate::samplers::mpit::T_BIND_NO_OBJECT {
         return None;
     }
     let mut handle: ffi::MPI_T_cvar_handle = std::ptr::null_mut();

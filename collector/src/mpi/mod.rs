@@ -21,11 +21,12 @@ use std::sync::atomic::{
 };
 
 /// `tag` when the call has none.
-pub use hyscope_format::schema::NO_TAG;
-use hyscope_format::schema::{ANY, MpiRecord, NO_RANK, PROC_NULL, mpi_call};
+pub use hyscope_format::NO_TAG;
+use hyscope_format::{ANY, MpiRecord, NO_RANK, PROC_NULL, mpi_call};
 use mpi_sys as ffi;
 
-use crate::{clock, lifecycle, spooling};
+use crate::slots::PeerCounts;
+use crate::{clock, diag, lifecycle, slots, spooling, state};
 
 // Open MPI's Fortran symbols (`mpi_fortran_in_place_`, ...): not in an MPICH process.
 #[cfg(not(hyscope_mpich))]
@@ -36,17 +37,6 @@ pub mod table;
 pub mod wrappers;
 
 use table::HandleTable;
-
-/// MPI_T binding kinds: enum constants whose bindgen names differ by flavour
-/// (MPICH's enum is `MPIR_T_bind_t`).
-#[cfg(not(hyscope_mpich))]
-pub const T_BIND_NO_OBJECT: std::ffi::c_int = ffi::MPI_T_BIND_NO_OBJECT as _;
-#[cfg(not(hyscope_mpich))]
-pub const T_BIND_MPI_COMM: std::ffi::c_int = ffi::MPI_T_BIND_MPI_COMM as _;
-#[cfg(hyscope_mpich)]
-pub const T_BIND_NO_OBJECT: std::ffi::c_int = ffi::MPIR_T_bind_t_MPI_T_BIND_NO_OBJECT as _;
-#[cfg(hyscope_mpich)]
-pub const T_BIND_MPI_COMM: std::ffi::c_int = ffi::MPIR_T_bind_t_MPI_T_BIND_MPI_COMM as _;
 
 /// The MPI this library was built for (`collector/build.rs` sets the cfg from `MPICC`).
 #[cfg(not(hyscope_mpich))]
@@ -65,37 +55,9 @@ static COMM_COUNTER: AtomicU64 = AtomicU64::new(1);
 /// Process-local ids of communicators created behind our back (high bit set).
 static LOCAL_COMM_IDS: AtomicU64 = AtomicU64::new(1 << 63);
 
-/// Per-thread state of the wrappers, kept in the thread's
-/// [`spooling::ThreadSlot`] so that a wrapper needs one thread-local lookup.
-/// Written only by its thread (atomics for `Sync`; relaxed = plain moves).
-pub struct MpiThread {
-    /// Inside a wrapper: MPI calls the library makes internally are not recorded.
-    inside: AtomicBool,
-    /// Request counter: ids are `thread << 40 | n`, unique without contention.
-    next_req: AtomicU64,
-    /// This thread's peer counters (null until its first message).
-    peers: AtomicPtr<PeerCounts>,
-}
-
-impl MpiThread {
-    pub const fn new() -> MpiThread {
-        MpiThread {
-            inside: AtomicBool::new(false),
-            next_req: AtomicU64::new(0),
-            peers: AtomicPtr::new(std::ptr::null_mut()),
-        }
-    }
-}
-
-impl Default for MpiThread {
-    fn default() -> Self {
-        MpiThread::new()
-    }
-}
-
 /// Marks the calling thread as inside a wrapper for its lifetime; carries
 /// the thread's slot for the rest of the wrapper.
-pub struct Enter(&'static spooling::ThreadSlot);
+pub struct Enter(&'static slots::ThreadSlot);
 
 impl Enter {
     /// None inside another wrapper, or when the program uses another MPI than
@@ -105,7 +67,7 @@ impl Enter {
         if foreign() {
             return None;
         }
-        let slot = spooling::slot();
+        let slot = slots::slot();
         let inside = &slot.mpi_thread.inside;
         if inside.load(Ordering::Relaxed) {
             None
@@ -117,7 +79,7 @@ impl Enter {
 
     /// The calling thread's slot.
     #[inline]
-    pub fn slot(&self) -> &'static spooling::ThreadSlot {
+    pub fn slot(&self) -> &'static slots::ThreadSlot {
         self.0
     }
 }
@@ -150,12 +112,12 @@ fn check_flavour() -> bool {
     FLAVOUR_CHECK.store(if foreign { 2 } else { 1 }, Ordering::Relaxed);
     if foreign {
         #[cfg(not(hyscope_mpich))]
-        lifecycle::warn(
+        diag::warn(
             "this libhyscope.so is built for Open MPI but the program uses MPICH: \
              MPI calls are passed through and not recorded (use the MPICH build of the library)",
         );
         #[cfg(hyscope_mpich)]
-        lifecycle::warn(
+        diag::warn(
             "this libhyscope-mpich.so is built for MPICH but the program uses Open MPI: \
              MPI calls are passed through and not recorded (use libhyscope.so)",
         );
@@ -199,7 +161,7 @@ pub fn recording() -> bool {
 /// A record of the calling thread (`slot`) with the common fields filled in.
 #[inline]
 pub fn base(
-    slot: &spooling::ThreadSlot,
+    slot: &slots::ThreadSlot,
     call: u16,
     start_ns: i64,
     end_ns: i64,
@@ -226,7 +188,7 @@ pub fn base(
 
 /// Record `r` (unless its call was cleared) in the calling thread's (`slot`) buffer.
 #[inline]
-pub fn record(slot: &spooling::ThreadSlot, r: MpiRecord) {
+pub fn record(slot: &slots::ThreadSlot, r: MpiRecord) {
     if r.call != 0 {
         slot.record_mpi(r);
     }
@@ -237,12 +199,12 @@ pub fn record(slot: &spooling::ThreadSlot, r: MpiRecord) {
 #[derive(Clone, Copy)]
 pub struct Rec {
     pub rec: MpiRecord,
-    pub slot: &'static spooling::ThreadSlot,
+    pub slot: &'static slots::ThreadSlot,
 }
 
 impl Rec {
     #[inline]
-    pub fn new(slot: &'static spooling::ThreadSlot, call: u16, callsite: usize) -> Rec {
+    pub fn new(slot: &'static slots::ThreadSlot, call: u16, callsite: usize) -> Rec {
         Rec {
             rec: base(slot, call, 0, 0, callsite),
             slot,
@@ -588,14 +550,14 @@ pub fn register_comm(newcomm: ffi::MPI_Comm, parent: ffi::MPI_Comm, call: u16) {
 
 /// This rank is a member of the new (job-unique) communicator `info`.
 fn note_membership(info: &CommInfo, parent: u64, call: u16) {
-    let membership = hyscope_format::manifest::CommMembership {
+    let membership = hyscope_format::CommMembership {
         id: info.id,
         size: info.size.max(0) as u32,
         rank: info.rank.max(0) as u32,
         created_by: mpi_call::name(call).to_string(),
         parent,
     };
-    lifecycle::with_rank_info(|r| r.communicators.push(membership));
+    state::with_rank_info(|r| r.communicators.push(membership));
 }
 
 /// A window or file shares the id and translation of the communicator it was made from.
@@ -732,7 +694,7 @@ impl Taken {
         // oldest request.
         Taken {
             key,
-            val: requests().take_oldest(key, spooling::slot().index as u64),
+            val: requests().take_oldest(key, slots::slot().index as u64),
         }
     }
 
@@ -761,7 +723,7 @@ impl Taken {
         if w[1] & REQ_ACTIVE == 0 {
             return; // an inactive persistent request completes trivially
         }
-        let slot = spooling::slot();
+        let slot = slots::slot();
         let mut r = base(slot, mpi_call::REQUEST_COMPLETE, t, t, callsite);
         r.request_id = w[0];
         r.peer = (w[2] >> 32) as u32 as i32;
@@ -886,15 +848,6 @@ pub fn status_ignored(st: *mut ffi::MPI_Status) -> bool {
 
 // ---------------------------------------------------------------- peers
 
-/// Per-thread connection counters (issue 5): messages and bytes per world
-/// rank, written only by their thread with plain loads and stores (a locked
-/// add cost ~40 ns per message here), summed over threads at MPI_Finalize.
-/// Leaked, so the counts of threads that ended are still there.
-struct PeerCounts {
-    messages: Box<[AtomicU64]>,
-    bytes: Box<[AtomicU64]>,
-}
-
 /// First contact time per world rank (process-wide; written once per peer).
 static FIRST_CONTACT: OnceLock<Box<[AtomicI64]>> = OnceLock::new();
 static PEER_TABLES: std::sync::Mutex<Vec<&'static PeerCounts>> = std::sync::Mutex::new(Vec::new());
@@ -902,7 +855,7 @@ static DISTINCT_PEERS: AtomicU32 = AtomicU32::new(0);
 
 /// One point-to-point message of the calling thread (`slot`) to or from world rank `peer`.
 #[inline]
-pub fn note_peer(slot: &spooling::ThreadSlot, peer: i32, bytes: u64, t: i64) {
+pub fn note_peer(slot: &slots::ThreadSlot, peer: i32, bytes: u64, t: i64) {
     if peer < 0 || peer == WORLD_RANK.load(Ordering::Relaxed) {
         return;
     }
@@ -933,7 +886,7 @@ fn my_peer_counts(slot: &AtomicPtr<PeerCounts>) -> *const PeerCounts {
         messages: (0..n).map(|_| AtomicU64::new(0)).collect(),
         bytes: (0..n).map(|_| AtomicU64::new(0)).collect(),
     }));
-    spooling::lock(&PEER_TABLES).push(counts);
+    diag::lock(&PEER_TABLES).push(counts);
     slot.store(
         counts as *const PeerCounts as *mut PeerCounts,
         Ordering::Relaxed,
@@ -957,7 +910,7 @@ fn write_peer_samples(t: i64) {
     let Some(first) = FIRST_CONTACT.get() else {
         return;
     };
-    let tables = spooling::lock(&PEER_TABLES).clone();
+    let tables = diag::lock(&PEER_TABLES).clone();
     for (rank, f) in first.iter().enumerate() {
         let first = f.load(Ordering::Relaxed);
         if first == 0 {
@@ -977,7 +930,7 @@ fn write_peer_samples(t: i64) {
 }
 
 fn register_metrics() {
-    use hyscope_format::manifest::MetricInfo;
+    use hyscope_format::MetricInfo;
     let defs = [
         (
             "mpi.connections",
@@ -1000,7 +953,7 @@ fn register_metrics() {
             "collector clock at the first message with peer `key`",
         ),
     ];
-    lifecycle::with_manifest(|m| {
+    state::with_manifest(|m| {
         for (name, unit, description) in defs {
             m.metrics.insert(
                 name.to_string(),
@@ -1036,7 +989,7 @@ pub fn level_name(level: c_int) -> String {
 
 /// Before the real MPI_Init.
 pub fn before_init() {
-    crate::guarded(|| {
+    crate::diag::guarded(|| {
         lifecycle::init();
         crate::samplers::on_mpi_init_begin();
     });
@@ -1044,7 +997,7 @@ pub fn before_init() {
 
 /// After a successful MPI_Init(_thread): world, translation, peers, clock sync, MPI info.
 pub fn after_init(levels: Option<(c_int, c_int)>) {
-    crate::guarded(|| {
+    crate::diag::guarded(|| {
         let mut rank = 0;
         let mut size = 1;
         let mut group = unsafe { ffi::RSMPI_GROUP_NULL };
@@ -1077,7 +1030,7 @@ pub fn after_init(levels: Option<(c_int, c_int)>) {
 /// far encoded and its symbols resolved (while no rank can exit yet), job
 /// manifest.
 pub fn before_finalize() {
-    crate::guarded(|| {
+    crate::diag::guarded(|| {
         // While the sampler still holds MPI_T: initialising it again after
         // the sampler let it go makes Open MPI open every component anew
         // (≈ 0.2 s here).
@@ -1092,19 +1045,19 @@ pub fn before_finalize() {
 /// After the real MPI_Finalize.
 pub fn after_finalize() {
     MPI_UP.store(false, Ordering::Relaxed);
-    crate::guarded(lifecycle::flush_all);
+    crate::diag::guarded(lifecycle::flush_all);
 }
 
 /// MPI_Pcontrol: level 0 pauses recording, other levels resume it; levels
 /// other than 0 and 1 also begin a phase (`phases::pcontrol`).
 pub fn pcontrol(level: c_int) {
     ENABLED.store(level != 0, Ordering::Relaxed);
-    crate::guarded(|| crate::phases::pcontrol(level));
+    crate::diag::guarded(|| crate::phases::pcontrol(level));
 }
 
 /// Before the real MPI_Abort: spool what was recorded ([`lifecycle::abort`]).
 pub fn before_abort(errorcode: c_int) {
-    crate::guarded(|| lifecycle::abort(errorcode));
+    crate::diag::guarded(|| lifecycle::abort(errorcode));
 }
 
 pub fn world_rank() -> i32 {

@@ -14,7 +14,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::mem::MaybeUninit;
 
-use hyscope_format::schema::{MpiRecord, mpi_call};
+use hyscope_format::{MpiRecord, mpi_call};
 use mpi_sys as ffi;
 use mpi_sys::{
     MPI_Aint, MPI_Comm, MPI_Datatype, MPI_File, MPI_Group, MPI_Info, MPI_Message, MPI_Offset,
@@ -91,11 +91,7 @@ unsafe fn sendrecv_recv(
     status: *const MPI_Status,
 ) {
     r.recv_peer = c.world_rank(source);
-    r.recv_tag = if tag < 0 {
-        hyscope_format::schema::ANY
-    } else {
-        tag
-    };
+    r.recv_tag = if tag < 0 { hyscope_format::ANY } else { tag };
     if rc == 0 {
         // SAFETY: forwarded.
         unsafe { sendrecv_from_status(r, c, status) };
@@ -108,11 +104,7 @@ fn post_recv(r: &mut MpiRecord, source: c_int, tag: c_int, comm: MPI_Comm) -> Co
     let c = comm_info(comm);
     r.comm_id = c.id;
     r.peer = c.world_rank(source);
-    r.tag = if tag < 0 {
-        hyscope_format::schema::ANY
-    } else {
-        tag
-    };
+    r.tag = if tag < 0 { hyscope_format::ANY } else { tag };
     c
 }
 

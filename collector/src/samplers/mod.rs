@@ -35,9 +35,9 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hyscope_format::manifest::{MetricInfo, SamplerInfo};
+use hyscope_format::{MetricInfo, SamplerInfo};
 
-use crate::{clock, lifecycle, spooling};
+use crate::{clock, diag, settings, spooling, state};
 
 /// Where a sampler writes: `(time_ns, metric, key, value)`.
 pub type Emit<'a> = dyn FnMut(i64, &str, i64, f64) + 'a;
@@ -118,7 +118,7 @@ fn state() -> MutexGuard<'static, State> {
 /// The sampling interval from `HYSCOPE_SAMPLE_MS`: `0` → None (no sampler
 /// thread; RSS around MPI_Init is still taken).
 pub fn interval() -> Option<Duration> {
-    match lifecycle::settings().sample_ms {
+    match settings::settings().sample_ms {
         0 => None,
         ms => Some(Duration::from_millis(ms)),
     }
@@ -140,7 +140,7 @@ fn register(st: &mut State, mut s: Box<dyn Sampler>) {
         available,
         reason,
         ranks: if available {
-            s.ranks().unwrap_or_else(|| vec![lifecycle::rank()])
+            s.ranks().unwrap_or_else(|| vec![state::rank()])
         } else {
             Vec::new()
         },
@@ -155,7 +155,7 @@ fn register(st: &mut State, mut s: Box<dyn Sampler>) {
 
 /// Put (or replace) a sampler's entry and its metrics in the manifest draft.
 fn publish(info: SamplerInfo, metrics: &[MetricDef]) {
-    lifecycle::with_manifest(|m| {
+    state::with_manifest(|m| {
         m.samplers.retain(|x| x.name != info.name);
         m.samplers.push(info);
         for d in metrics {
@@ -209,8 +209,8 @@ pub fn start() {
     register(&mut st, Box::new(memory::Memory::new()));
     // Under an MPI launcher the node's reader is elected at MPI_Init; until then
     // every rank reads (to follow wraps) but none writes.
-    let mut r = rapl::Rapl::new(rapl::sysfs_root(), !crate::lifecycle::launched_by_mpi());
-    r.reader_ranks = vec![lifecycle::rank()];
+    let mut r = rapl::Rapl::new(rapl::sysfs_root(), !crate::settings::launched_by_mpi());
+    r.reader_ranks = vec![state::rank()];
     register(&mut st, Box::new(r));
     register(&mut st, Box::new(rdma::Rdma::new(rapl::sysfs_root())));
     // Replaced at MPI_Init by what MPI_T offers.
@@ -234,14 +234,14 @@ pub fn start() {
             // SAFETY: registering a plain extern "C" function.
             unsafe { libc::atexit(stop_at_exit) };
         }
-        Err(e) => lifecycle::warn(&format!(
+        Err(e) => diag::warn(&format!(
             "cannot start the sampler thread ({e}); no samples"
         )),
     }
 }
 
 extern "C" fn stop_at_exit() {
-    crate::guarded(stop);
+    crate::diag::guarded(stop);
 }
 
 fn run(every: Duration) {
@@ -253,7 +253,7 @@ fn run(every: Duration) {
         sample_all(&mut st);
         // OpenMP threads are bound at their first fork: their masks, read
         // while the run lasts (a thread gone by exit keeps its reading).
-        crate::lifecycle::sample_thread_cpus();
+        crate::state::sample_thread_cpus();
         st = WAKE
             .wait_timeout(st, every)
             .map(|(g, _)| g)
@@ -295,7 +295,7 @@ pub fn stop() {
 /// Just before `PMPI_Init`: RSS without the MPI runtime.
 pub fn on_mpi_init_begin() {
     let rss = memory::current_rss();
-    lifecycle::with_rank_info(|r| r.rss_before_init = rss);
+    state::with_rank_info(|r| r.rss_before_init = rss);
     if let Some(v) = rss {
         record(clock::now_ns(), "mem.vmrss", -1, v as f64);
     }
@@ -305,11 +305,11 @@ pub fn on_mpi_init_begin() {
 /// RAPL reader and the MPI_T performance variables.
 pub fn on_mpi_init_end() {
     let rss = memory::current_rss();
-    lifecycle::with_rank_info(|r| r.rss_after_init = rss);
+    state::with_rank_info(|r| r.rss_after_init = rss);
     if let Some(v) = rss {
         record(clock::now_ns(), "mem.vmrss", -1, v as f64);
     }
-    crate::guarded(|| {
+    crate::diag::guarded(|| {
         // Sampling disabled (the same setting on every rank, so no rank is left
         // alone in the collective election).
         if state().stop {
@@ -318,10 +318,10 @@ pub fn on_mpi_init_end() {
         let (leader, readers) = match node::elect() {
             Ok(x) => x,
             Err(e) => {
-                lifecycle::warn(&format!(
+                diag::warn(&format!(
                     "node leader election failed ({e}); rank 0 reads RAPL"
                 ));
-                let me = lifecycle::rank();
+                let me = state::rank();
                 (me == 0, vec![0])
             }
         };
@@ -336,7 +336,7 @@ pub fn on_mpi_init_end() {
             }
         }
         let rapl_info =
-            lifecycle::with_manifest(|m| m.samplers.iter().find(|x| x.name == "rapl").cloned());
+            state::with_manifest(|m| m.samplers.iter().find(|x| x.name == "rapl").cloned());
         if let Some(mut info) = rapl_info.filter(|i| i.available) {
             info.ranks = readers.clone();
             info.reason = format!(
@@ -355,7 +355,7 @@ pub fn on_mpi_init_end() {
 /// Just before `PMPI_Finalize`: the last MPI_T reads, then MPI_T is closed
 /// (never after MPI_Finalize).
 pub fn on_mpi_finalize_begin() {
-    crate::guarded(|| {
+    crate::diag::guarded(|| {
         let mut st = state();
         let now = clock::now_ns();
         let mut emit = record;

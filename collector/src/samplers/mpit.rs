@@ -28,6 +28,17 @@ pub const WANTED: &[&str] = &[
 
 const OK: c_int = ffi::MPI_SUCCESS as c_int;
 
+/// MPI_T binding kinds: enum constants whose bindgen names differ by flavour
+/// (MPICH's enum is `MPIR_T_bind_t`).
+#[cfg(not(hyscope_mpich))]
+pub const T_BIND_NO_OBJECT: std::ffi::c_int = ffi::MPI_T_BIND_NO_OBJECT as _;
+#[cfg(not(hyscope_mpich))]
+pub const T_BIND_MPI_COMM: std::ffi::c_int = ffi::MPI_T_BIND_MPI_COMM as _;
+#[cfg(hyscope_mpich)]
+pub const T_BIND_NO_OBJECT: std::ffi::c_int = ffi::MPIR_T_bind_t_MPI_T_BIND_NO_OBJECT as _;
+#[cfg(hyscope_mpich)]
+pub const T_BIND_MPI_COMM: std::ffi::c_int = ffi::MPIR_T_bind_t_MPI_T_BIND_MPI_COMM as _;
+
 /// Name of an MPI datatype (`MPI_UNSIGNED`, `MPI_DOUBLE`...) and its size.
 fn type_info(dt: ffi::MPI_Datatype) -> Option<(String, usize)> {
     let mut buf = [0 as c_char; 256];
@@ -218,10 +229,10 @@ impl MpiT {
     fn bind(&mut self, index: c_int, info: PvarInfo) -> Result<(), String> {
         // SAFETY: a copy of the predefined communicator handle, as obj_handle.
         let mut world: ffi::MPI_Comm = unsafe { ffi::RSMPI_COMM_WORLD };
-        let per_peer = info.bind == crate::mpi::T_BIND_MPI_COMM;
+        let per_peer = info.bind == T_BIND_MPI_COMM;
         let obj: *mut c_void = if per_peer {
             (&mut world as *mut ffi::MPI_Comm).cast()
-        } else if info.bind == crate::mpi::T_BIND_NO_OBJECT {
+        } else if info.bind == T_BIND_NO_OBJECT {
             std::ptr::null_mut()
         } else {
             return Err(format!("{}: bound to object kind {}", info.name, info.bind));

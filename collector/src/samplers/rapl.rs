@@ -19,7 +19,7 @@ use super::{Emit, MetricDef, Probe, Sampler};
 
 /// The sysfs root: `HYSCOPE_SYSFS_ROOT` (tests point it at fixture trees), else `/sys`.
 pub fn sysfs_root() -> PathBuf {
-    crate::lifecycle::settings()
+    crate::settings::settings()
         .sysfs_root
         .clone()
         .unwrap_or_else(|| PathBuf::from("/sys"))

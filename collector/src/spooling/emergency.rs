@@ -1,132 +1,19 @@
 //! Spooling after a crash: what the fatal-signal handler and `MPI_Abort`
-//! write without allocating (the blocks still held, as tail frames), and the
-//! process's end note.
+//! write without allocating (the blocks still held, as tail frames).
 
-use super::*;
+use std::ffi::CStr;
+use std::ptr;
+use std::sync::atomic::Ordering;
 
-/// What the crash handler needs, prepared beforehand (it may not allocate):
-/// the spool paths and the end note's open descriptor of this process.
-struct Emergency {
-    pid: u32,
-    omp: CString,
-    mpi: CString,
-    note_path: std::path::PathBuf,
-    note_fd: libc::c_int,
-    /// The copy of the module map (`hyscope record` resolves symbols with it).
-    maps_path: std::path::PathBuf,
-}
+use hyscope_format::spool::block::{Block, Stream};
+use hyscope_format::spool::{
+    FRAME_HEADER_LEN, RECORD_ROOM, SpoolRecord, file_header, tail_frame_header,
+};
+use hyscope_format::{OmpRecord, ProcessEnd, Table};
 
-static EMERGENCY: AtomicPtr<Emergency> = AtomicPtr::new(ptr::null_mut());
-
-/// Prepare the crash handler's paths and write this process's end note
-/// (`running`), at the start of recording and again when MPI_Init confirms
-/// the rank. A process killed later leaves the note for `hyscope record`,
-/// which tells from it how the process ended. False when the trace
-/// directory is unusable (said once).
-pub fn prepare_emergency() -> bool {
-    let Some(dir) = lifecycle::trace_dir() else {
-        return false;
-    };
-    let spool = dir.join("spool");
-    let (rank, pid) = (lifecycle::rank(), std::process::id());
-    let note_path = spool.join(end_note_name(rank, pid));
-    let old = EMERGENCY.load(Ordering::Acquire);
-    // SAFETY: prepared states are leaked, never freed.
-    if let Some(old) = unsafe { old.as_ref() }
-        && old.pid == pid
-        && old.note_path == note_path
-    {
-        return true;
-    }
-    if let Err(e) = std::fs::create_dir_all(&spool) {
-        // The trace cannot be written at all: one warning, nothing more tried.
-        output_failed_with(&format!("{}: {e}", spool.display()));
-        lock(&WRITER).broken = true;
-        return false;
-    }
-    let c = |p: std::path::PathBuf| CString::new(p.into_os_string().into_vec()).ok();
-    let (Some(omp), Some(mpi), Some(note)) = (
-        c(spool.join(spool_file_name("omp", rank, pid))),
-        c(spool.join(spool_file_name("mpi", rank, pid))),
-        c(note_path.clone()),
-    ) else {
-        return false;
-    };
-    // SAFETY: a valid C path; the descriptor stays open for the process's life.
-    let fd = unsafe {
-        libc::open(
-            note.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
-            0o644,
-        )
-    };
-    if fd < 0 {
-        return false;
-    }
-    let maps_path = spool.join(maps_file_name(rank, pid));
-    crate::symbols::write_maps(&maps_path);
-    let e = Box::into_raw(Box::new(Emergency {
-        pid,
-        omp,
-        mpi,
-        note_path,
-        note_fd: fd,
-        maps_path,
-    }));
-    let old = EMERGENCY.swap(e, Ordering::AcqRel);
-    // SAFETY: as above; the old note (another rank number) is no longer this process's.
-    if let Some(old) = unsafe { old.as_ref() }
-        && old.pid == pid
-    {
-        let _ = std::fs::remove_file(&old.note_path);
-        let _ = std::fs::remove_file(&old.maps_path);
-    }
-    write_end_note(ProcessEnd::Running);
-    true
-}
-
-/// Rewrite this process's end note in place (async-signal-safe: one `pwrite`
-/// of a fixed size into blocks the file already has).
-pub fn write_end_note(end: ProcessEnd) {
-    let e = EMERGENCY.load(Ordering::Acquire);
-    // SAFETY: prepared states are leaked, never freed; getpid is async-signal-safe.
-    let Some(e) = (unsafe { e.as_ref() }) else {
-        return;
-    };
-    if e.pid != unsafe { libc::getpid() } as u32 {
-        return;
-    }
-    let note = EndNote {
-        end,
-        disk_full: DISK_FULL.load(Ordering::Relaxed),
-        dropped: DROPPED.load(Ordering::Relaxed),
-    }
-    .encode();
-    // SAFETY: the buffer is valid for its length.
-    unsafe { libc::pwrite(e.note_fd, note.as_ptr().cast(), note.len(), 0) };
-}
-
-/// The process ended normally and its rank file says so: its end note and
-/// the copy of its module map go.
-pub fn remove_end_note() {
-    if let Some(e) = own_emergency() {
-        let _ = std::fs::remove_file(&e.note_path);
-        let _ = std::fs::remove_file(&e.maps_path);
-    }
-}
-
-/// Copy the module map again (it may have grown since), before the spools
-/// are encoded and resolved against it.
-pub fn refresh_maps() {
-    if let Some(e) = own_emergency() {
-        crate::symbols::write_maps(&e.maps_path);
-    }
-}
-
-fn own_emergency() -> Option<&'static Emergency> {
-    // SAFETY: prepared states are leaked, never freed.
-    unsafe { EMERGENCY.load(Ordering::Acquire).as_ref() }.filter(|e| e.pid == std::process::id())
-}
+use super::end_note::{EMERGENCY, write_end_note};
+use super::writer::{Full, GATE, GATE_CLOSED, GATE_OPEN, QUEUE};
+use crate::slots::{SLOT_LIST, ThreadSlot};
 
 /// Spool every recorded event not spooled yet, from a signal handler or
 /// `MPI_Abort`, and write the end note: async-signal-safe (no lock waited

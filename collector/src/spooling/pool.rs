@@ -1,7 +1,13 @@
 //! The free blocks of each record type, allocated lazily up to
 //! `HYSCOPE_BUFFER_MB`.
 
-use super::*;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hyscope_format::{MpiRecord, OmpRecord, spool::SpoolRecord, spool::block::Block};
+
+use crate::diag::lock;
+use crate::state;
 
 /// Free blocks of one record type, allocated lazily up to the memory budget.
 pub(super) struct Pool<T> {
@@ -32,7 +38,7 @@ impl<T: SpoolRecord> Pool<T> {
     pub(super) fn take(&self) -> Option<*mut Block<T>> {
         let size = std::mem::size_of::<Block<T>>();
         if self.free_len.load(Ordering::Relaxed) == 0
-            && ALLOCATED.load(Ordering::Relaxed) + size > lifecycle::config().buffer_bytes
+            && ALLOCATED.load(Ordering::Relaxed) + size > state::config().buffer_bytes
         {
             return None; // nothing free and no budget left: drop without locking
         }
@@ -56,7 +62,7 @@ impl<T: SpoolRecord> Pool<T> {
     /// happen here, not while recording).
     pub(super) fn allocate(&self) -> Option<*mut Block<T>> {
         let size = std::mem::size_of::<Block<T>>();
-        let budget = lifecycle::config().buffer_bytes;
+        let budget = state::config().buffer_bytes;
         let before = ALLOCATED.fetch_add(size, Ordering::Relaxed);
         if before + size > budget {
             ALLOCATED.fetch_sub(size, Ordering::Relaxed);

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use hyscope_format::reader::{ScanOptions, Trace};
-use hyscope_format::schema::{MpiRecord, SampleRecord, mpi_call};
+use hyscope_format::{MpiRecord, SampleRecord, ScanOptions, Trace, mpi_call};
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

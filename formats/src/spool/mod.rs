@@ -1,8 +1,8 @@
 //! The spool: what the collector writes while the application runs, and how
 //! it becomes the trace's Parquet parts after the run.
 //!
-//! - [`codec`] (re-exported here): the spool file's layout and its record
-//!   codec, [`SpoolWriter`] and [`SpoolReader`];
+//! - `codec.rs` (its items are this module's): the spool file's layout and
+//!   its record codec, [`SpoolWriter`] and [`SpoolReader`];
 //! - [`block`]: the per-thread blocks records are encoded into on the
 //!   application's threads before a writer appends them to the file;
 //! - [`samples`]: the samples' spool, plain text;
@@ -11,7 +11,7 @@
 //!   end of the run or later for a process that was killed.
 
 pub mod block;
-pub mod codec;
+mod codec;
 pub mod phases;
 pub mod samples;
 pub mod to_parquet;

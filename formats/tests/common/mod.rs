@@ -3,10 +3,7 @@
 
 use std::path::Path;
 
-use hyscope_format::Table;
-use hyscope_format::manifest::{Manifest, RankInfo};
-use hyscope_format::schema::{OmpKind, OmpRecord};
-use hyscope_format::writer::{PartWriter, WriterOptions};
+use hyscope_format::{Manifest, OmpKind, OmpRecord, PartWriter, RankInfo, Table, WriterOptions};
 
 /// Small parts and row groups, so a few hundred rows exercise every boundary.
 pub fn small(rows_per_part: usize, rows_per_row_group: usize) -> WriterOptions {

@@ -35,9 +35,9 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use hyscope_analyzer::aligned::endpoints::{RequestKind, endpoints};
-use hyscope_format::manifest::{Communicator, SELF_COMM_ID, WORLD_COMM_ID};
-use hyscope_format::schema::{Endpoint, mpi_call};
-use hyscope_format::{MpiRecord, OmpKind};
+use hyscope_format::{
+    Communicator, Endpoint, MpiRecord, OmpKind, SELF_COMM_ID, WORLD_COMM_ID, mpi_call,
+};
 
 use super::{TraceData, omp_label};
 

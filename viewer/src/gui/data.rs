@@ -10,8 +10,9 @@ use hyscope_analyzer::aligned::AlignedTrace;
 use hyscope_analyzer::aligned::series::{SampleSeries, is_energy, sample_series};
 use hyscope_analyzer::timeline::TimelineIndex;
 use hyscope_analyzer::{Analysis, AnalyzeOptions};
-use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, SymbolRecord};
-use hyscope_format::{ScanOptions, Trace};
+use hyscope_format::{
+    MpiRecord, OmpKind, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Trace,
+};
 
 use crate::loading::Loading;
 use crate::samples::{rate_steps, steps};

@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use eframe::egui::{self, Key, Modifiers, PointerButton, Pos2};
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use hyscope_format::manifest::RankInfo;
-use hyscope_format::schema::{MpiRecord, OmpKind, OmpRecord, SampleRecord, Table, mpi_call};
-use hyscope_format::{Manifest, PartWriter, WriterOptions};
+use hyscope_format::{
+    Manifest, MpiRecord, OmpKind, OmpRecord, PartWriter, RankInfo, SampleRecord, Table,
+    WriterOptions, mpi_call,
+};
 
 use super::app::GuiApp;
 use crate::units;
@@ -513,7 +514,7 @@ fn a_partial_trace_is_said_in_the_top_bar() {
 
 #[test]
 fn a_phase_row_above_a_rank_with_phases() {
-    use hyscope_format::schema::PhaseRecord;
+    use hyscope_format::PhaseRecord;
     let dir = TempDir::new("phases");
     write_trace(&dir.0);
     let phase = |name, start_ns, end_ns, depth| PhaseRecord::api(0, name, start_ns, end_ns, depth);
@@ -535,7 +536,7 @@ fn a_phase_row_above_a_rank_with_phases() {
 /// and "zoom to it" frames the phase's interval in the timeline.
 #[test]
 fn the_phase_filter_restricts_the_analysis_and_zooms_to_the_phase() {
-    use hyscope_format::schema::PhaseRecord;
+    use hyscope_format::PhaseRecord;
     let dir = TempDir::new("phase-filter");
     write_trace(&dir.0);
     let mut w = PartWriter::create(&dir.0, Table::Phases, 0, WriterOptions::default()).unwrap();

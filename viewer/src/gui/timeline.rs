@@ -787,9 +787,9 @@ pub fn interval_details(ui: &mut egui::Ui, data: &TraceData, rank: u32, i: &Inte
     ui.label(format!("duration {}", units::ns((i.end - i.start) as f64)));
     match &i.detail {
         Detail::Omp(r) => {
-            if r.kind == hyscope_format::schema::OmpKind::Chunk as u8 {
+            if r.kind == hyscope_format::OmpKind::Chunk as u8 {
                 ui.label(format!("iterations {} (from {})", r.count, r.chunk_start));
-            } else if r.kind == hyscope_format::schema::OmpKind::Work as u8 {
+            } else if r.kind == hyscope_format::OmpKind::Work as u8 {
                 ui.label(format!("trip count {}", r.count));
             }
             if r.team_size > 0 {

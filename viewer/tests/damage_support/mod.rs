@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use hyscope_format::reader::read_part_records;
-use hyscope_format::record_batch::Record;
-use hyscope_format::writer::{PartWriter, WriterOptions};
-use hyscope_format::{MpiRecord, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Table, Trace};
+use hyscope_format::{
+    MpiRecord, OmpRecord, PartWriter, Record, SampleRecord, ScanOptions, SymbolRecord, Table,
+    Trace, WriterOptions, read_part_records,
+};
 
 pub fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2")

@@ -18,10 +18,9 @@
 
 use std::path::{Path, PathBuf};
 
-use hyscope_format::manifest::{MpiInfo, OpenMpInfo, RankInfo, SamplerInfo};
-use hyscope_format::schema::{OmpKind, mpi_call};
 use hyscope_format::{
-    Manifest, MpiRecord, OmpRecord, PartWriter, SampleRecord, Table, WriterOptions,
+    Manifest, MpiInfo, MpiRecord, OmpKind, OmpRecord, OpenMpInfo, PartWriter, RankInfo,
+    SampleRecord, SamplerInfo, Table, WriterOptions, mpi_call,
 };
 
 pub const MS: i64 = 1_000_000;
@@ -253,7 +252,7 @@ fn write(name: &str, energy: bool) -> PathBuf {
             pid: 1000 + rank,
             cores: vec![rank * 2, rank * 2 + 1],
             threads: 2,
-            events: hyscope_format::manifest::EventCounts {
+            events: hyscope_format::EventCounts {
                 omp: o.len() as u64,
                 mpi: p.len() as u64,
                 samples: samples.len() as u64,

@@ -1,0 +1,12 @@
+//! Why a trace could not be analysed.
+
+use std::path::PathBuf;
+
+/// Why a trace could not be analysed. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error(transparent)]
+    Format(#[from] hyscope_format::FormatError),
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}

@@ -1,0 +1,103 @@
+//! What the analysis passes read: every rank's rows on rank 0's clock, the
+//! manifest, the resolved code addresses and what the loader found damaged
+//! (made by `load`, read by every pass).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use hyscope_format::{Manifest, MpiRecord, PhaseRecord, SampleRecord};
+
+use crate::model::{CodeLocation, TraceProblem};
+
+/// One rank's rows, on rank 0's clock.
+#[derive(Debug, Default, Clone)]
+pub struct RankData {
+    pub rank: u32,
+    /// OpenMP rows read (the rows themselves are aggregated per rank by
+    /// [`crate::omp::rank_pass`] while loading and then dropped: memory stays bounded).
+    pub omp_rows: u64,
+    /// Highest OpenMP thread index seen + 1.
+    pub omp_threads: u32,
+    pub mpi: Vec<MpiRecord>,
+    pub samples: Vec<SampleRecord>,
+    /// First and last timestamp of any row (rank 0's clock).
+    pub first_ns: i64,
+    pub last_ns: i64,
+    /// The application's window: end of `MPI_Init(_thread)` to start of
+    /// `MPI_Finalize` (first/last event without them). The fine-grain model and
+    /// the POP metrics look at this window, so MPI start-up is not "communication".
+    pub app_start_ns: i64,
+    pub app_end_ns: i64,
+    /// Named phase intervals, sorted by (thread, start, depth).
+    pub phases: Vec<PhaseRecord>,
+    /// The OpenMP time inside each of `phases` (summed while loading).
+    pub phase_omp: Vec<PhaseOmp>,
+    /// First start and last end of the OpenMP rows analysed (rank 0's clock), if any.
+    pub omp_span: Option<(i64, i64)>,
+    /// The same over the whole run (differs from `omp_span` under a focus).
+    pub omp_whole_span: Option<(i64, i64)>,
+}
+
+/// Everything the analysis passes read.
+#[derive(Debug, Default, Clone)]
+pub struct TraceData {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    /// Sorted by rank.
+    pub ranks: Vec<RankData>,
+    pub symbols: HashMap<u64, CodeLocation>,
+    pub warnings: Vec<String>,
+    /// What the loader found lost or damaged (becomes [`crate::Analysis::integrity`]).
+    pub problems: Vec<TraceProblem>,
+    /// Half the worst clock-offset round trip, ns.
+    pub clock_error_ns: i64,
+    pub clock_corrected: bool,
+    /// Code address → the address that stands for its source location: ranks load
+    /// the program at different addresses (ASLR), so one `file:line` has one
+    /// address per rank; aggregates are keyed by the canonical one.
+    pub canonical: HashMap<u64, u64>,
+    /// The phase the OpenMP rows and phases were restricted to while loading;
+    /// [`crate::analyze`] restricts the MPI rows and samples after matching.
+    pub focus: Option<crate::focus::Focus>,
+}
+
+impl TraceData {
+    /// The canonical address of a code address (itself when unresolved).
+    pub fn canon(&self, address: u64) -> u64 {
+        self.canonical.get(&address).copied().unwrap_or(address)
+    }
+
+    /// The location of a code address (an unresolved one is labelled `0x…`).
+    pub fn location(&self, address: u64) -> CodeLocation {
+        self.symbols
+            .get(&address)
+            .cloned()
+            .unwrap_or_else(|| unresolved(address))
+    }
+}
+
+fn unresolved(address: u64) -> CodeLocation {
+    CodeLocation {
+        address,
+        label: if address == 0 {
+            "(unknown)".to_string()
+        } else {
+            format!("{address:#x}")
+        },
+        ..CodeLocation::default()
+    }
+}
+
+/// OpenMP time inside one phase interval of a rank, ns (all threads): summed
+/// while loading (`phases::omp_in_windows`), since the OpenMP rows are not kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PhaseOmp {
+    /// Parallel regions (on their encountering threads).
+    pub region_ns: i64,
+    /// Regions minus their primary implicit task: fork and join (Mahéo 2015 §6.6.3).
+    pub fork_join_ns: i64,
+    /// Waiting in synchronisation regions (barriers, taskwait...), every
+    /// thread, within the region's span (a worker's join-barrier wait outlasts
+    /// its region with libomp: the rest is idling between regions).
+    pub sync_wait_ns: i64,
+}

@@ -1,0 +1,383 @@
+//! This process's shared state from start to exit: the configuration, its
+//! rank and identity in the trace, the trace directory, the manifest draft
+//! and its [`RankInfo`]. What every layer reads; the start and exit paths
+//! that change it are in `lifecycle`.
+//!
+//! Initialised once, by the library constructor or `ompt_start_tool`,
+//! whichever runs first ([`init`] is idempotent).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use hyscope_format::{ChildOf, Manifest, ProcessEnd, RankInfo, ThreadCpus, trace_name};
+
+use crate::diag::{self, lock, warn};
+use crate::settings::{launched_by_mpi, settings};
+use crate::{clock, slots, symbols};
+
+/// What the session makes of the [`settings`].
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `HYSCOPE_OUTPUT`: the trace directory (default `hyscope-<prog>-<date>-<time>` in cwd).
+    pub output: Option<PathBuf>,
+    /// `HYSCOPE_MODE`: `trace` (default) or `profile`.
+    pub mode: String,
+    /// `HYSCOPE_BUFFER_MB` (default 64: about 0.8 s of events at 1 M events/s, so a writer that falls behind on a busy node rarely drops) in bytes: the cap on event buffer memory.
+    pub buffer_bytes: usize,
+}
+
+struct Session {
+    config: Config,
+    manifest: Mutex<Manifest>,
+    rank_info: Mutex<RankInfo>,
+}
+
+static SESSION: OnceLock<Session> = OnceLock::new();
+pub(crate) static RANK: AtomicU32 = AtomicU32::new(0);
+pub(crate) static MANIFEST_BY_MPI: AtomicBool = AtomicBool::new(false);
+/// The exit path has begun ([`sample_thread_cpus`] keeps earlier masks).
+pub(crate) static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Initialise the session (idempotent, cheap after the first call).
+pub fn init() {
+    session();
+}
+
+fn session() -> &'static Session {
+    SESSION.get_or_init(|| {
+        // Index 0 goes to the thread that initialises: the initial thread.
+        slots::thread_index();
+        let rank = rank_from_env();
+        RANK.store(rank, Ordering::Relaxed);
+        let config = config_from_env();
+        let start_clock_ns = clock::now_ns();
+        let start_unix_ns = unix_ns();
+        let host = hyscope_format::hostname();
+        let mut manifest = Manifest::new();
+        manifest.command = command_line();
+        manifest.start_time = rfc3339(start_unix_ns);
+        manifest.start_unix_ns = start_unix_ns;
+        manifest.start_clock_ns = start_clock_ns;
+        manifest.clock = clock::info();
+        manifest.mode = config.mode.clone();
+        manifest.hosts = vec![host.clone()];
+        manifest.world_size = 1;
+        manifest.config = std::env::vars()
+            .filter(|(k, _)| k.starts_with("HYSCOPE_"))
+            .collect::<BTreeMap<_, _>>();
+        let rank_info = RankInfo {
+            rank,
+            host,
+            pid: std::process::id(),
+            cores: affinity(),
+            node_cpus: online_cpus(),
+            tsc_hz: manifest.clock.tsc_hz,
+            ..RankInfo::default()
+        };
+        diag::init();
+        Session {
+            config,
+            manifest: Mutex::new(manifest),
+            rank_info: Mutex::new(rank_info),
+        }
+    })
+}
+
+/// The configuration.
+pub fn config() -> &'static Config {
+    &session().config
+}
+
+/// This process's rank: from the launcher's environment at load, confirmed by MPI_Init.
+pub fn rank() -> u32 {
+    init();
+    RANK.load(Ordering::Relaxed)
+}
+
+/// The trace directory (`HYSCOPE_OUTPUT`), None only if no directory can be named.
+pub fn trace_dir() -> Option<PathBuf> {
+    config().output.clone()
+}
+
+/// Change this rank's info (e.g. RSS around MPI_Init, clock offsets).
+/// Do not call [`warn`] inside `f`... it is fine, warnings are kept apart.
+pub fn with_rank_info<R>(f: impl FnOnce(&mut RankInfo) -> R) -> R {
+    f(&mut lock(&session().rank_info))
+}
+
+/// Change the job manifest draft this process holds (rank 0's is written).
+pub fn with_manifest<R>(f: impl FnOnce(&mut Manifest) -> R) -> R {
+    f(&mut lock(&session().manifest))
+}
+
+/// The MPI layer wrote (or will write) manifest.json; the exit path then does not.
+pub fn mark_manifest_written_by_mpi() {
+    MANIFEST_BY_MPI.store(true, Ordering::Relaxed);
+}
+
+/// Read each OpenMP thread's affinity mask into the rank's info and return
+/// them all. Read from outside the threads (by kernel thread id), so the
+/// callbacks pay nothing; the sampler thread calls this every tick, and the
+/// rank's info is read before `MPI_Finalize` and at exit.
+///
+/// At exit, a mask read earlier is kept: a thread gone since keeps the mask
+/// it had, and libomp may give the initial thread its original mask back
+/// when it shuts down. `atexit` handlers and the application's destructors
+/// still see the bound mask (checked with `OMP_PROC_BIND=close`
+/// and `master`, OpenMP-only and under `mpirun`), so an OpenMP-only run too
+/// short for the sampler, or without it, is read right at exit
+/// (`record_omp.rs`, `HYSCOPE_SAMPLE_MS=0`).
+pub fn sample_thread_cpus() -> Vec<ThreadCpus> {
+    let at_exit = EXITING.load(Ordering::Relaxed);
+    let mut info = lock(&session().rank_info);
+    for (thread, tid) in hyscope_ompt::thread_ids() {
+        let known = info.thread_cpus.iter().position(|t| t.thread == thread);
+        if at_exit && known.is_some() {
+            continue;
+        }
+        let Some(cpus) = affinity_of(tid) else {
+            continue;
+        };
+        match known {
+            Some(i) => info.thread_cpus[i].cpus = cpus,
+            None => info.thread_cpus.push(ThreadCpus { thread, cpus }),
+        }
+    }
+    info.thread_cpus.sort_by_key(|t| t.thread);
+    info.thread_cpus.clone()
+}
+
+/// The process whose identity in the trace is being claimed, and the one
+/// whose claim is done ([`claim_identity`]). Process ids, not a lock: a
+/// forked child inherits these but must claim its own.
+static CLAIMING: AtomicU32 = AtomicU32::new(0);
+static CLAIMED: AtomicU32 = AtomicU32::new(0);
+
+/// The most children of one job that take an id of their own.
+const MAX_CHILDREN: u32 = 1 << 16;
+
+/// Take this process's id in the trace, once per process, before anything
+/// is written under it: its launcher rank, unless another process already
+/// holds that rank's file. Then the process is a child that a rank forked or
+/// exec'd (it inherited the rank's environment, and with it the rank
+/// number): it takes the first free id after the job's ranks and records
+/// which rank it comes from, so that nothing it writes lands in the rank's
+/// files. True when this call wrote the process's (early) rank file.
+pub(crate) fn claim_identity() -> bool {
+    let pid = std::process::id();
+    if CLAIMED.load(Ordering::Acquire) == pid {
+        return false;
+    }
+    if CLAIMING.swap(pid, Ordering::AcqRel) == pid {
+        // Another thread of this process claims: nothing may be written
+        // before it is done (bounded: the claim is a few small files).
+        for _ in 0..5000 {
+            if CLAIMED.load(Ordering::Acquire) == pid {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        return false;
+    }
+    struct Done(u32);
+    impl Drop for Done {
+        fn drop(&mut self) {
+            CLAIMED.store(self.0, Ordering::Release);
+        }
+    }
+    let _done = Done(pid);
+    let Some(dir) = trace_dir() else {
+        return false;
+    };
+    let forked_from = with_rank_info(|r| (r.pid != pid).then_some(r.pid));
+    if forked_from.is_some() {
+        forget_parents_identity(pid);
+    }
+    // Not the snapshot: this may run where the writer's lock is held.
+    let mut info = with_rank_info(|r| r.clone());
+    info.end = Some(ProcessEnd::Running);
+    // An unusable directory is said once by whoever writes next.
+    match info.claim(&dir) {
+        Ok(true) => return true,
+        Ok(false) => {}
+        Err(_) => return false,
+    }
+    let path = RankInfo::path(&dir, info.rank);
+    if RankInfo::read(&path).is_ok_and(|holder| holder.pid == pid) {
+        return false;
+    }
+    let of_rank = info.rank;
+    // SAFETY: getppid has no preconditions.
+    let parent_pid = forked_from.unwrap_or_else(|| unsafe { libc::getppid() } as u32);
+    let child_of = ChildOf {
+        rank: of_rank,
+        parent_pid,
+    };
+    let command = command_line();
+    info.child_of = Some(child_of);
+    info.command = command.clone();
+    let first = world_size_hint().max(of_rank.saturating_add(1));
+    for id in first..first.saturating_add(MAX_CHILDREN) {
+        if RankInfo::path(&dir, id).exists() {
+            continue; // taken: no file written to find out
+        }
+        info.rank = id;
+        match info.claim(&dir) {
+            Ok(true) => {
+                RANK.store(id, Ordering::Relaxed);
+                with_rank_info(|r| {
+                    r.rank = id;
+                    r.child_of = Some(child_of);
+                    r.command = command;
+                });
+                return true;
+            }
+            Ok(false) => continue,
+            Err(_) => return false,
+        }
+    }
+    warn(&format!(
+        "rank {of_rank} and {MAX_CHILDREN} ids after the job are taken; this process's events go under rank {of_rank}"
+    ));
+    false
+}
+
+/// A forked child starts with a copy of its parent's identity: keep what
+/// describes the node and the clock, drop what is the parent's own.
+fn forget_parents_identity(pid: u32) {
+    with_rank_info(|r| {
+        r.pid = pid;
+        r.communicators.clear();
+        r.rss_before_init = None;
+        r.rss_after_init = None;
+        r.thread_cpus.clear();
+        r.exit_ns = None;
+        r.end = None;
+        r.finished = false;
+    });
+    diag::forget_given();
+    symbols::forget_written();
+    MANIFEST_BY_MPI.store(false, Ordering::Relaxed);
+}
+
+/// The number of the job's ranks as far as this process can tell: MPI's
+/// (a forked child of a rank), else the launcher's, else 1.
+fn world_size_hint() -> u32 {
+    let known = with_manifest(|m| m.world_size);
+    let launcher = [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMIX_SIZE",
+        "PMI_SIZE",
+        "SLURM_NTASKS",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok()?.trim().parse::<u32>().ok())
+    .unwrap_or(1);
+    known.max(launcher).max(1)
+}
+
+fn rank_from_env() -> u32 {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok()?.trim().parse::<u32>().ok())
+    .unwrap_or(0)
+}
+
+fn config_from_env() -> Config {
+    let s = settings();
+    Config {
+        output: s.output.clone().or_else(default_output),
+        mode: s.mode.as_str().to_string(),
+        buffer_bytes: (s.buffer_mb as usize).saturating_mul(1 << 20),
+    }
+}
+
+/// The default trace directory ([`hyscope_format::trace_name`]) in the
+/// working directory.
+fn default_output() -> Option<PathBuf> {
+    let prog = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "app".into());
+    let secs = if launched_by_mpi() {
+        trace_name::parent_start_unix_secs().unwrap_or_else(trace_name::unix_secs)
+    } else {
+        trace_name::unix_secs()
+    };
+    let name = trace_name::default_dir_name(&prog, secs);
+    Some(std::env::current_dir().ok()?.join(name))
+}
+
+fn unix_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn rfc3339(unix_ns: i64) -> String {
+    let (y, mo, d, h, mi, s) = trace_name::civil(unix_ns.div_euclid(1_000_000_000));
+    let ms = unix_ns.rem_euclid(1_000_000_000) / 1_000_000;
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+}
+
+fn command_line() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// CPUs online on this host, whatever this process's affinity.
+fn online_cpus() -> u32 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    u32::try_from(n).unwrap_or(0)
+}
+
+fn affinity() -> Vec<u32> {
+    affinity_of(0).unwrap_or_default()
+}
+
+/// The CPUs thread `tid` may run on (0 = the calling thread); None when it
+/// has exited.
+fn affinity_of(tid: i32) -> Option<Vec<u32>> {
+    // SAFETY: set is a plain bitmask, zeroed before use.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return None;
+        }
+        Some(
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .map(|c| c as u32)
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(1_500_000_000), "1970-01-01T00:00:01.500Z");
+        // 2026-11-22T06:43:07.250Z
+        assert_eq!(
+            rfc3339(1_795_329_787_250_000_000),
+            "2026-11-22T06:43:07.250Z"
+        );
+    }
+}
