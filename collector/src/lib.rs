@@ -8,7 +8,8 @@
 //! - [`symbols`]: code addresses → function, file:line at exit;
 //! - [`crash`]: fatal-signal handlers that spool every recorded event first;
 //! - [`mpi`]: PMPI wrappers; [`samplers`]: sampled metrics;
-//! - [`phases`]: named phases (`hyscope.h`, `MPI_Pcontrol` levels, `omp_control_tool`).
+//! - [`phases`]: named phases (`hyscope.h`, `MPI_Pcontrol` levels, `omp_control_tool`);
+//! - [`nvtx`]: NVTX ranges as phases, through NVTX's injection (`InitializeInjectionNvtx2`).
 //!
 //! The OMPT adapter lives in the `hyscope-ompt` crate; this crate exports
 //! `ompt_start_tool` and is its sink.
@@ -17,6 +18,7 @@ pub mod clock;
 pub mod crash;
 pub mod lifecycle;
 pub mod mpi;
+pub mod nvtx;
 pub mod phases;
 pub mod samplers;
 pub mod spooling;

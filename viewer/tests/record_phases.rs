@@ -52,6 +52,37 @@ fn lines(text: &str, prefix: &str) -> Vec<String> {
     v
 }
 
+/// What a run measured (its `phase <rank> <name> <step> <ns>` lines):
+/// (rank, name) → total ns, and (rank, name, step) → ns.
+#[allow(clippy::type_complexity)]
+fn measured(
+    text: &str,
+) -> (
+    BTreeMap<(u32, String), i64>,
+    BTreeMap<(u32, String, i64), i64>,
+) {
+    let mut total: BTreeMap<(u32, String), i64> = BTreeMap::new();
+    let mut steps: BTreeMap<(u32, String, i64), i64> = BTreeMap::new();
+    for l in lines(text, "phase ") {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (rank, name, step, ns) = (
+            f[1].parse::<u32>().unwrap(),
+            f[2].to_string(),
+            f[3].parse::<i64>().unwrap(),
+            f[4].parse::<i64>().unwrap(),
+        );
+        *total.entry((rank, name.clone())).or_default() += ns;
+        steps.insert((rank, name, step), ns);
+    }
+    (total, steps)
+}
+
+/// `got` ns within 1 % of `want` ns.
+fn within_1pct(got: i64, want: i64, what: &str) {
+    let (got, want) = (got as f64, want as f64);
+    assert!((got - want).abs() <= 0.01 * want, "{what}: {got} vs {want}");
+}
+
 fn report_json(trace: &Path, extra: &[&str]) -> serde_json::Value {
     let out = run_ok(hyscope().arg("report").arg(trace).arg("--json").args(extra));
     serde_json::from_slice(&out.stdout).unwrap()
@@ -74,20 +105,7 @@ fn nested_phases_match_what_the_program_measured() {
         lines(&recorded, "phase").len()
     );
 
-    // What the recorded run measured: (rank, name) → total ns, and per step.
-    let mut measured: BTreeMap<(u32, String), i64> = BTreeMap::new();
-    let mut steps: BTreeMap<(u32, String, i64), i64> = BTreeMap::new();
-    for l in lines(&recorded, "phase ") {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let (rank, name, step, ns) = (
-            f[1].parse::<u32>().unwrap(),
-            f[2].to_string(),
-            f[3].parse::<i64>().unwrap(),
-            f[4].parse::<i64>().unwrap(),
-        );
-        *measured.entry((rank, name.clone())).or_default() += ns;
-        steps.insert((rank, name, step), ns);
-    }
+    let (measured, steps) = measured(&recorded);
     assert_eq!(measured.len(), 8, "{measured:?}");
 
     // The trace: every interval, nested as the program nests them.
@@ -116,11 +134,10 @@ fn nested_phases_match_what_the_program_measured() {
             assert!(s.start_ns <= h.start_ns && h.end_ns <= s.end_ns);
             // Each interval within 1 % of what the program measured around it.
             for (p, name) in [(s, "step"), (h, "halo")] {
-                let want = steps[&(rank, name.to_string(), i as i64)] as f64;
-                let got = (p.end_ns - p.start_ns) as f64;
-                assert!(
-                    (got - want).abs() <= 0.01 * want,
-                    "rank {rank} {name} {i}: {got} vs {want}"
+                within_1pct(
+                    p.end_ns - p.start_ns,
+                    steps[&(rank, name.to_string(), i as i64)],
+                    &format!("rank {rank} {name} {i}"),
                 );
             }
         }
@@ -392,4 +409,159 @@ fn a_killed_process_keeps_its_finished_phases() {
         ]
     );
     assert!(!trace.join("spool").exists());
+}
+
+#[test]
+fn nvtx_ranges_are_phases_without_a_rebuild() {
+    let header = Path::new("/usr/local/include/nvtx3/nvToolsExt.h");
+    assert!(
+        header.is_file(),
+        "{} is missing: run scripts/install-deps.sh (it installs the NVTX headers)",
+        header.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // No hyscope header or library: only NVTX's own headers.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/phases/nested_nvtx.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    assert!(!text.contains("#include <hyscope.h>"));
+    let exe = build_mpi(dir.path(), "nested_nvtx", &text);
+
+    // Without hyscope: runs, no tool loaded, the same results.
+    let plain = stdout(&run_ok(mpirun(&exe).env_remove("NVTX_INJECTION64_PATH")));
+    let trace = dir.path().join("trace");
+    let recorded = stdout(&run_ok(
+        recorded_run(&trace, &exe).env_remove("NVTX_INJECTION64_PATH"),
+    ));
+    assert_eq!(lines(&plain, "result"), lines(&recorded, "result"));
+    assert_eq!(lines(&plain, "result").len(), 2);
+    assert_eq!(
+        lines(&plain, "instances"),
+        ["instances 0 0", "instances 1 0"]
+    );
+    // NVTX's dlopen of NVTX_INJECTION64_PATH found the preloaded library.
+    assert_eq!(
+        lines(&recorded, "instances"),
+        ["instances 0 1", "instances 1 1"]
+    );
+    let (measured, steps) = measured(&recorded);
+    assert_eq!(measured.len(), 12, "{measured:?}");
+
+    let t = Trace::open(&trace).unwrap();
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    assert!(rows.iter().all(|(_, p)| p.source == phase_source::NVTX));
+    for rank in [0, 1] {
+        let of = |name: &str| -> Vec<&PhaseRecord> {
+            rows.iter()
+                .filter(|(r, p)| *r == rank && p.name == name)
+                .map(|(_, p)| p)
+                .collect()
+        };
+        let count = |name: &str| of(name).len();
+        assert_eq!(
+            [
+                "setup",
+                "solver",
+                "step",
+                "halo",
+                "overlap",
+                "io:checkpoint",
+                "io:written"
+            ]
+            .map(count),
+            [1, 1, 4, 4, 1, 1, 1]
+        );
+        let (setup, solver, step, halo) = (of("setup"), of("solver"), of("step"), of("halo"));
+        assert_eq!((setup[0].depth, solver[0].depth), (0, 0));
+        assert!(setup[0].end_ns <= solver[0].start_ns);
+        for (p, name) in [(setup[0], "setup"), (solver[0], "solver")] {
+            within_1pct(
+                p.end_ns - p.start_ns,
+                measured[&(rank, name.to_string())],
+                &format!("rank {rank} {name}"),
+            );
+        }
+        for (i, (s, h)) in step.iter().zip(&halo).enumerate() {
+            assert_eq!((s.thread, s.depth, h.depth), (0, 1, 2));
+            assert_eq!((s.iteration, h.iteration), (NO_ITERATION, NO_ITERATION));
+            assert!(solver[0].start_ns <= s.start_ns && s.end_ns <= solver[0].end_ns);
+            assert!(s.start_ns <= h.start_ns && h.end_ns <= s.end_ns);
+            for (p, name) in [(s, "step"), (h, "halo")] {
+                within_1pct(
+                    p.end_ns - p.start_ns,
+                    steps[&(rank, name.to_string(), i as i64)],
+                    &format!("rank {rank} {name} {i}"),
+                );
+            }
+        }
+        // The start/end range: the starting thread's, begun in step 1 (two
+        // ranges open around it), ended by another thread during step 2.
+        let overlap = of("overlap")[0];
+        assert_eq!((overlap.thread, overlap.depth), (0, 2));
+        assert!(step[1].start_ns <= overlap.start_ns && overlap.start_ns <= halo[1].start_ns);
+        assert!(halo[2].end_ns <= overlap.end_ns && overlap.end_ns <= step[2].end_ns);
+        within_1pct(
+            overlap.end_ns - overlap.start_ns,
+            measured[&(rank, "overlap".to_string())],
+            &format!("rank {rank} overlap"),
+        );
+        // The domain's range and mark, named `domain:message`; the mark has no duration.
+        let (ck, written) = (of("io:checkpoint")[0], of("io:written")[0]);
+        assert_eq!((ck.depth, written.depth), (0, 1));
+        assert!(solver[0].end_ns <= ck.start_ns);
+        assert_eq!(written.start_ns, written.end_ns);
+        assert!(ck.start_ns <= written.start_ns && written.end_ns <= ck.end_ns);
+        within_1pct(
+            ck.end_ns - ck.start_ns,
+            measured[&(rank, "io:checkpoint".to_string())],
+            &format!("rank {rank} io:checkpoint"),
+        );
+    }
+
+    // The report: the same table as with hyscope.h, source nvtx.
+    let a = report_json(&trace, &[]);
+    let phases = a["phases"]["observed"].as_array().expect("phases observed");
+    for p in phases {
+        assert_eq!(p["source"], "nvtx", "{p}");
+        let name = p["name"].as_str().unwrap();
+        if name == "io:written" {
+            continue;
+        }
+        for r in p["ranks"].as_array().unwrap() {
+            let rank = r["rank"].as_u64().unwrap() as u32;
+            let want = measured[&(rank, name.to_string())] as f64 * 1e-9;
+            let got = r["time_s"].as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 0.01 * want,
+                "rank {rank} {name}: report {got} s, program {want} s"
+            );
+        }
+    }
+    assert_eq!(phases.len(), 7);
+}
+
+#[test]
+fn record_keeps_a_users_nvtx_tool() {
+    // A user's NVTX_INJECTION64_PATH stays, with one warning; this test's
+    // "tool" is a file that is not a library: NVTX ignores a tool it cannot load.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_mpi(
+        dir.path(),
+        "one_range",
+        "#include <nvtx3/nvToolsExt.h>\n#include <mpi.h>\n\
+         int main(int c, char **v) { MPI_Init(&c, &v); nvtxRangePushA(\"r\"); \
+         nvtxRangePop(); MPI_Finalize(); return 0; }\n",
+    );
+    let tool = dir.path().join("not-a-tool.so");
+    std::fs::write(&tool, "").unwrap();
+    let trace = dir.path().join("trace");
+    let out = run_ok(recorded_run(&trace, &exe).env("NVTX_INJECTION64_PATH", &tool));
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("NVTX_INJECTION64_PATH is set to").count(),
+        1,
+        "{err}"
+    );
+    let t = Trace::open(&trace).unwrap();
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    assert!(rows.is_empty(), "{rows:?}");
 }
