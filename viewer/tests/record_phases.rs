@@ -7,22 +7,12 @@
 mod record_support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use hyscope_format::schema::{NO_ITERATION, PhaseRecord, mpi_call, phase_source};
 use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace};
 use record_support::*;
-
-fn include_dir() -> String {
-    format!("-I{}/../include", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn build(dir: &Path, name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/phases/{name}.c"));
-    let text = std::fs::read_to_string(&src).unwrap();
-    build_mpi_with(dir, name, &text, &[&include_dir()])
-}
 
 fn mpirun(exe: &Path) -> Command {
     let mut cmd = Command::new("mpirun");
@@ -91,7 +81,7 @@ fn report_json(trace: &Path, extra: &[&str]) -> serde_json::Value {
 #[test]
 fn nested_phases_match_what_the_program_measured() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build(dir.path(), "nested");
+    let exe = build_phase_program(dir.path(), "nested");
 
     // Without hyscope: runs, and prints the same results.
     let plain = run_ok(&mut mpirun(&exe));
@@ -224,7 +214,7 @@ fn nested_phases_match_what_the_program_measured() {
 #[test]
 fn pcontrol_levels_and_control_tool_pause() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build(dir.path(), "control");
+    let exe = build_phase_program(dir.path(), "control");
 
     // Without hyscope: omp_control_tool finds no tool (-2), same results.
     let plain = stdout(&run_ok(&mut mpirun(&exe)));
@@ -383,7 +373,7 @@ fn fortran_through_the_module() {
 #[test]
 fn a_killed_process_keeps_its_finished_phases() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build(dir.path(), "killed");
+    let exe = build_phase_program(dir.path(), "killed");
     let trace = dir.path().join("trace");
     let out = record_into(&trace).arg(&exe).output().unwrap();
     assert_eq!(stdout(&out).trim(), "ready", "{}", stderr(&out));
