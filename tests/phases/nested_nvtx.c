@@ -4,7 +4,7 @@
  *
  * Every rank: "setup" (nvtxRangePushA, sleeps 40 ms), then "solver" around
  * STEPS steps, each a "step" (nvtxRangePushEx, an ASCII message) around a
- * "halo" exchange (nvtxRangePushA: a ring MPI_Sendrecv and a sleep of
+ * "halo" exchange (nvtxRangePushW, a wide string: a ring MPI_Sendrecv and a sleep of
  * 20 ms) and an OpenMP loop; step SLOW sleeps 100 ms more than the others.
  * Besides:
  * - "io:checkpoint": a range of the domain "io" (nvtxDomainRangePushEx with
@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
             overlap = nvtxRangeStartA("overlap");
         }
         long long h0 = now_ns();
-        nvtxRangePushA("halo");
+        nvtxRangePushW(L"halo");
         double out = rank + step, in = -1;
         MPI_Sendrecv(&out, 1, MPI_DOUBLE, (rank + 1) % size, step, &in, 1, MPI_DOUBLE,
                      (rank + size - 1) % size, step, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
