@@ -6,7 +6,7 @@
 //! [`omp_in_windows`], because the OpenMP rows are not kept), MPI time and
 //! calls, and the POP MPI efficiencies ([`crate::pop::mpi_efficiencies`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use hyscope_format::schema::{OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
 
@@ -139,12 +139,25 @@ pub fn analyze_phases(data: &TraceData, run: &RunFacts) -> Observable<Vec<PhaseS
     }
     if by_name.is_empty() {
         return Observable::not(
-            "no phases recorded (annotate with hyscope.h, MPI_Pcontrol levels or omp_control_tool)",
+            "no phases recorded (annotate with hyscope.h, NVTX ranges, MPI_Pcontrol levels or omp_control_tool)",
         );
     }
+    let series = crate::energy::energy_series(data);
+    let counters = crate::energy::counted(&series);
+    let hosts: HashMap<u32, &str> = data
+        .manifest
+        .ranks
+        .iter()
+        .map(|r| (r.rank, r.host.as_str()))
+        .collect();
     let mut out: Vec<PhaseStats> = by_name
         .iter()
-        .map(|(name, inst)| phase_stats(name, inst, data, run))
+        .map(|(name, inst)| {
+            let mut p = phase_stats(name, inst, data, run);
+            p.energy_j = phase_energy(inst, &counters, &hosts);
+            p.edp_js = p.energy_j.map(|j| j * p.time_s);
+            p
+        })
         .collect();
     out.sort_by_key(|p| first.get(p.name.as_str()).map(|f| f.0));
     Observable::Observed(out)
@@ -202,8 +215,53 @@ fn phase_stats(name: &str, inst: &[Instance], data: &TraceData, run: &RunFacts) 
         mpi_load_balance: mpi.map(|m| m.1),
         mpi_communication_efficiency: mpi.map(|m| m.2),
         iterations: iterations(inst),
+        energy_j: None,
+        edp_js: None,
         ranks,
     }
+}
+
+/// The joules the job's energy counters ([`crate::energy::counted`]) count
+/// inside a phase's intervals: each counter over the union of the intervals
+/// of the ranks on its host (a package counts whatever runs on it), read
+/// between samples at the sampling period's average power. None without
+/// energy counters, or when they count nothing.
+fn phase_energy(
+    inst: &[Instance],
+    counters: &[&crate::energy::EnergySeries],
+    hosts: &HashMap<u32, &str>,
+) -> Option<f64> {
+    if counters.iter().map(|c| c.joules()).sum::<f64>() <= 0.0 {
+        return None;
+    }
+    let mut windows: BTreeMap<&str, Vec<(i64, i64)>> = BTreeMap::new();
+    for x in inst {
+        windows
+            .entry(hosts.get(&x.rank).copied().unwrap_or_default())
+            .or_default()
+            .push((x.rec.start_ns, x.rec.end_ns));
+    }
+    for w in windows.values_mut() {
+        w.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(w.len());
+        for &(a, b) in w.iter() {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        *w = merged;
+    }
+    Some(
+        counters
+            .iter()
+            .map(|c| {
+                windows
+                    .get(c.host.as_str())
+                    .map_or(0.0, |w| w.iter().map(|&(a, b)| c.joules_in(a, b)).sum())
+            })
+            .sum(),
+    )
 }
 
 /// The name of the phase that encloses the first instance (same rank and

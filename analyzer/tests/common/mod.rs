@@ -6,7 +6,8 @@ use std::path::Path;
 use hyscope_format::manifest::{ClockOffset, Manifest, MpiInfo, OpenMpInfo, RankInfo, SamplerInfo};
 use hyscope_format::schema::mpi_call as c;
 use hyscope_format::{
-    MpiRecord, OmpKind, OmpRecord, PartWriter, SampleRecord, SymbolRecord, Table, WriterOptions,
+    MpiRecord, OmpKind, OmpRecord, PartWriter, PhaseRecord, SampleRecord, SymbolRecord, Table,
+    WriterOptions,
 };
 
 pub const US: i64 = 1_000;
@@ -18,6 +19,7 @@ pub struct Builder {
     pub omp: Vec<Vec<OmpRecord>>,
     pub mpi: Vec<Vec<MpiRecord>>,
     pub samples: Vec<Vec<SampleRecord>>,
+    pub phases: Vec<Vec<PhaseRecord>>,
     pub symbols: Vec<SymbolRecord>,
 }
 
@@ -61,6 +63,7 @@ impl Builder {
             omp: vec![Vec::new(); ranks as usize],
             mpi: vec![Vec::new(); ranks as usize],
             samples: vec![Vec::new(); ranks as usize],
+            phases: vec![Vec::new(); ranks as usize],
             symbols: Vec::new(),
         }
     }
@@ -95,6 +98,13 @@ impl Builder {
             if !rows.is_empty() {
                 let mut w =
                     PartWriter::create(dir, Table::Samples, r as u32, opts.clone()).unwrap();
+                w.write_records(rows).unwrap();
+                w.finish().unwrap();
+            }
+        }
+        for (r, rows) in self.phases.iter().enumerate() {
+            if !rows.is_empty() {
+                let mut w = PartWriter::create(dir, Table::Phases, r as u32, opts.clone()).unwrap();
                 w.write_records(rows).unwrap();
                 w.finish().unwrap();
             }
