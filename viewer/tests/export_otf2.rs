@@ -18,13 +18,7 @@ fn otf2_archive_read_back_by_otf2_print() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_mpi(tmp.path(), "mpi_app", MPI_SRC);
     let dir = tmp.path().join("trace");
-    let out = record_into(&dir)
-        .arg("mpirun")
-        .args(mpirun_args(2))
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    record_mpi_job(&dir, &exe, 2);
 
     let archive_dir = tmp.path().join("otf2");
     let (text, defs) = export_and_print(&dir, &archive_dir);
@@ -109,13 +103,7 @@ fn otf2_phases_are_user_phase_regions_on_their_thread() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_phase_program(tmp.path(), "nested");
     let dir = tmp.path().join("trace");
-    let out = record_into(&dir)
-        .arg("mpirun")
-        .args(mpirun_args(2))
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    record_mpi_job(&dir, &exe, 2);
     let (events, defs) = export_and_print(&dir, &tmp.path().join("otf2"));
 
     // One region per phase name: user code, flagged as a phase.

@@ -18,13 +18,7 @@ fn recorded() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_mpi(tmp.path(), "mpi_app", MPI_SRC);
     let dir = tmp.path().join("trace");
-    let out = record_into(&dir)
-        .arg("mpirun")
-        .args(mpirun_args(2))
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    record_mpi_job(&dir, &exe, 2);
     (tmp, dir)
 }
 
@@ -227,13 +221,7 @@ fn recorded_phases() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_phase_program(tmp.path(), "nested");
     let dir = tmp.path().join("trace");
-    let out = record_into(&dir)
-        .arg("mpirun")
-        .args(mpirun_args(2))
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    record_mpi_job(&dir, &exe, 2);
     (tmp, dir)
 }
 

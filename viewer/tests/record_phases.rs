@@ -73,6 +73,80 @@ fn within_1pct(got: i64, want: i64, what: &str) {
     assert!((got - want).abs() <= 0.01 * want, "{what}: {got} vs {want}");
 }
 
+/// Rank `rank`'s setup, solver, 4 steps and 4 halos (`tests/phases/nested.c`
+/// and its NVTX twin): counted, nested, of `source`, with their time steps
+/// (`stepped`) or none, each within 1 % of what the program measured.
+fn check_nested(
+    rows: &[(u32, PhaseRecord)],
+    rank: u32,
+    measured: &BTreeMap<(u32, String), i64>,
+    steps: &BTreeMap<(u32, String, i64), i64>,
+    source: u8,
+    stepped: bool,
+) {
+    let of = |name: &str| -> Vec<&PhaseRecord> {
+        rows.iter()
+            .filter(|(r, p)| *r == rank && p.name == name)
+            .map(|(_, p)| p)
+            .collect()
+    };
+    let (setup, solver, step, halo) = (of("setup"), of("solver"), of("step"), of("halo"));
+    assert_eq!(
+        (setup.len(), solver.len(), step.len(), halo.len()),
+        (1, 1, 4, 4)
+    );
+    assert_eq!((setup[0].depth, solver[0].depth), (0, 0));
+    assert_eq!(solver[0].iteration, NO_ITERATION);
+    assert!(setup[0].end_ns <= solver[0].start_ns);
+    for (p, name) in [(setup[0], "setup"), (solver[0], "solver")] {
+        within_1pct(
+            p.end_ns - p.start_ns,
+            measured[&(rank, name.to_string())],
+            &format!("rank {rank} {name}"),
+        );
+    }
+    for (i, (s, h)) in step.iter().zip(&halo).enumerate() {
+        let it = if stepped { i as i64 } else { NO_ITERATION };
+        assert_eq!((s.thread, s.depth, h.depth), (0, 1, 2));
+        assert_eq!((s.iteration, h.iteration), (it, it));
+        assert_eq!((s.source, h.source), (source, source));
+        assert!(solver[0].start_ns <= s.start_ns && s.end_ns <= solver[0].end_ns);
+        assert!(s.start_ns <= h.start_ns && h.end_ns <= s.end_ns);
+        // Each interval within 1 % of what the program measured around it.
+        for (p, name) in [(s, "step"), (h, "halo")] {
+            within_1pct(
+                p.end_ns - p.start_ns,
+                steps[&(rank, name.to_string(), i as i64)],
+                &format!("rank {rank} {name} {i}"),
+            );
+        }
+    }
+}
+
+/// The report's phases: per phase (but `skip`) and rank, the time the
+/// program measured, within 1 %.
+fn check_report_times(
+    phases: &[serde_json::Value],
+    measured: &BTreeMap<(u32, String), i64>,
+    skip: &[&str],
+) {
+    for p in phases {
+        let name = p["name"].as_str().unwrap();
+        if skip.contains(&name) {
+            continue;
+        }
+        for r in p["ranks"].as_array().unwrap() {
+            let rank = r["rank"].as_u64().unwrap() as u32;
+            let want = measured[&(rank, name.to_string())] as f64 * 1e-9;
+            let got = r["time_s"].as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 0.01 * want,
+                "rank {rank} {name}: report {got} s, program {want} s"
+            );
+        }
+    }
+}
+
 fn report_json(trace: &Path, extra: &[&str]) -> serde_json::Value {
     let out = run_ok(hyscope().arg("report").arg(trace).arg("--json").args(extra));
     serde_json::from_slice(&out.stdout).unwrap()
@@ -102,40 +176,13 @@ fn nested_phases_match_what_the_program_measured() {
     let t = Trace::open(&trace).unwrap();
     let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
     for rank in [0, 1] {
-        let of = |name: &str| -> Vec<&PhaseRecord> {
-            rows.iter()
-                .filter(|(r, p)| *r == rank && p.name == name)
-                .map(|(_, p)| p)
-                .collect()
-        };
-        let (setup, solver, step, halo) = (of("setup"), of("solver"), of("step"), of("halo"));
-        assert_eq!(
-            (setup.len(), solver.len(), step.len(), halo.len()),
-            (1, 1, 4, 4)
-        );
-        assert_eq!((setup[0].depth, solver[0].depth), (0, 0));
-        assert_eq!(solver[0].iteration, NO_ITERATION);
-        assert!(setup[0].end_ns <= solver[0].start_ns);
-        for (i, (s, h)) in step.iter().zip(&halo).enumerate() {
-            assert_eq!((s.depth, h.depth), (1, 2));
-            assert_eq!((s.iteration, h.iteration), (i as i64, i as i64));
-            assert_eq!(s.source, phase_source::API);
-            assert!(solver[0].start_ns <= s.start_ns && s.end_ns <= solver[0].end_ns);
-            assert!(s.start_ns <= h.start_ns && h.end_ns <= s.end_ns);
-            // Each interval within 1 % of what the program measured around it.
-            for (p, name) in [(s, "step"), (h, "halo")] {
-                within_1pct(
-                    p.end_ns - p.start_ns,
-                    steps[&(rank, name.to_string(), i as i64)],
-                    &format!("rank {rank} {name} {i}"),
-                );
-            }
-        }
+        check_nested(&rows, rank, &measured, &steps, phase_source::API, true);
     }
 
     // The report: per phase and rank, the time the program measured.
     let a = report_json(&trace, &[]);
     let phases = a["phases"]["observed"].as_array().expect("phases observed");
+    check_report_times(phases, &measured, &[]);
     let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["setup", "solver", "step", "halo"]);
     let depth: Vec<u64> = phases
@@ -145,18 +192,6 @@ fn nested_phases_match_what_the_program_measured() {
     assert_eq!(depth, [0, 0, 1, 2]);
     assert_eq!(phases[2]["parent"], "solver");
     assert_eq!(phases[3]["parent"], "step");
-    for p in phases {
-        let name = p["name"].as_str().unwrap();
-        for r in p["ranks"].as_array().unwrap() {
-            let rank = r["rank"].as_u64().unwrap() as u32;
-            let want = measured[&(rank, name.to_string())] as f64 * 1e-9;
-            let got = r["time_s"].as_f64().unwrap();
-            assert!(
-                (got - want).abs() <= 0.01 * want,
-                "rank {rank} {name}: report {got} s, program {want} s"
-            );
-        }
-    }
     // The ring exchange is inside halo: one MPI_Sendrecv per step and rank.
     assert_eq!(phases[3]["mpi_calls"], 8);
     // Step 2 is the slow one (130 ms against 30 ms of sleep).
@@ -440,6 +475,8 @@ fn nvtx_ranges_are_phases_without_a_rebuild() {
     let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
     assert!(rows.iter().all(|(_, p)| p.source == phase_source::NVTX));
     for rank in [0, 1] {
+        // The same phases as with hyscope.h (no time steps: NVTX has none).
+        check_nested(&rows, rank, &measured, &steps, phase_source::NVTX, false);
         let of = |name: &str| -> Vec<&PhaseRecord> {
             rows.iter()
                 .filter(|(r, p)| *r == rank && p.name == name)
@@ -448,41 +485,10 @@ fn nvtx_ranges_are_phases_without_a_rebuild() {
         };
         let count = |name: &str| of(name).len();
         assert_eq!(
-            [
-                "setup",
-                "solver",
-                "step",
-                "halo",
-                "overlap",
-                "io:checkpoint",
-                "io:written"
-            ]
-            .map(count),
-            [1, 1, 4, 4, 1, 1, 1]
+            ["overlap", "io:checkpoint", "io:written"].map(count),
+            [1, 1, 1]
         );
-        let (setup, solver, step, halo) = (of("setup"), of("solver"), of("step"), of("halo"));
-        assert_eq!((setup[0].depth, solver[0].depth), (0, 0));
-        assert!(setup[0].end_ns <= solver[0].start_ns);
-        for (p, name) in [(setup[0], "setup"), (solver[0], "solver")] {
-            within_1pct(
-                p.end_ns - p.start_ns,
-                measured[&(rank, name.to_string())],
-                &format!("rank {rank} {name}"),
-            );
-        }
-        for (i, (s, h)) in step.iter().zip(&halo).enumerate() {
-            assert_eq!((s.thread, s.depth, h.depth), (0, 1, 2));
-            assert_eq!((s.iteration, h.iteration), (NO_ITERATION, NO_ITERATION));
-            assert!(solver[0].start_ns <= s.start_ns && s.end_ns <= solver[0].end_ns);
-            assert!(s.start_ns <= h.start_ns && h.end_ns <= s.end_ns);
-            for (p, name) in [(s, "step"), (h, "halo")] {
-                within_1pct(
-                    p.end_ns - p.start_ns,
-                    steps[&(rank, name.to_string(), i as i64)],
-                    &format!("rank {rank} {name} {i}"),
-                );
-            }
-        }
+        let (solver, step, halo) = (of("solver"), of("step"), of("halo"));
         // The start/end range: the starting thread's, begun in step 1 (two
         // ranges open around it), ended by another thread during step 2.
         let overlap = of("overlap")[0];
@@ -510,22 +516,8 @@ fn nvtx_ranges_are_phases_without_a_rebuild() {
     // The report: the same table as with hyscope.h, source nvtx.
     let a = report_json(&trace, &[]);
     let phases = a["phases"]["observed"].as_array().expect("phases observed");
-    for p in phases {
-        assert_eq!(p["source"], "nvtx", "{p}");
-        let name = p["name"].as_str().unwrap();
-        if name == "io:written" {
-            continue;
-        }
-        for r in p["ranks"].as_array().unwrap() {
-            let rank = r["rank"].as_u64().unwrap() as u32;
-            let want = measured[&(rank, name.to_string())] as f64 * 1e-9;
-            let got = r["time_s"].as_f64().unwrap();
-            assert!(
-                (got - want).abs() <= 0.01 * want,
-                "rank {rank} {name}: report {got} s, program {want} s"
-            );
-        }
-    }
+    assert!(phases.iter().all(|p| p["source"] == "nvtx"));
+    check_report_times(phases, &measured, &["io:written"]);
     assert_eq!(phases.len(), 7);
 }
 

@@ -388,6 +388,7 @@ impl Defs {
         id
     }
 
+    /// A region's id; the user paradigm's regions are the phases (flag `PHASE`).
     fn region(
         &mut self,
         name: &str,
@@ -396,18 +397,11 @@ impl Defs {
         file: Option<&str>,
         line: Option<u32>,
     ) -> u32 {
-        self.region_flagged(name, role, paradigm, file, line, 0)
-    }
-
-    fn region_flagged(
-        &mut self,
-        name: &str,
-        role: u8,
-        paradigm: u8,
-        file: Option<&str>,
-        line: Option<u32>,
-        flags: u32,
-    ) -> u32 {
+        let flags = if paradigm == PARADIGM_USER {
+            REGION_FLAG_PHASE
+        } else {
+            0
+        };
         let file = match file {
             Some(f) => self.string(f),
             None => UNDEFINED_U32,
@@ -620,14 +614,7 @@ impl Events {
     /// One interval per phase, on its thread.
     fn phases(&mut self, data: &TraceData, defs: &mut Defs) {
         for (rank, p) in &data.phases {
-            let region = defs.region_flagged(
-                &p.name,
-                ROLE_CODE,
-                PARADIGM_USER,
-                None,
-                None,
-                REGION_FLAG_PHASE,
-            );
+            let region = defs.region(&p.name, ROLE_CODE, PARADIGM_USER, None, None);
             let interval = Interval {
                 start: self.t(p.start_ns),
                 end: self.t(p.end_ns),

@@ -151,6 +151,17 @@ pub fn build_phase_program(dir: &Path, name: &str) -> PathBuf {
     build_mpi_with(dir, name, &text, &[&include])
 }
 
+/// `hyscope record -o <trace> -- mpirun -np <np> <exe>`, which must succeed.
+pub fn record_mpi_job(trace: &Path, exe: &Path, np: u32) {
+    let out = record_into(trace)
+        .arg("mpirun")
+        .args(mpirun_args(np))
+        .arg(exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 /// `mpirun` arguments for 2 ranks on this machine (as root too).
 pub fn mpirun_args(np: u32) -> Vec<String> {
     let mut a = vec!["--oversubscribe".to_string()];
