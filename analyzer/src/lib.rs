@@ -121,6 +121,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
         phases,
     };
     analysis.findings = findings::findings(&analysis);
+    phases::name_findings(&mut analysis.findings, data);
     warnings.sort();
     warnings.dedup();
     analysis.warnings = warnings;

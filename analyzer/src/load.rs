@@ -41,6 +41,9 @@ pub struct RankData {
     pub phases: Vec<PhaseRecord>,
     /// The OpenMP time inside each of `phases` (summed while loading).
     pub phase_omp: Vec<crate::phases::PhaseOmp>,
+    /// (code address, index in `phases`) → time of the constructs there
+    /// ([`crate::phases::code_in_windows`]).
+    pub phase_code: HashMap<(u64, usize), i64>,
 }
 
 /// Everything the analysis passes read.
@@ -374,6 +377,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
     let checked_clock = |rank: u32| on_clock0.contains(&rank);
     // Each rank's phase windows on rank 0's clock, for the OpenMP time inside them.
     let mut phase_windows: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
+    let mut phase_depths: HashMap<u32, Vec<u32>> = HashMap::new();
     for rd in by_rank.values_mut() {
         hyscope_format::schema::sort_phases(&mut rd.phases);
         let map = clocks.map(rd.rank);
@@ -390,8 +394,10 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
             })
             .collect();
         phase_windows.insert(rd.rank, windows);
+        phase_depths.insert(rd.rank, rd.phases.iter().map(|p| p.depth).collect());
     }
-    let mut phase_omp: HashMap<u32, Vec<crate::phases::PhaseOmp>> = HashMap::new();
+    type InPhases = (Vec<crate::phases::PhaseOmp>, HashMap<(u64, usize), i64>);
+    let mut phase_omp: HashMap<u32, InPhases> = HashMap::new();
     let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
     for p in omp_parts {
         rank_parts.entry(p.rank).or_default().push(p);
@@ -420,12 +426,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         if pool.len() < batch.len() {
             pool.resize_with(batch.len(), Vec::new);
         }
-        type Done = (
-            RankPass,
-            (i64, i64, u64, u32),
-            u64,
-            Vec<crate::phases::PhaseOmp>,
-        );
+        type Done = (RankPass, (i64, i64, u64, u32), u64, InPhases);
         let done: Vec<Done> = batch
             .into_par_iter()
             .zip(pool.par_iter_mut())
@@ -474,9 +475,14 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
                 let threads = threads
                     .max(manifest_threads.get(&rank).copied().unwrap_or(1))
                     .max(1);
-                let in_phases = crate::phases::omp_in_windows(
-                    rows,
-                    phase_windows.get(&rank).map_or(&[], Vec::as_slice),
+                let windows = phase_windows.get(&rank).map_or(&[][..], Vec::as_slice);
+                let in_phases = (
+                    crate::phases::omp_in_windows(rows, windows),
+                    crate::phases::code_in_windows(
+                        crate::phases::omp_constructs(rows),
+                        windows,
+                        phase_depths.get(&rank).map_or(&[][..], Vec::as_slice),
+                    ),
                 );
                 let t_pass = std::time::Instant::now();
                 let pass = rank_pass(rank, rows, threads);
@@ -510,7 +516,7 @@ pub fn load(dir: &Path, progress: bool) -> Result<(TraceData, Vec<RankPass>), An
         b.finish_and_clear();
     }
     for rd in by_rank.values_mut() {
-        rd.phase_omp = phase_omp.remove(&rd.rank).unwrap_or_default();
+        (rd.phase_omp, rd.phase_code) = phase_omp.remove(&rd.rank).unwrap_or_default();
         if let Some(&(first, last, n, threads)) = omp_span.get(&rd.rank) {
             rd.omp_rows = n;
             rd.omp_threads = threads;

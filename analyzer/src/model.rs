@@ -910,6 +910,9 @@ pub struct Finding {
     pub cost_s: f64,
     pub share_of_run: f64,
     pub what_to_do: String,
+    /// The named phase its code runs in most (`phases::name_findings`), if any.
+    #[serde(default)]
+    pub phase: Option<String>,
 }
 
 /// Difference of one metric between two traces.

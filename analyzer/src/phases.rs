@@ -87,6 +87,91 @@ pub fn omp_in_windows(rows: &[OmpRecord], windows: &[(i64, i64)]) -> Vec<PhaseOm
     out
 }
 
+/// Per (code address, phase interval): the time of the `(address, start,
+/// end)` items (one rank's, on its phases' clock) at that address whose
+/// start lies in that interval of `windows` (the rank's phase intervals,
+/// `depths` their depths), counted in the deepest interval holding it:
+/// where each construct or call runs, for the findings.
+pub fn code_in_windows(
+    items: impl Iterator<Item = (u64, i64, i64)>,
+    windows: &[(i64, i64)],
+    depths: &[u32],
+) -> HashMap<(u64, usize), i64> {
+    let mut out = HashMap::new();
+    if windows.is_empty() {
+        return out;
+    }
+    let mut order: Vec<usize> = (0..windows.len()).collect();
+    order.sort_by_key(|&i| windows[i].0);
+    let starts: Vec<i64> = order.iter().map(|&i| windows[i].0).collect();
+    let longest = windows.iter().map(|w| w.1 - w.0).max().unwrap_or(0);
+    for (code, start, end) in items {
+        if code == 0 {
+            continue;
+        }
+        let last = starts.partition_point(|&s| s <= start);
+        let first = starts.partition_point(|&s| s < start.saturating_sub(longest));
+        let deepest = order[first..last]
+            .iter()
+            .filter(|&&i| windows[i].1 >= start)
+            .max_by_key(|&&i| (depths.get(i).copied().unwrap_or(0), windows[i].0));
+        if let Some(&i) = deepest {
+            *out.entry((code, i)).or_default() += (end - start).max(0);
+        }
+    }
+    out
+}
+
+/// The parallel regions and worksharing constructs of OpenMP rows, as
+/// [`code_in_windows`] items.
+pub fn omp_constructs(rows: &[OmpRecord]) -> impl Iterator<Item = (u64, i64, i64)> + '_ {
+    const PARALLEL: u8 = OmpKind::Parallel as u8;
+    const WORK: u8 = OmpKind::Work as u8;
+    rows.iter()
+        .filter(|r| matches!(r.kind, PARALLEL | WORK))
+        .map(|r| (r.codeptr, r.start_ns, r.end_ns))
+}
+
+/// Name the phase each finding with a code location occurs in: the phase
+/// (by name) where its construct spent the most time over all ranks, if any
+/// ([`code_in_windows`]); the title says it too, so every view shows it.
+pub fn name_findings(findings: &mut [Finding], data: &TraceData) {
+    let mut by_code: HashMap<u64, BTreeMap<&str, i64>> = HashMap::new();
+    for rd in &data.ranks {
+        // The MPI calls by call site, like the OpenMP constructs (summed while loading).
+        let windows: Vec<(i64, i64)> = rd.phases.iter().map(|p| (p.start_ns, p.end_ns)).collect();
+        let depths: Vec<u32> = rd.phases.iter().map(|p| p.depth).collect();
+        let calls = rd
+            .mpi
+            .iter()
+            .filter(|m| m.call != mpi_call::REQUEST_COMPLETE)
+            .map(|m| (m.callsite, m.start_ns, m.end_ns));
+        let mpi = code_in_windows(calls, &windows, &depths);
+        for (&(code, i), &ns) in rd.phase_code.iter().chain(&mpi) {
+            if let Some(p) = rd.phases.get(i) {
+                *by_code
+                    .entry(data.canon(code))
+                    .or_default()
+                    .entry(p.name.as_str())
+                    .or_default() += ns;
+            }
+        }
+    }
+    for f in findings {
+        let Some(loc) = &f.location else { continue };
+        let Some(names) = by_code.get(&data.canon(loc.address)) else {
+            continue;
+        };
+        if let Some((name, _)) = names
+            .iter()
+            .max_by_key(|(n, ns)| (**ns, std::cmp::Reverse(**n)))
+        {
+            f.title = format!("{} (phase {name})", f.title);
+            f.phase = Some(name.to_string());
+        }
+    }
+}
+
 /// One instance of a phase on one rank, with its metrics.
 struct Instance<'a> {
     rank: u32,

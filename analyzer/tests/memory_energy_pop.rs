@@ -290,6 +290,38 @@ fn findings_are_ranked_and_compare_diffs() {
 }
 
 #[test]
+fn findings_name_the_phase_their_code_runs_in() {
+    // pop_trace's region (20–100 µs) begins inside "inner", nested in "compute".
+    let mut b = pop_trace();
+    let us = |name: &str, start, end, depth| PhaseRecord::api(0, name, start * US, end * US, depth);
+    b.phases[0] = vec![
+        us("exchange", 0, 15, 0),
+        us("compute", 15, 100, 0),
+        us("inner", 18, 100, 1),
+    ];
+    let (_d, a) = b.analyze();
+    let region: Vec<_> = a
+        .findings
+        .iter()
+        .filter(|f| f.category == "region")
+        .collect();
+    assert!(!region.is_empty(), "{:?}", a.findings);
+    for f in &region {
+        assert_eq!(f.phase.as_deref(), Some("inner"), "{f:?}");
+        assert!(f.title.ends_with(" (phase inner)"), "{}", f.title);
+    }
+    // A finding without a code location names no phase; without phases none does.
+    assert!(
+        a.findings
+            .iter()
+            .filter(|f| f.location.is_none())
+            .all(|f| f.phase.is_none())
+    );
+    let (_d, plain) = pop_trace().analyze();
+    assert!(plain.findings.iter().all(|f| f.phase.is_none()));
+}
+
+#[test]
 fn bad_input_errors_name_the_file() {
     let err = hyscope_analyzer::analyze(
         std::path::Path::new("/nonexistent/trace"),
