@@ -30,6 +30,35 @@ fn overlap(a: (i64, i64), b: (i64, i64)) -> i64 {
     (a.1.min(b.1) - a.0.max(b.0)).max(0)
 }
 
+/// A rank's phase intervals by start, to find those around a time quickly.
+struct Windows {
+    /// Indices into the intervals, by start.
+    order: Vec<usize>,
+    starts: Vec<i64>,
+    longest: i64,
+}
+
+impl Windows {
+    fn new(windows: &[(i64, i64)]) -> Windows {
+        let mut order: Vec<usize> = (0..windows.len()).collect();
+        order.sort_by_key(|&i| windows[i].0);
+        Windows {
+            starts: order.iter().map(|&i| windows[i].0).collect(),
+            order,
+            longest: windows.iter().map(|w| w.1 - w.0).max().unwrap_or(0),
+        }
+    }
+
+    /// The intervals that start before `before` and may reach `from`.
+    fn candidates(&self, from: i64, before: i64) -> &[usize] {
+        let end = self.starts.partition_point(|&s| s < before);
+        let begin = self
+            .starts
+            .partition_point(|&s| s < from.saturating_sub(self.longest));
+        &self.order[begin..end.max(begin)]
+    }
+}
+
 /// The OpenMP time of `rows` (one rank, rank 0's clock) inside each of
 /// `windows` (that rank's phase intervals on the same clock).
 pub fn omp_in_windows(rows: &[OmpRecord], windows: &[(i64, i64)]) -> Vec<PhaseOmp> {
@@ -37,10 +66,7 @@ pub fn omp_in_windows(rows: &[OmpRecord], windows: &[(i64, i64)]) -> Vec<PhaseOm
     if windows.is_empty() {
         return out;
     }
-    let mut order: Vec<usize> = (0..windows.len()).collect();
-    order.sort_by_key(|&i| windows[i].0);
-    let starts: Vec<i64> = order.iter().map(|&i| windows[i].0).collect();
-    let longest = windows.iter().map(|w| w.1 - w.0).max().unwrap_or(0);
+    let index = Windows::new(windows);
     const PARALLEL: u8 = OmpKind::Parallel as u8;
     const TASK: u8 = OmpKind::ImplicitTask as u8;
     const WAIT: u8 = OmpKind::SyncWait as u8;
@@ -63,9 +89,7 @@ pub fn omp_in_windows(rows: &[OmpRecord], windows: &[(i64, i64)]) -> Vec<PhaseOm
             span = (span.0.max(s), span.1.min(e).max(span.0.max(s)));
         }
         // Windows that start before the row ends and may reach its start.
-        let end = starts.partition_point(|&s| s < r.end_ns.max(r.start_ns + 1));
-        let begin = starts.partition_point(|&s| s < r.start_ns.saturating_sub(longest));
-        for &i in &order[begin..end] {
+        for &i in index.candidates(r.start_ns, r.end_ns.max(r.start_ns + 1)) {
             let o = overlap(span, windows[i]);
             if o == 0 {
                 continue;
@@ -101,17 +125,13 @@ pub fn code_in_windows(
     if windows.is_empty() {
         return out;
     }
-    let mut order: Vec<usize> = (0..windows.len()).collect();
-    order.sort_by_key(|&i| windows[i].0);
-    let starts: Vec<i64> = order.iter().map(|&i| windows[i].0).collect();
-    let longest = windows.iter().map(|w| w.1 - w.0).max().unwrap_or(0);
+    let index = Windows::new(windows);
     for (code, start, end) in items {
         if code == 0 {
             continue;
         }
-        let last = starts.partition_point(|&s| s <= start);
-        let first = starts.partition_point(|&s| s < start.saturating_sub(longest));
-        let deepest = order[first..last]
+        let deepest = index
+            .candidates(start, start.saturating_add(1))
             .iter()
             .filter(|&&i| windows[i].1 >= start)
             .max_by_key(|&&i| (depths.get(i).copied().unwrap_or(0), windows[i].0));
