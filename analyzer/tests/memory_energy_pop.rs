@@ -188,6 +188,14 @@ fn energy_per_phase_over_its_intervals() {
     assert!(close(of("io").energy_j.unwrap(), 1.0, 1e-9));
     // The job's total is the same integration over the whole series.
     assert!(close(a.energy.get().unwrap().total_joules, 40.0, 1e-12));
+    // compare matches the phases' energy by name (here against itself).
+    let cmp = hyscope_analyzer::compare(&a, &a);
+    let solver_energy = cmp
+        .rows
+        .iter()
+        .find(|r| r.section == "phase" && r.item == "solver" && r.metric == "energy_j")
+        .expect("a solver energy row");
+    assert!(close(solver_energy.a, 7.0, 1e-9) && solver_energy.delta == 0.0);
 }
 
 #[test]
