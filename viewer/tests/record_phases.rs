@@ -547,3 +547,72 @@ fn record_keeps_a_users_nvtx_tool() {
     let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
     assert!(rows.is_empty(), "{rows:?}");
 }
+
+#[test]
+fn nvtx_domains_keep_their_own_stacks() {
+    // Pops of one domain leave another's ranges open (NVTX: one push/pop
+    // stack per domain); a pop with nothing open and the end of a range
+    // never started are refused with a warning, and the program runs on.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_omp(
+        dir.path(),
+        "domains",
+        r#"
+#include <nvtx3/nvToolsExt.h>
+#include <stdio.h>
+int main(void) {
+    nvtxDomainHandle_t d = nvtxDomainCreateA("D");
+    nvtxEventAttributes_t b = {0};
+    b.version = NVTX_VERSION;
+    b.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    b.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    b.message.ascii = "b";
+    int levels[6];
+    levels[0] = nvtxRangePushA("a");
+    levels[1] = nvtxDomainRangePushEx(d, &b);
+    levels[2] = nvtxRangePushA("c");
+    levels[3] = nvtxRangePop();          /* c */
+    levels[4] = nvtxRangePop();          /* a: D:b stays open */
+    levels[5] = nvtxDomainRangePop(d);   /* D:b */
+    int extra = nvtxRangePop();          /* nothing open */
+    nvtxRangeEnd(12345);                 /* never started */
+    nvtxRangeStartA("left open");
+    printf("levels %d %d %d %d %d %d extra %s\n", levels[0], levels[1], levels[2],
+           levels[3], levels[4], levels[5], extra < 0 ? "refused" : "accepted");
+    return 0;
+}
+"#,
+    );
+    let plain = run_ok(Command::new(&exe).env_remove("NVTX_INJECTION64_PATH"));
+    let trace = dir.path().join("trace");
+    let mut cmd = record_into(&trace);
+    cmd.arg(&exe).env_remove("NVTX_INJECTION64_PATH");
+    let out = run_ok(&mut cmd);
+    // Without a tool NVTX returns its "no tool" level for every call.
+    assert!(stdout(&plain).starts_with("levels "), "{}", stdout(&plain));
+    assert_eq!(
+        stdout(&out).trim(),
+        "levels 0 0 1 1 0 0 extra refused",
+        "{}",
+        stderr(&out)
+    );
+    let err = stderr(&out);
+    assert!(err.contains("nvtxRangePop without an open range"), "{err}");
+    assert!(err.contains("nvtxRangeEnd of a range not started"), "{err}");
+    assert!(
+        err.contains("phases still open at exit, ended there: left open"),
+        "{err}"
+    );
+
+    let t = Trace::open(&trace).unwrap();
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    let got: Vec<(&str, u32)> = rows
+        .iter()
+        .map(|(_, p)| (p.name.as_str(), p.depth))
+        .collect();
+    assert_eq!(got, [("a", 0), ("D:b", 1), ("c", 2), ("left open", 0)]);
+    let of = |n: &str| &rows.iter().find(|(_, p)| p.name == n).unwrap().1;
+    // a ended before D:b, though D:b began inside it; c inside both.
+    assert!(of("a").end_ns <= of("D:b").end_ns);
+    assert!(of("D:b").start_ns <= of("c").start_ns && of("c").end_ns <= of("a").end_ns);
+}
