@@ -52,6 +52,41 @@ else
     python3 -c 'import pyarrow' || { say "pyarrow still not importable by $(command -v python3)"; exit 1; }
 fi
 
+# --- NVTX v3 C headers (NVIDIA, header-only, Apache-2.0 WITH LLVM-exception) --
+# The NVTX tests build NVTX-annotated programs. Debian 12 packages no NVTX
+# headers; NVIDIA publishes them on crates.io in the crate nvtx-sys
+# (c/include/nvtx3). Fetched with cargo (below, after cargo is checked) into
+# /usr/local/include/nvtx3, where every compiler looks.
+NVTX_SYS_VERSION=2.0.0
+NVTX_INCLUDE=/usr/local/include/nvtx3
+install_nvtx_headers() {
+    if [[ -f $NVTX_INCLUDE/nvToolsExt.h ]]; then
+        say "NVTX headers present ($NVTX_INCLUDE)"
+        return
+    fi
+    if [[ $(id -u) -ne 0 ]]; then
+        say "NVTX headers missing: run this script as root to install them into $NVTX_INCLUDE"
+        exit 1
+    fi
+    say "fetching the NVTX headers (crate nvtx-sys $NVTX_SYS_VERSION)"
+    local tmp
+    tmp=$(mktemp -d)
+    mkdir -p "$tmp/src"
+    : >"$tmp/src/lib.rs"
+    printf '[package]\nname = "nvtx-headers"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\nnvtx-sys = "=%s"\n' \
+        "$NVTX_SYS_VERSION" >"$tmp/Cargo.toml"
+    (cd "$tmp" && cargo fetch -q)
+    local manifest
+    manifest=$(cd "$tmp" && cargo metadata -q --format-version 1 |
+        grep -o "\"manifest_path\":\"[^\"]*/nvtx-sys-$NVTX_SYS_VERSION/Cargo.toml\"" | head -n 1 | cut -d'"' -f4)
+    rm -rf "$tmp"
+    local src=${manifest%/Cargo.toml}/c/include/nvtx3
+    [[ -f $src/nvToolsExt.h ]] || { say "nvtx-sys $NVTX_SYS_VERSION has no $src/nvToolsExt.h"; exit 1; }
+    mkdir -p "$(dirname "$NVTX_INCLUDE")"
+    cp -r "$src" "$NVTX_INCLUDE"
+    say "NVTX headers installed into $NVTX_INCLUDE"
+}
+
 # --- Rust toolchain ---------------------------------------------------------
 if ! command -v cargo >/dev/null 2>&1; then
     if [[ -x "$HOME/.cargo/bin/cargo" ]]; then
@@ -62,3 +97,4 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 say "cargo present ($(cargo --version))"
+install_nvtx_headers

@@ -72,6 +72,18 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         row("phase", &k, "time_s", t1, t2);
         row("phase", &k, "mpi_s", m1, m2);
     }
+    // Their energy and EDP, where both runs measured energy.
+    let energy = |x: &Analysis| -> Vec<(String, f64, f64)> {
+        x.phases.get().map_or(Vec::new(), |v| {
+            v.iter()
+                .filter_map(|p| Some((p.name.clone(), p.energy_j?, p.edp_js?)))
+                .collect()
+        })
+    };
+    for (k, (j1, e1), (j2, e2)) in pair(&energy(a), &energy(b)) {
+        row("phase", &k, "energy_j", j1, j2);
+        row("phase", &k, "edp_js", e1, e2);
+    }
     let loops = |x: &Analysis| -> Vec<(String, f64, f64)> {
         x.loops.get().map_or(Vec::new(), |v| {
             v.iter()

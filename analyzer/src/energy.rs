@@ -9,25 +9,30 @@ use crate::model::*;
 use crate::omp::OmpResult;
 use crate::trace_data::TraceData;
 
-pub fn analyze_energy(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Observable<Energy> {
-    // Cumulative joules per (rank, metric, package): last − first sample.
-    let mut domains = Vec::new();
+/// One cumulative energy counter of one rank: (global time, joules) in
+/// time order (on rank 0's clock, as the phases are once loaded).
+pub(crate) struct EnergySeries {
+    pub rank: u32,
+    pub host: String,
+    pub metric: String,
+    pub package: i64,
+    pub points: Vec<(i64, f64)>,
+}
+
+/// Every rank's energy counters.
+pub(crate) fn energy_series(data: &TraceData) -> Vec<EnergySeries> {
+    let clocks = crate::aligned::Clocks::from_manifest(&data.manifest);
+    let mut out = Vec::new();
     for rd in &data.ranks {
-        let mut series: BTreeMap<(String, i64), (i64, f64, i64, f64)> = BTreeMap::new();
+        let mut by: BTreeMap<(String, i64), Vec<(i64, f64)>> = BTreeMap::new();
         for s in rd
             .samples
             .iter()
             .filter(|s| crate::aligned::series::is_energy(&s.metric))
         {
-            let e = series
-                .entry((s.metric.clone(), s.key))
-                .or_insert((s.time_ns, s.value, s.time_ns, s.value));
-            if s.time_ns < e.0 {
-                (e.0, e.1) = (s.time_ns, s.value);
-            }
-            if s.time_ns >= e.2 {
-                (e.2, e.3) = (s.time_ns, s.value);
-            }
+            by.entry((s.metric.clone(), s.key))
+                .or_default()
+                .push((clocks.to_global(rd.rank, s.time_ns).ns(), s.value));
         }
         let host = data
             .manifest
@@ -36,19 +41,83 @@ pub fn analyze_energy(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Obse
             .find(|r| r.rank == rd.rank)
             .map(|r| r.host.clone())
             .unwrap_or_default();
-        for ((metric, key), (t0, v0, t1, v1)) in series {
-            let joules = (v1 - v0).max(0.0);
-            let secs = ns_to_s(t1 - t0);
-            domains.push(EnergyDomain {
-                host: host.clone(),
+        for ((metric, package), mut points) in by {
+            points.sort_by_key(|p| p.0);
+            out.push(EnergySeries {
                 rank: rd.rank,
+                host: host.clone(),
                 metric,
-                package: key,
-                joules,
-                avg_power_w: if secs > 0.0 { joules / secs } else { 0.0 },
+                package,
+                points,
             });
         }
     }
+    out
+}
+
+impl EnergySeries {
+    /// The counter's reading at `t`: linear between samples (the average
+    /// power of each sampling period), held at the first and last sample
+    /// outside them.
+    fn at(&self, t: i64) -> f64 {
+        let p = &self.points;
+        let i = p.partition_point(|x| x.0 <= t);
+        match (i.checked_sub(1).map(|k| p[k]), p.get(i)) {
+            (Some(a), Some(b)) if b.0 > a.0 => {
+                a.1 + (b.1 - a.1) * (t - a.0) as f64 / (b.0 - a.0) as f64
+            }
+            (Some(a), _) => a.1,
+            (None, Some(b)) => b.1,
+            (None, None) => 0.0,
+        }
+    }
+
+    /// Joules counted between `t0` and `t1` (never negative).
+    pub fn joules_in(&self, t0: i64, t1: i64) -> f64 {
+        (self.at(t1) - self.at(t0)).max(0.0)
+    }
+
+    /// Joules over the whole series.
+    pub fn joules(&self) -> f64 {
+        match (self.points.first(), self.points.last()) {
+            (Some(a), Some(b)) => self.joules_in(a.0, b.0),
+            _ => 0.0,
+        }
+    }
+}
+
+/// Which counters make the job's energy: package energy when there is any
+/// (cores and DRAM are inside or beside it), else psys, else every counter.
+pub(crate) fn counted(series: &[EnergySeries]) -> Vec<&EnergySeries> {
+    for m in [metrics::ENERGY_PKG, metrics::ENERGY_PSYS] {
+        let of: Vec<&EnergySeries> = series.iter().filter(|s| s.metric == m).collect();
+        if of.iter().map(|s| s.joules()).sum::<f64>() > 0.0 {
+            return of;
+        }
+    }
+    series.iter().collect()
+}
+
+pub fn analyze_energy(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Observable<Energy> {
+    let series = energy_series(data);
+    let domains: Vec<EnergyDomain> = series
+        .iter()
+        .map(|s| {
+            let joules = s.joules();
+            let secs = match (s.points.first(), s.points.last()) {
+                (Some(a), Some(b)) => ns_to_s(b.0 - a.0),
+                _ => 0.0,
+            };
+            EnergyDomain {
+                host: s.host.clone(),
+                rank: s.rank,
+                metric: s.metric.clone(),
+                package: s.package,
+                joules,
+                avg_power_w: if secs > 0.0 { joules / secs } else { 0.0 },
+            }
+        })
+        .collect();
     let sampler_reason = || {
         let s: Vec<String> = data
             .manifest
@@ -72,20 +141,7 @@ pub fn analyze_energy(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Obse
     if domains.is_empty() {
         return Observable::not(format!("not measured: {}", sampler_reason()));
     }
-    // Package energy when there is any (cores and DRAM are inside or beside it),
-    // else whatever domain there is (psys).
-    let pick = |m: &str| {
-        domains
-            .iter()
-            .filter(|d| d.metric == m)
-            .map(|d| d.joules)
-            .sum::<f64>()
-    };
-    let total = [metrics::ENERGY_PKG, metrics::ENERGY_PSYS]
-        .iter()
-        .map(|m| pick(m))
-        .find(|j| *j > 0.0)
-        .unwrap_or_else(|| domains.iter().map(|d| d.joules).sum::<f64>());
+    let total: f64 = counted(&series).iter().map(|s| s.joules()).sum();
     if total <= 0.0 {
         return Observable::not(format!(
             "not measured: the energy counters read 0 J ({})",

@@ -17,6 +17,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                     cost_s: cost,
                     share_of_run: cost / run_s,
                     what_to_do: todo,
+                    phase: None,
                 });
             }
         };
@@ -195,6 +196,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                         "{}; use XRC/UD or shared vrails and avoid calls forcing full connection",
                         m.pattern
                     ),
+                    phase: None,
                 });
                 break;
             }

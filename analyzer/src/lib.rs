@@ -108,6 +108,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
         focus,
     };
     analysis.findings = findings::findings(&analysis);
+    phases::name_findings(&mut analysis.findings, data);
     warnings.sort();
     warnings.dedup();
     analysis.warnings = warnings;

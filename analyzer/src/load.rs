@@ -348,6 +348,7 @@ pub fn load(
     };
     // Each rank's phase windows on rank 0's clock, for the OpenMP time inside them.
     let mut phase_windows: HashMap<u32, Vec<(i64, i64)>> = HashMap::new();
+    let mut phase_depths: HashMap<u32, Vec<u32>> = HashMap::new();
     for rd in by_rank.values_mut() {
         if let Some(f) = &focus {
             f.phases(rd.rank, &mut rd.phases);
@@ -355,8 +356,10 @@ pub fn load(
         hyscope_format::sort_phases(&mut rd.phases);
         let windows = rd.phases.iter().map(|p| (p.start_ns, p.end_ns)).collect();
         phase_windows.insert(rd.rank, windows);
+        phase_depths.insert(rd.rank, rd.phases.iter().map(|p| p.depth).collect());
     }
-    let mut phase_omp: HashMap<u32, Vec<PhaseOmp>> = HashMap::new();
+    type InPhases = (Vec<PhaseOmp>, HashMap<(u64, usize), i64>);
+    let mut phase_omp: HashMap<u32, InPhases> = HashMap::new();
     let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
     for p in omp_parts {
         rank_parts.entry(p.rank).or_default().push(p);
@@ -385,7 +388,7 @@ pub fn load(
         if pool.len() < batch.len() {
             pool.resize_with(batch.len(), Vec::new);
         }
-        type Done = (RankPass, OmpSpan, u64, Vec<PhaseOmp>);
+        type Done = (RankPass, OmpSpan, u64, InPhases);
         let done: Vec<Done> = batch
             .into_par_iter()
             .zip(pool.par_iter_mut())
@@ -454,9 +457,14 @@ pub fn load(
                 let threads = threads
                     .max(manifest_threads.get(&rank).copied().unwrap_or(1))
                     .max(1);
-                let in_phases = crate::phases::omp_in_windows(
-                    rows,
-                    phase_windows.get(&rank).map_or(&[], Vec::as_slice),
+                let windows = phase_windows.get(&rank).map_or(&[][..], Vec::as_slice);
+                let in_phases = (
+                    crate::phases::omp_in_windows(rows, windows),
+                    crate::phases::code_in_windows(
+                        crate::phases::omp_constructs(rows),
+                        windows,
+                        phase_depths.get(&rank).map_or(&[][..], Vec::as_slice),
+                    ),
                 );
                 let t_pass = std::time::Instant::now();
                 let pass = rank_pass(rank, rows, threads);
@@ -496,7 +504,7 @@ pub fn load(
         b.finish_and_clear();
     }
     for rd in by_rank.values_mut() {
-        rd.phase_omp = phase_omp.remove(&rd.rank).unwrap_or_default();
+        (rd.phase_omp, rd.phase_code) = phase_omp.remove(&rd.rank).unwrap_or_default();
         if let Some(&OmpSpan {
             first,
             last,

@@ -127,7 +127,7 @@ fn no_phases() -> Observable<Vec<PhaseStats>> {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseStats {
     pub name: String,
-    /// Where its intervals come from: `api`, `mark`, `pcontrol`, `pause`.
+    /// Where its intervals come from: `api`, `mark`, `pcontrol`, `pause`, `nvtx`.
     pub source: String,
     /// Phases open around it (0 = outermost), the least over its instances.
     pub depth: u32,
@@ -150,6 +150,11 @@ pub struct PhaseStats {
     pub mpi_communication_efficiency: Option<f64>,
     /// A repeated phase's repetitions (None when it ran once).
     pub iterations: Option<PhaseIterations>,
+    /// The job's energy inside its intervals (the energy section's counters
+    /// over the union of its intervals per host); None when not measured.
+    pub energy_j: Option<f64>,
+    /// `energy_j` × `time_s`, J·s.
+    pub edp_js: Option<f64>,
     pub ranks: Vec<PhaseRank>,
 }
 
@@ -923,6 +928,9 @@ pub struct Finding {
     pub cost_s: f64,
     pub share_of_run: f64,
     pub what_to_do: String,
+    /// The named phase its code runs in most (`phases::name_findings`), if any.
+    #[serde(default)]
+    pub phase: Option<String>,
 }
 
 /// Difference of one metric between two traces.

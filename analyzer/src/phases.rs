@@ -6,7 +6,7 @@
 //! [`omp_in_windows`], because the OpenMP rows are not kept), MPI time and
 //! calls, and the POP MPI efficiencies ([`crate::pop::mpi_efficiencies`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use hyscope_format::{OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
 
@@ -17,6 +17,35 @@ fn overlap(a: (i64, i64), b: (i64, i64)) -> i64 {
     (a.1.min(b.1) - a.0.max(b.0)).max(0)
 }
 
+/// A rank's phase intervals by start, to find those around a time quickly.
+struct Windows {
+    /// Indices into the intervals, by start.
+    order: Vec<usize>,
+    starts: Vec<i64>,
+    longest: i64,
+}
+
+impl Windows {
+    fn new(windows: &[(i64, i64)]) -> Windows {
+        let mut order: Vec<usize> = (0..windows.len()).collect();
+        order.sort_by_key(|&i| windows[i].0);
+        Windows {
+            starts: order.iter().map(|&i| windows[i].0).collect(),
+            order,
+            longest: windows.iter().map(|w| w.1 - w.0).max().unwrap_or(0),
+        }
+    }
+
+    /// The intervals that start before `before` and may reach `from`.
+    fn candidates(&self, from: i64, before: i64) -> &[usize] {
+        let end = self.starts.partition_point(|&s| s < before);
+        let begin = self
+            .starts
+            .partition_point(|&s| s < from.saturating_sub(self.longest));
+        &self.order[begin..end.max(begin)]
+    }
+}
+
 /// The OpenMP time of `rows` (one rank, rank 0's clock) inside each of
 /// `windows` (that rank's phase intervals on the same clock).
 pub fn omp_in_windows(rows: &[OmpRecord], windows: &[(i64, i64)]) -> Vec<PhaseOmp> {
@@ -24,10 +53,7 @@ pub fn omp_in_windows(rows: &[OmpRecord], windows: &[(i64, i64)]) -> Vec<PhaseOm
     if windows.is_empty() {
         return out;
     }
-    let mut order: Vec<usize> = (0..windows.len()).collect();
-    order.sort_by_key(|&i| windows[i].0);
-    let starts: Vec<i64> = order.iter().map(|&i| windows[i].0).collect();
-    let longest = windows.iter().map(|w| w.1 - w.0).max().unwrap_or(0);
+    let index = Windows::new(windows);
     const PARALLEL: u8 = OmpKind::Parallel as u8;
     const TASK: u8 = OmpKind::ImplicitTask as u8;
     const WAIT: u8 = OmpKind::SyncWait as u8;
@@ -50,9 +76,7 @@ pub fn omp_in_windows(rows: &[OmpRecord], windows: &[(i64, i64)]) -> Vec<PhaseOm
             span = (span.0.max(s), span.1.min(e).max(span.0.max(s)));
         }
         // Windows that start before the row ends and may reach its start.
-        let end = starts.partition_point(|&s| s < r.end_ns.max(r.start_ns + 1));
-        let begin = starts.partition_point(|&s| s < r.start_ns.saturating_sub(longest));
-        for &i in &order[begin..end] {
+        for &i in index.candidates(r.start_ns, r.end_ns.max(r.start_ns + 1)) {
             let o = overlap(span, windows[i]);
             if o == 0 {
                 continue;
@@ -72,6 +96,87 @@ pub fn omp_in_windows(rows: &[OmpRecord], windows: &[(i64, i64)]) -> Vec<PhaseOm
         p.fork_join_ns = p.fork_join_ns.max(0);
     }
     out
+}
+
+/// Per (code address, phase interval): the time of the `(address, start,
+/// end)` items (one rank's, on its phases' clock) at that address whose
+/// start lies in that interval of `windows` (the rank's phase intervals,
+/// `depths` their depths), counted in the deepest interval holding it:
+/// where each construct or call runs, for the findings.
+pub fn code_in_windows(
+    items: impl Iterator<Item = (u64, i64, i64)>,
+    windows: &[(i64, i64)],
+    depths: &[u32],
+) -> HashMap<(u64, usize), i64> {
+    let mut out = HashMap::new();
+    if windows.is_empty() {
+        return out;
+    }
+    let index = Windows::new(windows);
+    for (code, start, end) in items {
+        if code == 0 {
+            continue;
+        }
+        let deepest = index
+            .candidates(start, start.saturating_add(1))
+            .iter()
+            .filter(|&&i| windows[i].1 >= start)
+            .max_by_key(|&&i| (depths.get(i).copied().unwrap_or(0), windows[i].0));
+        if let Some(&i) = deepest {
+            *out.entry((code, i)).or_default() += (end - start).max(0);
+        }
+    }
+    out
+}
+
+/// The parallel regions and worksharing constructs of OpenMP rows, as
+/// [`code_in_windows`] items.
+pub fn omp_constructs(rows: &[OmpRecord]) -> impl Iterator<Item = (u64, i64, i64)> + '_ {
+    const PARALLEL: u8 = OmpKind::Parallel as u8;
+    const WORK: u8 = OmpKind::Work as u8;
+    rows.iter()
+        .filter(|r| matches!(r.kind, PARALLEL | WORK))
+        .map(|r| (r.codeptr, r.start_ns, r.end_ns))
+}
+
+/// Name the phase each finding with a code location occurs in: the phase
+/// (by name) where its construct spent the most time over all ranks, if any
+/// ([`code_in_windows`]); the title says it too, so every view shows it.
+pub fn name_findings(findings: &mut [Finding], data: &TraceData) {
+    let mut by_code: HashMap<u64, BTreeMap<&str, i64>> = HashMap::new();
+    for rd in &data.ranks {
+        // The MPI calls by call site, like the OpenMP constructs (summed while loading).
+        let windows: Vec<(i64, i64)> = rd.phases.iter().map(|p| (p.start_ns, p.end_ns)).collect();
+        let depths: Vec<u32> = rd.phases.iter().map(|p| p.depth).collect();
+        let calls = rd
+            .mpi
+            .iter()
+            .filter(|m| m.call != mpi_call::REQUEST_COMPLETE)
+            .map(|m| (m.callsite, m.start_ns, m.end_ns));
+        let mpi = code_in_windows(calls, &windows, &depths);
+        for (&(code, i), &ns) in rd.phase_code.iter().chain(&mpi) {
+            if let Some(p) = rd.phases.get(i) {
+                *by_code
+                    .entry(data.canon(code))
+                    .or_default()
+                    .entry(p.name.as_str())
+                    .or_default() += ns;
+            }
+        }
+    }
+    for f in findings {
+        let Some(loc) = &f.location else { continue };
+        let Some(names) = by_code.get(&data.canon(loc.address)) else {
+            continue;
+        };
+        if let Some((name, _)) = names
+            .iter()
+            .max_by_key(|(n, ns)| (**ns, std::cmp::Reverse(**n)))
+        {
+            f.title = format!("{} (phase {name})", f.title);
+            f.phase = Some(name.to_string());
+        }
+    }
 }
 
 /// One instance of a phase on one rank, with its metrics.
@@ -126,12 +231,25 @@ pub fn analyze_phases(data: &TraceData, run: &RunFacts) -> Observable<Vec<PhaseS
     }
     if by_name.is_empty() {
         return Observable::not(
-            "no phases recorded (annotate with hyscope.h, MPI_Pcontrol levels or omp_control_tool)",
+            "no phases recorded (annotate with hyscope.h, NVTX ranges, MPI_Pcontrol levels or omp_control_tool)",
         );
     }
+    let series = crate::energy::energy_series(data);
+    let counters = crate::energy::counted(&series);
+    let hosts: HashMap<u32, &str> = data
+        .manifest
+        .ranks
+        .iter()
+        .map(|r| (r.rank, r.host.as_str()))
+        .collect();
     let mut out: Vec<PhaseStats> = by_name
         .iter()
-        .map(|(name, inst)| phase_stats(name, inst, data, run))
+        .map(|(name, inst)| {
+            let mut p = phase_stats(name, inst, data, run);
+            p.energy_j = phase_energy(inst, &counters, &hosts);
+            p.edp_js = p.energy_j.map(|j| j * p.time_s);
+            p
+        })
         .collect();
     out.sort_by_key(|p| first.get(p.name.as_str()).map(|f| f.0));
     Observable::Observed(out)
@@ -189,8 +307,53 @@ fn phase_stats(name: &str, inst: &[Instance], data: &TraceData, run: &RunFacts) 
         mpi_load_balance: mpi.map(|m| m.1),
         mpi_communication_efficiency: mpi.map(|m| m.2),
         iterations: iterations(inst),
+        energy_j: None,
+        edp_js: None,
         ranks,
     }
+}
+
+/// The joules the job's energy counters ([`crate::energy::counted`]) count
+/// inside a phase's intervals: each counter over the union of the intervals
+/// of the ranks on its host (a package counts whatever runs on it), read
+/// between samples at the sampling period's average power. None without
+/// energy counters, or when they count nothing.
+fn phase_energy(
+    inst: &[Instance],
+    counters: &[&crate::energy::EnergySeries],
+    hosts: &HashMap<u32, &str>,
+) -> Option<f64> {
+    if counters.iter().map(|c| c.joules()).sum::<f64>() <= 0.0 {
+        return None;
+    }
+    let mut windows: BTreeMap<&str, Vec<(i64, i64)>> = BTreeMap::new();
+    for x in inst {
+        windows
+            .entry(hosts.get(&x.rank).copied().unwrap_or_default())
+            .or_default()
+            .push((x.rec.start_ns, x.rec.end_ns));
+    }
+    for w in windows.values_mut() {
+        w.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(w.len());
+        for &(a, b) in w.iter() {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        *w = merged;
+    }
+    Some(
+        counters
+            .iter()
+            .map(|c| {
+                windows
+                    .get(c.host.as_str())
+                    .map_or(0.0, |w| w.iter().map(|&(a, b)| c.joules_in(a, b)).sum())
+            })
+            .sum(),
+    )
 }
 
 /// The name of the phase that encloses the first instance (same rank and

@@ -32,6 +32,9 @@ pub struct RankData {
     pub phases: Vec<PhaseRecord>,
     /// The OpenMP time inside each of `phases` (summed while loading).
     pub phase_omp: Vec<PhaseOmp>,
+    /// (code address, index in `phases`) → time of the constructs there
+    /// ([`crate::phases::code_in_windows`]).
+    pub phase_code: HashMap<(u64, usize), i64>,
     /// First start and last end of the OpenMP rows analysed (rank 0's clock), if any.
     pub omp_span: Option<(i64, i64)>,
     /// The same over the whole run (differs from `omp_span` under a focus).

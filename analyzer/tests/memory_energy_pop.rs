@@ -4,7 +4,7 @@ mod common;
 
 use common::*;
 use hyscope_analyzer::{AnalyzeOptions, Observable};
-use hyscope_format::{SampleRecord, mpi_call as c};
+use hyscope_format::{PhaseRecord, SampleRecord, mpi_call as c};
 
 /// 4 ranks on 2 hosts (2 per host) in a ring: r sends to r+1.
 fn ring(alltoall: bool) -> Builder {
@@ -142,6 +142,81 @@ fn energy_from_package_counters() {
     assert_eq!(e.domains[0].package, 0);
 }
 
+/// `ranks` ranks on `hosts` hosts over 1 s (a barrier at each end), with a
+/// package counter sampled every 500 ms on each rank in `sampled`: 10 W for
+/// the first 500 ms, then 30 W (0, 5, 20 J).
+fn energy_trace(ranks: u32, hosts: u32, sampled: &[u32]) -> Builder {
+    let mut b = Builder::new(ranks, 1, hosts);
+    for r in 0..ranks {
+        b.call(r, c::MPI_Barrier, 0, 1_000, -1, 0, 1);
+        b.call(r, c::MPI_Barrier, 1_000 * MS - 1_000, 1_000 * MS, -1, 0, 1);
+    }
+    for &r in sampled {
+        for (t, j) in [(0, 0.0), (500 * MS, 5.0), (1_000 * MS, 20.0)] {
+            b.samples[r as usize].push(SampleRecord {
+                time_ns: t,
+                metric: "energy.pkg".into(),
+                key: 0,
+                value: j,
+            });
+        }
+    }
+    b
+}
+
+fn phase(name: &str, start_ms: i64, end_ms: i64, depth: u32) -> PhaseRecord {
+    PhaseRecord::api(0, name, start_ms * MS, end_ms * MS, depth)
+}
+
+#[test]
+fn energy_per_phase_over_its_intervals() {
+    // Two hosts, each rank samples its own package.
+    let mut b = energy_trace(2, 2, &[0, 1]);
+    b.phases[0] = vec![phase("solver", 400, 600, 0), phase("io", 100, 200, 0)];
+    b.phases[1] = vec![phase("solver", 600, 700, 0)];
+    let (_d, a) = b.analyze();
+    let phases = a.phases.get().expect("phases");
+    let of = |n: &str| phases.iter().find(|p| p.name == n).unwrap();
+    // solver: rank 0 400–600 ms = 0.1 s at 10 W + 0.1 s at 30 W = 4 J;
+    // rank 1 600–700 ms at 30 W = 3 J. Its time is the slowest rank's: 0.2 s.
+    let solver = of("solver");
+    assert!(close(solver.energy_j.unwrap(), 7.0, 1e-9), "{solver:?}");
+    assert!(close(solver.edp_js.unwrap(), 7.0 * 0.2, 1e-9));
+    // io: 0.1 s at 10 W on rank 0's host only.
+    assert!(close(of("io").energy_j.unwrap(), 1.0, 1e-9));
+    // The job's total is the same integration over the whole series.
+    assert!(close(a.energy.get().unwrap().total_joules, 40.0, 1e-12));
+    // compare matches the phases' energy by name (here against itself).
+    let cmp = hyscope_analyzer::compare(&a, &a);
+    let solver_energy = cmp
+        .rows
+        .iter()
+        .find(|r| r.section == "phase" && r.item == "solver" && r.metric == "energy_j")
+        .expect("a solver energy row");
+    assert!(close(solver_energy.a, 7.0, 1e-9) && solver_energy.delta == 0.0);
+}
+
+#[test]
+fn energy_of_a_phase_on_a_shared_package_counts_its_time_once() {
+    // One host, one package sampled by rank 0: the phase's intervals on both
+    // ranks overlap (100–300 and 200–400 ms), so the package counts 100–400.
+    let mut b = energy_trace(2, 1, &[0]);
+    b.phases[0] = vec![phase("solver", 100, 300, 0)];
+    b.phases[1] = vec![phase("solver", 200, 400, 0)];
+    let (_d, a) = b.analyze();
+    let solver = &a.phases.get().expect("phases")[0];
+    assert!(close(solver.energy_j.unwrap(), 3.0, 1e-9), "{solver:?}");
+}
+
+#[test]
+fn phases_without_energy_counters_have_no_energy() {
+    let mut b = energy_trace(1, 1, &[]);
+    b.phases[0] = vec![phase("solver", 100, 300, 0)];
+    let (_d, a) = b.analyze();
+    let solver = &a.phases.get().expect("phases")[0];
+    assert_eq!((solver.energy_j, solver.edp_js), (None, None));
+}
+
 /// 1 rank, 2 threads, 100 µs: MPI 0–10 µs, serial 10–20 µs, region 20–100 µs;
 /// master barrier 99–100, worker barrier 80–100 (all waiting).
 fn pop_trace() -> Builder {
@@ -218,6 +293,38 @@ fn findings_are_ranked_and_compare_diffs() {
     assert!(close(row.a, 80e-6, 1e-9));
     assert!(close(row.b, 90e-6, 1e-9));
     assert!(close(row.delta, 10e-6, 1e-6));
+}
+
+#[test]
+fn findings_name_the_phase_their_code_runs_in() {
+    // pop_trace's region (20–100 µs) begins inside "inner", nested in "compute".
+    let mut b = pop_trace();
+    let us = |name: &str, start, end, depth| PhaseRecord::api(0, name, start * US, end * US, depth);
+    b.phases[0] = vec![
+        us("exchange", 0, 15, 0),
+        us("compute", 15, 100, 0),
+        us("inner", 18, 100, 1),
+    ];
+    let (_d, a) = b.analyze();
+    let region: Vec<_> = a
+        .findings
+        .iter()
+        .filter(|f| f.category == "region")
+        .collect();
+    assert!(!region.is_empty(), "{:?}", a.findings);
+    for f in &region {
+        assert_eq!(f.phase.as_deref(), Some("inner"), "{f:?}");
+        assert!(f.title.ends_with(" (phase inner)"), "{}", f.title);
+    }
+    // A finding without a code location names no phase; without phases none does.
+    assert!(
+        a.findings
+            .iter()
+            .filter(|f| f.location.is_none())
+            .all(|f| f.phase.is_none())
+    );
+    let (_d, plain) = pop_trace().analyze();
+    assert!(plain.findings.iter().all(|f| f.phase.is_none()));
 }
 
 #[test]

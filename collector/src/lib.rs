@@ -13,6 +13,7 @@
 //! - [`spooling`]: the spool, the writer thread that fills it, `flush_all`, the hot path;
 //! - [`crash`]: fatal-signal handlers that spool every recorded event first;
 //!   [`phases`]: named phases (`hyscope.h`, `MPI_Pcontrol` levels, `omp_control_tool`);
+//!   [`nvtx`]: NVTX ranges as phases, through NVTX's injection (`InitializeInjectionNvtx2`);
 //! - [`lifecycle`]: the start and exit paths;
 //! - [`samplers`]: sampled metrics; [`mpi`]: PMPI wrappers.
 //!
@@ -24,6 +25,7 @@ pub mod crash;
 pub mod diag;
 pub mod lifecycle;
 pub mod mpi;
+pub mod nvtx;
 pub mod phases;
 pub mod samplers;
 pub mod settings;

@@ -1,6 +1,6 @@
 //! Named phases: the C API of `include/hyscope.h` (and the Fortran module
-//! over it), `MPI_Pcontrol` levels beyond 0 and 1, and the pauses of
-//! `omp_control_tool`, recorded as phase intervals per thread into the
+//! over it), `MPI_Pcontrol` levels beyond 0 and 1, the pauses of
+//! `omp_control_tool` and NVTX ranges (`nvtx.rs`), recorded as phase intervals per thread into the
 //! `phases` table (through its journal, `hyscope_format::spool::phases`).
 //!
 //! Phases are user annotations, a few per time step, not per loop chunk:
@@ -39,6 +39,9 @@ struct Open {
     iteration: i64,
     /// Begun while paused: ended silently, never recorded.
     hidden: bool,
+    /// The stack a [`push`]ed phase belongs to (an NVTX domain), 0 for
+    /// `hyscope_phase_begin`.
+    tag: u64,
 }
 
 #[derive(Default)]
@@ -53,11 +56,21 @@ struct ThreadPhases {
     pause: Option<Open>,
 }
 
+/// A range begun by [`start`]: it may end on any thread.
+#[derive(Clone, Copy)]
+struct Started {
+    thread: u32,
+    open: Open,
+}
+
 #[derive(Default)]
 struct State {
     ids: HashMap<String, u32>,
     names: Vec<String>,
     threads: Vec<ThreadPhases>,
+    /// Ranges begun by [`start`] and not ended yet, by id.
+    started: HashMap<u64, Started>,
+    next_started: u64,
     /// Finished phases not in the journal yet.
     done: Vec<PhaseRow>,
     /// The [`FORKS`] generation the state belongs to: a forked child starts its own.
@@ -123,6 +136,7 @@ impl State {
             source,
             iteration: ITERATION.load(Ordering::Relaxed),
             hidden: PAUSED.load(Ordering::Relaxed),
+            tag: 0,
         }
     }
 
@@ -209,6 +223,73 @@ pub fn end(name: Option<&str>) {
     }
 }
 
+/// Begin a phase of `source` on the calling thread's stack, in the stack
+/// `tag` (NVTX: each domain has its own push/pop stack, `nvToolsExt.h`).
+/// Returns the phases of that tag already open on the thread (NVTX's level).
+pub fn push(name: &str, source: u8, tag: u64) -> usize {
+    let (thread, now) = here();
+    with_state(|s| {
+        let mut open = s.open(thread, name, source, now);
+        open.tag = tag;
+        let stack = &mut s.thread(thread).stack;
+        let level = stack.iter().filter(|o| o.tag == tag).count();
+        stack.push(open);
+        level
+    })
+}
+
+/// End the calling thread's innermost phase of the stack `tag` (see
+/// [`push`]); phases of other tags opened after it stay open. Returns the
+/// level of the phase ended, `None` when the stack is empty.
+pub fn pop(tag: u64) -> Option<usize> {
+    let (thread, now) = here();
+    with_state(|s| {
+        let stack = &mut s.thread(thread).stack;
+        let at = stack.iter().rposition(|o| o.tag == tag)?;
+        let o = stack.remove(at);
+        let level = stack[..at].iter().filter(|o| o.tag == tag).count();
+        s.close(thread, o, now);
+        Some(level)
+    })
+}
+
+/// Begin a range that may end on another thread ([`stop`]): a phase of the
+/// calling thread, at the depth of its stack, not on the stack. Returns its
+/// id (never 0).
+pub fn start(name: &str, source: u8) -> u64 {
+    let (thread, now) = here();
+    with_state(|s| {
+        let open = s.open(thread, name, source, now);
+        s.next_started += 1;
+        let id = s.next_started;
+        s.started.insert(id, Started { thread, open });
+        id
+    })
+}
+
+/// End the range `id` of [`start`], on whichever thread; false if no such
+/// range is open.
+pub fn stop(id: u64) -> bool {
+    let now = clock::now_ns();
+    with_state(|s| match s.started.remove(&id) {
+        Some(r) => {
+            s.close(r.thread, r.open, now);
+            true
+        }
+        None => false,
+    })
+}
+
+/// An instant (NVTX's marks): a phase of no duration on the calling thread,
+/// at the depth of its stack.
+pub fn instant(name: &str, source: u8) {
+    let (thread, now) = here();
+    with_state(|s| {
+        let open = s.open(thread, name, source, now);
+        s.close(thread, open, now);
+    });
+}
+
 /// Which of a thread's marker slots a marker phase lives in.
 fn marker_slot(t: &mut ThreadPhases, source: u8) -> &mut Option<Open> {
     match source {
@@ -289,6 +370,14 @@ pub fn iteration(step: i64) {
 pub fn close_open(now: i64) {
     let missing = with_state(|s| {
         let mut missing = Vec::new();
+        let mut started: Vec<Started> = s.started.drain().map(|(_, r)| r).collect();
+        started.sort_by_key(|r| r.open.start_ns);
+        for r in started {
+            if !r.open.hidden {
+                missing.push(s.names[r.open.name as usize].clone());
+            }
+            s.close(r.thread, r.open, now);
+        }
         for t in 0..s.threads.len() as u32 {
             let th = std::mem::take(s.thread(t));
             for o in th.stack.iter().rev() {

@@ -104,9 +104,20 @@ static double alltoall(int rank, int size) {
     return s;
 }
 
-/* The phases the report shows (include/hyscope.h: nothing to link, and
- * without hyscope the calls do nothing). */
+/* The phases the report shows, annotated either way; without hyscope the
+ * calls do nothing and there is nothing to link:
+ * - include/hyscope.h (the default build, `make`);
+ * - NVTX (`make hybrid-nvtx`, -DHYBRID_NVTX): an NVTX-annotated program
+ *   that `hyscope record` reads through NVTX_INJECTION64_PATH. NVTX has no
+ *   time steps: the report counts a repeated phase's occurrences instead. */
+#ifdef HYBRID_NVTX
+#include <nvtx3/nvToolsExt.h>
+#define hyscope_phase_begin(name) nvtxRangePushA(name)
+#define hyscope_phase_end(name) nvtxRangePop()
+#define hyscope_iteration(step) ((void)(step))
+#else
 #include <hyscope.h>
+#endif
 
 int main(int argc, char **argv) {
     int provided, rank, size;

@@ -689,6 +689,8 @@ pub mod phase_source {
     pub const PCONTROL: u8 = 3;
     /// `omp_control_tool`: the recording paused between `pause` and `start`.
     pub const PAUSE: u8 = 4;
+    /// NVTX ranges and marks, through NVTX's injection (`NVTX_INJECTION64_PATH`).
+    pub const NVTX: u8 = 5;
 
     /// The source's name in reports.
     pub fn name(source: u8) -> &'static str {
@@ -697,6 +699,7 @@ pub mod phase_source {
             MARK => "mark",
             PCONTROL => "pcontrol",
             PAUSE => "pause",
+            NVTX => "nvtx",
             _ => "unknown",
         }
     }

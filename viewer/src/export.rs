@@ -9,7 +9,13 @@
 //! - point-to-point messages are flow events (`ph: s` at the send's start, `ph: f`
 //!   at the receive's completion): the analyzer's matched message list
 //!   ([`hyscope_analyzer::aligned::messages`]), the one the report shows;
-//! - the `samples` table becomes counter tracks (`ph: C`).
+//! - the `samples` table becomes counter tracks (`ph: C`);
+//! - the `phases` table: one phase track per thread that has phases (`tid` =
+//!   [`phase_tid`], named `thread <t> phases`, sorted just above the thread),
+//!   one complete event per phase (`cat: phase`, an instant for a mark), nested
+//!   as the phases nest; a phase that crosses the end of the one it began in
+//!   (an NVTX start/end range) goes to a further track of that thread, so each
+//!   track nests properly (the trace-event format needs that of one track).
 //!
 //! Timestamps are microseconds (with ns decimals) since the start of the trace,
 //! on global time ([`hyscope_analyzer::aligned::clock`]: every rank's clock
@@ -26,8 +32,8 @@ use anyhow::{Context, bail};
 use clap::ValueEnum;
 use hyscope_analyzer::aligned::{AlignedTrace, Clocks, Message};
 use hyscope_format::{
-    MpiRecord, NO_RANK, OmpKind, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Trace,
-    mpi_call, mpi_call::is_send, variant_name,
+    MpiRecord, NO_RANK, OmpKind, OmpRecord, PhaseRecord, SampleRecord, ScanOptions, SymbolRecord,
+    Trace, mpi_call, mpi_call::is_send, variant_name,
 };
 use serde_json::{Value, json};
 
@@ -137,11 +143,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     eprintln!(
-        "hyscope: wrote {} ({} events, {} flows, {} counter values, {} ranks)",
+        "hyscope: wrote {} ({} events, {} flows, {} counter values, {} phases, {} ranks)",
         args.output.display(),
         stats.events,
         stats.flows,
         stats.counters,
+        stats.phases,
         stats.ranks
     );
     eprintln!(
@@ -163,6 +170,8 @@ struct TraceData {
     /// By rank, in the aligned layer's row order.
     mpi: Vec<(u32, MpiRecord)>,
     samples: Vec<(u32, SampleRecord)>,
+    /// Named phases, sorted by rank, thread, start and depth.
+    phases: Vec<(u32, PhaseRecord)>,
     symbols: HashMap<(u32, u64), SymbolRecord>,
     /// The communicators besides world and self, with their members.
     communicators: Vec<hyscope_format::Communicator>,
@@ -246,6 +255,13 @@ impl TraceData {
             rec.time_ns = global(*r, rec.time_ns);
         }
         samples.retain(|(_, r)| in_window(r.time_ns, r.time_ns));
+        let mut phases: Vec<(u32, PhaseRecord)> = trace.read_records(&opts)?;
+        for (r, rec) in &mut phases {
+            rec.start_ns = global(*r, rec.start_ns);
+            rec.end_ns = global(*r, rec.end_ns);
+        }
+        phases.retain(|(_, r)| in_window(r.start_ns, r.end_ns));
+        phases.sort_by_key(|(r, p)| (*r, p.thread, p.start_ns, p.depth));
         let symbols = trace
             .read_records::<SymbolRecord>(&ScanOptions::default())?
             .into_iter()
@@ -259,6 +275,7 @@ impl TraceData {
             .map(|(_, r)| r.start_ns)
             .chain(mpi.iter().map(|(_, r)| r.start_ns))
             .chain(samples.iter().map(|(_, r)| r.time_ns))
+            .chain(phases.iter().map(|(_, r)| r.start_ns))
             .min();
         let base_ns = match (start, first) {
             (s, Some(f)) if s > 0 => s.min(f),
@@ -273,6 +290,7 @@ impl TraceData {
             omp,
             mpi,
             samples,
+            phases,
             symbols,
             communicators: hyscope_format::communicators(&m.ranks),
             messages,
@@ -286,6 +304,8 @@ struct Stats {
     events: usize,
     flows: usize,
     counters: usize,
+    /// Phase slices (not in `events`).
+    phases: usize,
     ranks: usize,
 }
 
@@ -295,6 +315,41 @@ fn pid(rank: u32) -> u64 {
 
 fn tid(thread: u32) -> u64 {
     u64::from(thread) + 1
+}
+
+/// The `tid` of track `lane` of a thread's phases: above every thread's
+/// `tid` (threads are numbered below 2^16, as the OTF2 locations assume) and
+/// below 2^31 (Perfetto reads a `tid` as a 32-bit integer). Tracks past
+/// the 256th share the last one.
+fn phase_tid(thread: u32, lane: usize) -> u64 {
+    (1 << 24) + (u64::from(thread & 0xffff) << 8) + lane.min(255) as u64
+}
+
+/// The track of each phase of one thread (`phases` sorted by start, then
+/// depth): 0 for phases that nest in the ones open on track 0, else the
+/// first further track where they nest.
+fn phase_lanes(phases: &[&PhaseRecord]) -> Vec<usize> {
+    // Per track, the ends of the phases open on it, innermost last.
+    let mut open: Vec<Vec<i64>> = Vec::new();
+    phases
+        .iter()
+        .map(|p| {
+            let lane = (0..)
+                .find(|&l| {
+                    if open.len() <= l {
+                        open.push(Vec::new());
+                    }
+                    let ends = &mut open[l];
+                    while ends.last().is_some_and(|&e| e <= p.start_ns) {
+                        ends.pop();
+                    }
+                    ends.last().is_none_or(|&e| p.end_ns <= e)
+                })
+                .expect("an empty track always fits");
+            open[lane].push(p.end_ns);
+            lane
+        })
+        .collect()
 }
 
 /// A duration of `d` ns as microseconds, exact to the nanosecond in decimal
@@ -439,7 +494,7 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
         )?;
         o.value(
             &json!({"ph": "M", "name": "thread_sort_index", "pid": pid(*r), "tid": tid(*t),
-                        "args": {"sort_index": t}}),
+                        "args": {"sort_index": 2 * u64::from(*t) + 1}}),
         )?;
     }
 
@@ -552,6 +607,7 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
         )?;
         stats.events += 1;
     }
+    write_phases(data, &mut o, &mut stats)?;
     for (i, m) in data.messages.iter().enumerate() {
         let (s, r) = (&m.send, &m.recv);
         let id = i + 1;
@@ -583,6 +639,67 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
     o.w.flush()
         .with_context(|| format!("cannot write {}", out.display()))?;
     Ok(stats)
+}
+
+/// The phase tracks: per thread, its tracks' names and the phases as
+/// complete events (instants for marks), with the phase's depth, source
+/// and time step as arguments.
+fn write_phases<W: Write>(
+    data: &TraceData,
+    o: &mut EventsOut<W>,
+    stats: &mut Stats,
+) -> anyhow::Result<()> {
+    let base = data.base_ns;
+    let mut at = 0;
+    while at < data.phases.len() {
+        let (rank, thread) = (data.phases[at].0, data.phases[at].1.thread);
+        let n = data.phases[at..]
+            .iter()
+            .take_while(|(r, p)| *r == rank && p.thread == thread)
+            .count();
+        let run: Vec<&PhaseRecord> = data.phases[at..at + n].iter().map(|(_, p)| p).collect();
+        at += n;
+        let lanes = phase_lanes(&run);
+        for lane in 0..=lanes.iter().copied().max().unwrap_or(0) {
+            let name = match lane {
+                0 => format!("thread {thread} phases"),
+                l => format!("thread {thread} phases ({})", l + 1),
+            };
+            let t = phase_tid(thread, lane);
+            o.value(
+                &json!({"ph": "M", "name": "thread_name", "pid": pid(rank), "tid": t,
+                            "args": {"name": name}}),
+            )?;
+            // Just above the thread's own track (sort index 2 × thread + 1).
+            o.value(
+                &json!({"ph": "M", "name": "thread_sort_index", "pid": pid(rank), "tid": t,
+                            "args": {"sort_index": 2 * u64::from(thread)}}),
+            )?;
+        }
+        for (p, lane) in run.iter().zip(lanes) {
+            let mut args = ArgsText::new();
+            args.num("depth", p.depth);
+            args.raw(
+                "source",
+                &json_str(hyscope_format::phase_source::name(p.source)),
+            );
+            if p.iteration != hyscope_format::NO_ITERATION {
+                args.num("iteration", p.iteration);
+            }
+            o.interval(
+                "phase",
+                &json_str(&p.name),
+                pid(rank),
+                phase_tid(thread, lane),
+                base,
+                p.start_ns,
+                p.end_ns,
+                &args.finish(),
+            )?;
+            stats.phases += 1;
+        }
+    }
+    Ok(())
 }
 
 /// What an `omp` row is called: kind and variant, the function of its code
@@ -628,6 +745,36 @@ mod tests {
         assert_eq!(parse_time("2"), Ok(2_000_000_000));
         assert!(parse_time("soon").is_err());
         assert!(parse_time("-1s").is_err());
+    }
+
+    #[test]
+    fn phases_that_cross_go_to_a_further_track() {
+        let p = |start, end, depth| PhaseRecord::api(0, "p", start, end, depth);
+        let rows = [
+            p(0, 100, 0),   // solver
+            p(10, 40, 1),   // step 1
+            p(20, 70, 2),   // a start/end range begun in step 1, ended in step 2
+            p(25, 30, 2),   // inside step 1
+            p(40, 40, 2),   // a mark at step 1's end
+            p(50, 90, 1),   // step 2
+            p(60, 80, 2),   // inside step 2
+            p(65, 68, 2),   // crosses nothing on track 1 either
+            p(100, 120, 0), // after the solver
+        ];
+        let refs: Vec<&PhaseRecord> = rows.iter().collect();
+        assert_eq!(phase_lanes(&refs), [0, 0, 1, 0, 0, 0, 0, 0, 0]);
+        // Each track nests: no interval crosses an earlier one of its track.
+        let lanes = phase_lanes(&refs);
+        for (i, a) in rows.iter().enumerate() {
+            for (j, b) in rows.iter().enumerate().skip(i + 1) {
+                if lanes[i] == lanes[j] && b.start_ns < a.end_ns {
+                    assert!(b.end_ns <= a.end_ns, "{i} and {j} cross");
+                }
+            }
+        }
+        assert_ne!(phase_tid(0, 1), phase_tid(0, 0));
+        assert!(phase_tid(u32::MAX, usize::MAX) < 1 << 31);
+        assert!(phase_tid(0, 0) > tid(u32::from(u16::MAX)));
     }
 
     #[test]

@@ -41,6 +41,8 @@ const SIZE_VARS: [&str; 4] = [
     "PMIX_SIZE",
     "SLURM_NTASKS",
 ];
+/// The variable NVTX reads for its tool library (`nvtxDetail/nvtxInit.h`).
+const NVTX_INJECTION: &str = "NVTX_INJECTION64_PATH";
 /// Directory inside the trace for the `libgomp.so.1 → libomp` link (not a table; readers ignore it).
 const RUNTIME_DIR: &str = ".runtime";
 
@@ -272,6 +274,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => lib.display().to_string(),
     };
     env.insert("LD_PRELOAD".into(), preload);
+    // NVTX-annotated programs load their tool from this path on their first
+    // NVTX call; the preloaded library is that tool (the dlopen finds it
+    // loaded already). A user's own NVTX tool is left in place.
+    match std::env::var_os(NVTX_INJECTION) {
+        None => {
+            env.insert(NVTX_INJECTION.into(), lib.display().to_string());
+        }
+        Some(v) if is_rank0 && Path::new(&v) != lib => warn(&format!(
+            "{NVTX_INJECTION} is set to {}: NVTX ranges go to that tool, not to hyscope",
+            v.to_string_lossy()
+        )),
+        Some(_) => {}
+    }
     // A statically linked program can only find the tool through OMP_TOOL_LIBRARIES.
     if ldd.contains("not a dynamic executable") && std::env::var_os("OMP_TOOL_LIBRARIES").is_none()
     {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hyscope_analyzer::aligned::Clocks;
-use hyscope_format::{MpiRecord, ScanOptions, Trace, mpi_call};
+use hyscope_format::{MpiRecord, PhaseRecord, ScanOptions, Trace, mpi_call};
 use record_support::*;
 use serde_json::Value;
 
@@ -17,13 +17,7 @@ fn recorded() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_mpi(tmp.path(), "mpi_app", MPI_SRC);
     let dir = tmp.path().join("trace");
-    let out = record_into(&dir)
-        .arg("mpirun")
-        .args(mpirun_args(2))
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    record_mpi_job(&dir, &exe, 2);
     (tmp, dir)
 }
 
@@ -218,4 +212,85 @@ fn not_a_trace_gives_a_clear_error() {
         "{err}"
     );
     assert!(!tmp.path().join("x.json").exists());
+}
+
+/// `tests/phases/nested.c` recorded with 2 ranks: setup, then solver around 4
+/// steps, each around a halo, on thread 0 of each rank.
+fn recorded_phases() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_phase_program(tmp.path(), "nested");
+    let dir = tmp.path().join("trace");
+    record_mpi_job(&dir, &exe, 2);
+    (tmp, dir)
+}
+
+#[test]
+fn perfetto_phases_are_slices_on_a_phase_track_per_thread() {
+    let (tmp, dir) = recorded_phases();
+    let json = tmp.path().join("out.json");
+    let err = export(&dir, &json, &[]);
+    let evs = events(&json);
+    let trace = Trace::open(&dir).unwrap();
+    let clocks = Clocks::from_manifest(&trace.manifest);
+    let rows: Vec<(u32, PhaseRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    assert_eq!(rows.len(), 2 * 10);
+    assert!(err.contains(", 20 phases, 2 ranks)"), "{err}");
+
+    let ns = |v: &Value| (v.as_f64().unwrap() * 1000.0).round() as i64;
+    for rank in [0u32, 1] {
+        let pid = u64::from(rank) + 1;
+        // The track: named, and only phases on it.
+        let track = evs
+            .iter()
+            .find(|e| {
+                e["ph"] == "M"
+                    && e["name"] == "thread_name"
+                    && e["pid"] == pid
+                    && e["args"]["name"] == "thread 0 phases"
+            })
+            .expect("a phase track for thread 0")["tid"]
+            .clone();
+        let slices: Vec<&Value> = evs
+            .iter()
+            .filter(|e| e["cat"] == "phase" && e["pid"] == pid)
+            .collect();
+        assert!(slices.iter().all(|e| e["tid"] == track && e["ph"] == "X"));
+        // Exactly the trace's phases, in its order, with their depth, and
+        // their durations on global time to the nanosecond.
+        let want: Vec<&PhaseRecord> = rows
+            .iter()
+            .filter(|(r, _)| *r == rank)
+            .map(|(_, p)| p)
+            .collect();
+        let names: Vec<&str> = slices.iter().map(|e| e["name"].as_str().unwrap()).collect();
+        let mut expect = vec!["setup", "solver"];
+        expect.extend(["step", "halo"].repeat(4));
+        assert_eq!(names, expect);
+        let g = |t: i64| clocks.to_global(rank, t).ns();
+        for (e, p) in slices.iter().zip(&want) {
+            assert_eq!(e["name"], p.name.as_str());
+            assert_eq!(e["args"]["depth"], p.depth);
+            assert_eq!(e["args"]["source"], "api");
+            assert_eq!(ns(&e["dur"]), g(p.end_ns) - g(p.start_ns), "{e}");
+            assert_eq!(
+                ns(&e["ts"]) - ns(&slices[0]["ts"]),
+                g(p.start_ns) - g(want[0].start_ns),
+                "{e}"
+            );
+        }
+        // The time steps are arguments of step and halo.
+        let steps: Vec<i64> = slices
+            .iter()
+            .filter(|e| e["name"] == "step")
+            .map(|e| e["args"]["iteration"].as_i64().unwrap())
+            .collect();
+        assert_eq!(steps, [0, 1, 2, 3]);
+        // Nested: each step inside solver, each halo inside its step.
+        let end = |e: &Value| ns(&e["ts"]) + ns(&e["dur"]);
+        for pair in slices[2..].chunks(2) {
+            let (step, halo) = (pair[0], pair[1]);
+            assert!(ns(&slices[1]["ts"]) <= ns(&step["ts"]) && end(step) <= end(slices[1]));
+            assert!(ns(&step["ts"]) <= ns(&halo["ts"]) && end(halo) <= end(step));
+        }
+    }
 }

@@ -7,23 +7,13 @@
 mod record_support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use hyscope_format::{
     MpiRecord, NO_ITERATION, OmpKind, PhaseRecord, ScanOptions, Trace, mpi_call, phase_source,
 };
 use record_support::*;
-
-fn include_dir() -> String {
-    format!("-I{}/../include", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn build(dir: &Path, name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/phases/{name}.c"));
-    let text = std::fs::read_to_string(&src).unwrap();
-    build_mpi_with(dir, name, &text, &[&include_dir()])
-}
 
 fn mpirun(exe: &Path) -> Command {
     let mut cmd = Command::new("mpirun");
@@ -53,6 +43,111 @@ fn lines(text: &str, prefix: &str) -> Vec<String> {
     v
 }
 
+/// What a run measured (its `phase <rank> <name> <step> <ns>` lines):
+/// (rank, name) → total ns, and (rank, name, step) → ns.
+#[allow(clippy::type_complexity)]
+fn measured(
+    text: &str,
+) -> (
+    BTreeMap<(u32, String), i64>,
+    BTreeMap<(u32, String, i64), i64>,
+) {
+    let mut total: BTreeMap<(u32, String), i64> = BTreeMap::new();
+    let mut steps: BTreeMap<(u32, String, i64), i64> = BTreeMap::new();
+    for l in lines(text, "phase ") {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (rank, name, step, ns) = (
+            f[1].parse::<u32>().unwrap(),
+            f[2].to_string(),
+            f[3].parse::<i64>().unwrap(),
+            f[4].parse::<i64>().unwrap(),
+        );
+        *total.entry((rank, name.clone())).or_default() += ns;
+        steps.insert((rank, name, step), ns);
+    }
+    (total, steps)
+}
+
+/// `got` ns within 1 % of `want` ns.
+fn within_1pct(got: i64, want: i64, what: &str) {
+    let (got, want) = (got as f64, want as f64);
+    assert!((got - want).abs() <= 0.01 * want, "{what}: {got} vs {want}");
+}
+
+/// Rank `rank`'s setup, solver, 4 steps and 4 halos (`tests/phases/nested.c`
+/// and its NVTX twin): counted, nested, of `source`, with their time steps
+/// (`stepped`) or none, each within 1 % of what the program measured.
+fn check_nested(
+    rows: &[(u32, PhaseRecord)],
+    rank: u32,
+    measured: &BTreeMap<(u32, String), i64>,
+    steps: &BTreeMap<(u32, String, i64), i64>,
+    source: u8,
+    stepped: bool,
+) {
+    let of = |name: &str| -> Vec<&PhaseRecord> {
+        rows.iter()
+            .filter(|(r, p)| *r == rank && p.name == name)
+            .map(|(_, p)| p)
+            .collect()
+    };
+    let (setup, solver, step, halo) = (of("setup"), of("solver"), of("step"), of("halo"));
+    assert_eq!(
+        (setup.len(), solver.len(), step.len(), halo.len()),
+        (1, 1, 4, 4)
+    );
+    assert_eq!((setup[0].depth, solver[0].depth), (0, 0));
+    assert_eq!(solver[0].iteration, NO_ITERATION);
+    assert!(setup[0].end_ns <= solver[0].start_ns);
+    for (p, name) in [(setup[0], "setup"), (solver[0], "solver")] {
+        within_1pct(
+            p.end_ns - p.start_ns,
+            measured[&(rank, name.to_string())],
+            &format!("rank {rank} {name}"),
+        );
+    }
+    for (i, (s, h)) in step.iter().zip(&halo).enumerate() {
+        let it = if stepped { i as i64 } else { NO_ITERATION };
+        assert_eq!((s.thread, s.depth, h.depth), (0, 1, 2));
+        assert_eq!((s.iteration, h.iteration), (it, it));
+        assert_eq!((s.source, h.source), (source, source));
+        assert!(solver[0].start_ns <= s.start_ns && s.end_ns <= solver[0].end_ns);
+        assert!(s.start_ns <= h.start_ns && h.end_ns <= s.end_ns);
+        // Each interval within 1 % of what the program measured around it.
+        for (p, name) in [(s, "step"), (h, "halo")] {
+            within_1pct(
+                p.end_ns - p.start_ns,
+                steps[&(rank, name.to_string(), i as i64)],
+                &format!("rank {rank} {name} {i}"),
+            );
+        }
+    }
+}
+
+/// The report's phases: per phase (but `skip`) and rank, the time the
+/// program measured, within 1 %.
+fn check_report_times(
+    phases: &[serde_json::Value],
+    measured: &BTreeMap<(u32, String), i64>,
+    skip: &[&str],
+) {
+    for p in phases {
+        let name = p["name"].as_str().unwrap();
+        if skip.contains(&name) {
+            continue;
+        }
+        for r in p["ranks"].as_array().unwrap() {
+            let rank = r["rank"].as_u64().unwrap() as u32;
+            let want = measured[&(rank, name.to_string())] as f64 * 1e-9;
+            let got = r["time_s"].as_f64().unwrap();
+            assert!(
+                (got - want).abs() <= 0.01 * want,
+                "rank {rank} {name}: report {got} s, program {want} s"
+            );
+        }
+    }
+}
+
 fn report_json(trace: &Path, extra: &[&str]) -> serde_json::Value {
     let out = run_ok(hyscope().arg("report").arg(trace).arg("--json").args(extra));
     serde_json::from_slice(&out.stdout).unwrap()
@@ -61,7 +156,7 @@ fn report_json(trace: &Path, extra: &[&str]) -> serde_json::Value {
 #[test]
 fn nested_phases_match_what_the_program_measured() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build(dir.path(), "nested");
+    let exe = build_phase_program(dir.path(), "nested");
 
     // Without hyscope: runs, and prints the same results.
     let plain = run_ok(&mut mpirun(&exe));
@@ -75,61 +170,20 @@ fn nested_phases_match_what_the_program_measured() {
         lines(&recorded, "phase").len()
     );
 
-    // What the recorded run measured: (rank, name) → total ns, and per step.
-    let mut measured: BTreeMap<(u32, String), i64> = BTreeMap::new();
-    let mut steps: BTreeMap<(u32, String, i64), i64> = BTreeMap::new();
-    for l in lines(&recorded, "phase ") {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let (rank, name, step, ns) = (
-            f[1].parse::<u32>().unwrap(),
-            f[2].to_string(),
-            f[3].parse::<i64>().unwrap(),
-            f[4].parse::<i64>().unwrap(),
-        );
-        *measured.entry((rank, name.clone())).or_default() += ns;
-        steps.insert((rank, name, step), ns);
-    }
+    let (measured, steps) = measured(&recorded);
     assert_eq!(measured.len(), 8, "{measured:?}");
 
     // The trace: every interval, nested as the program nests them.
     let t = Trace::open(&trace).unwrap();
     let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
     for rank in [0, 1] {
-        let of = |name: &str| -> Vec<&PhaseRecord> {
-            rows.iter()
-                .filter(|(r, p)| *r == rank && p.name == name)
-                .map(|(_, p)| p)
-                .collect()
-        };
-        let (setup, solver, step, halo) = (of("setup"), of("solver"), of("step"), of("halo"));
-        assert_eq!(
-            (setup.len(), solver.len(), step.len(), halo.len()),
-            (1, 1, 4, 4)
-        );
-        assert_eq!((setup[0].depth, solver[0].depth), (0, 0));
-        assert_eq!(solver[0].iteration, NO_ITERATION);
-        assert!(setup[0].end_ns <= solver[0].start_ns);
-        for (i, (s, h)) in step.iter().zip(&halo).enumerate() {
-            assert_eq!((s.depth, h.depth), (1, 2));
-            assert_eq!((s.iteration, h.iteration), (i as i64, i as i64));
-            assert_eq!(s.source, phase_source::API);
-            assert!(solver[0].start_ns <= s.start_ns && s.end_ns <= solver[0].end_ns);
-            assert!(s.start_ns <= h.start_ns && h.end_ns <= s.end_ns);
-            // Each interval within 1 % of what the program measured around it.
-            for (p, name) in [(s, "step"), (h, "halo")] {
-                let want = steps[&(rank, name.to_string(), i as i64)] as f64;
-                let got = (p.end_ns - p.start_ns) as f64;
-                assert!(
-                    (got - want).abs() <= 0.01 * want,
-                    "rank {rank} {name} {i}: {got} vs {want}"
-                );
-            }
-        }
+        check_nested(&rows, rank, &measured, &steps, phase_source::API, true);
     }
 
     // The report: per phase and rank, the time the program measured.
     let a = report_json(&trace, &[]);
     let phases = a["phases"]["observed"].as_array().expect("phases observed");
+    check_report_times(phases, &measured, &[]);
     let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["setup", "solver", "step", "halo"]);
     let depth: Vec<u64> = phases
@@ -139,18 +193,6 @@ fn nested_phases_match_what_the_program_measured() {
     assert_eq!(depth, [0, 0, 1, 2]);
     assert_eq!(phases[2]["parent"], "solver");
     assert_eq!(phases[3]["parent"], "step");
-    for p in phases {
-        let name = p["name"].as_str().unwrap();
-        for r in p["ranks"].as_array().unwrap() {
-            let rank = r["rank"].as_u64().unwrap() as u32;
-            let want = measured[&(rank, name.to_string())] as f64 * 1e-9;
-            let got = r["time_s"].as_f64().unwrap();
-            assert!(
-                (got - want).abs() <= 0.01 * want,
-                "rank {rank} {name}: report {got} s, program {want} s"
-            );
-        }
-    }
     // The ring exchange is inside halo: one MPI_Sendrecv per step and rank.
     assert_eq!(phases[3]["mpi_calls"], 8);
     // Step 2 is the slow one (130 ms against 30 ms of sleep).
@@ -264,7 +306,7 @@ fn nested_phases_match_what_the_program_measured() {
 #[test]
 fn pcontrol_levels_and_control_tool_pause() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build(dir.path(), "control");
+    let exe = build_phase_program(dir.path(), "control");
 
     // Without hyscope: omp_control_tool finds no tool (-2), same results.
     let plain = stdout(&run_ok(&mut mpirun(&exe)));
@@ -423,7 +465,7 @@ fn fortran_through_the_module() {
 #[test]
 fn a_killed_process_keeps_its_finished_phases() {
     let dir = tempfile::tempdir().unwrap();
-    let exe = build(dir.path(), "killed");
+    let exe = build_phase_program(dir.path(), "killed");
     let trace = dir.path().join("trace");
     let out = record_into(&trace).arg(&exe).output().unwrap();
     assert_eq!(stdout(&out).trim(), "ready", "{}", stderr(&out));
@@ -449,4 +491,185 @@ fn a_killed_process_keeps_its_finished_phases() {
         ]
     );
     assert!(!trace.join("spool").exists());
+}
+
+#[test]
+fn nvtx_ranges_are_phases_without_a_rebuild() {
+    let header = Path::new("/usr/local/include/nvtx3/nvToolsExt.h");
+    assert!(
+        header.is_file(),
+        "{} is missing: run scripts/install-deps.sh (it installs the NVTX headers)",
+        header.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // No hyscope header or library: only NVTX's own headers.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/phases/nested_nvtx.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    assert!(!text.contains("#include <hyscope.h>"));
+    let exe = build_mpi(dir.path(), "nested_nvtx", &text);
+
+    // Without hyscope: runs, no tool loaded, the same results.
+    let plain = stdout(&run_ok(mpirun(&exe).env_remove("NVTX_INJECTION64_PATH")));
+    let trace = dir.path().join("trace");
+    let recorded = stdout(&run_ok(
+        recorded_run(&trace, &exe).env_remove("NVTX_INJECTION64_PATH"),
+    ));
+    assert_eq!(lines(&plain, "result"), lines(&recorded, "result"));
+    assert_eq!(lines(&plain, "result").len(), 2);
+    assert_eq!(
+        lines(&plain, "instances"),
+        ["instances 0 0", "instances 1 0"]
+    );
+    // NVTX's dlopen of NVTX_INJECTION64_PATH found the preloaded library.
+    assert_eq!(
+        lines(&recorded, "instances"),
+        ["instances 0 1", "instances 1 1"]
+    );
+    let (measured, steps) = measured(&recorded);
+    assert_eq!(measured.len(), 12, "{measured:?}");
+
+    let t = Trace::open(&trace).unwrap();
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    assert!(rows.iter().all(|(_, p)| p.source == phase_source::NVTX));
+    for rank in [0, 1] {
+        // The same phases as with hyscope.h (no time steps: NVTX has none).
+        check_nested(&rows, rank, &measured, &steps, phase_source::NVTX, false);
+        let of = |name: &str| -> Vec<&PhaseRecord> {
+            rows.iter()
+                .filter(|(r, p)| *r == rank && p.name == name)
+                .map(|(_, p)| p)
+                .collect()
+        };
+        let count = |name: &str| of(name).len();
+        assert_eq!(
+            ["overlap", "io:checkpoint", "io:written"].map(count),
+            [1, 1, 1]
+        );
+        let (solver, step, halo) = (of("solver"), of("step"), of("halo"));
+        // The start/end range: the starting thread's, begun in step 1 (two
+        // ranges open around it), ended by another thread during step 2.
+        let overlap = of("overlap")[0];
+        assert_eq!((overlap.thread, overlap.depth), (0, 2));
+        assert!(step[1].start_ns <= overlap.start_ns && overlap.start_ns <= halo[1].start_ns);
+        assert!(halo[2].end_ns <= overlap.end_ns && overlap.end_ns <= step[2].end_ns);
+        within_1pct(
+            overlap.end_ns - overlap.start_ns,
+            measured[&(rank, "overlap".to_string())],
+            &format!("rank {rank} overlap"),
+        );
+        // The domain's range and mark, named `domain:message`; the mark has no duration.
+        let (ck, written) = (of("io:checkpoint")[0], of("io:written")[0]);
+        assert_eq!((ck.depth, written.depth), (0, 1));
+        assert!(solver[0].end_ns <= ck.start_ns);
+        assert_eq!(written.start_ns, written.end_ns);
+        assert!(ck.start_ns <= written.start_ns && written.end_ns <= ck.end_ns);
+        within_1pct(
+            ck.end_ns - ck.start_ns,
+            measured[&(rank, "io:checkpoint".to_string())],
+            &format!("rank {rank} io:checkpoint"),
+        );
+    }
+
+    // The report: the same table as with hyscope.h, source nvtx.
+    let a = report_json(&trace, &[]);
+    let phases = a["phases"]["observed"].as_array().expect("phases observed");
+    assert!(phases.iter().all(|p| p["source"] == "nvtx"));
+    check_report_times(phases, &measured, &["io:written"]);
+    assert_eq!(phases.len(), 7);
+}
+
+#[test]
+fn record_keeps_a_users_nvtx_tool() {
+    // A user's NVTX_INJECTION64_PATH stays, with one warning; this test's
+    // "tool" is a file that is not a library: NVTX ignores a tool it cannot load.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_mpi(
+        dir.path(),
+        "one_range",
+        "#include <nvtx3/nvToolsExt.h>\n#include <mpi.h>\n\
+         int main(int c, char **v) { MPI_Init(&c, &v); nvtxRangePushA(\"r\"); \
+         nvtxRangePop(); MPI_Finalize(); return 0; }\n",
+    );
+    let tool = dir.path().join("not-a-tool.so");
+    std::fs::write(&tool, "").unwrap();
+    let trace = dir.path().join("trace");
+    let out = run_ok(recorded_run(&trace, &exe).env("NVTX_INJECTION64_PATH", &tool));
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("NVTX_INJECTION64_PATH is set to").count(),
+        1,
+        "{err}"
+    );
+    let t = Trace::open(&trace).unwrap();
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    assert!(rows.is_empty(), "{rows:?}");
+}
+
+#[test]
+fn nvtx_domains_keep_their_own_stacks() {
+    // Pops of one domain leave another's ranges open (NVTX: one push/pop
+    // stack per domain); a pop with nothing open and the end of a range
+    // never started are refused with a warning, and the program runs on.
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_omp(
+        dir.path(),
+        "domains",
+        r#"
+#include <nvtx3/nvToolsExt.h>
+#include <stdio.h>
+int main(void) {
+    nvtxDomainHandle_t d = nvtxDomainCreateA("D");
+    nvtxEventAttributes_t b = {0};
+    b.version = NVTX_VERSION;
+    b.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    b.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    b.message.ascii = "b";
+    int levels[6];
+    levels[0] = nvtxRangePushA("a");
+    levels[1] = nvtxDomainRangePushEx(d, &b);
+    levels[2] = nvtxRangePushA("c");
+    levels[3] = nvtxRangePop();          /* c */
+    levels[4] = nvtxRangePop();          /* a: D:b stays open */
+    levels[5] = nvtxDomainRangePop(d);   /* D:b */
+    int extra = nvtxRangePop();          /* nothing open */
+    nvtxRangeEnd(12345);                 /* never started */
+    nvtxRangeStartA("left open");
+    printf("levels %d %d %d %d %d %d extra %s\n", levels[0], levels[1], levels[2],
+           levels[3], levels[4], levels[5], extra < 0 ? "refused" : "accepted");
+    return 0;
+}
+"#,
+    );
+    let plain = run_ok(Command::new(&exe).env_remove("NVTX_INJECTION64_PATH"));
+    let trace = dir.path().join("trace");
+    let mut cmd = record_into(&trace);
+    cmd.arg(&exe).env_remove("NVTX_INJECTION64_PATH");
+    let out = run_ok(&mut cmd);
+    // Without a tool NVTX returns its "no tool" level for every call.
+    assert!(stdout(&plain).starts_with("levels "), "{}", stdout(&plain));
+    assert_eq!(
+        stdout(&out).trim(),
+        "levels 0 0 1 1 0 0 extra refused",
+        "{}",
+        stderr(&out)
+    );
+    let err = stderr(&out);
+    assert!(err.contains("nvtxRangePop without an open range"), "{err}");
+    assert!(err.contains("nvtxRangeEnd of a range not started"), "{err}");
+    assert!(
+        err.contains("phases still open at exit, ended there: left open"),
+        "{err}"
+    );
+
+    let t = Trace::open(&trace).unwrap();
+    let rows: Vec<(u32, PhaseRecord)> = t.read_records(&ScanOptions::default()).unwrap();
+    let got: Vec<(&str, u32)> = rows
+        .iter()
+        .map(|(_, p)| (p.name.as_str(), p.depth))
+        .collect();
+    assert_eq!(got, [("a", 0), ("D:b", 1), ("c", 2), ("left open", 0)]);
+    let of = |n: &str| &rows.iter().find(|(_, p)| p.name == n).unwrap().1;
+    // a ended before D:b, though D:b began inside it; c inside both.
+    assert!(of("a").end_ns <= of("D:b").end_ns);
+    assert!(of("D:b").start_ns <= of("c").start_ns && of("c").end_ns <= of("a").end_ns);
 }

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use hyscope_format::{
     ClockOffset, Manifest, MpiInfo, MpiRecord, OmpKind, OmpRecord, OpenMpInfo, PartWriter,
-    RankInfo, SampleRecord, SamplerInfo, SymbolRecord, Table, WriterOptions, mpi_call as c,
+    PhaseRecord, RankInfo, SampleRecord, SamplerInfo, SymbolRecord, Table, WriterOptions,
+    mpi_call as c,
 };
 
 pub const US: i64 = 1_000;
@@ -17,6 +18,7 @@ pub struct Builder {
     pub omp: Vec<Vec<OmpRecord>>,
     pub mpi: Vec<Vec<MpiRecord>>,
     pub samples: Vec<Vec<SampleRecord>>,
+    pub phases: Vec<Vec<PhaseRecord>>,
     pub symbols: Vec<SymbolRecord>,
 }
 
@@ -60,6 +62,7 @@ impl Builder {
             omp: vec![Vec::new(); ranks as usize],
             mpi: vec![Vec::new(); ranks as usize],
             samples: vec![Vec::new(); ranks as usize],
+            phases: vec![Vec::new(); ranks as usize],
             symbols: Vec::new(),
         }
     }
@@ -94,6 +97,13 @@ impl Builder {
             if !rows.is_empty() {
                 let mut w =
                     PartWriter::create(dir, Table::Samples, r as u32, opts.clone()).unwrap();
+                w.write_records(rows).unwrap();
+                w.finish().unwrap();
+            }
+        }
+        for (r, rows) in self.phases.iter().enumerate() {
+            if !rows.is_empty() {
+                let mut w = PartWriter::create(dir, Table::Phases, r as u32, opts.clone()).unwrap();
                 w.write_records(rows).unwrap();
                 w.finish().unwrap();
             }

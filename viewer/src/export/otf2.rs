@@ -24,7 +24,12 @@
 //!   by a call hyscope does not wrap, or a rank file missing) is written on
 //!   `MPI_COMM_WORLD` with world ranks;
 //! - samples: one metric (double, absolute point) per sampled metric name, written
-//!   on the rank's thread 0.
+//!   on the rank's thread 0;
+//! - phases: one region per phase name (paradigm `USER`, role `CODE`, flag
+//!   `PHASE`, as Score-P writes its user phases), entered and left on the
+//!   phase's thread around what happened inside it; a phase crossing the end
+//!   of the one it began in (an NVTX start/end range) is clipped to it like
+//!   any interval.
 
 // The mpi_call codes are named like the MPI functions.
 #![allow(non_upper_case_globals)]
@@ -53,6 +58,7 @@ const UNDEFINED_TIMESTAMP: u64 = u64::MAX;
 
 const ROLE_UNKNOWN: u8 = 0;
 const ROLE_FUNCTION: u8 = 1;
+const ROLE_CODE: u8 = 4;
 const ROLE_LOOP: u8 = 3;
 const ROLE_PARALLEL: u8 = 5;
 const ROLE_SECTIONS: u8 = 6;
@@ -72,9 +78,12 @@ const ROLE_COLL_OTHER: u8 = 26;
 const ROLE_POINT2POINT: u8 = 28;
 const ROLE_ARTIFICIAL: u8 = 31;
 
+const PARADIGM_USER: u8 = 1;
 const PARADIGM_OPENMP: u8 = 3;
 const PARADIGM_MPI: u8 = 4;
 const PARADIGM_MEASUREMENT_SYSTEM: u8 = 6;
+
+const REGION_FLAG_PHASE: u32 = 1 << 1;
 
 const LOCATION_GROUP_TYPE_PROCESS: u8 = 1;
 const LOCATION_TYPE_CPU_THREAD: u8 = 1;
@@ -363,9 +372,9 @@ struct Interval {
 struct Defs {
     strings: Vec<String>,
     string_ids: HashMap<String, u32>,
-    /// (name, role, paradigm, file, line) → id.
-    regions: Vec<(u32, u8, u8, u32, u32)>,
-    region_ids: HashMap<(String, u8, u8, u32, u32), u32>,
+    /// (name, role, paradigm, file, line, flags) by id.
+    regions: Vec<(u32, u8, u8, u32, u32, u32)>,
+    region_ids: HashMap<(String, u8, u8, u32, u32, u32), u32>,
 }
 
 impl Defs {
@@ -379,6 +388,7 @@ impl Defs {
         id
     }
 
+    /// A region's id; the user paradigm's regions are the phases (flag `PHASE`).
     fn region(
         &mut self,
         name: &str,
@@ -387,18 +397,24 @@ impl Defs {
         file: Option<&str>,
         line: Option<u32>,
     ) -> u32 {
+        let flags = if paradigm == PARADIGM_USER {
+            REGION_FLAG_PHASE
+        } else {
+            0
+        };
         let file = match file {
             Some(f) => self.string(f),
             None => UNDEFINED_U32,
         };
         let line = line.unwrap_or(0);
-        let key = (name.to_string(), role, paradigm, file, line);
+        let key = (name.to_string(), role, paradigm, file, line, flags);
         if let Some(&id) = self.region_ids.get(&key) {
             return id;
         }
         let name_id = self.string(name);
         let id = self.regions.len() as u32;
-        self.regions.push((name_id, role, paradigm, file, line));
+        self.regions
+            .push((name_id, role, paradigm, file, line, flags));
         self.region_ids.insert(key, id);
         id
     }
@@ -508,6 +524,7 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
         instants: BTreeMap::new(),
     };
     events.omp(data, &mut defs);
+    events.phases(data, &mut defs);
     events.mpi(data, &comms, &mut defs, &mut stats);
     let metric_ids = events.metrics(data, &mut stats);
     let streams = events.into_streams(data, &mut stats);
@@ -589,6 +606,24 @@ impl Events {
             };
             self.intervals
                 .entry((*rank, rec.thread))
+                .or_default()
+                .push(interval);
+        }
+    }
+
+    /// One interval per phase, on its thread.
+    fn phases(&mut self, data: &TraceData, defs: &mut Defs) {
+        for (rank, p) in &data.phases {
+            let region = defs.region(&p.name, ROLE_CODE, PARADIGM_USER, None, None);
+            let interval = Interval {
+                start: self.t(p.start_ns),
+                end: self.t(p.end_ns),
+                region,
+                after_enter: Vec::new(),
+                before_leave: Vec::new(),
+            };
+            self.intervals
+                .entry((*rank, p.thread))
                 .or_default()
                 .push(interval);
         }
@@ -1187,13 +1222,13 @@ impl GlobalDefs<'_> {
 
     fn regions(&self, defs: &Defs) -> anyhow::Result<()> {
         let empty = self.names.empty;
-        for (id, (name, role, paradigm, file, line)) in defs.regions.iter().enumerate() {
+        for (id, (name, role, paradigm, file, line, flags)) in defs.regions.iter().enumerate() {
             // SAFETY: see `write`.
             check(
                 unsafe {
                     (self.api.OTF2_GlobalDefWriter_WriteRegion)(
-                        self.g, id as u32, *name, *name, empty, *role, *paradigm, 0, *file, *line,
-                        *line,
+                        self.g, id as u32, *name, *name, empty, *role, *paradigm, *flags, *file,
+                        *line, *line,
                     )
                 },
                 "Region",

@@ -61,10 +61,14 @@ pub fn render_phases(out: &mut String, a: &Analysis) {
         return;
     };
     section(out, "Phases");
-    let mut t = table(
-        &["phase", "source", "instances", "time", "share"],
-        &["MPI par. eff.", "repetitions"],
-    );
+    // Energy columns only where energy was measured.
+    let energy = phases.iter().any(|p| p.energy_j.is_some());
+    let mut last = vec!["MPI par. eff."];
+    if energy {
+        last.extend(["energy", "EDP"]);
+    }
+    last.push("repetitions");
+    let mut t = table(&["phase", "source", "instances", "time", "share"], &last);
     for p in phases {
         let mut row = vec![
             format!("{}{}", "  ".repeat(p.depth as usize), p.name),
@@ -74,13 +78,25 @@ pub fn render_phases(out: &mut String, a: &Analysis) {
             units::percent(p.share),
         ];
         row.extend(inside(&p.inside));
-        row.extend([opt_pct(p.mpi_parallel_efficiency), repetitions(p)]);
+        row.push(opt_pct(p.mpi_parallel_efficiency));
+        if energy {
+            row.extend([
+                p.energy_j.map_or("—".into(), units::joules),
+                p.edp_js.map_or("—".into(), units::joule_seconds),
+            ]);
+        }
+        row.push(repetitions(p));
         t.row(row);
     }
     t.render(out);
     out.push_str(
         "  time = the slowest rank's sum of the phase's intervals; OpenMP and MPI columns: inside them, summed over ranks\n",
     );
+    if energy {
+        out.push_str(
+            "  energy = the job's energy counters over the phase's intervals (each host's, between samples at their average power); EDP = energy × time\n",
+        );
+    }
 }
 
 /// The restriction (`--phase NAME`): what it covers, then the phase in detail.
@@ -145,6 +161,12 @@ fn phase_detail(out: &mut String, p: &PhaseStats) {
         opt_pct(p.mpi_parallel_efficiency),
     );
     kv("MPI load balance", opt_pct(p.mpi_load_balance));
+    if let (Some(j), Some(edp)) = (p.energy_j, p.edp_js) {
+        kv(
+            "energy",
+            format!("{}, EDP {}", units::joules(j), units::joule_seconds(edp)),
+        );
+    }
     kv(
         "MPI communication efficiency",
         opt_pct(p.mpi_communication_efficiency),

@@ -142,6 +142,26 @@ pub fn build_mpi_with(dir: &Path, name: &str, src: &str, extra: &[&str]) -> Path
     exe
 }
 
+/// Build `tests/phases/<name>.c` (an MPI+OpenMP program with phases whose
+/// durations it measures and prints) with `include/hyscope.h` on the path.
+pub fn build_phase_program(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/phases/{name}.c"));
+    let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    let include = format!("-I{}/../include", env!("CARGO_MANIFEST_DIR"));
+    build_mpi_with(dir, name, &text, &[&include])
+}
+
+/// `hyscope record -o <trace> -- mpirun -np <np> <exe>`, which must succeed.
+pub fn record_mpi_job(trace: &Path, exe: &Path, np: u32) {
+    let out = record_into(trace)
+        .arg("mpirun")
+        .args(mpirun_args(np))
+        .arg(exe)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 /// `mpirun` arguments for 2 ranks on this machine (as root too).
 pub fn mpirun_args(np: u32) -> Vec<String> {
     let mut a = vec!["--oversubscribe".to_string()];
