@@ -230,12 +230,14 @@ impl App {
 pub fn footer_keys(tab: Tab) -> &'static str {
     match tab {
         Tab::Timeline => {
-            "←→ cursor H/L pan +/- zoom 0 all ↑↓ row ⏎ threads v range p phase f zoom to it / filter ? help q quit"
+            "←→ cursor H/L pan +/- zoom 0 all ↑↓ row ⏎ threads v range / filter ? help q quit"
         }
         Tab::Mpi => "Tab/1-7 tabs  ←→ view  ↑↓ select  s sort  S order  / filter  ? help  q quit",
-        Tab::Memory => "Tab/1-7 tabs  ←→ view  ↑↓ select  / filter  ? help  q quit",
-        Tab::Summary | Tab::Energy => "Tab/1-7 tabs  ↑↓ scroll  / filter  ? help  q quit",
-        _ => "Tab/1-7 tabs  ↑↓ select  s sort  S order  ⏎ details  / filter  ? help  q quit",
+        Tab::Memory => "Tab/1-7 tabs  ←→ view  ↑↓ select  p phase  / filter  ? help  q quit",
+        Tab::Summary | Tab::Energy => "Tab/1-7 tabs  ↑↓ scroll  p phase  / filter  ? help  q quit",
+        _ => {
+            "Tab/1-7 tabs  ↑↓ select  s sort  S order  ⏎ details  p phase  / filter  ? help  q quit"
+        }
     }
 }
 
