@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::FormatError;
 
 /// `major.minor`. Readers refuse a different major version.
-pub const FORMAT_VERSION: &str = "1.2";
+pub const FORMAT_VERSION: &str = "1.3";
 /// The major part of [`FORMAT_VERSION`].
 pub const FORMAT_MAJOR: u32 = 1;
 
