@@ -31,6 +31,7 @@ use crate::{clock, lifecycle, spooling};
 #[cfg(not(hyscope_mpich))]
 pub mod fortran;
 pub mod job;
+pub mod polls;
 pub mod shim;
 pub mod table;
 pub mod wrappers;
@@ -75,6 +76,8 @@ pub struct MpiThread {
     next_req: AtomicU64,
     /// This thread's peer counters (null until its first message).
     peers: AtomicPtr<PeerCounts>,
+    /// Its open run of unsuccessful polls ([`polls`]).
+    pub poll: polls::OpenPoll,
 }
 
 impl MpiThread {
@@ -83,6 +86,7 @@ impl MpiThread {
             inside: AtomicBool::new(false),
             next_req: AtomicU64::new(0),
             peers: AtomicPtr::new(std::ptr::null_mut()),
+            poll: polls::OpenPoll::new(),
         }
     }
 }
@@ -221,13 +225,16 @@ pub fn base(
         callsite: callsite as u64,
         recv_peer: NO_RANK,
         recv_tag: NO_TAG,
+        calls: 1,
     }
 }
 
-/// Record `r` (unless its call was cleared) in the calling thread's (`slot`) buffer.
+/// Record `r` (unless its call was cleared) in the calling thread's
+/// (`slot`) buffer, after the thread's open run of folded polls.
 #[inline]
 pub fn record(slot: &spooling::ThreadSlot, r: MpiRecord) {
     if r.call != 0 {
+        polls::close(slot);
         slot.record_mpi(r);
     }
 }
@@ -1098,6 +1105,8 @@ pub fn after_finalize() {
 /// MPI_Pcontrol: level 0 pauses recording, other levels resume it; levels
 /// other than 0 and 1 also begin a phase (`phases::pcontrol`).
 pub fn pcontrol(level: c_int) {
+    // A run of polls ends here, paused or not.
+    polls::close(spooling::slot());
     ENABLED.store(level != 0, Ordering::Relaxed);
     crate::guarded(|| crate::phases::pcontrol(level));
 }

@@ -374,6 +374,7 @@ extern "C" fn forget_parents_events() {
         for slot in slots.iter() {
             skip(&slot.omp);
             skip(&slot.mpi);
+            crate::mpi::polls::forget(slot);
         }
     }
     if let Ok(mut items) = QUEUE.items.try_lock() {
@@ -554,6 +555,29 @@ impl Writer {
             }
             self.pid = pid;
         }
+    }
+
+    /// Spool every thread's open run of folded polls (`mpi::polls`): a
+    /// thread that ended, or that never records again, still has one.
+    fn write_open_polls(&mut self) {
+        let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
+        let mut rows = Vec::new();
+        for slot in slots {
+            match crate::mpi::polls::take(slot) {
+                crate::mpi::polls::Taken::Run(r) => rows.push(r),
+                crate::mpi::polls::Taken::Lost(n) => {
+                    DROPPED.fetch_add(n, Ordering::Relaxed);
+                }
+                crate::mpi::polls::Taken::Nothing => {}
+            }
+        }
+        if rows.is_empty() {
+            return;
+        }
+        self.check_pid();
+        let broken = self.broken;
+        let result = spool(&mut self.mpi, broken, "mpi", &rows);
+        self.account_spool(result, rows.len());
     }
 
     /// Spool the rows of every thread's current blocks not spooled yet.
@@ -858,6 +882,7 @@ pub fn flush_all() {
     let samples = std::mem::take(&mut *lock(&SAMPLES));
     w.write_items_untimed(items);
     w.write_samples(&samples);
+    w.write_open_polls();
     w.flush_streams();
     w.encode_spools();
     gate_leave();
