@@ -4,8 +4,9 @@
 //! in turns of up to 3 polls from one call site, and prints how many polls
 //! of each loop found nothing. The trace holds a few rows per loop whose
 //! `calls` add up to exactly those counts plus the successful polls (rows of
-//! their own, `calls` 1); `hyscope report` (text and `--json`) and the
-//! Perfetto export say the same. With `kill`, rank 0 dies by SIGKILL in a
+//! their own, `calls` 1); `hyscope report` (text and `--json`), the
+//! Perfetto export and the OTF2 export (read back by `otf2-print`) say the
+//! same. With `kill`, rank 0 dies by SIGKILL in a
 //! last polling loop: what the writer spooled before is kept.
 
 mod record_support;
@@ -205,6 +206,30 @@ fn polling_loops_fold_into_few_rows_with_exact_counts() {
         folded_args.iter().sum::<u64>(),
         folded_rows.iter().sum::<u64>()
     );
+
+    // OTF2: one Enter per folded row with the attribute `polls_folded`.
+    let otf2 = tmp.path().join("otf2");
+    run_ok(
+        hyscope()
+            .args(["export", "--format", "otf2", "-o"])
+            .arg(&otf2)
+            .arg(&dir),
+    );
+    let print = std::process::Command::new("otf2-print")
+        .arg(otf2.join("traces.otf2"))
+        .output()
+        .unwrap();
+    assert!(print.status.success(), "{}", stderr(&print));
+    let attrs: Vec<u64> = String::from_utf8_lossy(&print.stdout)
+        .lines()
+        .filter_map(|l| l.split("(\"polls_folded\"").nth(1))
+        .map(|rest| {
+            let n = rest.rsplit("; ").next().unwrap().trim_end_matches(')');
+            n.parse().unwrap()
+        })
+        .collect();
+    assert_eq!(attrs.len(), folded_rows.len());
+    assert_eq!(attrs.iter().sum::<u64>(), folded_rows.iter().sum::<u64>());
 }
 
 #[test]
