@@ -35,6 +35,17 @@ fn printed(stdout: &[u8]) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// `hyscope export --format <format> -o <out> <trace>`; returns `out`.
+fn export(trace: &Path, format: &str, out: &Path) -> PathBuf {
+    run_ok(
+        hyscope()
+            .args(["export", "--format", format, "-o"])
+            .arg(out)
+            .arg(trace),
+    );
+    out.to_path_buf()
+}
+
 /// Rank 0's rows of `call`, in time order.
 fn rows_of(rows: &[(u32, MpiRecord)], call: u16) -> Vec<MpiRecord> {
     let mut v: Vec<MpiRecord> = rows
@@ -129,8 +140,10 @@ fn polling_loops_fold_into_few_rows_with_exact_counts() {
         sum_calls(&failed),
         counts["interleaved_a"] + counts["interleaved_b"]
     );
-    let both_pending: Vec<&MpiRecord> =
-        failed.iter().filter(|r| r.end_ns <= ok[0].start_ns).collect();
+    let both_pending: Vec<&MpiRecord> = failed
+        .iter()
+        .filter(|r| r.end_ns <= ok[0].start_ns)
+        .collect();
     assert!(!both_pending.is_empty());
     assert!(
         both_pending.iter().all(|r| r.calls <= 3),
@@ -150,13 +163,11 @@ fn polling_loops_fold_into_few_rows_with_exact_counts() {
             folded.len() as u64,
         )
     };
-    let test_calls =
-        counts["test"] + counts["interleaved_a"] + counts["interleaved_b"] + 3;
+    let test_calls = counts["test"] + counts["interleaved_a"] + counts["interleaved_b"] + 3;
     assert_eq!(expect(mpi_call::MPI_Test).0, test_calls);
-    let json: Value = serde_json::from_slice(
-        &run_ok(hyscope().args(["report", "--json"]).arg(&dir)).stdout,
-    )
-    .unwrap();
+    let json: Value =
+        serde_json::from_slice(&run_ok(hyscope().args(["report", "--json"]).arg(&dir)).stdout)
+            .unwrap();
     let stats = json["mpi"]["observed"]["calls"].as_array().unwrap();
     let text = String::from_utf8(run_ok(hyscope().arg("report").arg(&dir)).stdout).unwrap();
     for (name, printed_polls) in [
@@ -182,13 +193,7 @@ fn polling_loops_fold_into_few_rows_with_exact_counts() {
     }
 
     // Perfetto: one event per folded row, the count as an argument.
-    let json_out = tmp.path().join("trace.json");
-    run_ok(
-        hyscope()
-            .args(["export", "--format", "perfetto", "-o"])
-            .arg(&json_out)
-            .arg(&dir),
-    );
+    let json_out = export(&dir, "perfetto", &tmp.path().join("trace.json"));
     let v: Value = serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
     let folded_args: Vec<u64> = v["traceEvents"]
         .as_array()
@@ -208,13 +213,7 @@ fn polling_loops_fold_into_few_rows_with_exact_counts() {
     );
 
     // OTF2: one Enter per folded row with the attribute `polls_folded`.
-    let otf2 = tmp.path().join("otf2");
-    run_ok(
-        hyscope()
-            .args(["export", "--format", "otf2", "-o"])
-            .arg(&otf2)
-            .arg(&dir),
-    );
+    let otf2 = export(&dir, "otf2", &tmp.path().join("otf2"));
     let print = std::process::Command::new("otf2-print")
         .arg(otf2.join("traces.otf2"))
         .output()

@@ -175,7 +175,7 @@ fn close_open(slot: &ThreadSlot) {
 }
 
 /// What [`take`] found in a thread's slot.
-pub enum Taken {
+pub enum TakenRun {
     Nothing,
     /// The run, to be written by the caller.
     Run(MpiRecord),
@@ -186,20 +186,20 @@ pub enum Taken {
 
 /// Take the open run of any thread's `slot` (flush at `MPI_Finalize` or
 /// exit, crash spooling; async-signal-safe: atomics only).
-pub fn take(slot: &ThreadSlot) -> Taken {
+pub fn take(slot: &ThreadSlot) -> TakenRun {
     let p = &slot.mpi_thread.poll;
     let word = p.word.swap(0, Ordering::Acquire);
     let polls = word as u32;
     if polls == 0 {
-        return Taken::Nothing;
+        return TakenRun::Nothing;
     }
     let rec = p.record(slot.index, polls);
     // The seqlock's reader side (see `begin`).
     std::sync::atomic::fence(Ordering::Acquire);
     if p.meta.load(Ordering::Relaxed) >> 32 != word >> 32 {
-        return Taken::Lost(polls.into());
+        return TakenRun::Lost(polls.into());
     }
-    Taken::Run(rec)
+    TakenRun::Run(rec)
 }
 
 /// In a forked child: the open runs are the parent's to write.
@@ -219,7 +219,10 @@ pub fn request_key(handle: usize) -> (u64, u64) {
 /// # Safety
 /// `reqs` is null or points to `count` requests.
 #[inline]
-pub unsafe fn request_set_key(count: std::ffi::c_int, reqs: *const mpi_sys::MPI_Request) -> (u64, u64) {
+pub unsafe fn request_set_key(
+    count: std::ffi::c_int,
+    reqs: *const mpi_sys::MPI_Request,
+) -> (u64, u64) {
     use super::Handle;
     let first = if reqs.is_null() || count <= 0 {
         0
@@ -233,5 +236,8 @@ pub unsafe fn request_set_key(count: std::ffi::c_int, reqs: *const mpi_sys::MPI_
 /// A probe's key: the source, tag and communicator as `r` has them.
 #[inline]
 pub fn probe_key(r: &MpiRecord) -> (u64, u64) {
-    ((r.peer as u32 as u64) << 32 | r.tag as u32 as u64, r.comm_id)
+    (
+        (r.peer as u32 as u64) << 32 | r.tag as u32 as u64,
+        r.comm_id,
+    )
 }

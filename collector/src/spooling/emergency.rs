@@ -213,12 +213,12 @@ fn emergency_polls(path: &CStr) {
     while let Some(slot) = unsafe { p.as_ref() } {
         p = slot.next.load(Ordering::Acquire);
         let rec = match crate::mpi::polls::take(slot) {
-            crate::mpi::polls::Taken::Run(r) => r,
-            crate::mpi::polls::Taken::Lost(n) => {
+            crate::mpi::polls::TakenRun::Run(r) => r,
+            crate::mpi::polls::TakenRun::Lost(n) => {
                 DROPPED.fetch_add(n, Ordering::Relaxed);
                 continue;
             }
-            crate::mpi::polls::Taken::Nothing => continue,
+            crate::mpi::polls::TakenRun::Nothing => continue,
         };
         if pos + RECORD_ROOM > HELD_FRAME_BYTES {
             DROPPED.fetch_add(rec.calls.into(), Ordering::Relaxed);

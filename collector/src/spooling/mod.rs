@@ -564,11 +564,11 @@ impl Writer {
         let mut rows = Vec::new();
         for slot in slots {
             match crate::mpi::polls::take(slot) {
-                crate::mpi::polls::Taken::Run(r) => rows.push(r),
-                crate::mpi::polls::Taken::Lost(n) => {
+                crate::mpi::polls::TakenRun::Run(r) => rows.push(r),
+                crate::mpi::polls::TakenRun::Lost(n) => {
                     DROPPED.fetch_add(n, Ordering::Relaxed);
                 }
-                crate::mpi::polls::Taken::Nothing => {}
+                crate::mpi::polls::TakenRun::Nothing => {}
             }
         }
         if rows.is_empty() {
