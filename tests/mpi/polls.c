@@ -5,7 +5,8 @@
  * (`poll_three`). Rank 0 prints `<loop> <unsuccessful polls>` per loop.
  * With an argument `kill`, rank 0 ends by SIGKILL after a last 1.5 s
  * MPI_Test loop on a message that never comes, whose polls it prints
- * (and flushes) first. */
+ * (and flushes) first; with `segv`, by a write through a null pointer
+ * after 0.3 s of such a loop. */
 #include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@ __attribute__((noinline)) static void poll_three(MPI_Request *r, int *done, long
 int main(int argc, char **argv) {
     int rank, flag = 0, x = 42, buf[8] = {0};
     int kill_at_end = argc > 1 && strcmp(argv[1], "kill") == 0;
+    int segv_at_end = argc > 1 && strcmp(argv[1], "segv") == 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 1) {
@@ -87,11 +89,11 @@ int main(int argc, char **argv) {
         printf("interleaved_a %ld\n", fails_a);
         printf("interleaved_b %ld\n", fails_b);
 
-        if (kill_at_end) {
+        if (kill_at_end || segv_at_end) {
             /* Polls (a message rank 1 never sends) for longer than a run
              * spans (0.1 s) and the writer's spooling interval (0.4 s),
              * then dies without warning. */
-            double until = MPI_Wtime() + 1.5;
+            double until = MPI_Wtime() + (kill_at_end ? 1.5 : 0.3);
             fails = 0;
             MPI_Irecv(&buf[7], 1, MPI_INT, 1, 8, MPI_COMM_WORLD, &r);
             do {
@@ -100,7 +102,9 @@ int main(int argc, char **argv) {
             } while (MPI_Wtime() < until);
             printf("killed_loop %ld\n", fails);
             fflush(stdout);
-            raise(SIGKILL);
+            if (kill_at_end) raise(SIGKILL);
+            volatile int *nowhere = NULL;
+            *nowhere = 1;
         }
     }
     fflush(stdout);

@@ -6,8 +6,9 @@
 //! `calls` add up to exactly those counts plus the successful polls (rows of
 //! their own, `calls` 1); `hyscope report` (text and `--json`), the
 //! Perfetto export and the OTF2 export (read back by `otf2-print`) say the
-//! same. With `kill`, rank 0 dies by SIGKILL in a
-//! last polling loop: what the writer spooled before is kept.
+//! same. With `kill`, rank 0 dies by SIGKILL in a last polling loop: what
+//! the writer spooled before is kept; with `segv`, by SIGSEGV: the crash
+//! handler spools the open run too, and every poll is kept.
 
 mod record_support;
 
@@ -231,8 +232,10 @@ fn polling_loops_fold_into_few_rows_with_exact_counts() {
     assert_eq!(attrs.iter().sum::<u64>(), folded_rows.iter().sum::<u64>());
 }
 
-#[test]
-fn a_killed_polling_loop_keeps_what_was_spooled() {
+/// Record `polls MODE` (rank 0 dies in its last polling loop); the
+/// program's printed counts, the polls of that loop the trace kept, the
+/// loop's rows, and the job's stderr.
+fn record_dying(mode: &str) -> (BTreeMap<String, u64>, u64, Vec<MpiRecord>, String) {
     let tmp = tempfile::tempdir().unwrap();
     let prog = polls_program(tmp.path());
     let dir = tmp.path().join("trace");
@@ -240,7 +243,7 @@ fn a_killed_polling_loop_keeps_what_was_spooled() {
         .arg("mpirun")
         .args(mpirun_args(2))
         .arg(&prog)
-        .arg("kill")
+        .arg(mode)
         .output()
         .unwrap();
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -256,8 +259,21 @@ fn a_killed_polling_loop_keeps_what_was_spooled() {
         .map(|r| r.end_ns)
         .max()
         .unwrap();
-    let killed: Vec<&MpiRecord> = tests.iter().filter(|r| r.start_ns > last_ok).collect();
-    let kept = sum_calls(killed.iter().copied());
+    let last: Vec<MpiRecord> = tests.into_iter().filter(|r| r.start_ns > last_ok).collect();
+    let kept = sum_calls(&last);
+    (counts, kept, last, stderr(&out))
+}
+
+#[test]
+fn a_crash_in_a_polling_loop_keeps_every_poll() {
+    let (counts, kept, rows, err) = record_dying("segv");
+    assert_eq!(kept, counts["killed_loop"], "{rows:?}\n{err}");
+    assert!(rows.len() <= 10, "{} rows", rows.len());
+}
+
+#[test]
+fn a_killed_polling_loop_keeps_what_was_spooled() {
+    let (counts, kept, killed, err) = record_dying("kill");
     let polled = counts["killed_loop"];
     // Runs are cut every 0.1 s and the writer spools every 0.4 s: of the
     // 1.5 s loop, what was older than that at the kill is in the trace,
@@ -267,8 +283,7 @@ fn a_killed_polling_loop_keeps_what_was_spooled() {
     let span_ns = killed.last().map_or(0, |l| l.end_ns) - killed.first().map_or(0, |f| f.start_ns);
     assert!(
         span_ns >= 300_000_000,
-        "the kept rows span {span_ns} ns of the 1.5 s loop ({kept} of {polled} polls): {}",
-        stderr(&out)
+        "the kept rows span {span_ns} ns of the 1.5 s loop ({kept} of {polled} polls): {err}"
     );
     assert!(killed.iter().all(|r| r.calls >= 1));
 }
