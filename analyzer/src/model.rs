@@ -659,10 +659,17 @@ pub struct MpiCallStats {
     pub cv: f64,
     pub bytes_sent: u64,
     pub bytes_recv: u64,
-    /// Shortest and longest single call.
+    /// Shortest and longest single call (rows of folded polls left out).
     pub min_call_s: f64,
     pub max_call_s: f64,
     pub share_of_run: f64,
+    /// Unsuccessful polls (`MPI_Test*`, `MPI_Iprobe`, `MPI_Improbe`) the
+    /// collector folded into `folded_rows` rows (trace `mpi.calls`); they
+    /// are in `count`, and their runs' spans in the times.
+    #[serde(default)]
+    pub folded_polls: u64,
+    #[serde(default)]
+    pub folded_rows: u64,
 }
 
 /// One bin of the message-size histogram (point-to-point sends).

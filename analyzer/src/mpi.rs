@@ -36,18 +36,30 @@ struct CallAcc {
     per_rank: BTreeMap<u32, i64>,
     bytes_sent: u64,
     bytes_recv: u64,
+    /// Rows of single calls (the shortest and longest of them below).
+    single: u64,
     min: i64,
     max: i64,
+    folded_polls: u64,
+    folded_rows: u64,
 }
 
 impl CallAcc {
+    /// A row: one call, or a run of folded polls (`calls` of them; its time
+    /// is the run's span, and it has no single call's duration).
     fn add(&mut self, rank: u32, r: &MpiRecord) {
         let d = (r.end_ns - r.start_ns).max(0);
-        if self.count == 0 || d < self.min {
-            self.min = d;
+        if r.is_folded() {
+            self.folded_polls += u64::from(r.calls);
+            self.folded_rows += 1;
+        } else {
+            if self.single == 0 || d < self.min {
+                self.min = d;
+            }
+            self.max = self.max.max(d);
+            self.single += 1;
         }
-        self.max = self.max.max(d);
-        self.count += 1;
+        self.count += u64::from(r.calls.max(1));
         *self.per_rank.entry(rank).or_default() += d;
         self.bytes_sent += r.bytes_sent;
         self.bytes_recv += r.bytes_recv;
@@ -73,6 +85,8 @@ impl CallAcc {
             min_call_s: ns_to_s(self.min),
             max_call_s: ns_to_s(self.max),
             share_of_run: if run_s > 0.0 { total / run_s } else { 0.0 },
+            folded_polls: self.folded_polls,
+            folded_rows: self.folded_rows,
         }
     }
 }

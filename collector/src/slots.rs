@@ -9,7 +9,7 @@
 
 use std::ptr;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use hyscope_format::{MpiRecord, OmpRecord, spool::block::Stream};
 
@@ -143,6 +143,8 @@ pub struct MpiThread {
     pub(crate) next_req: AtomicU64,
     /// This thread's peer counters (null until its first message).
     pub(crate) peers: AtomicPtr<PeerCounts>,
+    /// Its open run of unsuccessful polls (`mpi::polls`).
+    pub poll: OpenPoll,
 }
 
 impl MpiThread {
@@ -151,6 +153,7 @@ impl MpiThread {
             inside: AtomicBool::new(false),
             next_req: AtomicU64::new(0),
             peers: AtomicPtr::new(std::ptr::null_mut()),
+            poll: OpenPoll::new(),
         }
     }
 }
@@ -159,6 +162,100 @@ impl Default for MpiThread {
     fn default() -> Self {
         MpiThread::new()
     }
+}
+
+/// The open run of unsuccessful polls of one thread. Written by its thread;
+/// read and taken by a flushing thread ([`take_poll_run`]);
+/// extended by `mpi::polls`.
+pub struct OpenPoll {
+    /// `generation << 32 | polls`; 0 polls: no run is open.
+    pub(crate) word: AtomicU64,
+    /// `generation << 32 | in_parallel << 16 | call`.
+    pub(crate) meta: AtomicU64,
+    pub(crate) callsite: AtomicU64,
+    /// The request set (or a probe's source, tag and communicator).
+    pub(crate) a: AtomicU64,
+    pub(crate) b: AtomicU64,
+    /// The record's `peer << 32 | tag` and `comm_id`.
+    pub(crate) peer_tag: AtomicU64,
+    pub(crate) comm_id: AtomicU64,
+    pub(crate) start_ns: AtomicI64,
+    pub(crate) end_ns: AtomicI64,
+}
+
+impl OpenPoll {
+    pub const fn new() -> OpenPoll {
+        OpenPoll {
+            word: AtomicU64::new(0),
+            meta: AtomicU64::new(0),
+            callsite: AtomicU64::new(0),
+            a: AtomicU64::new(0),
+            b: AtomicU64::new(0),
+            peer_tag: AtomicU64::new(0),
+            comm_id: AtomicU64::new(0),
+            start_ns: AtomicI64::new(0),
+            end_ns: AtomicI64::new(0),
+        }
+    }
+
+    /// The run's record (its fields as they are now) standing for `polls`.
+    pub(crate) fn record(&self, thread: u32, polls: u32) -> MpiRecord {
+        let meta = self.meta.load(Ordering::Relaxed);
+        let peer_tag = self.peer_tag.load(Ordering::Relaxed);
+        MpiRecord {
+            thread,
+            call: meta as u16,
+            start_ns: self.start_ns.load(Ordering::Relaxed),
+            end_ns: self.end_ns.load(Ordering::Relaxed),
+            peer: (peer_tag >> 32) as u32 as i32,
+            tag: peer_tag as u32 as i32,
+            comm_id: self.comm_id.load(Ordering::Relaxed),
+            root: hyscope_format::NO_RANK,
+            in_parallel: (meta >> 16) & 1 == 1,
+            callsite: self.callsite.load(Ordering::Relaxed),
+            calls: polls,
+            ..MpiRecord::default()
+        }
+    }
+}
+
+impl Default for OpenPoll {
+    fn default() -> Self {
+        OpenPoll::new()
+    }
+}
+
+/// What [`take_poll_run`] found in a thread's slot.
+pub enum TakenRun {
+    Nothing,
+    /// The run, to be written by the caller.
+    Run(MpiRecord),
+    /// A run whose owner was opening the next one while it was taken: its
+    /// polls cannot be told apart from the next run's fields; lost.
+    Lost(u64),
+}
+
+/// Take the open run of any thread's `slot` (flush at `MPI_Finalize` or
+/// exit, crash spooling; async-signal-safe: atomics only).
+pub fn take_poll_run(slot: &ThreadSlot) -> TakenRun {
+    let p = &slot.mpi_thread.poll;
+    let word = p.word.swap(0, Ordering::Acquire);
+    let polls = word as u32;
+    if polls == 0 {
+        return TakenRun::Nothing;
+    }
+    let rec = p.record(slot.index, polls);
+    // The seqlock's reader side (see `mpi::polls::begin`).
+    std::sync::atomic::fence(Ordering::Acquire);
+    if p.meta.load(Ordering::Relaxed) >> 32 != word >> 32 {
+        return TakenRun::Lost(polls.into());
+    }
+    TakenRun::Run(rec)
+}
+
+/// In a forked child: the open runs are the parent's to write.
+pub fn forget_poll_run(slot: &ThreadSlot) {
+    slot.mpi_thread.poll.word.store(0, Ordering::Relaxed);
 }
 
 /// Per-thread connection counters (issue 5): messages and bytes per world

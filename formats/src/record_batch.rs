@@ -145,6 +145,7 @@ impl Record for MpiRecord {
                 column!(UInt64Array, callsite),
                 column!(Int32Array, recv_peer),
                 column!(Int32Array, recv_tag),
+                column!(UInt32Array, calls),
             ],
         )
     }
@@ -173,6 +174,11 @@ impl Record for MpiRecord {
         };
         let recv_peer = late("recv_peer")?;
         let recv_tag = late("recv_tag")?;
+        // Format 1.3.
+        let calls = match b.column_by_name("calls") {
+            None => None,
+            Some(_) => Some(col::<UInt32Type>(b, "calls")?.values()),
+        };
         let none = MpiRecord::default();
         Ok((0..b.num_rows())
             .map(|i| MpiRecord {
@@ -191,6 +197,7 @@ impl Record for MpiRecord {
                 callsite: callsite[i],
                 recv_peer: recv_peer.map_or(none.recv_peer, |v| v[i]),
                 recv_tag: recv_tag.map_or(none.recv_tag, |v| v[i]),
+                calls: calls.map_or(none.calls, |v| v[i]),
             })
             .collect())
     }

@@ -103,10 +103,12 @@ impl Table {
     /// older files read as (their files lack the column).
     pub fn late_columns(self) -> &'static [(&'static str, LateDefault)] {
         match self {
-            // Format 1.1: the receive side of `MPI_Sendrecv(_replace)`.
+            // Format 1.1: the receive side of `MPI_Sendrecv(_replace)`;
+            // 1.3: the calls a row stands for (folded polls).
             Table::Mpi => &[
                 ("recv_peer", LateDefault::Int32(NO_RANK)),
                 ("recv_tag", LateDefault::Int32(NO_TAG)),
+                ("calls", LateDefault::UInt32(1)),
             ],
             _ => &[],
         }
@@ -133,6 +135,7 @@ impl std::fmt::Display for Table {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LateDefault {
     Int32(i32),
+    UInt32(u32),
 }
 
 impl LateDefault {
@@ -140,6 +143,7 @@ impl LateDefault {
     pub fn array(self, rows: usize) -> arrow_array::ArrayRef {
         match self {
             LateDefault::Int32(v) => Arc::new(arrow_array::Int32Array::from_value(v, rows)),
+            LateDefault::UInt32(v) => Arc::new(arrow_array::UInt32Array::from_value(v, rows)),
         }
     }
 }
@@ -183,6 +187,7 @@ fn mpi_schema() -> Schema {
         u64_field("callsite", false),
         Field::new("recv_peer", DataType::Int32, false),
         Field::new("recv_tag", DataType::Int32, false),
+        Field::new("calls", DataType::UInt32, false),
     ])
 }
 
@@ -569,10 +574,19 @@ pub struct MpiRecord {
     /// Tag of the receive side of a `Sendrecv`/`Sendrecv_replace`, resolved
     /// from the status; [`NO_TAG`] for every other call (and in 1.0 files).
     pub recv_tag: i32,
+    /// The calls this row stands for: 1, or for a row of *folded polls*
+    /// (`MPI_Test`/`Testany`/`Testsome`/`Testall`/`Iprobe`/`Improbe` that
+    /// found nothing, called again and again by one thread from one call
+    /// site on the same requests or message source), the number of those
+    /// polls; `start_ns` is the first one's start, `end_ns` the last one's
+    /// end. The successful poll that ends such a loop is a row of its own
+    /// (`calls` 1). Format 1.3; rows of older files read as 1.
+    pub calls: u32,
 }
 
 impl Default for MpiRecord {
-    /// Every field 0 but the receive side, which is "none" ([`NO_RANK`], [`NO_TAG`]).
+    /// Every field 0 but the receive side, which is "none" ([`NO_RANK`],
+    /// [`NO_TAG`]), and `calls`, 1.
     fn default() -> Self {
         MpiRecord {
             thread: 0,
@@ -590,7 +604,15 @@ impl Default for MpiRecord {
             callsite: 0,
             recv_peer: NO_RANK,
             recv_tag: NO_TAG,
+            calls: 1,
         }
+    }
+}
+
+impl MpiRecord {
+    /// Whether this row stands for several unsuccessful polls (`calls` > 1).
+    pub fn is_folded(&self) -> bool {
+        self.calls > 1
     }
 }
 

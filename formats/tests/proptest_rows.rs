@@ -70,13 +70,13 @@ fn mpi_record() -> impl Strategy<Value = MpiRecord> {
             any::<bool>(),
             any::<u64>(),
         ),
-        (any::<i32>(), any::<i32>()),
+        (any::<i32>(), any::<i32>(), any::<u32>()),
     )
         .prop_map(
             |(
                 (thread, call, start_ns, end_ns, peer, tag, bytes_sent),
                 (bytes_recv, comm_id, root, request_id, in_parallel, callsite),
-                (recv_peer, recv_tag),
+                (recv_peer, recv_tag, calls),
             )| MpiRecord {
                 thread,
                 call,
@@ -93,6 +93,7 @@ fn mpi_record() -> impl Strategy<Value = MpiRecord> {
                 callsite,
                 recv_peer,
                 recv_tag,
+                calls,
             },
         )
 }

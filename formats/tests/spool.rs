@@ -95,6 +95,7 @@ fn random_mpi(rng: &mut Rng, p: &MpiRecord) -> MpiRecord {
         callsite: v(p.callsite),
         recv_peer: v(p.recv_peer as u64) as i32,
         recv_tag: v(p.recv_tag as u64) as i32,
+        calls: v(p.calls.into()) as u32,
     }
 }
 
@@ -134,6 +135,7 @@ fn extreme_mpi(x: u64) -> MpiRecord {
         callsite: x,
         recv_peer: (x >> 16) as i32,
         recv_tag: !x as i32,
+        calls: (x >> 8) as u32,
     }
 }
 
@@ -651,8 +653,10 @@ fn version_4_spools_read_with_no_receive_side() {
     };
     assert_eq!(back, [send, later]);
     assert!(back.iter().all(|r| (r.recv_peer, r.recv_tag) == (-1, -1)));
+    // Nor `calls` (version 6): one call each.
+    assert!(back.iter().all(|r| r.calls == 1));
     // Versions before 4 and after this crate's are refused, naming the file.
-    for v in [3u16, 6] {
+    for v in [3u16, 7] {
         bytes[8..10].copy_from_slice(&v.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
         let e = read_all::<MpiRecord>(&path).unwrap_err().to_string();

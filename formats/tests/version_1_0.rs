@@ -106,7 +106,7 @@ fn mpi_records(trace: &Trace) -> Vec<MpiRecord> {
 
 #[test]
 fn a_1_0_trace_reads_with_no_receive_side() {
-    assert_eq!(FORMAT_VERSION, "1.2");
+    assert_eq!(FORMAT_VERSION, "1.3");
     let dir = tempfile::tempdir().unwrap();
     write_1_0_trace(dir.path());
     let trace = Trace::open(dir.path()).unwrap();
@@ -122,6 +122,8 @@ fn a_1_0_trace_reads_with_no_receive_side() {
         back.iter()
             .all(|r| (r.recv_peer, r.recv_tag) == (NO_RANK, NO_TAG))
     );
+    // Nor the calls a row stands for (1.3): every 1.0 row is one call.
+    assert!(back.iter().all(|r| r.calls == 1));
     // A 1.0 Sendrecv is a send; its receive side was not recorded.
     let sides = back[0].p2p_endpoints();
     assert!(sides.send.is_some() && sides.recv.is_none());

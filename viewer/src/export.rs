@@ -576,6 +576,10 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
         if rec.in_parallel {
             args.num("in_parallel", true);
         }
+        // A run of folded unsuccessful polls (trace `mpi.calls`): one event.
+        if rec.is_folded() {
+            args.num("polls_folded", rec.calls);
+        }
         if rec.callsite != 0 {
             match data.symbols.get(&(*rank, rec.callsite)) {
                 Some(sym) if sym.file.is_some() => {

@@ -291,6 +291,12 @@ impl Interval {
                 }
                 None => format!("omp kind {}", r.kind),
             },
+            // A run of folded polls (trace `mpi.calls`): the span of all of them.
+            Detail::Mpi(r) if r.is_folded() => format!(
+                "{} ({} unsuccessful polls folded)",
+                mpi_call::name(r.call),
+                r.calls
+            ),
             Detail::Mpi(r) => mpi_call::name(r.call).to_string(),
         }
     }

@@ -32,6 +32,7 @@ use crate::{clock, diag, lifecycle, slots, spooling, state};
 #[cfg(not(hyscope_mpich))]
 pub mod fortran;
 pub mod job;
+pub mod polls;
 pub mod shim;
 pub mod table;
 pub mod wrappers;
@@ -183,13 +184,16 @@ pub fn base(
         callsite: callsite as u64,
         recv_peer: NO_RANK,
         recv_tag: NO_TAG,
+        calls: 1,
     }
 }
 
-/// Record `r` (unless its call was cleared) in the calling thread's (`slot`) buffer.
+/// Record `r` (unless its call was cleared) in the calling thread's
+/// (`slot`) buffer, after the thread's open run of folded polls.
 #[inline]
 pub fn record(slot: &slots::ThreadSlot, r: MpiRecord) {
     if r.call != 0 {
+        polls::close(slot);
         slot.record_mpi(r);
     }
 }
@@ -1051,6 +1055,8 @@ pub fn after_finalize() {
 /// MPI_Pcontrol: level 0 pauses recording, other levels resume it; levels
 /// other than 0 and 1 also begin a phase (`phases::pcontrol`).
 pub fn pcontrol(level: c_int) {
+    // A run of polls ends here, paused or not.
+    polls::close(slots::slot());
     ENABLED.store(level != 0, Ordering::Relaxed);
     crate::diag::guarded(|| crate::phases::pcontrol(level));
 }

@@ -327,6 +327,7 @@ wrappers! {
         |r, rc| {
             let c = post_recv(&mut r, source, tag, comm);
             if rc == 0 && is_true(flag) { r.peer = c.world_rank((*status).MPI_SOURCE); r.tag = (*status).MPI_TAG; r.bytes_recv = status_bytes(&*status); }
+            else if rc == 0 { let (a, b) = polls::probe_key(&r); polls::fold(&mut r, a, b); }
         }
     MPI_Mprobe = PMPI_Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status)
         pre { let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
@@ -344,6 +345,9 @@ wrappers! {
             if rc == 0 && is_true(flag) {
                 r.peer = c.world_rank((*status).MPI_SOURCE); r.tag = (*status).MPI_TAG; r.bytes_recv = status_bytes(&*status);
                 register_alias((*message).key(), comm);
+            } else if rc == 0 {
+                let (a, b) = polls::probe_key(&r);
+                polls::fold(&mut r, a, b);
             }
         }
     MPI_Mrecv = PMPI_Mrecv(buf: *mut c_void, count: c_int, dt: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status)
@@ -396,8 +400,12 @@ wrappers! {
         pre { let taken = Taken::take((*req).key()); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
         |r, rc| { taken.finish(rc == 0, status, r.end_ns, r.callsite as usize); }
     MPI_Test = PMPI_Test(req: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status)
-        pre { let taken = Taken::take((*req).key()); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
-        |r, rc| { taken.finish(rc == 0 && is_true(flag), status, r.end_ns, r.callsite as usize); }
+        pre { let key = (*req).key(); let taken = Taken::take(key); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
+        |r, rc| {
+            let done = rc == 0 && is_true(flag);
+            taken.finish(done, status, r.end_ns, r.callsite as usize);
+            if rc == 0 && !done { let (a, b) = polls::request_key(key); polls::fold(&mut r, a, b); }
+        }
     MPI_Waitall = PMPI_Waitall(count: c_int, reqs: *mut MPI_Request, statuses: *mut MPI_Status)
         pre { let mut saved = Saved::new(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
         |r, rc| {
@@ -407,12 +415,13 @@ wrappers! {
             saved.rest_back();
         }
     MPI_Testall = PMPI_Testall(count: c_int, reqs: *mut MPI_Request, flag: *mut c_int, statuses: *mut MPI_Status)
-        pre { let mut saved = Saved::new(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
+        pre { let set = polls::request_set_key(count, reqs); let mut saved = Saved::new(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
         |r, rc| {
             if rc == 0 && is_true(flag) {
                 for i in 0..count.max(0) as usize { saved.done(i, statuses.add(i), r.end_ns, r.callsite as usize); }
             }
             saved.rest_back();
+            if rc == 0 && !is_true(flag) { polls::fold(&mut r, set.0, set.1); }
         }
     MPI_Waitany = PMPI_Waitany(count: c_int, reqs: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status)
         pre { let mut saved = Saved::new(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
@@ -421,10 +430,11 @@ wrappers! {
             saved.rest_back();
         }
     MPI_Testany = PMPI_Testany(count: c_int, reqs: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status)
-        pre { let mut saved = Saved::new(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
+        pre { let set = polls::request_set_key(count, reqs); let mut saved = Saved::new(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
         |r, rc| {
             if rc == 0 && is_true(flag) && *index >= 0 { saved.done(*index as usize, status, r.end_ns, r.callsite as usize); }
             saved.rest_back();
+            if rc == 0 && !is_true(flag) { polls::fold(&mut r, set.0, set.1); }
         }
     MPI_Waitsome = PMPI_Waitsome(incount: c_int, reqs: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status)
         pre { let mut saved = Saved::new(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
@@ -437,7 +447,7 @@ wrappers! {
             saved.rest_back();
         }
     MPI_Testsome = PMPI_Testsome(incount: c_int, reqs: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status)
-        pre { let mut saved = Saved::new(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
+        pre { let set = polls::request_set_key(incount, reqs); let mut saved = Saved::new(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
         |r, rc| {
             if rc == 0 && *outcount > 0 {
                 for k in 0..*outcount as usize {
@@ -445,6 +455,7 @@ wrappers! {
                 }
             }
             saved.rest_back();
+            if rc == 0 && *outcount == 0 { polls::fold(&mut r, set.0, set.1); }
         }
 
     // ---- blocking collectives

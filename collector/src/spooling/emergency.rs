@@ -9,9 +9,10 @@ use hyscope_format::spool::block::{Block, Stream};
 use hyscope_format::spool::{
     FRAME_HEADER_LEN, RECORD_ROOM, SpoolRecord, file_header, tail_frame_header,
 };
-use hyscope_format::{OmpRecord, ProcessEnd, Table};
+use hyscope_format::{MpiRecord, OmpRecord, ProcessEnd, Table};
 
 use super::end_note::{EMERGENCY, write_end_note};
+use super::losses::DROPPED;
 use super::writer::{Full, GATE, GATE_CLOSED, GATE_OPEN, QUEUE};
 use crate::slots::{SLOT_LIST, ThreadSlot};
 
@@ -72,6 +73,7 @@ pub fn emergency_flush(end: ProcessEnd) -> bool {
             _ => None,
         },
     );
+    emergency_polls(&e.mpi);
     emergency_held(&e.omp);
     write_end_note(end);
     true
@@ -84,6 +86,52 @@ struct HeldFrames(std::cell::UnsafeCell<[u8; HELD_FRAME_BYTES]>);
 unsafe impl Sync for HeldFrames {}
 const HELD_FRAME_BYTES: usize = 64 * 1024;
 static HELD_FRAMES: HeldFrames = HeldFrames(std::cell::UnsafeCell::new([0; HELD_FRAME_BYTES]));
+
+/// Spool every thread's open run of folded polls (`mpi::polls`) as one
+/// ordinary frame, encoded in [`HELD_FRAMES`] (before [`emergency_held`]
+/// uses it).
+fn emergency_polls(path: &CStr) {
+    // SAFETY: see HeldFrames.
+    let buf = unsafe { &mut *HELD_FRAMES.0.get() };
+    let mut base = MpiRecord::default();
+    let mut pos = FRAME_HEADER_LEN;
+    let mut rows = 0u32;
+    let mut p = SLOT_LIST.load(Ordering::Acquire);
+    // SAFETY: slots are leaked, never freed; the list only grows at its head.
+    while let Some(slot) = unsafe { p.as_ref() } {
+        p = slot.next.load(Ordering::Acquire);
+        let rec = match crate::slots::take_poll_run(slot) {
+            crate::slots::TakenRun::Run(r) => r,
+            crate::slots::TakenRun::Lost(n) => {
+                DROPPED.fetch_add(n, Ordering::Relaxed);
+                continue;
+            }
+            crate::slots::TakenRun::Nothing => continue,
+        };
+        if pos + RECORD_ROOM > HELD_FRAME_BYTES {
+            DROPPED.fetch_add(rec.calls.into(), Ordering::Relaxed);
+            continue;
+        }
+        let room: &mut [u8; RECORD_ROOM] = (&mut buf[pos..pos + RECORD_ROOM])
+            .try_into()
+            .expect("room checked");
+        pos += MpiRecord::put(&base, &rec, room);
+        base = rec;
+        rows += 1;
+    }
+    if rows == 0 {
+        return;
+    }
+    let fd = open_spool_raw(path, Table::Mpi);
+    if fd < 0 {
+        return;
+    }
+    buf[..4].copy_from_slice(&rows.to_le_bytes());
+    buf[4..8].copy_from_slice(&((pos - FRAME_HEADER_LEN) as u32).to_le_bytes());
+    write_all_raw(fd, &[&buf[..pos]]);
+    // SAFETY: our descriptor.
+    unsafe { libc::close(fd) };
+}
 
 /// Spool the intervals the OMPT adapter holds back (each thread's last
 /// region's, until the next one begins), encoded here as ordinary frames.

@@ -148,6 +148,7 @@ extern "C" fn forget_parents_events() {
         for slot in slots.iter() {
             skip(&slot.omp);
             skip(&slot.mpi);
+            crate::slots::forget_poll_run(slot);
         }
     }
     if let Ok(mut items) = QUEUE.items.try_lock() {
@@ -328,6 +329,29 @@ impl Writer {
             }
             self.pid = pid;
         }
+    }
+
+    /// Spool every thread's open run of folded polls (`mpi::polls`): a
+    /// thread that ended, or that never records again, still has one.
+    fn write_open_polls(&mut self) {
+        let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
+        let mut rows = Vec::new();
+        for slot in slots {
+            match crate::slots::take_poll_run(slot) {
+                crate::slots::TakenRun::Run(r) => rows.push(r),
+                crate::slots::TakenRun::Lost(n) => {
+                    DROPPED.fetch_add(n, Ordering::Relaxed);
+                }
+                crate::slots::TakenRun::Nothing => {}
+            }
+        }
+        if rows.is_empty() {
+            return;
+        }
+        self.check_pid();
+        let broken = self.broken;
+        let result = spool(&mut self.mpi, broken, "mpi", &rows);
+        self.account_spool(result, rows.len());
     }
 
     /// Spool the rows of every thread's current blocks not spooled yet.
@@ -628,6 +652,7 @@ pub fn flush_all() {
     let samples = std::mem::take(&mut *lock(&SAMPLES));
     w.write_items_untimed(items);
     w.write_samples(&samples);
+    w.write_open_polls();
     w.flush_streams();
     w.encode_spools();
     gate_leave();

@@ -8,7 +8,7 @@
 //! # File layout (all integers little-endian)
 //!
 //! ```text
-//! header  8 B magic "HYSPOOL\0", u16 version (5), u8 table (0 omp, 1 mpi), 5 B reserved (0)
+//! header  8 B magic "HYSPOOL\0", u16 version (6), u8 table (0 omp, 1 mpi), 5 B reserved (0)
 //! frame   u32 row count, u32 payload length, payload
 //! frame   ...
 //! ```
@@ -59,7 +59,10 @@
 //! Version 5 added two MPI fields, the receive side of a `Sendrecv`
 //! (`recv_peer`, `recv_tag`), as mask bits 13 and 14, after every field of
 //! version 4: a version-4 record never sets them and decodes unchanged, its
-//! receive side the default's (none). Readers take versions 4 and 5.
+//! receive side the default's (none). Version 6 added `calls` (the polls a
+//! folded row stands for) as mask bit 15, coded against a default of 1: a
+//! record of an older version never sets it and reads as one call. Readers
+//! take versions 4 to 6.
 
 use std::fs::File;
 use std::io::{IoSlice, Read, Write};
@@ -72,9 +75,9 @@ use crate::schema::{MpiRecord, OmpKind, OmpRecord, Table};
 /// First bytes of every spool file.
 pub const MAGIC: [u8; 8] = *b"HYSPOOL\0";
 /// Version of the spool layout and record encoding this crate writes.
-pub const VERSION: u16 = 5;
-/// The oldest version this crate reads (module docs: 5 only added fields
-/// a version-4 record never has).
+pub const VERSION: u16 = 6;
+/// The oldest version this crate reads (module docs: 5 and 6 only added
+/// fields a version-4 record never has).
 pub const OLDEST_READ_VERSION: u16 = 4;
 /// Set in a frame's row count: a *tail frame*. The payload is a whole block
 /// of records (decoded to its end, the count is not known to the writer) and
@@ -220,8 +223,8 @@ fn unzigzag(z: u64) -> i64 {
 
 /// Longest varint (a u64 needs 10 groups of 7 bits).
 const MAX_VARINT: usize = 10;
-/// Fields of the longest record (MPI's 15; OpenMP's has 13).
-const FIELDS: usize = 15;
+/// Fields of the longest record (MPI's 16; OpenMP's has 13).
+const FIELDS: usize = 16;
 /// Room for one record: the mask and every field at its longest (+1: a
 /// three-byte varint is written as one four-byte store).
 pub const RECORD_ROOM: usize = 1 + 2 + FIELDS * MAX_VARINT + 1;
@@ -434,10 +437,11 @@ impl<'b> Get<'b> {
     /// beyond the record's `fields` (checked here, off the common path).
     #[inline(always)]
     fn any_from(&self, k: u32, fields: u32) -> Option<bool> {
-        if self.mask >> k == 0 {
+        let mask = u32::from(self.mask);
+        if mask >> k == 0 {
             return Some(false);
         }
-        (self.mask >> fields == 0).then_some(true)
+        (mask >> fields == 0).then_some(true)
     }
 
     /// Field `k` widened to 64 bits: `prev`, or `prev` plus the change read.
@@ -711,10 +715,12 @@ mod mpi {
     /// Version 5: the receive side of a `Sendrecv`.
     pub const RECV_PEER: u32 = 13;
     pub const RECV_TAG: u32 = 14;
+    /// Version 6: the polls a folded row stands for.
+    pub const CALLS: u32 = 15;
     /// The first of the rarely changing fields.
     pub const RARE: u32 = THREAD;
     /// Number of fields.
-    pub const FIELDS: u32 = 15;
+    pub const FIELDS: u32 = 16;
 }
 
 #[inline(always)]
@@ -744,6 +750,7 @@ fn put_mpi(p: &MpiRecord, c: &MpiRecord, room: &mut [u8; RECORD_ROOM]) -> usize 
         wide(c.recv_peer.into()),
     );
     e.field(RECV_TAG, wide(p.recv_tag.into()), wide(c.recv_tag.into()));
+    e.field(CALLS, p.calls.into(), c.calls.into());
     e.end()
 }
 
@@ -777,6 +784,7 @@ impl SpoolRecord for MpiRecord {
             r.in_parallel = d.bool(IN_PARALLEL, p.in_parallel)?;
             r.recv_peer = d.i32(RECV_PEER, p.recv_peer)?;
             r.recv_tag = d.i32(RECV_TAG, p.recv_tag)?;
+            r.calls = d.narrow(CALLS, p.calls)?;
         }
         *input = d.input;
         Some(r)
@@ -1250,6 +1258,8 @@ mod tests {
             OmpRecord::decode(&OmpRecord::default(), &mut &input[..]),
             None
         );
+        // Every bit of an MPI mask names a field (bit 15: `calls`, version
+        // 6); a mask naming one with no varint after it is cut.
         let input = (1u16 << 15).to_le_bytes();
         assert_eq!(
             MpiRecord::decode(&MpiRecord::default(), &mut &input[..]),

@@ -30,6 +30,9 @@
 //!   phase's thread around what happened inside it; a phase crossing the end
 //!   of the one it began in (an NVTX start/end range) is clipped to it like
 //!   any interval.
+//! - a row of folded unsuccessful polls (trace `mpi.calls` > 1) is one
+//!   Enter/Leave pair whose Enter carries the attribute `polls_folded`
+//!   (uint32, attribute 0) with the number of polls.
 
 // The mpi_call codes are named like the MPI functions.
 #![allow(non_upper_case_globals)]
@@ -94,6 +97,12 @@ const GROUP_TYPE_COMM_SELF: u8 = 6;
 const METRIC_TYPE_OTHER: u8 = 0;
 const METRIC_ABSOLUTE_POINT: u8 = 17;
 const TYPE_DOUBLE: u8 = 10;
+const TYPE_UINT32: u8 = 3;
+/// The attribute of a folded row's Enter: the polls it stands for.
+const ATTR_POLLS: u32 = 0;
+const ATTR_POLLS_NAME: &str = "polls_folded";
+const ATTR_POLLS_DESCRIPTION: &str =
+    "unsuccessful MPI polls this call stands for (hyscope trace column mpi.calls)";
 const BASE_DECIMAL: u8 = 1;
 const METRIC_SYNCHRONOUS: u8 = 1;
 const RECORDER_KIND_ABSTRACT: u8 = 1;
@@ -272,6 +281,10 @@ otf2_api! {
     OTF2_GlobalDefWriter_WriteComm: fn(P, u32, u32, u32, u32, u32) -> i32;
     OTF2_GlobalDefWriter_WriteMetricMember: fn(P, u32, u32, u32, u8, u8, u8, u8, i64, u32) -> i32;
     OTF2_GlobalDefWriter_WriteMetricClass: fn(P, u32, u8, *const u32, u8, u8) -> i32;
+    OTF2_GlobalDefWriter_WriteAttribute: fn(P, u32, u32, u32, u8) -> i32;
+    OTF2_AttributeList_New: fn() -> P;
+    OTF2_AttributeList_Delete: fn(P) -> i32;
+    OTF2_AttributeList_AddUint32: fn(P, u32, u32) -> i32;
     OTF2_EvtWriter_Enter: fn(P, P, u64, u32) -> i32;
     OTF2_EvtWriter_Leave: fn(P, P, u64, u32) -> i32;
     OTF2_EvtWriter_MpiSend: fn(P, P, u64, u32, u32, u32, u64) -> i32;
@@ -310,6 +323,8 @@ pub(crate) struct Otf2Stats {
 #[derive(Debug, Clone, Copy)]
 enum Ev {
     Enter(u32),
+    /// The Enter of a row of folded polls: region, polls.
+    EnterPolls(u32, u32),
     Leave(u32),
     Send {
         peer: u32,
@@ -363,6 +378,8 @@ struct Interval {
     start: u64,
     end: u64,
     region: u32,
+    /// Folded polls the interval stands for (`mpi.calls`; 0 or 1: a single call).
+    polls: u32,
     after_enter: Vec<Ev>,
     before_leave: Vec<Ev>,
 }
@@ -497,7 +514,13 @@ fn nest(mut intervals: Vec<Interval>, clipped: &mut u64) -> Vec<(u64, Ev)> {
             iv.end = top.end;
             *clipped += 1;
         }
-        out.push((iv.start, Ev::Enter(iv.region)));
+        out.push((
+            iv.start,
+            match iv.polls {
+                0 | 1 => Ev::Enter(iv.region),
+                n => Ev::EnterPolls(iv.region, n),
+            },
+        ));
         for e in std::mem::take(&mut iv.after_enter) {
             out.push((iv.start, e));
         }
@@ -516,6 +539,9 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let api = Api::load()?;
     let mut defs = Defs::default();
+    // Interned first: the attribute definition's strings.
+    defs.string(ATTR_POLLS_NAME);
+    defs.string(ATTR_POLLS_DESCRIPTION);
     let mut stats = Otf2Stats::default();
     let comms = Comms::new(data);
     let mut events = Events {
@@ -601,6 +627,7 @@ impl Events {
                 start: self.t(rec.start_ns),
                 end: self.t(rec.end_ns),
                 region,
+                polls: 0,
                 after_enter: Vec::new(),
                 before_leave: Vec::new(),
             };
@@ -619,6 +646,7 @@ impl Events {
                 start: self.t(p.start_ns),
                 end: self.t(p.end_ns),
                 region,
+                polls: 0,
                 after_enter: Vec::new(),
                 before_leave: Vec::new(),
             };
@@ -750,6 +778,7 @@ impl Events {
             start: self.t(r.start_ns),
             end: self.t(r.end_ns),
             region,
+            polls: r.calls,
             after_enter,
             before_leave,
         }
@@ -913,7 +942,7 @@ fn write_events(
                 bail!("OTF2 could not open the event writer of rank {rank} thread {thread}");
             }
             for &(time, ev) in evs {
-                if matches!(ev, Ev::Enter(_)) {
+                if matches!(ev, Ev::Enter(_) | Ev::EnterPolls(..)) {
                     stats.enters += 1;
                 }
                 check(write_event(api, w, time, ev), "writing an event")?;
@@ -936,6 +965,18 @@ fn write_event(api: &Api, w: P, time: u64, ev: Ev) -> i32 {
     unsafe {
         match ev {
             Ev::Enter(r) => (api.OTF2_EvtWriter_Enter)(w, null, time, r),
+            Ev::EnterPolls(r, polls) => {
+                let list = (api.OTF2_AttributeList_New)();
+                if list.is_null() {
+                    return (api.OTF2_EvtWriter_Enter)(w, null, time, r);
+                }
+                let mut rc = (api.OTF2_AttributeList_AddUint32)(list, ATTR_POLLS, polls);
+                if rc == 0 {
+                    rc = (api.OTF2_EvtWriter_Enter)(w, list, time, r);
+                }
+                (api.OTF2_AttributeList_Delete)(list);
+                rc
+            }
             Ev::Leave(r) => (api.OTF2_EvtWriter_Leave)(w, null, time, r),
             Ev::Send {
                 peer,
@@ -1144,6 +1185,16 @@ impl GlobalDefs<'_> {
                     "WriteString",
                 )?;
             }
+            check(
+                (api.OTF2_GlobalDefWriter_WriteAttribute)(
+                    g,
+                    ATTR_POLLS,
+                    defs.string_ids[ATTR_POLLS_NAME],
+                    defs.string_ids[ATTR_POLLS_DESCRIPTION],
+                    TYPE_UINT32,
+                ),
+                "WriteAttribute",
+            )?;
         }
         self.system_tree()?;
         self.locations(counts)?;
@@ -1392,6 +1443,7 @@ mod tests {
             start,
             end,
             region,
+            polls: 0,
             after_enter: Vec::new(),
             before_leave: Vec::new(),
         }

@@ -320,10 +320,10 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
         units::percent(m.share_of_run)
     ));
     egui::Grid::new("mpi_calls")
-        .num_columns(5)
+        .num_columns(6)
         .striped(true)
         .show(ui, |ui| {
-            for h in ["call", "count", "time", "bytes sent", "cv"] {
+            for h in ["call", "count", "time", "bytes sent", "cv", "polls folded"] {
                 ui.strong(h);
             }
             ui.end_row();
@@ -333,6 +333,12 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
                 ui.label(units::secs(c.total_s));
                 ui.label(units::bytes(c.bytes_sent as f64));
                 ui.label(format!("{:.2}", c.cv));
+                // Unsuccessful polls the collector folded (trace `mpi.calls`).
+                ui.label(if c.folded_polls > 0 {
+                    format!("{} in {} rows", c.folded_polls, c.folded_rows)
+                } else {
+                    String::new()
+                });
                 ui.end_row();
             }
         });

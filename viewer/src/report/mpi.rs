@@ -23,6 +23,7 @@ pub fn profile(out: &mut String, a: &Analysis, top: usize) {
         m.calling_threads
     );
     calls(out, &m.calls, "call", top);
+    folded_polls(out, &m.calls);
     out.push('\n');
     calls(out, &m.callsites, "call site", top);
     messages(out, m);
@@ -111,6 +112,19 @@ fn calls(out: &mut String, rows: &[MpiCallStats], first: &str, top: usize) {
         ]);
     }
     t.render(out);
+}
+
+/// The calls whose unsuccessful polls the collector folded (trace
+/// `mpi.calls`), exact counts: "MPI_Test: 1234567 calls, 1230000
+/// unsuccessful polls folded into 3210 records".
+fn folded_polls(out: &mut String, rows: &[MpiCallStats]) {
+    for c in rows.iter().filter(|c| c.folded_polls > 0) {
+        let _ = writeln!(
+            out,
+            "  {}: {} calls, {} unsuccessful polls folded into {} records",
+            c.call, c.count, c.folded_polls, c.folded_rows
+        );
+    }
 }
 
 /// Message sizes (eager or rendezvous), the rank × rank matrix, communicators.

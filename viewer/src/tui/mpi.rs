@@ -66,6 +66,12 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
                 format!("{:.2}", c.cv),
                 units::bytes(c.bytes_sent as f64),
                 units::percent(c.share_of_run),
+                // Unsuccessful polls the collector folded (trace `mpi.calls`).
+                if c.folded_polls > 0 {
+                    fmt::count(c.folded_polls)
+                } else {
+                    String::new()
+                },
             ]
         })
         .collect();
@@ -74,7 +80,7 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
         top,
         format!("MPI calls ({})  s: sort", items.len()),
         &[
-            "call", "count", "total", "mean/rk", "max/rk", "cv", "sent", "run",
+            "call", "count", "total", "mean/rk", "max/rk", "cv", "sent", "run", "folded",
         ],
         Some(KEYS[nav.sort % KEYS.len()].0),
         nav.ascending,
@@ -87,6 +93,7 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
             Constraint::Length(5),
             Constraint::Length(10),
             Constraint::Length(6),
+            Constraint::Length(8),
         ],
         rows,
         Some(nav.selected),
