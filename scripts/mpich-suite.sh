@@ -36,6 +36,9 @@
 # one at a time. The threads/ directories run with OMP_NUM_THREADS=2 (both ways).
 # Output: WORK/FLAVOUR/{build,results.jsonl,summary.txt}; traces are removed once read
 # (KEEP_TRACES=1 keeps them in WORK/FLAVOUR/traces).
+# To stop a run, signal its whole process group (start it with `setsid`, then
+# `kill -- -PGID`): killing the shell alone leaves the Python driver running, and
+# two drivers on one WORK remove each other's trace directories.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 flavour=openmpi
