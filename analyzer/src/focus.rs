@@ -153,15 +153,12 @@ impl Focus {
     pub fn mpi(&self, rank: u32, rows: &mut Vec<MpiRecord>) -> Vec<Option<usize>> {
         let mut index = Vec::with_capacity(rows.len());
         let mut kept = 0usize;
-        for r in rows.iter() {
-            if self.keep(rank, r.start_ns) {
-                index.push(Some(kept));
-                kept += 1;
-            } else {
-                index.push(None);
-            }
-        }
-        rows.retain(|r| self.keep(rank, r.start_ns));
+        rows.retain(|r| {
+            let keep = self.keep(rank, r.start_ns);
+            index.push(keep.then_some(kept));
+            kept += usize::from(keep);
+            keep
+        });
         for r in rows.iter_mut() {
             self.map_interval(&mut r.start_ns, &mut r.end_ns);
         }

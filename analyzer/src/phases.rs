@@ -516,8 +516,13 @@ pub fn phase_names(trace: &hyscope_format::Trace) -> Vec<String> {
     let rows: Vec<(u32, PhaseRecord)> = trace
         .read_records(&hyscope_format::ScanOptions::default())
         .unwrap_or_default();
+    names_by_first_start(rows.iter().map(|(_, p)| p))
+}
+
+/// The distinct names of `phases`, in order of first start.
+fn names_by_first_start<'a>(phases: impl Iterator<Item = &'a PhaseRecord>) -> Vec<String> {
     let mut first: BTreeMap<&str, i64> = BTreeMap::new();
-    for (_, p) in &rows {
+    for p in phases {
         let e = first.entry(p.name.as_str()).or_insert(p.start_ns);
         *e = (*e).min(p.start_ns);
     }
@@ -529,17 +534,10 @@ pub fn phase_names(trace: &hyscope_format::Trace) -> Vec<String> {
 /// "its phases: a, b, c" (names in order of first start), or "the trace has
 /// no phases": what an unknown phase name is answered with.
 pub fn names_sentence<'a>(phases: impl Iterator<Item = &'a PhaseRecord>) -> String {
-    let mut first: BTreeMap<&str, i64> = BTreeMap::new();
-    for p in phases {
-        let e = first.entry(p.name.as_str()).or_insert(p.start_ns);
-        *e = (*e).min(p.start_ns);
-    }
-    if first.is_empty() {
+    let names = names_by_first_start(phases);
+    if names.is_empty() {
         return "the trace has no phases".to_string();
     }
-    let mut names: Vec<(&str, i64)> = first.into_iter().collect();
-    names.sort_by_key(|&(n, t)| (t, n));
-    let names: Vec<&str> = names.into_iter().map(|(n, _)| n).collect();
     format!("its phases: {}", names.join(", "))
 }
 
