@@ -3,14 +3,17 @@
 # parallel region, MPI_Finalize) under mpirun, in alternating rounds: no
 # tool; libhyscope.so preloaded (trace mode, samplers on); preloaded with
 # HYSCOPE_SAMPLE_MS=0; and the whole `hyscope record`. Prints the median wall
-# time of each and what it adds to the plain run.
-# usage: benchmarks/fixed-cost.sh [ROUNDS] [RANKS]   (defaults 21, 1)
+# time of each and what it adds to the plain run. APP_MS makes the job sleep
+# that long between its region and MPI_Finalize, as an application computes:
+# the collector's background work (MPI_T) then overlaps it.
+# usage: benchmarks/fixed-cost.sh [ROUNDS] [RANKS] [APP_MS]   (defaults 21, 1, 0)
 # HYSCOPE: the hyscope binary (default target/release/hyscope, else target/debug/hyscope);
 # HYSCOPE_LIB: the collector (default target/release/libhyscope.so).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-21}
 ranks=${2:-1}
+app_ms=${3:-0}
 lib=$(realpath "${HYSCOPE_LIB:-$root/target/release/libhyscope.so}")
 hyscope=${HYSCOPE:-$root/target/release/hyscope}
 [ -x "$hyscope" ] || hyscope=$root/target/debug/hyscope
@@ -33,14 +36,14 @@ timed() { # label command...: appends the wall time to $work/<label>
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }' >>"$work/$label"
 }
 for _ in $(seq "$rounds"); do
-    timed none "${launch[@]}" "$work/job"
-    timed preload "${launch[@]}" -x LD_PRELOAD="$lib" -x HYSCOPE_OUTPUT="$work/t" "$work/job"
-    timed no-sampler "${launch[@]}" -x LD_PRELOAD="$lib" -x HYSCOPE_OUTPUT="$work/t" -x HYSCOPE_SAMPLE_MS=0 "$work/job"
-    HYSCOPE_LIB=$lib timed record "$hyscope" record -o "$work/t" -- "${launch[@]}" "$work/job"
+    timed none "${launch[@]}" "$work/job" "$app_ms"
+    timed preload "${launch[@]}" -x LD_PRELOAD="$lib" -x HYSCOPE_OUTPUT="$work/t" "$work/job" "$app_ms"
+    timed no-sampler "${launch[@]}" -x LD_PRELOAD="$lib" -x HYSCOPE_OUTPUT="$work/t" -x HYSCOPE_SAMPLE_MS=0 "$work/job" "$app_ms"
+    HYSCOPE_LIB=$lib timed record "$hyscope" record -o "$work/t" -- "${launch[@]}" "$work/job" "$app_ms"
 done
 median() { sort -g "$1" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 base=$(median "$work/none")
-echo "fixed cost, $ranks rank(s) × 2 threads, $rounds alternating rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "fixed cost, $ranks rank(s) × 2 threads, application time $app_ms ms, $rounds alternating rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| run | median wall | added |"
 echo "|---|---|---|"
 for l in none preload no-sampler record; do

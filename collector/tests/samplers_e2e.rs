@@ -246,7 +246,7 @@ fn mpi_rss_across_init_and_unexpected_queue() {
     assert_eq!(from0.iter().map(|x| x.1).fold(0.0, f64::max), 5.0);
     let from1 = values(&rows, 1, "mpi_t.pml_ob1_unexpected_msgq_length", 1);
     assert!(from1.iter().all(|x| x.1 == 0.0));
-    // Rank 0 waits in MPI_Recv(tag 8 from rank 1) for the whole 600 ms: one posted,
+    // Rank 0 waits in MPI_Recv(tag 8 from rank 1) for the whole 1.8 s: one posted,
     // unmatched receive for peer 1, then none.
     let posted = values(&rows, 0, "mpi_t.pml_ob1_posted_recvq_length", 1);
     assert_eq!(

@@ -32,6 +32,7 @@ use crate::{clock, diag, lifecycle, slots, spooling, state};
 #[cfg(not(hyscope_mpich))]
 pub mod fortran;
 pub mod job;
+pub mod mpit_background;
 pub mod polls;
 pub mod shim;
 pub mod table;
@@ -1027,6 +1028,7 @@ pub fn after_init(levels: Option<(c_int, c_int)>) {
         job::at_init(levels);
         lifecycle::on_mpi_ready();
         crate::samplers::on_mpi_init_end();
+        mpit_background::begin();
     });
 }
 
@@ -1035,10 +1037,8 @@ pub fn after_init(levels: Option<(c_int, c_int)>) {
 /// manifest.
 pub fn before_finalize() {
     crate::diag::guarded(|| {
-        // While the sampler still holds MPI_T: initialising it again after
-        // the sampler let it go makes Open MPI open every component anew
-        // (≈ 0.2 s here).
-        job::read_control_variables();
+        // The sampler's MPI_T and the control variables (`mpit_background`).
+        mpit_background::finish();
         crate::samplers::on_mpi_finalize_begin();
         write_peer_samples(clock::now_ns());
         lifecycle::checkpoint();

@@ -21,7 +21,8 @@
 //!
 //! The MPI layer calls [`on_mpi_init_begin`], [`on_mpi_init_end`] and
 //! [`on_mpi_finalize_begin`] (RSS before/after MPI_Init, the RAPL election,
-//! MPI_T open/close); an `atexit` handler calls [`stop`] before the session's
+//! MPI_T close), and [`add_mpit`] once its background thread has opened MPI_T
+//! (`mpi::mpit_background`); an `atexit` handler calls [`stop`] before the session's
 //! final flush.
 
 pub mod memory;
@@ -301,8 +302,8 @@ pub fn on_mpi_init_begin() {
     }
 }
 
-/// Just after `PMPI_Init` succeeded: RSS with the MPI runtime, the node's
-/// RAPL reader and the MPI_T performance variables.
+/// Just after `PMPI_Init` succeeded: RSS with the MPI runtime and the node's
+/// RAPL reader (the MPI_T performance variables follow in the background).
 pub fn on_mpi_init_end() {
     let rss = memory::current_rss();
     state::with_rank_info(|r| r.rss_after_init = rss);
@@ -325,7 +326,6 @@ pub fn on_mpi_init_end() {
                 (me == 0, vec![0])
             }
         };
-        let mpit = mpit::MpiT::open();
         let mut st = state();
         if let Some(a) = st.samplers.iter_mut().find(|a| a.sampler.name() == "rapl") {
             a.sampler.elect(leader, &readers);
@@ -348,8 +348,35 @@ pub fn on_mpi_init_end() {
         if !leader {
             st.samplers.retain(|a| a.sampler.name() != "rapl");
         }
-        register(&mut st, Box::new(mpit));
+        drop(st);
+        publish(
+            SamplerInfo {
+                name: "mpi_t".into(),
+                available: false,
+                reason: "MPI_T was still being opened after MPI_Init when the trace was written"
+                    .into(),
+                ranks: Vec::new(),
+            },
+            &[],
+        );
     });
+}
+
+/// Whether the sampler thread runs (`HYSCOPE_SAMPLE_MS` is not 0 and it was started).
+pub fn sampling() -> bool {
+    let st = state();
+    st.thread.is_some() && !st.stop
+}
+
+/// The `mpi_t` sampler, opened after MPI_Init off the application's path
+/// (`mpi::mpit_background`). Closed at once when sampling has stopped meanwhile.
+pub fn add_mpit(mut m: mpit::MpiT) {
+    let mut st = state();
+    if st.stop {
+        m.close();
+        return;
+    }
+    register(&mut st, Box::new(m));
 }
 
 /// Just before `PMPI_Finalize`: the last MPI_T reads, then MPI_T is closed
