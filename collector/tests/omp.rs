@@ -776,3 +776,40 @@ fn gcc_built_program_on_libomp_through_a_libgomp_shim() {
         info.runtime_path
     );
 }
+
+/// Regions recorded while the writer flushes the threads' current blocks
+/// (every 0.4 s) and hands off blocks a flush took part of: each region is in
+/// the trace once, none is lost or written twice.
+#[test]
+fn partly_flushed_blocks_keep_every_event_once() {
+    let run = record("slow_regions", &[("OMP_NUM_THREADS", "2")]);
+    assert_eq!(run.stdout, "regions=6000\n");
+    assert_eq!(run.stderr, "");
+    let par = run.of(OmpKind::Parallel);
+    let ids: BTreeSet<u64> = par.iter().map(|r| r.parallel_id).collect();
+    assert_eq!((par.len(), ids.len()), (6000, 6000));
+    let implicit = run.of(OmpKind::ImplicitTask);
+    assert_eq!(implicit.len(), 2 * 6000);
+    let pairs: BTreeSet<(u64, u64)> = implicit.iter().map(|r| (r.parallel_id, r.count)).collect();
+    assert_eq!(pairs.len(), 2 * 6000);
+    assert!(implicit.iter().all(|r| ids.contains(&r.parallel_id)));
+    let mut kinds: std::collections::BTreeMap<(u8, u8), usize> = Default::default();
+    for r in &run.omp {
+        *kinds.entry((r.kind, r.variant)).or_default() += 1;
+    }
+    // Each region: a join barrier on both threads, and its wait.
+    for kind in [OmpKind::Sync, OmpKind::SyncWait] {
+        let n: usize = kinds
+            .iter()
+            .filter(|((k, _), _)| *k == kind as u8)
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(n, 2 * 6000, "{kind:?}: {kinds:?}");
+    }
+    // The run spans several flushes: more than one block's worth of time.
+    let span = par.last().unwrap().end_ns - par.first().unwrap().start_ns;
+    assert!(
+        span > 1_200_000_000,
+        "the regions took {span} ns, fewer than 3 flushes"
+    );
+}

@@ -5,15 +5,16 @@
 //! handler (a forked child forgets its parent's pending output) and what
 //! is said when the trace cannot be written.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
+use hyscope_format::spool::block::TAKEN_LEN_UNKNOWN;
 use hyscope_format::spool::block::{Block, Stream};
 use hyscope_format::spool::to_parquet::{Unspool, note_addresses, spool_file_name, spool_to_parts};
-use hyscope_format::spool::{SpoolRecord, SpoolWriter, decode_payload};
+use hyscope_format::spool::{DecodeCursor, SpoolRecord, SpoolWriter};
 use hyscope_format::{
     EventCounts, MpiRecord, OmpRecord, ProcessEnd, SampleRecord, WriterOptions,
     spool::samples::SampleSpool,
@@ -141,7 +142,7 @@ extern "C" fn forget_parents_events() {
         if !b.is_null() {
             // SAFETY: blocks are never freed; only this thread runs in the child now.
             let block = unsafe { &*b };
-            block.set_taken(block.rows());
+            block.set_taken(block.rows(), TAKEN_LEN_UNKNOWN);
         }
     }
     if let Ok(slots) = SLOTS.try_lock() {
@@ -254,7 +255,14 @@ struct Writer {
     cpu_ns: u64,
     /// Wall time of the final encodings, ns (see [`encode_ns`]).
     encode_ns: u64,
+    /// Where the flushes stopped decoding each thread's current block (by
+    /// the block's address), so that a flush decodes only the rows recorded
+    /// since the last one rather than the whole block again.
+    omp_cursors: Cursors<OmpRecord>,
+    mpi_cursors: Cursors<MpiRecord>,
 }
+
+type Cursors<T> = BTreeMap<usize, DecodeCursor<T>>;
 
 static WRITER: Mutex<Writer> = Mutex::new(Writer {
     omp: None,
@@ -270,6 +278,8 @@ static WRITER: Mutex<Writer> = Mutex::new(Writer {
     addresses: BTreeSet::new(),
     cpu_ns: 0,
     encode_ns: 0,
+    omp_cursors: BTreeMap::new(),
+    mpi_cursors: BTreeMap::new(),
 });
 
 impl Writer {
@@ -286,25 +296,35 @@ impl Writer {
         self.check_pid();
         for item in items {
             match item {
-                Full::Omp(b) => self.spool_full_block(b, |w| &mut w.omp, "omp", &OMP_POOL),
-                Full::Mpi(b) => self.spool_full_block(b, |w| &mut w.mpi, "mpi", &MPI_POOL),
+                Full::Omp(b) => self.spool_full_block(b, Writer::omp_of, "omp", &OMP_POOL),
+                Full::Mpi(b) => self.spool_full_block(b, Writer::mpi_of, "mpi", &MPI_POOL),
                 Full::Samples(rows) => self.write_samples(&rows),
             }
         }
+    }
+
+    fn omp_of(&mut self) -> (&mut Option<SpoolWriter<OmpRecord>>, &mut Cursors<OmpRecord>) {
+        (&mut self.omp, &mut self.omp_cursors)
+    }
+
+    fn mpi_of(&mut self) -> (&mut Option<SpoolWriter<MpiRecord>>, &mut Cursors<MpiRecord>) {
+        (&mut self.mpi, &mut self.mpi_cursors)
     }
 
     /// Spool one handed-off block of a table and recycle it.
     fn spool_full_block<T: Unspool>(
         &mut self,
         b: *mut Block<T>,
-        spool_of: fn(&mut Writer) -> &mut Option<SpoolWriter<T>>,
+        table_of: TableOf<T>,
         table: &str,
         pool: &Pool<T>,
     ) {
         // SAFETY: handed off; the owner no longer touches it.
         let block = unsafe { &*b };
         let broken = self.broken;
-        let (result, rows) = spool_block(spool_of(self), broken, table, block);
+        let (spool_slot, cursors) = table_of(self);
+        let cursor = cursors.remove(&(b as usize));
+        let (result, rows) = spool_block(spool_slot, broken, table, block, cursor);
         self.account_spool(result, rows);
         pool.give_back(b);
     }
@@ -323,6 +343,8 @@ impl Writer {
                 // What the parent wrote is counted in the parent's rank file.
                 self.counts = EventCounts::default();
                 self.addresses.clear();
+                self.omp_cursors.clear();
+                self.mpi_cursors.clear();
                 self.cpu_ns = 0;
                 self.encode_ns = 0;
                 self.broken = false;
@@ -358,18 +380,13 @@ impl Writer {
     fn flush_streams(&mut self) {
         let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
         for slot in slots {
-            self.flush_stream(&slot.omp, "omp", |w| &mut w.omp);
-            self.flush_stream(&slot.mpi, "mpi", |w| &mut w.mpi);
+            self.flush_stream(&slot.omp, "omp", Writer::omp_of);
+            self.flush_stream(&slot.mpi, "mpi", Writer::mpi_of);
         }
     }
 
     /// Spool the rows of a thread's current block not spooled yet (flush).
-    fn flush_stream<T: Unspool>(
-        &mut self,
-        stream: &Stream<T>,
-        table: &str,
-        spool_of: fn(&mut Writer) -> &mut Option<SpoolWriter<T>>,
-    ) {
+    fn flush_stream<T: Unspool>(&mut self, stream: &Stream<T>, table: &str, table_of: TableOf<T>) {
         let b = stream.current();
         if b.is_null() {
             return;
@@ -379,17 +396,26 @@ impl Writer {
         if block.rows() <= block.taken() {
             return; // nothing new (rows only grows, and is counted before len is published)
         }
-        let (rows, decoded) = current_rows(block);
-        let taken = block.taken();
-        if rows.len() > taken {
-            self.check_pid();
-            let broken = self.broken;
-            let result = spool(spool_of(self), broken, table, &rows[taken..]);
-            self.account_spool(result, rows.len() - taken);
-            block.set_taken(rows.len());
-        }
-        if !decoded {
-            warn("a buffer of recorded events could not be decoded; it is dropped");
+        self.check_pid();
+        let broken = self.broken;
+        let (spool_slot, cursors) = table_of(self);
+        let cursor = cursors.remove(&(b as usize));
+        let (new, cursor) = untaken_rows(block, cursor);
+        let spooled = match new {
+            Some(rows) if !rows.is_empty() => {
+                let result = spool(spool_slot, broken, table, &rows);
+                block.set_taken(block.taken() + rows.len(), cursor.len());
+                Some((result, rows.len()))
+            }
+            Some(_) => None,
+            None => {
+                warn("a buffer of recorded events could not be decoded; it is dropped");
+                None
+            }
+        };
+        cursors.insert(b as usize, cursor);
+        if let Some((result, n)) = spooled {
+            self.account_spool(result, n);
         }
     }
 
@@ -543,14 +569,18 @@ fn create_spool<R: SpoolRecord>(dir: &Path, path: &Path) -> Result<SpoolWriter<R
     SpoolWriter::create(path).map_err(|e| e.to_string())
 }
 
+/// A table's spool and the decoding cursors of its blocks, in the writer.
+type TableOf<T> = fn(&mut Writer) -> (&mut Option<SpoolWriter<T>>, &mut Cursors<T>);
+
 /// Spool a handed-off block: its bytes as they are when no flush took rows
-/// from it (the common case), else the rows after those. Returns the result
-/// and the rows concerned.
+/// from it (the common case), else the rows after those (decoded from where
+/// the last flush stopped, `cursor`). Returns the result and the rows concerned.
 fn spool_block<T: Unspool>(
     spool_slot: &mut Option<SpoolWriter<T>>,
     broken: bool,
     table: &str,
     block: &Block<T>,
+    cursor: Option<DecodeCursor<T>>,
 ) -> (Option<Result<(), String>>, usize) {
     let taken = block.taken();
     let len = block.published_len();
@@ -568,18 +598,35 @@ fn spool_block<T: Unspool>(
         });
         return (result, rows);
     }
-    let (all, _) = current_rows(block);
-    let rest = all.get(taken..).unwrap_or(&[]);
-    (spool(spool_slot, broken, table, rest), rest.len())
+    let rest = untaken_rows(block, cursor).0.unwrap_or_default();
+    (spool(spool_slot, broken, table, &rest), rest.len())
 }
 
-/// Decode the published records of a block (and whether all of it decoded).
-fn current_rows<T: SpoolRecord>(block: &Block<T>) -> (Vec<T>, bool) {
+/// The published rows of a block that no flush took yet, decoded from where
+/// `cursor` stopped when it stopped where the taken rows end (else from the
+/// block's start, skipping the taken rows), and the cursor after them. None
+/// when the bytes do not decode.
+fn untaken_rows<T: SpoolRecord>(
+    block: &Block<T>,
+    cursor: Option<DecodeCursor<T>>,
+) -> (Option<Vec<T>>, DecodeCursor<T>) {
+    let taken_len = block.taken_len();
+    let (mut cursor, skip) = match cursor {
+        Some(c) if taken_len != TAKEN_LEN_UNKNOWN && c.len() == taken_len => (c, 0),
+        _ if block.taken() == 0 => (DecodeCursor::new(), 0),
+        _ => (DecodeCursor::new(), block.taken()),
+    };
     let len = block.published_len();
     let mut rows = Vec::new();
     // SAFETY: len was read with acquire; the owner writes only past it.
-    let ok = decode_payload(unsafe { block.bytes(len) }, &mut rows).is_some();
-    (rows, ok)
+    if cursor
+        .decode_more(unsafe { block.bytes(len) }, &mut rows)
+        .is_none()
+    {
+        return (None, cursor);
+    }
+    rows.drain(..skip.min(rows.len()));
+    (Some(rows), cursor)
 }
 
 /// Encode one spool into parts of its table (on as many threads as the rank

@@ -39,6 +39,9 @@ pub struct Block<T> {
     /// Rows already spooled by a flush of the still-current block (the
     /// collector's writer lock only).
     taken: AtomicUsize,
+    /// The bytes of those rows ([`TAKEN_LEN_UNKNOWN`] when not known), so that
+    /// the next flush decodes only the rows after them.
+    taken_len: AtomicUsize,
     data: UnsafeCell<[u8; BLOCK_BYTES]>,
     _records: PhantomData<T>,
 }
@@ -67,10 +70,18 @@ impl<T> Block<T> {
         self.taken.load(Ordering::Relaxed)
     }
 
-    /// Mark the first `rows` rows as spooled (under the collector's writer lock).
+    /// The bytes of the rows already spooled ([`TAKEN_LEN_UNKNOWN`] when not known).
     #[inline(always)]
-    pub fn set_taken(&self, rows: usize) {
+    pub fn taken_len(&self) -> usize {
+        self.taken_len.load(Ordering::Relaxed)
+    }
+
+    /// Mark the first `rows` rows, `len` bytes ([`TAKEN_LEN_UNKNOWN`] if not
+    /// known), as spooled (under the collector's writer lock).
+    #[inline(always)]
+    pub fn set_taken(&self, rows: usize, len: usize) {
         self.taken.store(rows, Ordering::Relaxed);
+        self.taken_len.store(len, Ordering::Relaxed);
     }
 
     /// Empty the block for reuse (by whoever holds it, before it is handed out).
@@ -78,8 +89,12 @@ impl<T> Block<T> {
         self.len.store(0, Ordering::Relaxed);
         self.rows.store(0, Ordering::Relaxed);
         self.taken.store(0, Ordering::Relaxed);
+        self.taken_len.store(0, Ordering::Relaxed);
     }
 }
+
+/// [`Block::taken_len`] when the bytes of the taken rows are not known.
+pub const TAKEN_LEN_UNKNOWN: usize = usize::MAX;
 
 impl<T: SpoolRecord> Block<T> {
     /// An empty block, its pages touched (so the page faults happen here, on

@@ -913,17 +913,63 @@ impl<R: SpoolRecord> SpoolWriter<R> {
 
 /// Decode a whole frame payload (records until the bytes end), appending to
 /// `out`; None if it does not decode exactly (`out` is then left as it was).
-pub fn decode_payload<R: SpoolRecord>(mut payload: &[u8], out: &mut Vec<R>) -> Option<()> {
-    let start = out.len();
-    let mut bases = vec![R::default(); R::KEYS];
-    while !payload.is_empty() {
-        let Some(row) = decode_next(&mut bases, &mut payload) else {
-            out.truncate(start);
-            return None;
-        };
-        out.push(row);
+pub fn decode_payload<R: SpoolRecord>(payload: &[u8], out: &mut Vec<R>) -> Option<()> {
+    DecodeCursor::new().decode_more(payload, out)
+}
+
+/// Where the decoding of a payload that only grows stopped (a block still
+/// being written): the bytes decoded and the bases after them, so that the
+/// next time only what was appended since is decoded.
+#[derive(Debug, Clone)]
+pub struct DecodeCursor<R> {
+    len: usize,
+    bases: Vec<R>,
+}
+
+impl<R: SpoolRecord> Default for DecodeCursor<R> {
+    fn default() -> Self {
+        Self::new()
     }
-    Some(())
+}
+
+impl<R: SpoolRecord> DecodeCursor<R> {
+    /// At the start of a payload.
+    pub fn new() -> Self {
+        DecodeCursor {
+            len: 0,
+            bases: vec![R::default(); R::KEYS],
+        }
+    }
+
+    /// Bytes of the payload decoded so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Nothing decoded yet.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Decode `payload[self.len()..]` (`payload`: the whole payload, of which
+    /// the first `len()` bytes are the ones decoded before), appending to
+    /// `out`; None if it does not decode exactly (`out` and the cursor are
+    /// then left as they were).
+    pub fn decode_more(&mut self, payload: &[u8], out: &mut Vec<R>) -> Option<()> {
+        let mut rest = payload.get(self.len..)?;
+        let start = out.len();
+        let mut bases = self.bases.clone();
+        while !rest.is_empty() {
+            let Some(row) = decode_next(&mut bases, &mut rest) else {
+                out.truncate(start);
+                return None;
+            };
+            out.push(row);
+        }
+        self.len = payload.len();
+        self.bases = bases;
+        Some(())
+    }
 }
 
 /// Reads a spool file frame by frame.
@@ -1334,6 +1380,40 @@ mod tests {
         let mut bad = buf[..end].to_vec();
         bad[0] = OmpKind::Chunk as u8;
         assert_eq!(decode_payload::<OmpRecord>(&bad, &mut Vec::new()), None);
+    }
+
+    #[test]
+    fn a_cursor_decodes_only_what_was_appended_and_agrees_with_one_decode() {
+        let rows: Vec<OmpRecord> = (0..40)
+            .map(|i| {
+                if i % 3 == 0 {
+                    barrier_of(OmpKind::Sync, 9, i)
+                } else {
+                    barrier_of(OmpKind::SyncWait, 3, i)
+                }
+            })
+            .collect();
+        let mut buf = Vec::new();
+        let end = OmpRecord::encode_rows(&rows, &mut buf, 0);
+        // Record boundaries: the ends of the prefixes' encodings.
+        let ends: Vec<usize> = (0..=rows.len())
+            .map(|k| OmpRecord::encode_rows(&rows[..k], &mut Vec::new(), 0))
+            .collect();
+        assert_eq!(ends[rows.len()], end);
+        for k in [1, 7, 20, 39] {
+            let mut cursor = DecodeCursor::<OmpRecord>::new();
+            let mut first = Vec::new();
+            assert_eq!(cursor.decode_more(&buf[..ends[k]], &mut first), Some(()));
+            assert_eq!((first.as_slice(), cursor.len()), (&rows[..k], ends[k]));
+            // Cut inside the next record: nothing decoded, the cursor stays.
+            let mut none = Vec::new();
+            assert_eq!(cursor.decode_more(&buf[..ends[k + 1] - 1], &mut none), None);
+            assert!(none.is_empty());
+            assert_eq!(cursor.len(), ends[k]);
+            let mut second = Vec::new();
+            assert_eq!(cursor.decode_more(&buf[..end], &mut second), Some(()));
+            assert_eq!(second, rows[k..]);
+        }
     }
 
     #[test]
