@@ -97,6 +97,10 @@ pub struct RankInfo {
     /// Wall time spent encoding the spooled events into Parquet parts when
     /// the process ended (ns), after the application's work.
     pub encode_ns: u64,
+    /// Wall time of the collector's job-level work in `MPI_Finalize` (ns):
+    /// the clock offsets along the tree, this rank file and, at rank 0, the
+    /// manifest (format 1.4; 0 without MPI or before).
+    pub finalize_ns: u64,
     /// RSS before and after MPI_Init (bytes), the MPI runtime's own footprint.
     pub rss_before_init: Option<u64>,
     pub rss_after_init: Option<u64>,
