@@ -7,7 +7,7 @@
 
 mod record_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use hyscope_format::Trace;
@@ -145,37 +145,16 @@ fn sixty_four_ranks_under_open_mpi_are_recorded_and_analysed_exactly() {
     check(&trace, &stdout, "openmpi");
 }
 
-fn mpich_collector() -> PathBuf {
-    let lib = Path::new(env!("CARGO_BIN_EXE_hyscope"))
-        .parent()
-        .unwrap()
-        .join("libhyscope-mpich.so");
+#[test]
+fn sixty_four_ranks_under_mpich_are_recorded_and_analysed_exactly() {
+    let lib = mpich_collector();
     assert!(
         lib.is_file(),
         "{} is missing: run scripts/build-mpich.sh before cargo test (scripts/test.sh does)",
         lib.display()
     );
-    lib
-}
-
-#[test]
-fn sixty_four_ranks_under_mpich_are_recorded_and_analysed_exactly() {
-    mpich_collector();
     let tmp = tempfile::tempdir().unwrap();
-    let c = tmp.path().join("scale.c");
-    std::fs::write(&c, source()).unwrap();
-    let exe = tmp.path().join("scale");
-    let built = Command::new("mpicc.mpich")
-        .env("MPICH_CC", "clang-19")
-        .args(["-fopenmp", "-g", "-O1"])
-        .arg(&c)
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
-        .arg(format!("-L{LLVM_LIB}"))
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr(&built));
+    let exe = build_mpich(tmp.path(), "scale", &source());
     let trace = tmp.path().join("trace");
     let mut mpiexec = Command::new("mpiexec.mpich");
     mpiexec.args(["-n", &NP.to_string()]).arg(&exe);

@@ -142,6 +142,32 @@ pub fn build_mpi_with(dir: &Path, name: &str, src: &str, extra: &[&str]) -> Path
     exe
 }
 
+/// Build an MPI+OpenMP C program with MPICH's mpicc driving clang-19.
+pub fn build_mpich(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let mut cmd = Command::new("mpicc.mpich");
+    cmd.env("MPICH_CC", "clang-19")
+        .args(["-fopenmp", "-g", "-O1"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
+        .arg(format!("-L{LLVM_LIB}"));
+    run_checked(cmd);
+    exe
+}
+
+/// Where `scripts/build-mpich.sh` puts the MPICH build of the collector
+/// (next to `hyscope`); it may not be built.
+pub fn mpich_collector() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_hyscope"))
+        .parent()
+        .unwrap()
+        .join("libhyscope-mpich.so")
+}
+
 /// Build `tests/phases/<name>.c` (an MPI+OpenMP program with phases whose
 /// durations it measures and prints) with `include/hyscope.h` on the path.
 pub fn build_phase_program(dir: &Path, name: &str) -> PathBuf {
