@@ -3,6 +3,7 @@
 //! (their ABIs differ: it would crash).
 
 mod record_support;
+
 use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace, mpi_call};
 use record_support::*;
 
