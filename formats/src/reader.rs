@@ -1053,6 +1053,14 @@ fn merge_rank_files(
     problems: &mut Vec<Problem>,
 ) -> Result<BTreeMap<u32, PathBuf>, FormatError> {
     let mut merged = BTreeMap::new();
+    // Rank → its entry: one lookup per rank file, not a pass over the ranks.
+    let mut index: std::collections::HashMap<u32, usize> = manifest
+        .ranks
+        .iter()
+        .enumerate()
+        .rev() // the first entry of a rank listed twice, as a search finds it
+        .map(|(i, r)| (r.rank, i))
+        .collect();
     for path in crate::layout::entries(&dir.join(RANKS_DIR)) {
         let name = path
             .file_name()
@@ -1089,10 +1097,13 @@ fn merge_rank_files(
             });
             continue;
         }
-        match manifest.ranks.iter_mut().find(|r| r.rank == info.rank) {
+        match index.get(&info.rank) {
             // The rank file is written at exit, after the job manifest: it is newer.
-            Some(existing) => merge_rank(existing, info),
-            None => manifest.ranks.push(info),
+            Some(&i) => merge_rank(&mut manifest.ranks[i], info),
+            None => {
+                index.insert(info.rank, manifest.ranks.len());
+                manifest.ranks.push(info);
+            }
         }
         merged.insert(named, path);
     }
