@@ -69,7 +69,7 @@ pub fn at_finalize() {
         write_manifest(Some(info));
         state::mark_manifest_written_by_mpi();
     }
-    // Kept for the exit path's rank file (BENCHMARKS.md measures it).
+    // What the job-level work costs this rank, for the exit path's rank file.
     let spent = clock::now_ns().saturating_sub(start);
     state::with_rank_info(|r| r.finalize_ns = u64::try_from(spent).unwrap_or(0));
     lifecycle::flush_all();
@@ -81,7 +81,7 @@ pub fn at_finalize() {
 /// once it has its own; then it serves its children, largest subtree first.
 /// Each rank exchanges `(2·ROUNDS + 1)` messages with its parent and as many
 /// with each of its at most ⌈log₂ P⌉ children; the last rank has its offset
-/// after ⌈log₂ P⌉ steps (rank 0 pinging every rank took P − 1).
+/// after ⌈log₂ P⌉ steps, where rank 0 pinging every rank in turn needs P − 1.
 ///
 /// One step: the child sends its time t1, the parent answers with its time
 /// t0, the child reads t2: offset to the parent = (t1 + t2) / 2 − t0, exact if
