@@ -12,7 +12,7 @@ use crate::diag::{self, lock, warn};
 use crate::state::{
     self, EXITING, MANIFEST_BY_MPI, RANK, rank, trace_dir, with_manifest, with_rank_info,
 };
-use crate::{clock, phases, spooling, symbols};
+use crate::{clock, phases, slots, spooling, symbols};
 
 static MPI_SEEN: AtomicBool = AtomicBool::new(false);
 /// Serialises the exit path (atexit and OMPT finalize may both run it).
@@ -91,7 +91,12 @@ pub fn checkpoint() {
     if let Some(dir) = trace_dir()
         && !spooling::output_failed()
     {
-        symbols::write_new(&dir, rank(), &spooling::seen_addresses());
+        symbols::write_new(
+            &dir,
+            rank(),
+            state::writer_options(),
+            &spooling::seen_addresses(),
+        );
     }
 }
 
@@ -137,7 +142,22 @@ fn write_early_rank_file() {
     let mut info = rank_info_counts();
     info.end = Some(ProcessEnd::Running);
     // Failing here (a full disk) is said by the exit path or the end note.
-    let _ = info.write(&dir);
+    let _ = info.write_in(&dir, state::layout());
+}
+
+/// At `MPI_Finalize`, after the second clock offset: this rank's description
+/// in its own rank file, as rank 0 gathered it before (readers merge the rank
+/// files into the manifest's `ranks`); the exit path rewrites it. A rank
+/// killed after `MPI_Finalize` keeps this one. Returns what it wrote.
+pub fn write_rank_file_at_finalize() -> RankInfo {
+    let mut info = rank_info_snapshot();
+    info.threads = info.threads.max(slots::threads_seen());
+    info.end = Some(ProcessEnd::Running);
+    if let Some(dir) = trace_dir() {
+        // Failing here (a full disk) is said by the exit path or the end note.
+        let _ = info.write_in(&dir, state::layout());
+    }
+    info
 }
 
 /// `MPI_Abort` was called: spool everything now (the launcher kills every
@@ -153,7 +173,7 @@ pub fn abort(code: i32) {
     };
     let mut info = rank_info_snapshot();
     info.end = Some(ProcessEnd::Aborted { code });
-    if let Err(e) = info.write(&dir) {
+    if let Err(e) = info.write_in(&dir, state::layout()) {
         warn(&format!("cannot write the rank file ({e})"));
         return;
     }
@@ -208,14 +228,19 @@ pub fn finish() {
         // The note stays: the spools it left are for `hyscope record`.
         let mut info = rank_info_snapshot();
         info.end = Some(ProcessEnd::Finished);
-        let _ = info.write(&dir);
+        let _ = info.write_in(&dir, state::layout());
         return;
     }
-    symbols::write_new(&dir, rank(), &spooling::seen_addresses());
+    symbols::write_new(
+        &dir,
+        rank(),
+        state::writer_options(),
+        &spooling::seen_addresses(),
+    );
     let mut info = rank_info_snapshot();
     info.finished = true;
     info.end = Some(ProcessEnd::Finished);
-    if let Err(e) = info.write(&dir) {
+    if let Err(e) = info.write_in(&dir, state::layout()) {
         // The end note (written in place, no new blocks) says it instead.
         spooling::write_end_note(ProcessEnd::Finished);
         if !info.disk_full {

@@ -423,14 +423,10 @@ struct Journal {
 static JOURNAL: Mutex<Option<Journal>> = Mutex::new(None);
 
 fn journal_path() -> Option<std::path::PathBuf> {
-    Some(
-        state::trace_dir()?
-            .join("spool")
-            .join(phase_journal::journal_file_name(
-                state::rank(),
-                std::process::id(),
-            )),
-    )
+    Some(state::spool_dir()?.join(phase_journal::journal_file_name(
+        state::rank(),
+        std::process::id(),
+    )))
 }
 
 impl Journal {
@@ -525,7 +521,7 @@ pub fn encode() {
     let (Some(dir), Some(path)) = (state::trace_dir(), journal_path()) else {
         return;
     };
-    match phase_journal::journal_to_part(&path, &dir, state::rank()) {
+    match phase_journal::journal_to_part(&path, &dir, state::rank(), state::layout()) {
         Ok(_) => {
             if let Err(e) = std::fs::remove_file(&path) {
                 diag::warn(&format!("cannot remove {} ({e})", path.display()));

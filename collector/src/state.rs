@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use hyscope_format::{ChildOf, Manifest, ProcessEnd, RankInfo, ThreadCpus, trace_name};
+use hyscope_format::{
+    ChildOf, Layout, Manifest, ProcessEnd, RankInfo, ThreadCpus, WriterOptions, trace_name,
+};
 
 use crate::diag::{self, lock, warn};
 use crate::settings::{launched_by_mpi, settings};
@@ -199,12 +201,12 @@ pub(crate) fn claim_identity() -> bool {
     let mut info = with_rank_info(|r| r.clone());
     info.end = Some(ProcessEnd::Running);
     // An unusable directory is said once by whoever writes next.
-    match info.claim(&dir) {
+    match info.claim_in(&dir, layout()) {
         Ok(true) => return true,
         Ok(false) => {}
         Err(_) => return false,
     }
-    let path = RankInfo::path(&dir, info.rank);
+    let path = layout().rank_file(&dir, info.rank);
     if RankInfo::read(&path).is_ok_and(|holder| holder.pid == pid) {
         return false;
     }
@@ -220,11 +222,11 @@ pub(crate) fn claim_identity() -> bool {
     info.command = command.clone();
     let first = world_size_hint().max(of_rank.saturating_add(1));
     for id in first..first.saturating_add(MAX_CHILDREN) {
-        if RankInfo::path(&dir, id).exists() {
+        if layout().rank_file(&dir, id).exists() {
             continue; // taken: no file written to find out
         }
         info.rank = id;
-        match info.claim(&dir) {
+        match info.claim_in(&dir, layout()) {
             Ok(true) => {
                 RANK.store(id, Ordering::Relaxed);
                 with_rank_info(|r| {
@@ -266,7 +268,12 @@ fn forget_parents_identity(pid: u32) {
 /// (a forked child of a rank), else the launcher's, else 1.
 fn world_size_hint() -> u32 {
     let known = with_manifest(|m| m.world_size);
-    let launcher = [
+    known.max(launcher_world_size()).max(1)
+}
+
+/// The job's size as the launcher gives it to every process (1 without one).
+fn launcher_world_size() -> u32 {
+    [
         "OMPI_COMM_WORLD_SIZE",
         "PMIX_SIZE",
         "PMI_SIZE",
@@ -274,8 +281,29 @@ fn world_size_hint() -> u32 {
     ]
     .iter()
     .find_map(|k| std::env::var(k).ok()?.trim().parse::<u32>().ok())
-    .unwrap_or(1);
-    known.max(launcher).max(1)
+    .unwrap_or(1)
+}
+
+/// Where this process's files go in the trace: grouped by rank blocks in a
+/// job of more than `FLAT_MAX_RANKS` ranks. Decided from the launcher's job
+/// size, which every process of the job sees alike before MPI_Init already
+/// (its first files are written then), and its forked children too.
+pub fn layout() -> Layout {
+    static LAYOUT: OnceLock<Layout> = OnceLock::new();
+    *LAYOUT.get_or_init(|| Layout::for_job(launcher_world_size()))
+}
+
+/// This process's spool directory (`spool/`, or its block's in the grouped layout).
+pub fn spool_dir() -> Option<PathBuf> {
+    Some(layout().spool_dir(&trace_dir()?, rank()))
+}
+
+/// Options of this process's part writers (in its layout).
+pub fn writer_options() -> WriterOptions {
+    WriterOptions {
+        layout: layout(),
+        ..WriterOptions::default()
+    }
 }
 
 fn rank_from_env() -> u32 {

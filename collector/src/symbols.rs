@@ -41,7 +41,7 @@ pub(crate) fn write_maps(path: &Path) {
 }
 
 /// Resolve the `addresses` seen (those not written before) and append them to the `symbols` table.
-pub(crate) fn write_new(dir: &Path, rank: u32, addresses: &[u64]) {
+pub(crate) fn write_new(dir: &Path, rank: u32, options: WriterOptions, addresses: &[u64]) {
     let new: Vec<u64> = {
         let done = lock(&DONE);
         addresses
@@ -54,12 +54,10 @@ pub(crate) fn write_new(dir: &Path, rank: u32, addresses: &[u64]) {
         return;
     }
     let rows = resolve(&new);
-    let result = PartWriter::create(dir, Table::Symbols, rank, WriterOptions::default()).and_then(
-        |mut w| {
-            w.write_records(&rows)?;
-            w.finish()
-        },
-    );
+    let result = PartWriter::create(dir, Table::Symbols, rank, options).and_then(|mut w| {
+        w.write_records(&rows)?;
+        w.finish()
+    });
     match result {
         Ok(_) => lock(&DONE).extend(new),
         Err(e) => diag::warn(&format!("cannot write the symbols table ({e})")),

@@ -812,4 +812,57 @@ fn partly_flushed_blocks_keep_every_event_once() {
         span > 1_200_000_000,
         "the regions took {span} ns, fewer than 3 flushes"
     );
+
+/// A process of a job of more than 1,024 ranks (as its launcher says:
+/// `PMI_SIZE`) writes the grouped layout, `<table>/block=<b>/rank=<r>/` and
+/// `ranks/block=<b>/`; one of 1,024 ranks keeps the flat one. Both read back
+/// alike.
+#[test]
+fn a_large_jobs_ranks_are_grouped_in_blocks() {
+    for (size, grouped) in [("2000", true), ("1024", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = build("regions", dir.path());
+        let trace_dir = dir.path().join("trace");
+        // Rank 1 first: rank 0 writes the manifest at its exit.
+        for rank in ["1", "0"] {
+            let out = run(&exe, &trace_dir, &[("PMI_RANK", rank), ("PMI_SIZE", size)]);
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                "sum=8 serial=1 inner=4\n"
+            );
+            assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+        }
+        for rank in [0, 1] {
+            let (part_dir, rank_file) = if grouped {
+                (
+                    format!("omp/block=0/rank={rank}"),
+                    format!("ranks/block=0/rank-{rank}.json"),
+                )
+            } else {
+                (
+                    format!("omp/rank={rank}"),
+                    format!("ranks/rank-{rank}.json"),
+                )
+            };
+            assert!(trace_dir.join(&part_dir).is_dir(), "{size}: {part_dir}");
+            assert!(trace_dir.join(&rank_file).is_file(), "{size}: {rank_file}");
+        }
+        let trace = Trace::open(&trace_dir).unwrap();
+        assert_eq!(trace.ranks(), vec![0, 1], "{size}");
+        assert!(
+            trace.problems().is_empty(),
+            "{size}: {:?}",
+            trace.problems()
+        );
+        let rows = trace
+            .read_records::<OmpRecord>(&ScanOptions::default())
+            .unwrap();
+        for rank in [0, 1] {
+            let parallel = rows
+                .iter()
+                .filter(|(r, o)| *r == rank && o.kind == OmpKind::Parallel as u8)
+                .count();
+            assert_eq!(parallel, 8, "{size}: rank {rank}");
+        }
+    }
 }

@@ -5,6 +5,8 @@
 //!
 //! - `schema`: the tables, their Arrow schemas and the fixed-size records;
 //! - `manifest`: `manifest.json` and the per-rank files;
+//! - `layout`: where a rank's files are (flat, or grouped by rank blocks in
+//!   large jobs), for writers, readers and recovery alike;
 //! - `writer`: a streaming Parquet writer per (table, rank), bounded memory;
 //! - `reader`: open a trace, list ranks and parts, scan tables with projection,
 //!   rank and time-range filters;
@@ -32,6 +34,7 @@
 //! - the manifest and the rank files: [`Manifest`], [`RankInfo`] and the
 //!   types they hold, [`FORMAT_VERSION`], [`MANIFEST_FILE`], [`RANKS_DIR`],
 //!   and the limits readers check them against ([`MAX_RANKS`], ...);
+//! - where a rank's files go: [`Layout`] ([`RANK_BLOCK`], [`FLAT_MAX_RANKS`]);
 //! - reading: [`Trace`] with [`ScanOptions`], [`PartFile`], [`PartScan`],
 //!   [`read_part_records`]; writing: [`PartWriter`] with [`WriterOptions`];
 //! - code addresses: [`Mapping`], [`parse_maps`], [`resolve_with_maps`];
@@ -45,6 +48,7 @@
 //! the feature `synthetic`, the generator `synthetic`.
 
 mod error;
+mod layout;
 mod manifest;
 /// The names of the sampled metrics (`metrics::MEM_VMRSS`, ...): a namespace
 /// of string constants, looked up by the writers and the readers alike.
@@ -72,11 +76,15 @@ mod version;
 mod writer;
 
 pub use error::{FormatError, is_disk_full_message};
+pub use layout::{
+    FLAT_MAX_RANKS, Layout, RANK_BLOCK, RANKS_DIR, SPOOL_DIR, block_name, block_number,
+    entries as per_rank_entries, find_rank_file, remove_empty_spool_dirs,
+};
 pub use manifest::{
     ChildOf, ClockInfo, ClockOffset, CommMembership, Communicator, EventCounts, MANIFEST_FILE,
     MAX_CLOCK_DRIFT, MAX_CLOCK_NS, MAX_CLOCK_RTT_NS, MAX_EVENTS, MAX_RANKS, MAX_THREADS, Manifest,
-    MetricInfo, MpiInfo, OpenMpInfo, ProcessEnd, RANKS_DIR, RankInfo, SELF_COMM_ID, SamplerInfo,
-    ThreadCpus, WORLD_COMM_ID, comm_name, communicators, hostname,
+    MetricInfo, MpiInfo, OpenMpInfo, ProcessEnd, RankInfo, SELF_COMM_ID, SamplerInfo, ThreadCpus,
+    WORLD_COMM_ID, comm_name, communicators, hostname,
 };
 pub use reader::{
     PartFile, PartScan, Problem, ScanOptions, Trace, checksummed_bytes, part_row_group_rows,

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::FormatError;
+use crate::layout::Layout;
 use crate::version::{FORMAT_MAJOR, FORMAT_VERSION};
 
 pub const MANIFEST_FILE: &str = "manifest.json";
-pub const RANKS_DIR: &str = "ranks";
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -97,6 +97,10 @@ pub struct RankInfo {
     /// Wall time spent encoding the spooled events into Parquet parts when
     /// the process ended (ns), after the application's work.
     pub encode_ns: u64,
+    /// Wall time of the collector's job-level work in `MPI_Finalize` (ns):
+    /// the clock offsets along the tree, this rank file and, at rank 0, the
+    /// manifest (format 1.4; 0 without MPI or before).
+    pub finalize_ns: u64,
     /// RSS before and after MPI_Init (bytes), the MPI runtime's own footprint.
     pub rss_before_init: Option<u64>,
     pub rss_after_init: Option<u64>,
@@ -440,24 +444,30 @@ impl Manifest {
 }
 
 impl RankInfo {
+    /// `ranks/rank-<r>.json`: the rank file in the flat layout.
     pub fn path(trace_dir: &Path, rank: u32) -> PathBuf {
-        trace_dir.join(RANKS_DIR).join(format!("rank-{rank}.json"))
+        Layout::Flat.rank_file(trace_dir, rank)
     }
 
-    /// Write `ranks/rank-<r>.json` atomically.
+    /// Write `ranks/rank-<r>.json` atomically (flat layout).
     pub fn write(&self, trace_dir: &Path) -> Result<(), FormatError> {
-        let path = RankInfo::path(trace_dir, self.rank);
+        self.write_in(trace_dir, Layout::Flat)
+    }
+
+    /// Write the rank file atomically where `layout` puts it.
+    pub fn write_in(&self, trace_dir: &Path, layout: Layout) -> Result<(), FormatError> {
+        let path = layout.rank_file(trace_dir, self.rank);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
         }
         write_json_atomic(&path, self)
     }
 
-    /// Write the rank file only if no process holds this rank yet: the one
-    /// atomic step by which a process claims its id in the trace. Ok(false)
-    /// when another process wrote it first.
-    pub fn claim(&self, trace_dir: &Path) -> Result<bool, FormatError> {
-        let path = RankInfo::path(trace_dir, self.rank);
+    /// Write the rank file (where `layout` puts it) only if no process holds
+    /// this rank yet: the one atomic step by which a process claims its id in
+    /// the trace. Ok(false) when another process wrote it first.
+    pub fn claim_in(&self, trace_dir: &Path, layout: Layout) -> Result<bool, FormatError> {
+        let path = layout.rank_file(trace_dir, self.rank);
         let dir = path.parent().unwrap_or(trace_dir);
         std::fs::create_dir_all(dir).map_err(|e| FormatError::io(dir, e))?;
         let tmp = path.with_extension(format!("json.tmp.claim.{}", std::process::id()));

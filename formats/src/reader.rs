@@ -22,9 +22,8 @@ use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::statistics::Statistics;
 
 use crate::error::FormatError;
-use crate::manifest::{
-    EventCounts, MANIFEST_FILE, MAX_RANKS, Manifest, RANKS_DIR, RankInfo, check_version,
-};
+use crate::layout::{Layout, RANKS_DIR};
+use crate::manifest::{EventCounts, MANIFEST_FILE, MAX_RANKS, Manifest, RankInfo, check_version};
 use crate::record_batch::Record;
 use crate::schema::{LateDefault, Table};
 use crate::writer::{CHECKSUM_BLOCK, CHECKSUM_BYTES_KEY, CHECKSUM_KEY, ROWS_KEY};
@@ -248,11 +247,11 @@ impl Trace {
             let source = rank_files.get(&info.rank);
             for (table, count, label) in tables {
                 let claimed = count(&info.events);
-                let parts: Vec<&PartFile> = self
-                    .parts(table)
-                    .iter()
-                    .filter(|p| p.rank == info.rank)
-                    .collect();
+                // Parts are sorted by rank: a binary search, not a pass per rank.
+                let all = self.parts(table);
+                let from = all.partition_point(|p| p.rank < info.rank);
+                let to = all.partition_point(|p| p.rank <= info.rank);
+                let parts: Vec<&PartFile> = all[from..to].iter().collect();
                 let rows: Option<u64> = parts.iter().map(|p| footer_rows(&p.path)).sum();
                 // A part whose footer cannot be read is reported when it is read.
                 let Some(rows) = rows else { continue };
@@ -264,10 +263,9 @@ impl Trace {
                     Some(p) => relative(&self.dir, p),
                     None => MANIFEST_FILE.to_string(),
                 };
-                let dir = self
-                    .dir
-                    .join(table.dir_name())
-                    .join(format!("rank={}", info.rank));
+                // Where the rank's parts would be: its rank file's layout.
+                let layout = source.map_or(Layout::Flat, |p| Layout::of_file(p));
+                let dir = layout.part_dir(&self.dir, table, info.rank);
                 let held = if parts.is_empty() {
                     format!("{} has no part", relative(&self.dir, &dir))
                 } else {
@@ -961,7 +959,8 @@ fn check_schema(part: &PartFile, found: &Schema) -> Result<(), FormatError> {
     Ok(())
 }
 
-/// Closed parts of a table: `<table>/rank=<r>/part-<k>.parquet`. Anything
+/// Closed parts of a table: `<table>/rank=<r>/part-<k>.parquet`, or in the
+/// grouped layout `<table>/block=<b>/rank=<r>/part-<k>.parquet`. Anything
 /// else found there is a [`Problem`]: an open `.tmp` part (its writer did not
 /// finish: its rows are lost), a name that is not a rank or part.
 fn list_parts(
@@ -970,9 +969,6 @@ fn list_parts(
     problems: &mut Vec<Problem>,
 ) -> Result<Vec<PartFile>, FormatError> {
     let table_dir = dir.join(table.dir_name());
-    let Ok(entries) = std::fs::read_dir(&table_dir) else {
-        return Ok(Vec::new());
-    };
     let mut unexpected = |path: PathBuf, rank: Option<u32>, what: &str, data_lost: bool| {
         problems.push(Problem {
             path,
@@ -982,23 +978,25 @@ fn list_parts(
         })
     };
     let mut parts = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| FormatError::io(&table_dir, e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for path in crate::layout::entries(&table_dir) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let Some(rank) = name
             .strip_prefix("rank=")
             .and_then(|r| r.parse::<u32>().ok())
-            .filter(|_| entry.path().is_dir())
+            .filter(|_| path.is_dir())
         else {
             unexpected(
-                entry.path(),
+                path,
                 None,
                 "not a `rank=<r>` directory of the table; not read",
                 false,
             );
             continue;
         };
-        let rank_dir = entry.path();
+        let rank_dir = path;
         let files = std::fs::read_dir(&rank_dir).map_err(|e| FormatError::io(&rank_dir, e))?;
         for file in files {
             let file = file.map_err(|e| FormatError::io(&rank_dir, e))?;
@@ -1046,7 +1044,7 @@ fn list_parts(
     Ok(parts)
 }
 
-/// Merge `ranks/rank-<r>.json` into the manifest. A rank file whose name is
+/// Merge `ranks/rank-<r>.json` (grouped: `ranks/block=<b>/rank-<r>.json`) into the manifest. A rank file whose name is
 /// not `rank-<r>.json`, or that claims another rank than its name, is a
 /// [`Problem`] and is not merged. Returns the rank file of each merged rank.
 fn merge_rank_files(
@@ -1054,14 +1052,16 @@ fn merge_rank_files(
     manifest: &mut Manifest,
     problems: &mut Vec<Problem>,
 ) -> Result<BTreeMap<u32, PathBuf>, FormatError> {
-    let ranks_dir = dir.join(RANKS_DIR);
     let mut merged = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(&ranks_dir) else {
-        return Ok(merged);
-    };
-    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    paths.sort();
-    for path in paths {
+    // Rank → its entry: one lookup per rank file, not a pass over the ranks.
+    let mut index: std::collections::HashMap<u32, usize> = manifest
+        .ranks
+        .iter()
+        .enumerate()
+        .rev() // the first entry of a rank listed twice, as a search finds it
+        .map(|(i, r)| (r.rank, i))
+        .collect();
+    for path in crate::layout::entries(&dir.join(RANKS_DIR)) {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -1097,14 +1097,25 @@ fn merge_rank_files(
             });
             continue;
         }
-        match manifest.ranks.iter_mut().find(|r| r.rank == info.rank) {
+        match index.get(&info.rank) {
             // The rank file is written at exit, after the job manifest: it is newer.
-            Some(existing) => merge_rank(existing, info),
-            None => manifest.ranks.push(info),
+            Some(&i) => merge_rank(&mut manifest.ranks[i], info),
+            None => {
+                index.insert(info.rank, manifest.ranks.len());
+                manifest.ranks.push(info);
+            }
         }
         merged.insert(named, path);
     }
     manifest.ranks.sort_by_key(|r| r.rank);
+    // The collector's manifest names rank 0's host only (nothing is gathered
+    // to rank 0): the others' come from their rank files, in rank order.
+    let mut hosts: std::collections::HashSet<String> = manifest.hosts.iter().cloned().collect();
+    for r in &manifest.ranks {
+        if !r.host.is_empty() && hosts.insert(r.host.clone()) {
+            manifest.hosts.push(r.host.clone());
+        }
+    }
     check_version(&dir.join(MANIFEST_FILE), &manifest.format_version)?;
     Ok(merged)
 }

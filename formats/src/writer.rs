@@ -35,6 +35,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::error::FormatError;
+use crate::layout::Layout;
 use crate::record_batch::Record;
 use crate::schema::{MpiRecord, OmpRecord, Table};
 use crate::version::FORMAT_VERSION;
@@ -116,6 +117,9 @@ pub struct WriterOptions {
     pub rows_per_row_group: usize,
     /// zstd level (1..=22).
     pub zstd_level: i32,
+    /// Where the rank's partition goes (flat unless the job is large:
+    /// `Layout::for_job`).
+    pub layout: Layout,
 }
 
 impl Default for WriterOptions {
@@ -124,6 +128,7 @@ impl Default for WriterOptions {
             rows_per_part: 4 * 1024 * 1024,
             rows_per_row_group: 128 * 1024,
             zstd_level: 3,
+            layout: Layout::Flat,
         }
     }
 }
@@ -136,11 +141,11 @@ pub struct WriterStats {
     pub bytes: u64,
 }
 
-/// The path of part `index` of `table` for `rank` inside `trace_dir`.
+/// The path of part `index` of `table` for `rank` inside `trace_dir`, in the
+/// flat layout (`Layout::part_dir` for either).
 pub fn part_path(trace_dir: &Path, table: Table, rank: u32, index: u32) -> PathBuf {
-    trace_dir
-        .join(table.dir_name())
-        .join(format!("rank={rank}"))
+    Layout::Flat
+        .part_dir(trace_dir, table, rank)
         .join(format!("part-{index}.parquet"))
 }
 
@@ -174,9 +179,7 @@ impl PartWriter {
         rank: u32,
         options: WriterOptions,
     ) -> Result<PartWriter, FormatError> {
-        let dir = trace_dir
-            .join(table.dir_name())
-            .join(format!("rank={rank}"));
+        let dir = options.layout.part_dir(trace_dir, table, rank);
         std::fs::create_dir_all(&dir).map_err(|e| FormatError::io(&dir, e))?;
         let next_index = existing_max_index(&dir).map_or(0, |i| i + 1);
         Ok(PartWriter {
@@ -332,7 +335,11 @@ impl PartWriter {
 
     fn open_part(&mut self) -> Result<&mut OpenPart, FormatError> {
         if self.open.is_none() {
-            let final_path = part_path(&self.trace_dir, self.table, self.rank, self.next_index);
+            let final_path = self
+                .options
+                .layout
+                .part_dir(&self.trace_dir, self.table, self.rank)
+                .join(format!("part-{}.parquet", self.next_index));
             let tmp_path = final_path.with_extension("parquet.tmp");
             self.next_index += self.index_step;
             let file = File::create(&tmp_path).map_err(|e| FormatError::io(&tmp_path, e))?;

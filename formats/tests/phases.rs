@@ -5,7 +5,7 @@
 mod common;
 
 use hyscope_format::spool::phases::{self as phase_journal, HEADER, PhaseRow};
-use hyscope_format::{NO_ITERATION, PhaseRecord, ScanOptions, Table, Trace, phase_source};
+use hyscope_format::{Layout, NO_ITERATION, PhaseRecord, ScanOptions, Table, Trace, phase_source};
 
 fn journal_text() -> Vec<u8> {
     let rows: Vec<PhaseRow> = (0..5)
@@ -69,7 +69,7 @@ fn a_journal_becomes_a_phases_part() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("j.txt");
     std::fs::write(&journal, journal_text()).unwrap();
-    let read = phase_journal::journal_to_part(&journal, dir.path(), 3).unwrap();
+    let read = phase_journal::journal_to_part(&journal, dir.path(), 3, Layout::Flat).unwrap();
     assert!(read.truncated);
     assert!(read.bad_lines.is_empty());
     common::write_manifest(dir.path(), [3].into_iter());

@@ -44,6 +44,7 @@ fn small_parts() -> WriterOptions {
         rows_per_part: 50_000,
         rows_per_row_group: 8_192,
         zstd_level: 3,
+        ..WriterOptions::default()
     }
 }
 

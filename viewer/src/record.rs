@@ -609,7 +609,7 @@ fn prepare_output(dir: &Path, position: Position) -> anyhow::Result<()> {
             // (no ranks listed yet): only a finished job's manifest lists them.
             let finished_manifest = dir.join(hyscope_format::MANIFEST_FILE).exists()
                 && hyscope_format::Manifest::read(dir).map_or(true, |m| !m.ranks.is_empty());
-            if finished_manifest || dir.join("ranks").join(format!("rank-{rank}.json")).exists() {
+            if finished_manifest || hyscope_format::find_rank_file(dir, rank).is_some() {
                 bail!(
                     "{} already holds a trace; refusing to overwrite it (choose another -o or remove it)",
                     dir.display()
@@ -859,13 +859,10 @@ fn display_path(p: &Path) -> String {
 }
 
 fn count_rank_files(dir: &Path) -> usize {
-    std::fs::read_dir(dir.join("ranks"))
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
+    hyscope_format::per_rank_entries(&dir.join(hyscope_format::RANKS_DIR))
+        .iter()
+        .filter(|p| p.to_string_lossy().ends_with(".json"))
+        .count()
 }
 
 fn dir_size(dir: &Path) -> u64 {

@@ -84,9 +84,9 @@ pub fn recover_spools(dir: &Path) {
     remove_spool_dir(dir);
 }
 
-/// Remove the trace's `spool/` directory if it is empty. Only after the job:
-/// while ranks run, another rank may be about to create its spool there, so
-/// the ranks themselves never remove it.
+/// Remove the trace's `spool/` directory (and its empty block directories)
+/// if it is empty. Only after the job: while ranks run, another rank may be
+/// about to create its spool there, so the ranks themselves never remove it.
 pub fn remove_spool_dir(dir: &Path) {
-    let _ = std::fs::remove_dir(dir.join("spool"));
+    hyscope_format::remove_empty_spool_dirs(dir);
 }

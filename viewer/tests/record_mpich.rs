@@ -4,8 +4,6 @@
 
 mod record_support;
 
-use std::process::Command;
-
 use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace, mpi_call};
 use record_support::*;
 
@@ -40,24 +38,8 @@ fn hydra_launcher_gets_the_variables_through_genv() {
 #[test]
 fn mpich_program_needs_the_mpich_build_of_the_collector() {
     let tmp = tempfile::tempdir().unwrap();
-    let c = tmp.path().join("mpich_app.c");
-    std::fs::write(&c, MPI_SRC).unwrap();
-    let exe = tmp.path().join("mpich_app");
-    let built = Command::new("mpicc.mpich")
-        .env("MPICH_CC", "clang-19")
-        .args(["-fopenmp", "-g", "-O1"])
-        .arg(&c)
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
-        .arg(format!("-L{LLVM_LIB}"))
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr(&built));
-    let mpich_lib = std::path::Path::new(env!("CARGO_BIN_EXE_hyscope"))
-        .parent()
-        .unwrap()
-        .join("libhyscope-mpich.so");
+    let exe = build_mpich(tmp.path(), "mpich_app", MPI_SRC);
+    let mpich_lib = mpich_collector();
     let dir = tmp.path().join("trace");
     let out = hyscope()
         .args(["record", "-o"])

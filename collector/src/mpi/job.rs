@@ -1,17 +1,18 @@
 //! Job-level work done through PMPI on a private duplicate of `MPI_COMM_WORLD`:
-//! clock offsets to rank 0 (at MPI_Init and MPI_Finalize), the MPI library's
-//! description and control variables, and the job manifest that rank 0 writes
-//! before the real MPI_Finalize.
+//! clock offsets to rank 0 (at MPI_Init and MPI_Finalize, along a binomial
+//! tree: [`super::tree`]), the MPI library's description and control
+//! variables, and the job manifest that rank 0 writes before the real
+//! MPI_Finalize.
 
 use std::collections::BTreeMap;
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{CStr, c_char, c_int};
 use std::sync::OnceLock;
 
 use hyscope_format::{ClockOffset, MpiInfo, RankInfo};
 use mpi_sys as ffi;
 
-use super::{level_name, world, world_rank, world_size};
-use crate::{clock, diag, lifecycle, slots, state};
+use super::{level_name, tree, world, world_rank, world_size};
+use crate::{clock, diag, lifecycle, state};
 
 struct Comm(ffi::MPI_Comm);
 // SAFETY: a communicator handle is a plain value usable from any thread.
@@ -51,91 +52,94 @@ pub fn at_init(levels: (c_int, c_int)) {
     // A draft manifest, so that a job that never reaches MPI_Finalize (MPI_Abort,
     // a crash, a kill) still leaves an openable trace. Replaced at MPI_Finalize.
     if world_rank() == 0 {
-        write_manifest(Vec::new());
+        write_manifest(None);
     }
 }
 
-/// Before the real MPI_Finalize: second clock offset, job manifest, flush.
+/// Before the real MPI_Finalize: second clock offset, each rank's own rank
+/// file, rank 0's job manifest, flush. Nothing is gathered to rank 0: the
+/// rank files are the ranks' descriptions (readers merge them into the
+/// manifest's `ranks`), so rank 0 sends and receives O(log P) messages here
+/// like every rank (ARCHITECTURE.md, "Recording at scale").
 pub fn at_finalize() {
+    let start = clock::now_ns();
     sync_clock();
-    let ranks = gather_rank_infos();
+    let info = lifecycle::write_rank_file_at_finalize();
     if world_rank() == 0 {
-        if ranks.is_empty() {
-            diag::warn("could not gather the ranks' descriptions; the manifest lists rank 0 only");
-        }
-        write_manifest(ranks);
+        write_manifest(Some(info));
         state::mark_manifest_written_by_mpi();
     }
+    // What the job-level work costs this rank, for the exit path's rank file.
+    let spent = clock::now_ns().saturating_sub(start);
+    state::with_rank_info(|r| r.finalize_ns = u64::try_from(spent).unwrap_or(0));
     lifecycle::flush_all();
 }
 
-/// Measure this rank's clock offset to rank 0 and keep it in the rank info.
+/// Measure this rank's clock offset to rank 0 and keep it in the rank info,
+/// along the binomial tree of [`tree`]: each rank measures its offset to its
+/// parent, then adds the parent's offset to rank 0, which the parent sends
+/// once it has its own; then it serves its children, largest subtree first.
+/// Each rank exchanges `(2·ROUNDS + 1)` messages with its parent and as many
+/// with each of its at most ⌈log₂ P⌉ children; the last rank has its offset
+/// after ⌈log₂ P⌉ steps, where rank 0 pinging every rank in turn needs P − 1.
 ///
-/// Rank r sends its time t1, rank 0 answers with its time t0, r reads t2:
-/// offset = (t1 + t2) / 2 − t0, exact if both legs take equally long, else off
-/// by at most half the round trip; the round with the smallest round trip is kept.
+/// One step: the child sends its time t1, the parent answers with its time
+/// t0, the child reads t2: offset to the parent = (t1 + t2) / 2 − t0, exact if
+/// both legs take equally long, else off by at most half the round trip; the
+/// round with the smallest round trip is kept. Offsets compose along the path
+/// (c − 0 = (c − p) + (p − 0)), and so do the bounds: the `rtt_ns` kept is the
+/// sum of the round trips on the path, so that half of it still bounds the
+/// error (`formats/README.md`, `clock_offsets`). The parent's offset was
+/// measured a few round trips earlier; the clocks drift by far less than a
+/// round trip in that time.
 fn sync_clock() {
     let Some(comm) = private() else {
         return;
     };
-    let (rank, size) = (world_rank(), world_size());
+    let (rank, size) = (world_rank().max(0) as u32, world_size().max(1) as u32);
+    let mine = match tree::parent(rank) {
+        None => ClockOffset {
+            local_ns: clock::now_ns(),
+            offset_ns: 0,
+            rtt_ns: 0,
+        },
+        Some(parent) => match offset_to_parent(comm, parent as c_int) {
+            Some(o) => o,
+            // The parent gave up (its MPI failed): so does its subtree.
+            None => return,
+        },
+    };
+    state::with_rank_info(|r| r.clock_offsets.push(mine));
+    for child in tree::children(rank, size) {
+        if !serve_child(comm, child as c_int, mine) {
+            return;
+        }
+    }
+}
+
+/// The child's side of one tree edge: ROUNDS ping-pongs with the parent,
+/// then the parent's offset to rank 0, composed with the best round's.
+fn offset_to_parent(comm: ffi::MPI_Comm, parent: c_int) -> Option<ClockOffset> {
     let int64 = unsafe { ffi::RSMPI_INT64_T };
     let status = unsafe { ffi::RSMPI_STATUS_IGNORE };
-    if rank == 0 {
-        for peer in 1..size {
-            for _ in 0..ROUNDS {
-                let mut t1: i64 = 0;
-                // SAFETY: one i64 each way on our private communicator.
-                unsafe {
-                    if ffi::PMPI_Recv(
-                        (&mut t1 as *mut i64).cast(),
-                        1,
-                        int64,
-                        peer,
-                        TAG_SYNC,
-                        comm,
-                        status,
-                    ) != 0
-                    {
-                        return;
-                    }
-                    let t0 = clock::now_ns();
-                    if ffi::PMPI_Send((&t0 as *const i64).cast(), 1, int64, peer, TAG_SYNC, comm)
-                        != 0
-                    {
-                        return;
-                    }
-                }
-            }
-        }
-        let now = clock::now_ns();
-        state::with_rank_info(|r| {
-            r.clock_offsets.push(ClockOffset {
-                local_ns: now,
-                offset_ns: 0,
-                rtt_ns: 0,
-            })
-        });
-        return;
-    }
     let mut best: Option<ClockOffset> = None;
     for _ in 0..ROUNDS {
         let t1 = clock::now_ns();
         let mut t0: i64 = 0;
-        // SAFETY: as above.
+        // SAFETY: one i64 each way on our private communicator.
         unsafe {
-            if ffi::PMPI_Send((&t1 as *const i64).cast(), 1, int64, 0, TAG_SYNC, comm) != 0
+            if ffi::PMPI_Send((&t1 as *const i64).cast(), 1, int64, parent, TAG_SYNC, comm) != 0
                 || ffi::PMPI_Recv(
                     (&mut t0 as *mut i64).cast(),
                     1,
                     int64,
-                    0,
+                    parent,
                     TAG_SYNC,
                     comm,
                     status,
                 ) != 0
             {
-                return;
+                return None;
             }
         }
         let t2 = clock::now_ns();
@@ -148,9 +152,59 @@ fn sync_clock() {
             });
         }
     }
-    if let Some(b) = best {
-        state::with_rank_info(|r| r.clock_offsets.push(b));
+    let mut up = [0i64; 2];
+    // SAFETY: two i64 on our private communicator.
+    if unsafe {
+        ffi::PMPI_Recv(
+            up.as_mut_ptr().cast(),
+            2,
+            int64,
+            parent,
+            TAG_SYNC,
+            comm,
+            status,
+        )
+    } != 0
+    {
+        return None;
     }
+    best.map(|b| ClockOffset {
+        local_ns: b.local_ns,
+        offset_ns: b.offset_ns.saturating_add(up[0]),
+        rtt_ns: b.rtt_ns.saturating_add(up[1]),
+    })
+}
+
+/// The parent's side of one tree edge: answer the child's ROUNDS pings with
+/// this rank's time, then send this rank's offset to rank 0 and its bound.
+fn serve_child(comm: ffi::MPI_Comm, child: c_int, mine: ClockOffset) -> bool {
+    let int64 = unsafe { ffi::RSMPI_INT64_T };
+    let status = unsafe { ffi::RSMPI_STATUS_IGNORE };
+    for _ in 0..ROUNDS {
+        let mut t1: i64 = 0;
+        // SAFETY: one i64 each way on our private communicator.
+        unsafe {
+            if ffi::PMPI_Recv(
+                (&mut t1 as *mut i64).cast(),
+                1,
+                int64,
+                child,
+                TAG_SYNC,
+                comm,
+                status,
+            ) != 0
+            {
+                return false;
+            }
+            let t0 = clock::now_ns();
+            if ffi::PMPI_Send((&t0 as *const i64).cast(), 1, int64, child, TAG_SYNC, comm) != 0 {
+                return false;
+            }
+        }
+    }
+    let down = [mine.offset_ns, mine.rtt_ns];
+    // SAFETY: two i64 on our private communicator.
+    unsafe { ffi::PMPI_Send(down.as_ptr().cast(), 2, int64, child, TAG_SYNC, comm) == 0 }
 }
 
 fn library_version() -> String {
@@ -174,85 +228,16 @@ fn standard_version() -> String {
     format!("{v}.{s}")
 }
 
-/// Every rank's [`RankInfo`] (JSON), gathered to rank 0 on the private communicator.
-/// Empty on other ranks and on failure.
-fn gather_rank_infos() -> Vec<RankInfo> {
-    let Some(comm) = private() else {
-        return Vec::new();
-    };
-    let mut info = lifecycle::rank_info_snapshot();
-    info.threads = info.threads.max(slots::threads_seen());
-    let json = serde_json::to_vec(&info).unwrap_or_default();
-    let len = json.len() as c_int;
-    let size = world_size().max(1) as usize;
-    let root = world_rank() == 0;
-    let mut lens = vec![0 as c_int; if root { size } else { 1 }];
-    let int32 = unsafe { ffi::RSMPI_INT32_T };
-    let byte = unsafe { ffi::RSMPI_UINT8_T };
-    // SAFETY: one int from each rank into `size` ints at the root.
-    if unsafe {
-        ffi::PMPI_Gather(
-            (&len as *const c_int).cast(),
-            1,
-            int32,
-            lens.as_mut_ptr().cast(),
-            1,
-            int32,
-            0,
-            comm,
-        )
-    } != 0
-    {
-        return Vec::new();
-    }
-    let mut displs = vec![0 as c_int; lens.len()];
-    let mut total = 0;
-    for (d, l) in displs.iter_mut().zip(&lens) {
-        *d = total;
-        total += l;
-    }
-    let mut all = vec![0u8; if root { total as usize } else { 1 }];
-    // SAFETY: counts and displacements describe `all` at the root.
-    if unsafe {
-        ffi::PMPI_Gatherv(
-            json.as_ptr().cast::<c_void>(),
-            len,
-            byte,
-            all.as_mut_ptr().cast(),
-            lens.as_ptr(),
-            displs.as_ptr(),
-            byte,
-            0,
-            comm,
-        )
-    } != 0
-        || !root
-    {
-        return Vec::new();
-    }
-    lens.iter()
-        .zip(&displs)
-        .filter_map(|(&l, &d)| serde_json::from_slice(&all[d as usize..(d + l) as usize]).ok())
-        .collect()
-}
-
-/// Rank 0 writes `manifest.json` with the gathered ranks (or a draft without them).
-fn write_manifest(ranks: Vec<RankInfo>) {
+/// Rank 0 writes `manifest.json`: the job's description; of the ranks, only
+/// rank 0's own (`own`: None in the draft at MPI_Init, which lists no rank),
+/// the others' are in their own rank files.
+fn write_manifest(own: Option<RankInfo>) {
     let Some(dir) = state::trace_dir() else {
         return;
     };
     let mut manifest = state::with_manifest(|m| m.clone());
-    if !ranks.is_empty() {
-        let mut hosts: Vec<String> = Vec::new();
-        for r in &ranks {
-            if !hosts.contains(&r.host) {
-                hosts.push(r.host.clone());
-            }
-        }
-        manifest.hosts = hosts;
-        manifest.ranks = ranks;
-    }
     manifest.world_size = world_size().max(1) as u32;
+    manifest.ranks = own.into_iter().collect();
     if let Some(omp) = hyscope_ompt::openmp_info() {
         manifest.openmp = Some(omp);
     }

@@ -7,7 +7,8 @@
 //! - [`fortran`]: `mpi_send_`-style symbols (Open MPI's Fortran bindings call
 //!   `PMPI_*` directly, docs/platform.md "MPI"), converted with the `_f2c` calls;
 //! - [`table`]: the lock-free handle map (requests, communicators, windows, files);
-//! - [`job`]: clock offsets to rank 0, MPI_T control variables, the job manifest.
+//! - [`job`]: clock offsets to rank 0, MPI_T control variables, the job manifest;
+//! - [`tree`]: the binomial tree the job-level work runs along.
 //!
 //! Hot path of a wrapper: two clock reads, the PMPI call, a few loads to
 //! translate the communicator and peer, one record into the thread's buffer.
@@ -36,6 +37,7 @@ pub mod mpit_background;
 pub mod polls;
 pub mod shim;
 pub mod table;
+pub mod tree;
 pub mod wrappers;
 
 use table::HandleTable;

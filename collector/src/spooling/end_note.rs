@@ -35,7 +35,7 @@ pub(super) fn prepare() -> Result<bool, String> {
     let Some(dir) = state::trace_dir() else {
         return Ok(false);
     };
-    let spool = dir.join("spool");
+    let spool = state::layout().spool_dir(&dir, state::rank());
     let (rank, pid) = (state::rank(), std::process::id());
     let note_path = spool.join(end_note_name(rank, pid));
     let old = EMERGENCY.load(Ordering::Acquire);

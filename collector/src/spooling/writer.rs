@@ -16,8 +16,7 @@ use hyscope_format::spool::block::{Block, Stream};
 use hyscope_format::spool::to_parquet::{Unspool, note_addresses, spool_file_name, spool_to_parts};
 use hyscope_format::spool::{DecodeCursor, SpoolRecord, SpoolWriter};
 use hyscope_format::{
-    EventCounts, MpiRecord, OmpRecord, ProcessEnd, SampleRecord, WriterOptions,
-    spool::samples::SampleSpool,
+    EventCounts, MpiRecord, OmpRecord, ProcessEnd, SampleRecord, spool::samples::SampleSpool,
 };
 
 use super::end_note::{self, write_end_note};
@@ -460,7 +459,7 @@ impl Writer {
             return None;
         }
         if self.samples.is_none() {
-            let Some(dir) = state::trace_dir().map(|d| d.join("spool")) else {
+            let Some(dir) = state::spool_dir() else {
                 self.broken = true;
                 return None;
             };
@@ -514,7 +513,7 @@ fn encode_sample_spool(spool: SampleSpool, broken: bool) -> u64 {
         &path,
         &dir,
         state::rank(),
-        WriterOptions::default(),
+        state::writer_options(),
     ) {
         Ok((rows, _)) => {
             let _ = std::fs::remove_file(&path);
@@ -552,7 +551,7 @@ fn open_spool<'a, R: Unspool>(
         return None;
     }
     if spool.is_none() {
-        let dir = state::trace_dir()?.join("spool");
+        let dir = state::spool_dir()?;
         let path = dir.join(spool_file_name(table, state::rank(), std::process::id()));
         match create_spool(&dir, &path) {
             Ok(w) => *spool = Some(w),
@@ -652,7 +651,7 @@ fn encode_spool<R: Unspool>(
         &dir,
         state::rank(),
         encoder_threads(),
-        WriterOptions::default(),
+        state::writer_options(),
         &mut note,
     ) {
         Ok(stats) => {

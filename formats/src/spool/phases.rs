@@ -145,12 +145,21 @@ pub fn parse(text: &str) -> Journal {
 /// Encode the journal at `path` into a `phases` part of `rank` in
 /// `trace_dir` (rows sorted by thread and start) and return what was read.
 /// The journal is left in place; the caller removes it.
-pub fn journal_to_part(path: &Path, trace_dir: &Path, rank: u32) -> Result<Journal, FormatError> {
+pub fn journal_to_part(
+    path: &Path,
+    trace_dir: &Path,
+    rank: u32,
+    layout: crate::layout::Layout,
+) -> Result<Journal, FormatError> {
     let text = std::fs::read(path).map_err(|e| FormatError::io(path, e))?;
     let mut journal = parse(&String::from_utf8_lossy(&text));
     if !journal.rows.is_empty() {
         crate::schema::sort_phases(&mut journal.rows);
-        let mut w = PartWriter::create(trace_dir, Table::Phases, rank, WriterOptions::default())?;
+        let options = WriterOptions {
+            layout,
+            ..WriterOptions::default()
+        };
+        let mut w = PartWriter::create(trace_dir, Table::Phases, rank, options)?;
         w.write_records(&journal.rows)?;
         w.finish()?;
     }

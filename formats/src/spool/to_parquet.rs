@@ -16,6 +16,7 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use crate::error::FormatError;
+use crate::layout::{Layout, SPOOL_DIR, remove_empty_spool_dirs};
 use crate::record_batch::Record;
 use crate::schema::{MpiRecord, OmpRecord};
 use crate::spool::{SpoolReader, SpoolRecord};
@@ -227,19 +228,19 @@ pub struct LeftoverSpool {
     pub path: std::path::PathBuf,
     pub table: crate::schema::Table,
     pub rank: u32,
+    /// The layout its process wrote in (from where the spool is).
+    pub layout: Layout,
 }
 
-/// Spool files left in `trace_dir/spool`: their process ended before it could
-/// encode them (killed, or the disk was full at the time). Names are
-/// `<table>-rank<r>-pid<p>.spool` (`omp`, `mpi`, `samples`); other files are ignored.
+/// Spool files left in `trace_dir/spool` (or its `block=<b>` directories):
+/// their process ended before it could encode them (killed, or the disk was
+/// full at the time). Names are `<table>-rank<r>-pid<p>.spool` (`omp`,
+/// `mpi`, `samples`); other files are ignored.
 pub fn leftover_spools(trace_dir: &Path) -> Vec<LeftoverSpool> {
-    let Ok(entries) = std::fs::read_dir(trace_dir.join("spool")) else {
-        return Vec::new();
-    };
-    let mut found: Vec<LeftoverSpool> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
+    let mut found: Vec<LeftoverSpool> = crate::layout::entries(&trace_dir.join(SPOOL_DIR))
+        .into_iter()
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?.to_string();
             let stem = name.strip_suffix(".spool")?;
             let (table, rest) = stem.split_once("-rank")?;
             let rank = rest.split_once("-pid")?.0.parse().ok()?;
@@ -250,7 +251,8 @@ pub fn leftover_spools(trace_dir: &Path) -> Vec<LeftoverSpool> {
                 _ => return None,
             };
             Some(LeftoverSpool {
-                path: e.path(),
+                layout: Layout::of_file(&path),
+                path,
                 table,
                 rank,
             })
@@ -281,15 +283,16 @@ fn recover_spool_noting(
         // Created, then nothing written (its process ended, or the disk was
         // full, at once): no rows.
         std::fs::remove_file(&spool.path).map_err(|e| FormatError::io(&spool.path, e))?;
-        let _ = std::fs::remove_dir(trace_dir.join("spool"));
+        remove_empty_spool_dirs(trace_dir);
         return Ok(UnspoolStats::default());
     }
-    let options = WriterOptions::default();
+    let options = WriterOptions {
+        layout: spool.layout,
+        ..WriterOptions::default()
+    };
     // On failure (a full disk, most often) the parts written so far go again:
     // the spool stays, and a later recovery must not add its rows twice.
-    let part_dir = crate::writer::part_path(trace_dir, spool.table, spool.rank, 0)
-        .parent()
-        .map(Path::to_path_buf);
+    let part_dir = Some(spool.layout.part_dir(trace_dir, spool.table, spool.rank));
     let files = |dir: &Option<std::path::PathBuf>| -> BTreeSet<std::path::PathBuf> {
         dir.as_ref()
             .and_then(|d| std::fs::read_dir(d).ok())
@@ -305,7 +308,7 @@ fn recover_spool_noting(
     }
     let stats = encoded?;
     std::fs::remove_file(&spool.path).map_err(|e| FormatError::io(&spool.path, e))?;
-    let _ = std::fs::remove_dir(trace_dir.join("spool"));
+    remove_empty_spool_dirs(trace_dir);
     Ok(stats)
 }
 
@@ -481,6 +484,8 @@ pub struct LeftoverProcess {
     pub maps: Option<std::path::PathBuf>,
     /// Its phase journal (`crate::spool::phases`).
     pub phases: Option<std::path::PathBuf>,
+    /// The layout it wrote in (from where its files are).
+    pub layout: Layout,
 }
 
 impl LeftoverProcess {
@@ -492,6 +497,7 @@ impl LeftoverProcess {
             end_note: None,
             maps: None,
             phases: None,
+            layout: Layout::Flat,
         }
     }
 
@@ -508,11 +514,10 @@ impl LeftoverProcess {
         if ended {
             return false;
         }
-        let here =
-            crate::manifest::RankInfo::read(&crate::manifest::RankInfo::path(trace_dir, self.rank))
-                .map_or(true, |r| {
-                    r.pid != self.pid || r.host == crate::manifest::hostname()
-                });
+        let here = crate::manifest::RankInfo::read(&self.layout.rank_file(trace_dir, self.rank))
+            .map_or(true, |r| {
+                r.pid != self.pid || r.host == crate::manifest::hostname()
+            });
         // SAFETY: signal 0 only checks that the process exists.
         let exists = unsafe { libc::kill(self.pid as libc::pid_t, 0) } == 0
             || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
@@ -546,39 +551,46 @@ pub fn leftover_processes(trace_dir: &Path) -> Vec<LeftoverProcess> {
         let Some((rank, pid)) = rank_pid(&name) else {
             continue;
         };
-        by.entry((rank, pid))
-            .or_insert_with(|| LeftoverProcess::new(rank, pid))
-            .spools
-            .push(spool);
+        let p = by
+            .entry((rank, pid))
+            .or_insert_with(|| LeftoverProcess::new(rank, pid));
+        p.layout = spool.layout;
+        p.spools.push(spool);
     }
-    if let Ok(entries) = std::fs::read_dir(trace_dir.join("spool")) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some((rank, pid)) = rank_pid(&name) else {
-                continue;
-            };
-            if name == maps_file_name(rank, pid) {
-                if let Some(p) = by.get_mut(&(rank, pid)) {
-                    p.maps = Some(e.path());
-                }
-                continue;
+    for path in crate::layout::entries(&trace_dir.join(SPOOL_DIR)) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some((rank, pid)) = rank_pid(&name) else {
+            continue;
+        };
+        if name == maps_file_name(rank, pid) {
+            if let Some(p) = by.get_mut(&(rank, pid)) {
+                p.maps = Some(path);
             }
-            if name == crate::spool::phases::journal_file_name(rank, pid) {
-                by.entry((rank, pid))
-                    .or_insert_with(|| LeftoverProcess::new(rank, pid))
-                    .phases = Some(e.path());
-                continue;
-            }
-            if name != end_note_name(rank, pid) {
-                continue;
-            }
-            let note = std::fs::read_to_string(e.path())
-                .ok()
-                .and_then(|t| EndNote::parse(&t));
-            by.entry((rank, pid))
-                .or_insert_with(|| LeftoverProcess::new(rank, pid))
-                .end_note = Some((e.path(), note));
+            continue;
         }
+        let layout = Layout::of_file(&path);
+        if name == crate::spool::phases::journal_file_name(rank, pid) {
+            let p = by
+                .entry((rank, pid))
+                .or_insert_with(|| LeftoverProcess::new(rank, pid));
+            p.layout = layout;
+            p.phases = Some(path);
+            continue;
+        }
+        if name != end_note_name(rank, pid) {
+            continue;
+        }
+        let note = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| EndNote::parse(&t));
+        let p = by
+            .entry((rank, pid))
+            .or_insert_with(|| LeftoverProcess::new(rank, pid));
+        p.layout = layout;
+        p.end_note = Some((path, note));
     }
     by.into_values().collect()
 }
@@ -627,7 +639,12 @@ pub fn recover_process(
         }
     }
     if let Some(journal) = &process.phases {
-        match crate::spool::phases::journal_to_part(journal, trace_dir, process.rank) {
+        match crate::spool::phases::journal_to_part(
+            journal,
+            trace_dir,
+            process.rank,
+            process.layout,
+        ) {
             Ok(j) => {
                 out.phases = j.rows.len() as u64;
                 out.truncated |= j.truncated;
@@ -636,7 +653,7 @@ pub fn recover_process(
             Err(e) => out.failed.push(e.to_string()),
         }
     }
-    let path = RankInfo::path(trace_dir, process.rank);
+    let path = process.layout.rank_file(trace_dir, process.rank);
     let mut info = RankInfo::read(&path).unwrap_or_else(|_| RankInfo {
         rank: process.rank,
         pid: process.pid,
@@ -678,12 +695,15 @@ pub fn recover_process(
             trace_dir,
             crate::schema::Table::Symbols,
             process.rank,
-            WriterOptions::default(),
+            WriterOptions {
+                layout: process.layout,
+                ..WriterOptions::default()
+            },
         )?;
         w.write_records(&rows)?;
         w.finish()?;
     }
-    info.write(trace_dir)?;
+    info.write_in(trace_dir, process.layout)?;
     if out.failed.is_empty() {
         if let Some((note_path, _)) = &process.end_note {
             let _ = std::fs::remove_file(note_path);
@@ -692,6 +712,6 @@ pub fn recover_process(
             let _ = std::fs::remove_file(maps);
         }
     }
-    let _ = std::fs::remove_dir(trace_dir.join("spool"));
+    remove_empty_spool_dirs(trace_dir);
     Ok(out)
 }

@@ -96,13 +96,14 @@ fn run_checked(mut cmd: Command) {
     );
 }
 
-/// Build an OpenMP C program with clang-19 on libomp 19.
-pub fn build_omp(dir: &Path, name: &str, src: &str) -> PathBuf {
+/// Compile `src` as `dir/<name>` with `cmd` (clang-19, or an MPI wrapper
+/// driving it) against libomp 19, with `extra` arguments.
+fn build_c(mut cmd: Command, dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     let exe = dir.join(name);
-    let mut cmd = Command::new("clang-19");
     cmd.args(["-fopenmp", "-g", "-O1"])
+        .args(extra)
         .arg(&c)
         .arg("-o")
         .arg(&exe)
@@ -110,6 +111,11 @@ pub fn build_omp(dir: &Path, name: &str, src: &str) -> PathBuf {
         .arg(format!("-L{LLVM_LIB}"));
     run_checked(cmd);
     exe
+}
+
+/// Build an OpenMP C program with clang-19 on libomp 19.
+pub fn build_omp(dir: &Path, name: &str, src: &str) -> PathBuf {
+    build_c(Command::new("clang-19"), dir, name, src, &[])
 }
 
 /// Build `tests/omp/<name>.c` (a test program with a known answer) with clang-19.
@@ -126,20 +132,25 @@ pub fn build_mpi(dir: &Path, name: &str, src: &str) -> PathBuf {
 
 /// [`build_mpi`] with more compiler arguments (e.g. `-I` for `hyscope.h`).
 pub fn build_mpi_with(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let exe = dir.join(name);
     let mut cmd = Command::new("mpicc");
-    cmd.env("OMPI_CC", "clang-19")
-        .args(["-fopenmp", "-g", "-O1"])
-        .args(extra)
-        .arg(&c)
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
-        .arg(format!("-L{LLVM_LIB}"));
-    run_checked(cmd);
-    exe
+    cmd.env("OMPI_CC", "clang-19");
+    build_c(cmd, dir, name, src, extra)
+}
+
+/// Build an MPI+OpenMP C program with MPICH's mpicc driving clang-19.
+pub fn build_mpich(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let mut cmd = Command::new("mpicc.mpich");
+    cmd.env("MPICH_CC", "clang-19");
+    build_c(cmd, dir, name, src, &[])
+}
+
+/// Where `scripts/build-mpich.sh` puts the MPICH build of the collector
+/// (next to `hyscope`); it may not be built.
+pub fn mpich_collector() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_hyscope"))
+        .parent()
+        .unwrap()
+        .join("libhyscope-mpich.so")
 }
 
 /// Build `tests/phases/<name>.c` (an MPI+OpenMP program with phases whose
