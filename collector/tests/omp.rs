@@ -812,6 +812,7 @@ fn partly_flushed_blocks_keep_every_event_once() {
         span > 1_200_000_000,
         "the regions took {span} ns, fewer than 3 flushes"
     );
+}
 
 /// A process of a job of more than 1,024 ranks (as its launcher says:
 /// `PMI_SIZE`) writes the grouped layout, `<table>/block=<b>/rank=<r>/` and
