@@ -39,11 +39,11 @@ use std::path::Path;
 pub use compare::compare;
 pub use error::AnalyzeError;
 pub use model::*;
-pub use options::{AnalyzeOptions, BufferParams};
+pub use options::{AnalyzeOptions, BufferParams, DEFAULT_MEMORY};
 
 /// Analyse the trace in `trace_dir`.
 pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
-    let (mut data, passes) = load::load(trace_dir, options.progress, options.phase.as_deref())?;
+    let (mut data, merged_omp) = load::load(trace_dir, options)?;
     // Matched on the whole run, restricted afterwards (`focus`).
     let ranks: Vec<aligned::RankRows> = data
         .ranks
@@ -56,6 +56,10 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
     let mut messages = aligned::match_messages(&ranks);
     let mut collectives = aligned::match_collectives(&ranks);
     drop(ranks);
+    let memory_warning = data
+        .memory_warning
+        .take()
+        .or_else(|| kept_over_limit(&data, &messages, &collectives, options.memory));
     let mut warnings = data.warnings.clone();
     warnings.extend(messages.warning());
     let focus = data.focus.take().map(|f| {
@@ -66,7 +70,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
     });
     let data = &data;
     let run = load::run_facts(data);
-    let omp = omp::analyze_omp(data, &run, passes, &mut warnings);
+    let omp = omp::analyze_omp(data, &run, merged_omp, &mut warnings);
     let mpi = mpi::analyze_mpi(data, &run, &omp);
     let waits = mpi::wait_states(data, &run, &messages, &collectives);
     drop(collectives);
@@ -106,6 +110,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
         },
         phases,
         focus,
+        memory_warning,
     };
     analysis.findings = findings::findings(&analysis);
     phases::name_findings(&mut analysis.findings, data);
@@ -113,4 +118,34 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
     warnings.dedup();
     analysis.warnings = warnings;
     Ok(analysis)
+}
+
+/// What the cross-rank analyses hold at once (every rank's MPI rows and
+/// samples, the matched messages and collectives), when it exceeds `limit`.
+fn kept_over_limit(
+    data: &trace_data::TraceData,
+    messages: &aligned::MessageList,
+    collectives: &[aligned::CollectiveInstance],
+    limit: u64,
+) -> Option<MemoryExceeded> {
+    use std::mem::size_of;
+    let rows: u64 = data.ranks.iter().map(load::kept_bytes).sum();
+    let matched = (messages.messages.capacity() * size_of::<aligned::Message>()
+        + collectives
+            .iter()
+            .map(|c| {
+                size_of::<aligned::CollectiveInstance>()
+                    + c.members.capacity() * size_of::<aligned::collectives::Member>()
+            })
+            .sum::<usize>()) as u64;
+    let need = rows + matched;
+    (need > limit).then(|| MemoryExceeded {
+        what: format!(
+            "the MPI rows and samples of every rank with {} matched messages and {} collective instances",
+            messages.messages.len(),
+            collectives.len()
+        ),
+        need_bytes: need,
+        limit_bytes: limit,
+    })
 }

@@ -15,6 +15,7 @@ use crate::aligned::{Clocks, align_rows};
 use crate::error::AnalyzeError;
 pub use crate::model::ns_to_s;
 use crate::model::{CodeLocation, RunFacts};
+use crate::omp::OmpMerge;
 use crate::omp::pass::{RankPass, rank_pass};
 use crate::trace_data::{PhaseOmp, RankData, TraceData};
 
@@ -33,9 +34,18 @@ pub fn label_of(s: &SymbolRecord) -> String {
     }
 }
 
-/// Bytes of Parquet OpenMP parts decoded at the same time: at ~4 bytes per
-/// row on disk and 80 bytes per row in memory, 48 MiB of parts is ~1 GiB of rows.
-const OMP_BATCH_BYTES: u64 = 48 << 20;
+/// Memory one decoded OpenMP row takes while its rank is analysed: the record
+/// and the pass's grouping (a group number and an index per row, [`crate::omp::pass`]).
+const OMP_ROW_BYTES: u64 = std::mem::size_of::<OmpRecord>() as u64 + 8;
+
+/// Rows per byte of Parquet OpenMP part assumed until a rank has been decoded
+/// (the collector's parts hold about 4 bytes per row); then the densest rank seen.
+const OMP_ROWS_PER_BYTE: f64 = 0.25;
+
+/// Share of the memory limit left after the rows the analysis keeps (MPI rows,
+/// samples) that the ranks decoded at once may take: the rest is for the
+/// passes' results, the matched messages and collectives and the report.
+const OMP_SHARE: u64 = 4;
 
 /// Rows per decoded record batch of OpenMP parts: the batch's temporary
 /// records (80 bytes each, 1.3 MB) stay in the cache on their way to the rank buffer.
@@ -171,20 +181,24 @@ struct OmpSpan {
     first: i64,
     last: i64,
     rows: u64,
+    /// Rows decoded (before a focus keeps some of them).
+    decoded: u64,
     threads: u32,
     /// First start and last end over the whole run (before a focus).
     whole: Option<(i64, i64)>,
 }
 
 /// Open and read a whole trace: MPI, samples and symbols are kept; the OpenMP
-/// rows are reduced rank by rank to [`crate::omp::RankPass`] aggregates. With
-/// `focus`, the OpenMP rows and phases are restricted to that phase's time
-/// ([`crate::focus`]); an unknown phase name is an error that lists the names.
+/// rows are reduced rank by rank to [`crate::omp::RankPass`] aggregates and
+/// merged in rank order ([`OmpMerge`]), as many ranks decoded at once as
+/// `options.memory` allows. With `options.phase`, the OpenMP rows and phases
+/// are restricted to that phase's time ([`crate::focus`]); an unknown phase
+/// name is an error that lists the names.
 pub fn load(
     dir: &Path,
-    progress: bool,
-    focus: Option<&str>,
-) -> Result<(TraceData, Vec<RankPass>), AnalyzeError> {
+    opts: &crate::AnalyzeOptions,
+) -> Result<(TraceData, OmpMerge), AnalyzeError> {
+    let (progress, focus) = (opts.progress, opts.phase.as_deref());
     let trace = Trace::open(dir)?;
     let mut problems: Vec<crate::model::TraceProblem> = trace
         .problems()
@@ -302,9 +316,17 @@ pub fn load(
         }
     }
 
-    // OpenMP: ranks in batches of at most OMP_BATCH_BYTES of parts, the ranks of a
-    // batch and the parts of a rank decoded in parallel; each rank's rows go
-    // through the OpenMP pass and are dropped.
+    // Aggregates are merged under canonical addresses while loading.
+    let canonical = canonical_addresses(&symbols);
+    // What the analysis keeps of every rank, and so what is left of the limit
+    // for the OpenMP rows decoded at once.
+    let kept: u64 = by_rank.values().map(kept_bytes).sum();
+    let omp_budget = (opts.memory.saturating_sub(kept) / OMP_SHARE).max(1);
+    let mut memory_warning = None;
+
+    // OpenMP: ranks in batches of at most `omp_budget` of decoded rows, the
+    // ranks of a batch and the parts of a rank decoded in parallel; each rank's
+    // rows go through the OpenMP pass and are dropped, its aggregates merged.
     let clocks = Clocks::from_manifest(&manifest);
     let manifest_threads: HashMap<u32, u32> =
         manifest.ranks.iter().map(|r| (r.rank, r.threads)).collect();
@@ -364,18 +386,9 @@ pub fn load(
     for p in omp_parts {
         rank_parts.entry(p.rank).or_default().push(p);
     }
-    let mut batches: Vec<Vec<(u32, Vec<&PartFile>)>> = vec![Vec::new()];
-    let mut batch_bytes = 0u64;
-    for (rank, ps) in rank_parts {
-        let bytes: u64 = ps.iter().map(|p| p.bytes).sum();
-        if batch_bytes > 0 && batch_bytes + bytes > OMP_BATCH_BYTES {
-            batches.push(Vec::new());
-            batch_bytes = 0;
-        }
-        batch_bytes += bytes;
-        batches.last_mut().expect("one batch").push((rank, ps));
-    }
-    let mut passes: Vec<RankPass> = Vec::new();
+    let mut rank_parts = rank_parts.into_iter().peekable();
+    let mut merged = OmpMerge::default();
+    let canon = |a: u64| crate::trace_data::canon_in(&canonical, a);
     let mut omp_span: HashMap<u32, OmpSpan> = HashMap::new();
     // One row buffer per rank of a batch, reused from batch to batch: its pages
     // are faulted in once, not once per part and rank.
@@ -384,7 +397,24 @@ pub fn load(
         batch_size: Some(OMP_DECODE_BATCH),
         ..ScanOptions::default()
     };
-    for batch in batches {
+    let mut rows_per_byte = OMP_ROWS_PER_BYTE;
+    while rank_parts.peek().is_some() {
+        // The next ranks whose rows, as dense as the densest rank so far, fit.
+        let mut batch: Vec<(u32, Vec<&PartFile>)> = Vec::new();
+        let mut batch_rows = 0u64;
+        while let Some((_, ps)) = rank_parts.peek() {
+            let bytes: u64 = ps.iter().map(|p| p.bytes).sum();
+            let rows = (bytes as f64 * rows_per_byte) as u64;
+            if !batch.is_empty() && (batch_rows + rows) * OMP_ROW_BYTES > omp_budget {
+                break;
+            }
+            batch_rows += rows;
+            batch.push(rank_parts.next().expect("peeked"));
+        }
+        let batch_bytes: Vec<u64> = batch
+            .iter()
+            .map(|(_, ps)| ps.iter().map(|p| p.bytes).sum())
+            .collect();
         if pool.len() < batch.len() {
             pool.resize_with(batch.len(), Vec::new);
         }
@@ -395,6 +425,7 @@ pub fn load(
             .map(|((rank, ps), buf)| {
                 let t_decode = std::time::Instant::now();
                 let rows = decode_rank(&ps, &omp_options, buf, bar.as_ref())?;
+                let decoded = rows.len() as u64;
                 if let Some(&exit) = exits.get(&rank) {
                     clip_to_exit(rows, exit);
                 }
@@ -482,6 +513,7 @@ pub fn load(
                         first,
                         last,
                         rows: rows.len() as u64,
+                        decoded,
                         threads,
                         whole,
                     },
@@ -490,13 +522,37 @@ pub fn load(
                 ))
             })
             .collect::<Result<_, _>>()?;
-        for (pass, span, clipped, in_phases) in done {
-            phase_omp.insert(pass.rank(), in_phases);
+        for ((pass, span, clipped, in_phases), bytes) in done.into_iter().zip(batch_bytes) {
+            let rank = pass.rank();
+            phase_omp.insert(rank, in_phases);
             if clipped > 0 {
-                problems.push(clipped_problem(pass.rank(), clipped, "OpenMP", window));
+                problems.push(clipped_problem(rank, clipped, "OpenMP", window));
             }
-            omp_span.insert(pass.rank(), span);
-            passes.push(pass);
+            // A rank is decoded whole (its regions span its parts): one
+            // bigger than the limit allows is said, once.
+            let need = span.decoded * OMP_ROW_BYTES + kept;
+            if need > opts.memory && memory_warning.is_none() {
+                memory_warning = Some(crate::model::MemoryExceeded {
+                    what: format!(
+                        "rank {rank}'s {} OpenMP rows (a rank is analysed whole) with the MPI rows and samples kept",
+                        span.decoded
+                    ),
+                    need_bytes: need,
+                    limit_bytes: opts.memory,
+                });
+            }
+            if bytes > 0 {
+                rows_per_byte = rows_per_byte.max(span.decoded as f64 / bytes as f64);
+            }
+            omp_span.insert(rank, span);
+            merged.add(pass, canon);
+        }
+        // The buffers are kept for the next batch unless they outgrew the limit.
+        let mut held: u64 = pool.iter().map(|b| b.capacity() as u64).sum::<u64>() * OMP_ROW_BYTES;
+        while held > omp_budget
+            && let Some(b) = pool.pop()
+        {
+            held -= b.capacity() as u64 * OMP_ROW_BYTES;
         }
     }
     drop(pool);
@@ -511,6 +567,7 @@ pub fn load(
             rows: n,
             threads,
             whole,
+            ..
         }) = omp_span.get(&rd.rank)
         {
             rd.omp_rows = n;
@@ -523,7 +580,6 @@ pub fn load(
             }
         }
     }
-    let canonical = canonical_addresses(&symbols);
     let mut ranks: Vec<RankData> = by_rank.into_values().collect();
     for rd in &mut ranks {
         // The window on this rank's own clock (the offsets are far smaller
@@ -564,10 +620,20 @@ pub fn load(
         canonical,
         problems,
         focus,
+        memory_warning,
         ..TraceData::default()
     };
     normalise_clocks(&mut data);
-    Ok((data, passes))
+    Ok((data, merged))
+}
+
+/// Bytes the analysis keeps of a rank's rows until the end (its MPI rows,
+/// samples and phases).
+pub fn kept_bytes(rd: &RankData) -> u64 {
+    use std::mem::size_of;
+    (rd.mpi.capacity() * size_of::<MpiRecord>()
+        + rd.samples.capacity() * size_of::<SampleRecord>()
+        + rd.phases.capacity() * size_of::<PhaseRecord>()) as u64
 }
 
 /// The problem of `n` rows of a rank clipped to the run.

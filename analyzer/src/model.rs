@@ -103,6 +103,24 @@ pub struct Analysis {
     /// every other section then describes that phase's time only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focus: Option<FocusInfo>,
+    /// Set when what the analysis must hold (the MPI rows, samples, matched
+    /// messages and collectives, or one rank's OpenMP rows) exceeded
+    /// [`crate::AnalyzeOptions::memory`]: the analysis went on above the
+    /// limit. Not part of the result (it depends on the limit, the result
+    /// does not), so not serialized; the report prints it on stderr.
+    #[serde(skip)]
+    pub memory_warning: Option<MemoryExceeded>,
+}
+
+/// What the analysis had to hold beyond its memory limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryExceeded {
+    /// What took the memory, in words ("rank 3's 9000000 OpenMP rows").
+    pub what: String,
+    /// Bytes it took.
+    pub need_bytes: u64,
+    /// The limit ([`crate::AnalyzeOptions::memory`]) or the part of it left for `what`.
+    pub limit_bytes: u64,
 }
 
 /// The restriction of an analysis to one phase ([`crate::focus`]).

@@ -16,7 +16,14 @@ pub struct AnalyzeOptions {
     pub progress: bool,
     /// Restrict the analysis to this phase's time ([`crate::focus`]).
     pub phase: Option<String>,
+    /// Memory the analysis may use, bytes: bounds how many ranks' OpenMP
+    /// rows are decoded at once (see `ARCHITECTURE.md`, "Memory"); the result
+    /// does not depend on it.
+    pub memory: u64,
 }
+
+/// The default of [`AnalyzeOptions::memory`]: 2 GiB.
+pub const DEFAULT_MEMORY: u64 = 2 << 30;
 
 impl Default for AnalyzeOptions {
     fn default() -> Self {
@@ -27,6 +34,7 @@ impl Default for AnalyzeOptions {
             buffers: BufferParams::default(),
             progress: false,
             phase: None,
+            memory: DEFAULT_MEMORY,
         }
     }
 }

@@ -62,12 +62,15 @@ pub struct TraceData {
     /// The phase the OpenMP rows and phases were restricted to while loading;
     /// [`crate::analyze`] restricts the MPI rows and samples after matching.
     pub focus: Option<crate::focus::Focus>,
+    /// Set when one rank's OpenMP rows alone took more than the memory limit
+    /// left for them ([`crate::Analysis::memory_warning`]).
+    pub memory_warning: Option<crate::model::MemoryExceeded>,
 }
 
 impl TraceData {
     /// The canonical address of a code address (itself when unresolved).
     pub fn canon(&self, address: u64) -> u64 {
-        self.canonical.get(&address).copied().unwrap_or(address)
+        canon_in(&self.canonical, address)
     }
 
     /// The location of a code address (an unresolved one is labelled `0x…`).
@@ -77,6 +80,11 @@ impl TraceData {
             .cloned()
             .unwrap_or_else(|| unresolved(address))
     }
+}
+
+/// The canonical address of a code address in `canonical` (itself when unresolved).
+pub fn canon_in(canonical: &HashMap<u64, u64>, address: u64) -> u64 {
+    canonical.get(&address).copied().unwrap_or(address)
 }
 
 fn unresolved(address: u64) -> CodeLocation {

@@ -44,6 +44,20 @@ pub struct Args {
     /// table): the phase in detail, then every section over its time only.
     #[arg(long)]
     pub phase: Option<String>,
+    /// Memory the analysis may use (`2GiB`, `512M`; K, M, G are binary):
+    /// it reads as many ranks at once as this allows. Where the trace's MPI
+    /// rows, samples and matched messages alone need more, one warning says
+    /// so and the analysis goes on above it.
+    #[arg(long, default_value = "2GiB", value_parser = memory_size)]
+    pub memory: u64,
+}
+
+/// A size in bytes with an optional unit (binary multiples).
+fn memory_size(s: &str) -> Result<u64, String> {
+    parse_size::Config::new()
+        .with_binary()
+        .parse_size(s)
+        .map_err(|e| format!("{e} (a size such as 2GiB or 512M)"))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -53,31 +67,52 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         hcas_per_node: args.hcas,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         phase: args.phase.clone(),
+        memory: args.memory,
         ..AnalyzeOptions::default()
     };
     let a = analyze(&args.trace, &options)?;
-    let out = if let Some(other) = &args.other {
+    memory_warning(&a);
+    use std::io::Write;
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = if let Some(other) = &args.other {
         let b = analyze(other, &options)?;
+        memory_warning(&b);
         let cmp = compare(&a, &b);
         if args.json {
-            serde_json::to_string_pretty(&cmp)?
+            json_line(&mut stdout, &cmp)
         } else {
-            render_comparison(&cmp)
+            writeln!(stdout, "{}", render_comparison(&cmp))
         }
     } else if args.json {
-        serde_json::to_string_pretty(&a)?
+        // Written as it is serialized: the JSON of a big trace (every
+        // message) is not built as one string first.
+        json_line(&mut stdout, &a)
     } else {
-        render(&a, args.top)
+        writeln!(stdout, "{}", render(&a, args.top))
     };
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth a message.
-    if let Err(e) = writeln!(stdout, "{out}")
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(e.into());
+    match written.and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// Pretty JSON and a newline.
+fn json_line(out: &mut impl std::io::Write, v: &impl serde::Serialize) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, v)?;
+    writeln!(out)
+}
+
+/// The analysis's one warning that it exceeded `--memory`, on stderr.
+fn memory_warning(a: &Analysis) {
+    if let Some(m) = &a.memory_warning {
+        eprintln!(
+            "hyscope: warning: {} needed {} of memory, more than the limit of {} (--memory); the analysis went on above it",
+            m.what,
+            units::bytes(m.need_bytes as f64),
+            units::bytes(m.limit_bytes as f64)
+        );
+    }
 }
 
 /// The whole text report: one function per section, in the order printed.

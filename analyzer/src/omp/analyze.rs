@@ -14,43 +14,41 @@ use super::*;
 use crate::model::*;
 use crate::trace_data::TraceData;
 
-/// The OpenMP pass over every rank.
-pub fn analyze_omp(
-    data: &TraceData,
-    run: &RunFacts,
-    mut passes: Vec<RankPass>,
-    warnings: &mut Vec<String>,
-) -> OmpResult {
-    passes.sort_by_key(|p| p.info.rank);
-    // Ranks with no OpenMP rows still get an (empty) entry, in rank order.
-    for rd in &data.ranks {
-        if !passes.iter().any(|p| p.info.rank == rd.rank) {
-            let threads = run
-                .threads_per_rank
-                .get(rd.rank as usize)
-                .copied()
-                .unwrap_or(1);
-            passes.push(rank_pass(rd.rank, &[], threads.max(1)));
-        }
-    }
-    passes.sort_by_key(|p| p.info.rank);
-    let any_omp = data.ranks.iter().any(|r| r.omp_rows > 0);
-    let total_rank_s: f64 = run.rank_duration_s.iter().sum::<f64>().max(1e-12);
+/// The OpenMP aggregates of every rank, merged one rank at a time in rank
+/// order while the trace is read ([`crate::load`]): a rank's [`RankPass`] is
+/// dropped once added, so memory holds one merged set of aggregates (and the
+/// small [`RankOmp`] of each rank), not one per rank. Merging in rank order
+/// keeps every floating-point sum the same as one pass over all ranks.
+///
+/// It is also what a process analysing a subset of the ranks would hand on:
+/// merging two of them (ranks `a..b` then `b..c`) is [`OmpMerge::add`] of each
+/// rank in order.
+#[derive(Debug, Default)]
+pub struct OmpMerge {
+    regions: HashMap<u64, RegionAcc>,
+    loops: HashMap<u64, LoopAcc>,
+    mutexes: HashMap<u64, MutexAcc>,
+    serialized: u64,
+    clipped: u64,
+    clipped_ns: i64,
+    barrier: BarrierStats,
+    created: u64,
+    run_ns: i64,
+    runs: u64,
+    taskwait: i64,
+    any_wait: bool,
+    profile_mode: bool,
+    notes: Vec<String>,
+    ranks: Vec<RankOmp>,
+}
 
-    let mut regions: HashMap<u64, RegionAcc> = HashMap::new();
-    let mut loops: HashMap<u64, LoopAcc> = HashMap::new();
-    let mut mutexes: HashMap<u64, MutexAcc> = HashMap::new();
-    let mut serialized = 0;
-    let mut clipped = 0;
-    let mut clipped_ns = 0;
-    let mut barrier = BarrierStats::default();
-    let (mut created, mut run_ns, mut runs, mut taskwait) = (0u64, 0i64, 0u64, 0i64);
-    let mut any_wait = false;
-    let mut profile_mode = false;
-    let mut ranks = Vec::new();
-    for p in passes {
+impl OmpMerge {
+    /// Add the next rank's aggregates (ranks in increasing order), keyed by
+    /// the canonical code address (`canon`, [`TraceData::canon`]).
+    pub fn add(&mut self, p: RankPass, canon: impl Fn(u64) -> u64) {
+        debug_assert!(self.ranks.last().is_none_or(|r| r.rank < p.info.rank));
         for (k, v) in p.regions {
-            let e = regions.entry(data.canon(k)).or_default();
+            let e = self.regions.entry(canon(k)).or_default();
             e.instances += v.instances;
             e.serialized += v.serialized;
             e.ranks.extend(v.ranks);
@@ -73,33 +71,77 @@ pub fn analyze_omp(
             }
         }
         for (k, mut v) in p.loops {
-            v.region_codeptr = data.canon(v.region_codeptr);
-            loops.entry(data.canon(k)).or_default().merge(v);
+            v.region_codeptr = canon(v.region_codeptr);
+            self.loops.entry(canon(k)).or_default().merge(v);
         }
         for (k, v) in p.mutexes {
-            let e = mutexes.entry(data.canon(k)).or_default();
+            let e = self.mutexes.entry(canon(k)).or_default();
             e.kind = v.kind;
             e.acquisitions += v.acquisitions;
             e.wait += v.wait;
             e.hold += v.hold;
             e.max_wait = e.max_wait.max(v.max_wait);
         }
-        serialized += p.serialized;
-        clipped += p.clipped;
-        clipped_ns += p.clipped_ns;
+        self.serialized += p.serialized;
+        self.clipped += p.clipped;
+        self.clipped_ns += p.clipped_ns;
+        let barrier = &mut self.barrier;
         barrier.total_s += p.barrier.total_s;
         barrier.wait_s += p.barrier.wait_s;
         barrier.count += p.barrier.count;
-        created += p.tasks_created;
-        run_ns += p.task_run;
-        runs += p.task_runs;
-        taskwait += p.taskwait;
-        any_wait |= p.any_sync_wait;
         barrier.wait_from_arrivals |= p.barrier.wait_from_arrivals;
-        profile_mode |= p.profile_mode;
-        warnings.extend(p.notes);
-        ranks.push(p.info);
+        self.created += p.tasks_created;
+        self.run_ns += p.task_run;
+        self.runs += p.task_runs;
+        self.taskwait += p.taskwait;
+        self.any_wait |= p.any_sync_wait;
+        self.profile_mode |= p.profile_mode;
+        self.notes.extend(p.notes);
+        self.ranks.push(p.info);
     }
+}
+
+/// The OpenMP pass over every rank, from their merged aggregates.
+pub fn analyze_omp(
+    data: &TraceData,
+    run: &RunFacts,
+    merged: OmpMerge,
+    warnings: &mut Vec<String>,
+) -> OmpResult {
+    let OmpMerge {
+        regions,
+        loops,
+        mutexes,
+        serialized,
+        clipped,
+        clipped_ns,
+        mut barrier,
+        created,
+        run_ns,
+        runs,
+        taskwait,
+        any_wait,
+        profile_mode,
+        notes,
+        mut ranks,
+    } = merged;
+    warnings.extend(notes);
+    // Ranks with no OpenMP rows still get an (empty) entry, in rank order.
+    let merged_ranks: std::collections::HashSet<u32> = ranks.iter().map(|r| r.rank).collect();
+    for rd in &data.ranks {
+        if !merged_ranks.contains(&rd.rank) {
+            let threads = run
+                .threads_per_rank
+                .get(rd.rank as usize)
+                .copied()
+                .unwrap_or(1);
+            ranks.push(rank_pass(rd.rank, &[], threads.max(1)).info);
+        }
+    }
+    ranks.sort_by_key(|r| r.rank);
+    let any_omp = data.ranks.iter().any(|r| r.omp_rows > 0);
+    let total_rank_s: f64 = run.rank_duration_s.iter().sum::<f64>().max(1e-12);
+
     barrier.sync_overhead_s = (barrier.total_s - barrier.wait_s).max(0.0);
     barrier.wait_observed = any_wait;
     if !any_wait {

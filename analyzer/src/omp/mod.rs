@@ -21,7 +21,7 @@ mod regions;
 use crate::model::*;
 
 pub use aggregates::{RankOmp, RankPass};
-pub use analyze::analyze_omp;
+pub use analyze::{OmpMerge, analyze_omp};
 pub(crate) use barriers::{last_arrivals, split_by_arrivals};
 pub use fine_grain::{fine_grain, inside};
 pub(crate) use kinds::is_barrier;
