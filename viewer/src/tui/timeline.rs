@@ -394,10 +394,8 @@ impl TimelineState {
                         group: Some((g, _)),
                         ..
                     }) => self.grouping.toggle(*g),
-                    Some(r) if r.thread.is_none() => {
-                        if !self.expanded.remove(&r.rank) {
-                            self.expanded.insert(r.rank);
-                        }
+                    Some(r) if r.thread.is_none() && !self.expanded.remove(&r.rank) => {
+                        self.expanded.insert(r.rank);
                     }
                     _ => {}
                 }
