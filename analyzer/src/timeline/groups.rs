@@ -24,7 +24,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{CellSummary, STATES, State, TimelineIndex, cell_bounds};
+use super::{CellSummary, STATES, State, TimelineIndex};
 
 /// A rank and its rows in the index (its threads, contiguous in display order).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,16 +261,7 @@ impl TimelineIndex {
     /// [`TimelineIndex::query`] of every thread of the rank at position
     /// `pos` of [`TimelineIndex::rank_rows`], summed.
     pub fn rank_query(&self, pos: usize, t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
-        let mut out: Vec<CellSummary> = (0..columns)
-            .map(|c| {
-                let (a, b) = cell_bounds(t0, t1, columns, c);
-                CellSummary {
-                    t0: a,
-                    t1: b,
-                    time: [0; STATES],
-                }
-            })
-            .collect();
+        let mut out = super::empty_cells(t0, t1, columns);
         let Some(r) = self.ranks.get(pos) else {
             return out;
         };
@@ -288,19 +279,13 @@ impl TimelineIndex {
     pub fn aggregate(&self, group: Group, t0: i64, t1: i64, columns: usize) -> GroupRow {
         let end = group.end.min(self.ranks.len());
         let positions = group.start.min(end)..end;
-        let mut cells: Vec<GroupCell> = (0..columns)
-            .map(|c| {
-                let (a, b) = cell_bounds(t0, t1, columns, c);
-                GroupCell {
-                    worst_rank: None,
-                    worst: CellSummary {
-                        t0: a,
-                        t1: b,
-                        time: [0; STATES],
-                    },
-                    wait_min: 0.0,
-                    wait_max: 0.0,
-                }
+        let mut cells: Vec<GroupCell> = super::empty_cells(t0, t1, columns)
+            .into_iter()
+            .map(|worst| GroupCell {
+                worst_rank: None,
+                worst,
+                wait_min: 0.0,
+                wait_max: 0.0,
             })
             .collect();
         // (waiting ns in the cell of the worst rank so far) per cell.

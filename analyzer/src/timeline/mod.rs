@@ -628,16 +628,7 @@ impl TimelineIndex {
             return Vec::new();
         }
         let Some(d) = self.data.get(row) else {
-            return (0..columns)
-                .map(|c| {
-                    let (a, b) = cell_bounds(t0, t1, columns, c);
-                    CellSummary {
-                        t0: a,
-                        t1: b,
-                        time: [0; STATES],
-                    }
-                })
-                .collect();
+            return empty_cells(t0, t1, columns);
         };
         let mut out = Vec::with_capacity(columns);
         let mut hint = None;
@@ -756,6 +747,20 @@ impl TimelineIndex {
         all.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
         Ok(all)
     }
+}
+
+/// `columns` equal cells over `[t0, t1)` with no time in them.
+pub(crate) fn empty_cells(t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
+    (0..columns)
+        .map(|c| {
+            let (a, b) = cell_bounds(t0, t1, columns, c);
+            CellSummary {
+                t0: a,
+                t1: b,
+                time: [0; STATES],
+            }
+        })
+        .collect()
 }
 
 /// Bounds of cell `c` of `columns` equal cells over `[t0, t1)`.
