@@ -103,6 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     gui.tl.shares = args.shares;
     if let Some(path) = &args.screenshot {
         gui.wait_loaded();
+        gui.tl.wait_aggregates = true;
         gui.screenshot = Some(app::Screenshot::new(path.clone(), args.quit_after_frames));
     }
     let error = gui
@@ -174,6 +175,8 @@ struct Bench {
     ui_ms: Vec<f64>,
     query_ms: Vec<f64>,
     rects: Vec<f64>,
+    /// Aggregated lines: (computations seen, ms of each on the worker).
+    aggregates: (u64, Vec<f64>),
     step: u64,
     done: bool,
 }
@@ -192,6 +195,7 @@ impl Bench {
             ui_ms: Vec::new(),
             query_ms: Vec::new(),
             rects: Vec::new(),
+            aggregates: (0, Vec::new()),
             step: 0,
             done: false,
         }
@@ -238,6 +242,12 @@ impl Bench {
         self.ui_ms.push(gui.last_frame_ms);
         self.query_ms.push(gui.tl.query_ms);
         self.rects.push(gui.tl.rects_drawn as f64);
+        if let Some(g) = gui.tl.group_lines.first()
+            && g.computed > self.aggregates.0
+        {
+            self.aggregates.0 = g.computed;
+            self.aggregates.1.extend(g.last_compute_ms);
+        }
         if self.intervals_ms.len() as u64 >= self.frames {
             let stats = |v: &mut Vec<f64>| {
                 v.sort_by(f64::total_cmp);
@@ -292,6 +302,13 @@ impl Bench {
             println!("UI code per frame: {}", stats(&mut self.ui_ms));
             println!("  of which index queries: {}", stats(&mut self.query_ms));
             println!("  rectangles drawn (not ms): {}", stats(&mut self.rects));
+            if !self.aggregates.1.is_empty() {
+                println!(
+                    "aggregated lines ({} computations, off the UI thread): {}",
+                    self.aggregates.1.len(),
+                    stats(&mut self.aggregates.1)
+                );
+            }
             println!("peak memory: {}", hwm.trim_start_matches("VmHWM:").trim());
             self.done = true;
             ctx.send_viewport_cmd(eframe::egui::ViewportCommand::Close);

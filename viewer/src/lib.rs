@@ -3,6 +3,7 @@
 //! calls in; the tests drive the same modules (the TUI's `App` and `draw`, the
 //! report's `render`) through this crate's API.
 
+pub mod aggregate;
 pub mod export;
 pub mod gui;
 pub mod install;

@@ -31,9 +31,14 @@ pub mod widgets;
 pub struct Args {
     /// The trace directory (written by `hyscope record`).
     pub trace: PathBuf,
-    /// Print the time to the first frame and of each redraw to stderr on exit.
-    #[arg(long, hide = true)]
+    /// Print to stderr on exit: the time to the first frame, to the first
+    /// frame with the timeline, and of each redraw (BENCHMARKS.md).
+    #[arg(long)]
     pub timing: bool,
+    /// Always rebuild the timeline index instead of loading it from the cache
+    /// (`$HYSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/hyscope`, else `~/.cache/hyscope`).
+    #[arg(long)]
+    pub no_cache: bool,
     /// Start with every tab restricted to this phase (`p` steps through them).
     #[arg(long, value_name = "NAME")]
     pub phase: Option<String>,
@@ -41,7 +46,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let mut data = data::Data::open(&args.trace)?;
+    let mut data = data::Data::open(&args.trace, !args.no_cache)?;
     if let Some(p) = &args.phase {
         anyhow::ensure!(
             data.phase_names.contains(p),
@@ -69,6 +74,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(t) = timings.timeline_ms {
             let _ = writeln!(err, "hyscope-tui: timeline index ready {t:.1} ms");
         }
+        if let Some(t) = timings.timeline_frame_ms {
+            let _ = writeln!(err, "hyscope-tui: first frame with the timeline {t:.1} ms");
+        }
+        if let Some(t) = timings.lines_frame_ms {
+            let _ = writeln!(
+                err,
+                "hyscope-tui: first frame with the aggregated lines {t:.1} ms"
+            );
+        }
+        for ms in &timings.aggregate_ms {
+            let _ = writeln!(
+                err,
+                "hyscope-tui: aggregated lines computed in {ms:.1} ms (worker)"
+            );
+        }
         if let Some(t) = timings.analysis_ms {
             let _ = writeln!(err, "hyscope-tui: analysis ready {t:.1} ms");
         }
@@ -83,6 +103,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 struct Timings {
     first_frame_ms: f64,
     timeline_ms: Option<f64>,
+    /// The end of the first draw of the Timeline tab with the index loaded.
+    timeline_frame_ms: Option<f64>,
+    aggregate_ms: Vec<f64>,
+    /// The end of the first draw with aggregated lines computed.
+    lines_frame_ms: Option<f64>,
     analysis_ms: Option<f64>,
     redraws: Vec<(String, f64)>,
 }
@@ -120,6 +145,15 @@ fn event_loop(
         if app.quit {
             return Ok(timings);
         }
+        if let Some(ix) = app.data.timeline_arc().cloned()
+            && app.timeline.group_lines.poll(&ix)
+        {
+            cause = "aggregated lines".into();
+            timings
+                .aggregate_ms
+                .extend(app.timeline.group_lines.last_compute_ms);
+            dirty = true;
+        }
         if app.timeline.detail.poll() {
             cause = format!(
                 "cursor details (read in {:.1} ms)",
@@ -148,6 +182,15 @@ fn event_loop(
             timings
                 .redraws
                 .push((std::mem::take(&mut cause), t.elapsed().as_secs_f64() * 1e3));
+            if timings.lines_frame_ms.is_none() && !timings.aggregate_ms.is_empty() {
+                timings.lines_frame_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+            }
+            if timings.timeline_frame_ms.is_none()
+                && app.tab == app::Tab::Timeline
+                && app.data.timeline().is_some()
+            {
+                timings.timeline_frame_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+            }
         }
     }
 }

@@ -51,16 +51,26 @@ pub(super) fn build(
     trace: &Trace,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<TimelineIndex, FormatError> {
-    let total = trace.parts(Table::Omp).len() + trace.parts(Table::Mpi).len();
+    build_ranks(trace, &trace.ranks(), progress)
+}
+
+/// The index of `ranks` only: one pass over their parts, rank by rank, so
+/// that memory holds one rank's compact intervals besides the index. The
+/// index of a whole trace is [`TimelineIndex::merge`] of the indexes of any
+/// partition of its ranks (what each process of a parallel analysis builds).
+pub(super) fn build_ranks(
+    trace: &Trace,
+    ranks: &[u32],
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<TimelineIndex, FormatError> {
+    let mine = |p: &&PartFile| ranks.contains(&p.rank);
+    let total = trace.parts(Table::Omp).iter().filter(mine).count()
+        + trace.parts(Table::Mpi).iter().filter(mine).count();
     let done = AtomicUsize::new(0);
     progress(0, total);
     let mut rows: Vec<(RowInfo, RowData)> = Vec::new();
     let clocks = Clocks::from_manifest(&trace.manifest);
-    // One rank at a time bounds memory to one rank's compact intervals.
-    for rank in trace.ranks() {
-        let info = trace.manifest.ranks.iter().find(|r| r.rank == rank);
-        let host = info.map(|i| i.host.clone()).unwrap_or_default();
-        let clock = clocks.map(rank);
+    for &rank in ranks {
         let parts: Vec<&PartFile> = trace
             .parts(Table::Omp)
             .iter()
@@ -75,34 +85,48 @@ pub(super) fn build(
                 r
             })
             .collect();
-        let mut threads: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
-        let mut team: Vec<TeamRow> = Vec::new();
-        for part in per_part {
-            let mut part = part?;
-            for (thread, mut ivs) in part.threads {
-                threads.entry(thread).or_default().append(&mut ivs);
-            }
-            team.append(&mut part.team);
+        rows.extend(build_rank(trace, &clocks, rank, per_part)?);
+    }
+    Ok(TimelineIndex::from_parts(trace, rows))
+}
+
+/// One rank's rows from its parts' compact intervals.
+fn build_rank(
+    trace: &Trace,
+    clocks: &Clocks,
+    rank: u32,
+    per_part: Vec<Result<PartRows, FormatError>>,
+) -> Result<Vec<(RowInfo, RowData)>, FormatError> {
+    let info = trace.manifest.ranks.iter().find(|r| r.rank == rank);
+    let host = info.map(|i| i.host.clone()).unwrap_or_default();
+    let clock = clocks.map(rank);
+    let mut threads: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
+    let mut team: Vec<TeamRow> = Vec::new();
+    for part in per_part {
+        let mut part = part?;
+        for (thread, mut ivs) in part.threads {
+            threads.entry(thread).or_default().append(&mut ivs);
         }
-        split_barriers(team, &mut threads);
-        let built: Vec<(u32, RowData)> = threads
-            .into_par_iter()
-            .map(|(thread, ivs)| (thread, flatten(ivs, clock)))
-            .collect();
-        for (thread, data) in built {
-            rows.push((
+        team.append(&mut part.team);
+    }
+    split_barriers(team, &mut threads);
+    let built: Vec<(u32, RowData)> = threads
+        .into_par_iter()
+        .map(|(thread, ivs)| (thread, flatten(ivs, clock)))
+        .collect();
+    Ok(built
+        .into_iter()
+        .map(|(thread, data)| {
+            (
                 RowInfo {
                     rank,
                     thread,
                     host: host.clone(),
                 },
                 data,
-            ));
-        }
-    }
-    rows.sort_by(|a, b| (&a.0.host, a.0.rank, a.0.thread).cmp(&(&b.0.host, b.0.rank, b.0.thread)));
-    let (rows, data) = rows.into_iter().unzip();
-    Ok(TimelineIndex::from_parts(trace, rows, data))
+            )
+        })
+        .collect())
 }
 
 /// Read one part into compact intervals per thread, batch by batch (memory

@@ -225,8 +225,8 @@ pub(super) fn load(trace: &Trace, path: &Path, key: &str) -> std::io::Result<Tim
         .par_iter()
         .map(|m| load_row(path, m))
         .collect::<std::io::Result<_>>()?;
-    let rows = metas.into_iter().map(|m| m.info).collect();
-    Ok(TimelineIndex::from_parts(trace, rows, data))
+    let rows = metas.into_iter().map(|m| m.info).zip(data).collect();
+    Ok(TimelineIndex::from_parts(trace, rows))
 }
 
 fn load_row(path: &Path, m: &RowMeta) -> std::io::Result<RowData> {

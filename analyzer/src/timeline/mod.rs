@@ -40,6 +40,7 @@
 
 mod build;
 mod cache;
+mod groups;
 #[cfg(test)]
 mod tests;
 
@@ -48,6 +49,10 @@ use hyscope_format::{FormatError, MpiRecord, OmpKind, OmpRecord, ScanOptions, Tr
 use crate::aligned::{Clocks, GlobalNs};
 
 pub use cache::cache_dir;
+pub use groups::{
+    Entry, FANOUT, Group, GroupCell, GroupRow, Grouping, RankRows, group_size, ranks_label,
+    waiting_ns,
+};
 
 /// What a thread is doing at an instant, in increasing order of priority when
 /// intervals nest (an MPI call inside a loop chunk shows as MPI).
@@ -222,6 +227,12 @@ pub struct CellSummary {
     pub t1: i64,
     /// Nanoseconds per state (indexed by `State as usize`) inside the cell.
     pub time: [u64; STATES],
+}
+
+impl AsRef<CellSummary> for CellSummary {
+    fn as_ref(&self) -> &CellSummary {
+        self
+    }
 }
 
 impl CellSummary {
@@ -485,6 +496,8 @@ pub struct TimelineIndex {
     trace: Trace,
     rows: Vec<RowInfo>,
     data: Vec<RowData>,
+    /// Each rank's rows, in display order.
+    ranks: Vec<groups::RankRows>,
     span: (i64, i64),
     segments: usize,
     clocks: Clocks,
@@ -504,12 +517,32 @@ impl TimelineIndex {
         build::build(trace, progress)
     }
 
-    /// Assemble an index from its rows (span and counts derived).
-    pub(crate) fn from_parts(
+    /// The index of some ranks of `trace` only (see [`TimelineIndex::merge`]).
+    pub fn build_ranks(
         trace: &Trace,
-        rows: Vec<RowInfo>,
-        data: Vec<RowData>,
-    ) -> TimelineIndex {
+        ranks: &[u32],
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<TimelineIndex, FormatError> {
+        build::build_ranks(trace, ranks, progress)
+    }
+
+    /// The index of a trace from the indexes of disjoint sets of its ranks
+    /// ([`TimelineIndex::build_ranks`]): the same as building it whole.
+    pub fn merge(trace: &Trace, parts: Vec<TimelineIndex>) -> TimelineIndex {
+        let rows = parts
+            .into_iter()
+            .flat_map(|p| p.rows.into_iter().zip(p.data))
+            .collect();
+        TimelineIndex::from_parts(trace, rows)
+    }
+
+    /// Assemble an index from its rows, in any order (sorted into display
+    /// order; span and counts derived).
+    pub(crate) fn from_parts(trace: &Trace, mut rows: Vec<(RowInfo, RowData)>) -> TimelineIndex {
+        rows.sort_by(|a, b| {
+            (&a.0.host, a.0.rank, a.0.thread).cmp(&(&b.0.host, b.0.rank, b.0.thread))
+        });
+        let (rows, data): (Vec<RowInfo>, Vec<RowData>) = rows.into_iter().unzip();
         let span = data
             .iter()
             .filter_map(|d| d.start().map(|s| (s, d.end)))
@@ -521,6 +554,7 @@ impl TimelineIndex {
         let segments = data.iter().map(|d| d.packed.len()).sum();
         TimelineIndex {
             trace: trace.clone(),
+            ranks: groups::rank_rows_of(&rows),
             rows,
             data,
             span,
@@ -594,16 +628,7 @@ impl TimelineIndex {
             return Vec::new();
         }
         let Some(d) = self.data.get(row) else {
-            return (0..columns)
-                .map(|c| {
-                    let (a, b) = cell_bounds(t0, t1, columns, c);
-                    CellSummary {
-                        t0: a,
-                        t1: b,
-                        time: [0; STATES],
-                    }
-                })
-                .collect();
+            return empty_cells(t0, t1, columns);
         };
         let mut out = Vec::with_capacity(columns);
         let mut hint = None;
@@ -722,6 +747,20 @@ impl TimelineIndex {
         all.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
         Ok(all)
     }
+}
+
+/// `columns` equal cells over `[t0, t1)` with no time in them.
+pub(crate) fn empty_cells(t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
+    (0..columns)
+        .map(|c| {
+            let (a, b) = cell_bounds(t0, t1, columns, c);
+            CellSummary {
+                t0: a,
+                t1: b,
+                time: [0; STATES],
+            }
+        })
+        .collect()
 }
 
 /// Bounds of cell `c` of `columns` equal cells over `[t0, t1)`.

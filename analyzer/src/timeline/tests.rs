@@ -324,6 +324,10 @@ fn many_segments_and_long_gaps_cross_blocks_exactly() {
             host: String::new(),
         }],
         data: vec![data],
+        ranks: vec![super::groups::RankRows {
+            rank: 0,
+            rows: 0..1,
+        }],
         span: (first, t),
         segments: expected.len(),
         clocks: Default::default(),
@@ -695,4 +699,183 @@ fn timeline_barrier_wait_is_the_reports() {
     }
     let t2 = time_in(&index, index.row_of(0, 2).unwrap(), 0, 20_000);
     assert_eq!(t2[State::Task as usize], 500);
+}
+
+/// `ranks` ranks of two threads computing over [0, 1000) ns (implicit
+/// tasks), rank r with a lock wait on thread 1 over [100, 100 + 10·((7r) mod 16))
+/// and an `MPI_Allreduce` on thread 0 over [600, 600 + 20·(r mod 16)). In two
+/// cells of 500 ns each rank covers 1000 ns: in the first the most waiting is
+/// 150 ns, at r ≡ 9 (mod 16) (7 is its own inverse mod 16), in the second
+/// 300 ns at r ≡ 15; over the window r ≡ 15 waits most (90 + 300 ns).
+fn waiting_ranks(dir: &std::path::Path, ranks: u32) -> Trace {
+    let rows: Vec<_> = (0..ranks)
+        .map(|r| {
+            let omp_rows = vec![
+                omp(0, OmpKind::ImplicitTask, 0, 0, 1000),
+                omp(1, OmpKind::ImplicitTask, 0, 0, 1000),
+                omp(
+                    1,
+                    OmpKind::MutexWait,
+                    1,
+                    100,
+                    100 + 10 * i64::from((7 * r) % 16),
+                ),
+            ];
+            let mpi_rows = vec![mpi(
+                0,
+                mpi_call::MPI_Allreduce,
+                600,
+                600 + 20 * i64::from(r % 16),
+                -1,
+                8,
+            )];
+            (r, 0, omp_rows, mpi_rows)
+        })
+        .collect();
+    write_trace(dir, &rows, WriterOptions::default())
+}
+
+#[test]
+fn aggregated_lines_show_the_worst_rank_and_the_spread() {
+    let dir = TempDir::new("groups");
+    let trace = waiting_ranks(&dir.0, 32);
+    let index = TimelineIndex::build(&trace).unwrap();
+    assert_eq!(index.rank_rows().len(), 32);
+    assert_eq!(index.rank_rows()[9].rows, 18..20);
+    let lines = Grouping::default().lines(32, 2);
+    assert_eq!(
+        lines,
+        vec![Group { start: 0, end: 16 }, Group { start: 16, end: 32 }]
+    );
+    assert_eq!(
+        mpi_state(&mpi(0, mpi_call::MPI_Allreduce, 0, 1, -1, 0)),
+        Some(State::MpiCollective)
+    );
+    for (g, base) in lines.iter().zip([0u32, 16]) {
+        let row = index.aggregate(*g, 0, 1000, 2);
+        assert_eq!(row.ranks, (base..base + 16).collect::<Vec<_>>());
+        assert_eq!(row.worst_rank, Some(base + 15));
+        assert_eq!(
+            row.label(),
+            format!("ranks {base}–{} worst {}", base + 15, base + 15)
+        );
+        let [c0, c1] = [&row.cells[0], &row.cells[1]];
+        assert_eq!((c0.worst.t0, c0.worst.t1, c1.worst.t1), (0, 500, 1000));
+        // First cell: rank base + 9 waits 150 ns in a lock, rank base none.
+        assert_eq!(c0.worst_rank, Some(base + 9));
+        assert_eq!(c0.worst.time[State::LockWait as usize], 150);
+        assert_eq!(c0.worst.time[State::Compute as usize], 850);
+        assert_eq!(c0.worst.covered(), 1000);
+        assert_eq!((c0.wait_min, c0.wait_max), (0.0, 0.15));
+        // Second cell: rank base + 15 in the collective 300 ns.
+        assert_eq!(c1.worst_rank, Some(base + 15));
+        assert_eq!(c1.worst.time[State::MpiCollective as usize], 300);
+        assert_eq!(c1.worst.time[State::Compute as usize], 700);
+        assert_eq!((c1.wait_min, c1.wait_max), (0.0, 0.3));
+        assert!((c1.spread() - 0.3).abs() < 1e-12);
+    }
+    // A line of one rank is the rank's threads summed, without spread.
+    let one = index.aggregate(Group { start: 9, end: 10 }, 0, 1000, 2);
+    assert_eq!(one.label(), "rank 9");
+    assert_eq!(one.worst_rank, Some(9));
+    let summed = index.rank_query(9, 0, 1000, 2);
+    for (c, s) in one.cells.iter().zip(&summed) {
+        assert_eq!(&c.worst, s);
+        assert_eq!(c.spread(), 0.0);
+    }
+    assert_eq!(summed[0].time[State::LockWait as usize], 150);
+    // Outside every rank's time: no worst rank.
+    let empty = index.aggregate(lines[0], 2000, 3000, 1);
+    assert_eq!((empty.worst_rank, empty.cells[0].worst_rank), (None, None));
+    assert_eq!(
+        index.aggregate_all(&lines, 0, 1000, 2)[1],
+        index.aggregate(lines[1], 0, 1000, 2)
+    );
+}
+
+#[test]
+fn groups_open_down_to_single_ranks() {
+    assert_eq!(group_size(4096, 40), 128);
+    assert_eq!(group_size(8, 40), 1);
+    assert_eq!(group_size(1000, 45), 32);
+    let mut g = Grouping::default();
+    assert_eq!(g.lines(4096, 40).len(), 32);
+    let top = Group { start: 0, end: 128 };
+    g.toggle(top);
+    let lines = g.lines(4096, 40);
+    assert_eq!(lines.len(), 16 + 31);
+    assert_eq!(lines[0], Group { start: 0, end: 8 });
+    assert_eq!(
+        lines[15],
+        Group {
+            start: 120,
+            end: 128
+        }
+    );
+    assert_eq!(
+        lines[16],
+        Group {
+            start: 128,
+            end: 256
+        }
+    );
+    g.toggle(Group { start: 8, end: 16 });
+    let lines = g.lines(4096, 40);
+    assert_eq!(lines.len(), 15 + 8 + 31);
+    assert!(lines[1..9].iter().zip(8..).all(|(l, r)| *l
+        == Group {
+            start: r,
+            end: r + 1
+        }));
+    // The tree shows the open groups before their children.
+    let tree = g.tree(4096, 40);
+    assert_eq!((tree[0].group, tree[0].open, tree[0].depth), (top, true, 0));
+    assert_eq!(
+        (tree[2].group, tree[2].open, tree[2].depth),
+        (Group { start: 8, end: 16 }, true, 1)
+    );
+    assert_eq!(
+        (tree[3].group, tree[3].depth),
+        (Group { start: 8, end: 9 }, 2)
+    );
+    // A single rank does not open; closing the top closes what it holds.
+    g.toggle(Group { start: 8, end: 9 });
+    assert_eq!(g.expanded.len(), 2);
+    g.close(top);
+    assert!(g.expanded.is_empty());
+    assert_eq!(g.lines(4096, 40).len(), 32);
+    // The last group of a count that is no power of two is shorter.
+    assert_eq!(
+        Grouping::default().lines(1000, 45).last(),
+        Some(&Group {
+            start: 992,
+            end: 1000
+        })
+    );
+    assert_eq!(ranks_label(&[0, 2, 4]), "3 ranks 0…4");
+    assert_eq!(ranks_label(&[5, 6]), "ranks 5–6");
+}
+
+#[test]
+fn an_index_built_by_parts_of_the_ranks_is_the_whole_index() {
+    let dir = TempDir::new("partitioned");
+    let trace = waiting_ranks(&dir.0, 12);
+    let whole = TimelineIndex::build(&trace).unwrap();
+    let ranks = trace.ranks();
+    let parts: Vec<TimelineIndex> = ranks
+        .chunks(5)
+        .rev()
+        .map(|part| TimelineIndex::build_ranks(&trace, part, &|_, _| {}).unwrap())
+        .collect();
+    assert_eq!(parts[0].rank_rows().len(), 2);
+    let merged = TimelineIndex::merge(&trace, parts);
+    assert_eq!(merged.rows(), whole.rows());
+    assert_eq!(merged.rank_rows(), whole.rank_rows());
+    assert_eq!(
+        (merged.span(), merged.segments()),
+        (whole.span(), whole.segments())
+    );
+    for row in 0..whole.rows().len() {
+        assert_eq!(merged.query(row, 0, 1000, 7), whole.query(row, 0, 1000, 7));
+    }
 }

@@ -77,7 +77,7 @@ impl From<&hyscope_analyzer::aligned::Message> for Message {
 
 /// Everything the timeline of one trace needs.
 pub struct TraceData {
-    pub index: TimelineIndex,
+    pub index: Arc<TimelineIndex>,
     /// Whether the index came from the on-disk cache, and how long it took.
     pub index_cached: bool,
     pub index_s: f64,
@@ -154,7 +154,7 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
         .map(Message::from)
         .collect();
     Ok(TraceData {
-        index,
+        index: Arc::new(index),
         index_cached,
         index_s,
         symbols,

@@ -582,3 +582,65 @@ fn the_phase_filter_restricts_the_analysis_and_zooms_to_the_phase() {
         )
     );
 }
+
+/// Press and release the primary button at `p`.
+fn click(h: &mut Harness<'static, GuiApp>, p: Pos2) {
+    h.event(egui::Event::PointerMoved(p));
+    h.run_steps(2);
+    for pressed in [true, false] {
+        h.event(egui::Event::PointerButton {
+            pos: p,
+            button: PointerButton::Primary,
+            pressed,
+            modifiers: Modifiers::NONE,
+        });
+    }
+    h.run_steps(3);
+}
+
+/// The middle of the label of aggregated line `k` (all lines are groups).
+fn group_label_pos(h: &Harness<'static, GuiApp>, k: usize) -> Pos2 {
+    let st = &h.state().tl;
+    let body = st.body[0];
+    let n = st.group_labels[0].len();
+    let line_h = (body.height() / n as f32).clamp(5.0, 18.0);
+    Pos2::new(
+        body.left() - super::timeline::LABEL_W + 30.0,
+        body.top() + (k as f32 + 0.5) * line_h,
+    )
+}
+
+/// 256 ranks in an 800-pixel window: lines of 4 ranks naming their worst
+/// rank (the last of each 4, `aggregate::test_trace`); a click on a label
+/// opens the group into its ranks, a click on a rank shows its thread.
+#[test]
+fn aggregated_ranks_open_on_a_click() {
+    let dir = TempDir::new("aggregated");
+    crate::aggregate::test_trace::write(&dir.0, 256);
+    let mut h = harness(&dir.0);
+    h.state_mut().tl.wait_aggregates = true;
+    h.run_steps(3);
+    let labels = h.state().tl.group_labels[0].clone();
+    assert_eq!(labels.len(), 64, "{labels:?}");
+    assert_eq!(labels[0], "+ ranks 0–3 · worst 3");
+    assert_eq!(labels[63], "+ ranks 252–255 · worst 255");
+    assert!(h.state().tl.rects_drawn >= 64);
+    let p = group_label_pos(&h, 0);
+    click(&mut h, p);
+    let labels = h.state().tl.group_labels[0].clone();
+    assert_eq!(labels.len(), 68, "{labels:?}");
+    assert_eq!(labels[0], "- ranks 0–3");
+    assert_eq!(
+        &labels[1..5],
+        ["  + rank 0", "  + rank 1", "  + rank 2", "  + rank 3"]
+    );
+    assert_eq!(labels[5], "+ ranks 4–7 · worst 7");
+    let p = group_label_pos(&h, 2);
+    click(&mut h, p);
+    assert!(h.state().tl.open_ranks.contains(&(0, 1)));
+    assert_eq!(h.state().tl.group_labels[0][2], "  - rank 1");
+    // Closing the group again.
+    let p = group_label_pos(&h, 0);
+    click(&mut h, p);
+    assert_eq!(h.state().tl.group_labels[0][0], "+ ranks 0–3 · worst 3");
+}

@@ -8,9 +8,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Vec2};
-use hyscope_analyzer::timeline::{Detail, Interval, State};
+use hyscope_analyzer::timeline::{
+    CellSummary, Detail, Entry, GroupRow, Grouping, Interval, State, ranks_label,
+};
 
 use super::data::{Instance, TraceData};
+use crate::aggregate::{self, GroupLines, Request};
 use crate::loading::Loading;
 use crate::units;
 
@@ -20,6 +23,8 @@ type HoverKey = (usize, usize, i64);
 /// Width of the row-label column.
 pub const LABEL_W: f32 = 130.0;
 const RULER_H: f32 = 20.0;
+/// Ranks are aggregated when one line per rank would be thinner than this (px).
+const MIN_LINE_H: f32 = 6.0;
 /// Draw message lines only when at most this many are in view.
 const MAX_MESSAGES: usize = 400;
 
@@ -107,9 +112,30 @@ pub struct TimelineState {
     pub shares: bool,
     /// Screen rectangle of each trace's timeline body last frame (row area right of the labels).
     pub body: Vec<Rect>,
+    /// Per trace, when ranks are aggregated: which groups of ranks are open.
+    pub grouping: Vec<Grouping>,
+    /// Per trace: the aggregated lines, computed off the UI thread when large.
+    pub group_lines: Vec<GroupLines>,
+    /// Single ranks whose threads the aggregated view shows, per trace.
+    pub open_ranks: HashSet<(usize, u32)>,
+    /// Compute the aggregated lines before drawing them (screenshots).
+    pub wait_aggregates: bool,
+    /// Per trace: the labels of the aggregated lines drawn last frame (empty
+    /// when ranks are not aggregated).
+    pub group_labels: Vec<Vec<String>>,
+}
+
+/// `v[which]`, grown with defaults as needed.
+fn slot<T: Default>(v: &mut Vec<T>, which: usize) -> &mut T {
+    if v.len() <= which {
+        v.resize_with(which + 1, T::default);
+    }
+    &mut v[which]
 }
 
 enum Line {
+    /// A group of ranks, or one rank, when ranks are aggregated.
+    Group(Entry),
     Host(String),
     Rank(u32, Option<usize>),
     /// The phase row above a rank's rows (only for ranks with phases).
@@ -172,7 +198,12 @@ pub fn show(
     st: &mut TimelineState,
 ) {
     let painter = ui.painter_at(rect);
-    let lines = display_lines(data, which, st);
+    let max_lines = ((rect.height() - RULER_H) / MIN_LINE_H).max(1.0) as usize;
+    let lines = if data.index.rank_rows().len() > max_lines {
+        group_display_lines(data, which, st, max_lines)
+    } else {
+        display_lines(data, which, st)
+    };
     let body = Rect::from_min_max(
         Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
         rect.right_bottom(),
@@ -208,6 +239,27 @@ pub fn show(
         draw_range(&painter, &geo, range);
     }
     input(ui, &geo, &placed, data, which, view, st);
+}
+
+/// Display lines when ranks are aggregated: groups of ranks (an open group
+/// as a header before its children), single ranks, and the threads of the
+/// ranks opened.
+fn group_display_lines(
+    data: &TraceData,
+    which: usize,
+    st: &mut TimelineState,
+    max_lines: usize,
+) -> Vec<Line> {
+    let ranks = data.index.rank_rows();
+    let mut lines = Vec::new();
+    for e in slot(&mut st.grouping, which).tree(ranks.len(), max_lines) {
+        lines.push(Line::Group(e));
+        let r = &ranks[e.group.start];
+        if e.group.is_single() && st.open_ranks.contains(&(which, r.rank)) {
+            lines.extend(r.rows.clone().map(Line::Thread));
+        }
+    }
+    lines
 }
 
 /// Display lines: host and rank headers, then the threads of expanded ranks.
@@ -286,6 +338,36 @@ fn draw_rows(
     let q = std::time::Instant::now();
     let mut cells_of = query_rows(&data.index, &drawn, abs0, abs1, columns);
     st.query_ms = q.elapsed().as_secs_f64() * 1e3;
+    // Aggregated lines: the last computed (maybe for another window while
+    // the worker catches up), each placed by its own cells' times.
+    let request = Request {
+        t0: abs0,
+        t1: abs1,
+        columns,
+        groups: lines
+            .iter()
+            .filter_map(|l| match l {
+                Line::Group(e) if !e.open => Some(e.group),
+                _ => None,
+            })
+            .collect(),
+    };
+    let groups: Arc<Vec<GroupRow>> = if request.groups.is_empty() {
+        Arc::default()
+    } else {
+        let cache = slot(&mut st.group_lines, which);
+        let index = Arc::clone(&data.index);
+        if st.wait_aggregates {
+            cache.get(&index, request.clone());
+            cache.wait(&index);
+        }
+        let got = cache.get(&index, request);
+        if cache.busy() {
+            ui.ctx().request_repaint();
+        }
+        got.unwrap_or_default()
+    };
+    slot(&mut st.group_labels, which).clear();
     let dark = ui.visuals().dark_mode;
     let mut placed = Placed::default();
     let mut rects = 0usize;
@@ -303,6 +385,30 @@ fn draw_rows(
             let font = FontId::proportional((geo.line_h - 3.0).clamp(7.0, 12.0));
             rects += draw_phases(painter, data, *r, (abs0, abs1), lane, &font);
         }
+        let row_rect = Rect::from_min_max(
+            Pos2::new(geo.body.left(), y + 1.0),
+            Pos2::new(geo.body.right(), y + geo.line_h - 1.0),
+        );
+        if let Line::Group(e) = line {
+            let computed = aggregate::line(&groups, e.group);
+            let worst_row = group_label(
+                ui,
+                painter,
+                label_rect,
+                data,
+                (*e, computed),
+                (which, k),
+                st,
+                &mut placed,
+            );
+            if let Some(g) = computed {
+                if let Some(r) = worst_row {
+                    placed.hit_rows.push((row_rect, r));
+                }
+                rects += draw_group(painter, geo, g, row_rect, dark, st.shares);
+            }
+            continue;
+        }
         let Some(row) = label(
             ui,
             painter,
@@ -315,10 +421,6 @@ fn draw_rows(
         ) else {
             continue;
         };
-        let row_rect = Rect::from_min_max(
-            Pos2::new(geo.body.left(), y + 1.0),
-            Pos2::new(geo.body.right(), y + geo.line_h - 1.0),
-        );
         placed.hit_rows.push((row_rect, row));
         let cells = cells_of.remove(&row).unwrap_or_default();
         rects += if st.shares {
@@ -372,6 +474,7 @@ fn label(
             (format!("      thread {}", r.thread), Some(*i), None)
         }
         Line::Phases(_) => ("    phases".to_string(), None, None),
+        Line::Group(_) => return None,
     };
     let font = FontId::proportional((rect.height() - 3.0).clamp(7.0, 12.0));
     painter.text(
@@ -397,11 +500,124 @@ fn label(
     data_row
 }
 
+/// The label of an aggregated line: which ranks it holds and the worst one
+/// over the window (`ranks 0–127 · worst 93`); a click opens or closes the
+/// group, or shows a single rank's threads. Returns the first thread row of
+/// the line's worst rank (what a pointer over the line picks).
+#[allow(clippy::too_many_arguments)]
+fn group_label(
+    ui: &mut egui::Ui,
+    painter: &egui::Painter,
+    rect: Rect,
+    data: &TraceData,
+    (e, computed): (Entry, Option<&GroupRow>),
+    (which, k): (usize, usize),
+    st: &mut TimelineState,
+    placed: &mut Placed,
+) -> Option<usize> {
+    let ranks = &data.index.rank_rows()[e.group.start..e.group.end];
+    let numbers: Vec<u32> = ranks.iter().map(|r| r.rank).collect();
+    let middle = rect.center().y;
+    for &r in &numbers {
+        placed.rank_y.insert(r, middle);
+    }
+    let single = e.group.is_single();
+    let open = e.open || (single && st.open_ranks.contains(&(which, numbers[0])));
+    let what = match computed.and_then(|g| g.worst_rank) {
+        Some(w) if !single && !e.open => format!("{} · worst {w}", ranks_label(&numbers)),
+        _ => ranks_label(&numbers),
+    };
+    let text = format!(
+        "{}{} {what}",
+        "  ".repeat(e.depth),
+        if open { "-" } else { "+" }
+    );
+    let font = FontId::proportional((rect.height() - 3.0).clamp(7.0, 12.0));
+    painter.text(
+        rect.left_center(),
+        Align2::LEFT_CENTER,
+        &text,
+        font,
+        ui.visuals().text_color(),
+    );
+    slot(&mut st.group_labels, which).push(text);
+    let resp = ui.interact(
+        rect,
+        egui::Id::unique(("hyscope-group", which, k)),
+        Sense::click(),
+    );
+    if resp.clicked() {
+        if single {
+            toggle_set(&mut st.open_ranks, (which, numbers[0]));
+        } else {
+            slot(&mut st.grouping, which).toggle(e.group);
+        }
+    }
+    let worst = computed?.worst_rank?;
+    ranks.iter().find(|r| r.rank == worst).map(|r| r.rows.start)
+}
+
+/// An aggregated line: the worst rank of each cell drawn as a rank's line is
+/// (dominant state, or stacked shares), and below it a strip as bright as the
+/// spread of waiting across the group's ranks. The cells are placed by their
+/// own times, so lines computed for an earlier window stretch into place.
+fn draw_group(
+    painter: &egui::Painter,
+    geo: &Geometry,
+    row: &GroupRow,
+    rect: Rect,
+    dark: bool,
+    shares: bool,
+) -> usize {
+    let (Some(first), Some(last)) = (row.cells.first(), row.cells.last()) else {
+        return 0;
+    };
+    let painter = painter.with_clip_rect(geo.body);
+    let x = |t: i64| geo.to_x((t - geo.origin) as f64);
+    let left = x(first.worst.t0);
+    let col_w = (x(last.worst.t1) - left) / row.cells.len() as f32;
+    let strip = (rect.height() * 0.3).clamp(1.0, 5.0);
+    let top = Rect::from_min_max(rect.min, Pos2::new(rect.right(), rect.bottom() - strip));
+    let mut rects = if shares {
+        draw_shares(&painter, &row.cells, left, col_w, top, dark)
+    } else {
+        draw_dominant(&painter, &row.cells, left, col_w, top, dark)
+    };
+    // The spread in eight levels, one rectangle per run of equal levels.
+    let level = |c: &hyscope_analyzer::timeline::GroupCell| -> Option<u8> {
+        c.worst_rank.map(|_| (c.spread() * 8.0).round() as u8)
+    };
+    let ink = if dark { 255 } else { 0 };
+    let mut run: Option<(usize, u8)> = None;
+    for c in 0..=row.cells.len() {
+        let l = row.cells.get(c).and_then(level);
+        if run.map(|r| r.1) != l {
+            if let Some((from, lv)) = run
+                && lv > 0
+            {
+                let r = Rect::from_min_max(
+                    Pos2::new(left + from as f32 * col_w, rect.bottom() - strip),
+                    Pos2::new(left + c as f32 * col_w, rect.bottom()),
+                );
+                let alpha = (u32::from(lv) * 255 / 8) as u8;
+                painter.rect_filled(
+                    r,
+                    0.0,
+                    Color32::from_rgba_unmultiplied(ink, ink, ink, alpha),
+                );
+                rects += 1;
+            }
+            run = l.map(|l| (c, l));
+        }
+    }
+    rects
+}
+
 /// Each column's dominant state, one rectangle per run of equal columns.
 /// Returns the rectangles drawn.
-fn draw_dominant(
+fn draw_dominant<C: AsRef<CellSummary>>(
     painter: &egui::Painter,
-    cells: &[hyscope_analyzer::timeline::CellSummary],
+    cells: &[C],
     left: f32,
     col_w: f32,
     row: Rect,
@@ -410,7 +626,7 @@ fn draw_dominant(
     let mut rects = 0;
     let mut run: Option<(usize, State)> = None;
     for c in 0..=cells.len() {
-        let dom = cells.get(c).and_then(|x| x.dominant());
+        let dom = cells.get(c).and_then(|x| x.as_ref().dominant());
         if run.map(|r| r.1) != dom {
             if let Some((from, s)) = run {
                 let r = Rect::from_min_max(
@@ -686,9 +902,9 @@ fn draw_phases(
     phases.len()
 }
 
-fn draw_shares(
+fn draw_shares<C: AsRef<CellSummary>>(
     painter: &egui::Painter,
-    cells: &[hyscope_analyzer::timeline::CellSummary],
+    cells: &[C],
     left: f32,
     col_w: f32,
     row: Rect,
@@ -714,7 +930,7 @@ fn draw_shares(
     let mut rects = 0;
     let mut run: Option<(usize, [u8; 10])> = None;
     for c in 0..=cells.len() {
-        let l = cells.get(c).map(layout);
+        let l = cells.get(c).map(|x| layout(x.as_ref()));
         if run.map(|r| r.1) != l {
             if let Some((from, bands)) = run {
                 let mut y = row.top();

@@ -277,6 +277,15 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     ("Timeline z", "zoom to the selected range"),
     (
+        "Timeline Enter",
+        "open a line of aggregated ranks (ranks 0–127 worst 93) into smaller groups, \
+         down to single ranks; on a rank, show its threads",
+    ),
+    (
+        "Timeline Backspace",
+        "close the group of ranks holding the selected line",
+    ),
+    (
         "Timeline f",
         "zoom to the next interval of the phase chosen with p",
     ),

@@ -28,8 +28,10 @@ pub struct Data {
 }
 
 impl Data {
-    /// Open the trace (manifest only) and start the loader threads.
-    pub fn open(dir: &Path) -> anyhow::Result<Data> {
+    /// Open the trace (manifest only) and start the loader threads; `cache`:
+    /// load the timeline index from the on-disk cache when it is up to date
+    /// (and save it there after a build).
+    pub fn open(dir: &Path, cache: bool) -> anyhow::Result<Data> {
         let trace = Trace::open(dir)?;
         let phase_names = hyscope_analyzer::phases::phase_names(&trace);
         let (a, t, s) = (dir.to_path_buf(), dir.to_path_buf(), dir.to_path_buf());
@@ -37,7 +39,7 @@ impl Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
             analysis: Loading::spawn(move || load_analysis(&a, None)),
-            timeline: Loading::spawn(move || load_timeline(&t).map(Arc::from)),
+            timeline: Loading::spawn(move || load_timeline(&t, cache).map(Arc::from)),
             series: Loading::spawn(move || samples::load_series(&s)),
             phase: None,
             phase_names,
@@ -52,7 +54,7 @@ impl Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
             analysis: Loading::from_result(load_analysis(dir, None)),
-            timeline: Loading::from_result(load_timeline(dir).map(Arc::from)),
+            timeline: Loading::from_result(load_timeline(dir, false).map(Arc::from)),
             series: Loading::from_result(samples::load_series(dir)),
             phase: None,
             phase_names,
@@ -175,9 +177,12 @@ fn load_analysis(dir: &Path, phase: Option<&str>) -> Result<Box<Analysis>, Strin
         .map_err(|e| format!("{e}"))
 }
 
-fn load_timeline(dir: &Path) -> Result<Box<TimelineIndex>, String> {
+fn load_timeline(dir: &Path, cache: bool) -> Result<Box<TimelineIndex>, String> {
     let trace = Trace::open(dir).map_err(|e| format!("{e}"))?;
-    TimelineIndex::build(&trace)
-        .map(Box::new)
-        .map_err(|e| format!("{e}"))
+    let index = if cache {
+        TimelineIndex::open_cached(&trace, &|_, _| {}).map(|(i, _)| i)
+    } else {
+        TimelineIndex::build(&trace)
+    };
+    index.map(Box::new).map_err(|e| format!("{e}"))
 }

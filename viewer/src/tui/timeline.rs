@@ -19,16 +19,22 @@ use super::data::Data;
 use super::fmt;
 use crate::units;
 
-pub use hyscope_analyzer::timeline::{CellSummary, STATES, Segment, State, TimelineIndex};
+use crate::aggregate::{self, GroupLines, Request};
+pub use hyscope_analyzer::timeline::{
+    CellSummary, Group, GroupCell, GroupRow, Grouping, STATES, Segment, State, TimelineIndex,
+};
 
-/// A row of the timeline: a rank, or one thread of a rank.
+/// A row of the timeline: a rank, one thread of a rank, or a group of ranks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowKey {
+    /// The rank (a group's first rank).
     pub rank: u32,
     /// None = the rank as a whole (its threads summed).
     pub thread: Option<u32>,
-    /// Rows of the index this row sums.
+    /// Rows of the index this row sums (a group: every thread of its ranks).
     pub index_rows: Vec<usize>,
+    /// Several ranks aggregated on one line (more ranks than lines), with their numbers.
+    pub group: Option<(Group, Vec<u32>)>,
 }
 
 /// Colour of each state of the analyzer's classification.
@@ -170,14 +176,26 @@ pub struct TimelineState {
     line_rows: Vec<Option<usize>>,
     /// The interval of the chosen phase `f` zoomed to last.
     pub phase_frame: Option<usize>,
+    /// Lines available for rows at the last draw: more ranks than that are
+    /// aggregated (0 before the first draw).
+    pub fit: usize,
+    /// Which aggregated lines are open.
+    pub grouping: Grouping,
+    /// The aggregated lines, computed off the UI thread when large.
+    pub group_lines: GroupLines,
+    /// Width of the row labels at the last draw.
+    label_w: u16,
 }
 
 const LABEL_W: u16 = 12;
+/// Row labels when ranks are aggregated: `▸ranks 4080–4095 worst 4093`.
+const GROUP_LABEL_W: u16 = 28;
 
 impl TimelineState {
     pub fn new(data: &Data) -> TimelineState {
         let mut s = TimelineState {
             columns: 60,
+            label_w: LABEL_W,
             ..Default::default()
         };
         if let Some(ix) = data.timeline() {
@@ -213,43 +231,66 @@ impl TimelineState {
         data.timeline().map_or((0, 1), |s| s.span())
     }
 
-    /// Rows shown: ranks, and the threads of expanded ranks, that pass the filter.
+    /// Whether ranks are aggregated: more of them than lines, and no filter
+    /// (a filter shows the matching ranks one per line).
+    pub fn aggregated(&self, data: &Data, filter: &str) -> bool {
+        data.timeline()
+            .is_some_and(|ix| filter.is_empty() && self.fit > 0 && ix.rank_rows().len() > self.fit)
+    }
+
+    /// Rows shown: ranks (or groups of ranks when there are more ranks than
+    /// lines), and the threads of expanded ranks, that pass the filter.
     pub fn visible_rows(&self, data: &Data, filter: &str) -> Vec<RowKey> {
         let Some(ix) = data.timeline() else {
             return Vec::new();
         };
+        let ranks = ix.rank_rows();
+        let rank_row = |pos: usize| RowKey {
+            rank: ranks[pos].rank,
+            thread: None,
+            index_rows: ranks[pos].rows.clone().collect(),
+            group: None,
+        };
         let f = filter.to_lowercase();
-        let mut out: Vec<RowKey> = Vec::new();
-        for (i, r) in ix.rows().iter().enumerate() {
-            match out
-                .iter_mut()
-                .find(|k| k.rank == r.rank && k.thread.is_none())
-            {
-                Some(k) => k.index_rows.push(i),
-                None => out.push(RowKey {
-                    rank: r.rank,
-                    thread: None,
-                    index_rows: vec![i],
-                }),
-            }
-        }
         let mut rows = Vec::new();
-        for k in out {
-            let threads: Vec<RowKey> = if self.expanded.contains(&k.rank) {
+        let push_rank = |k: RowKey, rows: &mut Vec<RowKey>| {
+            let expanded = self.expanded.contains(&k.rank);
+            let threads: Vec<RowKey> = if expanded {
                 k.index_rows
                     .iter()
                     .map(|&i| RowKey {
                         rank: k.rank,
                         thread: Some(ix.rows()[i].thread),
                         index_rows: vec![i],
+                        group: None,
                     })
                     .collect()
             } else {
                 Vec::new()
             };
+            rows.push(k);
+            rows.extend(threads);
+        };
+        if self.aggregated(data, filter) {
+            for g in self.grouping.lines(ranks.len(), self.fit) {
+                if g.is_single() {
+                    push_rank(rank_row(g.start), &mut rows);
+                } else {
+                    rows.push(RowKey {
+                        rank: ranks[g.start].rank,
+                        thread: None,
+                        index_rows: (ranks[g.start].rows.start..ranks[g.end - 1].rows.end)
+                            .collect(),
+                        group: Some((g, ranks[g.start..g.end].iter().map(|r| r.rank).collect())),
+                    });
+                }
+            }
+            return rows;
+        }
+        for pos in 0..ranks.len() {
+            let k = rank_row(pos);
             if f.is_empty() || row_label(&k).to_lowercase().contains(&f) {
-                rows.push(k);
-                rows.extend(threads);
+                push_rank(k, &mut rows);
             }
         }
         rows
@@ -348,10 +389,43 @@ impl TimelineState {
             KeyCode::PageUp => self.row = self.row.saturating_sub(10),
             KeyCode::Enter => {
                 let visible = self.visible_rows(data, filter);
-                if let Some(r) = visible.get(self.row)
-                    && !self.expanded.remove(&r.rank)
+                match visible.get(self.row) {
+                    Some(RowKey {
+                        group: Some((g, _)),
+                        ..
+                    }) => self.grouping.toggle(*g),
+                    Some(r) if r.thread.is_none() && !self.expanded.remove(&r.rank) => {
+                        self.expanded.insert(r.rank);
+                    }
+                    _ => {}
+                }
+            }
+            KeyCode::Backspace => {
+                // Close the innermost open group holding the selected row.
+                let visible = self.visible_rows(data, filter);
+                let pos = visible.get(self.row).and_then(|r| {
+                    data.timeline()?
+                        .rank_rows()
+                        .iter()
+                        .position(|x| x.rank == r.rank)
+                });
+                if let Some(p) = pos
+                    && let Some(g) = self
+                        .grouping
+                        .expanded
+                        .iter()
+                        .filter(|g| g.start <= p && p < g.end)
+                        .min_by_key(|g| g.len())
+                        .copied()
                 {
-                    self.expanded.insert(r.rank);
+                    self.grouping.close(g);
+                    let rows = self.visible_rows(data, filter);
+                    if let Some(i) = rows.iter().position(|r| match &r.group {
+                        Some((h, _)) => h.start <= g.start && g.end <= h.end,
+                        None => false,
+                    }) {
+                        self.row = i;
+                    }
                 }
             }
             KeyCode::Char('v') => {
@@ -378,7 +452,7 @@ impl TimelineState {
 
     pub fn on_mouse(&mut self, m: MouseEvent, area: Rect, data: &Data) {
         // Data columns start after the border and the label.
-        let data_x = area.x + 1 + LABEL_W;
+        let data_x = area.x + 1 + self.label_w;
         let col = m
             .column
             .saturating_sub(data_x)
@@ -436,9 +510,10 @@ fn phase_line(
     t0: i64,
     t1: i64,
     cols: usize,
+    label_w: u16,
 ) -> Line<'static> {
     let mut spans = vec![Span::styled(
-        format!("{:w$}", "  phases", w = LABEL_W as usize),
+        format!("{:w$}", "  phases", w = label_w as usize),
         Style::default().fg(Color::Gray),
     )];
     let mut run: Option<(&hyscope_format::PhaseRecord, usize)> = None;
@@ -463,10 +538,79 @@ fn phase_line(
     Line::from(spans)
 }
 
+/// An aggregated line: each cell in the colour of the worst rank's dominant
+/// state there, shaded by the spread of waiting across the group's ranks
+/// ([`spread_shade`]). `line` may have been computed for another window: a
+/// cell shows the computed cell at its middle time.
+fn group_line(
+    st: &TimelineState,
+    line: Option<&GroupRow>,
+    label: String,
+    selected: bool,
+    label_w: usize,
+    cols: usize,
+    (sel_a, sel_b): (i64, i64),
+) -> Line<'static> {
+    let label_style = if selected {
+        Style::default().add_modifier(Modifier::REVERSED)
+    } else {
+        Style::default()
+    };
+    let mut spans = Vec::with_capacity(cols + 2);
+    spans.push(Span::styled(
+        format!("{label:w$}", w = label_w - 1),
+        label_style,
+    ));
+    spans.push(Span::raw(" "));
+    for c in 0..cols {
+        let (a, b) = hyscope_analyzer::timeline::cell_bounds(st.t0, st.t1, cols, c);
+        let cell = line.and_then(|l| {
+            let same = l.cells.len() == cols
+                && l.cells.first().is_some_and(|x| x.worst.t0 == st.t0)
+                && l.cells.last().is_some_and(|x| x.worst.t1 == st.t1);
+            if same {
+                l.cells.get(c)
+            } else {
+                aggregate::cell_at(l, a + (b - a) / 2)
+            }
+        });
+        let mut style = Style::default();
+        let ch = match cell.and_then(|x| x.worst.dominant().map(|d| (x, d))) {
+            Some((x, d)) => {
+                style = style.fg(color(d));
+                spread_shade(x.spread())
+            }
+            None => ' ',
+        };
+        if c == st.cursor as usize {
+            style = style.bg(Color::White);
+        } else if a < sel_b && b > sel_a {
+            style = style.bg(Color::DarkGray);
+        }
+        spans.push(Span::styled(ch.to_string(), style));
+    }
+    Line::from(spans)
+}
+
 pub fn row_label(r: &RowKey) -> String {
-    match r.thread {
-        None => format!("rank {}", r.rank),
-        Some(t) => format!(" thread {t}"),
+    match (&r.group, r.thread) {
+        (Some((_, ranks)), _) => hyscope_analyzer::timeline::ranks_label(ranks),
+        (None, None) => format!("rank {}", r.rank),
+        (None, Some(t)) => format!(" thread {t}"),
+    }
+}
+
+/// Shade of an aggregated cell by the spread of waiting across its ranks:
+/// solid when they agree, lighter as they differ.
+fn spread_shade(spread: f64) -> char {
+    if spread < 0.1 {
+        '█'
+    } else if spread < 0.25 {
+        '▓'
+    } else if spread < 0.5 {
+        '▒'
+    } else {
+        '░'
     }
 }
 
@@ -505,16 +649,20 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     ])
     .areas(area);
     let origin = ix.span().0;
-    st.columns = main.width.saturating_sub(LABEL_W + 2).max(1);
+    let height = main.height.saturating_sub(3) as usize; // borders + ruler
+    st.fit = height.max(1);
+    let aggregated = st.aggregated(data, filter);
+    st.label_w = if aggregated { GROUP_LABEL_W } else { LABEL_W };
+    let label_w = st.label_w;
+    st.columns = main.width.saturating_sub(label_w + 2).max(1);
     st.cursor = st.cursor.min(st.columns - 1);
     let rows = st.visible_rows(data, filter);
     st.row = st.row.min(rows.len().saturating_sub(1));
-    let height = main.height.saturating_sub(3) as usize; // borders + ruler
     if st.phases.is_none() {
         st.phases = Some(hyscope_analyzer::phases::PhaseLanes::read(ix));
     }
     // Rows that fit: with phase rows, up to two lines per row.
-    let fit = if st.phases.as_ref().is_some_and(|l| !l.is_empty()) {
+    let fit = if !aggregated && st.phases.as_ref().is_some_and(|l| !l.is_empty()) {
         (height / 2).max(1)
     } else {
         height
@@ -540,7 +688,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     let used = left.chars().count() + right.chars().count() + mid.chars().count();
     let pad = cols.saturating_sub(used);
     lines.push(Line::from(vec![
-        Span::raw(format!("{:w$}", "", w = LABEL_W as usize)),
+        Span::raw(format!("{:w$}", "", w = label_w as usize)),
         Span::styled(
             format!(
                 "{left}{:a$}{mid}{:b$}{right}",
@@ -553,13 +701,33 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         ),
     ]));
     st.line_rows.clear();
+    // The aggregated lines on screen: the last computed (maybe for another
+    // window while the worker catches up).
+    let groups: Vec<Group> = rows
+        .iter()
+        .skip(st.row_scroll)
+        .take(height)
+        .filter_map(|r| r.group.as_ref().map(|(g, _)| *g))
+        .collect();
+    let request = Request {
+        t0: st.t0,
+        t1: st.t1,
+        columns: cols,
+        groups,
+    };
+    let group_lines: Arc<Vec<GroupRow>> = match data.timeline_arc() {
+        Some(arc) if !request.groups.is_empty() => {
+            st.group_lines.get(arc, request).unwrap_or_default()
+        }
+        _ => Arc::default(),
+    };
     for (i, row) in rows.iter().enumerate().skip(st.row_scroll).take(height) {
-        if let Some(lanes) = st.phases.as_ref().filter(|l| !l.is_empty()) {
+        if let Some(lanes) = st.phases.as_ref().filter(|l| !l.is_empty() && !aggregated) {
             if row.thread.is_none() && lanes.has(row.rank) {
                 if st.line_rows.len() + 1 >= height {
                     break;
                 }
-                lines.push(phase_line(lanes, row.rank, st.t0, st.t1, cols));
+                lines.push(phase_line(lanes, row.rank, st.t0, st.t1, cols, label_w));
                 st.line_rows.push(None);
             }
             if st.line_rows.len() >= height {
@@ -567,16 +735,32 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
             }
             st.line_rows.push(Some(i));
         }
-        let cells = row_cells(ix, row, st.t0, st.t1, cols);
         let marker = match row.thread {
-            None if st.expanded.contains(&row.rank) => "▾",
+            None if row.group.is_none() && st.expanded.contains(&row.rank) => "▾",
             None => "▸",
             Some(_) => " ",
         };
-        let label = format!(
-            "{marker}{}",
-            fmt::clip(&row_label(row), LABEL_W as usize - 2)
-        );
+        let label_w = label_w as usize;
+        if let Some((g, _)) = &row.group {
+            let line = aggregate::line(&group_lines, *g);
+            let mut text = row_label(row);
+            if let Some(w) = line.and_then(|l| l.worst_rank) {
+                text.push_str(&format!(" worst {w}"));
+            }
+            let label = format!("{marker}{}", fmt::clip(&text, label_w - 2));
+            lines.push(group_line(
+                st,
+                line,
+                label,
+                i == st.row,
+                label_w,
+                cols,
+                (sel_a, sel_b),
+            ));
+            continue;
+        }
+        let cells = row_cells(ix, row, st.t0, st.t1, cols);
+        let label = format!("{marker}{}", fmt::clip(&row_label(row), label_w - 2));
         let label_style = if i == st.row {
             Style::default().add_modifier(Modifier::REVERSED)
         } else {
@@ -584,7 +768,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         };
         let mut spans = Vec::with_capacity(cols + 2);
         spans.push(Span::styled(
-            format!("{label:w$}", w = LABEL_W as usize - 1),
+            format!("{label:w$}", w = label_w - 1),
             label_style,
         ));
         spans.push(Span::raw(" "));
@@ -634,8 +818,20 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     let mut text: Vec<Line> = Vec::new();
     if let Some(row) = rows.get(st.row) {
         let (a, b) = st.cursor_time();
+        // An aggregated line: the worst rank of the cell under the cursor.
+        let group_cell = row
+            .group
+            .as_ref()
+            .and_then(|(g, _)| aggregate::line(&group_lines, *g))
+            .and_then(|l| aggregate::cell_at(l, a + (b - a) / 2));
+        let worst = group_cell.and_then(|c| c.worst_rank).and_then(|w| {
+            ix.rank_rows()
+                .iter()
+                .find(|r| r.rank == w)
+                .map(|r| (w, r.rows.start))
+        });
         // The first thread of a rank row stands for the rank under the cursor.
-        let irow = row.index_rows[0];
+        let irow = worst.map_or(row.index_rows[0], |(_, i)| i);
         let key = (irow, a, b);
         if st.detail.key != Some(key) {
             let (lines, fine) = cursor_lines(ix, irow, a, b, origin);
@@ -670,13 +866,24 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
                 last_read_ms: None,
             };
         }
-        let who = match row.thread {
-            Some(t) => format!("rank {} thread {t}", row.rank),
-            None => format!("rank {} thread {}", row.rank, ix.rows()[irow].thread),
+        let who = match (row.thread, worst) {
+            (Some(t), _) => format!("rank {} thread {t}", row.rank),
+            (None, Some((w, _))) => format!(
+                "rank {w} thread {} (worst of {})",
+                ix.rows()[irow].thread,
+                row_label(row)
+            ),
+            (None, None) => format!("rank {} thread {}", row.rank, ix.rows()[irow].thread),
         };
         for (i, l) in st.detail.lines.iter().enumerate() {
             text.push(Line::from(if i == 0 {
                 format!("{who}: {l}")
+            } else if let (1, Some(c)) = (i, group_cell) {
+                format!(
+                    "{l} · waiting {}–{} of the cell across the ranks",
+                    units::percent(c.wait_min),
+                    units::percent(c.wait_max)
+                )
             } else {
                 l.clone()
             }));

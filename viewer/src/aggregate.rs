@@ -1,0 +1,278 @@
+//! Aggregated timeline lines for the TUI and the GUI: what a line of several
+//! ranks shows is the analyzer's ([`hyscope_analyzer::timeline::Grouping`],
+//! [`TimelineIndex::aggregate`]); this module only decides where it is
+//! computed. A line costs a query of every thread of its ranks, so with
+//! thousands of ranks the lines are computed on a worker thread and a frame
+//! draws the last lines computed, placed by their own cells' times, while the
+//! worker catches up with the current window: a frame never waits for the
+//! aggregation. Small requests are computed at once, on the UI thread.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::Instant;
+
+use hyscope_analyzer::timeline::{Group, GroupCell, GroupRow, TimelineIndex};
+
+/// What the lines are computed for: a window of `columns` cells and the groups shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub t0: i64,
+    pub t1: i64,
+    pub columns: usize,
+    pub groups: Vec<Group>,
+}
+
+/// Thread rows × cells at most computed on the UI thread (about a millisecond).
+const INLINE_CELLS: usize = 1 << 16;
+
+/// Computed lines: the last ones ready, the request a worker computes, and
+/// the newest request waiting for it.
+#[derive(Debug, Default)]
+pub struct GroupLines {
+    ready: Option<(Request, Arc<Vec<GroupRow>>)>,
+    pending: Option<(Request, Receiver<Vec<GroupRow>>, Instant)>,
+    wanted: Option<Request>,
+    /// How long the last computation took (ms), for `--bench` and `--timing`.
+    pub last_compute_ms: Option<f64>,
+    /// Computations finished so far.
+    pub computed: u64,
+}
+
+impl GroupLines {
+    /// The lines for `req` if computed, else the last computed ones (for
+    /// another window or other groups: see [`GroupLines::line`]) while a
+    /// worker computes these.
+    pub fn get(&mut self, ix: &Arc<TimelineIndex>, req: Request) -> Option<Arc<Vec<GroupRow>>> {
+        self.poll(ix);
+        let known = self.ready.as_ref().is_some_and(|(r, _)| *r == req)
+            || self.pending.as_ref().is_some_and(|(r, _, _)| *r == req);
+        if !known {
+            let rows: usize = req
+                .groups
+                .iter()
+                .map(|g| {
+                    ix.rank_rows()
+                        [g.start.min(ix.rank_rows().len())..g.end.min(ix.rank_rows().len())]
+                        .iter()
+                        .map(|r| r.rows.len())
+                        .sum::<usize>()
+                })
+                .sum();
+            if rows * req.columns <= INLINE_CELLS {
+                let t = Instant::now();
+                let lines = ix.aggregate_all(&req.groups, req.t0, req.t1, req.columns);
+                self.last_compute_ms = Some(t.elapsed().as_secs_f64() * 1e3);
+                self.computed += 1;
+                self.ready = Some((req, Arc::new(lines)));
+            } else if self.pending.is_none() {
+                self.start(ix, req);
+            } else {
+                self.wanted = Some(req);
+            }
+        }
+        self.ready.as_ref().map(|(_, l)| Arc::clone(l))
+    }
+
+    fn start(&mut self, ix: &Arc<TimelineIndex>, req: Request) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ix = Arc::clone(ix);
+        let r = req.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hyscope-aggregate".into())
+            .spawn(move || {
+                let _ = tx.send(ix.aggregate_all(&r.groups, r.t0, r.t1, r.columns));
+            });
+        if spawned.is_ok() {
+            self.pending = Some((req, rx, Instant::now()));
+        }
+    }
+
+    /// Take the worker's lines if they are there, and start the newest
+    /// request waiting. True when new lines arrived.
+    pub fn poll(&mut self, ix: &Arc<TimelineIndex>) -> bool {
+        let Some((_, rx, _)) = &self.pending else {
+            return false;
+        };
+        match rx.try_recv() {
+            Ok(lines) => {
+                let (req, _, started) = self.pending.take().expect("pending");
+                self.last_compute_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+                self.computed += 1;
+                self.ready = Some((req, Arc::new(lines)));
+                if let Some(w) = self.wanted.take() {
+                    self.start(ix, w);
+                }
+                true
+            }
+            Err(TryRecvError::Empty) => false,
+            Err(TryRecvError::Disconnected) => {
+                self.pending = None;
+                false
+            }
+        }
+    }
+
+    /// Whether lines are being computed (the view will change when they arrive).
+    pub fn busy(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Wait until the worker has computed the newest request (tests, screenshots).
+    pub fn wait(&mut self, ix: &Arc<TimelineIndex>) {
+        while let Some((req, rx, started)) = self.pending.take() {
+            if let Ok(lines) = rx.recv() {
+                self.last_compute_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+                self.computed += 1;
+                self.ready = Some((req, Arc::new(lines)));
+            }
+            if let Some(w) = self.wanted.take() {
+                self.start(ix, w);
+            }
+        }
+    }
+}
+
+/// The line of `group` among `lines` (the last computed ones), if there.
+pub fn line(lines: &[GroupRow], group: Group) -> Option<&GroupRow> {
+    lines.iter().find(|l| l.group == group)
+}
+
+/// The cell of `row` covering time `t`, whatever window it was computed for
+/// (None outside it).
+pub fn cell_at(row: &GroupRow, t: i64) -> Option<&GroupCell> {
+    let i = row.cells.partition_point(|c| c.worst.t1 <= t);
+    row.cells.get(i).filter(|c| c.worst.t0 <= t)
+}
+
+/// A trace with more ranks than lines, for the viewers' tests.
+#[cfg(test)]
+pub(crate) mod test_trace {
+    use std::path::Path;
+
+    use hyscope_format::{
+        Manifest, MpiRecord, OmpKind, OmpRecord, PartWriter, RankInfo, Table, WriterOptions,
+        mpi_call,
+    };
+
+    /// `ranks` ranks of one thread computing over [0, 1 ms) (an implicit
+    /// task), rank r in an `MPI_Allreduce` over [0.6 ms, 0.6 ms + 20·(r mod 16) µs):
+    /// in any group of consecutive ranks within a block of 16, the last one
+    /// waits most.
+    pub fn write(dir: &Path, ranks: u32) {
+        const US: i64 = 1000;
+        let mut manifest = Manifest::new();
+        for r in 0..ranks {
+            let o = WriterOptions::default();
+            let mut w = PartWriter::create(dir, Table::Omp, r, o.clone()).unwrap();
+            w.write_omp(&mut [OmpRecord {
+                thread: 0,
+                kind: OmpKind::ImplicitTask as u8,
+                start_ns: 0,
+                end_ns: 1000 * US,
+                ..OmpRecord::default()
+            }])
+            .unwrap();
+            w.finish().unwrap();
+            let mut w = PartWriter::create(dir, Table::Mpi, r, o).unwrap();
+            w.write_mpi(&mut [MpiRecord {
+                thread: 0,
+                call: mpi_call::MPI_Allreduce,
+                start_ns: 600 * US,
+                end_ns: 600 * US + 20 * US * i64::from(r % 16),
+                peer: -1,
+                root: -1,
+                ..MpiRecord::default()
+            }])
+            .unwrap();
+            w.finish().unwrap();
+            manifest.ranks.push(RankInfo {
+                rank: r,
+                host: "node0".into(),
+                ..RankInfo::default()
+            });
+        }
+        manifest.write(dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use crate::tui;
+
+    fn render(app: &mut tui::app::App, w: u16, h: u16) -> String {
+        let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+        term.draw(|f| tui::draw::draw(f, app)).unwrap();
+        let buf = term.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..h {
+            for x in 0..w {
+                out.push_str(buf[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    fn key(app: &mut tui::app::App, c: KeyCode) {
+        app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
+    }
+
+    /// 64 ranks in a 30-line terminal: 16 lines of 4 ranks, each naming its
+    /// worst rank; Enter opens a line into its ranks, Backspace closes it.
+    #[test]
+    fn tui_aggregates_ranks_and_opens_a_line() {
+        let dir = std::env::temp_dir().join(format!("hyscope-agg-tui-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        super::test_trace::write(&dir, 64);
+        let data = tui::data::Data::open_blocking(&dir).unwrap();
+        let mut app = tui::app::App::new(data);
+        key(&mut app, KeyCode::Char('2'));
+        let s = render(&mut app, 120, 30);
+        println!("{s}");
+        assert!(app.timeline.aggregated(&app.data, ""));
+        for k in 0..16u32 {
+            let (a, b) = (4 * k, 4 * k + 3);
+            assert!(s.contains(&format!("ranks {a}–{b} worst {b}")), "line {k}");
+        }
+        assert!(!s.contains("rank 1 "), "no single-rank line yet");
+        // The details of the cursor's cell name its worst rank (the cursor
+        // starts in the first column, where every rank computes).
+        assert!(s.contains("rank 0 thread 0 (worst of ranks 0–3)"), "{s}");
+        assert!(
+            s.contains("waiting 0.0 %–0.0 % of the cell across the ranks"),
+            "{s}"
+        );
+        // Cells: every rank computes alone before 0.6 ms, solid blocks.
+        let first = s.lines().find(|l| l.contains("ranks 0–3 worst 3")).unwrap();
+        assert!(first.contains("████"), "{first}");
+
+        key(&mut app, KeyCode::Enter);
+        let s = render(&mut app, 120, 30);
+        println!("{s}");
+        for r in 0..4 {
+            assert!(s.contains(&format!("▸rank {r} ")), "rank {r}");
+        }
+        assert!(s.contains("ranks 4–7 worst 7"));
+        // A single rank opens into its threads.
+        key(&mut app, KeyCode::Down);
+        key(&mut app, KeyCode::Enter);
+        let s = render(&mut app, 120, 30);
+        assert!(s.contains("▾rank 1 ") && s.contains(" thread 0"), "{s}");
+        key(&mut app, KeyCode::Backspace);
+        let s = render(&mut app, 120, 30);
+        assert!(
+            s.contains("ranks 0–3 worst 3") && !s.contains("▸rank 2 "),
+            "{s}"
+        );
+        // A filter shows the matching ranks one per line.
+        app.filter = "rank 63".into();
+        let s = render(&mut app, 120, 30);
+        assert!(s.contains("▸rank 63 ") && !s.contains("worst"), "{s}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
