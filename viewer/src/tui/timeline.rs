@@ -538,6 +538,20 @@ fn phase_line(
     Line::from(spans)
 }
 
+/// A timeline line's label (reversed on the selected line) and the space
+/// after it, with room for `cols` cells.
+fn label_spans(label: String, selected: bool, label_w: usize, cols: usize) -> Vec<Span<'static>> {
+    let style = if selected {
+        Style::default().add_modifier(Modifier::REVERSED)
+    } else {
+        Style::default()
+    };
+    let mut spans = Vec::with_capacity(cols + 2);
+    spans.push(Span::styled(format!("{label:w$}", w = label_w - 1), style));
+    spans.push(Span::raw(" "));
+    spans
+}
+
 /// An aggregated line: each cell in the colour of the worst rank's dominant
 /// state there, shaded by the spread of waiting across the group's ranks
 /// ([`spread_shade`]). `line` may have been computed for another window: a
@@ -551,17 +565,7 @@ fn group_line(
     cols: usize,
     (sel_a, sel_b): (i64, i64),
 ) -> Line<'static> {
-    let label_style = if selected {
-        Style::default().add_modifier(Modifier::REVERSED)
-    } else {
-        Style::default()
-    };
-    let mut spans = Vec::with_capacity(cols + 2);
-    spans.push(Span::styled(
-        format!("{label:w$}", w = label_w - 1),
-        label_style,
-    ));
-    spans.push(Span::raw(" "));
+    let mut spans = label_spans(label, selected, label_w, cols);
     for c in 0..cols {
         let (a, b) = hyscope_analyzer::timeline::cell_bounds(st.t0, st.t1, cols, c);
         let cell = line.and_then(|l| {
@@ -761,17 +765,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         }
         let cells = row_cells(ix, row, st.t0, st.t1, cols);
         let label = format!("{marker}{}", fmt::clip(&row_label(row), label_w - 2));
-        let label_style = if i == st.row {
-            Style::default().add_modifier(Modifier::REVERSED)
-        } else {
-            Style::default()
-        };
-        let mut spans = Vec::with_capacity(cols + 2);
-        spans.push(Span::styled(
-            format!("{label:w$}", w = label_w - 1),
-            label_style,
-        ));
-        spans.push(Span::raw(" "));
+        let mut spans = label_spans(label, i == st.row, label_w, cols);
         for (c, cell) in cells.iter().enumerate().take(cols) {
             let mut style = Style::default();
             let ch = match cell.dominant() {
