@@ -96,7 +96,7 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
             for c in &r.children {
                 row("child process", c.describe());
             }
-            row("threads per rank", format!("{:?}", r.threads_per_rank));
+            row("threads per rank", threads_per_rank(&r.threads_per_rank));
             row("hosts", r.hosts.join(", "));
             row("duration", units::secs(r.duration_s));
             row("MPI", r.mpi_library.clone().unwrap_or_else(|| "-".into()));
@@ -521,4 +521,40 @@ pub fn search(a: &Analysis, q: &str) -> Vec<(String, u64)> {
         }
     }
     out
+}
+
+/// Threads per rank in a line: one number when every rank ran as many, else
+/// the range and the ranks' list (cut after 16: thousands of ranks).
+fn threads_per_rank(threads: &[u32]) -> String {
+    let (Some(lo), Some(hi)) = (threads.iter().min(), threads.iter().max()) else {
+        return "-".into();
+    };
+    if lo == hi {
+        return if threads.len() > 1 {
+            format!("{lo} on every rank")
+        } else {
+            lo.to_string()
+        };
+    }
+    let shown: Vec<String> = threads.iter().take(16).map(u32::to_string).collect();
+    let more = if threads.len() > 16 { ", …" } else { "" };
+    format!("{lo}–{hi} (by rank: {}{more})", shown.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::threads_per_rank;
+
+    #[test]
+    fn threads_per_rank_reads_as_one_number_when_uniform() {
+        assert_eq!(threads_per_rank(&[]), "-");
+        assert_eq!(threads_per_rank(&[4]), "4");
+        assert_eq!(threads_per_rank(&[2; 256]), "2 on every rank");
+        assert_eq!(threads_per_rank(&[2, 4, 2]), "2–4 (by rank: 2, 4, 2)");
+        let many: Vec<u32> = (0..20).map(|r| 1 + r % 2).collect();
+        assert_eq!(
+            threads_per_rank(&many),
+            "1–2 (by rank: 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2, …)"
+        );
+    }
 }
