@@ -1,6 +1,6 @@
 //! Recording at scale: a 64-rank hybrid job (2 OpenMP threads per rank) on
-//! one oversubscribed node, recorded with `hyscope record` under Open MPI,
-//! analysed with `hyscope report --json`: every count and
+//! one oversubscribed node, recorded with `hyscope record` under Open MPI
+//! and under MPICH, analysed with `hyscope report --json`: every count and
 //! byte of `tests/mpi/scale.c` is in the report, every rank has both clock
 //! offsets (measured along the binomial tree, within their bound), and the
 //! trace has no problem.
@@ -143,4 +143,21 @@ fn sixty_four_ranks_under_open_mpi_are_recorded_and_analysed_exactly() {
     mpirun.args(mpirun_args(NP as u32)).arg(&exe);
     let stdout = run_recorded(&trace, &mut mpirun);
     check(&trace, &stdout, "openmpi");
+}
+
+#[test]
+fn sixty_four_ranks_under_mpich_are_recorded_and_analysed_exactly() {
+    let lib = mpich_collector();
+    assert!(
+        lib.is_file(),
+        "{} is missing: run scripts/build-mpich.sh before cargo test (scripts/test.sh does)",
+        lib.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_mpich(tmp.path(), "scale", &source());
+    let trace = tmp.path().join("trace");
+    let mut mpiexec = Command::new("mpiexec.mpich");
+    mpiexec.args(["-n", &NP.to_string()]).arg(&exe);
+    let stdout = run_recorded(&trace, &mut mpiexec);
+    check(&trace, &stdout, "mpich");
 }
