@@ -105,14 +105,22 @@ fn json_line(out: &mut impl std::io::Write, v: &impl serde::Serialize) -> std::i
 
 /// The analysis's one warning that it exceeded `--memory`, on stderr.
 fn memory_warning(a: &Analysis) {
-    if let Some(m) = &a.memory_warning {
-        eprintln!(
-            "hyscope: warning: {} needed {} of memory, more than the limit of {} (--memory); the analysis went on above it",
+    if let Some(text) = memory_warning_text(a) {
+        eprintln!("hyscope: warning: {text}");
+    }
+}
+
+/// What the analysis says when it went above its memory limit (the report
+/// prints it on stderr, the GUI among its warnings).
+pub fn memory_warning_text(a: &Analysis) -> Option<String> {
+    a.memory_warning.as_ref().map(|m| {
+        format!(
+            "{} needed {} of memory, more than the limit of {} (--memory); the analysis went on above it",
             m.what,
             units::bytes(m.need_bytes as f64),
             units::bytes(m.limit_bytes as f64)
-        );
-    }
+        )
+    })
 }
 
 /// The whole text report: one function per section, in the order printed.

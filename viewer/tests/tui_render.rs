@@ -459,3 +459,23 @@ fn energy_measured() {
     );
     let _ = render(&mut a, 80, 24);
 }
+
+/// The analysis's warnings are on the summary, as in the report's Warnings
+/// section (a recorded libomp run: the join barriers clipped at the end of
+/// each region).
+#[test]
+fn summary_tab_shows_the_analysis_warnings() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../analyzer/tests/fixtures/hybrid-2x2");
+    let mut a = App::new(tui::data::Data::open_blocking(&dir).expect("open trace"));
+    let warnings = a.data.analysis().expect("analysed").warnings.clone();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].starts_with("clipped 16 worker join-barrier intervals"));
+    let s = render(&mut a, 160, 30);
+    assert!(
+        s.contains(
+            "warnings  clipped 16 worker join-barrier intervals at the master's parallel end"
+        ),
+        "{s}"
+    );
+}

@@ -145,10 +145,12 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
             ui.weak(format!("not observable: {r}"));
         }
     }
-    if !a.warnings.is_empty() {
+    let memory = crate::report::memory_warning_text(a);
+    let count = a.warnings.len() + usize::from(memory.is_some());
+    if count > 0 {
         ui.separator();
-        ui.collapsing(format!("{} warnings", a.warnings.len()), |ui| {
-            for w in &a.warnings {
+        ui.collapsing(format!("{count} warnings"), |ui| {
+            for w in a.warnings.iter().chain(&memory) {
                 ui.label(w);
             }
         });

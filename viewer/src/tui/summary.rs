@@ -50,9 +50,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             problems,
         );
     }
-    let [facts, rest] = Layout::vertical([Constraint::Length(8), Constraint::Min(0)]).areas(area);
+    let facts_lines = run_facts(app);
+    let [facts, rest] = Layout::vertical([
+        Constraint::Length(facts_lines.len() as u16 + 2),
+        Constraint::Min(0),
+    ])
+    .areas(area);
     f.render_widget(
-        Paragraph::new(run_facts(app)).block(
+        Paragraph::new(facts_lines).block(
             Block::default()
                 .borders(Borders::ALL)
                 .title(format!("Run — {}", app.data.dir.display())),
@@ -115,7 +120,19 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
         .duration_ns()
         .map(units::ns)
         .unwrap_or_else(|| "…".into());
-    vec![
+    // The analysis's warnings (and its memory limit's), as the report's Warnings section.
+    let warnings: Vec<String> = app
+        .data
+        .analysis()
+        .map(|a| {
+            a.warnings
+                .iter()
+                .cloned()
+                .chain(crate::report::memory_warning_text(a))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut lines = vec![
         Line::from(format!("command   {}", fmt::clip(&m.command.join(" "), 68))),
         Line::from(format!(
             "ranks {ranks}  threads/rank {threads}  nodes {}  duration {duration}  mode {}",
@@ -138,7 +155,18 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
                 missing.join("; ")
             }
         )),
-    ]
+    ];
+    if let Some(first) = warnings.first() {
+        let more = match warnings.len() {
+            1 => String::new(),
+            n => format!(" (and {} more: hyscope report lists them)", n - 1),
+        };
+        lines.push(Line::from(Span::styled(
+            format!("warnings  {}{more}", fmt::clip(first, 90)),
+            Style::default().fg(Color::Yellow),
+        )));
+    }
+    lines
 }
 
 /// The POP tree, indented, with the additive losses below it.
