@@ -249,16 +249,17 @@ impl Bench {
             self.aggregates.1.extend(g.last_compute_ms);
         }
         if self.intervals_ms.len() as u64 >= self.frames {
-            let stats = |v: &mut Vec<f64>| {
+            let quantiles = |v: &mut Vec<f64>, unit: &str| {
                 v.sort_by(f64::total_cmp);
                 let q = |f: f64| v[((v.len() - 1) as f64 * f) as usize];
                 format!(
-                    "median {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+                    "median {:.2}{unit}, p95 {:.2}{unit}, max {:.2}{unit}",
                     q(0.5),
                     q(0.95),
                     q(1.0)
                 )
             };
+            let stats = |v: &mut Vec<f64>| quantiles(v, " ms");
             let hwm = std::fs::read_to_string("/proc/self/status")
                 .ok()
                 .and_then(|s| {
@@ -301,7 +302,7 @@ impl Bench {
             );
             println!("UI code per frame: {}", stats(&mut self.ui_ms));
             println!("  of which index queries: {}", stats(&mut self.query_ms));
-            println!("  rectangles drawn (not ms): {}", stats(&mut self.rects));
+            println!("  rectangles drawn: {}", quantiles(&mut self.rects, ""));
             if !self.aggregates.1.is_empty() {
                 println!(
                     "aggregated lines ({} computations, off the UI thread): {}",
