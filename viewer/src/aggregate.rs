@@ -198,23 +198,11 @@ pub(crate) mod test_trace {
 #[cfg(test)]
 mod tests {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
 
     use crate::tui;
 
     fn render(app: &mut tui::app::App, w: u16, h: u16) -> String {
-        let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-        term.draw(|f| tui::draw::draw(f, app)).unwrap();
-        let buf = term.backend().buffer().clone();
-        let mut out = String::new();
-        for y in 0..h {
-            for x in 0..w {
-                out.push_str(buf[(x, y)].symbol());
-            }
-            out.push('\n');
-        }
-        out
+        tui::draw::render_text(app, w, h)
     }
 
     fn key(app: &mut tui::app::App, c: KeyCode) {

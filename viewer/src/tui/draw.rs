@@ -103,3 +103,25 @@ fn help(f: &mut Frame, area: Rect) {
         r,
     );
 }
+
+/// One frame of `w`×`h` drawn off-screen (ratatui's `TestBackend`), as text,
+/// one line per row: what the tests read. The interval under the cursor
+/// arrives from a worker thread, so the frame is drawn again once it is there.
+pub fn render_text(app: &mut App, w: u16, h: u16) -> String {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    let Ok(mut term) = Terminal::new(TestBackend::new(w, h));
+    let _ = term.draw(|f| draw(f, app));
+    if app.timeline.detail.wait() {
+        let _ = term.draw(|f| draw(f, app));
+    }
+    let buf = term.backend().buffer();
+    let mut out = String::new();
+    for y in 0..h {
+        for x in 0..w {
+            out.push_str(buf[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
