@@ -76,6 +76,7 @@ fn session() -> &'static Session {
             cores: affinity(),
             node_cpus: online_cpus(),
             tsc_hz: manifest.clock.tsc_hz,
+            clock_id: manifest.clock.id.clone(),
             ..RankInfo::default()
         };
         diag::init();

@@ -63,6 +63,12 @@ pub struct ClockInfo {
     /// numbers in every process of the node that started while it was
     /// fresh), not calibrated by this process alone.
     pub shared_calibration: bool,
+    /// Names the clock (format 1.5): processes with the same id read the same
+    /// nanoseconds at the same instant (one boot, and the same calibration
+    /// or the same CLOCK_MONOTONIC), so the offset between them is 0 by
+    /// construction and is not measured. None: not known (older traces, or
+    /// the boot could not be identified).
+    pub id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -87,6 +93,8 @@ pub struct RankInfo {
     /// the clock is CLOCK_MONOTONIC). Ranks of one node that shared one
     /// calibration show the same value to the last digit.
     pub tsc_hz: Option<f64>,
+    /// [`ClockInfo::id`] of this rank's clock (format 1.5).
+    pub clock_id: Option<String>,
     pub events: EventCounts,
     /// Events lost because the writer fell behind or memory was exhausted.
     pub dropped_events: u64,

@@ -231,6 +231,15 @@ pub const CLOCK_GROUP: Setting = Setting {
     kind: Kind::Text,
     reader: Reader::Collector,
 };
+pub const CLOCK_SYNC: Setting = Setting {
+    var: "HYSCOPE_CLOCK_SYNC",
+    option: None,
+    default: Some("shared"),
+    default_doc: "shared",
+    meaning: "`shared`: a rank whose clock is its parent's in the clock synchronisation tree (same node, same calibration: the same `clock.id`) takes its offset without measuring it; `measure`: every rank ping-pongs with its parent, to check that a node's ranks do read one clock",
+    kind: Kind::Choice(&["shared", "measure"]),
+    reader: Reader::Collector,
+};
 pub const OMPT: Setting = Setting {
     var: "HYSCOPE_OMPT",
     option: None,
@@ -272,6 +281,7 @@ pub const ALL: &[&Setting] = &[
     &SYSFS_ROOT,
     &CLOCK,
     &CLOCK_GROUP,
+    &CLOCK_SYNC,
     &OMPT,
     &CACHE_DIR,
     &TIMING,
@@ -469,6 +479,8 @@ pub struct Settings {
     pub sysfs_root: Option<PathBuf>,
     pub clock: Clock,
     pub clock_group: Option<String>,
+    /// `HYSCOPE_CLOCK_SYNC=measure`: measure offsets between ranks that share a clock too.
+    pub clock_sync_measure: bool,
     pub ompt: bool,
 }
 
@@ -514,6 +526,7 @@ impl Settings {
                 _ => Clock::Auto,
             },
             clock_group: value(&CLOCK_GROUP),
+            clock_sync_measure: value(&CLOCK_SYNC).as_deref() == Some("measure"),
             ompt: on(value(&OMPT)),
         };
         (settings, warnings)

@@ -75,6 +75,12 @@ pub fn init() {
                     tsc_hz: Some(cal.hz()),
                     read_cost_ns: read_cost(now_ns),
                     shared_calibration: shared,
+                    id: identity(&[
+                        "tsc",
+                        &cal.tsc0.to_string(),
+                        &cal.ns0.to_string(),
+                        &cal.mult.to_string(),
+                    ]),
                 });
                 return;
             }
@@ -84,12 +90,40 @@ pub fn init() {
             tsc_hz: None,
             read_cost_ns: mono_cost,
             shared_calibration: false,
+            id: identity(&["clock_monotonic", &time_namespace()]),
         });
         hot::install_monotonic();
     });
 }
 
 /// A TSC-to-ns mapping: `ns0 + (tsc - tsc0) * mult / 2^32`.
+/// Names the function from ticks to nanoseconds this process reads: two
+/// processes with the same id read the same nanoseconds at the same instant
+/// (one boot of one machine, and the same TSC calibration's numbers or the
+/// same CLOCK_MONOTONIC), so their offset is 0 by construction and the
+/// job's clock synchronisation need not measure it (`mpi/job.rs`). None when
+/// the boot cannot be identified.
+fn identity(parts: &[&str]) -> Option<String> {
+    use std::hash::{Hash, Hasher};
+    let boot = shared::boot_id();
+    if boot.is_empty() {
+        return None;
+    }
+    // Same build in every rank of a job, so the same hasher.
+    let mut h = std::hash::DefaultHasher::new();
+    boot.hash(&mut h);
+    parts.hash(&mut h);
+    Some(format!("{:016x}", h.finish()))
+}
+
+/// The time namespace, which may shift CLOCK_MONOTONIC (containers); empty
+/// where the kernel has none.
+fn time_namespace() -> String {
+    std::fs::read_link("/proc/self/ns/time")
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Calibration {
     pub tsc0: u64,

@@ -153,7 +153,7 @@ fn open_own(path: &Path) -> Option<File> {
     (mine && meta.is_file()).then_some(file)
 }
 
-fn boot_id() -> String {
+pub(super) fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()

@@ -76,34 +76,44 @@ pub fn at_finalize() {
 }
 
 /// Measure this rank's clock offset to rank 0 and keep it in the rank info,
-/// along the binomial tree of [`tree`]: each rank measures its offset to its
+/// along the binomial tree of [`tree`]: each rank gets its offset to its
 /// parent, then adds the parent's offset to rank 0, which the parent sends
 /// once it has its own; then it serves its children, largest subtree first.
-/// Each rank exchanges `(2·ROUNDS + 1)` messages with its parent and as many
-/// with each of its at most ⌈log₂ P⌉ children; the last rank has its offset
-/// after ⌈log₂ P⌉ steps, where rank 0 pinging every rank in turn needs P − 1.
+/// The last rank has its offset after ⌈log₂ P⌉ steps, where rank 0 pinging
+/// every rank in turn needs P − 1.
 ///
-/// One step: the child sends its time t1, the parent answers with its time
-/// t0, the child reads t2: offset to the parent = (t1 + t2) / 2 − t0, exact if
-/// both legs take equally long, else off by at most half the round trip; the
-/// round with the smallest round trip is kept. Offsets compose along the path
+/// A rank whose clock is its parent's (the same clock id, `ClockInfo::id`: the
+/// ranks of a node sharing one calibration) has offset 0 to it by
+/// construction and measures nothing: two messages on that edge. Otherwise
+/// it measures: the child sends its time t1, the parent answers with its
+/// time t0, the child reads t2: offset to the parent = (t1 + t2) / 2 − t0,
+/// exact if both legs take equally long, else off by at most half the round
+/// trip; of `ROUNDS` rounds the one with the smallest round trip is kept
+/// (`2·ROUNDS + 1` messages on the edge). Offsets compose along the path
 /// (c − 0 = (c − p) + (p − 0)), and so do the bounds: the `rtt_ns` kept is the
-/// sum of the round trips on the path, so that half of it still bounds the
-/// error (`formats/README.md`, `clock_offsets`). The parent's offset was
-/// measured a few round trips earlier; the clocks drift by far less than a
-/// round trip in that time.
+/// sum of the round trips on the path (0 on shared-clock edges), so that half
+/// of it still bounds the error (`formats/README.md`, `clock_offsets`).
+///
+/// On a node oversubscribed by its ranks every round trip waits for both
+/// processes to be scheduled, so the shared-clock edges are what keeps this
+/// short where it would be longest.
 fn sync_clock() {
     let Some(comm) = private() else {
         return;
     };
     let (rank, size) = (world_rank().max(0) as u32, world_size().max(1) as u32);
+    let id = if crate::settings::settings().clock_sync_measure {
+        0
+    } else {
+        clock_id_word()
+    };
     let mine = match tree::parent(rank) {
         None => ClockOffset {
             local_ns: clock::now_ns(),
             offset_ns: 0,
             rtt_ns: 0,
         },
-        Some(parent) => match offset_to_parent(comm, parent as c_int) {
+        Some(parent) => match offset_to_parent(comm, parent as c_int, id) {
             Some(o) => o,
             // The parent gave up (its MPI failed): so does its subtree.
             None => return,
@@ -111,17 +121,69 @@ fn sync_clock() {
     };
     state::with_rank_info(|r| r.clock_offsets.push(mine));
     for child in tree::children(rank, size) {
-        if !serve_child(comm, child as c_int, mine) {
+        if !serve_child(comm, child as c_int, mine, id) {
             return;
         }
     }
 }
 
-/// The child's side of one tree edge: ROUNDS ping-pongs with the parent,
-/// then the parent's offset to rank 0, composed with the best round's.
-fn offset_to_parent(comm: ffi::MPI_Comm, parent: c_int) -> Option<ClockOffset> {
+/// This process's clock id as one word for the exchange; 0 when it has none
+/// or `HYSCOPE_CLOCK_SYNC=measure` (then it never matches: an id word of 0 is
+/// not compared, and the edge is measured).
+fn clock_id_word() -> i64 {
+    clock::info()
+        .id
+        .and_then(|id| u64::from_str_radix(&id, 16).ok())
+        .map_or(0, |w| w as i64)
+}
+
+/// What a child sends instead of its first ping when it shares its parent's clock.
+const SAME_CLOCK: i64 = i64::MIN;
+
+/// The child's side of one tree edge: the parent's clock id and offset to
+/// rank 0 first; then, unless the clocks are one, `ROUNDS` ping-pongs,
+/// composed with the best round's.
+fn offset_to_parent(comm: ffi::MPI_Comm, parent: c_int, id: i64) -> Option<ClockOffset> {
     let int64 = unsafe { ffi::RSMPI_INT64_T };
     let status = unsafe { ffi::RSMPI_STATUS_IGNORE };
+    let mut up = [0i64; 3];
+    // SAFETY: three i64 on our private communicator.
+    if unsafe {
+        ffi::PMPI_Recv(
+            up.as_mut_ptr().cast(),
+            3,
+            int64,
+            parent,
+            TAG_SYNC,
+            comm,
+            status,
+        )
+    } != 0
+    {
+        return None;
+    }
+    let [parent_id, parent_offset, parent_rtt] = up;
+    if id != 0 && parent_id == id {
+        // SAFETY: one i64 on our private communicator.
+        if unsafe {
+            ffi::PMPI_Send(
+                (&SAME_CLOCK as *const i64).cast(),
+                1,
+                int64,
+                parent,
+                TAG_SYNC,
+                comm,
+            )
+        } != 0
+        {
+            return None;
+        }
+        return Some(ClockOffset {
+            local_ns: clock::now_ns(),
+            offset_ns: parent_offset,
+            rtt_ns: parent_rtt,
+        });
+    }
     let mut best: Option<ClockOffset> = None;
     for _ in 0..ROUNDS {
         let t1 = clock::now_ns();
@@ -152,35 +214,25 @@ fn offset_to_parent(comm: ffi::MPI_Comm, parent: c_int) -> Option<ClockOffset> {
             });
         }
     }
-    let mut up = [0i64; 2];
-    // SAFETY: two i64 on our private communicator.
-    if unsafe {
-        ffi::PMPI_Recv(
-            up.as_mut_ptr().cast(),
-            2,
-            int64,
-            parent,
-            TAG_SYNC,
-            comm,
-            status,
-        )
-    } != 0
-    {
-        return None;
-    }
     best.map(|b| ClockOffset {
         local_ns: b.local_ns,
-        offset_ns: b.offset_ns.saturating_add(up[0]),
-        rtt_ns: b.rtt_ns.saturating_add(up[1]),
+        offset_ns: b.offset_ns.saturating_add(parent_offset),
+        rtt_ns: b.rtt_ns.saturating_add(parent_rtt),
     })
 }
 
-/// The parent's side of one tree edge: answer the child's ROUNDS pings with
-/// this rank's time, then send this rank's offset to rank 0 and its bound.
-fn serve_child(comm: ffi::MPI_Comm, child: c_int, mine: ClockOffset) -> bool {
+/// The parent's side of one tree edge: this rank's clock id, offset to rank
+/// 0 and its bound; then the child's `ROUNDS` pings answered with this
+/// rank's time, unless the child's first word says it shares this clock.
+fn serve_child(comm: ffi::MPI_Comm, child: c_int, mine: ClockOffset, id: i64) -> bool {
     let int64 = unsafe { ffi::RSMPI_INT64_T };
     let status = unsafe { ffi::RSMPI_STATUS_IGNORE };
-    for _ in 0..ROUNDS {
+    let down = [id, mine.offset_ns, mine.rtt_ns];
+    // SAFETY: three i64 on our private communicator.
+    if unsafe { ffi::PMPI_Send(down.as_ptr().cast(), 3, int64, child, TAG_SYNC, comm) } != 0 {
+        return false;
+    }
+    for round in 0..ROUNDS {
         let mut t1: i64 = 0;
         // SAFETY: one i64 each way on our private communicator.
         unsafe {
@@ -196,15 +248,16 @@ fn serve_child(comm: ffi::MPI_Comm, child: c_int, mine: ClockOffset) -> bool {
             {
                 return false;
             }
+            if round == 0 && t1 == SAME_CLOCK {
+                return true;
+            }
             let t0 = clock::now_ns();
             if ffi::PMPI_Send((&t0 as *const i64).cast(), 1, int64, child, TAG_SYNC, comm) != 0 {
                 return false;
             }
         }
     }
-    let down = [mine.offset_ns, mine.rtt_ns];
-    // SAFETY: two i64 on our private communicator.
-    unsafe { ffi::PMPI_Send(down.as_ptr().cast(), 2, int64, child, TAG_SYNC, comm) == 0 }
+    true
 }
 
 fn library_version() -> String {

@@ -163,3 +163,35 @@ pub fn completion(rows: &[(u32, MpiRecord)], rank: u32, id: u64) -> MpiRecord {
     );
     *c[0]
 }
+
+/// The clock offsets of a job on this one node. Rank 0's are (0, 0). Where
+/// the edges were not measured (`measured` false: the default
+/// `HYSCOPE_CLOCK_SYNC=shared`) and every rank read one clock (the same
+/// `clock_id`), every rank's are (0, 0): taken, not estimated. A measured
+/// offset is an estimate of the true offset 0, off by at most half its round
+/// trip (on a loaded machine the best one can reach milliseconds; the bound
+/// follows it), plus `slack_ns` of rounding; with `measured`, every edge was.
+pub fn check_clock_offsets(ranks: &[hyscope_format::RankInfo], measured: bool, slack_ns: i64) {
+    let one_clock =
+        ranks[0].clock_id.is_some() && ranks.iter().all(|r| r.clock_id == ranks[0].clock_id);
+    for r in ranks {
+        assert_eq!(
+            r.clock_offsets.len(),
+            2,
+            "rank {}: {:?}",
+            r.rank,
+            r.clock_offsets
+        );
+        for o in &r.clock_offsets {
+            if r.rank == 0 || (one_clock && !measured) {
+                assert_eq!((o.offset_ns, o.rtt_ns), (0, 0), "rank {}: {o:?}", r.rank);
+            } else {
+                assert!(
+                    (o.rtt_ns > 0 || !measured) && o.offset_ns.abs() <= o.rtt_ns / 2 + slack_ns,
+                    "rank {}: {o:?}",
+                    r.rank
+                );
+            }
+        }
+    }
+}
