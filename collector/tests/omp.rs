@@ -778,7 +778,8 @@ fn gcc_built_program_on_libomp_through_a_libgomp_shim() {
 }
 
 /// Regions recorded while the writer flushes the threads' current blocks
-/// (every 0.4 s) and hands off blocks a flush took part of: each region is in
+/// (those already filling at its previous 0.4 s round) and hands off blocks a
+/// flush took part of: each region is in
 /// the trace once, none is lost or written twice.
 #[test]
 fn partly_flushed_blocks_keep_every_event_once() {

@@ -139,7 +139,7 @@ fn sigkill_keeps_what_was_older_than_a_second() {
     let (dir, out) = record(tmp.path(), &prog, "kill");
     assert_ne!(out.status.code(), Some(0));
     // Everything rank 1 recorded was over a second old when it was killed:
-    // the goal is 99 %; the writer spools the current blocks every 0.4 s.
+    // the goal is 99 %; the writer spools the current blocks within 0.8 s.
     let [r0, r1] = kept(&dir);
     assert_eq!(r0, (ITERS, ITERS), "{}", stderr(&out));
     assert!(

@@ -261,7 +261,7 @@ int main(void) {
     }
     printf("sum %.0f\n", s);
     fflush(stdout);
-    usleep(500000);
+    usleep(1200000);
     kill(getpid(), SIGKILL);
     return 0;
 }
@@ -279,8 +279,8 @@ fn a_killed_programs_spooled_events_are_recovered() {
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(128 + 9), "stderr:\n{err}");
-    // The writer spools the threads' current blocks every 0.4 s and the
-    // program waits 0.5 s before the kill: all of the run's 100 003
+    // The writer spools the threads' current blocks within 0.8 s and the
+    // program waits 1.2 s before the kill: all of the run's 100 003
     // intervals are on disk but those the OMPT adapter still held back (the
     // last region's, a few; 99 993 recovered).
     let line = err

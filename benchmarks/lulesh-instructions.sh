@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# What hyscope adds to LULESH's application threads, in instructions rather
+# than seconds: callgrind (valgrind) counts every instruction each thread
+# executes, the same count for the same binary and input whatever else the
+# machine is doing, so it resolves what LULESH's grind time cannot on a
+# shared 2-core VM (its rounds spread ±9 %). Runs LULESH three ways — no
+# tool, trace mode, profile mode — and prints, per application thread (the
+# main thread up to the return of `main`, so the encoding at exit is left
+# out; each OpenMP worker in full): the instructions, the difference to no
+# tool, and how much of it is hyscope's own code (functions of the
+# hyscope crates) and how much the OpenMP runtime's tool support (libomp's
+# own functions).
+#
+# Instructions are not time: a descheduled thread, a cache miss or a
+# writer thread competing for a core costs time without instructions. This
+# measures the work the tool puts on the application's threads; the
+# time-based figures come from benchmarks/lulesh.sh.
+#
+# LULESH is not part of this repository: see benchmarks/lulesh.sh for where to
+# get it.
+#
+# usage: benchmarks/lulesh-instructions.sh LULESH_DIR [SIZE] [ITERATIONS]
+#   defaults: -s 20 -i 50 (1 rank × 2 threads; per iteration as -i 200)
+# HYSCOPE_LIB: the collector (default target/release/libhyscope.so):
+#   cargo build --release -p hyscope-collector --lib
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+src=$(realpath "$1")
+size=${2:-20}
+iters=${3:-50}
+lib=$(realpath "${HYSCOPE_LIB:-$root/target/release/libhyscope.so}")
+[ -f "$lib" ] || { echo "no $lib: cargo build --release -p hyscope-collector --lib" >&2; exit 1; }
+[ -f "$src/lulesh.cc" ] || { echo "$src has no lulesh.cc (see benchmarks/lulesh.sh)" >&2; exit 1; }
+command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# DWARF 4: Debian 12's valgrind 3.19 does not read clang-19's default DWARF 5.
+OMPI_CXX=clang++-19 mpicxx -fopenmp -O3 -gdwarf-4 -DUSE_MPI=1 -I"$src" \
+    "$src"/lulesh.cc "$src"/lulesh-comm.cc "$src"/lulesh-viz.cc "$src"/lulesh-util.cc "$src"/lulesh-init.cc \
+    -Wl,-rpath,/usr/lib/llvm-19/lib -L/usr/lib/llvm-19/lib -o "$work/lulesh2.0"
+launch=(mpirun -np 1 -x OMP_NUM_THREADS=2 -x KMP_BLOCKTIME=0)
+[ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
+# KMP_BLOCKTIME=0: threads sleep at once instead of spinning at barriers,
+# which under valgrind's serialised threads would count instructions of
+# waiting, not of work.
+for mode in none trace profile; do
+    pre=()
+    [ "$mode" != none ] && pre=(-x LD_PRELOAD="$lib" -x HYSCOPE_OUTPUT="$work/t-$mode" -x HYSCOPE_MODE="$mode")
+    # --dump-before: the main thread's counts up to MPI_Finalize (hyscope's
+    # wrapper, or Open MPI's PMPI_Finalize) go to a part of their own; in
+    # MPI_Finalize hyscope encodes its trace into Parquet, which the target
+    # leaves out.
+    "${launch[@]}" "${pre[@]}" valgrind --tool=callgrind --separate-threads=yes '--dump-before=*MPI_Finalize' \
+        --callgrind-out-file="$work/$mode.%p" "$work/lulesh2.0" -s "$size" -i "$iters" \
+        >"$work/$mode.out" 2>"$work/$mode.err" || { tail "$work/$mode.err" >&2; exit 1; }
+done
+echo "LULESH -s $size -i $iters, 1 rank × 2 threads, callgrind; $(valgrind --version)"
+python3 - "$work" <<'PY'
+import glob, os, re, subprocess, sys
+
+work = sys.argv[1]
+line = re.compile(r"^\s*([\d,]+) \([ \d.]+%\)\s+(\S.*)$")
+
+def annotate(path, inclusive):
+    out = subprocess.run(
+        ["callgrind_annotate", "--auto=no", f"--inclusive={'yes' if inclusive else 'no'}", "--threshold=100", path],
+        capture_output=True, text=True, check=True).stdout
+    rows = []
+    for l in out.splitlines():
+        m = line.match(l)
+        if m and "PROGRAM TOTALS" not in l:
+            rows.append((int(m.group(1).replace(",", "")), m.group(2)))
+    return rows
+
+def fn(desc):
+    # "file:function [object]" -> function
+    d = re.sub(r" \[[^\]]*\]$", "", desc)
+    return d.split(":", 1)[1] if ":" in d else d
+
+def threads(mode):
+    """(label, instructions, hyscope's, libomp's) per application thread: the
+    main thread up to MPI_Finalize (the dump made there, part 1), then each
+    OpenMP worker in full (the thread's file at exit)."""
+    res = []
+    mains = glob.glob(os.path.join(work, f"{mode}.*.1-01"))
+    workers = [p for p in sorted(glob.glob(os.path.join(work, f"{mode}.*-*")))
+               if re.search(r"\.\d+-\d+$", p) and not p.endswith("-01")]
+    for label, path in [("main thread, to MPI_Finalize", p) for p in mains] + \
+                       [("OpenMP worker", p) for p in workers]:
+        incl = annotate(path, True)
+        if label == "OpenMP worker" and not any("__kmp_invoke_microtask" in d for _, d in incl):
+            continue  # MPI's, the collector's own threads
+        total = int(re.search(r"^summary: (\d+)", open(path).read(), re.M).group(1))
+        own = annotate(path, False)
+        tool = sum(n for n, d in own if "hyscope" in fn(d) or "libhyscope" in d)
+        omp = sum(n for n, d in own if "libomp" in d)
+        res.append((label, total, tool, omp))
+    return res
+
+runs = {m: threads(m) for m in ("none", "trace", "profile")}
+print()
+print("| thread | no tool | trace | profile |")
+print("|---|---|---|---|")
+for i, (label, base, _, base_omp) in enumerate(runs["none"]):
+    cells = [f"{base / 1e6:,.1f} M"]
+    for m in ("trace", "profile"):
+        _, n, tool, omp = runs[m][i]
+        cells.append(f"{n / 1e6:,.1f} M: {100 * (n / base - 1):+.2f} % (hyscope's code {100 * tool / base:.2f} %, "
+                     f"libomp's tool support {100 * (omp - base_omp) / base:+.2f} %)")
+    print(f"| {label} | " + " | ".join(cells) + " |")
+PY
