@@ -38,23 +38,29 @@ int main(int argc, char **argv) {
 
     long long t0 = now_ns();
     hyscope_phase_begin("setup");
+    long long t0b = now_ns();
     sleep_ms(40);
+    long long t1a = now_ns();
     hyscope_phase_end("setup");
-    printf("phase %d setup -1 %lld\n", rank, now_ns() - t0);
+    printf("phase %d setup -1 %lld %lld\n", rank, now_ns() - t0, t1a - t0b);
 
     double sum = 0;
     long long s0 = now_ns();
     hyscope_phase_begin("solver");
+    long long s0b = now_ns();
     for (int step = 0; step < STEPS; step++) {
         hyscope_iteration(step);
         long long p0 = now_ns();
         hyscope_phase_begin("step");
+        long long p0b = now_ns();
         long long h0 = now_ns();
         hyscope_phase_begin("halo");
+        long long h0b = now_ns();
         double out = rank + step, in = -1;
         MPI_Sendrecv(&out, 1, MPI_DOUBLE, (rank + 1) % size, step, &in, 1, MPI_DOUBLE,
                      (rank + size - 1) % size, step, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         sleep_ms(20);
+        long long h1a = now_ns();
         hyscope_phase_end("halo");
         long long h1 = now_ns();
         sum += in;
@@ -62,13 +68,15 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 1000; i++)
             sum += i % 7;
         sleep_ms(step == SLOW ? 130 : 30);
+        long long p1a = now_ns();
         hyscope_phase_end("step");
         long long p1 = now_ns();
-        printf("phase %d halo %d %lld\n", rank, step, h1 - h0);
-        printf("phase %d step %d %lld\n", rank, step, p1 - p0);
+        printf("phase %d halo %d %lld %lld\n", rank, step, h1 - h0, h1a - h0b);
+        printf("phase %d step %d %lld %lld\n", rank, step, p1 - p0, p1a - p0b);
     }
+    long long s1a = now_ns();
     hyscope_phase_end("solver");
-    printf("phase %d solver -1 %lld\n", rank, now_ns() - s0);
+    printf("phase %d solver -1 %lld %lld\n", rank, now_ns() - s0, s1a - s0b);
     printf("result %d %.1f\n", rank, sum);
     MPI_Finalize();
     return 0;

@@ -12,8 +12,9 @@
  *   "io:written" (nvtxDomainMarkEx) inside it;
  * - "overlap": a start/end range started by the main thread at the start of
  *   step 1 and ended by OpenMP thread 1 in step 2's loop (another thread).
- * It prints each interval it measured around the NVTX calls:
- *   phase <rank> <name> <step> <ns>
+ * It prints each interval it measured around the NVTX calls and between
+ * them (the recorded interval lies between the two):
+ *   phase <rank> <name> <step> <outer ns> <inner ns>
  * a result line that does not depend on timing:
  *   result <rank> <sum>
  * and how many copies of libhyscope.so the process has mapped (0 without
@@ -78,29 +79,36 @@ int main(int argc, char **argv) {
 
     long long t0 = now_ns();
     nvtxRangePushA("setup");
+    long long t0b = now_ns();
     sleep_ms(40);
+    long long t1a = now_ns();
     nvtxRangePop();
-    printf("phase %d setup -1 %lld\n", rank, now_ns() - t0);
+    printf("phase %d setup -1 %lld %lld\n", rank, now_ns() - t0, t1a - t0b);
 
     double sum = 0;
     nvtxRangeId_t overlap = 0;
-    long long o0 = 0, o1 = 0;
+    long long o0 = 0, o0b = 0, o1 = 0, o1a = 0;
     long long s0 = now_ns();
     nvtxRangePushA("solver");
+    long long s0b = now_ns();
     for (int step = 0; step < STEPS; step++) {
         long long p0 = now_ns();
         nvtxEventAttributes_t step_attr = message("step");
         nvtxRangePushEx(&step_attr);
+        long long p0b = now_ns();
         if (step == 1) {
             o0 = now_ns();
             overlap = nvtxRangeStartA("overlap");
+            o0b = now_ns();
         }
         long long h0 = now_ns();
         nvtxRangePushW(L"halo");
+        long long h0b = now_ns();
         double out = rank + step, in = -1;
         MPI_Sendrecv(&out, 1, MPI_DOUBLE, (rank + 1) % size, step, &in, 1, MPI_DOUBLE,
                      (rank + size - 1) % size, step, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         sleep_ms(20);
+        long long h1a = now_ns();
         nvtxRangePop();
         long long h1 = now_ns();
         sum += in;
@@ -110,19 +118,22 @@ int main(int argc, char **argv) {
             for (int i = 0; i < 1000; i++)
                 sum += i % 7;
             if (step == 2 && omp_get_thread_num() == 1) {
+                o1a = now_ns();
                 nvtxRangeEnd(overlap);
                 o1 = now_ns();
             }
         }
         sleep_ms(step == SLOW ? 130 : 30);
+        long long p1a = now_ns();
         nvtxRangePop();
         long long p1 = now_ns();
-        printf("phase %d halo %d %lld\n", rank, step, h1 - h0);
-        printf("phase %d step %d %lld\n", rank, step, p1 - p0);
+        printf("phase %d halo %d %lld %lld\n", rank, step, h1 - h0, h1a - h0b);
+        printf("phase %d step %d %lld %lld\n", rank, step, p1 - p0, p1a - p0b);
     }
+    long long s1a = now_ns();
     nvtxRangePop();
-    printf("phase %d solver -1 %lld\n", rank, now_ns() - s0);
-    printf("phase %d overlap -1 %lld\n", rank, o1 - o0);
+    printf("phase %d solver -1 %lld %lld\n", rank, now_ns() - s0, s1a - s0b);
+    printf("phase %d overlap -1 %lld %lld\n", rank, o1 - o0, o1a - o0b);
 
     nvtxDomainHandle_t io = nvtxDomainCreateA("io");
     nvtxEventAttributes_t ck = message(NULL);
@@ -130,11 +141,13 @@ int main(int argc, char **argv) {
     ck.message.registered = nvtxDomainRegisterStringA(io, "checkpoint");
     long long c0 = now_ns();
     nvtxDomainRangePushEx(io, &ck);
+    long long c0b = now_ns();
     sleep_ms(10);
     nvtxEventAttributes_t written = message("written");
     nvtxDomainMarkEx(io, &written);
+    long long c1a = now_ns();
     nvtxDomainRangePop(io);
-    printf("phase %d io:checkpoint -1 %lld\n", rank, now_ns() - c0);
+    printf("phase %d io:checkpoint -1 %lld %lld\n", rank, now_ns() - c0, c1a - c0b);
     nvtxDomainDestroy(io);
 
     printf("result %d %.1f\n", rank, sum);
