@@ -199,7 +199,7 @@ pub fn load(
     opts: &crate::AnalyzeOptions,
 ) -> Result<(TraceData, OmpMerge), AnalyzeError> {
     match load_in(dir, opts, Share::Alone)? {
-        Loaded::Whole(data, merged) => Ok((data, merged)),
+        Loaded::Whole(whole) => Ok(*whole),
         Loaded::Part(_) => unreachable!("a process analysing alone analyses every rank"),
     }
 }
@@ -231,7 +231,7 @@ pub(crate) enum Share<'a> {
 
 /// What [`load_in`] returns.
 pub(crate) enum Loaded {
-    Whole(TraceData, OmpMerge),
+    Whole(Box<(TraceData, OmpMerge)>),
     /// A worker's ranks' results, in rank order.
     Part(Vec<RankOut>),
 }
@@ -311,7 +311,7 @@ pub(crate) fn load_in(
         parts.extend(
             trace
                 .parts(t)
-                .into_iter()
+                .iter()
                 .filter(|p| !worker || focus.is_some() || own_ranks.contains(&p.rank)),
         );
     }
@@ -673,7 +673,6 @@ pub(crate) fn load_in(
             outs.into_iter().for_each(&mut apply);
         }
     }
-    drop(apply);
     for rd in by_rank.values_mut() {
         (rd.phase_omp, rd.phase_code) = phase_omp.remove(&rd.rank).unwrap_or_default();
         if let Some(&OmpSpan {
@@ -739,7 +738,7 @@ pub(crate) fn load_in(
         ..TraceData::default()
     };
     normalise_clocks(&mut data);
-    Ok(Loaded::Whole(data, merged))
+    Ok(Loaded::Whole(Box::new((data, merged))))
 }
 
 /// Bytes the analysis keeps of a rank's rows until the end (its MPI rows,

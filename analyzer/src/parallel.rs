@@ -42,7 +42,10 @@ pub fn analyze_parallel(
     }
     if exchange.process() == 0 {
         return match load_in(dir, options, Share::Root(exchange))? {
-            Loaded::Whole(data, merged) => Ok(Some(crate::finish(data, merged, options))),
+            Loaded::Whole(whole) => {
+                let (data, merged) = *whole;
+                Ok(Some(crate::finish(data, merged, options)))
+            }
             Loaded::Part(_) => unreachable!("process 0 finishes the analysis"),
         };
     }
