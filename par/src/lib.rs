@@ -77,26 +77,10 @@ pub unsafe extern "C" fn hyscope_par_send(dest: c_int, buf: *const u8, len: u64)
     if e != 0 {
         return e;
     }
-    let mut sent = 0usize;
-    while sent < len as usize {
-        let piece = (len as usize - sent).min(PIECE);
-        // SAFETY: `buf[sent..sent + piece]` is within the caller's buffer.
-        let e = unsafe {
-            ffi::MPI_Send(
-                buf.add(sent).cast(),
-                piece as c_int,
-                bytes(),
-                dest,
-                TAG,
-                world(),
-            )
-        };
-        if e != 0 {
-            return e;
-        }
-        sent += piece;
-    }
-    0
+    in_pieces(len, |at, piece| {
+        // SAFETY: `buf[at..at + piece]` is within the caller's buffer.
+        unsafe { ffi::MPI_Send(buf.add(at).cast(), piece, bytes(), dest, TAG, world()) }
+    })
 }
 
 /// Receive the length of the next buffer from process `source` into `len`;
@@ -127,25 +111,33 @@ pub unsafe extern "C" fn hyscope_par_recv_len(source: c_int, len: *mut u64) -> c
 /// `buf` points to `len` writable bytes (or `len` is 0).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hyscope_par_recv_bytes(source: c_int, buf: *mut u8, len: u64) -> c_int {
-    let mut got = 0usize;
-    while got < len as usize {
-        let piece = (len as usize - got).min(PIECE);
-        // SAFETY: `buf[got..got + piece]` is within the caller's buffer.
-        let e = unsafe {
+    in_pieces(len, |at, piece| {
+        // SAFETY: `buf[at..at + piece]` is within the caller's buffer.
+        unsafe {
             ffi::MPI_Recv(
-                buf.add(got).cast(),
-                piece as c_int,
+                buf.add(at).cast(),
+                piece,
                 bytes(),
                 source,
                 TAG,
                 world(),
                 ffi::RSMPI_STATUS_IGNORE,
             )
-        };
+        }
+    })
+}
+
+/// `transfer(offset, count)` for each piece of at most [`PIECE`] of `len`
+/// bytes, in order, until one fails (its error is returned).
+fn in_pieces(len: u64, mut transfer: impl FnMut(usize, c_int) -> c_int) -> c_int {
+    let mut at = 0usize;
+    while at < len as usize {
+        let piece = (len as usize - at).min(PIECE);
+        let e = transfer(at, piece as c_int);
         if e != 0 {
             return e;
         }
-        got += piece;
+        at += piece;
     }
     0
 }
