@@ -6,6 +6,9 @@
 //! linking an MPI library itself.
 //!
 //! Every function returns 0 on success and an MPI error code (or -1) otherwise.
+//! A process waiting for another sleeps between tests of its request instead
+//! of blocking in MPI: MPI libraries wait by polling, which on a node running
+//! more processes than cores takes the cores from the processes still analysing.
 //! A buffer travels as its length (`u64`) then pieces of at most
 //! [`PIECE`] bytes: one process's partial results may exceed the 2 GiB an
 //! MPI count can describe.
@@ -63,24 +66,46 @@ pub unsafe extern "C" fn hyscope_par_init(rank: *mut c_int, size: *mut c_int) ->
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hyscope_par_send(dest: c_int, buf: *const u8, len: u64) -> c_int {
     let n = len;
-    // SAFETY: one u64 from a live local.
-    let e = unsafe {
-        ffi::MPI_Send(
+    // SAFETY: one u64 from a live local, which outlives the wait.
+    let e = wait(|req| unsafe {
+        ffi::MPI_Isend(
             (&n as *const u64).cast(),
             1,
             ffi::RSMPI_UINT64_T,
             dest,
             TAG,
             world(),
+            req,
         )
-    };
+    });
     if e != 0 {
         return e;
     }
     in_pieces(len, |at, piece| {
         // SAFETY: `buf[at..at + piece]` is within the caller's buffer.
-        unsafe { ffi::MPI_Send(buf.add(at).cast(), piece, bytes(), dest, TAG, world()) }
+        wait(|req| unsafe {
+            ffi::MPI_Isend(buf.add(at).cast(), piece, bytes(), dest, TAG, world(), req)
+        })
     })
+}
+
+/// Start a request with `start` and wait for it, sleeping between tests.
+fn wait(start: impl FnOnce(*mut ffi::MPI_Request) -> c_int) -> c_int {
+    // SAFETY: an MPI_Request is a handle (an integer or a pointer), set by `start`.
+    let mut req: ffi::MPI_Request = unsafe { std::mem::zeroed() };
+    let e = start(&mut req);
+    if e != 0 {
+        return e;
+    }
+    loop {
+        let mut done: c_int = 0;
+        // SAFETY: `req` is the live request `start` made.
+        let e = unsafe { ffi::MPI_Test(&mut req, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+        if e != 0 || done != 0 {
+            return e;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// Receive the length of the next buffer from process `source` into `len`;
@@ -90,18 +115,18 @@ pub unsafe extern "C" fn hyscope_par_send(dest: c_int, buf: *const u8, len: u64)
 /// `len` points to a writable `u64`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hyscope_par_recv_len(source: c_int, len: *mut u64) -> c_int {
-    // SAFETY: one u64 into the caller's pointer; the status is ignored.
-    unsafe {
-        ffi::MPI_Recv(
+    // SAFETY: one u64 into the caller's pointer.
+    wait(|req| unsafe {
+        ffi::MPI_Irecv(
             len.cast(),
             1,
             ffi::RSMPI_UINT64_T,
             source,
             TAG,
             world(),
-            ffi::RSMPI_STATUS_IGNORE,
+            req,
         )
-    }
+    })
 }
 
 /// Receive the `len` bytes announced by [`hyscope_par_recv_len`] from
@@ -113,17 +138,17 @@ pub unsafe extern "C" fn hyscope_par_recv_len(source: c_int, len: *mut u64) -> c
 pub unsafe extern "C" fn hyscope_par_recv_bytes(source: c_int, buf: *mut u8, len: u64) -> c_int {
     in_pieces(len, |at, piece| {
         // SAFETY: `buf[at..at + piece]` is within the caller's buffer.
-        unsafe {
-            ffi::MPI_Recv(
+        wait(|req| unsafe {
+            ffi::MPI_Irecv(
                 buf.add(at).cast(),
                 piece,
                 bytes(),
                 source,
                 TAG,
                 world(),
-                ffi::RSMPI_STATUS_IGNORE,
+                req,
             )
-        }
+        })
     })
 }
 
