@@ -9,4 +9,10 @@ pub enum AnalyzeError {
     Format(#[from] hyscope_format::FormatError),
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// Another process of a parallel analysis failed: its error, as it said it.
+    #[error("{0}")]
+    Remote(String),
+    /// The processes of a parallel analysis could not exchange their results.
+    #[error("parallel analysis: {message}")]
+    Exchange { message: String },
 }

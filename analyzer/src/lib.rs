@@ -27,6 +27,7 @@ pub mod model;
 pub mod mpi;
 pub mod omp;
 mod options;
+pub mod parallel;
 pub mod phases;
 pub mod placement;
 pub mod pop;
@@ -43,7 +44,17 @@ pub use options::{AnalyzeOptions, BufferParams, DEFAULT_MEMORY};
 
 /// Analyse the trace in `trace_dir`.
 pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
-    let (mut data, merged_omp) = load::load(trace_dir, options)?;
+    let (data, merged_omp) = load::load(trace_dir, options)?;
+    Ok(finish(data, merged_omp, options))
+}
+
+/// The analysis from the loaded trace and every rank's OpenMP aggregates
+/// (merged in rank order): the cross-rank analyses and everything derived.
+fn finish(
+    mut data: trace_data::TraceData,
+    merged_omp: omp::OmpMerge,
+    options: &AnalyzeOptions,
+) -> Analysis {
     // Matched on the whole run, restricted afterwards (`focus`).
     let ranks: Vec<aligned::RankRows> = data
         .ranks
@@ -117,7 +128,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
     warnings.sort();
     warnings.dedup();
     analysis.warnings = warnings;
-    Ok(analysis)
+    analysis
 }
 
 /// What the cross-rank analyses hold at once (every rank's MPI rows and

@@ -175,8 +175,8 @@ fn clip(start: &mut i64, end: &mut i64, (lo, hi): (i64, i64)) -> bool {
 }
 
 /// What the OpenMP pass of one rank saw of its rows.
-#[derive(Debug, Clone, Copy)]
-struct OmpSpan {
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub(crate) struct OmpSpan {
     /// First start and last end of the rows analysed.
     first: i64,
     last: i64,
@@ -198,7 +198,62 @@ pub fn load(
     dir: &Path,
     opts: &crate::AnalyzeOptions,
 ) -> Result<(TraceData, OmpMerge), AnalyzeError> {
-    let (progress, focus) = (opts.progress, opts.phase.as_deref());
+    match load_in(dir, opts, Share::Alone)? {
+        Loaded::Whole(whole) => Ok(*whole),
+        Loaded::Part(_) => unreachable!("a process analysing alone analyses every rank"),
+    }
+}
+
+/// The OpenMP results of one rank, as the per-rank pass leaves them: what a
+/// process of a parallel analysis hands to process 0 ([`crate::parallel`]).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct RankOut {
+    pass: RankPass,
+    span: OmpSpan,
+    /// OpenMP rows clipped to the run.
+    clipped: u64,
+    in_phases: InPhases,
+}
+
+/// The OpenMP time inside each phase of a rank and where each construct ran.
+type InPhases = (Vec<PhaseOmp>, HashMap<(u64, usize), i64>);
+
+/// Which of the ranks this process analyses.
+pub(crate) enum Share<'a> {
+    /// Every rank.
+    Alone,
+    /// Process 0 of a parallel analysis: its own range of ranks, then the
+    /// others' [`RankOut`]s, received in process (so rank) order.
+    Root(&'a dyn crate::parallel::Exchange),
+    /// Another process: the OpenMP rows of its range of ranks only.
+    Worker(&'a dyn crate::parallel::Exchange),
+}
+
+/// What [`load_in`] returns.
+pub(crate) enum Loaded {
+    Whole(Box<(TraceData, OmpMerge)>),
+    /// A worker's ranks' results, in rank order.
+    Part(Vec<RankOut>),
+}
+
+/// [`load`] by one process of `share`.
+pub(crate) fn load_in(
+    dir: &Path,
+    opts: &crate::AnalyzeOptions,
+    share: Share,
+) -> Result<Loaded, AnalyzeError> {
+    // Process 0 receives from every other process once whatever happens: an
+    // error here before that still lets the others finish.
+    let mut pending = match share {
+        Share::Root(ex) => Some(crate::parallel::Pending::new(ex)),
+        _ => None,
+    };
+    let (worker, exchange) = match share {
+        Share::Alone => (false, None),
+        Share::Root(ex) => (false, Some(ex)),
+        Share::Worker(ex) => (true, Some(ex)),
+    };
+    let (progress, focus) = (opts.progress && !worker, opts.phase.as_deref());
     let trace = Trace::open(dir)?;
     let mut problems: Vec<crate::model::TraceProblem> = trace
         .problems()
@@ -221,13 +276,51 @@ pub fn load(
     // Raw clocks beyond any uptime are damage: bounded before the clock
     // mapping so that no sum overflows.
     let raw = (-MAX_CLOCK_NS, MAX_CLOCK_NS);
-    let mut parts: Vec<&PartFile> = Vec::new();
-    for t in [Table::Mpi, Table::Samples, Table::Symbols, Table::Phases] {
-        parts.extend(trace.parts(t));
-    }
     let omp_parts = trace.parts(Table::Omp);
-    let total_bytes: u64 =
-        parts.iter().map(|p| p.bytes).sum::<u64>() + omp_parts.iter().map(|p| p.bytes).sum::<u64>();
+    // The OpenMP parts of each rank, and the ranks this process decodes.
+    let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
+    for p in omp_parts {
+        rank_parts.entry(p.rank).or_default().push(p);
+    }
+    let own = match exchange {
+        None => 0..rank_parts.len(),
+        Some(ex) => {
+            let bytes: Vec<u64> = rank_parts
+                .values()
+                .map(|ps| ps.iter().map(|p| p.bytes).sum())
+                .collect();
+            crate::parallel::split(&bytes, ex.processes()).swap_remove(ex.process())
+        }
+    };
+    let own_ranks: std::collections::HashSet<u32> = rank_parts
+        .keys()
+        .skip(own.start)
+        .take(own.len())
+        .copied()
+        .collect();
+    let mut parts: Vec<&PartFile> = Vec::new();
+    // A worker reads the phases only (for the OpenMP time inside them): of
+    // its ranks, or of every rank when a phase is chosen (its windows are the
+    // union over the ranks).
+    let tables: &[Table] = if worker {
+        &[Table::Phases]
+    } else {
+        &[Table::Mpi, Table::Samples, Table::Symbols, Table::Phases]
+    };
+    for &t in tables {
+        parts.extend(
+            trace
+                .parts(t)
+                .iter()
+                .filter(|p| !worker || focus.is_some() || own_ranks.contains(&p.rank)),
+        );
+    }
+    let total_bytes: u64 = parts.iter().map(|p| p.bytes).sum::<u64>()
+        + omp_parts
+            .iter()
+            .filter(|p| own_ranks.contains(&p.rank))
+            .map(|p| p.bytes)
+            .sum::<u64>();
     let bar = (progress && total_bytes > 64 << 20).then(|| {
         let b = indicatif::ProgressBar::new(total_bytes);
         b.set_style(
@@ -380,16 +473,45 @@ pub fn load(
         phase_windows.insert(rd.rank, windows);
         phase_depths.insert(rd.rank, rd.phases.iter().map(|p| p.depth).collect());
     }
-    type InPhases = (Vec<PhaseOmp>, HashMap<(u64, usize), i64>);
     let mut phase_omp: HashMap<u32, InPhases> = HashMap::new();
-    let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
-    for p in omp_parts {
-        rank_parts.entry(p.rank).or_default().push(p);
-    }
-    let mut rank_parts = rank_parts.into_iter().peekable();
+    let mut rank_parts = rank_parts
+        .into_iter()
+        .skip(own.start)
+        .take(own.len())
+        .peekable();
     let mut merged = OmpMerge::default();
     let canon = |a: u64| crate::trace_data::canon_in(&canonical, a);
     let mut omp_span: HashMap<u32, OmpSpan> = HashMap::new();
+    // A rank's results, added in rank order.
+    let mut apply = |out: RankOut| {
+        let RankOut {
+            pass,
+            span,
+            clipped,
+            in_phases,
+        } = out;
+        let rank = pass.rank();
+        phase_omp.insert(rank, in_phases);
+        if clipped > 0 {
+            problems.push(clipped_problem(rank, clipped, "OpenMP", window));
+        }
+        // A rank is decoded whole (its regions span its parts): one
+        // bigger than the limit allows is said, once.
+        let need = span.decoded * OMP_ROW_BYTES + kept;
+        if need > opts.memory && memory_warning.is_none() {
+            memory_warning = Some(crate::model::MemoryExceeded {
+                what: format!(
+                    "rank {rank}'s {} OpenMP rows (a rank is analysed whole) with the MPI rows and samples kept",
+                    span.decoded
+                ),
+                need_bytes: need,
+                limit_bytes: opts.memory,
+            });
+        }
+        omp_span.insert(rank, span);
+        merged.add(pass, canon);
+    };
+    let mut outgoing: Option<Vec<RankOut>> = worker.then(Vec::new);
     // One row buffer per rank of a batch, reused from batch to batch: its pages
     // are faulted in once, not once per part and rank.
     let mut pool: Vec<Vec<OmpRecord>> = Vec::new();
@@ -418,8 +540,7 @@ pub fn load(
         if pool.len() < batch.len() {
             pool.resize_with(batch.len(), Vec::new);
         }
-        type Done = (RankPass, OmpSpan, u64, InPhases);
-        let done: Vec<Done> = batch
+        let done: Vec<RankOut> = batch
             .into_par_iter()
             .zip(pool.par_iter_mut())
             .map(|((rank, ps), buf)| {
@@ -507,9 +628,9 @@ pub fn load(
                         t_pass.elapsed().as_secs_f64()
                     );
                 }
-                Ok::<_, AnalyzeError>((
+                Ok::<_, AnalyzeError>(RankOut {
                     pass,
-                    OmpSpan {
+                    span: OmpSpan {
                         first,
                         last,
                         rows: rows.len() as u64,
@@ -519,33 +640,17 @@ pub fn load(
                     },
                     clipped,
                     in_phases,
-                ))
+                })
             })
             .collect::<Result<_, _>>()?;
-        for ((pass, span, clipped, in_phases), bytes) in done.into_iter().zip(batch_bytes) {
-            let rank = pass.rank();
-            phase_omp.insert(rank, in_phases);
-            if clipped > 0 {
-                problems.push(clipped_problem(rank, clipped, "OpenMP", window));
-            }
-            // A rank is decoded whole (its regions span its parts): one
-            // bigger than the limit allows is said, once.
-            let need = span.decoded * OMP_ROW_BYTES + kept;
-            if need > opts.memory && memory_warning.is_none() {
-                memory_warning = Some(crate::model::MemoryExceeded {
-                    what: format!(
-                        "rank {rank}'s {} OpenMP rows (a rank is analysed whole) with the MPI rows and samples kept",
-                        span.decoded
-                    ),
-                    need_bytes: need,
-                    limit_bytes: opts.memory,
-                });
-            }
+        for (out, bytes) in done.into_iter().zip(batch_bytes) {
             if bytes > 0 {
-                rows_per_byte = rows_per_byte.max(span.decoded as f64 / bytes as f64);
+                rows_per_byte = rows_per_byte.max(out.span.decoded as f64 / bytes as f64);
             }
-            omp_span.insert(rank, span);
-            merged.add(pass, canon);
+            match &mut outgoing {
+                Some(v) => v.push(out),
+                None => apply(out),
+            }
         }
         // The buffers are kept for the next batch unless they outgrew the limit.
         let mut held: u64 = pool.iter().map(|b| b.capacity() as u64).sum::<u64>() * OMP_ROW_BYTES;
@@ -558,6 +663,15 @@ pub fn load(
     drop(pool);
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if let Some(outs) = outgoing {
+        return Ok(Loaded::Part(outs));
+    }
+    // The other processes' ranks follow process 0's, in process order.
+    if let Some(mut from) = pending.take() {
+        while let Some(outs) = from.next_part()? {
+            outs.into_iter().for_each(&mut apply);
+        }
     }
     for rd in by_rank.values_mut() {
         (rd.phase_omp, rd.phase_code) = phase_omp.remove(&rd.rank).unwrap_or_default();
@@ -624,7 +738,7 @@ pub fn load(
         ..TraceData::default()
     };
     normalise_clocks(&mut data);
-    Ok((data, merged))
+    Ok(Loaded::Whole(Box::new((data, merged))))
 }
 
 /// Bytes the analysis keeps of a rank's rows until the end (its MPI rows,

@@ -101,7 +101,7 @@ fn unresolved(address: u64) -> CodeLocation {
 
 /// OpenMP time inside one phase interval of a rank, ns (all threads): summed
 /// while loading (`phases::omp_in_windows`), since the OpenMP rows are not kept.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PhaseOmp {
     /// Parallel regions (on their encountering threads).
     pub region_ns: i64,

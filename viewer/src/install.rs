@@ -1,6 +1,8 @@
 //! `hyscope install --prefix DIR`: copy the `hyscope` binary to `DIR/bin` and the
-//! collector libraries (`libhyscope.so`, and `libhyscope-mpich.so` when built) to
-//! `DIR/lib`, where `hyscope record` looks for them (`<bin>/../lib`), and the
+//! collector libraries (`libhyscope.so`, and `libhyscope-mpich.so` when built) and
+//! the parallel report's MPI libraries (`libhyscope_par.so`,
+//! `libhyscope_par-mpich.so`) to `DIR/lib`, where `hyscope record` and
+//! `mpirun hyscope report` look for them (`<bin>/../lib`), and the
 //! phase annotation API (`hyscope.h`, the Fortran module `hyscope.f90`) to
 //! `DIR/include`.
 
@@ -26,8 +28,14 @@ const HEADERS: [(&str, &str); 2] = [
     ("hyscope.f90", include_str!("../../include/hyscope.f90")),
 ];
 
-/// Collector builds, one per MPI flavour.
-const LIBRARIES: [&str; 2] = ["libhyscope.so", "libhyscope-mpich.so"];
+/// Collector builds and the parallel report's MPI libraries, one per MPI
+/// flavour (each copied when built).
+const LIBRARIES: [&str; 4] = [
+    "libhyscope.so",
+    "libhyscope-mpich.so",
+    "libhyscope_par.so",
+    "libhyscope_par-mpich.so",
+];
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()

@@ -13,6 +13,7 @@ mod energy;
 mod memory;
 mod mpi;
 mod openmp;
+pub mod parallel;
 mod phases;
 mod run;
 mod table;
@@ -50,6 +51,15 @@ pub struct Args {
     /// so and the analysis goes on above it.
     #[arg(long, default_value = "2GiB", value_parser = memory_size)]
     pub memory: u64,
+    /// Under `mpirun`/`srun` (more than one process): the MPI flavour of the
+    /// launcher (auto: Open MPI's `mpirun` or Slurm → Open MPI, MPICH's → MPICH).
+    #[arg(long, value_enum, default_value_t = crate::record::Flavour::Auto)]
+    pub mpi_flavour: crate::record::Flavour,
+    /// Under `mpirun`/`srun`: the MPI library of the parallel analysis
+    /// (default: `libhyscope_par.so`, or `libhyscope_par-mpich.so` for MPICH,
+    /// where `record` finds the collector).
+    #[arg(long, value_name = "FILE")]
+    pub mpi_lib: Option<PathBuf>,
 }
 
 /// A size in bytes with an optional unit (binary multiples).
@@ -70,7 +80,50 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         memory: args.memory,
         ..AnalyzeOptions::default()
     };
-    let a = analyze(&args.trace, &options)?;
+    // Under a launcher, the processes share one analysis (not a comparison:
+    // process 0 runs that alone); no launcher, no MPI.
+    let launch = parallel::launched(|k| std::env::var(k).ok(), args.mpi_flavour);
+    let mut mpi = None;
+    if let Some(l) = &launch {
+        let alone = |why: String| {
+            if l.rank == 0 {
+                eprintln!(
+                    "hyscope: warning: {why}; process 0 analyses the whole trace alone and the other {} processes exit without output",
+                    l.size - 1
+                );
+            }
+        };
+        if args.other.is_some() {
+            if l.rank != 0 {
+                return Ok(ExitCode::SUCCESS);
+            }
+        } else {
+            match parallel::Mpi::open(args.mpi_lib.as_deref(), l.flavour) {
+                Ok(m) if hyscope_analyzer::parallel::Exchange::processes(&m) == l.size => {
+                    mpi = Some(m)
+                }
+                Ok(m) => alone(format!(
+                    "the {:?} MPI library sees {} processes where the launcher started {} ({}): is it the launcher's flavour (--mpi-flavour)?",
+                    l.flavour,
+                    hyscope_analyzer::parallel::Exchange::processes(&m),
+                    l.size,
+                    l.variable
+                )),
+                Err(e) => alone(e),
+            }
+            if mpi.is_none() && l.rank != 0 {
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    }
+    let a = match &mpi {
+        Some(m) => match hyscope_analyzer::parallel::analyze_parallel(&args.trace, &options, m)? {
+            Some(a) => a,
+            // Another process: its ranks went to process 0, which prints.
+            None => return Ok(ExitCode::SUCCESS),
+        },
+        None => analyze(&args.trace, &options)?,
+    };
     memory_warning(&a);
     use std::io::Write;
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());

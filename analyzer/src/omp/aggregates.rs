@@ -3,11 +3,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use serde::{Deserialize, Serialize};
+
 use super::loops::LoopAcc;
 use crate::model::*;
 
 /// Per-rank facts other passes need (POP, energy, findings).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RankOmp {
     pub rank: u32,
     pub threads: u32,
@@ -23,7 +25,7 @@ pub struct RankOmp {
     pub region_count: u64,
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(super) struct RegionAcc {
     pub(super) instances: u64,
     pub(super) serialized: u64,
@@ -37,7 +39,7 @@ pub(super) struct RegionAcc {
     pub(super) per_thread: BTreeMap<(u32, u32), ThreadRegionStats>,
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(super) struct MutexAcc {
     pub(super) kind: u8,
     pub(super) acquisitions: u64,
@@ -46,8 +48,9 @@ pub(super) struct MutexAcc {
     pub(super) max_wait: i64,
 }
 
-/// One rank's OpenMP aggregates (its rows are dropped after the pass).
-#[derive(Debug, Default)]
+/// One rank's OpenMP aggregates (its rows are dropped after the pass); a
+/// process of a parallel analysis sends them to process 0 ([`crate::parallel`]).
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct RankPass {
     pub(super) regions: HashMap<u64, RegionAcc>,
     pub(super) loops: HashMap<u64, LoopAcc>,

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-#[derive(Debug, Default, Clone)]
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(super) struct LoopThreadAcc {
     pub(super) time: i64,
     pub(super) busy: i64,
@@ -11,7 +13,7 @@ pub(super) struct LoopThreadAcc {
     pub(super) chunks: u64,
 }
 
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(super) struct LoopAcc {
     pub(super) region_codeptr: u64,
     pub(super) variants: BTreeMap<u8, u64>,

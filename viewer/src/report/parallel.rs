@@ -1,0 +1,227 @@
+//! `mpirun -np N hyscope report TRACE` (and `srun`): the analysis split over
+//! the launched processes ([`hyscope_analyzer::parallel`]). The MPI calls are
+//! in `libhyscope_par.so` (`par/`), built per MPI flavour like the collector
+//! and loaded at run time, so `hyscope` itself never links an MPI library
+//! and runs where none is installed: it takes this path only when a launcher
+//! started more than one process of it.
+
+use std::os::raw::c_int;
+use std::path::{Path, PathBuf};
+
+use hyscope_analyzer::parallel::Exchange;
+
+use crate::record::Flavour;
+
+/// What the launcher said about this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// This process's rank and the number of processes.
+    pub rank: usize,
+    pub size: usize,
+    /// The MPI flavour the launcher belongs to.
+    pub flavour: Flavour,
+    /// The variable that gave the size.
+    pub variable: &'static str,
+}
+
+/// The launcher this process was started by, from its variables (Open MPI's
+/// `OMPI_COMM_WORLD_SIZE`, MPICH/Hydra's and Slurm's PMI `PMI_SIZE`, Slurm's
+/// `SLURM_NTASKS` with `SLURM_PROCID`), when it started more than one
+/// process; `None` otherwise (no MPI is touched then). `flavour` other than
+/// `Auto` overrides the launcher's (Slurm runs either).
+pub fn launched(env: impl Fn(&str) -> Option<String>, flavour: Flavour) -> Option<Launch> {
+    let number = |var: &str| env(var).and_then(|v| v.trim().parse::<usize>().ok());
+    let candidates: [(&'static str, &'static str, Flavour); 3] = [
+        (
+            "OMPI_COMM_WORLD_SIZE",
+            "OMPI_COMM_WORLD_RANK",
+            Flavour::Openmpi,
+        ),
+        ("PMI_SIZE", "PMI_RANK", Flavour::Mpich),
+        // Open MPI under srun talks PMIx; MPICH PMI (above).
+        ("SLURM_NTASKS", "SLURM_PROCID", Flavour::Openmpi),
+    ];
+    let (variable, rank_var, default) = candidates
+        .into_iter()
+        .find(|(size, rank, _)| number(size).is_some() && number(rank).is_some())?;
+    let (size, rank) = (number(variable)?, number(rank_var)?);
+    (size > 1 && rank < size).then_some(Launch {
+        rank,
+        size,
+        flavour: match flavour {
+            Flavour::Auto => default,
+            f => f,
+        },
+        variable,
+    })
+}
+
+/// The file name of the MPI library of `flavour`.
+fn library_name(flavour: Flavour) -> &'static str {
+    if flavour == Flavour::Mpich {
+        "libhyscope_par-mpich.so"
+    } else {
+        "libhyscope_par.so"
+    }
+}
+
+/// `explicit`, or the flavour's library where `hyscope record` looks for the collector.
+fn find_library(explicit: Option<&Path>, flavour: Flavour) -> Result<PathBuf, String> {
+    if let Some(p) = explicit {
+        return if p.is_file() {
+            Ok(p.to_path_buf())
+        } else {
+            Err(format!("{} does not exist", p.display()))
+        };
+    }
+    let name = library_name(flavour);
+    let dirs = crate::record::library_dirs();
+    dirs.iter()
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            format!("no {name} (looked in {})", looked.join(", "))
+        })
+}
+
+type Init = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+type Send = unsafe extern "C" fn(c_int, *const u8, u64) -> c_int;
+type RecvLen = unsafe extern "C" fn(c_int, *mut u64) -> c_int;
+type RecvBytes = unsafe extern "C" fn(c_int, *mut u8, u64) -> c_int;
+type Finalize = unsafe extern "C" fn() -> c_int;
+
+/// MPI, through the flavour's `libhyscope_par.so`; finalised when dropped.
+pub struct Mpi {
+    rank: usize,
+    size: usize,
+    send: Send,
+    recv_len: RecvLen,
+    recv_bytes: RecvBytes,
+    finalize: Finalize,
+    // Holds the functions above loaded.
+    _lib: libloading::os::unix::Library,
+}
+
+impl Mpi {
+    /// Load the library and initialise MPI.
+    pub fn open(explicit: Option<&Path>, flavour: Flavour) -> Result<Mpi, String> {
+        let path = find_library(explicit, flavour)?;
+        // Global: MPI libraries load their own plugins, which look for its symbols.
+        let flags = libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL;
+        // SAFETY: the library's initialisers are the MPI library's, which run
+        // in any process.
+        let lib = unsafe { libloading::os::unix::Library::open(Some(&path), flags) }
+            .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
+        // SAFETY: the symbols have these signatures (par/src/lib.rs).
+        let (init, send, recv_len, recv_bytes, finalize) = unsafe {
+            let get = |name: &[u8]| -> Result<*const (), String> {
+                lib.get::<*const ()>(name)
+                    .map(|s| *s)
+                    .map_err(|e| format!("{}: {e}", path.display()))
+            };
+            (
+                std::mem::transmute::<*const (), Init>(get(b"hyscope_par_init\0")?),
+                std::mem::transmute::<*const (), Send>(get(b"hyscope_par_send\0")?),
+                std::mem::transmute::<*const (), RecvLen>(get(b"hyscope_par_recv_len\0")?),
+                std::mem::transmute::<*const (), RecvBytes>(get(b"hyscope_par_recv_bytes\0")?),
+                std::mem::transmute::<*const (), Finalize>(get(b"hyscope_par_finalize\0")?),
+            )
+        };
+        let (mut rank, mut size): (c_int, c_int) = (0, 0);
+        // SAFETY: two writable ints.
+        let e = unsafe { init(&mut rank, &mut size) };
+        if e != 0 {
+            return Err(format!("MPI_Init failed (error {e}) in {}", path.display()));
+        }
+        Ok(Mpi {
+            rank: rank.max(0) as usize,
+            size: size.max(1) as usize,
+            send,
+            recv_len,
+            recv_bytes,
+            finalize,
+            _lib: lib,
+        })
+    }
+}
+
+impl Exchange for Mpi {
+    fn process(&self) -> usize {
+        self.rank
+    }
+
+    fn processes(&self) -> usize {
+        self.size
+    }
+
+    fn send_to_root(&self, bytes: &[u8]) -> Result<(), String> {
+        // SAFETY: the buffer is `bytes.len()` readable bytes.
+        match unsafe { (self.send)(0, bytes.as_ptr(), bytes.len() as u64) } {
+            0 => Ok(()),
+            e => Err(format!("sending to process 0 failed (MPI error {e})")),
+        }
+    }
+
+    fn receive(&self, from: usize) -> Result<Vec<u8>, String> {
+        let from_c = from as c_int;
+        let mut len = 0u64;
+        // SAFETY: one writable u64.
+        let e = unsafe { (self.recv_len)(from_c, &mut len) };
+        if e != 0 {
+            return Err(format!(
+                "receiving from process {from} failed (MPI error {e})"
+            ));
+        }
+        let mut buf = vec![0u8; len as usize];
+        // SAFETY: `buf` is `len` writable bytes.
+        let e = unsafe { (self.recv_bytes)(from_c, buf.as_mut_ptr(), len) };
+        if e != 0 {
+            return Err(format!(
+                "receiving from process {from} failed (MPI error {e})"
+            ));
+        }
+        Ok(buf)
+    }
+}
+
+impl Drop for Mpi {
+    fn drop(&mut self) {
+        // SAFETY: MPI was initialised by `open`; finalising twice is guarded.
+        unsafe { (self.finalize)() };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn launchers_are_recognised_by_their_variables() {
+        assert_eq!(launched(env(&[]), Flavour::Auto), None);
+        // One process: no MPI.
+        let one = [("OMPI_COMM_WORLD_SIZE", "1"), ("OMPI_COMM_WORLD_RANK", "0")];
+        assert_eq!(launched(env(&one), Flavour::Auto), None);
+        let ompi = [("OMPI_COMM_WORLD_SIZE", "4"), ("OMPI_COMM_WORLD_RANK", "2")];
+        let l = launched(env(&ompi), Flavour::Auto).unwrap();
+        assert_eq!((l.rank, l.size, l.flavour), (2, 4, Flavour::Openmpi));
+        let hydra = [("PMI_SIZE", "3"), ("PMI_RANK", "0")];
+        let l = launched(env(&hydra), Flavour::Auto).unwrap();
+        assert_eq!((l.rank, l.size, l.flavour), (0, 3, Flavour::Mpich));
+        let slurm = [("SLURM_NTASKS", "8"), ("SLURM_PROCID", "7")];
+        let l = launched(env(&slurm), Flavour::Mpich).unwrap();
+        assert_eq!((l.rank, l.size, l.flavour), (7, 8, Flavour::Mpich));
+        // A size without a rank, or a rank beyond the size, is no launch.
+        assert_eq!(launched(env(&[("PMI_SIZE", "3")]), Flavour::Auto), None);
+        let bad = [("PMI_SIZE", "3"), ("PMI_RANK", "3")];
+        assert_eq!(launched(env(&bad), Flavour::Auto), None);
+    }
+}

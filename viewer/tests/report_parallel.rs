@@ -1,0 +1,197 @@
+//! `mpirun -np N hyscope report` (the analysis split over N processes,
+//! `viewer/src/report/parallel.rs`) prints byte for byte what one process
+//! prints, JSON and text, under Open MPI's `mpirun` and MPICH's `mpiexec`,
+//! with more processes than the trace has ranks too; on a synthetic trace
+//! (OpenMP loops, barriers, messages) and on a recorded 4-rank hybrid job
+//! (`tests/mpi/scale.c`, whose counts the report must hold). Without a
+//! launcher no MPI library is loaded; under one without the library, process
+//! 0 analyses alone and says so once.
+//!
+//! Needs `cargo build --workspace` (libhyscope.so, libhyscope_par.so) and,
+//! for MPICH, `scripts/build-mpich.sh` (libhyscope_par-mpich.so), as
+//! scripts/test.sh does.
+
+mod record_support;
+
+#[path = "../../analyzer/tests/common/synth.rs"]
+mod synth;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use record_support::*;
+
+/// The launchers' variables, removed so a test's "alone" is alone even when
+/// the test itself runs under a launcher.
+const LAUNCH_VARS: &[&str] = &[
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_SIZE",
+    "PMI_RANK",
+    "SLURM_NTASKS",
+    "SLURM_PROCID",
+];
+
+fn alone(args: &[&str], trace: &Path) -> Command {
+    let mut cmd = hyscope();
+    cmd.arg("report").args(args).arg(trace);
+    for v in LAUNCH_VARS {
+        cmd.env_remove(v);
+    }
+    cmd
+}
+
+fn under_open_mpi(np: u32, args: &[&str], trace: &Path) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(mpirun_args(np))
+        .arg(env!("CARGO_BIN_EXE_hyscope"))
+        .arg("report")
+        .args(args)
+        .arg(trace);
+    cmd
+}
+
+fn under_mpich(np: u32, args: &[&str], trace: &Path) -> Command {
+    let mut cmd = Command::new("mpiexec.mpich");
+    cmd.args(["-n", &np.to_string()])
+        .arg(env!("CARGO_BIN_EXE_hyscope"))
+        .arg("report")
+        .args(args)
+        .arg(trace);
+    cmd
+}
+
+fn ok(mut cmd: Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{cmd:?}: {}", stderr(&out));
+    out
+}
+
+/// The report alone (JSON and text), then under `launch` with each process
+/// count: the same bytes, and nothing on stderr that one process does not print.
+fn same_under(trace: &Path, launch: fn(u32, &[&str], &Path) -> Command, counts: &[u32]) {
+    let json = ok(alone(&["--json"], trace));
+    let text = ok(alone(&[], trace));
+    assert!(!json.stdout.is_empty() && !text.stdout.is_empty());
+    for &np in counts {
+        for (args, want) in [(&["--json"][..], &json), (&[][..], &text)] {
+            let out = ok(launch(np, args, trace));
+            assert!(
+                out.stdout == want.stdout,
+                "{np} processes, {args:?}: the report differs from one process's\n{}",
+                first_difference(&want.stdout, &out.stdout)
+            );
+            assert_eq!(stderr(&out), stderr(want), "{np} processes, {args:?}");
+        }
+    }
+}
+
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    let (a, b) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+    match a
+        .lines()
+        .zip(b.lines())
+        .enumerate()
+        .find(|(_, (x, y))| x != y)
+    {
+        Some((i, (x, y))) => format!("line {}:\n  alone: {x}\n  mpi:   {y}", i + 1),
+        None => format!(
+            "{} lines alone, {} under MPI",
+            a.lines().count(),
+            b.lines().count()
+        ),
+    }
+}
+
+/// A synthetic hybrid trace of `ranks` ranks × 4 threads.
+fn synthetic(dir: &Path, ranks: u32) -> PathBuf {
+    let trace = dir.join(format!("synth-{ranks}"));
+    synth::write_synth_trace(&trace, 200_000, ranks, 4);
+    trace
+}
+
+const NP: u64 = 4;
+const ROUNDS: u64 = 3;
+
+/// `tests/mpi/scale.c` recorded with 4 ranks under Open MPI; the report
+/// holds its counts (so the reports compared below are of real work).
+fn recorded(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mpi/scale.c");
+    let exe = build_mpi(dir, "scale", &std::fs::read_to_string(src).unwrap());
+    let trace = dir.join("trace");
+    record_mpi_job(&trace, &exe, NP as u32);
+    let v: serde_json::Value =
+        serde_json::from_slice(&ok(alone(&["--json"], &trace)).stdout).unwrap();
+    assert_eq!(v["run"]["ranks"], NP);
+    let calls = v["mpi"]["observed"]["calls"].as_array().unwrap();
+    let sendrecv = calls.iter().find(|c| c["call"] == "MPI_Sendrecv").unwrap();
+    let ring = ROUNDS * 4 * NP * (NP + 1) / 2;
+    assert_eq!(sendrecv["count"], NP * ROUNDS);
+    assert_eq!(sendrecv["bytes_sent"], ring);
+    assert_eq!(
+        v["messages"]["messages"].as_array().unwrap().len() as u64,
+        NP * ROUNDS
+    );
+    let fine = v["openmp"]["observed"]["fine_grain"].as_array().unwrap();
+    assert_eq!(fine.len() as u64, NP);
+    assert!(fine.iter().all(|f| f["regions"] == ROUNDS), "{fine:?}");
+    trace
+}
+
+#[test]
+fn open_mpi_reports_are_byte_identical_to_one_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let synth = synthetic(tmp.path(), 8);
+    same_under(&synth, under_open_mpi, &[1, 2, 4]);
+    let trace = recorded(tmp.path());
+    // 6 processes for 4 ranks: two of them have none.
+    same_under(&trace, under_open_mpi, &[2, 4, 6]);
+}
+
+#[test]
+fn mpich_reports_are_byte_identical_to_one_process() {
+    let lib = Path::new(env!("CARGO_BIN_EXE_hyscope"))
+        .parent()
+        .unwrap()
+        .join("libhyscope_par-mpich.so");
+    assert!(
+        lib.is_file(),
+        "{} is missing: run scripts/build-mpich.sh before cargo test (scripts/test.sh does)",
+        lib.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let synth = synthetic(tmp.path(), 8);
+    same_under(&synth, under_mpich, &[1, 2, 4]);
+    let trace = recorded(tmp.path());
+    same_under(&trace, under_mpich, &[2, 6]);
+}
+
+#[test]
+fn without_a_launcher_no_mpi_library_is_loaded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = synthetic(tmp.path(), 3);
+    let missing = tmp.path().join("no-such-libhyscope_par.so");
+    let missing_arg = missing.display().to_string();
+    let json = ok(alone(&["--json"], &trace));
+    // Not launched: the library is never looked for, so its absence says nothing.
+    let without = ok(alone(&["--json", "--mpi-lib", &missing_arg], &trace));
+    assert_eq!(without.stdout, json.stdout);
+    assert_eq!(stderr(&without), stderr(&json));
+    assert!(!stderr(&without).contains(&missing_arg));
+    // Launched but the library is missing: one warning, process 0 prints
+    // the whole report alone, the others exit 0 without output.
+    let out = ok(under_open_mpi(
+        3,
+        &["--json", "--mpi-lib", &missing_arg],
+        &trace,
+    ));
+    assert_eq!(out.stdout, json.stdout);
+    let err = stderr(&out);
+    assert_eq!(err.matches("hyscope: warning:").count(), 1, "{err}");
+    assert!(
+        err.contains(&missing_arg)
+            && err.contains("process 0 analyses the whole trace alone")
+            && err.contains("other 2 processes exit without output"),
+        "{err}"
+    );
+}
