@@ -18,7 +18,7 @@ use crate::aligned::{ClockMap, Clocks};
 use crate::omp::{is_barrier, last_arrivals, split_by_arrivals};
 
 /// A compact interval: start, end (rank clock), priority layer.
-type Iv = (i64, i64, u8);
+pub(super) type Iv = (i64, i64, u8);
 
 /// A row of a parallel region instance that [`split_barriers`] needs: the
 /// parallel row, implicit tasks, barriers and their waits (rank clock).
@@ -63,12 +63,51 @@ pub(super) fn build_ranks(
     ranks: &[u32],
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<TimelineIndex, FormatError> {
+    let mut rows: Vec<(RowInfo, RowData)> = Vec::new();
+    for_each_rank(trace, ranks, progress, |rank| {
+        let clock = rank.clock;
+        let built: Vec<(u32, RowData)> = rank
+            .threads
+            .into_par_iter()
+            .map(|(thread, ivs)| (thread, flatten(ivs, clock)))
+            .collect();
+        rows.extend(built.into_iter().map(|(thread, data)| {
+            (
+                RowInfo {
+                    rank: rank.rank,
+                    thread,
+                    host: rank.host.clone(),
+                },
+                data,
+            )
+        }));
+    })?;
+    Ok(TimelineIndex::from_parts(trace, rows))
+}
+
+/// A rank's rows before flattening: each thread's compact intervals (rank
+/// clock), barriers split, with the clock map to global time.
+pub(super) struct RankIntervals<'a> {
+    pub(super) rank: u32,
+    pub(super) host: String,
+    pub(super) clock: Option<&'a ClockMap>,
+    pub(super) threads: BTreeMap<u32, Vec<Iv>>,
+}
+
+/// Read `ranks` rank by rank (a rank's parts in parallel) and hand each
+/// rank's intervals to `each`: the one reading pass of the index and of the
+/// coarse overview.
+pub(super) fn for_each_rank(
+    trace: &Trace,
+    ranks: &[u32],
+    progress: &(dyn Fn(usize, usize) + Sync),
+    mut each: impl FnMut(RankIntervals<'_>),
+) -> Result<(), FormatError> {
     let mine = |p: &&PartFile| ranks.contains(&p.rank);
     let total = trace.parts(Table::Omp).iter().filter(mine).count()
         + trace.parts(Table::Mpi).iter().filter(mine).count();
     let done = AtomicUsize::new(0);
     progress(0, total);
-    let mut rows: Vec<(RowInfo, RowData)> = Vec::new();
     let clocks = Clocks::from_manifest(&trace.manifest);
     for &rank in ranks {
         let parts: Vec<&PartFile> = trace
@@ -85,48 +124,25 @@ pub(super) fn build_ranks(
                 r
             })
             .collect();
-        rows.extend(build_rank(trace, &clocks, rank, per_part)?);
-    }
-    Ok(TimelineIndex::from_parts(trace, rows))
-}
-
-/// One rank's rows from its parts' compact intervals.
-fn build_rank(
-    trace: &Trace,
-    clocks: &Clocks,
-    rank: u32,
-    per_part: Vec<Result<PartRows, FormatError>>,
-) -> Result<Vec<(RowInfo, RowData)>, FormatError> {
-    let info = trace.manifest.ranks.iter().find(|r| r.rank == rank);
-    let host = info.map(|i| i.host.clone()).unwrap_or_default();
-    let clock = clocks.map(rank);
-    let mut threads: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
-    let mut team: Vec<TeamRow> = Vec::new();
-    for part in per_part {
-        let mut part = part?;
-        for (thread, mut ivs) in part.threads {
-            threads.entry(thread).or_default().append(&mut ivs);
+        let info = trace.manifest.ranks.iter().find(|r| r.rank == rank);
+        let mut threads: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
+        let mut team: Vec<TeamRow> = Vec::new();
+        for part in per_part {
+            let mut part = part?;
+            for (thread, mut ivs) in part.threads {
+                threads.entry(thread).or_default().append(&mut ivs);
+            }
+            team.append(&mut part.team);
         }
-        team.append(&mut part.team);
+        split_barriers(team, &mut threads);
+        each(RankIntervals {
+            rank,
+            host: info.map(|i| i.host.clone()).unwrap_or_default(),
+            clock: clocks.map(rank),
+            threads,
+        });
     }
-    split_barriers(team, &mut threads);
-    let built: Vec<(u32, RowData)> = threads
-        .into_par_iter()
-        .map(|(thread, ivs)| (thread, flatten(ivs, clock)))
-        .collect();
-    Ok(built
-        .into_iter()
-        .map(|(thread, data)| {
-            (
-                RowInfo {
-                    rank,
-                    thread,
-                    host: host.clone(),
-                },
-                data,
-            )
-        })
-        .collect())
+    Ok(())
 }
 
 /// Read one part into compact intervals per thread, batch by batch (memory
@@ -280,6 +296,23 @@ fn split_barriers(mut rows: Vec<TeamRow>, threads: &mut BTreeMap<u32, Vec<Iv>>) 
 /// is that of the highest open layer (serial when none is open). Segment
 /// bounds go to global time through the rank's clock map (None: identity).
 pub(super) fn flatten(ivs: Vec<Iv>, clock: Option<&ClockMap>) -> RowData {
+    let mut builder = RowBuilder::default();
+    sweep(ivs, clock, |t, state| match state {
+        Some(s) => builder.push(t, s),
+        None => builder.finish(t),
+    });
+    builder.data
+}
+
+/// The sweep of [`flatten`]: calls `emit(t, Some(state))` where the row's
+/// state becomes `state` (global time, non-decreasing; repeated states
+/// possible), then `emit(end, None)` once at the row's end. Nothing for a row
+/// without intervals. One meaning for the index and the coarse overview.
+pub(super) fn sweep(
+    ivs: Vec<Iv>,
+    clock: Option<&ClockMap>,
+    mut emit: impl FnMut(i64, Option<State>),
+) {
     let global = |t: i64| clock.map_or(t, |m| m.to_global(t));
     let mut events: Vec<(i64, i8)> = Vec::with_capacity(ivs.len() * 2);
     for (s, e, l) in ivs {
@@ -291,10 +324,6 @@ pub(super) fn flatten(ivs: Vec<Iv>, clock: Option<&ClockMap>) -> RowData {
     events.sort_unstable_by_key(|e| e.0);
     let mut counts = [0i32; LAYER_STATE.len()];
     let mut mask: u16 = 0;
-    let mut builder = RowBuilder::default();
-    if events.is_empty() {
-        return RowData::new(Vec::new(), Vec::new(), 0);
-    }
     let mut i = 0;
     while i < events.len() {
         let t = events[i].0;
@@ -310,17 +339,16 @@ pub(super) fn flatten(ivs: Vec<Iv>, clock: Option<&ClockMap>) -> RowData {
             i += 1;
         }
         if i == events.len() {
-            builder.finish(global(t));
+            emit(global(t), None);
         } else {
             let state = if mask == 0 {
                 State::Serial
             } else {
                 LAYER_STATE[15 - mask.leading_zeros() as usize]
             };
-            builder.push(global(t), state);
+            emit(global(t), Some(state));
         }
     }
-    builder.data
 }
 
 /// Appends segments, merging equal neighbours and cutting blocks.

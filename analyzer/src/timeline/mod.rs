@@ -41,6 +41,7 @@
 mod build;
 mod cache;
 mod groups;
+mod overview;
 #[cfg(test)]
 mod tests;
 
@@ -50,9 +51,10 @@ use crate::aligned::{Clocks, GlobalNs};
 
 pub use cache::cache_dir;
 pub use groups::{
-    Entry, FANOUT, Group, GroupCell, GroupRow, Grouping, RankRows, group_size, ranks_label,
-    waiting_ns,
+    Entry, FANOUT, Group, GroupCell, GroupRow, Grouping, RankCells, RankRows, group_size,
+    ranks_label, waiting_ns,
 };
+pub use overview::{Overview, OverviewOpen, bins_limit};
 
 /// What a thread is doing at an instant, in increasing order of priority when
 /// intervals nest (an MPI call inside a loop chunk shows as MPI).
@@ -750,7 +752,7 @@ impl TimelineIndex {
 }
 
 /// `columns` equal cells over `[t0, t1)` with no time in them.
-pub(crate) fn empty_cells(t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
+pub fn empty_cells(t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
     (0..columns)
         .map(|c| {
             let (a, b) = cell_bounds(t0, t1, columns, c);

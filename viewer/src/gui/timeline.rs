@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Vec2};
 use hyscope_analyzer::timeline::{
-    CellSummary, Detail, Entry, GroupRow, Grouping, Interval, State, ranks_label,
+    CellSummary, Detail, Entry, GroupRow, Grouping, Interval, RankCells, State, ranks_label,
 };
 
 use super::data::{Instance, TraceData};
