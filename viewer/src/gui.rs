@@ -280,6 +280,10 @@ impl Bench {
                 / 1e6;
             println!("first frame: {:.3} s", self.first_frame_s.unwrap_or(0.0));
             println!(
+                "first frame with the coarse timeline: {:.3} s",
+                gui.first_coarse_frame_s.unwrap_or(0.0)
+            );
+            println!(
                 "first frame with the timeline: {:.3} s",
                 self.timeline_s.unwrap_or(0.0)
             );

@@ -426,6 +426,22 @@ impl Overview {
         })
     }
 
+    /// [`Overview::open_cached`] when `cache`, else [`Overview::build`].
+    pub fn open(
+        trace: &Trace,
+        cache: bool,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<OverviewOpen, FormatError> {
+        if cache {
+            return Overview::open_cached(trace, progress);
+        }
+        Ok(OverviewOpen {
+            overview: Overview::build(trace, progress)?,
+            cached: false,
+            warning: None,
+        })
+    }
+
     /// Where the overview of `trace` is cached, if there is a cache directory.
     pub fn cache_path(trace: &Trace) -> Option<PathBuf> {
         super::cache::cache_file(trace, "overview")

@@ -209,16 +209,7 @@ fn load_analysis(dir: &Path, phase: Option<&str>) -> Result<Box<Analysis>, Strin
 }
 
 fn load_overview(trace: &Trace, cache: bool) -> Result<OverviewOpen, String> {
-    let open = if cache {
-        Overview::open_cached(trace, &|_, _| {})
-    } else {
-        Overview::build(trace, &|_, _| {}).map(|overview| OverviewOpen {
-            overview,
-            cached: false,
-            warning: None,
-        })
-    };
-    open.map_err(|e| format!("{e}"))
+    Overview::open(trace, cache, &|_, _| {}).map_err(|e| format!("{e}"))
 }
 
 fn load_timeline(dir: &Path, cache: bool) -> Result<Box<TimelineIndex>, String> {
