@@ -4,10 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use hyscope_format::{
-    FormatError, MpiRecord, OmpKind, OmpRecord, PartFile, PartScan, Record, ScanOptions, Table,
-    Trace,
-};
+use hyscope_format::{FormatError, OmpKind, PartFile, PartScan, ScanOptions, Table, Trace};
 use rayon::prelude::*;
 
 use super::{
@@ -145,11 +142,49 @@ pub(super) fn for_each_rank(
     Ok(())
 }
 
+/// The columns the timeline reads of the `omp` table.
+const OMP_COLUMNS: [&str; 7] = [
+    "thread",
+    "kind",
+    "variant",
+    "start_ns",
+    "end_ns",
+    "parallel_id",
+    "team_size",
+];
+/// The columns the timeline reads of the `mpi` table.
+const MPI_COLUMNS: [&str; 4] = ["thread", "call", "start_ns", "end_ns"];
+
+/// A primitive column of a batch by name, or a schema error naming it.
+fn column<'a, T: arrow_array::ArrowPrimitiveType>(
+    batch: &'a arrow_array::RecordBatch,
+    name: &str,
+) -> Result<&'a [T::Native], String> {
+    use arrow_array::cast::AsArray;
+    Ok(batch
+        .column_by_name(name)
+        .ok_or_else(|| format!("missing column `{name}`"))?
+        .as_primitive_opt::<T>()
+        .ok_or_else(|| format!("column `{name}` has the wrong type"))?
+        .values())
+}
+
 /// Read one part into compact intervals per thread, batch by batch (memory
-/// stays at one decoded batch plus the compact intervals).
+/// stays at one decoded batch plus the compact intervals). Only the columns
+/// the timeline needs are decoded (and checksummed).
 fn read_part(part: &PartFile) -> Result<PartRows, FormatError> {
+    use arrow_array::types::{Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
     let mut out = PartRows::default();
-    let scan = PartScan::open(part, &ScanOptions::default())?;
+    let columns: &[&str] = match part.table {
+        Table::Omp => &OMP_COLUMNS,
+        Table::Mpi => &MPI_COLUMNS,
+        _ => return Ok(out),
+    };
+    let options = ScanOptions {
+        columns: Some(columns.iter().map(|c| c.to_string()).collect()),
+        ..ScanOptions::default()
+    };
+    let scan = PartScan::open(part, &options)?;
     let schema_error = |message: String| FormatError::Schema {
         path: part.path.clone(),
         table: part.table.to_string(),
@@ -157,48 +192,52 @@ fn read_part(part: &PartFile) -> Result<PartRows, FormatError> {
     };
     for batch in scan {
         let batch = batch?;
-        match part.table {
-            Table::Omp => {
-                for r in OmpRecord::from_batch(&batch).map_err(schema_error)? {
-                    let Some(layer) = omp_layer(&r) else {
-                        continue;
-                    };
-                    let team_row = match r.kind {
-                        K_PARALLEL | K_ITASK => true,
-                        K_SYNC | K_SYNCWAIT => is_barrier(r.variant),
-                        _ => false,
-                    };
-                    if team_row && r.parallel_id != 0 {
-                        out.team.push(TeamRow {
-                            parallel_id: r.parallel_id,
-                            start: r.start_ns,
-                            end: r.end_ns,
-                            thread: r.thread,
-                            team: r.team_size,
-                            kind: r.kind,
-                            layer,
-                        });
-                    } else if r.end_ns > r.start_ns {
-                        out.threads
-                            .entry(r.thread)
-                            .or_default()
-                            .push((r.start_ns, r.end_ns, layer));
-                    }
+        let thread = column::<UInt32Type>(&batch, "thread").map_err(schema_error)?;
+        let start = column::<Int64Type>(&batch, "start_ns").map_err(schema_error)?;
+        let end = column::<Int64Type>(&batch, "end_ns").map_err(schema_error)?;
+        let mut push = |i: usize, layer: u8| {
+            if end[i] > start[i] {
+                out.threads
+                    .entry(thread[i])
+                    .or_default()
+                    .push((start[i], end[i], layer));
+            }
+        };
+        if part.table == Table::Mpi {
+            let call = column::<UInt16Type>(&batch, "call").map_err(schema_error)?;
+            for (i, &call) in call.iter().enumerate() {
+                if let Some(layer) = mpi_layer(call) {
+                    push(i, layer);
                 }
             }
-            Table::Mpi => {
-                for r in MpiRecord::from_batch(&batch).map_err(schema_error)? {
-                    if let Some(layer) = mpi_layer(&r)
-                        && r.end_ns > r.start_ns
-                    {
-                        out.threads
-                            .entry(r.thread)
-                            .or_default()
-                            .push((r.start_ns, r.end_ns, layer));
-                    }
-                }
+            continue;
+        }
+        let kind = column::<UInt8Type>(&batch, "kind").map_err(schema_error)?;
+        let variant = column::<UInt8Type>(&batch, "variant").map_err(schema_error)?;
+        let parallel = column::<UInt64Type>(&batch, "parallel_id").map_err(schema_error)?;
+        let team = column::<UInt32Type>(&batch, "team_size").map_err(schema_error)?;
+        for i in 0..batch.num_rows() {
+            let Some(layer) = omp_layer(kind[i]) else {
+                continue;
+            };
+            let team_row = match kind[i] {
+                K_PARALLEL | K_ITASK => true,
+                K_SYNC | K_SYNCWAIT => is_barrier(variant[i]),
+                _ => false,
+            };
+            if team_row && parallel[i] != 0 {
+                out.team.push(TeamRow {
+                    parallel_id: parallel[i],
+                    start: start[i],
+                    end: end[i],
+                    thread: thread[i],
+                    team: team[i],
+                    kind: kind[i],
+                    layer,
+                });
+            } else {
+                push(i, layer);
             }
-            _ => {}
         }
     }
     Ok(out)
