@@ -132,6 +132,16 @@ impl GroupLines {
     }
 }
 
+/// The lines of `req` from the coarse overview, on the calling (UI) thread
+/// and not on the shared pool: a few milliseconds from the bins, and never
+/// queued behind the index's loading on busy cores.
+pub fn coarse(src: &dyn RankCells, req: &Request) -> Vec<GroupRow> {
+    req.groups
+        .iter()
+        .map(|&g| src.aggregate(g, req.t0, req.t1, req.columns))
+        .collect()
+}
+
 /// The line of `group` among `lines` (the last computed ones), if there.
 pub fn line(lines: &[GroupRow], group: Group) -> Option<&GroupRow> {
     lines.iter().find(|l| l.group == group)

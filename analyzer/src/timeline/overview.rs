@@ -314,6 +314,39 @@ impl Overview {
     }
 }
 
+impl Overview {
+    /// For `columns` cells of `[t0, t1)`: (cell, bin, share of the bin in the
+    /// cell, None when whole) for every bin overlapping a cell. The same for
+    /// every rank: computed once per query of a rank.
+    fn cells_bins(&self, t0: i64, t1: i64, columns: usize) -> Vec<(usize, usize, Option<f64>)> {
+        let mut out = Vec::with_capacity(columns * 2);
+        if self.bins == 0 {
+            return out;
+        }
+        let width = self.bin_ns() as i128;
+        let last = self.first + self.bins as i64 - 1;
+        for c in 0..columns {
+            let (a, b) = cell_bounds(t0, t1, columns, c);
+            if b <= a {
+                continue;
+            }
+            let (lo, hi) = (
+                (a >> self.shift).max(self.first),
+                ((b - 1) >> self.shift).min(last),
+            );
+            for i in lo..=hi {
+                let bin_a = (i as i128) << self.shift;
+                let overlap = (b as i128).min(bin_a + width) - (a as i128).max(bin_a);
+                if overlap > 0 {
+                    let share = (overlap != width).then(|| overlap as f64 / width as f64);
+                    out.push((c, (i - self.first) as usize, share));
+                }
+            }
+        }
+        out
+    }
+}
+
 impl RankCells for Overview {
     fn rows(&self) -> &[RowInfo] {
         &self.rows
@@ -335,31 +368,15 @@ impl RankCells for Overview {
             return out;
         }
         let row = &self.time[pos * self.bins..(pos + 1) * self.bins];
-        let width = self.bin_ns() as i128;
-        let last = self.first + self.bins as i64 - 1;
-        for (c, cell) in out.iter_mut().enumerate() {
-            let (a, b) = cell_bounds(t0, t1, columns, c);
-            if b <= a {
-                continue;
-            }
-            let (lo, hi) = (
-                (a >> self.shift).max(self.first),
-                ((b - 1) >> self.shift).min(last),
-            );
-            for i in lo..=hi {
-                let bin_a = (i as i128) << self.shift;
-                let overlap = (b as i128).min(bin_a + width) - (a as i128).max(bin_a);
-                if overlap <= 0 {
-                    continue;
-                }
-                let t = &row[(i - self.first) as usize];
-                for (to, &v) in cell.time.iter_mut().zip(t) {
-                    *to += if overlap == width {
-                        v
-                    } else {
-                        (v as i128 * overlap / width) as u64
-                    };
-                }
+        for (c, i, share) in self.cells_bins(t0, t1, columns) {
+            let cell = &mut out[c].time;
+            let t = &row[i];
+            match share {
+                None => cell.iter_mut().zip(t).for_each(|(to, &v)| *to += v),
+                Some(f) => cell
+                    .iter_mut()
+                    .zip(t)
+                    .for_each(|(to, &v)| *to += (v as f64 * f) as u64),
             }
         }
         out

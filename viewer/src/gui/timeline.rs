@@ -157,6 +157,32 @@ struct Geometry {
 }
 
 impl Geometry {
+    /// The geometry of `lines` lines in `rect` (the body right of the labels
+    /// and below the ruler), remembered as trace `which`'s body.
+    fn place(
+        rect: Rect,
+        lines: usize,
+        view: View,
+        origin: i64,
+        which: usize,
+        st: &mut TimelineState,
+    ) -> Geometry {
+        let body = Rect::from_min_max(
+            Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
+            rect.right_bottom(),
+        );
+        if st.body.len() <= which {
+            st.body.resize(which + 1, Rect::NOTHING);
+        }
+        st.body[which] = body;
+        Geometry {
+            body,
+            line_h: (body.height() / lines.max(1) as f32).clamp(5.0, 18.0),
+            view,
+            origin,
+        }
+    }
+
     fn width_px(&self) -> f32 {
         self.body.width().max(1.0)
     }
@@ -207,25 +233,12 @@ pub fn show(
     } else {
         display_lines(data, which, st)
     };
-    let body = Rect::from_min_max(
-        Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
-        rect.right_bottom(),
-    );
-    if st.body.len() <= which {
-        st.body.resize(which + 1, Rect::NOTHING);
-    }
-    st.body[which] = body;
-    let geo = Geometry {
-        body,
-        line_h: (body.height() / lines.len().max(1) as f32).clamp(5.0, 18.0),
-        view: *view,
-        origin: data.index.span().0,
-    };
+    let geo = Geometry::place(rect, lines.len(), *view, data.index.span().0, which, st);
     ruler(
         &painter,
         Rect::from_min_max(
-            Pos2::new(body.left(), rect.top()),
-            Pos2::new(rect.right(), body.top()),
+            Pos2::new(geo.body.left(), rect.top()),
+            Pos2::new(rect.right(), geo.body.top()),
         ),
         view,
         ui.visuals().text_color(),
@@ -262,21 +275,8 @@ pub fn show_coarse(
     let painter = ui.painter_at(rect);
     let max_lines = ((rect.height() - RULER_H) / MIN_LINE_H).max(1.0) as usize;
     let entries = slot(&mut st.grouping, which).tree(src.rank_rows().len(), max_lines);
-    let body = Rect::from_min_max(
-        Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
-        rect.right_bottom(),
-    );
-    if st.body.len() <= which {
-        st.body.resize(which + 1, Rect::NOTHING);
-    }
-    st.body[which] = body;
-    let geo = Geometry {
-        body,
-        line_h: (body.height() / entries.len().max(1) as f32).clamp(5.0, 18.0),
-        view: *view,
-        origin: src.span().0,
-    };
-    let text = ui.visuals().text_color();
+    let geo = Geometry::place(rect, entries.len(), *view, src.span().0, which, st);
+    let body = geo.body;
     ruler(
         &painter,
         Rect::from_min_max(
@@ -284,7 +284,7 @@ pub fn show_coarse(
             Pos2::new(rect.right(), body.top()),
         ),
         view,
-        text,
+        ui.visuals().text_color(),
     );
     let columns = ((geo.width_px().floor() as usize).min(view.width().ceil() as usize)).max(1);
     let request = Request {
@@ -302,7 +302,7 @@ pub fn show_coarse(
     let lines = match cache {
         Some((r, l)) if *r == request => Arc::clone(l),
         _ => {
-            let l = Arc::new(src.aggregate_all(&request.groups, request.t0, request.t1, columns));
+            let l = Arc::new(aggregate::coarse(src, &request));
             *cache = Some((request, Arc::clone(&l)));
             l
         }
