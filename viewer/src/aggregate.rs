@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::Instant;
 
-use hyscope_analyzer::timeline::{Group, GroupCell, GroupRow, TimelineIndex};
+use hyscope_analyzer::timeline::{Group, GroupCell, GroupRow, RankCells, TimelineIndex};
 
 /// What the lines are computed for: a window of `columns` cells and the groups shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +132,16 @@ impl GroupLines {
     }
 }
 
+/// The lines of `req` from the coarse overview, on the calling (UI) thread
+/// and not on the shared pool: a few milliseconds from the bins, and never
+/// queued behind the index's loading on busy cores.
+pub fn coarse(src: &dyn RankCells, req: &Request) -> Vec<GroupRow> {
+    req.groups
+        .iter()
+        .map(|&g| src.aggregate(g, req.t0, req.t1, req.columns))
+        .collect()
+}
+
 /// The line of `group` among `lines` (the last computed ones), if there.
 pub fn line(lines: &[GroupRow], group: Group) -> Option<&GroupRow> {
     lines.iter().find(|l| l.group == group)
@@ -207,6 +217,59 @@ mod tests {
 
     fn key(app: &mut tui::app::App, c: KeyCode) {
         app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
+    }
+
+    /// Until the index is loaded the timeline draws the coarse overview,
+    /// labelled so, with the same aggregated lines; then the detailed one.
+    #[test]
+    fn tui_shows_the_coarse_overview_until_the_index_is_loaded() {
+        let dir = std::env::temp_dir().join(format!("hyscope-agg-coarse-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        super::test_trace::write(&dir, 64);
+        let mut data = tui::data::Data::open_blocking(&dir).unwrap();
+        let index = data.timeline_arc().cloned().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        data.timeline = crate::loading::Loading::Pending(rx);
+        assert!(data.timeline().is_none() && data.overview().is_some());
+        let mut app = tui::app::App::new(data);
+        key(&mut app, KeyCode::Char('2'));
+        let s = render(&mut app, 120, 30);
+        println!("{s}");
+        assert!(s.contains("coarse overview, bins of"), "{s}");
+        assert!(s.contains("detail loading…"), "{s}");
+        for k in 0..16u32 {
+            let (a, b) = (4 * k, 4 * k + 3);
+            assert!(
+                s.contains(&format!("ranks {a}–{b} worst {b}")),
+                "line {k}: {s}"
+            );
+        }
+        let first = s.lines().find(|l| l.contains("ranks 0–3 worst 3")).unwrap();
+        assert!(first.contains("████"), "{first}");
+        assert!(
+            s.contains("rank 0 (worst of ranks 0–3): coarse overview"),
+            "{s}"
+        );
+        // A line opens into its ranks from the overview too.
+        key(&mut app, KeyCode::Enter);
+        let s = render(&mut app, 120, 30);
+        assert!(
+            s.contains("▸rank 2 ") && s.contains("ranks 4–7 worst 7"),
+            "{s}"
+        );
+        // The index arrives: the detailed timeline, the same lines.
+        tx.send(Ok(index)).unwrap();
+        assert!(app.data.poll());
+        let s = render(&mut app, 120, 30);
+        println!("{s}");
+        assert!(!s.contains("coarse overview"), "{s}");
+        assert!(
+            s.contains("▸rank 2 ") && s.contains("ranks 4–7 worst 7"),
+            "{s}"
+        );
+        assert!(s.contains("rank 0 thread 0: "), "{s}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// 64 ranks in a 30-line terminal: 16 lines of 4 ranks, each naming its

@@ -167,6 +167,8 @@ struct Bench {
     frames: u64,
     started: std::time::Instant,
     first_frame_s: Option<f64>,
+    /// The first frame after one that drew the coarse overview (or the timeline).
+    coarse_s: Option<f64>,
     timeline_s: Option<f64>,
     last: Option<std::time::Instant>,
     intervals_ms: Vec<f64>,
@@ -188,6 +190,7 @@ impl Bench {
             frames,
             started,
             first_frame_s: None,
+            coarse_s: None,
             timeline_s: None,
             last: None,
             intervals_ms: Vec::new(),
@@ -205,6 +208,10 @@ impl Bench {
         let now = std::time::Instant::now();
         self.first_frame_s
             .get_or_insert(self.started.elapsed().as_secs_f64());
+        if gui.first_coarse_frame_s.is_some() {
+            self.coarse_s
+                .get_or_insert(self.started.elapsed().as_secs_f64());
+        }
         if gui.first_timeline_frame_s.is_none() {
             return;
         }
@@ -279,6 +286,10 @@ impl Bench {
                 .map_or(0, |d| d.index.heap_bytes()) as f64
                 / 1e6;
             println!("first frame: {:.3} s", self.first_frame_s.unwrap_or(0.0));
+            println!(
+                "first frame with the coarse timeline: {:.3} s",
+                self.coarse_s.unwrap_or(0.0)
+            );
             println!(
                 "first frame with the timeline: {:.3} s",
                 self.timeline_s.unwrap_or(0.0)

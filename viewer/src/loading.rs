@@ -68,6 +68,22 @@ impl<T: Send + 'static> Loading<T> {
     }
 }
 
+/// Compute `first`, then `second`, on one new thread: a quick result to show
+/// while the slow one is computed, without the two competing for the cores.
+/// `second` runs whatever `first` returned.
+pub fn spawn_two<A: Send + 'static, B: Send + 'static>(
+    first: impl FnOnce() -> Result<A, String> + Send + 'static,
+    second: impl FnOnce() -> Result<B, String> + Send + 'static,
+) -> (Loading<A>, Loading<B>) {
+    let (tx_a, rx_a) = std::sync::mpsc::channel();
+    let (tx_b, rx_b) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx_a.send(first());
+        let _ = tx_b.send(second());
+    });
+    (Loading::Pending(rx_a), Loading::Pending(rx_b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +107,12 @@ mod tests {
         let mut l = Loading::Pending(rx);
         assert!(l.poll());
         assert!(matches!(l, Loading::Failed(ref e) if e == LOST));
+
+        // The second runs after the first, whatever the first returned.
+        let (mut a, mut b) = spawn_two(|| Err::<u32, _>("no overview".into()), || Ok(9u64));
+        a.wait();
+        b.wait();
+        assert!(matches!(a, Loading::Failed(ref e) if e == "no overview"));
+        assert_eq!(b.ready(), Some(&9));
     }
 }

@@ -74,6 +74,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(t) = timings.timeline_ms {
             let _ = writeln!(err, "hyscope-tui: timeline index ready {t:.1} ms");
         }
+        if let Some(t) = timings.overview_ms {
+            let _ = writeln!(err, "hyscope-tui: timeline overview ready {t:.1} ms");
+        }
+        if let Some(t) = timings.coarse_frame_ms {
+            let _ = writeln!(
+                err,
+                "hyscope-tui: first frame with the coarse timeline {t:.1} ms"
+            );
+        }
         if let Some(t) = timings.timeline_frame_ms {
             let _ = writeln!(err, "hyscope-tui: first frame with the timeline {t:.1} ms");
         }
@@ -103,6 +112,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 struct Timings {
     first_frame_ms: f64,
     timeline_ms: Option<f64>,
+    /// The coarse overview loaded.
+    overview_ms: Option<f64>,
+    /// The end of the first draw of the Timeline tab with the overview
+    /// only (or the index, if it came first).
+    coarse_frame_ms: Option<f64>,
     /// The end of the first draw of the Timeline tab with the index loaded.
     timeline_frame_ms: Option<f64>,
     aggregate_ms: Vec<f64>,
@@ -163,11 +177,17 @@ fn event_loop(
         }
         if app.data.poll() {
             let now = started.elapsed().as_secs_f64() * 1e3;
-            if let Some(t) = app.data.timeline()
-                && timings.timeline_ms.is_none()
+            if app.data.overview().is_some() && timings.overview_ms.is_none() {
+                timings.overview_ms = Some(now);
+            }
+            // The window starts as the whole run once the overview or the
+            // index exists (the overview's span is the index's: no jump).
+            if let Some(t) = app.data.cells()
+                && app.timeline.t1 <= app.timeline.t0
             {
-                // The window starts as the whole run once the index exists.
                 (app.timeline.t0, app.timeline.t1) = t.span();
+            }
+            if app.data.timeline().is_some() && timings.timeline_ms.is_none() {
                 timings.timeline_ms = Some(now);
             }
             if app.data.analysis().is_some() && timings.analysis_ms.is_none() {
@@ -184,6 +204,12 @@ fn event_loop(
                 .push((std::mem::take(&mut cause), t.elapsed().as_secs_f64() * 1e3));
             if timings.lines_frame_ms.is_none() && !timings.aggregate_ms.is_empty() {
                 timings.lines_frame_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+            }
+            if timings.coarse_frame_ms.is_none()
+                && app.tab == app::Tab::Timeline
+                && app.data.cells().is_some()
+            {
+                timings.coarse_frame_ms = Some(started.elapsed().as_secs_f64() * 1e3);
             }
             if timings.timeline_frame_ms.is_none()
                 && app.tab == app::Tab::Timeline

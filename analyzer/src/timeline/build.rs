@@ -4,10 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use hyscope_format::{
-    FormatError, MpiRecord, OmpKind, OmpRecord, PartFile, PartScan, Record, ScanOptions, Table,
-    Trace,
-};
+use hyscope_format::{FormatError, OmpKind, PartFile, PartScan, ScanOptions, Table, Trace};
 use rayon::prelude::*;
 
 use super::{
@@ -18,7 +15,7 @@ use crate::aligned::{ClockMap, Clocks};
 use crate::omp::{is_barrier, last_arrivals, split_by_arrivals};
 
 /// A compact interval: start, end (rank clock), priority layer.
-type Iv = (i64, i64, u8);
+pub(super) type Iv = (i64, i64, u8);
 
 /// A row of a parallel region instance that [`split_barriers`] needs: the
 /// parallel row, implicit tasks, barriers and their waits (rank clock).
@@ -63,12 +60,51 @@ pub(super) fn build_ranks(
     ranks: &[u32],
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<TimelineIndex, FormatError> {
+    let mut rows: Vec<(RowInfo, RowData)> = Vec::new();
+    for_each_rank(trace, ranks, progress, |rank| {
+        let clock = rank.clock;
+        let built: Vec<(u32, RowData)> = rank
+            .threads
+            .into_par_iter()
+            .map(|(thread, ivs)| (thread, flatten(ivs, clock)))
+            .collect();
+        rows.extend(built.into_iter().map(|(thread, data)| {
+            (
+                RowInfo {
+                    rank: rank.rank,
+                    thread,
+                    host: rank.host.clone(),
+                },
+                data,
+            )
+        }));
+    })?;
+    Ok(TimelineIndex::from_parts(trace, rows))
+}
+
+/// A rank's rows before flattening: each thread's compact intervals (rank
+/// clock), barriers split, with the clock map to global time.
+pub(super) struct RankIntervals<'a> {
+    pub(super) rank: u32,
+    pub(super) host: String,
+    pub(super) clock: Option<&'a ClockMap>,
+    pub(super) threads: BTreeMap<u32, Vec<Iv>>,
+}
+
+/// Read `ranks` rank by rank (a rank's parts in parallel) and hand each
+/// rank's intervals to `each`: the one reading pass of the index and of the
+/// coarse overview.
+pub(super) fn for_each_rank(
+    trace: &Trace,
+    ranks: &[u32],
+    progress: &(dyn Fn(usize, usize) + Sync),
+    mut each: impl FnMut(RankIntervals<'_>),
+) -> Result<(), FormatError> {
     let mine = |p: &&PartFile| ranks.contains(&p.rank);
     let total = trace.parts(Table::Omp).iter().filter(mine).count()
         + trace.parts(Table::Mpi).iter().filter(mine).count();
     let done = AtomicUsize::new(0);
     progress(0, total);
-    let mut rows: Vec<(RowInfo, RowData)> = Vec::new();
     let clocks = Clocks::from_manifest(&trace.manifest);
     for &rank in ranks {
         let parts: Vec<&PartFile> = trace
@@ -85,55 +121,70 @@ pub(super) fn build_ranks(
                 r
             })
             .collect();
-        rows.extend(build_rank(trace, &clocks, rank, per_part)?);
+        let info = trace.manifest.ranks.iter().find(|r| r.rank == rank);
+        let mut threads: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
+        let mut team: Vec<TeamRow> = Vec::new();
+        for part in per_part {
+            let mut part = part?;
+            for (thread, mut ivs) in part.threads {
+                threads.entry(thread).or_default().append(&mut ivs);
+            }
+            team.append(&mut part.team);
+        }
+        split_barriers(team, &mut threads);
+        each(RankIntervals {
+            rank,
+            host: info.map(|i| i.host.clone()).unwrap_or_default(),
+            clock: clocks.map(rank),
+            threads,
+        });
     }
-    Ok(TimelineIndex::from_parts(trace, rows))
+    Ok(())
 }
 
-/// One rank's rows from its parts' compact intervals.
-fn build_rank(
-    trace: &Trace,
-    clocks: &Clocks,
-    rank: u32,
-    per_part: Vec<Result<PartRows, FormatError>>,
-) -> Result<Vec<(RowInfo, RowData)>, FormatError> {
-    let info = trace.manifest.ranks.iter().find(|r| r.rank == rank);
-    let host = info.map(|i| i.host.clone()).unwrap_or_default();
-    let clock = clocks.map(rank);
-    let mut threads: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
-    let mut team: Vec<TeamRow> = Vec::new();
-    for part in per_part {
-        let mut part = part?;
-        for (thread, mut ivs) in part.threads {
-            threads.entry(thread).or_default().append(&mut ivs);
-        }
-        team.append(&mut part.team);
-    }
-    split_barriers(team, &mut threads);
-    let built: Vec<(u32, RowData)> = threads
-        .into_par_iter()
-        .map(|(thread, ivs)| (thread, flatten(ivs, clock)))
-        .collect();
-    Ok(built
-        .into_iter()
-        .map(|(thread, data)| {
-            (
-                RowInfo {
-                    rank,
-                    thread,
-                    host: host.clone(),
-                },
-                data,
-            )
-        })
-        .collect())
+/// The columns the timeline reads of the `omp` table.
+const OMP_COLUMNS: [&str; 7] = [
+    "thread",
+    "kind",
+    "variant",
+    "start_ns",
+    "end_ns",
+    "parallel_id",
+    "team_size",
+];
+/// The columns the timeline reads of the `mpi` table.
+const MPI_COLUMNS: [&str; 4] = ["thread", "call", "start_ns", "end_ns"];
+
+/// A primitive column of a batch by name, or a schema error naming it.
+fn column<'a, T: arrow_array::ArrowPrimitiveType>(
+    batch: &'a arrow_array::RecordBatch,
+    name: &str,
+) -> Result<&'a [T::Native], String> {
+    use arrow_array::cast::AsArray;
+    Ok(batch
+        .column_by_name(name)
+        .ok_or_else(|| format!("missing column `{name}`"))?
+        .as_primitive_opt::<T>()
+        .ok_or_else(|| format!("column `{name}` has the wrong type"))?
+        .values())
 }
 
 /// Read one part into compact intervals per thread, batch by batch (memory
-/// stays at one decoded batch plus the compact intervals).
+/// stays at one decoded batch plus the compact intervals). Only the columns
+/// the timeline needs are decoded (and checksummed).
 fn read_part(part: &PartFile) -> Result<PartRows, FormatError> {
+    use arrow_array::types::{Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type};
     let mut out = PartRows::default();
-    let scan = PartScan::open(part, &ScanOptions::default())?;
+    let columns: &[&str] = match part.table {
+        Table::Omp => &OMP_COLUMNS,
+        Table::Mpi => &MPI_COLUMNS,
+        _ => return Ok(out),
+    };
+    let options = ScanOptions {
+        columns: Some(columns.iter().map(|c| c.to_string()).collect()),
+        ..ScanOptions::default()
+    };
+    let scan = PartScan::open(part, &options)?;
     let schema_error = |message: String| FormatError::Schema {
         path: part.path.clone(),
         table: part.table.to_string(),
@@ -141,48 +192,52 @@ fn read_part(part: &PartFile) -> Result<PartRows, FormatError> {
     };
     for batch in scan {
         let batch = batch?;
-        match part.table {
-            Table::Omp => {
-                for r in OmpRecord::from_batch(&batch).map_err(schema_error)? {
-                    let Some(layer) = omp_layer(&r) else {
-                        continue;
-                    };
-                    let team_row = match r.kind {
-                        K_PARALLEL | K_ITASK => true,
-                        K_SYNC | K_SYNCWAIT => is_barrier(r.variant),
-                        _ => false,
-                    };
-                    if team_row && r.parallel_id != 0 {
-                        out.team.push(TeamRow {
-                            parallel_id: r.parallel_id,
-                            start: r.start_ns,
-                            end: r.end_ns,
-                            thread: r.thread,
-                            team: r.team_size,
-                            kind: r.kind,
-                            layer,
-                        });
-                    } else if r.end_ns > r.start_ns {
-                        out.threads
-                            .entry(r.thread)
-                            .or_default()
-                            .push((r.start_ns, r.end_ns, layer));
-                    }
+        let thread = column::<UInt32Type>(&batch, "thread").map_err(schema_error)?;
+        let start = column::<Int64Type>(&batch, "start_ns").map_err(schema_error)?;
+        let end = column::<Int64Type>(&batch, "end_ns").map_err(schema_error)?;
+        let mut push = |i: usize, layer: u8| {
+            if end[i] > start[i] {
+                out.threads
+                    .entry(thread[i])
+                    .or_default()
+                    .push((start[i], end[i], layer));
+            }
+        };
+        if part.table == Table::Mpi {
+            let call = column::<UInt16Type>(&batch, "call").map_err(schema_error)?;
+            for (i, &call) in call.iter().enumerate() {
+                if let Some(layer) = mpi_layer(call) {
+                    push(i, layer);
                 }
             }
-            Table::Mpi => {
-                for r in MpiRecord::from_batch(&batch).map_err(schema_error)? {
-                    if let Some(layer) = mpi_layer(&r)
-                        && r.end_ns > r.start_ns
-                    {
-                        out.threads
-                            .entry(r.thread)
-                            .or_default()
-                            .push((r.start_ns, r.end_ns, layer));
-                    }
-                }
+            continue;
+        }
+        let kind = column::<UInt8Type>(&batch, "kind").map_err(schema_error)?;
+        let variant = column::<UInt8Type>(&batch, "variant").map_err(schema_error)?;
+        let parallel = column::<UInt64Type>(&batch, "parallel_id").map_err(schema_error)?;
+        let team = column::<UInt32Type>(&batch, "team_size").map_err(schema_error)?;
+        for i in 0..batch.num_rows() {
+            let Some(layer) = omp_layer(kind[i]) else {
+                continue;
+            };
+            let team_row = match kind[i] {
+                K_PARALLEL | K_ITASK => true,
+                K_SYNC | K_SYNCWAIT => is_barrier(variant[i]),
+                _ => false,
+            };
+            if team_row && parallel[i] != 0 {
+                out.team.push(TeamRow {
+                    parallel_id: parallel[i],
+                    start: start[i],
+                    end: end[i],
+                    thread: thread[i],
+                    team: team[i],
+                    kind: kind[i],
+                    layer,
+                });
+            } else {
+                push(i, layer);
             }
-            _ => {}
         }
     }
     Ok(out)
@@ -280,6 +335,23 @@ fn split_barriers(mut rows: Vec<TeamRow>, threads: &mut BTreeMap<u32, Vec<Iv>>) 
 /// is that of the highest open layer (serial when none is open). Segment
 /// bounds go to global time through the rank's clock map (None: identity).
 pub(super) fn flatten(ivs: Vec<Iv>, clock: Option<&ClockMap>) -> RowData {
+    let mut builder = RowBuilder::default();
+    sweep(ivs, clock, |t, state| match state {
+        Some(s) => builder.push(t, s),
+        None => builder.finish(t),
+    });
+    builder.data
+}
+
+/// The sweep of [`flatten`]: calls `emit(t, Some(state))` where the row's
+/// state becomes `state` (global time, non-decreasing; repeated states
+/// possible), then `emit(end, None)` once at the row's end. Nothing for a row
+/// without intervals. One meaning for the index and the coarse overview.
+pub(super) fn sweep(
+    ivs: Vec<Iv>,
+    clock: Option<&ClockMap>,
+    mut emit: impl FnMut(i64, Option<State>),
+) {
     let global = |t: i64| clock.map_or(t, |m| m.to_global(t));
     let mut events: Vec<(i64, i8)> = Vec::with_capacity(ivs.len() * 2);
     for (s, e, l) in ivs {
@@ -291,10 +363,6 @@ pub(super) fn flatten(ivs: Vec<Iv>, clock: Option<&ClockMap>) -> RowData {
     events.sort_unstable_by_key(|e| e.0);
     let mut counts = [0i32; LAYER_STATE.len()];
     let mut mask: u16 = 0;
-    let mut builder = RowBuilder::default();
-    if events.is_empty() {
-        return RowData::new(Vec::new(), Vec::new(), 0);
-    }
     let mut i = 0;
     while i < events.len() {
         let t = events[i].0;
@@ -310,17 +378,16 @@ pub(super) fn flatten(ivs: Vec<Iv>, clock: Option<&ClockMap>) -> RowData {
             i += 1;
         }
         if i == events.len() {
-            builder.finish(global(t));
+            emit(global(t), None);
         } else {
             let state = if mask == 0 {
                 State::Serial
             } else {
                 LAYER_STATE[15 - mask.leading_zeros() as usize]
             };
-            builder.push(global(t), state);
+            emit(global(t), Some(state));
         }
     }
-    builder.data
 }
 
 /// Appends segments, merging equal neighbours and cutting blocks.

@@ -32,7 +32,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 }
 
 /// What the cached index was built from.
-fn key(trace: &Trace) -> String {
+pub(super) fn key(trace: &Trace) -> String {
     let mut k = format!(
         "{}\n",
         std::fs::canonicalize(&trace.dir)
@@ -60,12 +60,14 @@ fn key(trace: &Trace) -> String {
     k
 }
 
-fn cache_file(trace: &Trace) -> Option<PathBuf> {
+/// The cache file of `trace` with extension `ext` (`idx`: the index,
+/// `overview`: its coarse overview).
+pub(super) fn cache_file(trace: &Trace, ext: &str) -> Option<PathBuf> {
     let dir = cache_dir()?;
     let canonical = std::fs::canonicalize(&trace.dir).unwrap_or_else(|_| trace.dir.clone());
     let mut h = std::collections::hash_map::DefaultHasher::new();
     canonical.hash(&mut h);
-    Some(dir.join(format!("timeline-{:016x}.idx", h.finish())))
+    Some(dir.join(format!("timeline-{:016x}.{ext}", h.finish())))
 }
 
 impl TimelineIndex {
@@ -76,7 +78,7 @@ impl TimelineIndex {
         trace: &Trace,
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> Result<(TimelineIndex, bool), FormatError> {
-        let file = cache_file(trace);
+        let file = cache_file(trace, "idx");
         let key = key(trace);
         if let Some(f) = &file
             && let Ok(index) = load(trace, f, &key)

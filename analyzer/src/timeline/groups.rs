@@ -252,32 +252,29 @@ pub fn ranks_label(ranks: &[u32]) -> String {
     }
 }
 
-impl TimelineIndex {
-    /// The ranks and their rows, in display order (host, rank).
-    pub fn rank_rows(&self) -> &[RankRows] {
-        &self.ranks
-    }
+/// What an aggregated line is computed from: the ranks in display order and
+/// each rank's time per state in the cells of a window. The level-of-detail
+/// index answers exactly at any zoom; the coarse overview
+/// ([`super::Overview`]) from its bins. One aggregation for both, so that a
+/// line means the same whichever is shown.
+pub trait RankCells: Sync {
+    /// The rows (threads of ranks) in display order: by host, rank, thread.
+    fn rows(&self) -> &[super::RowInfo];
 
-    /// [`TimelineIndex::query`] of every thread of the rank at position
-    /// `pos` of [`TimelineIndex::rank_rows`], summed.
-    pub fn rank_query(&self, pos: usize, t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
-        let mut out = super::empty_cells(t0, t1, columns);
-        let Some(r) = self.ranks.get(pos) else {
-            return out;
-        };
-        for row in r.rows.clone() {
-            for (acc, c) in out.iter_mut().zip(self.query(row, t0, t1, columns)) {
-                for s in 0..STATES {
-                    acc.time[s] += c.time[s];
-                }
-            }
-        }
-        out
-    }
+    /// The ranks and their rows, in display order (host, rank).
+    fn rank_rows(&self) -> &[RankRows];
+
+    /// First start and last end over all rows (rank 0's clock), (0, 0) if empty.
+    fn span(&self) -> (i64, i64);
+
+    /// The time per state of every thread of the rank at position `pos` of
+    /// [`RankCells::rank_rows`], summed, in `columns` equal cells of `[t0, t1)`.
+    fn rank_query(&self, pos: usize, t0: i64, t1: i64, columns: usize) -> Vec<CellSummary>;
 
     /// The line of `group` over `[t0, t1)` in `columns` cells.
-    pub fn aggregate(&self, group: Group, t0: i64, t1: i64, columns: usize) -> GroupRow {
-        let end = group.end.min(self.ranks.len());
+    fn aggregate(&self, group: Group, t0: i64, t1: i64, columns: usize) -> GroupRow {
+        let ranks = self.rank_rows();
+        let end = group.end.min(ranks.len());
         let positions = group.start.min(end)..end;
         let mut cells: Vec<GroupCell> = super::empty_cells(t0, t1, columns)
             .into_iter()
@@ -292,7 +289,7 @@ impl TimelineIndex {
         let mut worst_wait = vec![0u64; columns];
         let mut row_worst: Option<(u64, u32)> = None;
         for pos in positions.clone() {
-            let rank = self.ranks[pos].rank;
+            let rank = ranks[pos].rank;
             let mut total_wait = 0u64;
             let mut covered_any = false;
             for (c, summary) in self
@@ -331,23 +328,46 @@ impl TimelineIndex {
         }
         GroupRow {
             group,
-            ranks: positions.map(|p| self.ranks[p].rank).collect(),
+            ranks: positions.map(|p| ranks[p].rank).collect(),
             worst_rank: row_worst.map(|(_, r)| r),
             cells,
         }
     }
 
-    /// [`TimelineIndex::aggregate`] of several lines, in parallel.
-    pub fn aggregate_all(
-        &self,
-        groups: &[Group],
-        t0: i64,
-        t1: i64,
-        columns: usize,
-    ) -> Vec<GroupRow> {
+    /// [`RankCells::aggregate`] of several lines, in parallel.
+    fn aggregate_all(&self, groups: &[Group], t0: i64, t1: i64, columns: usize) -> Vec<GroupRow> {
         groups
             .par_iter()
             .map(|&g| self.aggregate(g, t0, t1, columns))
             .collect()
+    }
+}
+
+impl RankCells for TimelineIndex {
+    fn rows(&self) -> &[super::RowInfo] {
+        &self.rows
+    }
+
+    fn rank_rows(&self) -> &[RankRows] {
+        &self.ranks
+    }
+
+    fn span(&self) -> (i64, i64) {
+        self.span
+    }
+
+    fn rank_query(&self, pos: usize, t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
+        let mut out = super::empty_cells(t0, t1, columns);
+        let Some(r) = self.ranks.get(pos) else {
+            return out;
+        };
+        for row in r.rows.clone() {
+            for (acc, c) in out.iter_mut().zip(self.query(row, t0, t1, columns)) {
+                for s in 0..STATES {
+                    acc.time[s] += c.time[s];
+                }
+            }
+        }
+        out
     }
 }

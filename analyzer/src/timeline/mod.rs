@@ -41,6 +41,7 @@
 mod build;
 mod cache;
 mod groups;
+mod overview;
 #[cfg(test)]
 mod tests;
 
@@ -50,9 +51,10 @@ use crate::aligned::{Clocks, GlobalNs};
 
 pub use cache::cache_dir;
 pub use groups::{
-    Entry, FANOUT, Group, GroupCell, GroupRow, Grouping, RankRows, group_size, ranks_label,
-    waiting_ns,
+    Entry, FANOUT, Group, GroupCell, GroupRow, Grouping, RankCells, RankRows, group_size,
+    ranks_label, waiting_ns,
 };
+pub use overview::{Overview, OverviewOpen, bins_limit};
 
 /// What a thread is doing at an instant, in increasing order of priority when
 /// intervals nest (an MPI call inside a loop chunk shows as MPI).
@@ -151,10 +153,10 @@ impl State {
     }
 }
 
-/// Priority layer and state of an OpenMP interval, None for instants and
+/// Priority layer of an OpenMP interval of `kind`, None for instants and
 /// kinds that do not change what the thread is doing (mutex hold, summaries).
-pub(crate) fn omp_layer(r: &OmpRecord) -> Option<u8> {
-    let kind = OmpKind::from_u8(r.kind)?;
+pub(crate) fn omp_layer(kind: u8) -> Option<u8> {
+    let kind = OmpKind::from_u8(kind)?;
     Some(match kind {
         // The row's lifetime: the base layer.
         OmpKind::Thread | OmpKind::InitialTask => 0,
@@ -171,8 +173,8 @@ pub(crate) fn omp_layer(r: &OmpRecord) -> Option<u8> {
 }
 
 /// Priority layer of an MPI call, None for request completions (instants).
-pub(crate) fn mpi_layer(r: &MpiRecord) -> Option<u8> {
-    Some(match r.call {
+pub(crate) fn mpi_layer(call: u16) -> Option<u8> {
+    Some(match call {
         mpi_call::REQUEST_COMPLETE => return None,
         10..=36 => 9,
         50..=86 => 10,
@@ -203,12 +205,12 @@ pub(crate) const LAYER_STATE: [State; 13] = [
 
 /// The state an OpenMP interval shows when it is the innermost one.
 pub fn omp_state(r: &OmpRecord) -> Option<State> {
-    omp_layer(r).map(|l| LAYER_STATE[l as usize])
+    omp_layer(r.kind).map(|l| LAYER_STATE[l as usize])
 }
 
 /// The state an MPI call shows.
 pub fn mpi_state(r: &MpiRecord) -> Option<State> {
-    mpi_layer(r).map(|l| LAYER_STATE[l as usize])
+    mpi_layer(r.call).map(|l| LAYER_STATE[l as usize])
 }
 
 /// One row of the timeline: a thread of a rank.
@@ -750,7 +752,7 @@ impl TimelineIndex {
 }
 
 /// `columns` equal cells over `[t0, t1)` with no time in them.
-pub(crate) fn empty_cells(t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
+pub fn empty_cells(t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {
     (0..columns)
         .map(|c| {
             let (a, b) = cell_bounds(t0, t1, columns, c);

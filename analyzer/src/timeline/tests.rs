@@ -879,3 +879,180 @@ fn an_index_built_by_parts_of_the_ranks_is_the_whole_index() {
         assert_eq!(merged.query(row, 0, 1000, 7), whole.query(row, 0, 1000, 7));
     }
 }
+
+/// Ranks with clock offsets, split barriers, nested MPI calls and a long
+/// serial gap: rank r shifted by `offsets[r]`.
+fn overview_trace(dir: &std::path::Path) -> Trace {
+    let offsets = [0i64, 1_234, -777, 50_000];
+    let rows: Vec<_> = offsets
+        .iter()
+        .enumerate()
+        .map(|(r, &off)| {
+            let r = r as u32;
+            let mut omp_rows = two_thread_region();
+            omp_rows.extend(spanning_barrier(1, 0, 100, 450));
+            omp_rows.extend(spanning_barrier(1, 1, 400 - 37 * i64::from(r), 450));
+            for i in 0..40i64 {
+                let at = 1_000 + i * 997 + i64::from(r) * 13;
+                omp_rows.push(omp(0, OmpKind::Chunk, 3, at, at + 600));
+                omp_rows.push(omp(1, OmpKind::MutexWait, 1, at + 100, at + 150 + i));
+            }
+            // A lone event long after the rest: bins must widen.
+            omp_rows.push(omp(2, OmpKind::Masked, 0, 3_000_000, 3_000_000 + 5_000));
+            let mpi_rows = vec![
+                mpi(
+                    0,
+                    mpi_call::MPI_Allreduce,
+                    20_000,
+                    30_000 + 100 * i64::from(r),
+                    -1,
+                    8,
+                ),
+                mpi(0, mpi_call::MPI_Send, 25_000, 26_000, 1, 8),
+                mpi(1, mpi_call::MPI_Wait, 31_000, 45_000, -1, 0),
+            ];
+            (r, off, omp_rows, mpi_rows)
+        })
+        .collect();
+    write_trace(dir, &rows, WriterOptions::default())
+}
+
+#[test]
+fn overview_bins_hold_what_the_index_gives() {
+    let dir = TempDir::new("overview");
+    let trace = overview_trace(&dir.0);
+    let index = TimelineIndex::build(&trace).unwrap();
+    let ov = Overview::build(&trace, &|_, _| {}).unwrap();
+    assert_eq!(RankCells::rows(&ov), index.rows());
+    assert_eq!(ov.rank_rows(), index.rank_rows());
+    assert_eq!(RankCells::span(&ov), index.span());
+    assert!(ov.bins() > 1 && ov.bins() <= bins_limit(4));
+    let (first, _) = ov.bin_bounds(0);
+    let (_, last) = ov.bin_bounds(ov.bins() - 1);
+    assert!(first <= index.span().0 && index.span().1 <= last);
+    let mut nonzero = 0;
+    for pos in 0..index.rank_rows().len() {
+        for i in 0..ov.bins() {
+            let (a, b) = ov.bin_bounds(i);
+            let want = index.rank_query(pos, a, b, 1)[0].time;
+            assert_eq!(ov.bin(pos, i), want, "rank position {pos}, bin {i}");
+            nonzero += usize::from(want.iter().any(|&t| t > 0));
+        }
+        // Cells on bin bounds read the bins; both agree over the whole grid.
+        let n = ov.bins();
+        assert!(
+            ov.rank_query(pos, first, last, n) == index.rank_query(pos, first, last, n),
+            "rank position {pos}: the overview's cells on its bins"
+        );
+    }
+    assert!(nonzero > 8, "the bins hold the trace's time");
+    // The split barrier reaches the bins: rank 0 waits 300 + (400 - 100) ns.
+    let wait: u64 = (0..ov.bins())
+        .map(|i| ov.bin(0, i)[State::BarrierWait as usize])
+        .sum();
+    let (a, b) = index.span();
+    assert_eq!(
+        wait,
+        index.rank_query(0, a, b, 1)[0].time[State::BarrierWait as usize]
+    );
+    assert!(wait > 0);
+    // The same lines aggregated from either.
+    let g = Group { start: 0, end: 4 };
+    let from_index = index.aggregate(g, first, last, ov.bins());
+    let from_overview = ov.aggregate(g, first, last, ov.bins());
+    assert!(from_overview == from_index, "the same aggregated line");
+    assert_eq!(from_overview.worst_rank, from_index.worst_rank);
+    // A cell inside a bin gets the bin in proportion.
+    let (a, b) = ov.bin_bounds(1);
+    let half = ov.rank_query(0, a, a + (b - a) / 2, 1)[0].clone();
+    for s in 0..STATES {
+        assert_eq!(half.time[s], ov.bin(0, 1)[s] / 2);
+    }
+}
+
+/// Sums of segments in aligned bins merge and coarsen exactly: brute force
+/// over random segments, negative times included.
+#[test]
+fn overview_bins_coarsen_and_merge_exactly() {
+    use super::overview::Bins;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |m: i64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % m as u64) as i64
+    };
+    for round in 0..50 {
+        let limit = 2 + (round % 7);
+        let mut parts = Vec::new();
+        let mut all: Vec<(i64, i64, State)> = Vec::new();
+        for _ in 0..3 {
+            let mut b = Bins::new(limit);
+            let mut t = next(100_000) - 50_000;
+            for _ in 0..next(30) {
+                let e = t + 1 + next(5_000);
+                let s = State::ALL[next(STATES as i64) as usize];
+                b.add(t, e, s);
+                all.push((t, e, s));
+                t = e + next(3_000);
+            }
+            parts.push(b);
+        }
+        let mut merged = Bins::new(limit);
+        for p in parts {
+            merged.merge(p);
+        }
+        assert!(merged.len() <= limit);
+        for (i, got) in merged.sums().iter().enumerate() {
+            let (a, b) = merged.bounds(i);
+            let mut want = [0u64; STATES];
+            for &(s, e, st) in &all {
+                want[st as usize] += (e.min(b) - s.max(a)).max(0) as u64;
+            }
+            assert_eq!(*got, want, "round {round} bin {i}");
+        }
+        let total: u64 = merged.sums().iter().flatten().sum();
+        assert_eq!(total, all.iter().map(|x| (x.1 - x.0) as u64).sum::<u64>());
+    }
+}
+
+#[test]
+fn overview_cache_reads_back_and_names_a_damaged_file() {
+    let dir = TempDir::new("overview-cache");
+    let trace = overview_trace(&dir.0);
+    let file = dir.0.join("cache").join("t.overview");
+    let first = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
+    assert!(!first.cached && first.warning.is_none());
+    let again = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
+    assert!(again.cached && again.warning.is_none());
+    assert_eq!(again.overview, first.overview);
+    let bytes = std::fs::read(&file).unwrap();
+    // A byte changed in the sums, a truncated file, garbage: each named, rebuilt.
+    let mut flipped = bytes.clone();
+    let n = flipped.len();
+    flipped[n - 10] ^= 0x41;
+    for damaged in [
+        flipped,
+        bytes[..n - 3].to_vec(),
+        b"HYTLOVW1garbage".to_vec(),
+    ] {
+        std::fs::write(&file, &damaged).unwrap();
+        let o = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
+        let w = o.warning.expect("a warning");
+        assert!(
+            w.starts_with("hyscope: ") && w.contains(&file.display().to_string()),
+            "{w}"
+        );
+        assert!(!o.cached);
+        assert_eq!(o.overview, first.overview);
+        // Rebuilt and saved again: read back on the next open.
+        let o = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
+        assert!(o.cached && o.warning.is_none());
+    }
+    // Another version of the file: rebuilt without a warning.
+    let mut old = bytes.clone();
+    old[7] = b'0';
+    std::fs::write(&file, &old).unwrap();
+    let o = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
+    assert!(!o.cached && o.warning.is_none());
+}

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use eframe::egui::{self, Color32, Key, Pos2, Rect, Vec2};
 use hyscope_analyzer::Analysis;
-use hyscope_analyzer::timeline::{STATES, State};
+use hyscope_analyzer::timeline::{OverviewOpen, RankCells, STATES, State};
 
 use super::data::{self, Progress, TraceData};
 use super::panels::{self, Action, Tab};
@@ -22,6 +22,9 @@ const NO_ANALYSIS: &str = "analysis not run (--no-analysis)";
 pub struct TraceSlot {
     pub path: PathBuf,
     pub data: Loading<Arc<TraceData>>,
+    /// The coarse overview of the timeline, read or built before the data
+    /// (on the same thread), drawn until the data is loaded.
+    pub overview: Loading<Arc<OverviewOpen>>,
     pub progress: Arc<Progress>,
     pub analysis: Loading<Arc<Analysis>>,
     /// The phase the analysis is restricted to, if any.
@@ -37,10 +40,15 @@ impl TraceSlot {
     pub fn open(path: &Path, with_analysis: bool, cache: bool) -> TraceSlot {
         let progress = Arc::new(Progress::default());
         let p = Arc::clone(&progress);
-        let owned = path.to_path_buf();
+        let (owned, o) = (path.to_path_buf(), path.to_path_buf());
+        let (overview, data) = crate::loading::spawn_two(
+            move || data::load_overview(&o, cache).map(Arc::new),
+            move || data::load_trace(&owned, &p, cache).map(Arc::new),
+        );
         TraceSlot {
             path: path.to_path_buf(),
-            data: Loading::spawn(move || data::load_trace(&owned, &p, cache).map(Arc::new)),
+            data,
+            overview,
             progress,
             analysis: if with_analysis {
                 data::spawn_analysis(path.to_path_buf(), None)
@@ -53,6 +61,17 @@ impl TraceSlot {
                 .unwrap_or_default(),
             phase_frame: None,
             with_analysis,
+        }
+    }
+
+    /// The span of the timeline shown: the index's, else the overview's; None
+    /// while neither is loaded (or if the data failed to load).
+    pub fn shown_span(&self) -> Option<(i64, i64)> {
+        match (&self.data, self.overview.ready()) {
+            (Loading::Ready(d), _) => Some(d.index.span()),
+            (Loading::Pending(_), Some(o)) => Some(o.overview.span()),
+            (Loading::Failed(_), _) => Some((0, 1)),
+            (Loading::Pending(_), None) => None,
         }
     }
 
@@ -132,6 +151,9 @@ pub struct GuiApp {
     started: Instant,
     /// Seconds from start to the first frame that drew a timeline.
     pub first_timeline_frame_s: Option<f64>,
+    /// Seconds from start to the first frame that drew a timeline, the
+    /// coarse overview or the detailed one.
+    pub first_coarse_frame_s: Option<f64>,
     pub last_frame_ms: f64,
     pub show_counters: bool,
     focus_search: bool,
@@ -160,6 +182,7 @@ impl GuiApp {
             frames: 0,
             started: Instant::now(),
             first_timeline_frame_s: None,
+            first_coarse_frame_s: None,
             last_frame_ms: 0.0,
             show_counters: true,
             focus_search: false,
@@ -178,8 +201,8 @@ impl GuiApp {
     fn full_width(&self) -> f64 {
         self.slots
             .iter()
-            .filter_map(|s| s.data.ready())
-            .map(|d| (d.index.span().1 - d.index.span().0) as f64)
+            .filter_map(|s| s.shown_span())
+            .map(|(a, b)| (b - a) as f64)
             .fold(0.0, f64::max)
             .max(1.0)
     }
@@ -216,11 +239,13 @@ impl GuiApp {
         });
         let mut loading = false;
         for s in &mut self.slots {
+            s.overview.poll();
             s.data.poll();
             s.analysis.poll();
             loading |= s.data.is_pending() || s.analysis.is_pending();
         }
-        if !self.view_set && self.slots.iter().all(|s| !s.data.is_pending()) {
+        // The overview's span is the index's: the view fitted to it stays.
+        if !self.view_set && self.slots.iter().all(|s| s.shown_span().is_some()) {
             self.fit();
             self.view_set = true;
         }
@@ -708,6 +733,25 @@ impl GuiApp {
                 Vec2::new(full.width(), each),
             );
             match &self.slots[which].data {
+                Loading::Pending(_) if self.slots[which].overview.ready().is_some() => {
+                    let o = Arc::clone(self.slots[which].overview.ready().expect("ready"));
+                    let p = &self.slots[which].progress;
+                    let (done, total) = (
+                        p.done.load(Ordering::Relaxed),
+                        p.total.load(Ordering::Relaxed),
+                    );
+                    let note = format!(
+                        "coarse overview, bins of {}: detail loading… ({done}/{total} parts)",
+                        crate::units::ns(o.overview.bin_ns() as f64)
+                    );
+                    timeline::show_coarse(ui, rect, &o, which, &mut self.view, &mut self.tl, &note);
+                    if self.first_coarse_frame_s.is_none() {
+                        self.first_coarse_frame_s = Some(self.started.elapsed().as_secs_f64());
+                    }
+                    // Repaint for the progress and the data's arrival.
+                    ui.ctx()
+                        .request_repaint_after(std::time::Duration::from_millis(200));
+                }
                 Loading::Pending(_) => {
                     let p = &self.slots[which].progress;
                     let (done, total) = (
@@ -757,6 +801,9 @@ impl GuiApp {
                     }
                     if self.first_timeline_frame_s.is_none() {
                         self.first_timeline_frame_s = Some(self.started.elapsed().as_secs_f64());
+                    }
+                    if self.first_coarse_frame_s.is_none() {
+                        self.first_coarse_frame_s = self.first_timeline_frame_s;
                     }
                 }
             }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use hyscope_analyzer::aligned::AlignedTrace;
 use hyscope_analyzer::aligned::series::{SampleSeries, is_energy, sample_series};
-use hyscope_analyzer::timeline::TimelineIndex;
+use hyscope_analyzer::timeline::{Overview, OverviewOpen, TimelineIndex};
 use hyscope_analyzer::{Analysis, AnalyzeOptions};
 use hyscope_format::{
     MpiRecord, OmpKind, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Trace,
@@ -115,6 +115,12 @@ impl Progress {
             *g = s.to_string();
         }
     }
+}
+
+/// The coarse overview of a trace's timeline; `cache`: use the on-disk cache.
+pub fn load_overview(path: &Path, cache: bool) -> Result<OverviewOpen, String> {
+    let trace = Trace::open(path).map_err(|e| e.to_string())?;
+    Overview::open(&trace, cache, &|_, _| {}).map_err(|e| e.to_string())
 }
 
 /// Load the timeline data of a trace; `cache`: use the on-disk index cache.

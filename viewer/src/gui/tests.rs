@@ -644,3 +644,49 @@ fn aggregated_ranks_open_on_a_click() {
     click(&mut h, p);
     assert_eq!(h.state().tl.group_labels[0][0], "+ ranks 0–3 · worst 3");
 }
+
+/// Until the index is loaded the timeline shows the coarse overview with
+/// the same aggregated lines, a note saying so, and groups that open on a
+/// click; then the detailed timeline replaces it.
+#[test]
+fn coarse_overview_until_the_index_is_loaded() {
+    let dir = TempDir::new("coarse");
+    crate::aggregate::test_trace::write(&dir.0, 256);
+    let mut app = GuiApp::new(&dir.0, None, false, false);
+    app.slots[0].overview.wait();
+    app.slots[0].data.wait();
+    let data = app.slots[0].data.ready().cloned().expect("loaded");
+    let (tx, rx) = std::sync::mpsc::channel();
+    app.slots[0].data = crate::loading::Loading::Pending(rx);
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
+    h.run_steps(3);
+    assert!(h.state().first_coarse_frame_s.is_some());
+    assert!(h.state().first_timeline_frame_s.is_none());
+    h.get_by_label_contains("coarse overview, bins of");
+    h.get_by_label_contains("detail loading…");
+    let labels = h.state().tl.group_labels[0].clone();
+    assert_eq!(labels.len(), 64, "{labels:?}");
+    assert_eq!(labels[0], "+ ranks 0–3 · worst 3");
+    assert_eq!(labels[63], "+ ranks 252–255 · worst 255");
+    assert!(h.state().tl.rects_drawn >= 64);
+    // The whole run in view, as the index will show it.
+    assert_eq!((h.state().view.t0, h.state().view.t1), (0.0, 1e6));
+    let p = group_label_pos(&h, 0);
+    click(&mut h, p);
+    let labels = h.state().tl.group_labels[0].clone();
+    assert_eq!(labels[0], "- ranks 0–3");
+    assert_eq!(labels[1], "  + rank 0");
+    assert_eq!(labels[5], "+ ranks 4–7 · worst 7");
+    // The index arrives: the detailed timeline, the same lines, no note.
+    tx.send(Ok(data)).unwrap();
+    h.state_mut().tl.wait_aggregates = true;
+    h.run_steps(3);
+    assert!(h.state().first_timeline_frame_s.is_some());
+    assert!(h.query_by_label_contains("detail loading…").is_none());
+    let labels = h.state().tl.group_labels[0].clone();
+    assert_eq!(labels[0], "- ranks 0–3");
+    assert_eq!(labels[5], "+ ranks 4–7 · worst 7");
+    assert_eq!((h.state().view.t0, h.state().view.t1), (0.0, 1e6));
+}

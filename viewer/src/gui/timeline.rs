@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Vec2};
 use hyscope_analyzer::timeline::{
-    CellSummary, Detail, Entry, GroupRow, Grouping, Interval, State, ranks_label,
+    CellSummary, Detail, Entry, GroupRow, Grouping, Interval, OverviewOpen, RankCells, State,
+    ranks_label,
 };
 
 use super::data::{Instance, TraceData};
@@ -116,6 +117,8 @@ pub struct TimelineState {
     pub grouping: Vec<Grouping>,
     /// Per trace: the aggregated lines, computed off the UI thread when large.
     pub group_lines: Vec<GroupLines>,
+    /// Per trace, the aggregated lines from the coarse overview for the last request.
+    coarse: Vec<Option<(Request, Arc<Vec<GroupRow>>)>>,
     /// Single ranks whose threads the aggregated view shows, per trace.
     pub open_ranks: HashSet<(usize, u32)>,
     /// Compute the aggregated lines before drawing them (screenshots).
@@ -154,6 +157,32 @@ struct Geometry {
 }
 
 impl Geometry {
+    /// The geometry of `lines` lines in `rect` (the body right of the labels
+    /// and below the ruler), remembered as trace `which`'s body.
+    fn place(
+        rect: Rect,
+        lines: usize,
+        view: View,
+        origin: i64,
+        which: usize,
+        st: &mut TimelineState,
+    ) -> Geometry {
+        let body = Rect::from_min_max(
+            Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
+            rect.right_bottom(),
+        );
+        if st.body.len() <= which {
+            st.body.resize(which + 1, Rect::NOTHING);
+        }
+        st.body[which] = body;
+        Geometry {
+            body,
+            line_h: (body.height() / lines.max(1) as f32).clamp(5.0, 18.0),
+            view,
+            origin,
+        }
+    }
+
     fn width_px(&self) -> f32 {
         self.body.width().max(1.0)
     }
@@ -204,25 +233,12 @@ pub fn show(
     } else {
         display_lines(data, which, st)
     };
-    let body = Rect::from_min_max(
-        Pos2::new(rect.left() + LABEL_W, rect.top() + RULER_H),
-        rect.right_bottom(),
-    );
-    if st.body.len() <= which {
-        st.body.resize(which + 1, Rect::NOTHING);
-    }
-    st.body[which] = body;
-    let geo = Geometry {
-        body,
-        line_h: (body.height() / lines.len().max(1) as f32).clamp(5.0, 18.0),
-        view: *view,
-        origin: data.index.span().0,
-    };
+    let geo = Geometry::place(rect, lines.len(), *view, data.index.span().0, which, st);
     ruler(
         &painter,
         Rect::from_min_max(
-            Pos2::new(body.left(), rect.top()),
-            Pos2::new(rect.right(), body.top()),
+            Pos2::new(geo.body.left(), rect.top()),
+            Pos2::new(rect.right(), geo.body.top()),
         ),
         view,
         ui.visuals().text_color(),
@@ -239,6 +255,132 @@ pub fn show(
         draw_range(&painter, &geo, range);
     }
     input(ui, &geo, &placed, data, which, view, st);
+}
+
+/// The timeline of trace `which` from its coarse overview while the index
+/// loads: a line per rank, or per group of ranks as with the index (the
+/// same aggregation, from the overview's bins), `note` saying so; zoom and
+/// pan as with the index, groups open on a click. Thread rows, messages and
+/// details come with the index.
+pub fn show_coarse(
+    ui: &mut egui::Ui,
+    rect: Rect,
+    ov: &OverviewOpen,
+    which: usize,
+    view: &mut View,
+    st: &mut TimelineState,
+    note: &str,
+) {
+    let src: &dyn RankCells = &ov.overview;
+    let painter = ui.painter_at(rect);
+    let max_lines = ((rect.height() - RULER_H) / MIN_LINE_H).max(1.0) as usize;
+    let entries = slot(&mut st.grouping, which).tree(src.rank_rows().len(), max_lines);
+    let geo = Geometry::place(rect, entries.len(), *view, src.span().0, which, st);
+    let body = geo.body;
+    ruler(
+        &painter,
+        Rect::from_min_max(
+            Pos2::new(body.left(), rect.top()),
+            Pos2::new(rect.right(), body.top()),
+        ),
+        view,
+        ui.visuals().text_color(),
+    );
+    let columns = ((geo.width_px().floor() as usize).min(view.width().ceil() as usize)).max(1);
+    let request = Request {
+        t0: geo.origin + view.t0 as i64,
+        t1: geo.origin + view.t1.ceil() as i64,
+        columns,
+        groups: entries
+            .iter()
+            .filter(|e| !e.open)
+            .map(|e| e.group)
+            .collect(),
+    };
+    // Cheap from the bins: computed on the UI thread, once per request.
+    let cache = slot(&mut st.coarse, which);
+    let lines = match cache {
+        Some((r, l)) if *r == request => Arc::clone(l),
+        _ => {
+            let l = Arc::new(aggregate::coarse(src, &request));
+            *cache = Some((request, Arc::clone(&l)));
+            l
+        }
+    };
+    slot(&mut st.group_labels, which).clear();
+    let dark = ui.visuals().dark_mode;
+    let mut placed = Placed::default();
+    let mut rects = 0;
+    for (k, e) in entries.iter().enumerate() {
+        let y = body.top() + k as f32 * geo.line_h;
+        let label_rect = Rect::from_min_size(
+            Pos2::new(rect.left(), y),
+            Vec2::new(LABEL_W - 4.0, geo.line_h),
+        );
+        let row_rect = Rect::from_min_max(
+            Pos2::new(body.left(), y + 1.0),
+            Pos2::new(body.right(), y + geo.line_h - 1.0),
+        );
+        let computed = aggregate::line(&lines, e.group);
+        group_label(
+            ui,
+            &painter,
+            label_rect,
+            src,
+            (*e, computed),
+            (which, k),
+            st,
+            &mut placed,
+        );
+        if let Some(g) = computed {
+            rects += draw_group(&painter, &geo, g, row_rect, dark, st.shares);
+        }
+    }
+    st.rects_drawn = rects;
+    // The note (and a damaged cache's warning) as labels over the body's top.
+    let warn = ui.visuals().warn_fg_color;
+    for (i, text) in std::iter::once(note)
+        .chain(ov.warning.as_deref())
+        .enumerate()
+    {
+        let at = Rect::from_min_size(
+            Pos2::new(body.left(), body.top() + 2.0 + 18.0 * i as f32),
+            Vec2::new(body.width() - 4.0, 16.0),
+        );
+        ui.put(
+            at,
+            egui::Label::new(egui::RichText::new(text).color(warn).size(13.0))
+                .halign(egui::Align::RIGHT),
+        );
+    }
+    // Zoom with the wheel (or pinch), pan by dragging, as with the index.
+    let resp = ui.interact(
+        body,
+        egui::Id::unique(("hyscope-timeline", which)),
+        Sense::click_and_drag(),
+    );
+    wheel(ui, &resp, &geo, view);
+    if resp.dragged_by(egui::PointerButton::Primary) {
+        view.pan(-resp.drag_delta().x as f64 / geo.width_px() as f64 * view.width());
+    }
+}
+
+/// Zoom with the wheel (or a pinch) around the pointer, pan with a
+/// horizontal scroll.
+fn wheel(ui: &egui::Ui, resp: &egui::Response, geo: &Geometry, view: &mut View) {
+    let width_px = geo.width_px() as f64;
+    let (scroll, zoom) = ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta()));
+    if let Some(p) = resp.hover_pos() {
+        let at = geo.to_t(p.x);
+        if zoom != 1.0 {
+            view.zoom(1.0 / zoom as f64, at);
+        } else if scroll.y != 0.0 {
+            view.zoom((-scroll.y as f64 * 0.004).exp(), at);
+        }
+        if scroll.x != 0.0 {
+            view.pan(-scroll.x as f64 / width_px * view.width());
+        }
+    }
 }
 
 /// Display lines when ranks are aggregated: groups of ranks (an open group
@@ -395,7 +537,7 @@ fn draw_rows(
                 ui,
                 painter,
                 label_rect,
-                data,
+                data.index.as_ref(),
                 (*e, computed),
                 (which, k),
                 st,
@@ -509,13 +651,13 @@ fn group_label(
     ui: &mut egui::Ui,
     painter: &egui::Painter,
     rect: Rect,
-    data: &TraceData,
+    src: &dyn RankCells,
     (e, computed): (Entry, Option<&GroupRow>),
     (which, k): (usize, usize),
     st: &mut TimelineState,
     placed: &mut Placed,
 ) -> Option<usize> {
-    let ranks = &data.index.rank_rows()[e.group.start..e.group.end];
+    let ranks = &src.rank_rows()[e.group.start..e.group.end];
     let numbers: Vec<u32> = ranks.iter().map(|r| r.rank).collect();
     let middle = rect.center().y;
     for &r in &numbers {
@@ -740,19 +882,8 @@ fn input(
         Sense::click_and_drag(),
     );
     let width_px = geo.width_px() as f64;
-    let (scroll, zoom, shift) =
-        ui.input(|i| (i.smooth_scroll_delta, i.zoom_delta(), i.modifiers.shift));
-    if let Some(p) = resp.hover_pos() {
-        let at = geo.to_t(p.x);
-        if zoom != 1.0 {
-            view.zoom(1.0 / zoom as f64, at);
-        } else if scroll.y != 0.0 {
-            view.zoom((-scroll.y as f64 * 0.004).exp(), at);
-        }
-        if scroll.x != 0.0 {
-            view.pan(-scroll.x as f64 / width_px * view.width());
-        }
-    }
+    let shift = ui.input(|i| i.modifiers.shift);
+    wheel(ui, &resp, geo, view);
     let selecting = shift || resp.dragged_by(egui::PointerButton::Secondary);
     if resp.drag_started()
         && selecting

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use hyscope_analyzer::AnalyzeOptions;
 use hyscope_format::{Manifest, Trace};
 
-use crate::loading::Loading;
+use crate::loading::{Loading, spawn_two};
 use crate::samples::{self, Series};
-use hyscope_analyzer::timeline::TimelineIndex;
+use hyscope_analyzer::timeline::{Overview, OverviewOpen, RankCells, TimelineIndex};
 
 pub use hyscope_analyzer::Analysis;
 
@@ -19,6 +19,9 @@ pub struct Data {
     pub manifest: Manifest,
     pub analysis: Loading<Box<Analysis>>,
     pub timeline: Loading<Arc<TimelineIndex>>,
+    /// The coarse overview of the timeline, shown until the index is loaded
+    /// (read or built before it, on the same thread).
+    pub overview: Loading<OverviewOpen>,
     /// Sampled metrics over time (memory, queues, energy charts).
     pub series: Loading<Vec<Series>>,
     /// The phase the analysis is restricted to (`p` in the TUI), if any.
@@ -35,11 +38,17 @@ impl Data {
         let trace = Trace::open(dir)?;
         let phase_names = hyscope_analyzer::phases::phase_names(&trace);
         let (a, t, s) = (dir.to_path_buf(), dir.to_path_buf(), dir.to_path_buf());
+        let o = trace.clone();
+        let (overview, timeline) = spawn_two(
+            move || load_overview(&o, cache),
+            move || load_timeline(&t, cache).map(Arc::from),
+        );
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
             analysis: Loading::spawn(move || load_analysis(&a, None)),
-            timeline: Loading::spawn(move || load_timeline(&t, cache).map(Arc::from)),
+            timeline,
+            overview,
             series: Loading::spawn(move || samples::load_series(&s)),
             phase: None,
             phase_names,
@@ -50,11 +59,13 @@ impl Data {
     pub fn open_blocking(dir: &Path) -> anyhow::Result<Data> {
         let trace = Trace::open(dir)?;
         let phase_names = hyscope_analyzer::phases::phase_names(&trace);
+        let overview = Loading::from_result(load_overview(&trace, false));
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
             analysis: Loading::from_result(load_analysis(dir, None)),
             timeline: Loading::from_result(load_timeline(dir, false).map(Arc::from)),
+            overview,
             series: Loading::from_result(samples::load_series(dir)),
             phase: None,
             phase_names,
@@ -94,6 +105,7 @@ impl Data {
         // Every one polled, none skipped by a short circuit.
         let changed = [
             self.analysis.poll(),
+            self.overview.poll(),
             self.timeline.poll(),
             self.series.poll(),
         ];
@@ -119,6 +131,20 @@ impl Data {
         self.timeline_arc().map(|t| t.as_ref())
     }
 
+    /// The coarse overview, while the index is not loaded.
+    pub fn overview(&self) -> Option<&Overview> {
+        self.overview.ready().map(|o| &o.overview)
+    }
+
+    /// What the timeline's lines are drawn from: the index when it is
+    /// loaded, else the coarse overview.
+    pub fn cells(&self) -> Option<&dyn RankCells> {
+        match self.timeline() {
+            Some(ix) => Some(ix),
+            None => self.overview().map(|o| o as &dyn RankCells),
+        }
+    }
+
     /// The index, shareable with a worker thread.
     pub fn timeline_arc(&self) -> Option<&Arc<TimelineIndex>> {
         self.timeline.ready()
@@ -134,7 +160,7 @@ impl Data {
 
     /// Time origin of the charts: the start of the timeline, else the first sample.
     pub fn origin(&self) -> i64 {
-        if let Some(t) = self.timeline() {
+        if let Some(t) = self.cells() {
             return t.span().0;
         }
         match &self.series {
@@ -152,7 +178,7 @@ impl Data {
         if let Some(a) = self.analysis() {
             return Some(a.run.duration_s * 1e9);
         }
-        self.timeline().map(|t| {
+        self.cells().map(|t| {
             let (a, b) = t.span();
             (b - a) as f64
         })
@@ -165,6 +191,11 @@ impl Data {
             Loading::Failed(e) => format!("timeline unavailable: {e}"),
         }
     }
+
+    /// The overview cache's warning (a damaged file, named), if any.
+    pub fn overview_warning(&self) -> Option<&str> {
+        self.overview.ready().and_then(|o| o.warning.as_deref())
+    }
 }
 
 fn load_analysis(dir: &Path, phase: Option<&str>) -> Result<Box<Analysis>, String> {
@@ -175,6 +206,10 @@ fn load_analysis(dir: &Path, phase: Option<&str>) -> Result<Box<Analysis>, Strin
     hyscope_analyzer::analyze(dir, &options)
         .map(Box::new)
         .map_err(|e| format!("{e}"))
+}
+
+fn load_overview(trace: &Trace, cache: bool) -> Result<OverviewOpen, String> {
+    Overview::open(trace, cache, &|_, _| {}).map_err(|e| format!("{e}"))
 }
 
 fn load_timeline(dir: &Path, cache: bool) -> Result<Box<TimelineIndex>, String> {

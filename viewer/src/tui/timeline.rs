@@ -21,7 +21,8 @@ use crate::units;
 
 use crate::aggregate::{self, GroupLines, Request};
 pub use hyscope_analyzer::timeline::{
-    CellSummary, Group, GroupCell, GroupRow, Grouping, STATES, Segment, State, TimelineIndex,
+    CellSummary, Group, GroupCell, GroupRow, Grouping, RankCells, STATES, Segment, State,
+    TimelineIndex,
 };
 
 /// A row of the timeline: a rank, one thread of a rank, or a group of ranks.
@@ -185,6 +186,9 @@ pub struct TimelineState {
     pub group_lines: GroupLines,
     /// Width of the row labels at the last draw.
     label_w: u16,
+    /// The aggregated lines from the coarse overview, for the last request
+    /// (cheap: computed on the UI thread).
+    coarse: Option<(Request, Arc<Vec<GroupRow>>)>,
 }
 
 const LABEL_W: u16 = 12;
@@ -198,10 +202,22 @@ impl TimelineState {
             label_w: LABEL_W,
             ..Default::default()
         };
-        if let Some(ix) = data.timeline() {
+        if let Some(ix) = data.cells() {
             (s.t0, s.t1) = ix.span();
         }
         s
+    }
+
+    /// The aggregated lines of `req` from the overview, computed once per request.
+    fn coarse_lines(&mut self, src: &dyn RankCells, req: Request) -> Arc<Vec<GroupRow>> {
+        match &self.coarse {
+            Some((r, lines)) if *r == req => Arc::clone(lines),
+            _ => {
+                let lines = Arc::new(aggregate::coarse(src, &req));
+                self.coarse = Some((req, Arc::clone(&lines)));
+                lines
+            }
+        }
     }
 
     /// Zoom to the next interval of the phase `name` (all ranks' merged),
@@ -228,20 +244,20 @@ impl TimelineState {
     }
 
     fn full(&self, data: &Data) -> (i64, i64) {
-        data.timeline().map_or((0, 1), |s| s.span())
+        data.cells().map_or((0, 1), |s| s.span())
     }
 
     /// Whether ranks are aggregated: more of them than lines, and no filter
     /// (a filter shows the matching ranks one per line).
     pub fn aggregated(&self, data: &Data, filter: &str) -> bool {
-        data.timeline()
+        data.cells()
             .is_some_and(|ix| filter.is_empty() && self.fit > 0 && ix.rank_rows().len() > self.fit)
     }
 
     /// Rows shown: ranks (or groups of ranks when there are more ranks than
     /// lines), and the threads of expanded ranks, that pass the filter.
     pub fn visible_rows(&self, data: &Data, filter: &str) -> Vec<RowKey> {
-        let Some(ix) = data.timeline() else {
+        let Some(ix) = data.cells() else {
             return Vec::new();
         };
         let ranks = ix.rank_rows();
@@ -254,7 +270,8 @@ impl TimelineState {
         let f = filter.to_lowercase();
         let mut rows = Vec::new();
         let push_rank = |k: RowKey, rows: &mut Vec<RowKey>| {
-            let expanded = self.expanded.contains(&k.rank);
+            // A rank's threads come with the index (the overview sums them).
+            let expanded = self.expanded.contains(&k.rank) && data.timeline().is_some();
             let threads: Vec<RowKey> = if expanded {
                 k.index_rows
                     .iter()
@@ -404,7 +421,7 @@ impl TimelineState {
                 // Close the innermost open group holding the selected row.
                 let visible = self.visible_rows(data, filter);
                 let pos = visible.get(self.row).and_then(|r| {
-                    data.timeline()?
+                    data.cells()?
                         .rank_rows()
                         .iter()
                         .position(|x| x.rank == r.rank)
@@ -638,7 +655,9 @@ fn rel(t: i64, origin: i64) -> String {
 
 /// The Timeline tab of `data`, rows passing `filter`.
 pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filter: &str) {
-    let Some(ix) = data.timeline() else {
+    // The index when loaded; until then the coarse overview (`ix` None).
+    let ix = data.timeline();
+    let Some(src) = data.cells() else {
         let msg = data.timeline_status();
         f.render_widget(
             Paragraph::new(msg).block(Block::default().borders(Borders::ALL).title("Timeline")),
@@ -652,7 +671,10 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         Constraint::Length(3),
     ])
     .areas(area);
-    let origin = ix.span().0;
+    if st.t1 <= st.t0 {
+        (st.t0, st.t1) = src.span();
+    }
+    let origin = src.span().0;
     let height = main.height.saturating_sub(3) as usize; // borders + ruler
     st.fit = height.max(1);
     let aggregated = st.aggregated(data, filter);
@@ -662,7 +684,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     st.cursor = st.cursor.min(st.columns - 1);
     let rows = st.visible_rows(data, filter);
     st.row = st.row.min(rows.len().saturating_sub(1));
-    if st.phases.is_none() {
+    if st.phases.is_none()
+        && let Some(ix) = ix
+    {
         st.phases = Some(hyscope_analyzer::phases::PhaseLanes::read(ix));
     }
     // Rows that fit: with phase rows, up to two lines per row.
@@ -720,10 +744,9 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         groups,
     };
     let group_lines: Arc<Vec<GroupRow>> = match data.timeline_arc() {
-        Some(arc) if !request.groups.is_empty() => {
-            st.group_lines.get(arc, request).unwrap_or_default()
-        }
-        _ => Arc::default(),
+        _ if request.groups.is_empty() => Arc::default(),
+        Some(arc) => st.group_lines.get(arc, request).unwrap_or_default(),
+        None => st.coarse_lines(src, request),
     };
     for (i, row) in rows.iter().enumerate().skip(st.row_scroll).take(height) {
         if let Some(lanes) = st.phases.as_ref().filter(|l| !l.is_empty() && !aggregated) {
@@ -763,7 +786,10 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
             ));
             continue;
         }
-        let cells = row_cells(ix, row, st.t0, st.t1, cols);
+        let cells = match ix {
+            Some(ix) => row_cells(ix, row, st.t0, st.t1, cols),
+            None => rank_cells(src, row.rank, st.t0, st.t1, cols),
+        };
         let label = format!("{marker}{}", fmt::clip(&row_label(row), label_w - 2));
         let mut spans = label_spans(label, i == st.row, label_w, cols);
         for (c, cell) in cells.iter().enumerate().take(cols) {
@@ -790,6 +816,12 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         rel(st.t1, origin),
         units::ns((st.t1 - st.t0) as f64)
     );
+    if let (None, Some(o)) = (ix, data.overview()) {
+        title.push_str(&format!(
+            " — coarse overview, bins of {}: detail loading…",
+            units::ns(o.bin_ns() as f64)
+        ));
+    }
     if data.manifest.mode == "profile" {
         // Rows that look idle would otherwise read as serial code.
         title.push_str(
@@ -810,6 +842,13 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
 
     // Details: the interval under the cursor, and the selected range's statistics.
     let mut text: Vec<Line> = Vec::new();
+    let Some(ix) = ix else {
+        if let Some(row) = rows.get(st.row) {
+            text = coarse_details(src, row, &group_lines, st.cursor_time(), data);
+        }
+        f.render_widget(Paragraph::new(text), details);
+        return;
+    };
     if let Some(row) = rows.get(st.row) {
         let (a, b) = st.cursor_time();
         // An aggregated line: the worst rank of the cell under the cursor.
@@ -918,6 +957,67 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     f.render_widget(Paragraph::new(text), details);
 }
 
+/// The time per state of the rank `rank` in `cols` cells, from the overview
+/// or the index (its threads summed).
+fn rank_cells(src: &dyn RankCells, rank: u32, t0: i64, t1: i64, cols: usize) -> Vec<CellSummary> {
+    match src.rank_rows().iter().position(|r| r.rank == rank) {
+        Some(pos) => src.rank_query(pos, t0, t1, cols),
+        None => hyscope_analyzer::timeline::empty_cells(t0, t1, cols),
+    }
+}
+
+/// The details while only the overview is loaded: the cursor cell's shares
+/// (the worst rank's on an aggregated line), and that the recorded
+/// intervals come with the index.
+fn coarse_details(
+    src: &dyn RankCells,
+    row: &RowKey,
+    group_lines: &[GroupRow],
+    (a, b): (i64, i64),
+    data: &Data,
+) -> Vec<Line<'static>> {
+    let group_cell = row
+        .group
+        .as_ref()
+        .and_then(|(g, _)| aggregate::line(group_lines, *g))
+        .and_then(|l| aggregate::cell_at(l, a + (b - a) / 2));
+    let (who, cell) = match group_cell {
+        Some(c) => (
+            match c.worst_rank {
+                Some(w) => format!("rank {w} (worst of {})", row_label(row)),
+                None => row_label(row),
+            },
+            c.worst.clone(),
+        ),
+        None => (
+            row_label(row),
+            rank_cells(src, row.rank, a, b, 1)
+                .pop()
+                .unwrap_or(CellSummary {
+                    t0: a,
+                    t1: b,
+                    time: [0; STATES],
+                }),
+        ),
+    };
+    let mut lines = vec![Line::from(format!(
+        "{who}: coarse overview — the recorded intervals show once the detail is loaded"
+    ))];
+    let mut second = share_text(&cell);
+    if let Some(c) = group_cell {
+        second.push_str(&format!(
+            " · waiting {}–{} of the cell across the ranks",
+            units::percent(c.wait_min),
+            units::percent(c.wait_max)
+        ));
+    }
+    lines.push(Line::from(second));
+    if let Some(w) = data.overview_warning() {
+        lines.push(Line::from(w.to_string()));
+    }
+    lines
+}
+
 /// The cell's state shares and the segment at its middle; the segment too when
 /// the cell is fine enough (≤ 3 segments) for its recorded interval to be
 /// worth reading from the trace.
@@ -929,12 +1029,6 @@ fn cursor_lines(
     origin: i64,
 ) -> (Vec<String>, Option<Segment>) {
     let cell = ix.summary(row, a, b);
-    let mut shares: Vec<(State, f64)> = State::ALL
-        .iter()
-        .map(|&s| (s, cell.share(s)))
-        .filter(|x| x.1 > 0.0)
-        .collect();
-    shares.sort_by(|x, y| y.1.total_cmp(&x.1));
     let mid = a + (b - a) / 2;
     let (first, fine) = match ix.segment_at(row, mid) {
         None => ("nothing recorded".to_string(), None),
@@ -948,15 +1042,23 @@ fn cursor_lines(
             (ix.segments_in(row, a, b, 4).len() <= 3).then_some(seg),
         ),
     };
-    let share_text: Vec<String> = shares
+    (vec![first, share_text(&cell)], fine)
+}
+
+/// `cell: compute 62.0 %, MPI wait 30.0 %, …`: the cell's three largest shares.
+fn share_text(cell: &CellSummary) -> String {
+    let mut shares: Vec<(State, f64)> = State::ALL
+        .iter()
+        .map(|&s| (s, cell.share(s)))
+        .filter(|x| x.1 > 0.0)
+        .collect();
+    shares.sort_by(|x, y| y.1.total_cmp(&x.1));
+    let text: Vec<String> = shares
         .iter()
         .take(3)
         .map(|(s, v)| format!("{} {}", s.name(), units::percent(*v)))
         .collect();
-    (
-        vec![first, format!("cell: {}", share_text.join(", "))],
-        fine,
-    )
+    format!("cell: {}", text.join(", "))
 }
 
 /// The innermost recorded interval behind `seg` (reads the row groups of the
