@@ -19,6 +19,7 @@ pub mod compare;
 pub mod demangle;
 pub mod energy;
 mod error;
+mod exchange;
 pub mod findings;
 pub mod focus;
 pub mod load;

@@ -224,9 +224,9 @@ pub(crate) enum Share<'a> {
     Alone,
     /// Process 0 of a parallel analysis: its own range of ranks, then the
     /// others' [`RankOut`]s, received in process (so rank) order.
-    Root(&'a dyn crate::parallel::Exchange),
+    Root(&'a dyn crate::exchange::Exchange),
     /// Another process: the OpenMP rows of its range of ranks only.
-    Worker(&'a dyn crate::parallel::Exchange),
+    Worker(&'a dyn crate::exchange::Exchange),
 }
 
 /// What [`load_in`] returns.
@@ -245,7 +245,7 @@ pub(crate) fn load_in(
     // Process 0 receives from every other process once whatever happens: an
     // error here before that still lets the others finish.
     let mut pending = match share {
-        Share::Root(ex) => Some(crate::parallel::Pending::new(ex)),
+        Share::Root(ex) => Some(Pending::new(ex)),
         _ => None,
     };
     let (worker, exchange) = match share {
@@ -289,7 +289,7 @@ pub(crate) fn load_in(
                 .values()
                 .map(|ps| ps.iter().map(|p| p.bytes).sum())
                 .collect();
-            crate::parallel::split(&bytes, ex.processes()).swap_remove(ex.process())
+            crate::exchange::split(&bytes, ex.processes()).swap_remove(ex.process())
         }
     };
     let own_ranks: std::collections::HashSet<u32> = rank_parts
@@ -1109,5 +1109,47 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
                 })
             })
             .collect(),
+    }
+}
+
+/// At process 0: the other processes' results, received once from each,
+/// in process order. Dropped before the last, it receives (and drops) the
+/// rest, so no process waits forever on an analysis that failed.
+struct Pending<'a> {
+    exchange: &'a dyn crate::exchange::Exchange,
+    next: usize,
+}
+
+impl<'a> Pending<'a> {
+    fn new(exchange: &'a dyn crate::exchange::Exchange) -> Self {
+        Pending { exchange, next: 1 }
+    }
+
+    /// The next process's ranks' results (an error it met is returned as
+    /// this analysis's error), or `None` after the last process.
+    fn next_part(&mut self) -> Result<Option<Vec<RankOut>>, AnalyzeError> {
+        if self.next >= self.exchange.processes() {
+            return Ok(None);
+        }
+        let from = self.next;
+        self.next += 1;
+        let bytes = self
+            .exchange
+            .receive(from)
+            .map_err(|message| AnalyzeError::Exchange { message })?;
+        let part: Result<Vec<RankOut>, String> =
+            postcard::from_bytes(&bytes).map_err(|e| AnalyzeError::Exchange {
+                message: format!("process {from}'s results cannot be decoded: {e}"),
+            })?;
+        part.map(Some).map_err(AnalyzeError::Remote)
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        while self.next < self.exchange.processes() {
+            let _ = self.exchange.receive(self.next);
+            self.next += 1;
+        }
     }
 }
