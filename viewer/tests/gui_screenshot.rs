@@ -138,18 +138,18 @@ fn gui_renders_the_timeline_under_xvfb() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    // The timeline index was cached for the next opening.
-    let cached: Vec<_> = std::fs::read_dir(dir.join("cache"))
+    // The timeline index and its coarse overview were cached for the next
+    // opening: one trace, one key, two files.
+    let mut cached: Vec<String> = std::fs::read_dir(dir.join("cache"))
         .unwrap()
         .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(cached.len(), 1);
-    assert!(
-        cached[0]
-            .file_name()
-            .to_string_lossy()
-            .starts_with("timeline-")
-    );
+    cached.sort();
+    assert_eq!(cached.len(), 2, "{cached:?}");
+    let key = cached[0].strip_suffix(".idx").expect("the index");
+    assert!(key.starts_with("timeline-"), "{cached:?}");
+    assert_eq!(cached[1], format!("{key}.overview"));
     let (w, h, rgb) = read_ppm(&shot);
     assert_eq!((w, h), (1280, 800));
     let pixels: Vec<[u8; 3]> = rgb.chunks_exact(3).map(|p| [p[0], p[1], p[2]]).collect();
