@@ -530,9 +530,30 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), For
     })?;
     let mut file = std::fs::File::create(&tmp).map_err(|e| FormatError::io(&tmp, e))?;
     file.write_all(&text)
-        .and_then(|_| file.sync_all())
+        .and_then(|_| close_checked(file))
         .map_err(|e| FormatError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| FormatError::io(path, e))
+}
+
+/// Close `file` and say whether the close failed. Network file systems (NFS,
+/// Lustre) may report a full disk or an exceeded quota only there, and
+/// dropping a `File` ignores it. Not a flush to the disk (`fsync`): these
+/// files only have to outlive the process, which the page cache does, while an
+/// `fsync` per rank file waits for the disk in the application's `MPI_Init`,
+/// `MPI_Finalize` and exit (on a shared file system, every rank at once).
+fn close_checked(file: std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::IntoRawFd;
+    let fd = file.into_raw_fd();
+    // SAFETY: `fd` is owned (taken from the File) and closed exactly once.
+    if unsafe { libc::close(fd) } == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    // Linux has closed the descriptor even then; the data went to the page cache.
+    if e.kind() == std::io::ErrorKind::Interrupted {
+        return Ok(());
+    }
+    Err(e)
 }
 
 /// This host's name, as rank files record it (`host`).
