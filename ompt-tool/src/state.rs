@@ -846,6 +846,17 @@ mod late_join_tests {
 
     use super::current;
 
+    /// The calling thread's state (a fresh one on a thread of its own), given
+    /// a stream with a block.
+    fn with_a_block() -> (&'static mut super::ThreadState, *mut Block<OmpRecord>) {
+        let st = current();
+        let stream: &'static Stream<OmpRecord> = Box::leak(Box::new(Stream::new()));
+        let block = Box::into_raw(Block::<OmpRecord>::new().unwrap());
+        stream.install(block);
+        st.stream = Some(stream);
+        (st, block)
+    }
+
     /// The records encoded into `block` so far: (kind, start, end).
     fn encoded(block: *mut Block<OmpRecord>) -> Vec<(u8, i64, i64)> {
         // SAFETY: the calling thread owns the block; len read with acquire.
@@ -867,11 +878,7 @@ mod late_join_tests {
     #[test]
     fn a_loops_last_chunk_ends_with_it_and_held_intervals_keep_their_order() {
         std::thread::spawn(|| {
-            let st = current();
-            let stream: &'static Stream<OmpRecord> = Box::leak(Box::new(Stream::new()));
-            let block = Box::into_raw(Block::<OmpRecord>::new().unwrap());
-            stream.install(block);
-            st.stream = Some(stream);
+            let (st, block) = with_a_block();
             let k = |kind: OmpKind| kind as u8;
             let work = st.open(k(OmpKind::Work), 1, 100);
             work.codeptr = 0x40;
@@ -910,11 +917,7 @@ mod late_join_tests {
     fn a_workers_late_join_ends_close_together_in_one_push() {
         // A thread of its own: a fresh state, given a stream with a block.
         std::thread::spawn(|| {
-            let st = current();
-            let stream: &'static Stream<OmpRecord> = Box::leak(Box::new(Stream::new()));
-            let block = Box::into_raw(Block::<OmpRecord>::new().unwrap());
-            stream.install(block);
-            st.stream = Some(stream);
+            let (st, block) = with_a_block();
             let open = |kind: OmpKind, start: i64, index: u64| OmpRecord {
                 kind: kind as u8,
                 variant: if kind == OmpKind::ImplicitTask { 0 } else { 9 },

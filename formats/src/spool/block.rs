@@ -270,9 +270,10 @@ impl<T: SpoolRecord> Stream<T> {
                 bases[rec.key()] = *rec;
                 pushed += 1;
             }
-            block
-                .rows
-                .store(block.rows.load(Ordering::Relaxed) + pushed, Ordering::Relaxed);
+            block.rows.store(
+                block.rows.load(Ordering::Relaxed) + pushed,
+                Ordering::Relaxed,
+            );
             block.len.store(at, Ordering::Release);
         }
         true
