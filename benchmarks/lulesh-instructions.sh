@@ -23,6 +23,10 @@
 #   defaults: -s 20 -i 50 (1 rank × 2 threads; per iteration as -i 200)
 # HYSCOPE_LIB: the collector (default target/release/libhyscope.so):
 #   cargo build --release -p hyscope-collector --lib
+# KEEP_DIR: keep LULESH's build and callgrind's output files there (for
+#   `callgrind_annotate` per function), and reuse the build and the no-tool
+#   run found there (neither depends on the collector): the way to compare
+#   two collectors on the same LULESH binary.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src=$(realpath "$1")
@@ -32,10 +36,16 @@ lib=$(realpath "${HYSCOPE_LIB:-$root/target/release/libhyscope.so}")
 [ -f "$lib" ] || { echo "no $lib: cargo build --release -p hyscope-collector --lib" >&2; exit 1; }
 [ -f "$src/lulesh.cc" ] || { echo "$src has no lulesh.cc (see benchmarks/lulesh.sh)" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind is needed (apt-get install valgrind)" >&2; exit 1; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${KEEP_DIR:-}" ]; then
+    mkdir -p "$KEEP_DIR"
+    work=$(realpath "$KEEP_DIR")
+    rm -rf "$work"/t-* "$work"/trace.* "$work"/profile.*
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 # DWARF 4: Debian 12's valgrind 3.19 does not read clang-19's default DWARF 5.
-OMPI_CXX=clang++-19 mpicxx -fopenmp -O3 -gdwarf-4 -DUSE_MPI=1 -I"$src" \
+[ -x "$work/lulesh2.0" ] || OMPI_CXX=clang++-19 mpicxx -fopenmp -O3 -gdwarf-4 -DUSE_MPI=1 -I"$src" \
     "$src"/lulesh.cc "$src"/lulesh-comm.cc "$src"/lulesh-viz.cc "$src"/lulesh-util.cc "$src"/lulesh-init.cc \
     -Wl,-rpath,/usr/lib/llvm-19/lib -L/usr/lib/llvm-19/lib -o "$work/lulesh2.0"
 launch=(mpirun -np 1 -x OMP_NUM_THREADS=2 -x KMP_BLOCKTIME=0)
@@ -44,6 +54,10 @@ launch=(mpirun -np 1 -x OMP_NUM_THREADS=2 -x KMP_BLOCKTIME=0)
 # which under valgrind's serialised threads would count instructions of
 # waiting, not of work.
 for mode in none trace profile; do
+    # The no-tool run of a kept directory is reused (same binary, same input).
+    [ "$mode" = none ] && [ -n "${KEEP_DIR:-}" ] && [ -s "$work/none.out" ] \
+        && grep -q -- "-s $size -i $iters\$" "$work/none.args" 2>/dev/null && continue
+    rm -f "$work/$mode".*
     pre=()
     [ "$mode" != none ] && pre=(-x LD_PRELOAD="$lib" -x HYSCOPE_OUTPUT="$work/t-$mode" -x HYSCOPE_MODE="$mode")
     # --dump-before: the main thread's counts up to MPI_Finalize (hyscope's
@@ -53,6 +67,7 @@ for mode in none trace profile; do
     "${launch[@]}" "${pre[@]}" valgrind --tool=callgrind --separate-threads=yes '--dump-before=*MPI_Finalize' \
         --callgrind-out-file="$work/$mode.%p" "$work/lulesh2.0" -s "$size" -i "$iters" \
         >"$work/$mode.out" 2>"$work/$mode.err" || { tail "$work/$mode.err" >&2; exit 1; }
+    if [ "$mode" = none ]; then echo "-s $size -i $iters" >"$work/none.args"; fi
 done
 echo "LULESH -s $size -i $iters, 1 rank × 2 threads, callgrind; $(valgrind --version)"
 python3 - "$work" <<'PY'

@@ -363,13 +363,12 @@ pub unsafe extern "C" fn parallel_begin(
     let (t, st) = enter(event(3, 0, 0), NO_EVENT);
     let id = st.new_id();
     set_data(parallel_data, id);
-    let mut rec = st.rec(OmpKind::Parallel, 0, t);
+    let rec = st.open(OmpKind::Parallel as u8, 0, t);
     rec.parallel_id = id;
     rec.task_id = data(encountering_task_data);
     rec.requested_team_size = requested_parallelism;
     rec.flags = flags as u32;
     rec.codeptr = codeptr_ra as u64;
-    st.push(rec);
 }
 
 pub unsafe extern "C" fn parallel_end(
@@ -430,12 +429,7 @@ pub unsafe extern "C" fn implicit_task(
         let id = st.new_id();
         set_data(task_data, id);
         let pid = if initial { 0 } else { data(parallel_data) };
-        let mut rec = st.rec(kind, 0, t);
-        rec.parallel_id = pid;
-        rec.task_id = id;
-        rec.team_size = actual_parallelism;
-        rec.count = index as u64;
-        rec.flags = flags as u32;
+        let mut codeptr = 0;
         if !initial {
             let d = st.implicit_depth;
             d.store(d.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -448,10 +442,16 @@ pub unsafe extern "C" fn implicit_task(
                     st.find(|r| r.kind == OmpKind::Parallel as u8 && r.parallel_id == pid)
             {
                 p.team_size = actual_parallelism;
-                rec.codeptr = p.codeptr;
+                codeptr = p.codeptr;
             }
         }
-        st.push(rec);
+        let rec = st.open(kind as u8, 0, t);
+        rec.parallel_id = pid;
+        rec.task_id = id;
+        rec.team_size = actual_parallelism;
+        rec.count = index as u64;
+        rec.flags = flags as u32;
+        rec.codeptr = codeptr;
         if !initial {
             st.primary_holds = index == 0 && st.holds_back();
         }
@@ -499,15 +499,19 @@ pub unsafe extern "C" fn work(
         if work_type == OMPT_WORK_LOOP && !GENERIC_LOOP_SEEN.load(Ordering::Relaxed) {
             GENERIC_LOOP_SEEN.store(true, Ordering::Relaxed);
         }
-        let mut rec = st.rec(OmpKind::Work, work_type, t);
-        rec.parallel_id = data(parallel_data);
-        rec.task_id = data(task_data);
-        rec.codeptr = codeptr_ra as u64;
-        rec.count = count;
         if endpoint == OMPT_SCOPE_BEGINEND {
+            let mut rec = st.rec(OmpKind::Work, work_type, t);
+            rec.parallel_id = data(parallel_data);
+            rec.task_id = data(task_data);
+            rec.codeptr = codeptr_ra as u64;
+            rec.count = count;
             st.emit(&rec);
         } else {
-            st.push(rec);
+            let rec = st.open(OmpKind::Work as u8, work_type as u8, t);
+            rec.parallel_id = data(parallel_data);
+            rec.task_id = data(task_data);
+            rec.codeptr = codeptr_ra as u64;
+            rec.count = count;
         }
     } else {
         let v = work_type as u8;
@@ -550,18 +554,18 @@ pub unsafe extern "C" fn dispatch(
     if st.top().is_some_and(|r| r.kind == OmpKind::Chunk as u8) {
         st.close(t, |r| r.kind == OmpKind::Chunk as u8);
     }
-    let mut rec = st.rec(OmpKind::Chunk, kind, t);
-    rec.parallel_id = data(parallel_data);
-    rec.task_id = data(task_data);
-    rec.chunk_start = chunk_start;
-    rec.count = count;
     // Chunks carry their loop's code address, so they resolve to the loop's line.
-    rec.codeptr = codeptr.unwrap_or_else(|| {
+    let codeptr = codeptr.unwrap_or_else(|| {
         st.top()
             .filter(|r| r.kind == OmpKind::Work as u8)
             .map_or(0, |r| r.codeptr)
     });
-    st.push(rec);
+    let rec = st.open(OmpKind::Chunk as u8, kind as u8, t);
+    rec.parallel_id = data(parallel_data);
+    rec.task_id = data(task_data);
+    rec.chunk_start = chunk_start;
+    rec.count = count;
+    rec.codeptr = codeptr;
 }
 
 // ---- synchronisation -----------------------------------------------------
@@ -584,11 +588,10 @@ fn scoped(
         return;
     };
     if endpoint == OMPT_SCOPE_BEGIN {
-        let mut rec = st.rec(kind, variant, t);
+        let rec = st.open(kind as u8, variant as u8, t);
         rec.parallel_id = data(parallel_data);
         rec.task_id = data(task_data);
         rec.codeptr = codeptr_ra as u64;
-        st.push(rec);
         if kind == OmpKind::SyncWait {
             // A thread about to wait has time to spare.
             st.release_held();

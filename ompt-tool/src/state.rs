@@ -70,6 +70,8 @@ pub(crate) struct ThreadState {
     /// the stack would take a search; a stale value after a nested region
     /// only decides whether an interval is held or encoded at once.
     pub primary_holds: bool,
+    /// What [`ThreadState::open`] fills when the stack is full (dropped).
+    spare: OmpRecord,
 }
 
 crate::thread_ptr! {
@@ -137,6 +139,7 @@ fn create() -> &'static mut ThreadState {
         }),
         held: [OmpRecord::default(); HELD_CAP],
         held_len: 0,
+        spare: OmpRecord::default(),
         primary_holds: false,
     }));
     let p: *mut ThreadState = state;
@@ -213,12 +216,33 @@ impl ThreadState {
     /// Open an interval.
     #[inline]
     pub fn push(&mut self, rec: OmpRecord) {
-        if self.depth < STACK_CAP {
-            self.stack[self.depth] = rec;
+        *self.open(rec.kind, rec.variant, rec.start_ns) = rec;
+    }
+
+    /// Open an interval of this thread with kind, variant and start set, the
+    /// other fields 0, and return it for the caller to fill in: written in
+    /// its stack entry, not built elsewhere and copied there (the copy of
+    /// the 80-byte record was about 20 instructions of every open). A full
+    /// stack drops (and counts) the interval: the caller fills a spare.
+    #[inline(always)]
+    pub fn open(&mut self, kind: u8, variant: u8, start_ns: i64) -> &mut OmpRecord {
+        let thread = self.index;
+        let entry = if self.depth < STACK_CAP {
             self.depth += 1;
+            &mut self.stack[self.depth - 1]
         } else {
             STACK_OVERFLOWS.fetch_add(1, Ordering::Relaxed);
-        }
+            &mut self.spare
+        };
+        *entry = OmpRecord {
+            thread,
+            kind,
+            variant,
+            start_ns,
+            end_ns: start_ns,
+            ..OmpRecord::default()
+        };
+        entry
     }
 
     /// The innermost open interval.
@@ -264,6 +288,9 @@ impl ThreadState {
             );
             return Some(done);
         }
+        if i + 2 == self.depth && self.stack[i + 1].kind == OmpKind::Chunk as u8 {
+            return Some(self.close_with_chunk(i, end_ns));
+        }
         self.close_nested(i, end_ns)
     }
 
@@ -287,13 +314,13 @@ impl ThreadState {
             return self.close_at(i, end_ns);
         }
         self.depth = i;
-        let mut rec = self.stack[i];
+        let rec = &mut self.stack[i];
         rec.end_ns = end_ns;
         // Not held when its kind is not recorded now: an interval that ends
         // during an `omp_control_tool` pause must stay out of the trace even
         // if it is released after the pause.
         if crate::kind_enabled(rec.kind) {
-            self.held[self.held_len] = rec;
+            self.held[self.held_len] = *rec;
             self.held_len += 1;
         }
         Some((rec.variant, rec.flags))
@@ -320,6 +347,13 @@ impl ThreadState {
     fn release_held_now(&mut self) {
         // Their kinds were checked when they were held (`close_held`): the
         // recording may have been paused since, which must not drop them.
+        // One push for all (`Stream::push_slice`), in the order they closed.
+        let held = &self.held[..self.held_len.min(HELD_CAP)];
+        // SAFETY: the sink handed this thread its own stream.
+        if self.profile.is_none() && self.stream.is_some_and(|s| unsafe { s.push_slice(held) }) {
+            self.held_len = 0;
+            return;
+        }
         for i in 0..self.held_len {
             store(
                 &mut self.profile,
@@ -387,6 +421,35 @@ impl ThreadState {
             Ordering::Relaxed,
         );
         true
+    }
+
+    /// [`ThreadState::close`] of entry `i` when a loop chunk is the only
+    /// entry above it (a loop's `work` end: its last chunk ends with it): both
+    /// end at `end_ns`, the chunk first, encoded with one push
+    /// (`Stream::push_all`) in trace mode when both kinds are recorded.
+    #[inline(never)]
+    fn close_with_chunk(&mut self, i: usize, end_ns: i64) -> (u8, u32) {
+        self.depth = i;
+        let [rec, chunk] = &mut self.stack[i..i + 2] else {
+            unreachable!("two entries")
+        };
+        rec.end_ns = end_ns;
+        chunk.end_ns = end_ns;
+        let kinds = 1 << OmpKind::Chunk as u32 | 1 << rec.kind;
+        // SAFETY: the sink handed this thread its own stream.
+        let pushed = self.profile.is_none()
+            && crate::kinds_enabled(kinds)
+            && self
+                .stream
+                .is_some_and(|s| unsafe { s.push_all([&*chunk, &*rec]) });
+        if !pushed {
+            // Profile mode, a kind not recorded, no block or a full one
+            // (one by one hands it off).
+            for r in [&*chunk, &*rec] {
+                emit_to(&mut self.profile, self.stream, self.sink_handle, r);
+            }
+        }
+        (rec.variant, rec.flags)
     }
 
     /// [`ThreadState::close`] of entry `i` below the top of the stack.
@@ -527,12 +590,15 @@ struct Profile {
 }
 
 impl Aggregate {
+    /// The code address first: it tells most aggregates apart (one per
+    /// construct), so a miss (of [`Profile::last`] or a probe) costs one
+    /// compare.
     #[inline]
     fn is(&self, rec: &OmpRecord) -> bool {
-        self.used
+        self.codeptr == rec.codeptr
             && self.kind == rec.kind
             && self.variant == rec.variant
-            && self.codeptr == rec.codeptr
+            && self.used
     }
 
     #[inline]
@@ -780,6 +846,70 @@ mod late_join_tests {
 
     use super::current;
 
+    /// The calling thread's state (a fresh one on a thread of its own), given
+    /// a stream with a block.
+    fn with_a_block() -> (&'static mut super::ThreadState, *mut Block<OmpRecord>) {
+        let st = current();
+        let stream: &'static Stream<OmpRecord> = Box::leak(Box::new(Stream::new()));
+        let block = Box::into_raw(Block::<OmpRecord>::new().unwrap());
+        stream.install(block);
+        st.stream = Some(stream);
+        (st, block)
+    }
+
+    /// The records encoded into `block` so far: (kind, start, end).
+    fn encoded(block: *mut Block<OmpRecord>) -> Vec<(u8, i64, i64)> {
+        // SAFETY: the calling thread owns the block; len read with acquire.
+        let bytes = unsafe {
+            let b = &*block;
+            b.bytes(b.published_len())
+        };
+        let mut back: Vec<OmpRecord> = Vec::new();
+        assert_eq!(decode_payload(bytes, &mut back), Some(()));
+        back.iter()
+            .map(|r| (r.kind, r.start_ns, r.end_ns))
+            .collect()
+    }
+
+    /// A loop's end with its last chunk still open above it: both end at the
+    /// loop's end, the chunk first, in one push; the intervals a primary
+    /// thread held back reach the block at their release, in the order they
+    /// closed.
+    #[test]
+    fn a_loops_last_chunk_ends_with_it_and_held_intervals_keep_their_order() {
+        std::thread::spawn(|| {
+            let (st, block) = with_a_block();
+            let k = |kind: OmpKind| kind as u8;
+            let work = st.open(k(OmpKind::Work), 1, 100);
+            work.codeptr = 0x40;
+            work.count = 64;
+            work.flags = 3;
+            let chunk = st.open(k(OmpKind::Chunk), 1, 110);
+            chunk.codeptr = 0x40;
+            chunk.count = 32;
+            assert_eq!(st.close(200, |r| r.kind == k(OmpKind::Work)), Some((1, 3)));
+            assert_eq!(st.depth, 0);
+            let both = [(k(OmpKind::Chunk), 110, 200), (k(OmpKind::Work), 100, 200)];
+            assert_eq!(encoded(block), both);
+
+            st.open(k(OmpKind::Parallel), 0, 300);
+            st.open(k(OmpKind::ImplicitTask), 0, 310);
+            st.close_held(400, |r| r.kind == k(OmpKind::ImplicitTask));
+            st.close_held(410, |r| r.kind == k(OmpKind::Parallel));
+            assert_eq!(encoded(block), both, "held, not yet encoded");
+            st.release_held();
+            assert_eq!(st.held_len, 0);
+            let mut all = both.to_vec();
+            all.extend([
+                (k(OmpKind::ImplicitTask), 310, 400),
+                (k(OmpKind::Parallel), 300, 410),
+            ]);
+            assert_eq!(encoded(block), all);
+        })
+        .join()
+        .unwrap();
+    }
+
     /// A worker's late join-barrier ends: its wait, barrier and implicit task
     /// close together at the wait's end, encoded into its stream with one
     /// push, and only when the stack's top three are exactly those.
@@ -787,11 +917,7 @@ mod late_join_tests {
     fn a_workers_late_join_ends_close_together_in_one_push() {
         // A thread of its own: a fresh state, given a stream with a block.
         std::thread::spawn(|| {
-            let st = current();
-            let stream: &'static Stream<OmpRecord> = Box::leak(Box::new(Stream::new()));
-            let block = Box::into_raw(Block::<OmpRecord>::new().unwrap());
-            stream.install(block);
-            st.stream = Some(stream);
+            let (st, block) = with_a_block();
             let open = |kind: OmpKind, start: i64, index: u64| OmpRecord {
                 kind: kind as u8,
                 variant: if kind == OmpKind::ImplicitTask { 0 } else { 9 },

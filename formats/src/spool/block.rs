@@ -228,28 +228,52 @@ impl<T: SpoolRecord> Stream<T> {
     /// As for [`Stream::push`].
     #[inline(always)]
     pub unsafe fn push_all<const N: usize>(&self, recs: [&T; N]) -> bool {
+        // SAFETY: guaranteed by the caller.
+        unsafe { self.push_each(N, recs) }
+    }
+
+    /// [`Stream::push_all`] of a slice (the OMPT adapter's held-back
+    /// intervals, a few at a time).
+    ///
+    /// # Safety
+    /// As for [`Stream::push`].
+    #[inline(always)]
+    pub unsafe fn push_slice(&self, recs: &[T]) -> bool {
+        // SAFETY: guaranteed by the caller.
+        unsafe { self.push_each(recs.len(), recs) }
+    }
+
+    /// Push the `n` records of `recs` with one check for room and one
+    /// publication.
+    ///
+    /// # Safety
+    /// As for [`Stream::push`].
+    #[inline(always)]
+    unsafe fn push_each<'a>(&self, n: usize, recs: impl IntoIterator<Item = &'a T>) -> bool {
         let b = self.block.load(Ordering::Relaxed);
         if b.is_null() {
             return false;
         }
         // SAFETY: as in push.
         let block = unsafe { &*b };
-        let n = block.len.load(Ordering::Relaxed);
-        if n + N * RECORD_ROOM > BLOCK_BYTES {
+        let len = block.len.load(Ordering::Relaxed);
+        if len + n * RECORD_ROOM > BLOCK_BYTES {
             return false;
         }
-        let mut at = n;
-        // SAFETY: as in push; the room check covers all N records.
+        let (mut at, mut pushed) = (len, 0);
+        // SAFETY: as in push; the room check covers all n records.
         unsafe {
             let bases = &mut *self.bases.get();
-            for rec in recs {
+            for rec in recs.into_iter().take(n) {
                 let room = &mut *((block.data.get() as *mut u8).add(at) as *mut [u8; RECORD_ROOM]);
                 at += T::put_in(bases, rec, room);
                 bases[rec.key()] = *rec;
+                pushed += 1;
             }
-            block
-                .rows
-                .store(block.rows.load(Ordering::Relaxed) + N, Ordering::Relaxed);
+            block.rows.store(
+                block.rows.load(Ordering::Relaxed) + pushed,
+                Ordering::Relaxed,
+            );
             block.len.store(at, Ordering::Release);
         }
         true
