@@ -447,7 +447,21 @@ fn launcher_kind(program: &Path, flavour: Flavour) -> Option<LauncherKind> {
     if name.contains("mpich") || name.contains("hydra") {
         return Some(LauncherKind::Hydra);
     }
-    // `mpirun` is whichever MPI the alternatives system chose: ask it.
+    // `mpirun` is whichever MPI the alternatives system chose: the file its
+    // links end at names it (`orterun`, `mpiexec.hydra`, …) without running it.
+    if let Some(target) = resolve_in_path(program)
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .filter(|t| {
+            t.file_name()
+                .is_some_and(|n| n != program.file_name().unwrap_or_default())
+        })
+    {
+        let kind = launcher_kind(&target, Flavour::Auto);
+        if kind.is_some() {
+            return kind;
+        }
+    }
+    // Otherwise ask it.
     let out = Command::new(program).arg("--version").output().ok();
     let text = out
         .map(|o| {
