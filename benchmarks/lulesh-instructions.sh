@@ -21,6 +21,10 @@
 #
 # usage: benchmarks/lulesh-instructions.sh LULESH_DIR [SIZE] [ITERATIONS]
 #   defaults: -s 20 -i 50 (1 rank × 2 threads; per iteration as -i 200)
+# RANKS, THREADS: the job's shape (default 1 × 2; the 8-rank case:
+#   RANKS=8 THREADS=1 benchmarks/lulesh-instructions.sh DIR 10 100). With
+#   several ranks, the main threads are summed over the ranks, and so are
+#   the OpenMP workers.
 # HYSCOPE_LIB: the collector (default target/release/libhyscope.so):
 #   cargo build --release -p hyscope-collector --lib
 # KEEP_DIR: keep LULESH's build and callgrind's output files there (for
@@ -48,7 +52,9 @@ fi
 [ -x "$work/lulesh2.0" ] || OMPI_CXX=clang++-19 mpicxx -fopenmp -O3 -gdwarf-4 -DUSE_MPI=1 -I"$src" \
     "$src"/lulesh.cc "$src"/lulesh-comm.cc "$src"/lulesh-viz.cc "$src"/lulesh-util.cc "$src"/lulesh-init.cc \
     -Wl,-rpath,/usr/lib/llvm-19/lib -L/usr/lib/llvm-19/lib -o "$work/lulesh2.0"
-launch=(mpirun -np 1 -x OMP_NUM_THREADS=2 -x KMP_BLOCKTIME=0)
+ranks=${RANKS:-1}
+threads=${THREADS:-2}
+launch=(mpirun --oversubscribe -np "$ranks" -x OMP_NUM_THREADS="$threads" -x KMP_BLOCKTIME=0)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
 # KMP_BLOCKTIME=0: threads sleep at once instead of spinning at barriers,
 # which under valgrind's serialised threads would count instructions of
@@ -56,7 +62,7 @@ launch=(mpirun -np 1 -x OMP_NUM_THREADS=2 -x KMP_BLOCKTIME=0)
 for mode in none trace profile; do
     # The no-tool run of a kept directory is reused (same binary, same input).
     [ "$mode" = none ] && [ -n "${KEEP_DIR:-}" ] && [ -s "$work/none.out" ] \
-        && grep -q -- "-s $size -i $iters\$" "$work/none.args" 2>/dev/null && continue
+        && grep -q -- "-s $size -i $iters $ranks×$threads\$" "$work/none.args" 2>/dev/null && continue
     rm -f "$work/$mode".*
     pre=()
     [ "$mode" != none ] && pre=(-x LD_PRELOAD="$lib" -x HYSCOPE_OUTPUT="$work/t-$mode" -x HYSCOPE_MODE="$mode")
@@ -67,9 +73,9 @@ for mode in none trace profile; do
     "${launch[@]}" "${pre[@]}" valgrind --tool=callgrind --separate-threads=yes '--dump-before=*MPI_Finalize' \
         --callgrind-out-file="$work/$mode.%p" "$work/lulesh2.0" -s "$size" -i "$iters" \
         >"$work/$mode.out" 2>"$work/$mode.err" || { tail "$work/$mode.err" >&2; exit 1; }
-    if [ "$mode" = none ]; then echo "-s $size -i $iters" >"$work/none.args"; fi
+    if [ "$mode" = none ]; then echo "-s $size -i $iters $ranks×$threads" >"$work/none.args"; fi
 done
-echo "LULESH -s $size -i $iters, 1 rank × 2 threads, callgrind; $(valgrind --version)"
+echo "LULESH -s $size -i $iters, $ranks rank(s) × $threads thread(s), callgrind; $(valgrind --version)"
 python3 - "$work" <<'PY'
 import glob, os, re, subprocess, sys
 
@@ -93,10 +99,11 @@ def fn(desc):
     return d.split(":", 1)[1] if ":" in d else d
 
 def threads(mode):
-    """(label, instructions, hyscope's, libomp's) per application thread: the
-    main thread up to MPI_Finalize (the dump made there, part 1), then each
-    OpenMP worker in full (the thread's file at exit)."""
-    res = []
+    """(label, instructions, hyscope's, libomp's) per kind of application
+    thread, summed over the ranks: the main threads up to MPI_Finalize (the
+    dump made there, part 1), then the OpenMP workers in full (each thread's
+    file at exit)."""
+    res = {}
     mains = glob.glob(os.path.join(work, f"{mode}.*.1-01"))
     workers = [p for p in sorted(glob.glob(os.path.join(work, f"{mode}.*-*")))
                if re.search(r"\.\d+-\d+$", p) and not p.endswith("-01")]
@@ -109,8 +116,11 @@ def threads(mode):
         own = annotate(path, False)
         tool = sum(n for n, d in own if "hyscope" in fn(d) or "libhyscope" in d)
         omp = sum(n for n, d in own if "libomp" in d)
-        res.append((label, total, tool, omp))
-    return res
+        count, t0, t1, t2 = res.get(label, (0, 0, 0, 0))
+        res[label] = (count + 1, t0 + total, t1 + tool, t2 + omp)
+    plural = {"main thread, to MPI_Finalize": "main threads, to MPI_Finalize", "OpenMP worker": "OpenMP workers"}
+    return [(f"{plural[label]} ({count})" if count > 1 else label, total, tool, omp)
+            for label, (count, total, tool, omp) in res.items()]
 
 runs = {m: threads(m) for m in ("none", "trace", "profile")}
 print()

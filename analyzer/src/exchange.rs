@@ -10,7 +10,8 @@ pub trait Exchange {
     fn process(&self) -> usize;
     /// The number of processes.
     fn processes(&self) -> usize;
-    /// At a process other than 0: hand `bytes` to process 0 (once).
+    /// At a process other than 0: hand `bytes` to process 0 (as one
+    /// message; several arrive in the order they were sent).
     fn send_to_root(&self, bytes: &[u8]) -> Result<(), String>;
     /// At process 0: the bytes process `from` handed on.
     fn receive(&self, from: usize) -> Result<Vec<u8>, String>;

@@ -232,8 +232,24 @@ pub(crate) enum Share<'a> {
 /// What [`load_in`] returns.
 pub(crate) enum Loaded {
     Whole(Box<(TraceData, OmpMerge)>),
-    /// A worker's ranks' results, in rank order.
-    Part(Vec<RankOut>),
+    /// A worker's ranks' results in rank order, one encoded message per
+    /// batch ([`encode_handed`]): encoded as each batch ends, the worker holds
+    /// them compact, and process 0 decodes one batch at a time.
+    Part(Vec<Vec<u8>>),
+}
+
+/// One message from another process to process 0: a batch of its ranks'
+/// results in rank order, `true` on its last; or the error that ended its
+/// analysis (always its last).
+type Handed = Result<(Vec<RankOut>, bool), String>;
+
+/// The bytes of one [`Handed`] message.
+pub(crate) fn encode_handed(
+    part: Result<(Vec<RankOut>, bool), String>,
+) -> Result<Vec<u8>, AnalyzeError> {
+    postcard::to_allocvec(&part).map_err(|e| AnalyzeError::Exchange {
+        message: format!("cannot encode this process's results: {e}"),
+    })
 }
 
 /// [`load`] by one process of `share`.
@@ -511,7 +527,7 @@ pub(crate) fn load_in(
         omp_span.insert(rank, span);
         merged.add(pass, canon);
     };
-    let mut outgoing: Option<Vec<RankOut>> = worker.then(Vec::new);
+    let mut outgoing: Option<Vec<Vec<u8>>> = worker.then(Vec::new);
     // One row buffer per rank of a batch, reused from batch to batch: its pages
     // are faulted in once, not once per part and rank.
     let mut pool: Vec<Vec<OmpRecord>> = Vec::new();
@@ -643,14 +659,20 @@ pub(crate) fn load_in(
                 })
             })
             .collect::<Result<_, _>>()?;
+        let mut handed = Vec::new();
         for (out, bytes) in done.into_iter().zip(batch_bytes) {
             if bytes > 0 {
                 rows_per_byte = rows_per_byte.max(out.span.decoded as f64 / bytes as f64);
             }
-            match &mut outgoing {
-                Some(v) => v.push(out),
+            match outgoing {
+                Some(_) => handed.push(out),
                 None => apply(out),
             }
+        }
+        if let Some(v) = &mut outgoing
+            && !handed.is_empty()
+        {
+            v.push(encode_handed(Ok((handed, false)))?);
         }
         // The buffers are kept for the next batch unless they outgrew the limit.
         let mut held: u64 = pool.iter().map(|b| b.capacity() as u64).sum::<u64>() * OMP_ROW_BYTES;
@@ -1112,9 +1134,10 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
     }
 }
 
-/// At process 0: the other processes' results, received once from each,
-/// in process order. Dropped before the last, it receives (and drops) the
-/// rest, so no process waits forever on an analysis that failed.
+/// At process 0: the other processes' results, received from each in
+/// process order, one batch ([`Handed`]) at a time up to its last. Dropped
+/// before the end, it receives (and drops) the rest, so no process waits
+/// forever on an analysis that failed.
 struct Pending<'a> {
     exchange: &'a dyn crate::exchange::Exchange,
     next: usize,
@@ -1125,31 +1148,40 @@ impl<'a> Pending<'a> {
         Pending { exchange, next: 1 }
     }
 
-    /// The next process's ranks' results (an error it met is returned as
-    /// this analysis's error), or `None` after the last process.
+    /// The next batch of ranks' results (an error a process met is returned
+    /// as this analysis's error), or `None` after the last process's last.
     fn next_part(&mut self) -> Result<Option<Vec<RankOut>>, AnalyzeError> {
         if self.next >= self.exchange.processes() {
             return Ok(None);
         }
         let from = self.next;
-        self.next += 1;
-        let bytes = self
-            .exchange
-            .receive(from)
-            .map_err(|message| AnalyzeError::Exchange { message })?;
-        let part: Result<Vec<RankOut>, String> =
-            postcard::from_bytes(&bytes).map_err(|e| AnalyzeError::Exchange {
-                message: format!("process {from}'s results cannot be decoded: {e}"),
-            })?;
-        part.map(Some).map_err(AnalyzeError::Remote)
+        match self.receive() {
+            Ok(Ok((outs, _))) => Ok(Some(outs)),
+            Ok(Err(remote)) => Err(AnalyzeError::Remote(remote)),
+            Err(e) => Err(AnalyzeError::Exchange {
+                message: format!("process {from}'s results: {e}"),
+            }),
+        }
+    }
+
+    /// One message from process `next`, moving on to the following process
+    /// after its last (an error, or one that cannot be received or decoded,
+    /// is its last).
+    fn receive(&mut self) -> Result<Handed, String> {
+        let got = self.exchange.receive(self.next).and_then(|bytes| {
+            postcard::from_bytes::<Handed>(&bytes).map_err(|e| format!("cannot be decoded: {e}"))
+        });
+        if !matches!(got, Ok(Ok((_, false)))) {
+            self.next += 1;
+        }
+        got
     }
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         while self.next < self.exchange.processes() {
-            let _ = self.exchange.receive(self.next);
-            self.next += 1;
+            let _ = self.receive();
         }
     }
 }

@@ -1,7 +1,9 @@
 //! One analysis computed by several processes (`mpirun -np N hyscope report`,
 //! `ARCHITECTURE.md`, "Memory"): each process decodes the OpenMP rows of a
 //! contiguous range of ranks ([`split`]) through the per-rank pass and hands
-//! each rank's results to process 0, which adds them to its own in rank order
+//! each rank's results to process 0, a message per batch of ranks (encoded as
+//! the batch ends, so a process keeps its results compact and process 0
+//! decodes one batch at a time), which adds them to its own in rank order
 //! (so every floating-point sum adds the same values in the same order as one
 //! process does), reads the MPI rows, samples and symbols of every rank, and
 //! finishes the analysis alone. The result is the single process's, byte for
@@ -13,7 +15,7 @@ use std::path::Path;
 
 use crate::error::AnalyzeError;
 pub use crate::exchange::{Exchange, split};
-use crate::load::{Loaded, RankOut, Share, load_in};
+use crate::load::{Loaded, Share, encode_handed, load_in};
 use crate::{Analysis, AnalyzeOptions};
 
 /// Analyse the trace in `dir` as process [`Exchange::process`] of
@@ -37,17 +39,17 @@ pub fn analyze_parallel(
             Loaded::Part(_) => unreachable!("process 0 finishes the analysis"),
         };
     }
-    let part: Result<Vec<RankOut>, String> = match load_in(dir, options, Share::Worker(exchange)) {
-        Ok(Loaded::Part(outs)) => Ok(outs),
+    // Its batches, then an empty last one; or the error, which is the last.
+    let (batches, end) = match load_in(dir, options, Share::Worker(exchange)) {
+        Ok(Loaded::Part(batches)) => (batches, Ok((Vec::new(), true))),
         Ok(Loaded::Whole(..)) => unreachable!("a worker hands its ranks on"),
-        Err(e) => Err(e.to_string()),
+        Err(e) => (Vec::new(), Err(e.to_string())),
     };
-    let bytes = postcard::to_allocvec(&part).map_err(|e| AnalyzeError::Exchange {
-        message: format!("cannot encode this process's results: {e}"),
-    })?;
-    drop(part);
-    exchange
-        .send_to_root(&bytes)
-        .map_err(|message| AnalyzeError::Exchange { message })?;
+    let end = encode_handed(end)?;
+    for bytes in batches.iter().chain([&end]) {
+        exchange
+            .send_to_root(bytes)
+            .map_err(|message| AnalyzeError::Exchange { message })?;
+    }
     Ok(None)
 }

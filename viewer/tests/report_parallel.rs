@@ -70,11 +70,26 @@ fn ok(mut cmd: Command) -> Output {
 /// The report alone (JSON and text), then under `launch` with each process
 /// count: the same bytes, and nothing on stderr that one process does not print.
 fn same_under(trace: &Path, launch: fn(u32, &[&str], &Path) -> Command, counts: &[u32]) {
-    let json = ok(alone(&["--json"], trace));
-    let text = ok(alone(&[], trace));
+    same_under_with(trace, launch, counts, &[]);
+}
+
+/// [`same_under`] with `extra` arguments to every report.
+fn same_under_with(
+    trace: &Path,
+    launch: fn(u32, &[&str], &Path) -> Command,
+    counts: &[u32],
+    extra: &[&str],
+) {
+    fn joined<'a>(args: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [args, extra].concat()
+    }
+    let with = |args: &[&'static str]| joined(args, extra);
+    let json = ok(alone(&with(&["--json"]), trace));
+    let text = ok(alone(&with(&[]), trace));
     assert!(!json.stdout.is_empty() && !text.stdout.is_empty());
     for &np in counts {
-        for (args, want) in [(&["--json"][..], &json), (&[][..], &text)] {
+        for (args, want) in [(with(&["--json"]), &json), (with(&[]), &text)] {
+            let args = &args[..];
             let out = ok(launch(np, args, trace));
             assert!(
                 out.stdout == want.stdout,
@@ -143,6 +158,9 @@ fn open_mpi_reports_are_byte_identical_to_one_process() {
     let tmp = tempfile::tempdir().unwrap();
     let synth = synthetic(tmp.path(), 8);
     same_under(&synth, under_open_mpi, &[1, 2, 4]);
+    // A limit that fits about two of these ranks' rows at once: each process
+    // decodes its ranks in several batches and hands each on as a message.
+    same_under_with(&synth, under_open_mpi, &[2, 3], &["--memory", "16M"]);
     let trace = recorded(tmp.path());
     // 6 processes for 4 ranks: two of them have none.
     same_under(&trace, under_open_mpi, &[2, 4, 6]);
