@@ -194,6 +194,32 @@ pub fn open_timeline(
     .map_err(|e| e.to_string())
 }
 
+/// Run `f` (the viewers' analysis) on a pool of low-priority threads, so
+/// that beside it the timeline's loading on the shared pool gets the cores
+/// first: on 2 cores the two sharing them evenly made the first open's
+/// overview wait for the analysis. Threads at nice 10 (Linux sets it per
+/// thread); an unbuilt pool runs `f` on the calling thread.
+pub fn in_background<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("hyscope-analysis-{i}"))
+            .start_handler(|_| {
+                // SAFETY: setpriority on the calling thread (who = 0) has no
+                // memory effects; a failure leaves its priority as it was.
+                unsafe {
+                    libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+                }
+            })
+            .build()
+            .ok()
+    });
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

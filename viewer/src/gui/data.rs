@@ -264,7 +264,7 @@ pub fn spawn_analysis(path: PathBuf, phase: Option<String>) -> Loading<Arc<Analy
             phase,
             ..AnalyzeOptions::default()
         };
-        hyscope_analyzer::analyze(&path, &options)
+        crate::loading::in_background(|| hyscope_analyzer::analyze(&path, &options))
             .map(Arc::new)
             .map_err(|e| e.to_string())
     })

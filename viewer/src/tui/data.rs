@@ -223,7 +223,7 @@ fn load_analysis(dir: &Path, phase: Option<&str>) -> Result<Box<Analysis>, Strin
         phase: phase.map(str::to_string),
         ..AnalyzeOptions::default()
     };
-    hyscope_analyzer::analyze(dir, &options)
+    crate::loading::in_background(|| hyscope_analyzer::analyze(dir, &options))
         .map(Box::new)
         .map_err(|e| format!("{e}"))
 }
