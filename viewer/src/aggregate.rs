@@ -263,14 +263,20 @@ mod tests {
         app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
     }
 
+    /// A fresh directory holding the test trace of `ranks` ranks.
+    fn written(name: &str, ranks: u32) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("hyscope-agg-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        super::test_trace::write(&dir, ranks);
+        dir
+    }
+
     /// Until the index is loaded the timeline draws the coarse overview,
     /// labelled so, with the same aggregated lines; then the detailed one.
     #[test]
     fn tui_shows_the_coarse_overview_until_the_index_is_loaded() {
-        let dir = std::env::temp_dir().join(format!("hyscope-agg-coarse-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        super::test_trace::write(&dir, 64);
+        let dir = written("coarse", 64);
         let mut data = tui::data::Data::open_blocking(&dir).unwrap();
         let index = data.timeline_arc().cloned().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -324,10 +330,7 @@ mod tests {
 
         use hyscope_analyzer::timeline::build_with_overview;
 
-        let dir = std::env::temp_dir().join(format!("hyscope-agg-partial-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        super::test_trace::write(&dir, 64);
+        let dir = written("partial", 64);
         let trace = hyscope_format::Trace::open(&dir).unwrap();
         let mut forty = None;
         build_with_overview(&trace, &|_, _| {}, std::time::Duration::ZERO, &mut |u| {
@@ -370,10 +373,7 @@ mod tests {
     /// worst rank; Enter opens a line into its ranks, Backspace closes it.
     #[test]
     fn tui_aggregates_ranks_and_opens_a_line() {
-        let dir = std::env::temp_dir().join(format!("hyscope-agg-tui-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        super::test_trace::write(&dir, 64);
+        let dir = written("tui", 64);
         let data = tui::data::Data::open_blocking(&dir).unwrap();
         let mut app = tui::app::App::new(data);
         key(&mut app, KeyCode::Char('2'));
