@@ -74,22 +74,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     use eframe::egui;
 
     let started = Instant::now();
-    // Fail early with a clear message when the trace cannot be opened.
-    hyscope_format::Trace::open(&args.trace)?;
-    if let Some(b) = &args.compare {
-        hyscope_format::Trace::open(b)?;
-    }
+    // Opened once here (a clear message when it cannot be), then shared
+    // with the loaders: with thousands of ranks an open lists every part.
+    let trace = hyscope_format::Trace::open(&args.trace)?;
+    let compare = args
+        .compare
+        .as_deref()
+        .map(hyscope_format::Trace::open)
+        .transpose()?;
     let (w, h) = args
         .size
         .split_once('x')
         .and_then(|(w, h)| Some((w.parse::<f32>().ok()?, h.parse::<f32>().ok()?)))
         .context("--size must be WIDTHxHEIGHT")?;
-    let mut gui = app::GuiApp::new(
-        &args.trace,
-        args.compare.as_deref(),
-        !args.no_analysis,
-        !args.no_cache,
-    );
+    let mut gui = app::GuiApp::new(trace, compare, !args.no_analysis, !args.no_cache);
     if let Some(p) = &args.phase {
         anyhow::ensure!(
             gui.slots[0].phase_names.contains(p),

@@ -2,7 +2,12 @@
 //! before the analysis or the timeline index is ready: the TUI's and the
 //! GUI's loaders, the GUI's hover details and highlights all hold one.
 
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, TryRecvError};
+use std::time::Duration;
+
+use hyscope_analyzer::timeline::{Overview, TimelineIndex};
+use hyscope_format::Trace;
 
 pub enum Loading<T> {
     /// Still being computed; the result arrives on this channel.
@@ -82,6 +87,137 @@ pub fn spawn_two<A: Send + 'static, B: Send + 'static>(
         let _ = tx_b.send(second());
     });
     (Loading::Pending(rx_a), Loading::Pending(rx_b))
+}
+
+/// Successive versions of a value computed on a background thread (the
+/// coarse overview of the ranks read so far): the newest arrived is kept.
+pub struct Latest<T> {
+    rx: Option<Receiver<T>>,
+    value: Option<T>,
+}
+
+impl<T> Latest<T> {
+    pub fn new(rx: Receiver<T>) -> Latest<T> {
+        Latest {
+            rx: Some(rx),
+            value: None,
+        }
+    }
+
+    pub fn ready(&self) -> Option<&T> {
+        self.value.as_ref()
+    }
+
+    /// Take the versions that arrived, keeping the newest; true when one did.
+    pub fn poll(&mut self) -> bool {
+        let Some(rx) = &self.rx else {
+            return false;
+        };
+        let mut changed = false;
+        loop {
+            match rx.try_recv() {
+                Ok(v) => {
+                    self.value = Some(v);
+                    changed = true;
+                }
+                Err(TryRecvError::Empty) => return changed,
+                Err(TryRecvError::Disconnected) => {
+                    self.rx = None;
+                    return changed;
+                }
+            }
+        }
+    }
+
+    /// Wait for the first version (tests, the GUI's screenshot mode), then
+    /// take any newer one already there.
+    pub fn wait(&mut self) {
+        if self.value.is_none()
+            && let Some(rx) = &self.rx
+        {
+            match rx.recv() {
+                Ok(v) => self.value = Some(v),
+                Err(_) => self.rx = None,
+            }
+        }
+        self.poll();
+    }
+}
+
+/// The coarse overview a viewer draws while the index loads.
+#[derive(Debug)]
+pub struct Coarse {
+    pub overview: Arc<Overview>,
+    /// Ranks it holds, of `ranks` in the trace.
+    pub ranks_loaded: usize,
+    pub ranks: usize,
+    /// A damaged overview cache, named (kept on every later version).
+    pub warning: Option<String>,
+}
+
+impl Coarse {
+    /// How much of the trace it holds, for the viewers' labels:
+    /// `1,234 of 4,096 ranks read` while the pass goes on, else empty.
+    pub fn ranks_note(&self) -> String {
+        if self.ranks_loaded >= self.ranks {
+            return String::new();
+        }
+        format!("{} of {} ranks read", self.ranks_loaded, self.ranks)
+    }
+}
+
+/// Time between two overviews handed to a viewer while the index is built:
+/// each costs a copy of the bins (tens of milliseconds at 4,096 ranks).
+const OVERVIEW_EVERY: Duration = Duration::from_millis(1000);
+
+/// Open the timeline of `trace` ([`TimelineIndex::open_progressive`]):
+/// each overview goes to `overviews` as soon as there is one, then the
+/// index is returned with whether it came from the cache.
+pub fn open_timeline(
+    trace: &Trace,
+    cache: bool,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    overviews: Sender<Arc<Coarse>>,
+) -> Result<(TimelineIndex, bool), String> {
+    let mut warning = None;
+    TimelineIndex::open_progressive(trace, cache, progress, OVERVIEW_EVERY, &mut |u| {
+        if u.warning.is_some() {
+            warning = u.warning;
+        }
+        let _ = overviews.send(Arc::new(Coarse {
+            overview: Arc::new(u.overview),
+            ranks_loaded: u.ranks_loaded,
+            ranks: u.ranks,
+            warning: warning.clone(),
+        }));
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Run `f` (the viewers' analysis) on a pool of low-priority threads, so
+/// that beside it the timeline's loading on the shared pool gets the cores
+/// first: on 2 cores the two sharing them evenly made the first open's
+/// overview wait for the analysis. Threads at nice 10 (Linux sets it per
+/// thread); an unbuilt pool runs `f` on the calling thread.
+pub fn in_background<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("hyscope-analysis-{i}"))
+            .start_handler(|_| {
+                // SAFETY: setpriority on the calling thread (who = 0) has no
+                // memory effects; a failure leaves its priority as it was.
+                unsafe {
+                    libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+                }
+            })
+            .build()
+            .ok()
+    });
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
 }
 
 #[cfg(test)]

@@ -92,10 +92,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "hyscope-tui: first frame with the aggregated lines {t:.1} ms"
             );
         }
-        for ms in &timings.aggregate_ms {
+        if let Some(t) = timings.overview_whole_ms {
+            let _ = writeln!(err, "hyscope-tui: whole timeline overview ready {t:.1} ms");
+        }
+        for (coarse, ms) in &timings.aggregate_ms {
+            let from = if *coarse { "coarse overview" } else { "index" };
             let _ = writeln!(
                 err,
-                "hyscope-tui: aggregated lines computed in {ms:.1} ms (worker)"
+                "hyscope-tui: aggregated lines computed in {ms:.1} ms (worker, from the {from})"
             );
         }
         if let Some(t) = timings.analysis_ms {
@@ -112,14 +116,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 struct Timings {
     first_frame_ms: f64,
     timeline_ms: Option<f64>,
-    /// The coarse overview loaded.
+    /// The first coarse overview loaded (maybe of some ranks only).
     overview_ms: Option<f64>,
+    /// The coarse overview of every rank loaded.
+    overview_whole_ms: Option<f64>,
     /// The end of the first draw of the Timeline tab with the overview
     /// only (or the index, if it came first).
     coarse_frame_ms: Option<f64>,
     /// The end of the first draw of the Timeline tab with the index loaded.
     timeline_frame_ms: Option<f64>,
-    aggregate_ms: Vec<f64>,
+    /// Each aggregation finished: (from the coarse overview, ms).
+    aggregate_ms: Vec<(bool, f64)>,
     /// The end of the first draw with aggregated lines computed.
     lines_frame_ms: Option<f64>,
     analysis_ms: Option<f64>,
@@ -159,13 +166,16 @@ fn event_loop(
         if app.quit {
             return Ok(timings);
         }
-        if let Some(ix) = app.data.timeline_arc().cloned()
-            && app.timeline.group_lines.poll(&ix)
-        {
+        let coarse_before = app.timeline.group_lines.computed_coarse;
+        if app.timeline.group_lines.poll() {
             cause = "aggregated lines".into();
-            timings
-                .aggregate_ms
-                .extend(app.timeline.group_lines.last_compute_ms);
+            let coarse = app.timeline.group_lines.computed_coarse > coarse_before;
+            timings.aggregate_ms.extend(
+                app.timeline
+                    .group_lines
+                    .last_compute_ms
+                    .map(|ms| (coarse, ms)),
+            );
             dirty = true;
         }
         if app.timeline.detail.poll() {
@@ -175,15 +185,24 @@ fn event_loop(
             );
             dirty = true;
         }
+        let span_before = app.data.cells().map(|c| c.span());
         if app.data.poll() {
             let now = started.elapsed().as_secs_f64() * 1e3;
             if app.data.overview().is_some() && timings.overview_ms.is_none() {
                 timings.overview_ms = Some(now);
             }
-            // The window starts as the whole run once the overview or the
-            // index exists (the overview's span is the index's: no jump).
+            if app.data.coarse().is_some_and(|c| c.ranks_note().is_empty())
+                && timings.overview_whole_ms.is_none()
+            {
+                timings.overview_whole_ms = Some(now);
+            }
+            // The window is the whole run once the overview or the index
+            // exists, and follows it while the overview grows rank by rank
+            // and the user has not moved it (the whole overview's span is
+            // the index's: no jump).
+            let window = (app.timeline.t0, app.timeline.t1);
             if let Some(t) = app.data.cells()
-                && app.timeline.t1 <= app.timeline.t0
+                && (window.1 <= window.0 || Some(window) == span_before)
             {
                 (app.timeline.t0, app.timeline.t1) = t.span();
             }
@@ -205,9 +224,13 @@ fn event_loop(
             if timings.lines_frame_ms.is_none() && !timings.aggregate_ms.is_empty() {
                 timings.lines_frame_ms = Some(started.elapsed().as_secs_f64() * 1e3);
             }
+            // The first frame drawing the timeline's lines (aggregated
+            // lines computed, or ranks one per line).
             if timings.coarse_frame_ms.is_none()
                 && app.tab == app::Tab::Timeline
                 && app.data.cells().is_some()
+                && (app.timeline.group_lines.lines().is_some()
+                    || !app.timeline.aggregated(&app.data, &app.filter))
             {
                 timings.coarse_frame_ms = Some(started.elapsed().as_secs_f64() * 1e3);
             }

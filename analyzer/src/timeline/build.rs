@@ -335,10 +335,23 @@ fn split_barriers(mut rows: Vec<TeamRow>, threads: &mut BTreeMap<u32, Vec<Iv>>) 
 /// is that of the highest open layer (serial when none is open). Segment
 /// bounds go to global time through the rank's clock map (None: identity).
 pub(super) fn flatten(ivs: Vec<Iv>, clock: Option<&ClockMap>) -> RowData {
+    flatten_with(ivs, clock, |_, _| {})
+}
+
+/// [`flatten`], handing every step of the sweep to `also` as well: the
+/// index's row and the coarse overview's bins from one sweep.
+pub(super) fn flatten_with(
+    ivs: Vec<Iv>,
+    clock: Option<&ClockMap>,
+    mut also: impl FnMut(i64, Option<State>),
+) -> RowData {
     let mut builder = RowBuilder::default();
-    sweep(ivs, clock, |t, state| match state {
-        Some(s) => builder.push(t, s),
-        None => builder.finish(t),
+    sweep(ivs, clock, |t, state| {
+        also(t, state);
+        match state {
+            Some(s) => builder.push(t, s),
+            None => builder.finish(t),
+        }
     });
     builder.data
 }

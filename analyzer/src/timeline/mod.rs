@@ -42,6 +42,7 @@ mod build;
 mod cache;
 mod groups;
 mod overview;
+mod progressive;
 #[cfg(test)]
 mod tests;
 
@@ -55,6 +56,7 @@ pub use groups::{
     ranks_label, waiting_ns,
 };
 pub use overview::{Overview, OverviewOpen, bins_limit};
+pub use progressive::{OverviewUpdate, build_with_overview};
 
 /// What a thread is doing at an instant, in increasing order of priority when
 /// intervals nest (an MPI call inside a loop chunk shows as MPI).

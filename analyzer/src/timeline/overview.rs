@@ -167,14 +167,99 @@ impl Bins {
     }
 }
 
-/// A thread's bins and the span of its segments.
-type ThreadBins = (u32, Bins, Option<(i64, i64)>);
-
 /// Bins at most in an overview of `ranks` ranks: about a million sums in
 /// all (84 MB, ≈ 9 MB on disk), 256 at 4,096 ranks, never fewer than 64
 /// across the run nor more than 2,048.
 pub fn bins_limit(ranks: usize) -> usize {
     ((1usize << 20) / ranks.max(1)).clamp(64, 2048)
+}
+
+/// A thread's bins, filled step by step from the sweep of its intervals
+/// (`build::sweep`), and the span of its segments.
+pub(super) struct ThreadSweep {
+    bins: Bins,
+    current: Option<(i64, State)>,
+    span: Option<(i64, i64)>,
+}
+
+impl ThreadSweep {
+    pub(super) fn new(limit: usize) -> ThreadSweep {
+        ThreadSweep {
+            bins: Bins::new(limit),
+            current: None,
+            span: None,
+        }
+    }
+
+    /// The row's state becomes `state` at `t` (None: the row ends).
+    pub(super) fn step(&mut self, t: i64, state: Option<State>) {
+        if let Some((from, s)) = self.current {
+            self.bins.add(from, t, s);
+        }
+        self.current = state.map(|s| (t, s));
+        let start = self.span.map_or(t, |x| x.0);
+        self.span = Some((start, t));
+    }
+}
+
+/// The overview of the ranks read so far: rank by rank, then one grid.
+pub(super) struct Partial {
+    rows: Vec<RowInfo>,
+    per_rank: HashMap<u32, Bins>,
+    span: Option<(i64, i64)>,
+    limit: usize,
+}
+
+impl Partial {
+    pub(super) fn new(limit: usize) -> Partial {
+        Partial {
+            rows: Vec::new(),
+            per_rank: HashMap::new(),
+            span: None,
+            limit,
+        }
+    }
+
+    /// Add a rank's threads (in thread order).
+    pub(super) fn add_rank(&mut self, rank: u32, host: &str, threads: Vec<(u32, ThreadSweep)>) {
+        let mut rank_bins = Bins::new(self.limit);
+        for (thread, t) in threads {
+            self.rows.push(RowInfo {
+                rank,
+                thread,
+                host: host.to_string(),
+            });
+            rank_bins.merge(t.bins);
+            if let Some((a, b)) = t.span {
+                self.span = Some(self.span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+            }
+        }
+        self.per_rank.insert(rank, rank_bins);
+    }
+
+    /// Ranks added so far.
+    pub(super) fn ranks(&self) -> usize {
+        self.per_rank.len()
+    }
+
+    /// The overview of the ranks added so far (they stay for more).
+    pub(super) fn snapshot(&self) -> Overview {
+        Overview::assemble(
+            self.rows.clone(),
+            self.per_rank.clone(),
+            self.span.unwrap_or((0, 0)),
+            self.limit,
+        )
+    }
+
+    pub(super) fn finish(self) -> Overview {
+        Overview::assemble(
+            self.rows,
+            self.per_rank,
+            self.span.unwrap_or((0, 0)),
+            self.limit,
+        )
+    }
 }
 
 /// Each rank's time per state in bins of the whole run (see the module doc).
@@ -198,50 +283,31 @@ impl Overview {
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> Result<Overview, FormatError> {
         let ranks = trace.ranks();
-        let limit = bins_limit(ranks.len());
-        let mut rows: Vec<RowInfo> = Vec::new();
-        let mut per_rank: HashMap<u32, Bins> = HashMap::new();
-        let mut span: Option<(i64, i64)> = None;
-        for_each_rank(trace, &ranks, progress, |r| {
+        Overview::build_ranks(trace, &ranks, bins_limit(ranks.len()), progress)
+    }
+
+    /// The overview of `ranks` only, with at most `limit` bins.
+    pub(super) fn build_ranks(
+        trace: &Trace,
+        ranks: &[u32],
+        limit: usize,
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<Overview, FormatError> {
+        let mut partial = Partial::new(limit);
+        for_each_rank(trace, ranks, progress, |r| {
             let clock = r.clock;
-            let threads: Vec<ThreadBins> = r
+            let threads: Vec<(u32, ThreadSweep)> = r
                 .threads
                 .into_par_iter()
                 .map(|(thread, ivs)| {
-                    let mut bins = Bins::new(limit);
-                    let mut current: Option<(i64, State)> = None;
-                    let mut row_span: Option<(i64, i64)> = None;
-                    sweep(ivs, clock, |t, state| {
-                        if let Some((from, s)) = current {
-                            bins.add(from, t, s);
-                        }
-                        current = state.map(|s| (t, s));
-                        let start = row_span.map_or(t, |x| x.0);
-                        row_span = Some((start, t));
-                    });
-                    (thread, bins, row_span)
+                    let mut t = ThreadSweep::new(limit);
+                    sweep(ivs, clock, |at, state| t.step(at, state));
+                    (thread, t)
                 })
                 .collect();
-            let mut rank_bins = Bins::new(limit);
-            for (thread, bins, row_span) in threads {
-                rows.push(RowInfo {
-                    rank: r.rank,
-                    thread,
-                    host: r.host.clone(),
-                });
-                rank_bins.merge(bins);
-                if let Some((a, b)) = row_span {
-                    span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
-                }
-            }
-            per_rank.insert(r.rank, rank_bins);
+            partial.add_rank(r.rank, &r.host, threads);
         })?;
-        Ok(Overview::assemble(
-            rows,
-            per_rank,
-            span.unwrap_or((0, 0)),
-            limit,
-        ))
+        Ok(partial.finish())
     }
 
     /// The overview of rows and each rank's bins: one grid for all ranks.
@@ -428,12 +494,7 @@ impl Overview {
                     });
                 }
                 Err(Problem::Absent) => {}
-                Err(Problem::Damaged(why)) => {
-                    warning = Some(format!(
-                        "hyscope: the timeline overview cache {} is unreadable ({why}); rebuilt",
-                        f.display()
-                    ));
-                }
+                Err(Problem::Damaged(why)) => warning = Some(damaged_warning(f, &why)),
             }
         }
         let overview = Overview::build(trace, progress)?;
@@ -467,6 +528,23 @@ impl Overview {
     pub fn cache_path(trace: &Trace) -> Option<PathBuf> {
         super::cache::cache_file(trace, "overview")
     }
+}
+
+/// The cached overview in `file` if it is up to date (None: absent, stale or
+/// of another version), or the warning naming a damaged file.
+pub(super) fn load_cached(file: &Path, key: &str) -> Result<Option<Overview>, String> {
+    match load(file, key) {
+        Ok(o) => Ok(Some(o)),
+        Err(Problem::Absent) => Ok(None),
+        Err(Problem::Damaged(why)) => Err(damaged_warning(file, &why)),
+    }
+}
+
+fn damaged_warning(file: &Path, why: &str) -> String {
+    format!(
+        "hyscope: the timeline overview cache {} is unreadable ({why}); rebuilt",
+        file.display()
+    )
 }
 
 /// Why a cache file was not used.

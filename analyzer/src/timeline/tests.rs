@@ -1056,3 +1056,116 @@ fn overview_cache_reads_back_and_names_a_damaged_file() {
     let o = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
     assert!(!o.cached && o.warning.is_none());
 }
+
+/// The same rows, spans and segments, and every row's packed segments.
+fn assert_same_index(a: &TimelineIndex, b: &TimelineIndex) {
+    assert_eq!(a.rows(), b.rows());
+    assert_eq!(a.rank_rows(), b.rank_rows());
+    assert_eq!((a.span(), a.segments()), (b.span(), b.segments()));
+    for (x, y) in a.data.iter().zip(&b.data) {
+        assert_eq!((&x.packed, x.end, &x.bases), (&y.packed, y.end, &y.bases));
+        let cum = |d: &RowData| {
+            d.blocks
+                .iter()
+                .map(|b| (b.first, b.cum))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(cum(x), cum(y));
+    }
+}
+
+/// The one-pass build hands over, rank by rank, exactly the overview of the
+/// ranks read so far, then the whole trace's; its index is the plain build's.
+#[test]
+fn the_overview_published_during_the_index_build_is_exact() {
+    let dir = TempDir::new("progressive");
+    let trace = overview_trace(&dir.0);
+    let ranks = trace.ranks();
+    let mut updates = Vec::new();
+    let index = build_with_overview(&trace, &|_, _| {}, std::time::Duration::ZERO, &mut |u| {
+        updates.push(u)
+    })
+    .unwrap();
+    assert_same_index(&index, &TimelineIndex::build(&trace).unwrap());
+    assert_eq!(updates.len(), ranks.len(), "one overview per rank read");
+    for (k, u) in updates.iter().enumerate() {
+        assert_eq!((u.ranks_loaded, u.ranks), (k + 1, ranks.len()));
+        assert_eq!(u.complete(), k + 1 == ranks.len());
+        assert!(!u.cached && u.warning.is_none());
+        let want = Overview::build_ranks(&trace, &ranks[..=k], bins_limit(ranks.len()), &|_, _| {})
+            .unwrap();
+        assert_eq!(u.overview.rank_rows().len(), k + 1);
+        assert!(
+            u.overview == want,
+            "the overview of the first {} ranks",
+            k + 1
+        );
+    }
+    let whole = Overview::build(&trace, &|_, _| {}).unwrap();
+    assert!(updates.last().unwrap().overview == whole);
+    // A long interval between updates: only the first rank's and the whole.
+    let mut updates = Vec::new();
+    build_with_overview(
+        &trace,
+        &|_, _| {},
+        std::time::Duration::from_secs(3600),
+        &mut |u| updates.push(u.ranks_loaded),
+    )
+    .unwrap();
+    assert_eq!(updates, vec![1, ranks.len()]);
+}
+
+/// Opening with caches: the first open builds both in one pass and writes
+/// both caches; the second reads the overview, then the index, from them;
+/// a damaged overview cache is named and rebuilt.
+#[test]
+fn progressive_open_writes_then_reads_both_caches() {
+    use super::progressive::open_progressive_at;
+    let dir = TempDir::new("progressive-cache");
+    let trace = overview_trace(&dir.0);
+    let files = (
+        dir.0.join("c").join("t.idx"),
+        dir.0.join("c").join("t.overview"),
+    );
+    let whole = Overview::build(&trace, &|_, _| {}).unwrap();
+    let built = TimelineIndex::build(&trace).unwrap();
+    let open = |updates: &mut Vec<OverviewUpdate>| {
+        open_progressive_at(
+            &trace,
+            Some(files.clone()),
+            &|_, _| {},
+            std::time::Duration::ZERO,
+            &mut |u| updates.push(u),
+        )
+        .unwrap()
+    };
+    let mut first = Vec::new();
+    let (index, cached) = open(&mut first);
+    assert!(!cached && first.len() == 4 && !first[3].cached);
+    assert_same_index(&index, &built);
+    assert!(files.0.exists() && files.1.exists());
+    let mut second = Vec::new();
+    let (index, cached) = open(&mut second);
+    assert!(cached, "the index from its cache");
+    assert_same_index(&index, &built);
+    assert_eq!(second.len(), 1);
+    assert!(second[0].cached && second[0].complete() && second[0].overview == whole);
+    // A damaged overview cache: named once, the overview rebuilt with the index.
+    std::fs::write(&files.1, b"HYTLOVW1 garbage").unwrap();
+    std::fs::remove_file(&files.0).unwrap();
+    let mut third = Vec::new();
+    let (index, cached) = open(&mut third);
+    assert!(!cached);
+    assert_same_index(&index, &built);
+    let warning = third[0].warning.as_deref().unwrap_or_default();
+    assert!(
+        warning.contains("t.overview") && warning.contains("unreadable"),
+        "{warning}"
+    );
+    assert!(third[1..].iter().all(|u| u.warning.is_none()));
+    assert!(third.last().unwrap().overview == whole);
+    // Rewritten: read back whole.
+    let mut fourth = Vec::new();
+    open(&mut fourth);
+    assert!(fourth.len() == 1 && fourth[0].cached && fourth[0].overview == whole);
+}

@@ -8,12 +8,13 @@ use std::time::Instant;
 
 use eframe::egui::{self, Color32, Key, Pos2, Rect, Vec2};
 use hyscope_analyzer::Analysis;
-use hyscope_analyzer::timeline::{OverviewOpen, RankCells, STATES, State};
+use hyscope_analyzer::timeline::{RankCells, STATES, State};
+use hyscope_format::Trace;
 
 use super::data::{self, Progress, TraceData};
 use super::panels::{self, Action, Tab};
 use super::timeline::{self, TimelineState, View, state_color};
-use crate::loading::Loading;
+use crate::loading::{Coarse, Latest, Loading};
 use crate::units;
 
 const NO_ANALYSIS: &str = "analysis not run (--no-analysis)";
@@ -22,9 +23,10 @@ const NO_ANALYSIS: &str = "analysis not run (--no-analysis)";
 pub struct TraceSlot {
     pub path: PathBuf,
     pub data: Loading<Arc<TraceData>>,
-    /// The coarse overview of the timeline, read or built before the data
-    /// (on the same thread), drawn until the data is loaded.
-    pub overview: Loading<Arc<OverviewOpen>>,
+    /// The coarse overview of the timeline, drawn until the data is loaded:
+    /// read from its cache before the index, or of the ranks read so far
+    /// while the index is built (on the data's thread).
+    pub overview: Latest<Arc<Coarse>>,
     pub progress: Arc<Progress>,
     pub analysis: Loading<Arc<Analysis>>,
     /// The phase the analysis is restricted to, if any.
@@ -37,28 +39,28 @@ pub struct TraceSlot {
 }
 
 impl TraceSlot {
-    pub fn open(path: &Path, with_analysis: bool, cache: bool) -> TraceSlot {
+    /// Load the timeline of the opened `trace` in the background (the
+    /// trace is not opened again: with thousands of ranks an open lists
+    /// every part file).
+    pub fn open(trace: Trace, with_analysis: bool, cache: bool) -> TraceSlot {
         let progress = Arc::new(Progress::default());
         let p = Arc::clone(&progress);
-        let (owned, o) = (path.to_path_buf(), path.to_path_buf());
-        let (overview, data) = crate::loading::spawn_two(
-            move || data::load_overview(&o, cache).map(Arc::new),
-            move || data::load_trace(&owned, &p, cache).map(Arc::new),
-        );
+        let path = trace.dir.clone();
+        let phase_names = hyscope_analyzer::phases::phase_names(&trace);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let data = Loading::spawn(move || data::load_trace(&trace, &p, cache, tx).map(Arc::new));
         TraceSlot {
-            path: path.to_path_buf(),
             data,
-            overview,
+            overview: Latest::new(rx),
             progress,
             analysis: if with_analysis {
-                data::spawn_analysis(path.to_path_buf(), None)
+                data::spawn_analysis(path.clone(), None)
             } else {
                 Loading::Failed(NO_ANALYSIS.into())
             },
+            path,
             phase: None,
-            phase_names: hyscope_format::Trace::open(path)
-                .map(|t| hyscope_analyzer::phases::phase_names(&t))
-                .unwrap_or_default(),
+            phase_names,
             phase_frame: None,
             with_analysis,
         }
@@ -138,6 +140,8 @@ pub struct GuiApp {
     pub slots: Vec<TraceSlot>,
     pub view: View,
     view_set: bool,
+    /// The width of the view at the last fit to the run.
+    fitted_width: f64,
     pub tl: TimelineState,
     pub tab: Tab,
     /// Whose analysis the side panel shows (0 = A, 1 = B).
@@ -160,9 +164,9 @@ pub struct GuiApp {
 }
 
 impl GuiApp {
-    /// Open trace `a` (and `b` to compare); `with_analysis`: run the analyzer for
-    /// the panels; `cache`: use the on-disk index cache.
-    pub fn new(a: &Path, b: Option<&Path>, with_analysis: bool, cache: bool) -> GuiApp {
+    /// Show the opened trace `a` (and `b` to compare); `with_analysis`: run
+    /// the analyzer for the panels; `cache`: use the on-disk caches.
+    pub fn new(a: Trace, b: Option<Trace>, with_analysis: bool, cache: bool) -> GuiApp {
         let mut slots = vec![TraceSlot::open(a, with_analysis, cache)];
         if let Some(b) = b {
             slots.push(TraceSlot::open(b, with_analysis, cache));
@@ -171,6 +175,7 @@ impl GuiApp {
             slots,
             view: View { t0: 0.0, t1: 1.0 },
             view_set: false,
+            fitted_width: f64::NAN,
             tl: TimelineState::default(),
             tab: Tab::Summary,
             analysis_of: 0,
@@ -208,9 +213,10 @@ impl GuiApp {
     }
 
     pub fn fit(&mut self) {
+        self.fitted_width = self.full_width();
         self.view = View {
             t0: 0.0,
-            t1: self.full_width(),
+            t1: self.fitted_width,
         };
     }
 
@@ -244,8 +250,11 @@ impl GuiApp {
             s.analysis.poll();
             loading |= s.data.is_pending() || s.analysis.is_pending();
         }
-        // The overview's span is the index's: the view fitted to it stays.
-        if !self.view_set && self.slots.iter().all(|s| s.shown_span().is_some()) {
+        // Fitted to the run once there is something to show; refitted while
+        // the overview grows rank by rank if the user has not moved the
+        // view (the whole overview's span is the index's: the view stays).
+        let fitted = self.view.t0 == 0.0 && self.view.t1 == self.fitted_width;
+        if (!self.view_set || fitted) && self.slots.iter().all(|s| s.shown_span().is_some()) {
             self.fit();
             self.view_set = true;
         }
@@ -740,12 +749,26 @@ impl GuiApp {
                         p.done.load(Ordering::Relaxed),
                         p.total.load(Ordering::Relaxed),
                     );
+                    let read = o.ranks_note();
+                    let of = if read.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({read})")
+                    };
                     let note = format!(
-                        "coarse overview, bins of {}: detail loading… ({done}/{total} parts)",
+                        "coarse overview{of}, bins of {}: detail loading… ({done}/{total} parts)",
                         crate::units::ns(o.overview.bin_ns() as f64)
                     );
-                    timeline::show_coarse(ui, rect, &o, which, &mut self.view, &mut self.tl, &note);
-                    if self.first_coarse_frame_s.is_none() {
+                    let drawn = timeline::show_coarse(
+                        ui,
+                        rect,
+                        &o,
+                        which,
+                        &mut self.view,
+                        &mut self.tl,
+                        &note,
+                    );
+                    if drawn && self.first_coarse_frame_s.is_none() {
                         self.first_coarse_frame_s = Some(self.started.elapsed().as_secs_f64());
                     }
                     // Repaint for the progress and the data's arrival.

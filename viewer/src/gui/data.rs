@@ -2,19 +2,20 @@
 //! index, symbols, counter tracks, point-to-point messages, and the analysis.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 use hyscope_analyzer::aligned::AlignedTrace;
 use hyscope_analyzer::aligned::series::{SampleSeries, is_energy, sample_series};
-use hyscope_analyzer::timeline::{Overview, OverviewOpen, TimelineIndex};
+use hyscope_analyzer::timeline::TimelineIndex;
 use hyscope_analyzer::{Analysis, AnalyzeOptions};
 use hyscope_format::{
     MpiRecord, OmpKind, OmpRecord, SampleRecord, ScanOptions, SymbolRecord, Trace,
 };
 
-use crate::loading::Loading;
+use crate::loading::{Coarse, Loading, open_timeline};
 use crate::samples::{rate_steps, steps};
 
 /// A counter track: one metric (and key) of the `samples` table.
@@ -117,27 +118,22 @@ impl Progress {
     }
 }
 
-/// The coarse overview of a trace's timeline; `cache`: use the on-disk cache.
-pub fn load_overview(path: &Path, cache: bool) -> Result<OverviewOpen, String> {
-    let trace = Trace::open(path).map_err(|e| e.to_string())?;
-    Overview::open(&trace, cache, &|_, _| {}).map_err(|e| e.to_string())
-}
-
-/// Load the timeline data of a trace; `cache`: use the on-disk index cache.
-pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<TraceData, String> {
-    let trace = Trace::open(path).map_err(|e| e.to_string())?;
+/// Load the timeline data of an opened trace; `cache`: use the on-disk
+/// caches. The coarse overview goes to `overviews` as soon as there is one
+/// (of the ranks read so far while the index is built).
+pub fn load_trace(
+    trace: &Trace,
+    progress: &Progress,
+    cache: bool,
+    overviews: Sender<Arc<Coarse>>,
+) -> Result<TraceData, String> {
     progress.stage("building the timeline index");
     let started = std::time::Instant::now();
     let report = |done, total| {
         progress.total.store(total, Ordering::Relaxed);
         progress.done.store(done, Ordering::Relaxed);
     };
-    let (index, index_cached) = if cache {
-        TimelineIndex::open_cached(&trace, &report)
-    } else {
-        TimelineIndex::build_with_progress(&trace, &report).map(|i| (i, false))
-    }
-    .map_err(|e| e.to_string())?;
+    let (index, index_cached) = open_timeline(trace, cache, &report, overviews)?;
     let index_s = started.elapsed().as_secs_f64();
     progress.stage("reading symbols, samples, messages and phases");
     let phases = hyscope_analyzer::phases::PhaseLanes::read(&index);
@@ -151,8 +147,8 @@ pub fn load_trace(path: &Path, progress: &Progress, cache: bool) -> Result<Trace
         .read_records::<SampleRecord>(&ScanOptions::default())
         .map_err(|e| e.to_string())?;
     let series = sample_series(index.clocks(), samples);
-    let counters = counter_tracks(&trace, series, index.span().1);
-    let aligned = AlignedTrace::open(&trace).map_err(|e| e.to_string())?;
+    let counters = counter_tracks(trace, series, index.span().1);
+    let aligned = AlignedTrace::open(trace).map_err(|e| e.to_string())?;
     let messages = aligned
         .messages
         .messages
@@ -268,7 +264,7 @@ pub fn spawn_analysis(path: PathBuf, phase: Option<String>) -> Loading<Arc<Analy
             phase,
             ..AnalyzeOptions::default()
         };
-        hyscope_analyzer::analyze(&path, &options)
+        crate::loading::in_background(|| hyscope_analyzer::analyze(&path, &options))
             .map(Arc::new)
             .map_err(|e| e.to_string())
     })

@@ -35,6 +35,16 @@ impl Drop for TempDir {
     }
 }
 
+fn open(dir: &Path) -> hyscope_format::Trace {
+    hyscope_format::Trace::open(dir).unwrap()
+}
+
+/// The timeline data of the trace in `dir`, loaded without the cache.
+fn load(dir: &Path) -> super::data::TraceData {
+    let progress = super::data::Progress::default();
+    super::data::load_trace(&open(dir), &progress, false, std::sync::mpsc::channel().0).unwrap()
+}
+
 fn omp(thread: u32, kind: OmpKind, variant: u8, start: i64, end: i64, codeptr: u64) -> OmpRecord {
     OmpRecord {
         thread,
@@ -132,7 +142,7 @@ fn write_trace(dir: &Path) {
 }
 
 fn harness(dir: &Path) -> Harness<'static, GuiApp> {
-    let mut app = GuiApp::new(dir, None, false, false);
+    let mut app = GuiApp::new(open(dir), None, false, false);
     app.wait_loaded();
     Harness::builder()
         .with_size([1280.0, 800.0])
@@ -323,7 +333,7 @@ fn highlight_instances_and_compare_two_traces() {
     let b = TempDir::new("cmp-b");
     write_trace(&a.0);
     write_trace(&b.0);
-    let mut app = GuiApp::new(&a.0, Some(&b.0), false, false);
+    let mut app = GuiApp::new(open(&a.0), Some(open(&b.0)), false, false);
     app.wait_loaded();
     // Both implicit tasks of rank 0 have the region's code address.
     app.highlight(0, 0x401a00, "region 0x401a00".into());
@@ -366,7 +376,7 @@ fn the_timeline_keeps_most_of_the_window_beside_long_analysis_text() {
     // half the window.
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2");
-    let mut app = GuiApp::new(&fixture, None, true, false);
+    let mut app = GuiApp::new(open(&fixture), None, true, false);
     app.wait_loaded();
     assert!(app.slots[0].analysis.ready().is_some(), "analysis loaded");
     let mut h = Harness::builder()
@@ -439,7 +449,7 @@ fn mangled_symbols_read_as_their_source_names_them() {
     }])
     .unwrap();
     w.finish().unwrap();
-    let data = super::data::load_trace(&dir.0, &super::data::Progress::default(), false).unwrap();
+    let data = load(&dir.0);
     assert_eq!(
         data.location(0, 0x401a00),
         "hal::Solver::relax(double*, int)"
@@ -469,7 +479,7 @@ fn arrows_are_the_reports_messages() {
     info.clock_offsets[1].offset_ns += 50_000;
     info.write(&drifted).unwrap();
     for dir in [fixture.as_path(), drifted.as_path()] {
-        let data = super::data::load_trace(dir, &Default::default(), false).unwrap();
+        let data = load(dir);
         let a = hyscope_analyzer::analyze(dir, &Default::default()).unwrap();
         let reported: Vec<super::data::Message> = a
             .messages
@@ -499,7 +509,7 @@ fn a_partial_trace_is_said_in_the_top_bar() {
         .unwrap();
     assert!(copied.success());
     std::fs::remove_dir_all(trace.join("mpi/rank=1")).unwrap();
-    let mut app = GuiApp::new(&trace, None, true, false);
+    let mut app = GuiApp::new(open(&trace), None, true, false);
     app.wait_loaded();
     assert!(app.slots[0].analysis.ready().is_some(), "analysis loaded");
     let mut h = Harness::builder()
@@ -546,7 +556,7 @@ fn the_phase_filter_restricts_the_analysis_and_zooms_to_the_phase() {
     ])
     .unwrap();
     w.finish().unwrap();
-    let mut app = GuiApp::new(&dir.0, None, true, false);
+    let mut app = GuiApp::new(open(&dir.0), None, true, false);
     app.wait_loaded();
     let mut h = Harness::builder()
         .with_size([1280.0, 800.0])
@@ -652,7 +662,7 @@ fn aggregated_ranks_open_on_a_click() {
 fn coarse_overview_until_the_index_is_loaded() {
     let dir = TempDir::new("coarse");
     crate::aggregate::test_trace::write(&dir.0, 256);
-    let mut app = GuiApp::new(&dir.0, None, false, false);
+    let mut app = GuiApp::new(open(&dir.0), None, false, false);
     app.slots[0].overview.wait();
     app.slots[0].data.wait();
     let data = app.slots[0].data.ready().cloned().expect("loaded");
@@ -661,9 +671,17 @@ fn coarse_overview_until_the_index_is_loaded() {
     let mut h = Harness::builder()
         .with_size([1280.0, 800.0])
         .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
-    h.run_steps(3);
+    // The first frame asks a worker for the lines (256 ranks × 1,000
+    // columns: too many for the UI thread) and draws the note without them.
+    h.run_steps(1);
+    h.get_by_label_contains("coarse overview, bins of");
+    assert!(h.state().first_coarse_frame_s.is_none(), "no lines yet");
+    assert!(h.state().tl.group_lines[0].busy());
+    h.state_mut().tl.wait_aggregates = true;
+    h.run_steps(2);
     assert!(h.state().first_coarse_frame_s.is_some());
     assert!(h.state().first_timeline_frame_s.is_none());
+    assert_eq!(h.state().tl.group_lines[0].computed_coarse, 1);
     h.get_by_label_contains("coarse overview, bins of");
     h.get_by_label_contains("detail loading…");
     let labels = h.state().tl.group_labels[0].clone();
@@ -681,7 +699,6 @@ fn coarse_overview_until_the_index_is_loaded() {
     assert_eq!(labels[5], "+ ranks 4–7 · worst 7");
     // The index arrives: the detailed timeline, the same lines, no note.
     tx.send(Ok(data)).unwrap();
-    h.state_mut().tl.wait_aggregates = true;
     h.run_steps(3);
     assert!(h.state().first_timeline_frame_s.is_some());
     assert!(h.query_by_label_contains("detail loading…").is_none());
@@ -689,4 +706,33 @@ fn coarse_overview_until_the_index_is_loaded() {
     assert_eq!(labels[0], "- ranks 0–3");
     assert_eq!(labels[5], "+ ranks 4–7 · worst 7");
     assert_eq!((h.state().view.t0, h.state().view.t1), (0.0, 1e6));
+}
+
+/// The GUI loads the timeline from the trace opened before the window, not
+/// by opening it again (with thousands of ranks an open lists every part):
+/// once the opened trace's manifest is moved away, a new open fails, and
+/// the timeline and its overview still load, every rank in them.
+#[test]
+fn the_trace_is_opened_once() {
+    use hyscope_analyzer::timeline::RankCells;
+    let dir = TempDir::new("once");
+    crate::aggregate::test_trace::write(&dir.0, 16);
+    let trace = open(&dir.0);
+    std::fs::rename(dir.0.join("manifest.json"), dir.0.join("moved.json")).unwrap();
+    assert!(
+        hyscope_format::Trace::open(&dir.0).is_err(),
+        "a second open fails"
+    );
+    let mut app = GuiApp::new(trace, None, false, false);
+    app.wait_loaded();
+    let data = app.slots[0]
+        .data
+        .ready()
+        .expect("loaded from the opened trace");
+    assert_eq!(data.index.rank_rows().len(), 16);
+    app.slots[0].overview.poll();
+    let coarse = app.slots[0].overview.ready().expect("the overview");
+    assert_eq!((coarse.ranks_loaded, coarse.ranks), (16, 16));
+    assert!(coarse.ranks_note().is_empty());
+    assert_eq!(coarse.overview.rank_rows().len(), 16);
 }

@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use eframe::egui::{self, Align2, Color32, FontId, Pos2, Rect, Sense, Stroke, StrokeKind, Vec2};
 use hyscope_analyzer::timeline::{
-    CellSummary, Detail, Entry, GroupRow, Grouping, Interval, OverviewOpen, RankCells, State,
-    ranks_label,
+    CellSummary, Detail, Entry, GroupRow, Grouping, Interval, RankCells, State, ranks_label,
 };
 
 use super::data::{Instance, TraceData};
-use crate::aggregate::{self, GroupLines, Request};
+use crate::aggregate::{self, GroupLines, Request, Source};
+use crate::loading::Coarse;
 use crate::loading::Loading;
 use crate::units;
 
@@ -117,8 +117,6 @@ pub struct TimelineState {
     pub grouping: Vec<Grouping>,
     /// Per trace: the aggregated lines, computed off the UI thread when large.
     pub group_lines: Vec<GroupLines>,
-    /// Per trace, the aggregated lines from the coarse overview for the last request.
-    coarse: Vec<Option<(Request, Arc<Vec<GroupRow>>)>>,
     /// Single ranks whose threads the aggregated view shows, per trace.
     pub open_ranks: HashSet<(usize, u32)>,
     /// Compute the aggregated lines before drawing them (screenshots).
@@ -261,17 +259,18 @@ pub fn show(
 /// loads: a line per rank, or per group of ranks as with the index (the
 /// same aggregation, from the overview's bins), `note` saying so; zoom and
 /// pan as with the index, groups open on a click. Thread rows, messages and
-/// details come with the index.
+/// details come with the index. The lines are computed on a worker (with
+/// the index's, [`GroupLines`]); true when this frame drew some.
 pub fn show_coarse(
     ui: &mut egui::Ui,
     rect: Rect,
-    ov: &OverviewOpen,
+    ov: &Coarse,
     which: usize,
     view: &mut View,
     st: &mut TimelineState,
     note: &str,
-) {
-    let src: &dyn RankCells = &ov.overview;
+) -> bool {
+    let src: &dyn RankCells = ov.overview.as_ref();
     let painter = ui.painter_at(rect);
     let max_lines = ((rect.height() - RULER_H) / MIN_LINE_H).max(1.0) as usize;
     let entries = slot(&mut st.grouping, which).tree(src.rank_rows().len(), max_lines);
@@ -297,15 +296,12 @@ pub fn show_coarse(
             .map(|e| e.group)
             .collect(),
     };
-    // Cheap from the bins: computed on the UI thread, once per request.
-    let cache = slot(&mut st.coarse, which);
-    let lines = match cache {
-        Some((r, l)) if *r == request => Arc::clone(l),
-        _ => {
-            let l = Arc::new(aggregate::coarse(src, &request));
-            *cache = Some((request, Arc::clone(&l)));
-            l
-        }
+    let wanted = !request.groups.is_empty();
+    let lines = if wanted {
+        let source = Source::Coarse(Arc::clone(&ov.overview));
+        aggregated_lines(ui, st, which, &source, request)
+    } else {
+        Arc::default()
     };
     slot(&mut st.group_labels, which).clear();
     let dark = ui.visuals().dark_mode;
@@ -363,6 +359,30 @@ pub fn show_coarse(
     if resp.dragged_by(egui::PointerButton::Primary) {
         view.pan(-resp.drag_delta().x as f64 / geo.width_px() as f64 * view.width());
     }
+    !wanted || !lines.is_empty()
+}
+
+/// The aggregated lines of `request` from `source` for trace `which`: the
+/// last computed while a worker computes these (a repaint is asked for
+/// their arrival), or computed before returning in screenshot mode.
+fn aggregated_lines(
+    ui: &egui::Ui,
+    st: &mut TimelineState,
+    which: usize,
+    source: &Source,
+    request: Request,
+) -> Arc<Vec<GroupRow>> {
+    let wait = st.wait_aggregates;
+    let cache = slot(&mut st.group_lines, which);
+    if wait {
+        cache.get(source, request.clone());
+        cache.wait();
+    }
+    let got = cache.get(source, request);
+    if cache.busy() {
+        ui.ctx().request_repaint();
+    }
+    got.unwrap_or_default()
 }
 
 /// Zoom with the wheel (or a pinch) around the pointer, pan with a
@@ -497,17 +517,8 @@ fn draw_rows(
     let groups: Arc<Vec<GroupRow>> = if request.groups.is_empty() {
         Arc::default()
     } else {
-        let cache = slot(&mut st.group_lines, which);
-        let index = Arc::clone(&data.index);
-        if st.wait_aggregates {
-            cache.get(&index, request.clone());
-            cache.wait(&index);
-        }
-        let got = cache.get(&index, request);
-        if cache.busy() {
-            ui.ctx().request_repaint();
-        }
-        got.unwrap_or_default()
+        let source = Source::Index(Arc::clone(&data.index));
+        aggregated_lines(ui, st, which, &source, request)
     };
     slot(&mut st.group_labels, which).clear();
     let dark = ui.visuals().dark_mode;

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use hyscope_analyzer::AnalyzeOptions;
 use hyscope_format::{Manifest, Trace};
 
-use crate::loading::{Loading, spawn_two};
+use crate::aggregate::Source;
+use crate::loading::{Coarse, Latest, Loading, open_timeline};
 use crate::samples::{self, Series};
-use hyscope_analyzer::timeline::{Overview, OverviewOpen, RankCells, TimelineIndex};
+use hyscope_analyzer::timeline::{Overview, RankCells, TimelineIndex};
 
 pub use hyscope_analyzer::Analysis;
 
@@ -20,8 +21,9 @@ pub struct Data {
     pub analysis: Loading<Box<Analysis>>,
     pub timeline: Loading<Arc<TimelineIndex>>,
     /// The coarse overview of the timeline, shown until the index is loaded
-    /// (read or built before it, on the same thread).
-    pub overview: Loading<OverviewOpen>,
+    /// (read from its cache before the index, or of the ranks read so far
+    /// while the index is built).
+    pub overview: Latest<Arc<Coarse>>,
     /// Sampled metrics over time (memory, queues, energy charts).
     pub series: Loading<Vec<Series>>,
     /// The phase the analysis is restricted to (`p` in the TUI), if any.
@@ -37,18 +39,18 @@ impl Data {
     pub fn open(dir: &Path, cache: bool) -> anyhow::Result<Data> {
         let trace = Trace::open(dir)?;
         let phase_names = hyscope_analyzer::phases::phase_names(&trace);
-        let (a, t, s) = (dir.to_path_buf(), dir.to_path_buf(), dir.to_path_buf());
-        let o = trace.clone();
-        let (overview, timeline) = spawn_two(
-            move || load_overview(&o, cache),
-            move || load_timeline(&t, cache).map(Arc::from),
-        );
+        let (a, s) = (dir.to_path_buf(), dir.to_path_buf());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = trace.clone();
+        let timeline = Loading::spawn(move || {
+            open_timeline(&t, cache, &|_, _| {}, tx).map(|(index, _)| Arc::new(index))
+        });
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
             analysis: Loading::spawn(move || load_analysis(&a, None)),
             timeline,
-            overview,
+            overview: Latest::new(rx),
             series: Loading::spawn(move || samples::load_series(&s)),
             phase: None,
             phase_names,
@@ -59,12 +61,15 @@ impl Data {
     pub fn open_blocking(dir: &Path) -> anyhow::Result<Data> {
         let trace = Trace::open(dir)?;
         let phase_names = hyscope_analyzer::phases::phase_names(&trace);
-        let overview = Loading::from_result(load_overview(&trace, false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let timeline = open_timeline(&trace, false, &|_, _| {}, tx).map(|(i, _)| Arc::new(i));
+        let mut overview = Latest::new(rx);
+        overview.poll();
         Ok(Data {
             dir: dir.to_path_buf(),
             manifest: trace.manifest,
             analysis: Loading::from_result(load_analysis(dir, None)),
-            timeline: Loading::from_result(load_timeline(dir, false).map(Arc::from)),
+            timeline: Loading::from_result(timeline),
             overview,
             series: Loading::from_result(samples::load_series(dir)),
             phase: None,
@@ -131,9 +136,24 @@ impl Data {
         self.timeline_arc().map(|t| t.as_ref())
     }
 
-    /// The coarse overview, while the index is not loaded.
+    /// The coarse overview (the last one loaded).
     pub fn overview(&self) -> Option<&Overview> {
-        self.overview.ready().map(|o| &o.overview)
+        self.coarse().map(|c| c.overview.as_ref())
+    }
+
+    /// The coarse overview and how many ranks it holds.
+    pub fn coarse(&self) -> Option<&Arc<Coarse>> {
+        self.overview.ready()
+    }
+
+    /// What the aggregated lines are computed from: the index when it is
+    /// loaded, else the coarse overview.
+    pub fn source(&self) -> Option<Source> {
+        match (self.timeline_arc(), self.coarse()) {
+            (Some(ix), _) => Some(Source::Index(Arc::clone(ix))),
+            (None, Some(c)) => Some(Source::Coarse(Arc::clone(&c.overview))),
+            (None, None) => None,
+        }
     }
 
     /// What the timeline's lines are drawn from: the index when it is
@@ -194,7 +214,7 @@ impl Data {
 
     /// The overview cache's warning (a damaged file, named), if any.
     pub fn overview_warning(&self) -> Option<&str> {
-        self.overview.ready().and_then(|o| o.warning.as_deref())
+        self.coarse().and_then(|c| c.warning.as_deref())
     }
 }
 
@@ -203,21 +223,7 @@ fn load_analysis(dir: &Path, phase: Option<&str>) -> Result<Box<Analysis>, Strin
         phase: phase.map(str::to_string),
         ..AnalyzeOptions::default()
     };
-    hyscope_analyzer::analyze(dir, &options)
+    crate::loading::in_background(|| hyscope_analyzer::analyze(dir, &options))
         .map(Box::new)
         .map_err(|e| format!("{e}"))
-}
-
-fn load_overview(trace: &Trace, cache: bool) -> Result<OverviewOpen, String> {
-    Overview::open(trace, cache, &|_, _| {}).map_err(|e| format!("{e}"))
-}
-
-fn load_timeline(dir: &Path, cache: bool) -> Result<Box<TimelineIndex>, String> {
-    let trace = Trace::open(dir).map_err(|e| format!("{e}"))?;
-    let index = if cache {
-        TimelineIndex::open_cached(&trace, &|_, _| {}).map(|(i, _)| i)
-    } else {
-        TimelineIndex::build(&trace)
-    };
-    index.map(Box::new).map_err(|e| format!("{e}"))
 }

@@ -186,9 +186,6 @@ pub struct TimelineState {
     pub group_lines: GroupLines,
     /// Width of the row labels at the last draw.
     label_w: u16,
-    /// The aggregated lines from the coarse overview, for the last request
-    /// (cheap: computed on the UI thread).
-    coarse: Option<(Request, Arc<Vec<GroupRow>>)>,
 }
 
 const LABEL_W: u16 = 12;
@@ -206,18 +203,6 @@ impl TimelineState {
             (s.t0, s.t1) = ix.span();
         }
         s
-    }
-
-    /// The aggregated lines of `req` from the overview, computed once per request.
-    fn coarse_lines(&mut self, src: &dyn RankCells, req: Request) -> Arc<Vec<GroupRow>> {
-        match &self.coarse {
-            Some((r, lines)) if *r == req => Arc::clone(lines),
-            _ => {
-                let lines = Arc::new(aggregate::coarse(src, &req));
-                self.coarse = Some((req, Arc::clone(&lines)));
-                lines
-            }
-        }
     }
 
     /// Zoom to the next interval of the phase `name` (all ranks' merged),
@@ -743,10 +728,10 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         columns: cols,
         groups,
     };
-    let group_lines: Arc<Vec<GroupRow>> = match data.timeline_arc() {
-        _ if request.groups.is_empty() => Arc::default(),
-        Some(arc) => st.group_lines.get(arc, request).unwrap_or_default(),
-        None => st.coarse_lines(src, request),
+    let lines_wanted = !request.groups.is_empty();
+    let group_lines: Arc<Vec<GroupRow>> = match data.source() {
+        Some(source) if lines_wanted => st.group_lines.get(&source, request).unwrap_or_default(),
+        _ => Arc::default(),
     };
     for (i, row) in rows.iter().enumerate().skip(st.row_scroll).take(height) {
         if let Some(lanes) = st.phases.as_ref().filter(|l| !l.is_empty() && !aggregated) {
@@ -816,11 +801,20 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         rel(st.t1, origin),
         units::ns((st.t1 - st.t0) as f64)
     );
-    if let (None, Some(o)) = (ix, data.overview()) {
+    if let (None, Some(c)) = (ix, data.coarse()) {
+        let read = c.ranks_note();
+        let of = if read.is_empty() {
+            String::new()
+        } else {
+            format!(" ({read})")
+        };
         title.push_str(&format!(
-            " — coarse overview, bins of {}: detail loading…",
-            units::ns(o.bin_ns() as f64)
+            " — coarse overview{of}, bins of {}: detail loading…",
+            units::ns(c.overview.bin_ns() as f64)
         ));
+    }
+    if lines_wanted && group_lines.is_empty() {
+        title.push_str(" — computing the lines…");
     }
     if data.manifest.mode == "profile" {
         // Rows that look idle would otherwise read as serial code.

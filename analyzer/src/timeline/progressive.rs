@@ -1,0 +1,176 @@
+//! Opening a timeline for a viewer: the coarse overview as early as
+//! possible, then the index.
+//!
+//! With both caches up to date, the overview is read first (milliseconds to
+//! a second), then the index. Without the overview's cache, the index and the
+//! overview are built in one reading pass (`build::for_each_rank`, one sweep
+//! per thread feeding both the index's row and the overview's bins), and the
+//! overview of the ranks read so far is handed to the viewer as the pass
+//! goes, so its rows fill in long before the index is complete. Each overview
+//! handed over is exactly [`Overview`] of the ranks it holds (the last one is
+//! the whole trace's, equal to [`Overview::build`]); the index is exactly
+//! [`TimelineIndex::build`]'s.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use hyscope_format::{FormatError, Trace};
+use rayon::prelude::*;
+
+use super::build::{flatten_with, for_each_rank};
+use super::overview::{Partial, ThreadSweep};
+use super::{Overview, RankCells, RowData, RowInfo, TimelineIndex, bins_limit, cache};
+
+/// An overview handed to the viewer while the timeline opens.
+#[derive(Debug)]
+pub struct OverviewUpdate {
+    pub overview: Overview,
+    /// Ranks it holds, of `ranks` in the trace (all of them once complete).
+    pub ranks_loaded: usize,
+    pub ranks: usize,
+    /// Read from the cache file.
+    pub cached: bool,
+    /// A cache file that could not be read (named, with the problem).
+    pub warning: Option<String>,
+}
+
+impl OverviewUpdate {
+    /// Whether it holds every rank of the trace.
+    pub fn complete(&self) -> bool {
+        self.ranks_loaded >= self.ranks
+    }
+}
+
+/// The index and the overview of `trace` in one reading pass. After a rank,
+/// when `every` has passed since the last one (and after the first rank),
+/// `publish` gets the overview of the ranks read so far; at the end, the
+/// whole trace's. `progress(parts_done, parts_total)` as parts are read.
+pub fn build_with_overview(
+    trace: &Trace,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    every: Duration,
+    publish: &mut dyn FnMut(OverviewUpdate),
+) -> Result<TimelineIndex, FormatError> {
+    let ranks = trace.ranks();
+    let limit = bins_limit(ranks.len());
+    let mut partial = Partial::new(limit);
+    let mut rows: Vec<(RowInfo, RowData)> = Vec::new();
+    let mut last: Option<Instant> = None;
+    let update = |overview, ranks_loaded| OverviewUpdate {
+        overview,
+        ranks_loaded,
+        ranks: ranks.len(),
+        cached: false,
+        warning: None,
+    };
+    for_each_rank(trace, &ranks, progress, |r| {
+        let clock = r.clock;
+        let built: Vec<(u32, RowData, ThreadSweep)> = r
+            .threads
+            .into_par_iter()
+            .map(|(thread, ivs)| {
+                let mut bins = ThreadSweep::new(limit);
+                let data = flatten_with(ivs, clock, |t, state| bins.step(t, state));
+                (thread, data, bins)
+            })
+            .collect();
+        let mut threads = Vec::with_capacity(built.len());
+        for (thread, data, bins) in built {
+            rows.push((
+                RowInfo {
+                    rank: r.rank,
+                    thread,
+                    host: r.host.clone(),
+                },
+                data,
+            ));
+            threads.push((thread, bins));
+        }
+        partial.add_rank(r.rank, &r.host, threads);
+        let loaded = partial.ranks();
+        if loaded < ranks.len() && last.is_none_or(|t| t.elapsed() >= every) {
+            publish(update(partial.snapshot(), loaded));
+            last = Some(Instant::now());
+        }
+    })?;
+    let loaded = partial.ranks();
+    publish(update(partial.finish(), loaded));
+    Ok(TimelineIndex::from_parts(trace, rows))
+}
+
+impl TimelineIndex {
+    /// Open the timeline of `trace` for a viewer: `publish` gets the coarse
+    /// overview as soon as there is one (see the module doc), then the index
+    /// is returned, with whether it came from the cache. `cache`: read and
+    /// write the caches ([`super::cache_dir`]); a cache that cannot be
+    /// written is not an error, a damaged overview cache is named in the
+    /// update's warning.
+    pub fn open_progressive(
+        trace: &Trace,
+        cache: bool,
+        progress: &(dyn Fn(usize, usize) + Sync),
+        every: Duration,
+        publish: &mut dyn FnMut(OverviewUpdate),
+    ) -> Result<(TimelineIndex, bool), FormatError> {
+        let files = if cache {
+            cache::cache_file(trace, "idx").zip(Overview::cache_path(trace))
+        } else {
+            None
+        };
+        open_progressive_at(trace, files, progress, every, publish)
+    }
+}
+
+/// [`TimelineIndex::open_progressive`] with the cache files (index,
+/// overview), None: no cache.
+pub(super) fn open_progressive_at(
+    trace: &Trace,
+    files: Option<(PathBuf, PathBuf)>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    every: Duration,
+    publish: &mut dyn FnMut(OverviewUpdate),
+) -> Result<(TimelineIndex, bool), FormatError> {
+    let key = files.as_ref().map(|_| cache::key(trace));
+    let (index_file, overview_file) = files.unzip();
+    let mut warning = None;
+    let mut have_overview = false;
+    if let (Some(f), Some(k)) = (&overview_file, &key) {
+        match super::overview::load_cached(f, k) {
+            Ok(Some(overview)) => {
+                let ranks = overview.rank_rows().len();
+                publish(OverviewUpdate {
+                    overview,
+                    ranks_loaded: ranks,
+                    ranks,
+                    cached: true,
+                    warning: None,
+                });
+                have_overview = true;
+            }
+            Ok(None) => {}
+            Err(w) => warning = Some(w),
+        }
+    }
+    if let (Some(f), Some(k)) = (&index_file, &key)
+        && let Ok(index) = cache::load(trace, f, k)
+    {
+        return Ok((index, true));
+    }
+    let index = if have_overview {
+        TimelineIndex::build_with_progress(trace, progress)?
+    } else {
+        build_with_overview(trace, progress, every, &mut |mut u| {
+            u.warning = warning.take();
+            if u.complete()
+                && let (Some(f), Some(k)) = (&overview_file, &key)
+            {
+                let _ = super::overview::save(&u.overview, f, k);
+            }
+            publish(u);
+        })?
+    };
+    if let (Some(f), Some(k)) = (&index_file, &key) {
+        let _ = cache::save(&index, f, k);
+    }
+    Ok((index, false))
+}
