@@ -205,7 +205,7 @@ fn mpi_rss_across_init_and_unexpected_queue() {
         assert_eq!(
             vader.last().unwrap().1,
             0.0,
-            "rank {r} unmapped at MPI_Finalize: {vader:?}"
+            "unmapped at MPI_Finalize: {vader:?}"
         );
         let all = values(&rows, r, "mem.shm_mapped", -1);
         assert!(all.iter().map(|x| x.1).fold(0.0, f64::max) >= max);

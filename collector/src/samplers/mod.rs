@@ -379,19 +379,6 @@ pub fn add_mpit(mut m: mpit::MpiT) {
     register(&mut st, Box::new(m));
 }
 
-/// The `mpi_t` sampler was not opened (`mpi::mpit_background`): why, in the manifest.
-pub fn mpit_not_opened(reason: &str) {
-    publish(
-        SamplerInfo {
-            name: "mpi_t".into(),
-            available: false,
-            reason: reason.into(),
-            ranks: Vec::new(),
-        },
-        &[],
-    );
-}
-
 /// Just before `PMPI_Finalize`: the last MPI_T reads, then MPI_T is closed
 /// (never after MPI_Finalize).
 pub fn on_mpi_finalize_begin() {
