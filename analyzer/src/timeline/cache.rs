@@ -12,7 +12,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use hyscope_format::{FormatError, Table, Trace};
+use hyscope_format::{Table, Trace};
 
 use super::{Block, RowData, RowInfo, STATES, TimelineIndex};
 
@@ -68,29 +68,6 @@ pub(super) fn cache_file(trace: &Trace, ext: &str) -> Option<PathBuf> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     canonical.hash(&mut h);
     Some(dir.join(format!("timeline-{:016x}.{ext}", h.finish())))
-}
-
-impl TimelineIndex {
-    /// Load the cached index of `trace` if it is up to date, else build it
-    /// (with `progress`) and try to cache it. Returns the index and whether it
-    /// came from the cache. A cache that cannot be written is not an error.
-    pub fn open_cached(
-        trace: &Trace,
-        progress: &(dyn Fn(usize, usize) + Sync),
-    ) -> Result<(TimelineIndex, bool), FormatError> {
-        let file = cache_file(trace, "idx");
-        let key = key(trace);
-        if let Some(f) = &file
-            && let Ok(index) = load(trace, f, &key)
-        {
-            return Ok((index, true));
-        }
-        let index = TimelineIndex::build_with_progress(trace, progress)?;
-        if let Some(f) = &file {
-            let _ = save(&index, f, &key);
-        }
-        Ok((index, false))
-    }
 }
 
 fn put_u64(w: &mut impl Write, v: u64) -> std::io::Result<()> {

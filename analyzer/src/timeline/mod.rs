@@ -55,7 +55,7 @@ pub use groups::{
     Entry, FANOUT, Group, GroupCell, GroupRow, Grouping, RankCells, RankRows, group_size,
     ranks_label, waiting_ns,
 };
-pub use overview::{Overview, OverviewOpen, bins_limit};
+pub use overview::{Overview, bins_limit};
 pub use progressive::{OverviewUpdate, build_with_overview};
 
 /// What a thread is doing at an instant, in increasing order of priority when

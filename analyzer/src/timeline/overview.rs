@@ -449,81 +449,12 @@ impl RankCells for Overview {
     }
 }
 
-/// An overview from the cache or built, and what happened to the cache.
-#[derive(Debug)]
-pub struct OverviewOpen {
-    pub overview: Overview,
-    /// Read from the cache file.
-    pub cached: bool,
-    /// A cache file that could not be read (named, with the problem); it was
-    /// rebuilt.
-    pub warning: Option<String>,
-}
-
 /// The file format of the overview cache: bumped whenever it or what the
 /// overview means changes (older files are rebuilt without a warning).
 const MAGIC: &[u8; 8] = b"HYTLOVW1";
 const MAGIC_FAMILY: &[u8; 7] = b"HYTLOVW";
 
 impl Overview {
-    /// Read the cached overview of `trace` if it is up to date, else build it
-    /// and try to cache it (beside the index cache, [`super::cache_dir`]). A
-    /// damaged cache file is named in [`OverviewOpen::warning`] and rebuilt.
-    pub fn open_cached(
-        trace: &Trace,
-        progress: &(dyn Fn(usize, usize) + Sync),
-    ) -> Result<OverviewOpen, FormatError> {
-        Overview::open_cached_at(trace, Overview::cache_path(trace), progress)
-    }
-
-    /// [`Overview::open_cached`] with the cache file `file`.
-    pub(super) fn open_cached_at(
-        trace: &Trace,
-        file: Option<PathBuf>,
-        progress: &(dyn Fn(usize, usize) + Sync),
-    ) -> Result<OverviewOpen, FormatError> {
-        let key = super::cache::key(trace);
-        let mut warning = None;
-        if let Some(f) = &file {
-            match load(f, &key) {
-                Ok(overview) => {
-                    return Ok(OverviewOpen {
-                        overview,
-                        cached: true,
-                        warning: None,
-                    });
-                }
-                Err(Problem::Absent) => {}
-                Err(Problem::Damaged(why)) => warning = Some(damaged_warning(f, &why)),
-            }
-        }
-        let overview = Overview::build(trace, progress)?;
-        if let Some(f) = &file {
-            let _ = save(&overview, f, &key);
-        }
-        Ok(OverviewOpen {
-            overview,
-            cached: false,
-            warning,
-        })
-    }
-
-    /// [`Overview::open_cached`] when `cache`, else [`Overview::build`].
-    pub fn open(
-        trace: &Trace,
-        cache: bool,
-        progress: &(dyn Fn(usize, usize) + Sync),
-    ) -> Result<OverviewOpen, FormatError> {
-        if cache {
-            return Overview::open_cached(trace, progress);
-        }
-        Ok(OverviewOpen {
-            overview: Overview::build(trace, progress)?,
-            cached: false,
-            warning: None,
-        })
-    }
-
     /// Where the overview of `trace` is cached, if there is a cache directory.
     pub fn cache_path(trace: &Trace) -> Option<PathBuf> {
         super::cache::cache_file(trace, "overview")

@@ -151,7 +151,11 @@ pub(super) fn open_progressive_at(
             Err(w) => warning = Some(w),
         }
     }
-    if let (Some(f), Some(k)) = (&index_file, &key)
+    // A damaged overview cache is rebuilt with the index, even when the
+    // index's cache is good: the update names the file, and the next open
+    // reads both again.
+    if warning.is_none()
+        && let (Some(f), Some(k)) = (&index_file, &key)
         && let Ok(index) = cache::load(trace, f, k)
     {
         return Ok((index, true));

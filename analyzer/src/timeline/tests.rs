@@ -1018,16 +1018,36 @@ fn overview_bins_coarsen_and_merge_exactly() {
 
 #[test]
 fn overview_cache_reads_back_and_names_a_damaged_file() {
+    use super::progressive::open_progressive_at;
     let dir = TempDir::new("overview-cache");
     let trace = overview_trace(&dir.0);
-    let file = dir.0.join("cache").join("t.overview");
-    let first = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
-    assert!(!first.cached && first.warning.is_none());
-    let again = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
-    assert!(again.cached && again.warning.is_none());
-    assert_eq!(again.overview, first.overview);
+    let files = (
+        dir.0.join("cache").join("t.idx"),
+        dir.0.join("cache").join("t.overview"),
+    );
+    let file = files.1.clone();
+    let whole = Overview::build(&trace, &|_, _| {}).unwrap();
+    let open = || {
+        let mut updates: Vec<OverviewUpdate> = Vec::new();
+        let (_, cached) = open_progressive_at(
+            &trace,
+            Some(files.clone()),
+            &|_, _| {},
+            std::time::Duration::ZERO,
+            &mut |u| updates.push(u),
+        )
+        .unwrap();
+        (updates, cached)
+    };
+    let (first, cached) = open();
+    assert!(!cached && first.iter().all(|u| !u.cached && u.warning.is_none()));
+    assert!(first.last().unwrap().overview == whole);
+    let (again, cached) = open();
+    assert!(cached && again.len() == 1 && again[0].cached && again[0].warning.is_none());
+    assert!(again[0].overview == whole);
     let bytes = std::fs::read(&file).unwrap();
-    // A byte changed in the sums, a truncated file, garbage: each named, rebuilt.
+    // A byte changed in the sums, a truncated file, garbage: each named, and
+    // rebuilt with the index although the index's cache is good.
     let mut flipped = bytes.clone();
     let n = flipped.len();
     flipped[n - 10] ^= 0x41;
@@ -1037,24 +1057,26 @@ fn overview_cache_reads_back_and_names_a_damaged_file() {
         b"HYTLOVW1garbage".to_vec(),
     ] {
         std::fs::write(&file, &damaged).unwrap();
-        let o = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
-        let w = o.warning.expect("a warning");
+        let (o, cached) = open();
+        assert!(!cached);
+        let w = o[0].warning.as_deref().expect("a warning");
         assert!(
             w.starts_with("hyscope: ") && w.contains(&file.display().to_string()),
             "{w}"
         );
-        assert!(!o.cached);
-        assert_eq!(o.overview, first.overview);
+        assert!(o.iter().all(|u| !u.cached));
+        assert!(o.last().unwrap().overview == whole);
         // Rebuilt and saved again: read back on the next open.
-        let o = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
-        assert!(o.cached && o.warning.is_none());
+        let (o, cached) = open();
+        assert!(cached && o.len() == 1 && o[0].cached && o[0].warning.is_none());
     }
-    // Another version of the file: rebuilt without a warning.
+    // Another version of the file: left without a warning; the index comes
+    // from its cache.
     let mut old = bytes.clone();
     old[7] = b'0';
     std::fs::write(&file, &old).unwrap();
-    let o = Overview::open_cached_at(&trace, Some(file.clone()), &|_, _| {}).unwrap();
-    assert!(!o.cached && o.warning.is_none());
+    let (o, cached) = open();
+    assert!(cached && o.is_empty());
 }
 
 /// The same rows, spans and segments, and every row's packed segments.
