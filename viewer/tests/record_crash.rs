@@ -250,10 +250,10 @@ fn a_job_run_without_record_is_completed_by_hyscope_recover() {
     let tmp = tempfile::tempdir().unwrap();
     let prog = crash_program(tmp.path());
     let dir = tmp.path().join("trace");
-    let lib = Path::new(env!("CARGO_BIN_EXE_hyscope"))
-        .parent()
-        .unwrap()
-        .join("libhyscope.so");
+    let lib = beside_hyscope(
+        "libhyscope.so",
+        "run `cargo build --workspace` before `cargo test`",
+    );
     let out = Command::new("mpirun")
         .args(mpirun_args(2))
         .args(["-x", &format!("LD_PRELOAD={}", lib.display())])

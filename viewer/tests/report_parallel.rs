@@ -168,14 +168,9 @@ fn open_mpi_reports_are_byte_identical_to_one_process() {
 
 #[test]
 fn mpich_reports_are_byte_identical_to_one_process() {
-    let lib = Path::new(env!("CARGO_BIN_EXE_hyscope"))
-        .parent()
-        .unwrap()
-        .join("libhyscope_par-mpich.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: run scripts/build-mpich.sh before cargo test (scripts/test.sh does)",
-        lib.display()
+    beside_hyscope(
+        "libhyscope_par-mpich.so",
+        "run scripts/build-mpich.sh before cargo test (scripts/test.sh does)",
     );
     let tmp = tempfile::tempdir().unwrap();
     let synth = synthetic(tmp.path(), 8);

@@ -14,16 +14,22 @@ use hyscope_format::{OmpKind, OmpRecord, ScanOptions, Trace};
 pub const LLVM_LIB: &str = "/usr/lib/llvm-19/lib";
 
 pub fn hyscope() -> Command {
+    beside_hyscope(
+        "libhyscope.so",
+        "run `cargo build --workspace` before `cargo test`",
+    );
+    Command::new(env!("CARGO_BIN_EXE_hyscope"))
+}
+
+/// The library `name` next to the `hyscope` binary under test, where
+/// `hyscope` looks for it; a test fails with `how` to build it when it is missing.
+pub fn beside_hyscope(name: &str, how: &str) -> PathBuf {
     let lib = Path::new(env!("CARGO_BIN_EXE_hyscope"))
         .parent()
         .unwrap()
-        .join("libhyscope.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: run `cargo build --workspace` before `cargo test`",
-        lib.display()
-    );
-    Command::new(env!("CARGO_BIN_EXE_hyscope"))
+        .join(name);
+    assert!(lib.is_file(), "{} is missing: {how}", lib.display());
+    lib
 }
 
 /// `hyscope record -o <out> --`, ready for the command to record.
