@@ -71,29 +71,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "hyscope-tui: first frame {:.1} ms",
             timings.first_frame_ms
         );
-        if let Some(t) = timings.timeline_ms {
-            let _ = writeln!(err, "hyscope-tui: timeline index ready {t:.1} ms");
-        }
-        if let Some(t) = timings.overview_ms {
-            let _ = writeln!(err, "hyscope-tui: timeline overview ready {t:.1} ms");
-        }
-        if let Some(t) = timings.coarse_frame_ms {
-            let _ = writeln!(
-                err,
-                "hyscope-tui: first frame with the coarse timeline {t:.1} ms"
-            );
-        }
-        if let Some(t) = timings.timeline_frame_ms {
-            let _ = writeln!(err, "hyscope-tui: first frame with the timeline {t:.1} ms");
-        }
-        if let Some(t) = timings.lines_frame_ms {
-            let _ = writeln!(
-                err,
-                "hyscope-tui: first frame with the aggregated lines {t:.1} ms"
-            );
-        }
-        if let Some(t) = timings.overview_whole_ms {
-            let _ = writeln!(err, "hyscope-tui: whole timeline overview ready {t:.1} ms");
+        for (what, t) in [
+            ("timeline index ready", timings.timeline_ms),
+            ("timeline overview ready", timings.overview_ms),
+            (
+                "first frame with the coarse timeline",
+                timings.coarse_frame_ms,
+            ),
+            ("first frame with the timeline", timings.timeline_frame_ms),
+            (
+                "first frame with the aggregated lines",
+                timings.lines_frame_ms,
+            ),
+            ("whole timeline overview ready", timings.overview_whole_ms),
+        ] {
+            if let Some(t) = t {
+                let _ = writeln!(err, "hyscope-tui: {what} {t:.1} ms");
+            }
         }
         for (coarse, ms) in &timings.aggregate_ms {
             let from = if *coarse { "coarse overview" } else { "index" };
