@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # EPCC OpenMP micro-benchmarks (syncbench) with and without hyscope, in
-# alternating rounds: no tool, then libhyscope.so preloaded in trace mode,
-# then in profile mode, every round. Prints, per construct, the median time of
+# alternating rounds: no tool, an OMPT tool that registers hyscope's callbacks
+# and does nothing in them (tests/omp/empty_tool.c: what libomp's tool support
+# costs by itself), then libhyscope.so preloaded in trace mode, then in profile
+# mode, every round. Prints, per construct, the median time of
 # each and what the tool adds (µs per construct, by the median and by the
 # median of the per-round differences).
 #
@@ -32,6 +34,7 @@ printf '#define min(a, b) ((a) < (b) ? (a) : (b))\n#define max(a, b) ((a) > (b) 
 # The OpenMP 3 constructs, as the repository's Makefile.defs builds them.
 clang-19 -fopenmp -O3 -DOMPVER2 -DOMPVER3 -I"$work/include" "$src/syncbench.c" "$src/common.c" \
     -o "$work/syncbench" -lm -Wl,-rpath,/usr/lib/llvm-19/lib -L/usr/lib/llvm-19/lib
+clang-19 -O2 -shared -fPIC "$root/tests/omp/empty_tool.c" -o "$work/empty_tool.so"
 export OMP_NUM_THREADS=$threads
 unset HYSCOPE_MODE HYSCOPE_OUTPUT OMP_TOOL
 
@@ -45,21 +48,22 @@ run() {
               name = $1; for (i = 2; i < NF; i++) name = name "_" $i; print r, name, $NF }' \
             >>"$work/$label" || { cat "$work/stderr" >&2; exit 1; }
 }
-: >"$work/none" ; : >"$work/trace-mode" ; : >"$work/profile-mode"
+: >"$work/none" ; : >"$work/empty-tool" ; : >"$work/trace-mode" ; : >"$work/profile-mode"
 for r in $(seq "$rounds"); do
     run none "$r" env
+    run empty-tool "$r" env LD_PRELOAD="$work/empty_tool.so"
     run trace-mode "$r" env LD_PRELOAD="$lib" HYSCOPE_OUTPUT="$work/trace"
     run profile-mode "$r" env LD_PRELOAD="$lib" HYSCOPE_OUTPUT="$work/trace" HYSCOPE_MODE=profile
 done
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 echo "EPCC syncbench, $threads threads, $rounds alternating rounds, µs per construct; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| construct | no tool | trace | added (median / median of pairs) | profile | added (median / median of pairs) |"
-echo "|---|---|---|---|---|---|"
+echo "| construct | no tool | empty tool | added (median / median of pairs) | trace | added | profile | added |"
+echo "|---|---|---|---|---|---|---|---|"
 for c in $(awk '{print $2}' "$work/none" | awk '!seen[$0]++'); do
     none=$(awk -v c="$c" '$2 == c {print $3}' "$work/none" | median)
     line="| ${c//_/ } | $none"
-    for l in trace-mode profile-mode; do
+    for l in empty-tool trace-mode profile-mode; do
         m=$(awk -v c="$c" '$2 == c {print $3}' "$work/$l" | median)
         pairs=$(join <(awk -v c="$c" '$2 == c {print $1, $3}' "$work/none" | sort -k1,1) \
                      <(awk -v c="$c" '$2 == c {print $1, $3}' "$work/$l" | sort -k1,1) \

@@ -21,7 +21,8 @@
 //! it too, and the worker has no slack: its three intervals close together at
 //! the wait's end, with one encoding call (`ThreadState::close_late_join`;
 //! the barrier's and implicit task's end callbacks then only note it, see
-//! [`enter_open`]).
+//! [`enter_open`]). A mutex's wait, which ends where the thread acquires it,
+//! is held back the same way until its release, out of the critical section.
 //!
 //! No OpenMP user API is called here (it can crash inside callbacks), no
 //! panics: all pointers from the runtime are checked for null.
@@ -37,7 +38,7 @@ use hyscope_format::{OmpKind, OmpRecord};
 
 use crate::ffi::*;
 use crate::state::{EXPLICIT_TASK_BIT, ThreadState, current};
-use crate::{GENERIC_LOOP_SEEN, runtime_info, sink};
+use crate::{FIRST_TEAM, GENERIC_LOOP_SEEN, runtime_info, sink};
 
 /// A callback's identity for [`enter`]: OMPT callback id, endpoint and kind
 /// (the sync region kind, where there is one). 0 is no callback.
@@ -453,7 +454,10 @@ pub unsafe extern "C" fn implicit_task(
         rec.flags = flags as u32;
         rec.codeptr = codeptr;
         if !initial {
-            st.primary_holds = index == 0 && st.holds_back();
+            st.primary_holds = index == 0;
+            if index == 0 && !FIRST_TEAM.load(Ordering::Relaxed) {
+                FIRST_TEAM.store(true, Ordering::Release);
+            }
         }
         // The primary's slack: the workers are released and wake later.
         st.release_held();
@@ -743,7 +747,10 @@ pub unsafe extern "C" fn mutex_acquired(
     codeptr_ra: *const c_void,
 ) {
     let (t, st) = enter(event(27, 0, 0), NO_EVENT);
-    let wait = st.close(t, |r| {
+    // The thread holds the mutex now: the wait is held back and encoded
+    // after the release (`mutex_released`), not inside the critical
+    // section, where every instruction also delays the threads waiting.
+    let wait = st.close_held(t, |r| {
         r.kind == OmpKind::MutexWait as u8 && r.count == wait_id
     });
     let mut rec = st.rec(OmpKind::MutexHold, kind, t);
@@ -763,6 +770,8 @@ pub unsafe extern "C" fn mutex_released(
     _codeptr_ra: *const c_void,
 ) {
     let (t, st) = enter(event(17, 0, 0), NO_EVENT);
+    // The wait held back at `mutex_acquired` first: the order they closed.
+    st.release_held();
     st.close(t, |r| {
         r.kind == OmpKind::MutexHold as u8 && r.count == wait_id
     });

@@ -256,6 +256,18 @@ static KINDS: AtomicU32 = AtomicU32::new(u32::MAX);
 static PROFILE: AtomicBool = AtomicBool::new(false);
 /// A loop `work` event without a schedule (libomp < 19) was seen.
 pub(crate) static GENERIC_LOOP_SEEN: AtomicBool = AtomicBool::new(false);
+/// The runtime has started a team: its initialisation, and the creation of
+/// the first team's threads, are over ([`first_team_started`]).
+pub(crate) static FIRST_TEAM: AtomicBool = AtomicBool::new(false);
+
+/// Whether the OpenMP runtime has started its first team (a primary thread's
+/// implicit task began). Until then the runtime's start-up may still call
+/// the dynamic loader (`dlsym`), which waits while another thread is in
+/// `dlopen`: the collector holds back its own `dlopen`-heavy work until this
+/// is true (`collector/src/mpi/mpit_background.rs`).
+pub fn first_team_started() -> bool {
+    FIRST_TEAM.load(Ordering::Acquire)
+}
 
 /// Apply a configuration (before the runtime starts calling back).
 pub fn configure(config: &ToolConfig) {

@@ -64,8 +64,8 @@ pub(crate) struct ThreadState {
     /// ([`ThreadState::close_held`]).
     held: [OmpRecord; HELD_CAP],
     held_len: usize,
-    /// The thread's latest implicit task was its region's primary (index 0)
-    /// and intervals are held back ([`ThreadState::holds_back`]): its join
+    /// The thread's latest implicit task was its region's primary (index 0),
+    /// whose intervals are held back ([`ThreadState::close_held`]): its join
     /// barrier's ends are held too. One load in the barrier callbacks, where
     /// the stack would take a search; a stale value after a nested region
     /// only decides whether an interval is held or encoded at once.
@@ -294,8 +294,9 @@ impl ThreadState {
         self.close_nested(i, end_ns)
     }
 
-    /// [`ThreadState::close`], but in trace mode the interval is held back
-    /// instead of encoded, until [`ThreadState::release_held`].
+    /// [`ThreadState::close`], but the interval is held back instead of
+    /// encoded (trace mode) or added to its aggregate (profile mode), until
+    /// [`ThreadState::release_held`].
     ///
     /// For the primary thread's callbacks after a region's join (barrier ends,
     /// implicit-task end, `parallel_end`): they lie on the region's critical
@@ -310,7 +311,7 @@ impl ThreadState {
         pred: impl Fn(&OmpRecord) -> bool,
     ) -> Option<(u8, u32)> {
         let i = (0..self.depth).rev().find(|&i| pred(&self.stack[i]))?;
-        if i + 1 != self.depth || !self.holds_back() || self.held_len == HELD_CAP {
+        if i + 1 != self.depth || self.held_len == HELD_CAP {
             return self.close_at(i, end_ns);
         }
         self.depth = i;
@@ -324,13 +325,6 @@ impl ThreadState {
             self.held_len += 1;
         }
         Some((rec.variant, rec.flags))
-    }
-
-    /// Whether [`ThreadState::close_held`] holds intervals back: in trace
-    /// mode (profile mode only adds to an aggregate, nothing to move).
-    #[inline(always)]
-    pub fn holds_back(&self) -> bool {
-        self.profile.is_none()
     }
 
     /// Encode the intervals [`ThreadState::close_held`] held back, in the
@@ -377,8 +371,10 @@ impl ThreadState {
     /// about half of three. The barrier's and the implicit task's own end
     /// callbacks then have nothing left to close (`callbacks`).
     ///
-    /// Only in trace mode with all three kinds recorded; false (nothing
-    /// done) otherwise, and the caller closes the wait as usual.
+    /// In profile mode the three go to their aggregates here, which spares
+    /// the barrier's and the implicit task's end callbacks their searches.
+    /// Only with all three kinds recorded; false (nothing done) otherwise,
+    /// and the caller closes the wait as usual.
     #[inline]
     pub fn close_late_join(&mut self, t: i64) -> bool {
         const JOIN: u8 = crate::ffi::OMPT_SYNC_BARRIER_IMPLICIT_PARALLEL as u8;
@@ -386,12 +382,11 @@ impl ThreadState {
             | 1 << OmpKind::Sync as u32
             | 1 << OmpKind::ImplicitTask as u32;
         let d = self.depth;
-        if d < 3 || self.profile.is_some() {
+        // Trace mode without a stream: the caller's usual closes hand each
+        // interval to the sink.
+        if d < 3 || (self.profile.is_none() && self.stream.is_none()) {
             return false;
         }
-        let Some(stream) = self.stream else {
-            return false;
-        };
         let [task, sync, wait] = &mut self.stack[d - 3..d] else {
             return false;
         };
@@ -409,8 +404,13 @@ impl ThreadState {
         sync.end_ns = t;
         task.end_ns = t;
         // SAFETY: the sink handed this thread its own stream.
-        if !unsafe { stream.push_all([&*wait, &*sync, &*task]) } {
-            // No block or a full one: one by one, which hands it off.
+        let pushed = self.profile.is_none()
+            && self
+                .stream
+                .is_some_and(|s| unsafe { s.push_all([&*wait, &*sync, &*task]) });
+        if !pushed {
+            // Profile mode (three aggregates), no block or a full one (one
+            // by one, which hands it off).
             for rec in [&*wait, &*sync, &*task] {
                 emit_to(&mut self.profile, self.stream, self.sink_handle, rec);
             }
@@ -661,8 +661,14 @@ pub(crate) fn release_all_held() {
         // SAFETY: states are leaked. At exit the owners are idle; a racing
         // owner could at worst hold an interval that is then written twice.
         let state = unsafe { &mut *p.0 };
-        for rec in &state.held[..state.held_len] {
-            if kind_enabled(rec.kind) {
+        for rec in &state.held[..state.held_len.min(HELD_CAP)] {
+            // Profile mode: into the thread's aggregates, which the exit
+            // path writes next (`emit_all_summaries`).
+            let aggregated = state
+                .profile
+                .as_deref_mut()
+                .is_some_and(|profile| aggregate(profile, rec));
+            if !aggregated {
                 s.record(*rec);
             }
         }
@@ -690,6 +696,11 @@ pub(crate) fn for_each_held(mut f: impl FnMut(&OmpRecord)) {
         // SAFETY: states are leaked; read only (an owner racing with the
         // handler could at worst have its newest held interval left out).
         let state = unsafe { &*p.0 };
+        // Profile mode: held intervals belong to aggregates, which a crash
+        // loses; a few raw intervals alone would read as the whole profile.
+        if state.profile.is_some() {
+            continue;
+        }
         for rec in &state.held[..state.held_len.min(HELD_CAP)] {
             if kind_enabled(rec.kind) {
                 f(rec);
@@ -791,7 +802,6 @@ mod tests {
     fn held_intervals_reach_the_sink_at_release_at_exit_and_never_twice() {
         crate::set_sink(&RECORDER);
         let st = current();
-        assert!(st.holds_back(), "trace mode holds back");
         let (par, imp) = (OmpKind::Parallel as u8, OmpKind::ImplicitTask as u8);
         st.push(st.rec(OmpKind::Parallel, 0, 10));
         st.push(st.rec(OmpKind::ImplicitTask, 0, 20));
@@ -905,6 +915,60 @@ mod late_join_tests {
                 (k(OmpKind::Parallel), 300, 410),
             ]);
             assert_eq!(encoded(block), all);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// Profile mode holds the primary's join-time intervals back as trace
+    /// mode does, and adds them to their aggregates at the release; a
+    /// worker's late join-barrier ends go to their three aggregates at once.
+    #[test]
+    fn profile_mode_aggregates_held_and_late_join_intervals() {
+        std::thread::spawn(|| {
+            let st = current();
+            st.stream = None;
+            st.profile = Some(Box::new(super::Profile {
+                table: [super::Aggregate::default(); super::PROFILE_CAP],
+                last: [0; 32],
+            }));
+            // (count, summed duration) of the aggregate of `kind`.
+            let totals = |st: &super::ThreadState, kind: OmpKind| {
+                let profile = st.profile.as_deref().unwrap();
+                profile
+                    .table
+                    .iter()
+                    .filter(|a| a.used && a.kind == kind as u8)
+                    .fold((0, 0), |(n, ns), a| (n + a.count, ns + a.total_ns))
+            };
+            let k = |kind: OmpKind| kind as u8;
+            st.open(k(OmpKind::Parallel), 0, 300);
+            st.open(k(OmpKind::ImplicitTask), 0, 310);
+            st.close_held(400, |r| r.kind == k(OmpKind::ImplicitTask));
+            st.close_held(410, |r| r.kind == k(OmpKind::Parallel));
+            assert_eq!(totals(st, OmpKind::Parallel), (0, 0), "held");
+            st.release_held();
+            assert_eq!(st.held_len, 0);
+            assert_eq!(totals(st, OmpKind::Parallel), (1, 110));
+            assert_eq!(totals(st, OmpKind::ImplicitTask), (1, 90));
+
+            let late = |kind: OmpKind, start: i64| OmpRecord {
+                kind: kind as u8,
+                variant: if kind == OmpKind::ImplicitTask { 0 } else { 9 },
+                start_ns: start,
+                end_ns: start,
+                count: 1,
+                ..OmpRecord::default()
+            };
+            st.push(late(OmpKind::ImplicitTask, 100));
+            st.push(late(OmpKind::Sync, 150));
+            st.push(late(OmpKind::SyncWait, 160));
+            st.implicit_depth.store(1, Ordering::Relaxed);
+            assert!(st.close_late_join(500));
+            assert_eq!(st.depth, 0);
+            assert_eq!(totals(st, OmpKind::SyncWait), (1, 340));
+            assert_eq!(totals(st, OmpKind::Sync), (1, 350));
+            assert_eq!(totals(st, OmpKind::ImplicitTask), (2, 490));
         })
         .join()
         .unwrap();

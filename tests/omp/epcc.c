@@ -1,6 +1,6 @@
 // EPCC-syncbench-style construct overheads (hyscope OMPT benchmark).
 // usage: epcc TEST [inner_reps] [outer_reps] [delay]
-//   TEST: parallel | for | barrier | critical | dynamic
+//   TEST: parallel | for | barrier | critical | lock | ordered | dynamic
 // Prints "TEST overhead_us=<median over outer reps> constructs=<per outer rep>".
 // Overhead = (time with the construct - reference time with the same delay work) / constructs,
 // as in EPCC syncbench (Bull, "Measuring synchronisation and scheduling overheads in OpenMP").
@@ -69,6 +69,33 @@ static void test_critical(int reps) {
     }
 }
 
+static void test_lock(int reps) {
+    omp_lock_t lock;
+    omp_init_lock(&lock);
+#pragma omp parallel
+    {
+        int nt = omp_get_num_threads();
+        for (int r = 0; r < reps / nt; r++) {
+            omp_set_lock(&lock);
+            delay(delay_len);
+            omp_unset_lock(&lock);
+        }
+    }
+    omp_destroy_lock(&lock);
+}
+
+// As EPCC's ORDERED: one iteration per construct, in order across the team.
+static void test_ordered(int reps) {
+#pragma omp parallel
+    {
+#pragma omp for schedule(static, 1) ordered
+        for (int i = 0; i < reps; i++) {
+#pragma omp ordered
+            delay(delay_len);
+        }
+    }
+}
+
 // One chunk of one iteration per construct: the per-chunk scheduling cost.
 static void test_dynamic(int reps) {
 #pragma omp parallel
@@ -89,6 +116,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(test, "for")) f = test_for;
     else if (!strcmp(test, "barrier")) f = test_barrier;
     else if (!strcmp(test, "critical")) f = test_critical;
+    else if (!strcmp(test, "lock")) f = test_lock;
+    else if (!strcmp(test, "ordered")) f = test_ordered;
     else if (!strcmp(test, "dynamic")) f = test_dynamic;
     if (!f) {
         fprintf(stderr, "unknown test %s\n", test);
