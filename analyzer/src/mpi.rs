@@ -112,11 +112,8 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
             ..SizeBin::default()
         })
         .collect();
-    let mut matrix = CommMatrix {
-        ranks: n as u32,
-        messages: vec![vec![0; n]; n],
-        bytes: vec![vec![0; n]; n],
-    };
+    // (sender, receiver) → (messages, bytes), sorted into the matrix's pairs.
+    let mut pairs: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
     let (mut inside, mut outside) = (0i64, 0i64);
     let mut per_rank = vec![0.0; n];
     let (mut eager, mut rndv) = (0u64, 0u64);
@@ -179,8 +176,9 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
                     }
                 }
                 if (send.peer as usize) < n && (rd.rank as usize) < n {
-                    matrix.messages[rd.rank as usize][send.peer as usize] += 1;
-                    matrix.bytes[rd.rank as usize][send.peer as usize] += b;
+                    let pair = pairs.entry((rd.rank, send.peer as u32)).or_default();
+                    pair.0 += 1;
+                    pair.1 += b;
                 }
             }
         }
@@ -208,6 +206,20 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
     site_list.sort_by(|a, b| b.total_s.total_cmp(&a.total_s));
     let total: f64 = per_rank.iter().sum();
     let communicators = comm_stats(data, per_comm);
+    let mut pairs: Vec<CommPair> = pairs
+        .into_iter()
+        .map(|((from, to), (messages, bytes))| CommPair {
+            from,
+            to,
+            messages,
+            bytes,
+        })
+        .collect();
+    pairs.sort_unstable_by_key(|p| (p.from, p.to));
+    let matrix = CommMatrix {
+        ranks: n as u32,
+        pairs,
+    };
     Observable::Observed(MpiProfile {
         calls: call_list,
         callsites: site_list,

@@ -244,9 +244,14 @@ fn profile_histogram_and_matrix() {
         .find(|b| b.lo <= 10_000 && 10_000 < b.hi)
         .unwrap();
     assert_eq!((big.messages, big.bytes, big.rendezvous), (2, 20_000, 2));
-    assert_eq!(m.matrix.messages[0][1], 5);
-    assert_eq!(m.matrix.bytes[0][1], 20_300);
-    assert_eq!(m.matrix.messages[1][0], 0);
+    let pair = m.matrix.get(0, 1).expect("0 sent to 1");
+    assert_eq!((pair.messages, pair.bytes), (5, 20_300));
+    assert_eq!(m.matrix.get(1, 0), None, "1 sent nothing to 0");
+    assert_eq!(
+        m.matrix.pairs.len(),
+        1,
+        "only the pairs that exchanged messages"
+    );
     // Per-rank: rank 0 15 µs, rank 1 10 µs → mean 12.5 µs, CV = 2.5/12.5 for the totals per call.
     assert!(close(m.total_s, 25e-6, 1e-9));
     assert!(close(m.outside_parallel_s, 25e-6, 1e-9));
@@ -341,4 +346,36 @@ fn wait_state_sums_are_exact_and_do_not_depend_on_iteration_order() {
         let again = hyscope_analyzer::analyze(dir.path(), &Default::default()).unwrap();
         assert_eq!(late_sender(&again), first);
     }
+}
+
+/// The viewers' matrix of more ranks than cells sums blocks of ranks, and
+/// a pair is found by its sender and receiver.
+#[test]
+fn matrix_blocks_sum_the_pairs_of_their_ranks() {
+    use hyscope_analyzer::model::{CommMatrix, CommPair};
+    let pair = |from, to, messages, bytes| CommPair {
+        from,
+        to,
+        messages,
+        bytes,
+    };
+    let m = CommMatrix {
+        ranks: 5,
+        pairs: vec![
+            pair(0, 1, 1, 10),
+            pair(1, 0, 2, 20),
+            pair(1, 4, 1, 7),
+            pair(3, 2, 3, 5),
+            pair(4, 4, 1, 1),
+        ],
+    };
+    assert_eq!(m.get(1, 4), Some(&pair(1, 4, 1, 7)));
+    assert_eq!(m.get(4, 1), None);
+    assert_eq!(m.block_bytes(1)[3][2], 5);
+    assert_eq!(
+        m.block_bytes(2),
+        [vec![30, 0, 7], vec![0, 5, 0], vec![0, 0, 1]],
+        "blocks {{0, 1}}, {{2, 3}}, {{4}}"
+    );
+    assert_eq!(m.block_bytes(5), [vec![43]]);
 }

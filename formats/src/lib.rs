@@ -53,6 +53,8 @@ mod manifest;
 /// The names of the sampled metrics (`metrics::MEM_VMRSS`, ...): a namespace
 /// of string constants, looked up by the writers and the readers alike.
 pub mod metrics;
+/// `/proc/<pid>/status`'s memory lines (`VmRSS`, `VmHWM`, `VmPin`).
+pub mod proc_status;
 mod reader;
 mod record_batch;
 mod schema;

@@ -265,14 +265,8 @@ impl Bench {
                 )
             };
             let stats = |v: &mut Vec<f64>| quantiles(v, " ms");
-            let hwm = std::fs::read_to_string("/proc/self/status")
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find(|l| l.starts_with("VmHWM:"))
-                        .map(|l| l.to_string())
-                })
-                .unwrap_or_default();
+            let hwm = hyscope_format::proc_status::peak_rss()
+                .map_or_else(|| "unknown".to_string(), |b| crate::units::bytes(b as f64));
             let rows = gui.slots[0]
                 .data
                 .ready()
@@ -319,7 +313,7 @@ impl Bench {
                     stats(&mut self.aggregates.1)
                 );
             }
-            println!("peak memory: {}", hwm.trim_start_matches("VmHWM:").trim());
+            println!("peak memory: {hwm}");
             self.done = true;
             ctx.send_viewport_cmd(eframe::egui::ViewportCommand::Close);
         }

@@ -47,8 +47,9 @@ pub struct Args {
     pub phase: Option<String>,
     /// Memory the analysis may use (`2GiB`, `512M`; K, M, G are binary):
     /// it reads as many ranks at once as this allows. Where the trace's MPI
-    /// rows, samples and matched messages alone need more, one warning says
-    /// so and the analysis goes on above it.
+    /// rows, samples and matched messages alone need more, or the process's
+    /// peak with every rank's results went above it, one warning says so and
+    /// the analysis goes on above it.
     #[arg(long, default_value = "2GiB", value_parser = memory_size)]
     pub memory: u64,
     /// Under `mpirun`/`srun` (more than one process): the MPI flavour of the
@@ -124,13 +125,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         None => analyze(&args.trace, &options)?,
     };
-    memory_warning(&a);
+    let b = match &args.other {
+        Some(other) => Some(analyze(other, &options)?),
+        None => None,
+    };
+    let warned = [Some(&a), b.as_ref()]
+        .into_iter()
+        .flatten()
+        .fold(false, |warned, x| memory_warning(x) | warned);
+    if !warned {
+        let ranks = b
+            .as_ref()
+            .map_or(a.run.ranks, |b| a.run.ranks.max(b.run.ranks));
+        peak_warning(options.memory, ranks);
+    }
     use std::io::Write;
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    let written = if let Some(other) = &args.other {
-        let b = analyze(other, &options)?;
-        memory_warning(&b);
-        let cmp = compare(&a, &b);
+    let written = if let Some(b) = &b {
+        let cmp = compare(&a, b);
         if args.json {
             json_line(&mut stdout, &cmp)
         } else {
@@ -156,10 +168,29 @@ fn json_line(out: &mut impl std::io::Write, v: &impl serde::Serialize) -> std::i
     writeln!(out)
 }
 
-/// The analysis's one warning that it exceeded `--memory`, on stderr.
-fn memory_warning(a: &Analysis) {
-    if let Some(text) = memory_warning_text(a) {
+/// The analysis's one warning that it exceeded `--memory`, on stderr; true
+/// when there was one.
+fn memory_warning(a: &Analysis) -> bool {
+    let text = memory_warning_text(a);
+    if let Some(text) = &text {
         eprintln!("hyscope: warning: {text}");
+    }
+    text.is_some()
+}
+
+/// The process's peak resident memory against `--memory`, on stderr when
+/// above it. The analysis bounds the rows it decodes at once and warns of
+/// what it holds whole (one rank's rows, the cross-rank data); the results
+/// of every rank are on top, and only the peak says what it all took.
+fn peak_warning(limit: u64, ranks: u32) {
+    if let Some(peak) = hyscope_format::proc_status::peak_rss()
+        && peak > limit
+    {
+        eprintln!(
+            "hyscope: warning: the analysis (the MPI rows and matched messages held to the end, and the results of {ranks} ranks) took {} of memory at its peak, more than the limit of {} (--memory)",
+            units::bytes(peak as f64),
+            units::bytes(limit as f64)
+        );
     }
 }
 

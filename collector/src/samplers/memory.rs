@@ -4,41 +4,7 @@
 
 use super::{Emit, MetricDef, Probe, Sampler};
 
-/// The three `VmXXX` lines of `/proc/<pid>/status` we sample, in bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VmStatus {
-    pub rss: Option<u64>,
-    pub hwm: Option<u64>,
-    pub pin: Option<u64>,
-}
-
-/// Parse `/proc/<pid>/status`: the kernel prints `VmRSS:\t  1234 kB`.
-/// Unknown or malformed lines are skipped, never an error.
-pub fn parse_status(text: &str) -> VmStatus {
-    let mut s = VmStatus::default();
-    for line in text.lines() {
-        let Some((key, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let slot = match key {
-            "VmRSS" => &mut s.rss,
-            "VmHWM" => &mut s.hwm,
-            "VmPin" => &mut s.pin,
-            _ => continue,
-        };
-        *slot = parse_kb(rest);
-    }
-    s
-}
-
-fn parse_kb(rest: &str) -> Option<u64> {
-    let mut it = rest.split_whitespace();
-    let n: u64 = it.next()?.parse().ok()?;
-    match it.next() {
-        Some("kB") | None => n.checked_mul(1024),
-        _ => None,
-    }
-}
+pub use hyscope_format::proc_status::{VmStatus, parse_status};
 
 /// Bytes mapped from MPI shared-memory segments, per `/proc/<pid>/maps`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -7,6 +7,10 @@ use hyscope_analyzer::{Analysis, Observable, PopNode};
 
 use crate::units;
 
+/// Cells per side of the message matrix at most (ranks are summed in blocks
+/// beyond): a grid of buttons per rank pair of a 4,096-rank job would not draw.
+const MATRIX_CELLS: usize = 32;
+
 /// Which panel is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
@@ -345,35 +349,36 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
             }
         });
     ui.separator();
-    ui.strong("Message matrix (bytes, sender -> receiver; click a cell to show its messages)");
     let n = m.matrix.ranks as usize;
-    let max = m
-        .matrix
-        .bytes
-        .iter()
-        .flatten()
-        .copied()
-        .max()
-        .unwrap_or(0)
-        .max(1);
+    // More ranks than cells: each cell sums a block of ranks, as in the TUI.
+    let per = n.div_ceil(MATRIX_CELLS).max(1);
+    let cells = n.div_ceil(per);
+    ui.strong(if per == 1 {
+        "Message matrix (bytes, sender -> receiver; click a cell to show its messages)".to_string()
+    } else {
+        format!("Message matrix (bytes, sender -> receiver; {per} ranks per cell)")
+    });
+    let grid = m.matrix.block_bytes(per);
+    let max = grid.iter().flatten().copied().max().unwrap_or(0).max(1);
+    let ranks = |cell: usize| {
+        let (lo, hi) = (cell * per, ((cell + 1) * per).min(n) - 1);
+        if lo == hi {
+            lo.to_string()
+        } else {
+            format!("{lo}–{hi}")
+        }
+    };
     egui::Grid::new("matrix")
         .spacing([2.0, 2.0])
         .show(ui, |ui| {
             ui.label("");
-            for j in 0..n {
-                ui.label(j.to_string());
+            for j in 0..cells {
+                ui.label((j * per).to_string());
             }
             ui.end_row();
-            for i in 0..n {
-                ui.label(i.to_string());
-                for j in 0..n {
-                    let b = m
-                        .matrix
-                        .bytes
-                        .get(i)
-                        .and_then(|r| r.get(j))
-                        .copied()
-                        .unwrap_or(0);
+            for (i, row) in grid.iter().enumerate() {
+                ui.label((i * per).to_string());
+                for (j, &b) in row.iter().enumerate() {
                     let v = (b as f64 / max as f64).sqrt();
                     let color =
                         Color32::from_rgb((40.0 + 200.0 * v) as u8, 60, (200.0 - 150.0 * v) as u8);
@@ -382,10 +387,8 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
                     } else {
                         color
                     }));
-                    if resp
-                        .on_hover_text(format!("{i} -> {j}: {b} bytes"))
-                        .clicked()
-                    {
+                    let hover = format!("{} -> {}: {}", ranks(i), ranks(j), units::bytes(b as f64));
+                    if resp.on_hover_text(hover).clicked() && per == 1 {
                         *action = Some(Action::RankPair(i as u32, j as u32));
                     }
                 }

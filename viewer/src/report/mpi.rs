@@ -161,7 +161,7 @@ fn messages(out: &mut String, m: &MpiProfile) {
         t.render(out);
     }
     let n = m.matrix.ranks as usize;
-    if n > 0 && n <= 16 && m.matrix.messages.iter().flatten().any(|&x| x > 0) {
+    if n > 0 && n <= 16 && !m.matrix.pairs.is_empty() {
         out.push_str("\n  communication matrix (messages / bytes, row = sender):\n");
         let mut head = vec!["from\\to".to_string()];
         head.extend((0..n).map(|i| i.to_string()));
@@ -172,15 +172,13 @@ fn messages(out: &mut String, m: &MpiProfile) {
         for s in 0..n {
             let mut row = vec![s.to_string()];
             for d in 0..n {
-                let msgs = m.matrix.messages[s][d];
-                row.push(if msgs == 0 {
-                    "·".into()
-                } else {
-                    format!(
+                row.push(match m.matrix.get(s as u32, d as u32) {
+                    None => "·".into(),
+                    Some(p) => format!(
                         "{} / {}",
-                        count(msgs as f64),
-                        units::bytes(m.matrix.bytes[s][d] as f64)
-                    )
+                        count(p.messages as f64),
+                        units::bytes(p.bytes as f64)
+                    ),
                 });
             }
             t.row(row);

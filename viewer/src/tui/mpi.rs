@@ -185,21 +185,9 @@ fn matrix(f: &mut Frame, area: Rect, p: &MpiProfile) {
     let fit_h = area.height.saturating_sub(4).max(1) as usize;
     let per = n.div_ceil(fit_w.min(fit_h)).max(1);
     let cells = n.div_ceil(per);
-    let get = |src: usize, dst: usize| -> u64 {
-        let mut t = 0;
-        for a in src * per..((src + 1) * per).min(n) {
-            for b in dst * per..((dst + 1) * per).min(n) {
-                t += m.bytes.get(a).and_then(|r| r.get(b)).copied().unwrap_or(0);
-            }
-        }
-        t
-    };
-    let mut max = 0;
-    for a in 0..cells {
-        for b in 0..cells {
-            max = max.max(get(a, b));
-        }
-    }
+    let grid = m.block_bytes(per);
+    let get = |a: usize, b: usize| grid[a][b];
+    let max = grid.iter().flatten().copied().max().unwrap_or(0);
     let mut lines = vec![Line::from(format!(
         "bytes sent, row = sender, column = receiver; max {}{}",
         units::bytes(max as f64),
