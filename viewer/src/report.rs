@@ -98,6 +98,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             if l.rank != 0 {
                 return Ok(ExitCode::SUCCESS);
             }
+        } else if let Some(why) = &l.unusable {
+            alone(why.clone());
+            if l.rank != 0 {
+                return Ok(ExitCode::SUCCESS);
+            }
         } else {
             match parallel::Mpi::open(args.mpi_lib.as_deref(), l.flavour) {
                 Ok(m) if hyscope_analyzer::parallel::Exchange::processes(&m) == l.size => {

@@ -22,6 +22,10 @@ pub struct Launch {
     pub flavour: Flavour,
     /// The variable that gave the size.
     pub variable: &'static str,
+    /// Why MPI cannot start in these processes, when the launcher's
+    /// variables say so before `MPI_Init` is tried (a failed `MPI_Init`
+    /// aborts the process).
+    pub unusable: Option<String>,
 }
 
 /// The launcher this process was started by, from its variables (Open MPI's
@@ -45,14 +49,24 @@ pub fn launched(env: impl Fn(&str) -> Option<String>, flavour: Flavour) -> Optio
         .into_iter()
         .find(|(size, rank, _)| number(size).is_some() && number(rank).is_some())?;
     let (size, rank) = (number(variable)?, number(rank_var)?);
+    let flavour = match flavour {
+        Flavour::Auto => default,
+        f => f,
+    };
+    // Open MPI started by srun needs Slurm's PMIx plugin: without it
+    // (`--mpi=none`, a common site default) its MPI_Init aborts every process.
+    let unusable = (variable == "SLURM_NTASKS"
+        && flavour == Flavour::Openmpi
+        && env("PMIX_RANK").is_none())
+    .then(|| {
+        "srun started these processes without PMIx (no PMIX_RANK), which Open MPI needs to start under srun: launch with `srun --mpi=pmix`".to_string()
+    });
     (size > 1 && rank < size).then_some(Launch {
         rank,
         size,
-        flavour: match flavour {
-            Flavour::Auto => default,
-            f => f,
-        },
+        flavour,
         variable,
+        unusable,
     })
 }
 
@@ -219,6 +233,18 @@ mod tests {
         let slurm = [("SLURM_NTASKS", "8"), ("SLURM_PROCID", "7")];
         let l = launched(env(&slurm), Flavour::Mpich).unwrap();
         assert_eq!((l.rank, l.size, l.flavour), (7, 8, Flavour::Mpich));
+        assert_eq!(l.unusable, None);
+        // Open MPI under srun: with Slurm's PMIx, or said unusable before
+        // its MPI_Init would abort the process.
+        let l = launched(env(&slurm), Flavour::Auto).unwrap();
+        assert_eq!(l.flavour, Flavour::Openmpi);
+        assert!(l.unusable.as_deref().unwrap().contains("--mpi=pmix"));
+        let pmix = [
+            ("SLURM_NTASKS", "8"),
+            ("SLURM_PROCID", "7"),
+            ("PMIX_RANK", "7"),
+        ];
+        assert_eq!(launched(env(&pmix), Flavour::Auto).unwrap().unusable, None);
         // A size without a rank, or a rank beyond the size, is no launch.
         assert_eq!(launched(env(&[("PMI_SIZE", "3")]), Flavour::Auto), None);
         let bad = [("PMI_SIZE", "3"), ("PMI_RANK", "3")];
