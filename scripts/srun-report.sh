@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `srun -n N hyscope report` against the single process, on this machine as a
 # one-node Slurm cluster: the JSON and the text must be byte-identical, with
-# Slurm's PMIx plugin (`--mpi=pmix`) and without it (`--mpi=none`, where Open
-# MPI cannot start under srun and process 0 analyses alone, saying why).
+# Slurm's PMIx plugin (`--mpi=pmix`: Open MPI), its PMI-2 (`--mpi=pmi2`: MPICH,
+# `libhyscope_par-mpich.so` from scripts/build-mpich.sh) and without either
+# (`--mpi=none`, where Open MPI cannot start under srun and process 0
+# analyses alone, saying why).
 #
 # Needs root: installs slurm-wlm and munge where they are missing, writes a
 # one-node /etc/slurm/slurm.conf where there is none, and starts munged,
@@ -61,14 +63,17 @@ trap 'rm -rf "$work"' EXIT
 "$hyscope" report "$work/trace" >"$work/alone.txt"
 status=0
 for n in "${tasks[@]}"; do
-    for mpi in pmix none; do
+    for mpi in pmix pmi2 none; do
         for form in json txt; do
             args=(report "$work/trace")
             [ "$form" = json ] && args+=(--json)
             srun -n "$n" -O --mpi="$mpi" "$hyscope" "${args[@]}" >"$work/srun.$form" 2>"$work/srun.err" || true
-            said=$(grep -c 'hyscope: warning: srun started these processes without PMIx' "$work/srun.err" || true)
+            # Any warning (the MPI library not found, or seeing fewer
+            # processes) means the processes did not share the analysis.
+            said=$(grep -c 'hyscope: warning' "$work/srun.err" || true)
+            pmix=$(grep -c 'hyscope: warning: srun started these processes without PMIx' "$work/srun.err" || true)
             want=$([ "$mpi" = none ] && echo 1 || echo 0)
-            if cmp -s "$work/alone.$form" "$work/srun.$form" && [ "$said" = "$want" ]; then
+            if cmp -s "$work/alone.$form" "$work/srun.$form" && [ "$said" = "$want" ] && [ "$pmix" = "$want" ]; then
                 echo "srun -n $n --mpi=$mpi ($form): identical to one process, $said warning line(s)"
             else
                 echo "srun -n $n --mpi=$mpi ($form): DIFFERS (warning lines $said, want $want)"; cat "$work/srun.err"
