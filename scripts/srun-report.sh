@@ -15,8 +15,8 @@
 # HYSCOPE: the hyscope binary (default target/release/hyscope, else target/debug/hyscope)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-tasks=("${@:-2 4}")
-read -r -a tasks <<<"${tasks[*]}"
+tasks=("$@")
+[ ${#tasks[@]} -gt 0 ] || tasks=(2 4)
 hyscope=${HYSCOPE:-$root/target/release/hyscope}
 [ -x "$hyscope" ] || hyscope=$root/target/debug/hyscope
 synth=$root/target/release/examples/synth_trace
