@@ -10,30 +10,67 @@ pub trait Exchange {
     fn process(&self) -> usize;
     /// The number of processes.
     fn processes(&self) -> usize;
-    /// At a process other than 0: hand `bytes` to process 0 (as one
-    /// message; several arrive in the order they were sent).
-    fn send_to_root(&self, bytes: &[u8]) -> Result<(), String>;
+    /// The threads each process analyses with, in process order: ranks are
+    /// shared in proportion, and a process of 0 takes none (a node running
+    /// more processes than it has cores).
+    fn threads(&self) -> Vec<usize>;
+    /// At a process other than 0: start handing `bytes` to process 0 (as
+    /// one message; several arrive in the order they were sent), without
+    /// waiting for it to arrive: the process analyses on meanwhile.
+    fn send_to_root(&self, bytes: Vec<u8>) -> Result<(), String>;
+    /// At a process other than 0: wait until everything handed on has arrived.
+    fn sent(&self) -> Result<(), String>;
     /// At process 0: the bytes process `from` handed on.
     fn receive(&self, from: usize) -> Result<Vec<u8>, String>;
 }
 
 /// The ranks (indices into `bytes`, each rank's OpenMP bytes in rank order)
-/// each of `processes` processes analyses: contiguous ranges in rank order
-/// with about the same number of bytes each (a rank goes to the process its
-/// middle byte falls in); a process may get none.
-pub fn split(bytes: &[u64], processes: usize) -> Vec<Range<usize>> {
-    let processes = processes.max(1);
-    let total: u128 = bytes.iter().map(|&b| u128::from(b)).sum();
+/// each process analyses, given the threads each analyses with
+/// ([`Exchange::threads`]): contiguous ranges in rank order, each process's
+/// share of the bytes in proportion to its threads, process 0's counting the
+/// `head` bytes it reads besides (the MPI rows, samples and symbols of every
+/// rank). A rank goes to the process its middle byte falls in; a process may
+/// get none, and one of 0 threads gets none.
+pub fn split(bytes: &[u64], threads: &[usize], head: u64) -> Vec<Range<usize>> {
+    let processes = threads.len().max(1);
+    let weights: Vec<u128> = if threads.iter().all(|&t| t == 0) {
+        vec![1; processes]
+    } else {
+        (0..processes)
+            .map(|p| threads.get(p).map_or(0, |&t| t as u128))
+            .collect()
+    };
+    let weight: u128 = weights.iter().sum();
+    let total: u128 = bytes.iter().map(|&b| u128::from(b)).sum::<u128>() + u128::from(head);
+    // Where each process's share ends, in bytes (times `weight`).
+    let mut ends = Vec::with_capacity(processes);
+    let mut acc = 0u128;
+    for w in &weights {
+        acc += w;
+        ends.push(acc * total);
+    }
     let mut owner = Vec::with_capacity(bytes.len());
-    let mut before: u128 = 0;
+    let mut before = u128::from(head);
     for (i, &b) in bytes.iter().enumerate() {
         let p = if total == 0 {
-            i * processes / bytes.len()
+            // No bytes: by count, among the processes that take ranks.
+            let at = (i as u128 * weight) / bytes.len() as u128;
+            let mut acc = 0;
+            weights
+                .iter()
+                .position(|w| {
+                    acc += w;
+                    at < acc
+                })
+                .unwrap_or(processes - 1)
         } else {
-            let middle = 2 * before + u128::from(b);
-            ((middle * processes as u128) / (2 * total)) as usize
+            // The middle byte, times 2 * weight, against the shares' ends.
+            let middle = (2 * before + u128::from(b)) * weight;
+            ends.iter()
+                .position(|&e| middle < 2 * e)
+                .unwrap_or(processes - 1)
         };
-        owner.push(p.min(processes - 1));
+        owner.push(p);
         before += u128::from(b);
     }
     let mut ranges = Vec::with_capacity(processes);
@@ -52,18 +89,41 @@ mod tests {
 
     #[test]
     fn split_is_contiguous_balanced_and_covers_every_rank() {
-        assert_eq!(split(&[10, 10, 10, 10], 2), vec![0..2, 2..4]);
-        assert_eq!(split(&[10, 10, 10, 10], 4), vec![0..1, 1..2, 2..3, 3..4]);
+        assert_eq!(split(&[10, 10, 10, 10], &[1, 1], 0), vec![0..2, 2..4]);
+        assert_eq!(
+            split(&[10, 10, 10, 10], &[1; 4], 0),
+            vec![0..1, 1..2, 2..3, 3..4]
+        );
         // More processes than ranks: some get none.
-        assert_eq!(split(&[5, 5], 4), vec![0..0, 0..1, 1..1, 1..2]);
+        assert_eq!(split(&[5, 5], &[1; 4], 0), vec![0..0, 0..1, 1..1, 1..2]);
         for (bytes, n) in [(vec![1u64, 100, 1, 1, 1], 3), (vec![0; 7], 3), (vec![], 2)] {
-            let r = split(&bytes, n);
+            let r = split(&bytes, &vec![1; n], 0);
             assert_eq!(r.len(), n);
             assert_eq!(r.first().map_or(0, |r| r.start), 0);
             assert_eq!(r.last().map_or(0, |r| r.end), bytes.len());
             assert!(r.windows(2).all(|w| w[0].end == w[1].start));
         }
         // A rank of most of the bytes does not pull its neighbours along.
-        assert_eq!(split(&[1, 100, 1], 3), vec![0..1, 1..2, 2..3]);
+        assert_eq!(split(&[1, 100, 1], &[1; 3], 0), vec![0..1, 1..2, 2..3]);
+    }
+
+    #[test]
+    fn split_follows_the_threads_and_process_0s_other_bytes() {
+        // Twice the threads, twice the bytes.
+        assert_eq!(split(&[10; 6], &[2, 1], 0), vec![0..4, 4..6]);
+        // A process of no threads takes no ranks, with bytes or without.
+        assert_eq!(
+            split(&[10; 4], &[1, 0, 1, 0], 0),
+            vec![0..2, 2..2, 2..4, 4..4]
+        );
+        assert_eq!(
+            split(&[0; 4], &[1, 0, 1, 0], 0),
+            vec![0..2, 2..2, 2..4, 4..4]
+        );
+        // Process 0's other reading counts as its first bytes.
+        assert_eq!(split(&[10; 4], &[1, 1], 20), vec![0..1, 1..4]);
+        assert_eq!(split(&[10; 4], &[1, 1], 60), vec![0..0, 0..4]);
+        // No thread anywhere: shared evenly.
+        assert_eq!(split(&[10; 4], &[0, 0], 0), vec![0..2, 2..4]);
     }
 }

@@ -33,6 +33,7 @@ pub mod phases;
 pub mod placement;
 pub mod pop;
 pub mod timeline;
+mod timing;
 pub mod trace_data;
 pub mod tuner;
 
@@ -45,6 +46,7 @@ pub use options::{AnalyzeOptions, BufferParams, DEFAULT_MEMORY};
 
 /// Analyse the trace in `trace_dir`.
 pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
+    timing::start();
     let (data, merged_omp) = load::load(trace_dir, options)?;
     Ok(finish(data, merged_omp, options))
 }
@@ -65,9 +67,11 @@ fn finish(
             rows: &rd.mpi,
         })
         .collect();
+    timing::step(|| "loaded".into());
     let mut messages = aligned::match_messages(&ranks);
     let mut collectives = aligned::match_collectives(&ranks);
     drop(ranks);
+    timing::step(|| "matched messages and collectives".into());
     let memory_warning = data
         .memory_warning
         .take()
@@ -98,6 +102,7 @@ fn finish(
             p.share = p.time_s / f.run_duration_s;
         }
     }
+    timing::step(|| "analysed".into());
     let mut run = run;
     run.placement = placement::rank_placement(&data.manifest, &run, &omp.ranks);
     run.serialized_regions = omp.serialized_regions;

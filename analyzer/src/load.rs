@@ -200,7 +200,7 @@ pub fn load(
 ) -> Result<(TraceData, OmpMerge), AnalyzeError> {
     match load_in(dir, opts, Share::Alone)? {
         Loaded::Whole(whole) => Ok(*whole),
-        Loaded::Part(_) => unreachable!("a process analysing alone analyses every rank"),
+        Loaded::Part => unreachable!("a process analysing alone analyses every rank"),
     }
 }
 
@@ -232,10 +232,11 @@ pub(crate) enum Share<'a> {
 /// What [`load_in`] returns.
 pub(crate) enum Loaded {
     Whole(Box<(TraceData, OmpMerge)>),
-    /// A worker's ranks' results in rank order, one encoded message per
-    /// batch ([`encode_handed`]): encoded as each batch ends, the worker holds
-    /// them compact, and process 0 decodes one batch at a time.
-    Part(Vec<Vec<u8>>),
+    /// A worker's ranks' results went to process 0, one encoded message
+    /// per batch ([`encode_handed`]) sent as the batch ended: the worker
+    /// holds them compact until they arrive, and process 0 decodes one batch
+    /// at a time.
+    Part,
 }
 
 /// One message from another process to process 0: a batch of its ranks'
@@ -305,7 +306,15 @@ pub(crate) fn load_in(
                 .values()
                 .map(|ps| ps.iter().map(|p| p.bytes).sum())
                 .collect();
-            crate::exchange::split(&bytes, ex.processes()).swap_remove(ex.process())
+            // Process 0 also reads every rank's other tables; counted twice,
+            // so that it ends its own ranks before the others end theirs and
+            // decodes and adds their batches as they come, not after the last.
+            let head: u64 = [Table::Mpi, Table::Samples, Table::Symbols, Table::Phases]
+                .iter()
+                .flat_map(|&t| trace.parts(t))
+                .map(|p| 2 * p.bytes)
+                .sum();
+            crate::exchange::split(&bytes, &ex.threads(), head).swap_remove(ex.process())
         }
     };
     let own_ranks: std::collections::HashSet<u32> = rank_parts
@@ -372,6 +381,7 @@ pub(crate) fn load_in(
         })
         .collect::<Result<_, _>>()?;
 
+    crate::timing::step(|| "MPI rows, samples, symbols and phases read".into());
     let manifest = trace.manifest.clone();
     // Each rank's end (its own clock): rows end there at the latest.
     let exits: HashMap<u32, i64> = manifest
@@ -527,7 +537,8 @@ pub(crate) fn load_in(
         omp_span.insert(rank, span);
         merged.add(pass, canon);
     };
-    let mut outgoing: Option<Vec<Vec<u8>>> = worker.then(Vec::new);
+    // A worker's exchange, through which its batches go as they end.
+    let outgoing = exchange.filter(|_| worker);
     // One row buffer per rank of a batch, reused from batch to batch: its pages
     // are faulted in once, not once per part and rank.
     let mut pool: Vec<Vec<OmpRecord>> = Vec::new();
@@ -636,7 +647,7 @@ pub(crate) fn load_in(
                 );
                 let t_pass = std::time::Instant::now();
                 let pass = rank_pass(rank, rows, threads);
-                if hyscope_format::settings::TIMING.from_env().0.is_some() {
+                if crate::timing::ranks() {
                     eprintln!(
                         "hyscope: rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
                         rows.len(),
@@ -669,10 +680,11 @@ pub(crate) fn load_in(
                 None => apply(out),
             }
         }
-        if let Some(v) = &mut outgoing
+        if let Some(ex) = outgoing
             && !handed.is_empty()
         {
-            v.push(encode_handed(Ok((handed, false)))?);
+            ex.send_to_root(encode_handed(Ok((handed, false)))?)
+                .map_err(|message| AnalyzeError::Exchange { message })?;
         }
         // The buffers are kept for the next batch unless they outgrew the limit.
         let mut held: u64 = pool.iter().map(|b| b.capacity() as u64).sum::<u64>() * OMP_ROW_BYTES;
@@ -683,17 +695,31 @@ pub(crate) fn load_in(
         }
     }
     drop(pool);
+    crate::timing::step(|| "this process's ranks' OpenMP rows analysed".into());
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if let Some(outs) = outgoing {
-        return Ok(Loaded::Part(outs));
+    if outgoing.is_some() {
+        return Ok(Loaded::Part);
     }
     // The other processes' ranks follow process 0's, in process order.
     if let Some(mut from) = pending.take() {
-        while let Some(outs) = from.next_part()? {
+        let (mut receiving, mut adding) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
+        loop {
+            let t0 = std::time::Instant::now();
+            let Some(outs) = from.next_part()? else { break };
+            let t1 = std::time::Instant::now();
             outs.into_iter().for_each(&mut apply);
+            receiving += t1 - t0;
+            adding += t1.elapsed();
         }
+        crate::timing::step(|| {
+            format!(
+                "the other processes' ranks added ({:.2} s waiting for and decoding them, {:.2} s adding)",
+                receiving.as_secs_f64(),
+                adding.as_secs_f64()
+            )
+        });
     }
     for rd in by_rank.values_mut() {
         (rd.phase_omp, rd.phase_code) = phase_omp.remove(&rd.rank).unwrap_or_default();

@@ -1,9 +1,11 @@
 //! One analysis computed by several processes (`mpirun -np N hyscope report`,
 //! `ARCHITECTURE.md`, "Memory"): each process decodes the OpenMP rows of a
-//! contiguous range of ranks ([`split`]) through the per-rank pass and hands
-//! each rank's results to process 0, a message per batch of ranks (encoded as
-//! the batch ends, so a process keeps its results compact and process 0
-//! decodes one batch at a time), which adds them to its own in rank order
+//! contiguous range of ranks ([`split`], in proportion to the threads each
+//! analyses with) through the per-rank pass and hands each rank's results to
+//! process 0, a message per batch of ranks (encoded and sent as the batch
+//! ends, without waiting for it to arrive, so a process keeps its results
+//! compact, process 0 decodes one batch at a time, and once done with its own
+//! ranks takes the others' as they come), which adds them to its own in rank order
 //! (so every floating-point sum adds the same values in the same order as one
 //! process does), reads the MPI rows, samples and symbols of every rank, and
 //! finishes the analysis alone. The result is the single process's, byte for
@@ -30,26 +32,34 @@ pub fn analyze_parallel(
     if exchange.processes() <= 1 {
         return crate::analyze(dir, options).map(Some);
     }
+    crate::timing::start();
     if exchange.process() == 0 {
         return match load_in(dir, options, Share::Root(exchange))? {
             Loaded::Whole(whole) => {
                 let (data, merged) = *whole;
                 Ok(Some(crate::finish(data, merged, options)))
             }
-            Loaded::Part(_) => unreachable!("process 0 finishes the analysis"),
+            Loaded::Part => unreachable!("process 0 finishes the analysis"),
         };
     }
-    // Its batches, then an empty last one; or the error, which is the last.
-    let (batches, end) = match load_in(dir, options, Share::Worker(exchange)) {
-        Ok(Loaded::Part(batches)) => (batches, Ok((Vec::new(), true))),
-        Ok(Loaded::Whole(..)) => unreachable!("a worker hands its ranks on"),
-        Err(e) => (Vec::new(), Err(e.to_string())),
+    // Its batches went as they were made; then an empty last one, or the
+    // error, which is the last.
+    // A process of no threads takes no ranks: it reads nothing.
+    let idle = exchange.threads().get(exchange.process()) == Some(&0);
+    let end = if idle {
+        Ok((Vec::new(), true))
+    } else {
+        match load_in(dir, options, Share::Worker(exchange)) {
+            Ok(Loaded::Part) => Ok((Vec::new(), true)),
+            Ok(Loaded::Whole(..)) => unreachable!("a worker hands its ranks on"),
+            Err(e) => Err(e.to_string()),
+        }
     };
-    let end = encode_handed(end)?;
-    for bytes in batches.iter().chain([&end]) {
-        exchange
-            .send_to_root(bytes)
-            .map_err(|message| AnalyzeError::Exchange { message })?;
-    }
+    crate::timing::step(|| format!("process {}: its ranks analysed", exchange.process()));
+    let sent = exchange
+        .send_to_root(encode_handed(end)?)
+        .and_then(|()| exchange.sent());
+    sent.map_err(|message| AnalyzeError::Exchange { message })?;
+    crate::timing::step(|| format!("process {}: its ranks handed on", exchange.process()));
     Ok(None)
 }

@@ -106,6 +106,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             match parallel::Mpi::open(args.mpi_lib.as_deref(), l.flavour) {
                 Ok(m) if hyscope_analyzer::parallel::Exchange::processes(&m) == l.size => {
+                    // This process's share of its node's cores, no more:
+                    // the node's other processes analyse on the rest.
+                    use hyscope_analyzer::parallel::Exchange;
+                    let own = m.threads().get(m.process()).copied().unwrap_or(1);
+                    let _ = rayon::ThreadPoolBuilder::new()
+                        .num_threads(own.max(1))
+                        .build_global();
                     mpi = Some(m)
                 }
                 Ok(m) => alone(format!(

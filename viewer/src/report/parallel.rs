@@ -5,7 +5,8 @@
 //! and runs where none is installed: it takes this path only when a launcher
 //! started more than one process of it.
 
-use std::os::raw::c_int;
+use std::cell::RefCell;
+use std::os::raw::{c_int, c_void};
 use std::path::{Path, PathBuf};
 
 use hyscope_analyzer::parallel::Exchange;
@@ -100,16 +101,44 @@ fn find_library(explicit: Option<&Path>, flavour: Flavour) -> Result<PathBuf, St
 }
 
 type Init = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
-type Send = unsafe extern "C" fn(c_int, *const u8, u64) -> c_int;
+type Isend = unsafe extern "C" fn(c_int, *const u8, u64, *mut *mut c_void) -> c_int;
+type Sent = unsafe extern "C" fn(*mut c_void, c_int, *mut c_int) -> c_int;
 type RecvLen = unsafe extern "C" fn(c_int, *mut u64) -> c_int;
 type RecvBytes = unsafe extern "C" fn(c_int, *mut u8, u64) -> c_int;
 type Finalize = unsafe extern "C" fn() -> c_int;
+type Node = unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_int, *mut c_int) -> c_int;
+type Allgather = unsafe extern "C" fn(c_int, *mut c_int) -> c_int;
+
+/// The threads a process analyses with: its node's CPUs shared among the
+/// node's processes, at most the CPUs it may run on itself; 0 for the
+/// processes beyond the node's CPUs, which take no ranks (processes beyond
+/// the cores would only take turns on them, each slowing the others).
+/// `local_rank` 0 (process 0 on its node) always gets at least one.
+pub fn analysing_threads(
+    local_rank: usize,
+    local_size: usize,
+    node_cpus: usize,
+    own_cpus: usize,
+) -> usize {
+    let cpus = node_cpus.max(1);
+    let working = local_size.clamp(1, cpus);
+    if local_rank >= working {
+        return 0;
+    }
+    let share = cpus / working + usize::from(local_rank < cpus % working);
+    share.min(own_cpus.max(1))
+}
 
 /// MPI, through the flavour's `libhyscope_par.so`; finalised when dropped.
 pub struct Mpi {
     rank: usize,
     size: usize,
-    send: Send,
+    /// Every process's [`analysing_threads`], in process order.
+    threads: Vec<usize>,
+    isend: Isend,
+    sent: Sent,
+    /// The buffers being sent, each with its transfer, oldest first.
+    sending: RefCell<Vec<(Vec<u8>, *mut c_void)>>,
     recv_len: RecvLen,
     recv_bytes: RecvBytes,
     finalize: Finalize,
@@ -128,7 +157,7 @@ impl Mpi {
         let lib = unsafe { libloading::os::unix::Library::open(Some(&path), flags) }
             .map_err(|e| format!("cannot load {}: {e}", path.display()))?;
         // SAFETY: the symbols have these signatures (par/src/lib.rs).
-        let (init, send, recv_len, recv_bytes, finalize) = unsafe {
+        let (init, isend, sent, recv_len, recv_bytes, finalize, node, allgather) = unsafe {
             let get = |name: &[u8]| -> Result<*const (), String> {
                 lib.get::<*const ()>(name)
                     .map(|s| *s)
@@ -136,10 +165,13 @@ impl Mpi {
             };
             (
                 std::mem::transmute::<*const (), Init>(get(b"hyscope_par_init\0")?),
-                std::mem::transmute::<*const (), Send>(get(b"hyscope_par_send\0")?),
+                std::mem::transmute::<*const (), Isend>(get(b"hyscope_par_isend\0")?),
+                std::mem::transmute::<*const (), Sent>(get(b"hyscope_par_sent\0")?),
                 std::mem::transmute::<*const (), RecvLen>(get(b"hyscope_par_recv_len\0")?),
                 std::mem::transmute::<*const (), RecvBytes>(get(b"hyscope_par_recv_bytes\0")?),
                 std::mem::transmute::<*const (), Finalize>(get(b"hyscope_par_finalize\0")?),
+                std::mem::transmute::<*const (), Node>(get(b"hyscope_par_node\0")?),
+                std::mem::transmute::<*const (), Allgather>(get(b"hyscope_par_allgather\0")?),
             )
         };
         let (mut rank, mut size): (c_int, c_int) = (0, 0);
@@ -148,16 +180,73 @@ impl Mpi {
         if e != 0 {
             return Err(format!("MPI_Init failed (error {e}) in {}", path.display()));
         }
+        let size = size.max(1) as usize;
+        let fail =
+            |what: &str, e: c_int| format!("{what} failed (MPI error {e}) in {}", path.display());
+        let mut n = [0 as c_int; 4];
+        // SAFETY: four writable ints.
+        let e = unsafe { node(&mut n[0], &mut n[1], &mut n[2], &mut n[3]) };
+        if e != 0 {
+            return Err(fail("finding the processes of this node", e));
+        }
+        let [local_rank, local_size, node_cpus, own_cpus] = n.map(|v| v.max(0) as usize);
+        let own = analysing_threads(local_rank, local_size, node_cpus, own_cpus);
+        if own > 0 && own_cpus == node_cpus && local_size > 1 {
+            // Unbound (its mask is the node's): on CPUs of its own, as a
+            // launcher binding the processes would have put it, so the
+            // node's analysing processes do not take turns on one CPU while
+            // another idles, nor move between them.
+            let first: usize = (0..local_rank)
+                .map(|r| analysing_threads(r, local_size, node_cpus, own_cpus))
+                .sum();
+            pin_to(first..first + own);
+        }
+        let mut all = vec![0 as c_int; size];
+        // SAFETY: `size` writable ints.
+        let e = unsafe { allgather(own as c_int, all.as_mut_ptr()) };
+        if e != 0 {
+            return Err(fail("sharing the processes' threads", e));
+        }
         Ok(Mpi {
             rank: rank.max(0) as usize,
-            size: size.max(1) as usize,
-            send,
+            size,
+            threads: all.into_iter().map(|t| t.max(0) as usize).collect(),
+            isend,
+            sent,
+            sending: RefCell::new(Vec::new()),
             recv_len,
             recv_bytes,
             finalize,
             _lib: lib,
         })
     }
+}
+
+/// Restrict this process to the CPUs at positions `range` of its affinity
+/// mask (its threads started after inherit it); left as it is if that fails.
+fn pin_to(range: std::ops::Range<usize>) {
+    // SAFETY: a zeroed cpu_set_t is an empty set; sched_getaffinity fills it.
+    let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `mask` is a writable cpu_set_t of `size` bytes.
+    if unsafe { libc::sched_getaffinity(0, size, &mut mask) } != 0 {
+        return;
+    }
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &mask) })
+        .collect();
+    let Some(chosen) = cpus.get(range) else {
+        return;
+    };
+    // SAFETY: as above.
+    let mut pinned: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in chosen {
+        // SAFETY: `cpu` came from the mask, below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(cpu, &mut pinned) };
+    }
+    // SAFETY: `pinned` is a cpu_set_t of `size` bytes.
+    unsafe { libc::sched_setaffinity(0, size, &pinned) };
 }
 
 impl Exchange for Mpi {
@@ -169,12 +258,28 @@ impl Exchange for Mpi {
         self.size
     }
 
-    fn send_to_root(&self, bytes: &[u8]) -> Result<(), String> {
-        // SAFETY: the buffer is `bytes.len()` readable bytes.
-        match unsafe { (self.send)(0, bytes.as_ptr(), bytes.len() as u64) } {
+    fn threads(&self) -> Vec<usize> {
+        self.threads.clone()
+    }
+
+    fn send_to_root(&self, bytes: Vec<u8>) -> Result<(), String> {
+        let mut transfer: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the buffer is `bytes.len()` readable bytes, kept in
+        // `sending` (a Vec's heap buffer does not move) until its transfer is done.
+        let e = unsafe { (self.isend)(0, bytes.as_ptr(), bytes.len() as u64, &mut transfer) };
+        if !transfer.is_null() {
+            self.sending.borrow_mut().push((bytes, transfer));
+        }
+        // Transfers started earlier move on (and their buffers are freed).
+        self.finish_sends(false)?;
+        match e {
             0 => Ok(()),
             e => Err(format!("sending to process 0 failed (MPI error {e})")),
         }
+    }
+
+    fn sent(&self) -> Result<(), String> {
+        self.finish_sends(true)
     }
 
     fn receive(&self, from: usize) -> Result<Vec<u8>, String> {
@@ -199,8 +304,28 @@ impl Exchange for Mpi {
     }
 }
 
+impl Mpi {
+    /// Test the transfers under way (or wait for them all, when `wait`),
+    /// freeing the buffers of those done; the first error met.
+    fn finish_sends(&self, wait: bool) -> Result<(), String> {
+        let mut result = Ok(());
+        self.sending.borrow_mut().retain(|(_, transfer)| {
+            let mut done: c_int = 0;
+            // SAFETY: a transfer of `isend` not yet done (done ones are removed here).
+            let e = unsafe { (self.sent)(*transfer, c_int::from(wait), &mut done) };
+            if e != 0 && result.is_ok() {
+                result = Err(format!("sending to process 0 failed (MPI error {e})"));
+            }
+            done == 0
+        });
+        result
+    }
+}
+
 impl Drop for Mpi {
     fn drop(&mut self) {
+        // The buffers of transfers under way must outlive them.
+        let _ = self.finish_sends(true);
         // SAFETY: MPI was initialised by `open`; finalising twice is guarded.
         unsafe { (self.finalize)() };
     }
@@ -209,6 +334,25 @@ impl Drop for Mpi {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_node_s_cpus_are_shared_by_its_processes_never_oversubscribed() {
+        // 4 processes on 2 cores: two analyse with a thread each, two take no ranks.
+        let t: Vec<usize> = (0..4).map(|r| analysing_threads(r, 4, 2, 2)).collect();
+        assert_eq!(t, vec![1, 1, 0, 0]);
+        // 2 processes on 2 cores, unbound or bound to a core each.
+        assert_eq!(analysing_threads(0, 2, 2, 2), 1);
+        assert_eq!(analysing_threads(1, 2, 2, 1), 1);
+        // 3 processes on 8 cores: 3, 3, 2; a process bound to 2 CPUs gets 2.
+        let t: Vec<usize> = (0..3).map(|r| analysing_threads(r, 3, 8, 8)).collect();
+        assert_eq!(t, vec![3, 3, 2]);
+        assert_eq!(analysing_threads(0, 3, 8, 2), 2);
+        // Alone on a node: every CPU it may use.
+        assert_eq!(analysing_threads(0, 1, 16, 16), 16);
+        // Nothing known (0 CPUs reported): one thread for the node's first.
+        assert_eq!(analysing_threads(0, 2, 0, 0), 1);
+        assert_eq!(analysing_threads(1, 2, 0, 0), 0);
+    }
 
     fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |k| {
