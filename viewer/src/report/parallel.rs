@@ -305,19 +305,26 @@ impl Exchange for Mpi {
 }
 
 impl Mpi {
-    /// Test the transfers under way (or wait for them all, when `wait`),
-    /// freeing the buffers of those done; the first error met.
+    /// Test the transfers under way, oldest first, freeing the buffers of
+    /// those done, up to the first not done (they arrive in order); or, when
+    /// `wait`, wait for them all. The first error met.
     fn finish_sends(&self, wait: bool) -> Result<(), String> {
+        let mut sending = self.sending.borrow_mut();
+        let mut finished = 0;
         let mut result = Ok(());
-        self.sending.borrow_mut().retain(|(_, transfer)| {
+        for (_, transfer) in sending.iter() {
             let mut done: c_int = 0;
-            // SAFETY: a transfer of `isend` not yet done (done ones are removed here).
+            // SAFETY: a transfer of `isend` not yet done (done ones are removed below).
             let e = unsafe { (self.sent)(*transfer, c_int::from(wait), &mut done) };
             if e != 0 && result.is_ok() {
                 result = Err(format!("sending to process 0 failed (MPI error {e})"));
             }
-            done == 0
-        });
+            if done == 0 {
+                break;
+            }
+            finished += 1;
+        }
+        sending.drain(..finished);
         result
     }
 }

@@ -188,10 +188,14 @@ pub fn mpirun_args(np: u32) -> Vec<String> {
     }
     a.extend(["-np".to_string(), np.to_string()]);
     // A session directory base of this run's own: parallel mpiruns race on
-    // creating and removing a shared one ("mkdir … File exists").
+    // creating and removing a shared one ("mkdir … File exists"). Under one
+    // parent, where those of test processes that have exited are removed.
     static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    let parent = std::env::temp_dir().join("hyscope-test-ompi");
+    SWEPT.call_once(|| remove_exited_bases(&parent));
     let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let base = std::env::temp_dir().join(format!("hyscope-ompi-{}-{n}", std::process::id()));
+    let base = parent.join(format!("{}-{n}", std::process::id()));
     std::fs::create_dir_all(&base).expect("create the mpirun session base");
     a.extend([
         "--mca".into(),
@@ -199,6 +203,21 @@ pub fn mpirun_args(np: u32) -> Vec<String> {
         base.display().to_string(),
     ]);
     a
+}
+
+/// Remove the session directory bases (`PID-N`) under `parent` whose test
+/// process has exited.
+fn remove_exited_bases(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let pid = name.split('-').next().unwrap_or("");
+        if !pid.is_empty() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// Run `cmd` (a `record` command) and check that it exited with 0, showing
