@@ -30,16 +30,19 @@ pub trait Exchange {
 /// share of the bytes in proportion to its threads, process 0's counting the
 /// `head` bytes it reads besides (the MPI rows, samples and symbols of every
 /// rank). A rank goes to the process its middle byte falls in; a process may
-/// get none, and one of 0 threads gets none.
+/// get none, one of 0 threads (but process 0) gets none.
 pub fn split(bytes: &[u64], threads: &[usize], head: u64) -> Vec<Range<usize>> {
     let processes = threads.len().max(1);
-    let weights: Vec<u128> = if threads.iter().all(|&t| t == 0) {
-        vec![1; processes]
-    } else {
-        (0..processes)
-            .map(|p| threads.get(p).map_or(0, |&t| t as u128))
-            .collect()
-    };
+    // Process 0 always analyses (it finishes the analysis), the others as
+    // their threads say: a process of 0 reads nothing (`parallel`).
+    let weights: Vec<u128> = (0..processes)
+        .map(|p| {
+            threads
+                .get(p)
+                .map_or(0, |&t| t as u128)
+                .max(u128::from(p == 0))
+        })
+        .collect();
     let weight: u128 = weights.iter().sum();
     let total: u128 = bytes.iter().map(|&b| u128::from(b)).sum::<u128>() + u128::from(head);
     // Where each process's share ends, in bytes (times `weight`).
@@ -123,7 +126,8 @@ mod tests {
         // Process 0's other reading counts as its first bytes.
         assert_eq!(split(&[10; 4], &[1, 1], 20), vec![0..1, 1..4]);
         assert_eq!(split(&[10; 4], &[1, 1], 60), vec![0..0, 0..4]);
-        // No thread anywhere: shared evenly.
-        assert_eq!(split(&[10; 4], &[0, 0], 0), vec![0..2, 2..4]);
+        // Process 0 analyses whatever its threads say; the others of 0 read nothing.
+        assert_eq!(split(&[10; 4], &[0, 0], 0), vec![0..4, 4..4]);
+        assert_eq!(split(&[10; 4], &[0, 1], 0), vec![0..2, 2..4]);
     }
 }

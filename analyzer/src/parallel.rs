@@ -43,8 +43,8 @@ pub fn analyze_parallel(
         };
     }
     // Its batches went as they were made; then an empty last one, or the
-    // error, which is the last.
-    // A process of no threads takes no ranks: it reads nothing.
+    // error, which is the last. A process of no threads takes no ranks
+    // (`split`): it reads nothing.
     let idle = exchange.threads().get(exchange.process()) == Some(&0);
     let end = if idle {
         Ok((Vec::new(), true))
