@@ -33,7 +33,7 @@ pub mod phases;
 pub mod placement;
 pub mod pop;
 pub mod timeline;
-mod timing;
+pub mod timing;
 pub mod trace_data;
 pub mod tuner;
 

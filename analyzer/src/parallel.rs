@@ -47,6 +47,12 @@ pub fn analyze_parallel(
     // (`split`): it reads nothing.
     let idle = exchange.threads().get(exchange.process()) == Some(&0);
     let end = if idle {
+        crate::timing::step(|| {
+            format!(
+                "process {}: no ranks (no CPU of its node left to analyse with), the trace not opened",
+                exchange.process()
+            )
+        });
         Ok((Vec::new(), true))
     } else {
         match load_in(dir, options, Share::Worker(exchange)) {

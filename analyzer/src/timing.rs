@@ -37,10 +37,24 @@ pub(crate) fn start() {
 /// Say that `what` ended, with the time since [`start`].
 pub(crate) fn step(what: impl FnOnce() -> String) {
     if enabled() {
-        eprintln!(
-            "hyscope: {} at {:.2} s",
+        say(&format!(
+            "{} at {:.2} s",
             what(),
             origin().elapsed().as_secs_f64()
-        );
+        ));
     }
+}
+
+/// `hyscope: {line}` on stderr in one write, so that the lines of the
+/// processes of `mpirun hyscope report`, which the launcher forwards
+/// through one stream, do not cut into each other (`eprintln!` writes its
+/// pieces one by one on the unbuffered stderr).
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("hyscope: {line}\n").as_bytes());
+}
+
+/// "1 thread", "2 threads".
+pub fn threads(n: usize) -> String {
+    format!("{n} thread{}", if n == 1 { "" } else { "s" })
 }

@@ -263,7 +263,7 @@ pub const TIMING: Setting = Setting {
     option: None,
     default: None,
     default_doc: "unset",
-    meaning: "set (to any value): print when each step of the analysis ends; `ranks`: also how long each rank's decoding and pass take",
+    meaning: "set (to any value): print when each step of the analysis ends (under `mpirun`, also each process's CPUs, threads and ranks); `ranks`: also how long each rank's decoding and pass take",
     kind: Kind::Text,
     reader: Reader::Viewer,
 };

@@ -255,3 +255,103 @@ fn without_a_launcher_no_mpi_library_is_loaded() {
         "{err}"
     );
 }
+
+/// The CPUs this process may run on (the launcher's children inherit them).
+fn own_cpus() -> usize {
+    // SAFETY: a zeroed cpu_set_t is an empty set; sched_getaffinity fills it.
+    let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `mask` is writable and of the size passed.
+    let e = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&mask), &mut mask) };
+    assert_eq!(e, 0, "sched_getaffinity");
+    // SAFETY: `mask` was filled above.
+    unsafe { libc::CPU_COUNT(&mask) as usize }
+}
+
+/// More processes than the node has CPUs: those beyond them take no ranks
+/// and open no trace (their own `HYSCOPE_TIMING` lines say what each process
+/// was given and read), the others read every rank exactly once between
+/// them, each only ranks of its own range; and the report is still one
+/// process's, byte for byte.
+#[test]
+fn processes_beyond_the_node_s_cpus_read_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ranks = 8u32;
+    let trace = synthetic(tmp.path(), ranks);
+    let np = 6usize;
+    let json = ok(alone(&["--json"], &trace));
+    let mut cmd = under_open_mpi(np as u32, &["--json"], &trace);
+    cmd.env("HYSCOPE_TIMING", "ranks");
+    let out = ok(cmd);
+    assert!(
+        out.stdout == json.stdout,
+        "the report differs from one process's"
+    );
+    let err = stderr(&out);
+    let mut node_cpus = Vec::new();
+    let mut threads = vec![None; np];
+    let mut given: Vec<Option<(u32, u32)>> = vec![None; np];
+    let mut idle = vec![false; np];
+    let mut read: Vec<Vec<u32>> = vec![Vec::new(); np];
+    for line in err.lines() {
+        let Some(rest) = line.strip_prefix("hyscope: process ") else {
+            continue;
+        };
+        let (p, what) = rest.split_once(": ").unwrap();
+        let p: usize = p.parse().unwrap();
+        let words: Vec<&str> = what.split(' ').collect();
+        if what.contains(" on its node, whose processes may run on ") {
+            let at = words.iter().position(|w| *w == "CPUs").unwrap();
+            node_cpus.push(words[at - 1].parse::<usize>().unwrap());
+            let at = words
+                .iter()
+                .position(|w| *w == "thread" || *w == "threads")
+                .unwrap();
+            assert!(threads[p].is_none(), "{err}");
+            threads[p] = Some(words[at - 1].parse::<usize>().unwrap());
+        } else if what.contains(" ranks to analyse with ") {
+            assert_eq!(words[2], ranks.to_string(), "{line}");
+            let n: u32 = words[0].parse().unwrap();
+            if n > 0 {
+                let first = words.iter().position(|w| *w == "(ranks").unwrap();
+                let (a, b) = (words[first + 1], words[first + 3].trim_end_matches(')'));
+                given[p] = Some((a.parse().unwrap(), b.parse().unwrap()));
+            }
+        } else if what.starts_with("no ranks ") {
+            idle[p] = true;
+        } else if let Some(r) = what.strip_prefix("rank ") {
+            read[p].push(r.split(':').next().unwrap().parse().unwrap());
+        }
+    }
+    assert_eq!(node_cpus.len(), np, "one node line per process\n{err}");
+    let cpus = node_cpus[0];
+    assert!(node_cpus.iter().all(|&c| c == cpus), "{err}");
+    assert!(cpus >= 1 && cpus <= own_cpus(), "{cpus} CPUs\n{err}");
+    let threads: Vec<usize> = threads.into_iter().map(Option::unwrap).collect();
+    let analysing = threads.iter().filter(|&&t| t > 0).count();
+    assert_eq!(analysing, np.min(cpus), "{threads:?}\n{err}");
+    assert!(threads[0] > 0, "process 0 analyses\n{err}");
+    assert!(threads.iter().sum::<usize>() <= cpus, "{threads:?}\n{err}");
+    for p in 1..np {
+        if threads[p] == 0 {
+            assert!(
+                idle[p] && given[p].is_none() && read[p].is_empty(),
+                "process {p}\n{err}"
+            );
+        } else {
+            assert!(!idle[p], "process {p}\n{err}");
+        }
+    }
+    let mut all: Vec<u32> = read.concat();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (0..ranks).collect::<Vec<_>>(),
+        "each rank read once\n{err}"
+    );
+    for p in 0..np {
+        for r in &read[p] {
+            let (a, b) = given[p].unwrap();
+            assert!((a..=b).contains(r), "process {p} read rank {r}\n{err}");
+        }
+    }
+}

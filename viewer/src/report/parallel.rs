@@ -191,6 +191,13 @@ impl Mpi {
         }
         let [local_rank, local_size, node_cpus, own_cpus] = n.map(|v| v.max(0) as usize);
         let own = analysing_threads(local_rank, local_size, node_cpus, own_cpus);
+        if hyscope_format::settings::TIMING.from_env().0.is_some() {
+            hyscope_analyzer::timing::say(&format!(
+                "process {rank}: {} of {local_size} on its node, whose processes may run on {node_cpus} CPUs ({own_cpus} of them this one's): {} to analyse with",
+                local_rank + 1,
+                hyscope_analyzer::timing::threads(own)
+            ));
+        }
         if own > 0 && own_cpus == node_cpus && local_size > 1 {
             // Unbound (its mask is the node's): on CPUs of its own, as a
             // launcher binding the processes would have put it, so the
