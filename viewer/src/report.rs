@@ -61,6 +61,12 @@ pub struct Args {
     /// where `record` finds the collector).
     #[arg(long, value_name = "FILE")]
     pub mpi_lib: Option<PathBuf>,
+    /// Write the report to FILE instead of standard output. Under
+    /// `mpirun`/`srun`, process 0 writes it itself, not through the
+    /// launcher's forwarding of its output, which takes seconds for the JSON
+    /// of a big trace.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// A size in bytes with an optional unit (binary multiples).
@@ -72,6 +78,18 @@ fn memory_size(s: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Checked by every process before any analysis (the file itself is
+    // created by the one that writes it, once the analysis is done).
+    if let Some(path) = &args.output {
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            anyhow::bail!(
+                "cannot write the report to {}: {} is not a directory",
+                path.display(),
+                dir.unwrap_or(path).display()
+            );
+        }
+    }
     let options = AnalyzeOptions {
         projection_ranks: args.project.clone(),
         memory_per_core: args.memory_per_core,
@@ -152,7 +170,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         peak_warning(options.memory, ranks);
     }
     use std::io::Write;
-    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let sink: Box<dyn Write> =
+        match &args.output {
+            Some(path) => Box::new(std::fs::File::create(path).map_err(|e| {
+                anyhow::anyhow!("cannot write the report to {}: {e}", path.display())
+            })?),
+            None => Box::new(std::io::stdout().lock()),
+        };
+    let mut stdout = std::io::BufWriter::new(sink);
     let written = if let Some(b) = &b {
         let cmp = compare(&a, b);
         if args.json {
@@ -169,7 +194,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // A closed pipe (`| head`) is not an error worth a message.
     match written.and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => match &args.output {
+            Some(path) => Err(anyhow::anyhow!(
+                "cannot write the report to {}: {e}",
+                path.display()
+            )),
+            None => Err(e.into()),
+        },
         _ => Ok(ExitCode::SUCCESS),
     }
 }

@@ -355,3 +355,44 @@ fn processes_beyond_the_node_s_cpus_read_nothing() {
         }
     }
 }
+
+/// `-o FILE`: the report goes to the file, nothing to stdout, the same
+/// bytes as on stdout; under `mpirun` process 0 writes it. A file in a
+/// directory that does not exist is refused before any analysis, naming it.
+#[test]
+fn output_writes_the_report_to_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = synthetic(tmp.path(), 4);
+    let json = ok(alone(&["--json"], &trace));
+    let text = ok(alone(&[], &trace));
+    for (args, want, np) in [
+        (&["--json"][..], &json, 1),
+        (&[][..], &text, 1),
+        (&["--json"][..], &json, 2),
+    ] {
+        let file = tmp.path().join(format!("report-{np}-{}.out", args.len()));
+        let file_arg = file.display().to_string();
+        let args = [args, &["-o", &file_arg]].concat();
+        let out = ok(if np == 1 {
+            alone(&args, &trace)
+        } else {
+            under_open_mpi(np, &args, &trace)
+        });
+        assert!(out.stdout.is_empty(), "{args:?}: stdout not empty");
+        assert!(
+            std::fs::read(&file).unwrap() == want.stdout,
+            "{np} processes, {args:?}: the file differs from stdout"
+        );
+    }
+    let nowhere = tmp.path().join("no-such-dir").join("report.json");
+    let out = alone(&["--json", "-o", &nowhere.display().to_string()], &trace)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot write the report to") && err.contains("is not a directory"),
+        "{err}"
+    );
+    assert!(!nowhere.exists());
+}
