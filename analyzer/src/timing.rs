@@ -14,7 +14,7 @@ fn value() -> Option<&'static str> {
 }
 
 /// Whether `HYSCOPE_TIMING` is set.
-pub(crate) fn enabled() -> bool {
+pub fn enabled() -> bool {
     value().is_some()
 }
 

@@ -170,13 +170,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         peak_warning(options.memory, ranks);
     }
     use std::io::Write;
-    let sink: Box<dyn Write> =
-        match &args.output {
-            Some(path) => Box::new(std::fs::File::create(path).map_err(|e| {
-                anyhow::anyhow!("cannot write the report to {}: {e}", path.display())
-            })?),
-            None => Box::new(std::io::stdout().lock()),
-        };
+    let cannot_write = |path: &std::path::Path, e| {
+        anyhow::anyhow!("cannot write the report to {}: {e}", path.display())
+    };
+    let sink: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(std::fs::File::create(path).map_err(|e| cannot_write(path, e))?),
+        None => Box::new(std::io::stdout().lock()),
+    };
     let mut stdout = std::io::BufWriter::new(sink);
     let written = if let Some(b) = &b {
         let cmp = compare(&a, b);
@@ -195,10 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A closed pipe (`| head`) is not an error worth a message.
     match written.and_then(|()| stdout.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => match &args.output {
-            Some(path) => Err(anyhow::anyhow!(
-                "cannot write the report to {}: {e}",
-                path.display()
-            )),
+            Some(path) => Err(cannot_write(path, e)),
             None => Err(e.into()),
         },
         _ => Ok(ExitCode::SUCCESS),

@@ -191,7 +191,7 @@ impl Mpi {
         }
         let [local_rank, local_size, node_cpus, own_cpus] = n.map(|v| v.max(0) as usize);
         let own = analysing_threads(local_rank, local_size, node_cpus, own_cpus);
-        if hyscope_format::settings::TIMING.from_env().0.is_some() {
+        if hyscope_analyzer::timing::enabled() {
             hyscope_analyzer::timing::say(&format!(
                 "process {rank}: {} of {local_size} on its node, whose processes may run on {node_cpus} CPUs ({own_cpus} of them this one's): {} to analyse with",
                 local_rank + 1,
