@@ -9,13 +9,16 @@ use hyscope_format::{ClockOffset, MpiRecord, mpi_call as c};
 const SITE_RECV: u64 = 0x10;
 const SITE_SEND: u64 = 0x20;
 
-/// Rank 1's clock runs 1 s ahead of rank 0's and drifts by +1 µs over 10 s:
+/// Rank 1's clock runs 1 s ahead of rank 0's and drifts by 100 µs over 10 s,
+/// each measurement ±1 µs (round trips of 2 µs): the clock map takes the least
+/// drift within those bounds, +98 µs from 1 s + 1 µs (`least_drift`):
 /// `local = global + offset(local)`.
 fn offset_at(local: i64) -> i64 {
-    1_000_000_000 + (local - 1_000_000_000) / 10_000_000
+    1_000_001_000 + (local - 1_000_000_000) * 98 / 10_000_000
 }
+
 fn local1(global: i64) -> i64 {
-    // Solve local − offset(local) = global (offset changes 1e-7 per ns: iterate).
+    // Solve local − offset(local) = global (offset changes 1e-5 per ns: iterate).
     let mut l = global + 1_000_000_000;
     for _ in 0..5 {
         l = global + offset_at(l);
@@ -35,7 +38,7 @@ fn two_ranks() -> Builder {
             },
             ClockOffset {
                 local_ns: 11_000_000_000,
-                offset_ns: 1_000_001_000,
+                offset_ns: 1_000_100_000,
                 rtt_ns: 2_000,
             },
         ],

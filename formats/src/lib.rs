@@ -86,7 +86,7 @@ pub use manifest::{
     ChildOf, ClockInfo, ClockOffset, CommMembership, Communicator, EventCounts, MANIFEST_FILE,
     MAX_CLOCK_DRIFT, MAX_CLOCK_NS, MAX_CLOCK_RTT_NS, MAX_EVENTS, MAX_RANKS, MAX_THREADS, Manifest,
     MetricInfo, MpiInfo, OpenMpInfo, ProcessEnd, RankInfo, SELF_COMM_ID, SamplerInfo, ThreadCpus,
-    WORLD_COMM_ID, comm_name, communicators, hostname,
+    WORLD_COMM_ID, comm_name, communicators, hostname, least_drift,
 };
 pub use reader::{
     PartFile, PartScan, Problem, ScanOptions, Trace, checksummed_bytes, part_row_group_rows,
