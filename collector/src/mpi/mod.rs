@@ -8,6 +8,7 @@
 //!   `PMPI_*` directly, docs/platform.md "MPI"), converted with the `_f2c` calls;
 //! - [`table`]: the lock-free handle map (requests, communicators, windows, files);
 //! - [`job`]: clock offsets to rank 0, MPI_T control variables, the job manifest;
+//! - [`keep_loaded`]: libraries `MPI_Init` unloads held loaded for MPI_T;
 //! - [`tree`]: the binomial tree the job-level work runs along.
 //!
 //! Hot path of a wrapper: two clock reads, the PMPI call, a few loads to
@@ -33,6 +34,7 @@ use crate::{clock, diag, lifecycle, slots, spooling, state};
 #[cfg(not(hyscope_mpich))]
 pub mod fortran;
 pub mod job;
+pub mod keep_loaded;
 pub mod mpit_background;
 pub mod polls;
 pub mod shim;
@@ -999,6 +1001,7 @@ pub fn before_init() {
     crate::diag::guarded(|| {
         lifecycle::init();
         crate::samplers::on_mpi_init_begin();
+        keep_loaded::before_init();
     });
 }
 

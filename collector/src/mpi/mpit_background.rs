@@ -11,7 +11,9 @@
 //! sampler holds MPI_T, so they cost no second initialisation). `MPI_Finalize`
 //! waits for the thread before the sampler's last read, since MPI_T must be
 //! released before the real `MPI_Finalize`: a job shorter than the
-//! initialisation waits there for the rest of it.
+//! initialisation waits there for the rest of it. Where `MPI_Init` loads
+//! those libraries itself, [`super::keep_loaded`] keeps them loaded from
+//! then on, and the initialisation takes milliseconds.
 //!
 //! `MPI_T_init_thread` holds the dynamic loader's lock while those libraries
 //! load (their constructors run under it), and any thread that calls the

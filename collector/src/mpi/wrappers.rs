@@ -57,6 +57,15 @@ macro_rules! wrappers {
 
 // ------------------------------------------------------------------ helpers
 
+/// `MPI_Init`'s row starts where the collector loaded the libraries
+/// `MPI_Init` would have loaded itself (`keep_loaded`): their time is
+/// `MPI_Init`'s, as without the collector.
+fn init_started_at_loading(r: &mut Rec) {
+    if let Some(t) = super::keep_loaded::started_ns() {
+        r.start_ns = r.start_ns.min(t);
+    }
+}
+
 /// A point-to-point send: peer, tag, bytes, communicator; counts the peer.
 #[inline]
 fn send(
@@ -243,10 +252,14 @@ wrappers! {
     // ---- environment
     MPI_Init = PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
         pre { before_init(); }
-        |r, rc| { if rc == 0 { after_init(None); } }
+        |r, rc| {
+            init_started_at_loading(&mut r);
+            if rc == 0 { after_init(None); }
+        }
     MPI_Init_thread = PMPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int)
         pre { before_init(); }
         |r, rc| {
+            init_started_at_loading(&mut r);
             r.tag = required;
             if rc == 0 {
                 let p = if provided.is_null() { required } else { *provided };

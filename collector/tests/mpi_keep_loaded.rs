@@ -1,0 +1,83 @@
+//! The libraries Open MPI's `MPI_Init` loads and unloads again (libpsm2,
+//! libpsm_infinipath: ≈ 0.1 s of sleeping constructor each, every time they
+//! load) stay loaded under the collector, so that its MPI_T opens without
+//! loading them a second time (collector/src/mpi/keep_loaded.rs) — only
+//! where `MPI_Init` loads them itself: with one of the components that link
+//! them installed, and no transport setting in the environment.
+//! tests/mpi/loaded_after_init.c prints what is loaded right after MPI_Init;
+//! rank 1 with the sampler off opens no MPI_T of its own, so what it sees
+//! is `MPI_Init`'s and the collector's doing alone.
+
+mod mpi_common;
+use mpi_common::*;
+
+use std::path::Path;
+use std::process::Command;
+
+/// Whether this machine has what makes `MPI_Init` load the libraries: the
+/// libraries themselves and an Open MPI component linking them.
+fn precondition() -> bool {
+    let libs = Command::new("ldconfig").arg("-p").output().unwrap();
+    let libs = String::from_utf8_lossy(&libs.stdout);
+    let has_libs = libs.contains("libpsm2.so.2") && libs.contains("libpsm_infinipath.so.1");
+    let components = [
+        "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3",
+        "/usr/lib/x86_64-linux-gnu/openmpi",
+    ]
+    .iter()
+    .any(|d| {
+        [
+            "mca_mtl_psm2.so",
+            "mca_mtl_psm.so",
+            "mca_mtl_ofi.so",
+            "mca_btl_ofi.so",
+        ]
+        .iter()
+        .any(|c| Path::new(d).join(c).is_file())
+    });
+    has_libs && components
+}
+
+/// Rank 1's line: (psm2 loaded, psm_infinipath loaded).
+fn rank1(env: &[&str], preload: bool) -> (bool, bool) {
+    let prog = build("loaded_after_init.c", "mpicc", &[]);
+    let dir = tmp().join(format!("trace-keep-loaded-{}-{preload}", env.len()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .args(own_session_dir());
+    if preload {
+        cmd.args(["-x", &format!("LD_PRELOAD={}", library().display())])
+            .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
+            .args(["-x", "HYSCOPE_SAMPLE_MS=0"]);
+    }
+    for e in env {
+        cmd.args(["-x", e]);
+    }
+    let out = cmd.arg(&prog).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("hyscope:"), "{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("rank 1 "))
+        .unwrap_or_else(|| panic!("no line of rank 1: {stdout}"));
+    let f: Vec<&str> = line.split_whitespace().collect();
+    (f[3] == "1", f[5] == "1")
+}
+
+#[test]
+fn libraries_mpi_init_unloads_stay_loaded_under_the_collector() {
+    if !precondition() {
+        // Nothing to keep: the collector loads nothing either.
+        assert_eq!(rank1(&[], true), (false, false));
+        return;
+    }
+    // Open MPI alone: loaded by MPI_Init, unloaded before it returns.
+    assert_eq!(rank1(&[], false), (false, false));
+    // The collector keeps them.
+    assert_eq!(rank1(&[], true), (true, true));
+    // A transport setting may leave them out of MPI_Init: not loaded for it.
+    assert_eq!(rank1(&["OMPI_MCA_btl=self,vader"], true), (false, false));
+}
