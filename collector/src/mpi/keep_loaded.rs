@@ -18,58 +18,71 @@
 //! milliseconds. `MPI_Init` as the application sees it takes as long as
 //! without the collector: the `MPI_Init` row starts where the loading did.
 //!
-//! Only where `MPI_Init` would load them anyway, as far as the environment
-//! tells: an Open MPI with one of those components installed, and no
-//! `OMPI_MCA_pml`, `OMPI_MCA_mtl` or `OMPI_MCA_btl` setting (which may leave
-//! them unopened; then loading them here would add their 0.2 s to
-//! `MPI_Init`, and the background thread pays it as before). The
-//! application's MPI is unchanged: the same components are selected, and
-//! the libraries would be loaded for MPI_T from shortly after `MPI_Init`
-//! to `MPI_Finalize` in any case.
+//! Only where `MPI_Init` loads them itself: when a component that links
+//! one of them is installed and Open MPI's settings let `MPI_Init` open it
+//! ([`libraries_mpi_init_loads`]: the `pml`, `mtl` and `btl` settings from
+//! the environment, the user's and the system's parameter files, in Open
+//! MPI's order). Elsewhere (`OMPI_MCA_pml=ob1`, say) loading them here would
+//! add their 0.2 s to `MPI_Init`, and the background thread pays it as
+//! before. The application's MPI is unchanged: the same components are
+//! selected, and the libraries would be loaded for MPI_T from shortly after
+//! `MPI_Init` to `MPI_Finalize` in any case.
 
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::clock;
 
-/// The libraries, and the Open MPI components that load them.
-const LIBRARIES: [&str; 2] = ["libpsm2.so.2", "libpsm_infinipath.so.1"];
-const COMPONENTS: [&str; 4] = [
-    "mca_mtl_psm2.so",
-    "mca_mtl_psm.so",
-    "mca_mtl_ofi.so",
-    "mca_btl_ofi.so",
-];
+const PSM2: &str = "libpsm2.so.2";
+const PSM: &str = "libpsm_infinipath.so.1";
 
-/// Settings that choose Open MPI's transports.
-const TRANSPORT_SETTINGS: [&str; 3] = ["OMPI_MCA_pml", "OMPI_MCA_mtl", "OMPI_MCA_btl"];
+/// Open MPI's components that link the libraries: (framework, component,
+/// component file, libraries). An `mtl` is opened only through the `cm` pml.
+const LOADERS: [(&str, &str, &str, &[&str]); 4] = [
+    ("mtl", "psm2", "mca_mtl_psm2.so", &[PSM2]),
+    ("mtl", "psm", "mca_mtl_psm.so", &[PSM]),
+    ("mtl", "ofi", "mca_mtl_ofi.so", &[PSM2, PSM]),
+    ("btl", "ofi", "mca_btl_ofi.so", &[PSM2, PSM]),
+];
 
 /// When the loading started (collector clock, ns), if it ran.
 static STARTED_NS: OnceLock<i64> = OnceLock::new();
 
-/// Before the real `MPI_Init` (Open MPI only): load the libraries if
+/// Before the real `MPI_Init` (Open MPI only): load the libraries
 /// `MPI_Init` would (see the module documentation). Silent either way:
 /// whatever fails leaves the collector's MPI_T to load them as before.
 pub fn before_init() {
     if super::FLAVOUR != "openmpi" || STARTED_NS.get().is_some() {
         return;
     }
-    if TRANSPORT_SETTINGS
-        .iter()
-        .any(|s| std::env::var_os(s).is_some())
-    {
+    // Parameter files other than the usual ones: not read here.
+    if std::env::var_os("OMPI_MCA_mca_base_param_files").is_some() {
         return;
     }
-    if !component_dirs()
-        .iter()
-        .any(|d| COMPONENTS.iter().any(|c| d.join(c).is_file()))
-    {
+    let Some(libdir) = mpi_libdir() else {
+        return;
+    };
+    let files = parameter_files(&libdir);
+    let setting = |name: &str| {
+        std::env::var(format!("OMPI_MCA_{name}"))
+            .ok()
+            .or_else(|| files.iter().find_map(|f| file_setting(f, name)))
+    };
+    let selection = Selection {
+        pml: setting("pml"),
+        mtl: setting("mtl"),
+        btl: setting("btl"),
+    };
+    let dirs = component_dirs(&libdir);
+    let installed = |file: &str| dirs.iter().any(|d| d.join(file).is_file());
+    let libraries = libraries_mpi_init_loads(&selection, installed);
+    if libraries.is_empty() {
         return;
     }
     let _ = STARTED_NS.set(clock::now_ns());
-    for name in LIBRARIES {
+    for name in libraries {
         let Ok(c) = CString::new(name) else {
             continue;
         };
@@ -79,33 +92,171 @@ pub fn before_init() {
     }
 }
 
+/// Open MPI's `pml`, `mtl` and `btl` settings: a list of components to
+/// use, or to leave out after a `^`; None for all.
+#[derive(Debug, Default)]
+struct Selection {
+    pml: Option<String>,
+    mtl: Option<String>,
+    btl: Option<String>,
+}
+
+/// Whether a setting lets its framework open `component`.
+fn allows(setting: Option<&str>, component: &str) -> bool {
+    let Some(v) = setting.map(str::trim) else {
+        return true;
+    };
+    let listed = |list: &str| list.split(',').any(|c| c.trim() == component);
+    match v.strip_prefix('^') {
+        Some(excluded) => !listed(excluded),
+        None => listed(v),
+    }
+}
+
+/// The libraries `MPI_Init` loads under `selection`, given which component
+/// files are installed.
+fn libraries_mpi_init_loads(
+    selection: &Selection,
+    installed: impl Fn(&str) -> bool,
+) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for (framework, component, file, libraries) in LOADERS {
+        let opened = match framework {
+            "mtl" => {
+                allows(selection.pml.as_deref(), "cm")
+                    && allows(selection.mtl.as_deref(), component)
+            }
+            _ => allows(selection.btl.as_deref(), component),
+        };
+        if opened && installed(file) {
+            for l in libraries {
+                if !out.contains(l) {
+                    out.push(l);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Open MPI's parameter files, the first one's settings first: the user's,
+/// then the system's (Debian's `/etc/openmpi`, or `<prefix>/etc`).
+fn parameter_files(libdir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    if let Some(home) = std::env::var_os("HOME") {
+        files.push(Path::new(&home).join(".openmpi/mca-params.conf"));
+    }
+    files.push(PathBuf::from("/etc/openmpi/openmpi-mca-params.conf"));
+    if let Some(prefix) = libdir.parent() {
+        files.push(prefix.join("etc/openmpi-mca-params.conf"));
+    }
+    files
+}
+
+/// `name`'s value in a parameter file (`name = value` lines, `#` comments).
+fn file_setting(file: &Path, name: &str) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    parse_setting(&text, name)
+}
+
+fn parse_setting(text: &str, name: &str) -> Option<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter_map(|l| l.split_once('='))
+        .filter(|(k, _)| k.trim() == name)
+        .map(|(_, v)| v.trim().to_string())
+        .next_back()
+}
+
 /// When [`before_init`] started loading, to start the `MPI_Init` row there.
 pub fn started_ns() -> Option<i64> {
     STARTED_NS.get().copied()
 }
 
-/// Where Open MPI's components may be, next to the `libmpi` that defines
-/// `PMPI_Init`: `<libdir>/openmpi` (an Open MPI built from source),
-/// `<libdir>/openmpi/lib/openmpi3` (Debian, whose `libmpi.so.40` is in the
-/// multiarch directory itself) or `<libdir>/openmpi3`.
-fn component_dirs() -> Vec<PathBuf> {
+/// The directory of the `libmpi` that defines `PMPI_Init`, where the file
+/// is rather than the link the loader found it by.
+fn mpi_libdir() -> Option<PathBuf> {
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: the address of a function of the MPI library; `info` is ours.
     let found = unsafe { libc::dladdr(mpi_sys::PMPI_Init as *const libc::c_void, &mut info) };
     if found == 0 || info.dli_fname.is_null() {
-        return Vec::new();
+        return None;
     }
     // SAFETY: dladdr returned a NUL-terminated path.
     let lib = PathBuf::from(std::ffi::OsStr::from_bytes(
         unsafe { CStr::from_ptr(info.dli_fname) }.to_bytes(),
     ));
-    // Where the file is, not the link the loader found it by.
     let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
-    let Some(libdir) = lib.parent() else {
-        return Vec::new();
-    };
+    lib.parent().map(Path::to_path_buf)
+}
+
+/// Where Open MPI's components may be: `<libdir>/openmpi` (an Open MPI
+/// built from source), `<libdir>/openmpi/lib/openmpi3` (Debian, whose
+/// `libmpi.so.40` is in the multiarch directory itself) or `<libdir>/openmpi3`.
+fn component_dirs(libdir: &Path) -> Vec<PathBuf> {
     ["openmpi", "openmpi/lib/openmpi3", "openmpi3"]
         .iter()
         .map(|d| libdir.join(d))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn selection(pml: Option<&str>, mtl: Option<&str>, btl: Option<&str>) -> Selection {
+        Selection {
+            pml: pml.map(String::from),
+            mtl: mtl.map(String::from),
+            btl: btl.map(String::from),
+        }
+    }
+
+    const ALL: fn(&str) -> bool = |_| true;
+
+    #[test]
+    fn debian_s_defaults_load_both_through_the_psm_mtls() {
+        // /etc/openmpi/openmpi-mca-params.conf of Debian 12's Open MPI 4.1.
+        let file =
+            "btl_base_warn_component_unused=0\nmtl = ^ofi\nbtl = ^uct,openib,ofi\npml = ^ucx\n";
+        let s = selection(
+            parse_setting(file, "pml").as_deref(),
+            parse_setting(file, "mtl").as_deref(),
+            parse_setting(file, "btl").as_deref(),
+        );
+        assert_eq!(s.mtl.as_deref(), Some("^ofi"));
+        assert_eq!(libraries_mpi_init_loads(&s, ALL), vec![PSM2, PSM]);
+        // Only the components installed count.
+        let only_psm2 = |f: &str| f == "mca_mtl_psm2.so";
+        assert_eq!(libraries_mpi_init_loads(&s, only_psm2), vec![PSM2]);
+        assert!(libraries_mpi_init_loads(&s, |_| false).is_empty());
+    }
+
+    #[test]
+    fn settings_that_leave_the_components_out_load_nothing() {
+        // ob1 without cm opens no mtl; Debian's file leaves the ofi btl out.
+        let s = selection(Some("ob1"), Some("^ofi"), Some("^uct,openib,ofi"));
+        assert!(libraries_mpi_init_loads(&s, ALL).is_empty());
+        let s = selection(None, Some("^psm,psm2,ofi"), Some("^ofi"));
+        assert!(libraries_mpi_init_loads(&s, ALL).is_empty());
+        // One mtl named: its library only.
+        let s = selection(None, Some("psm2"), Some("self,vader"));
+        assert_eq!(libraries_mpi_init_loads(&s, ALL), vec![PSM2]);
+        // The btls alone do not decide: the psm mtls still load both.
+        let s = selection(None, Some("^ofi"), Some("self,vader"));
+        assert_eq!(libraries_mpi_init_loads(&s, ALL), vec![PSM2, PSM]);
+    }
+
+    #[test]
+    fn parameter_lines() {
+        let text = "# comment\n pml = ob1 # trailing\nmtl=psm2\nmtl = ^ofi\n";
+        assert_eq!(parse_setting(text, "pml").as_deref(), Some("ob1"));
+        // The last line of a name wins, as in Open MPI.
+        assert_eq!(parse_setting(text, "mtl").as_deref(), Some("^ofi"));
+        assert_eq!(parse_setting(text, "btl"), None);
+        assert!(allows(None, "cm"));
+        assert!(allows(Some(" ^ucx "), "cm"));
+        assert!(!allows(Some("ob1"), "cm"));
+        assert!(allows(Some("ob1, cm"), "cm"));
+    }
 }
