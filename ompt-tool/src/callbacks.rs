@@ -454,7 +454,10 @@ pub unsafe extern "C" fn implicit_task(
         rec.flags = flags as u32;
         rec.codeptr = codeptr;
         if !initial {
-            st.primary_holds = index == 0;
+            // A team of one (a serialized region) wakes no worker: there is
+            // no slack for holding to use, only a copy per held interval
+            // before the next fork encodes it on the same path.
+            st.primary_holds = index == 0 && actual_parallelism > 1;
             if index == 0 && !FIRST_TEAM.load(Ordering::Relaxed) {
                 FIRST_TEAM.store(true, Ordering::Release);
             }
