@@ -52,7 +52,8 @@ fn rank1(env: &[&str], preload: bool) -> (bool, bool) {
     for e in env {
         cmd.args(["-x", e]);
     }
-    let out = cmd.arg(&prog).output().unwrap();
+    cmd.arg(&prog);
+    let out = output_within(&mut cmd, LAUNCH_LIMIT);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");

@@ -58,7 +58,8 @@ fn mpich_run(prog: &Path, np: u32, name: &str, lib: Option<&Path>) -> Out {
         cmd.args(["-genv", "HYSCOPE_OUTPUT", &dir.display().to_string()]);
         cmd.args(["-genv", "HYSCOPE_CLOCK_SYNC", "measure"]);
     }
-    let out = cmd.arg(prog).output().expect("run mpiexec.mpich");
+    cmd.arg(prog);
+    let out = output_within(&mut cmd, LAUNCH_LIMIT);
     Out {
         code: out.status.code(),
         dir,
@@ -180,14 +181,15 @@ fn openmpi_program_under_the_mpich_flavour_is_refused() {
     let prog = ring("mpicc", "ring-openmpi");
     let dir = tmp().join("trace-mpich-cross-openmpi");
     let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
-        .args(own_session_dir())
-        .args(["-x", &format!("LD_PRELOAD={}", mpich_library().display())])
-        .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
-        .arg(&prog)
-        .output()
-        .unwrap();
+    let out = output_within(
+        Command::new("mpirun")
+            .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+            .args(own_session_dir())
+            .args(["-x", &format!("LD_PRELOAD={}", mpich_library().display())])
+            .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
+            .arg(&prog),
+        LAUNCH_LIMIT,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");

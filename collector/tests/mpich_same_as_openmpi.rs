@@ -72,13 +72,14 @@ fn same(src: &str, extra: &[&str], np: u32) {
             .join("libhyscope-mpich.so")
     };
     assert!(lib.is_file(), "run scripts/build-mpich.sh first");
-    let out = Command::new("mpiexec.mpich")
-        .args(["-n", &np.to_string()])
-        .args(["-genv", "LD_PRELOAD", &lib.display().to_string()])
-        .args(["-genv", "HYSCOPE_OUTPUT", &dir.display().to_string()])
-        .arg(&mpich)
-        .output()
-        .unwrap();
+    let out = output_within(
+        Command::new("mpiexec.mpich")
+            .args(["-n", &np.to_string()])
+            .args(["-genv", "LD_PRELOAD", &lib.display().to_string()])
+            .args(["-genv", "HYSCOPE_OUTPUT", &dir.display().to_string()])
+            .arg(&mpich),
+        LAUNCH_LIMIT,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), ompi_run.code, "{err}");
     assert!(!err.contains("hyscope:"), "{err}");

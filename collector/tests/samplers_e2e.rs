@@ -145,26 +145,25 @@ fn mpirun(exe: &Path, np: u32, trace: &Path) {
 }
 
 fn mpirun_env(exe: &Path, np: u32, trace: &Path, env: &[String]) {
-    let out = Command::new("mpirun")
-        .args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "-np",
-            &np.to_string(),
-        ])
-        .args(mpi_common::own_session_dir())
-        .args(["-x", &format!("LD_PRELOAD={}", preload_lib().display())])
-        .args(["-x", &format!("HYSCOPE_OUTPUT={}", trace.display())])
-        .args(
-            (!env.iter().any(|e| e.starts_with("HYSCOPE_SAMPLE_MS=")))
-                .then_some(["-x", "HYSCOPE_SAMPLE_MS=10"])
-                .into_iter()
-                .flatten(),
-        )
-        .args(env.iter().flat_map(|e| ["-x".to_string(), e.clone()]))
-        .arg(exe)
-        .output()
-        .unwrap();
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        &np.to_string(),
+    ])
+    .args(mpi_common::own_session_dir())
+    .args(["-x", &format!("LD_PRELOAD={}", preload_lib().display())])
+    .args(["-x", &format!("HYSCOPE_OUTPUT={}", trace.display())])
+    .args(
+        (!env.iter().any(|e| e.starts_with("HYSCOPE_SAMPLE_MS=")))
+            .then_some(["-x", "HYSCOPE_SAMPLE_MS=10"])
+            .into_iter()
+            .flatten(),
+    )
+    .args(env.iter().flat_map(|e| ["-x".to_string(), e.clone()]))
+    .arg(exe);
+    let out = mpi_common::output_within(&mut cmd, mpi_common::LAUNCH_LIMIT);
     assert!(
         out.status.success(),
         "mpirun failed: {}",
