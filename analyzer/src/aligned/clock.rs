@@ -52,6 +52,12 @@ impl ClockMap {
         ClockMap { points }
     }
 
+    /// The measurements as the map uses them (offsets on its line): what a
+    /// cache of global times depends on.
+    pub fn points(&self) -> &[ClockOffset] {
+        &self.points
+    }
+
     pub fn is_identity(&self) -> bool {
         self.points.iter().all(|p| p.offset_ns == 0)
     }

@@ -5,8 +5,9 @@
 //! The cache file lives in `$HYSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/hyscope`,
 //! else `~/.cache/hyscope`. Its name hashes the trace's canonical path; inside,
 //! a key lists every part file (path, size, modification time) of the `omp`
-//! and `mpi` tables plus the manifest's clock offsets, and the cache is used
-//! only when the key matches exactly. Any problem reading it means a rebuild.
+//! and `mpi` tables plus each rank's clock map (the offsets as mapped), and
+//! the cache is used only when the key matches exactly. Any problem reading
+//! it means a rebuild.
 
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
@@ -49,13 +50,18 @@ pub(super) fn key(trace: &Trace) -> String {
             k.push_str(&format!("{} {} {mtime}\n", p.path.display(), p.bytes));
         }
     }
+    // The clock map itself, not only the offsets measured: the index holds
+    // global times, which change with the offsets and with how they are
+    // mapped (a new rule rebuilds the caches built under the old one).
     for r in &trace.manifest.ranks {
-        k.push_str(&format!(
-            "rank {} {} {:?}\n",
-            r.rank,
-            r.host,
-            r.clock_offsets.first().map(|o| o.offset_ns)
-        ));
+        k.push_str(&format!("rank {} {}", r.rank, r.host));
+        let map = crate::aligned::clock::ClockMap::new(&r.clock_offsets);
+        if !map.is_identity() {
+            for p in map.points() {
+                k.push_str(&format!(" {}@{}", p.offset_ns, p.local_ns));
+            }
+        }
+        k.push('\n');
     }
     k
 }

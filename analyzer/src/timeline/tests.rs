@@ -427,6 +427,41 @@ fn parts_split_across_files_give_the_same_index() {
 }
 
 #[test]
+fn cache_key_follows_the_clock_map_not_only_the_first_offset() {
+    let dir = TempDir::new("cache-key");
+    let rows = vec![omp(0, OmpKind::ImplicitTask, 0, 1000, 2000)];
+    let mut trace = write_trace(&dir.0, &[(1, 0, rows, vec![])], WriterOptions::default());
+    let measured = |offset_ns, rtt_ns, local_ns| ClockOffset {
+        local_ns,
+        offset_ns,
+        rtt_ns,
+    };
+    let mut key_with = |offsets: Vec<ClockOffset>| {
+        trace.manifest.ranks[0].clock_offsets = offsets;
+        super::cache::key(&trace)
+    };
+    // Same first offset, the second differs: another map, another key.
+    let a = key_with(vec![measured(1_000, 0, 0), measured(2_000, 0, 1_000_000)]);
+    let b = key_with(vec![measured(1_000, 0, 0), measured(3_000, 0, 1_000_000)]);
+    assert_ne!(a, b);
+    // Same values, round trips wide enough that the bounds overlap: no
+    // drift, another map, another key.
+    let c = key_with(vec![
+        measured(1_000, 4_000, 0),
+        measured(3_000, 4_000, 1_000_000),
+    ]);
+    assert_ne!(b, c);
+    // The same map: the same key.
+    assert_eq!(
+        c,
+        key_with(vec![
+            measured(1_000, 4_000, 0),
+            measured(3_000, 4_000, 1_000_000)
+        ])
+    );
+}
+
+#[test]
 fn cached_index_answers_like_the_built_one() {
     let dir = TempDir::new("cache");
     let mut rows = Vec::new();
