@@ -12,13 +12,12 @@ fn hydra_launcher_gets_the_variables_through_genv() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
     let dir = tmp.path().join("trace");
-    let out = hyscope()
-        .args(["record", "--verbose", "-o"])
+    let mut cmd = hyscope();
+    cmd.args(["record", "--verbose", "-o"])
         .arg(&dir)
         .args(["--", "mpiexec.mpich", "-n", "2"])
-        .arg(&exe)
-        .output()
-        .unwrap();
+        .arg(&exe);
+    let out = hyscope_testkit::output_within(&mut cmd, hyscope_testkit::LAUNCH_LIMIT);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("\"-genv\" \"LD_PRELOAD\""), "{err}");
@@ -41,13 +40,12 @@ fn mpich_program_needs_the_mpich_build_of_the_collector() {
     let exe = build_mpich(tmp.path(), "mpich_app", MPI_SRC);
     let mpich_lib = mpich_collector();
     let dir = tmp.path().join("trace");
-    let out = hyscope()
-        .args(["record", "-o"])
+    let mut cmd = hyscope();
+    cmd.args(["record", "-o"])
         .arg(&dir)
         .args(["--", "mpiexec.mpich", "-n", "2"])
-        .arg(&exe)
-        .output()
-        .unwrap();
+        .arg(&exe);
+    let out = hyscope_testkit::output_within(&mut cmd, hyscope_testkit::LAUNCH_LIMIT);
     let err = stderr(&out);
     if mpich_lib.is_file() {
         // scripts/build-mpich.sh built it: the program runs under it and its

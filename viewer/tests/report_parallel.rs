@@ -62,7 +62,7 @@ fn under_mpich(np: u32, args: &[&str], trace: &Path) -> Command {
 }
 
 fn ok(mut cmd: Command) -> Output {
-    let out = cmd.output().unwrap();
+    let out = hyscope_testkit::output_within(&mut cmd, hyscope_testkit::LAUNCH_LIMIT);
     assert_eq!(out.status.code(), Some(0), "{cmd:?}: {}", stderr(&out));
     out
 }

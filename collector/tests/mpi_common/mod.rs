@@ -5,9 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use hyscope_format::{MpiRecord, SampleRecord, ScanOptions, Trace, mpi_call};
 
@@ -67,85 +66,7 @@ pub fn build_env(src: &str, compiler: &str, extra: &[&str], env: &[(&str, &str)]
     out
 }
 
-/// How long a launcher may run in these tests (each job takes seconds).
-pub const LAUNCH_LIMIT: Duration = Duration::from_secs(300);
-
-/// `cmd.output()`, but a launcher still running after `limit` is killed with
-/// what it started in its process group, and the test fails naming the
-/// command: a hung MPI job fails its test instead of holding the whole run
-/// (an MPICH job hung once in `PMPI_Init`, its `hydra_pmi_proxy` spinning).
-pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
-    use std::io::Read;
-    use std::os::unix::process::CommandExt;
-    let mut child = cmd
-        .process_group(0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            bytes
-        })
-    }
-    let stdout = drain(child.stdout.take().expect("piped"));
-    let stderr = drain(child.stderr.take().expect("piped"));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the launcher") {
-            break status;
-        }
-        if start.elapsed() > limit {
-            // The ranks may have a process group of their own (MPICH's
-            // proxy gives them one): every descendant, found while the
-            // launcher still holds them, then the launcher's group.
-            for pid in descendants(child.id()) {
-                // SAFETY: signals a process of this test's launch.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            }
-            // SAFETY: signals the launcher's own process group.
-            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
-            let _ = child.wait();
-            // The pipes may still be held by a process outside the group:
-            // not waited for.
-            panic!("{cmd:?} still ran after {limit:?}: killed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    }
-}
-
-/// The processes below `root` (children, theirs, …), from `/proc`.
-fn descendants(root: u32) -> Vec<u32> {
-    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
-            let after = &stat[stat.rfind(')')? + 1..];
-            let ppid = after.split_whitespace().nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
-        .collect();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let p = found[i];
-        found.extend(parents.iter().filter(|&&(_, pp)| pp == p).map(|&(c, _)| c));
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
+pub use hyscope_testkit::{LAUNCH_LIMIT, output_within};
 
 pub struct Run {
     pub code: Option<i32>,

@@ -222,8 +222,10 @@ fn remove_exited_bases(parent: &Path) {
 
 /// Run `cmd` (a `record` command) and check that it exited with 0, showing
 /// its stderr otherwise.
+/// Run `cmd` (a recorded job, a report) within the tests' deadline and
+/// require exit code 0.
 pub fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap();
+    let out = hyscope_testkit::output_within(cmd, hyscope_testkit::LAUNCH_LIMIT);
     assert_eq!(out.status.code(), Some(0), "stderr:\n{}", stderr(&out));
     out
 }
