@@ -41,14 +41,9 @@ fn rank1(env: &[&str], preload: bool) -> (bool, bool) {
         env.join("-").replace([',', '='], "_")
     ));
     let _ = std::fs::remove_dir_all(&dir);
-    let mut cmd = Command::new("mpirun");
-    cmd.args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
-        .args(own_session_dir());
-    if preload {
-        cmd.args(["-x", &format!("LD_PRELOAD={}", library().display())])
-            .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
-            .args(["-x", "HYSCOPE_SAMPLE_MS=0"]);
-    }
+    let lib = library();
+    let mut cmd = mpirun(2, preload.then_some(lib.as_path()), &dir);
+    cmd.args(["-x", "HYSCOPE_SAMPLE_MS=0"]);
     for e in env {
         cmd.args(["-x", e]);
     }

@@ -182,12 +182,7 @@ fn openmpi_program_under_the_mpich_flavour_is_refused() {
     let dir = tmp().join("trace-mpich-cross-openmpi");
     let _ = std::fs::remove_dir_all(&dir);
     let out = output_within(
-        Command::new("mpirun")
-            .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
-            .args(own_session_dir())
-            .args(["-x", &format!("LD_PRELOAD={}", mpich_library().display())])
-            .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
-            .arg(&prog),
+        mpirun(2, Some(&mpich_library()), &dir).arg(&prog),
         LAUNCH_LIMIT,
     );
     let err = String::from_utf8_lossy(&out.stderr);

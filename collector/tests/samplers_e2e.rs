@@ -145,17 +145,8 @@ fn mpirun(exe: &Path, np: u32, trace: &Path) {
 }
 
 fn mpirun_env(exe: &Path, np: u32, trace: &Path, env: &[String]) {
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "-np",
-        &np.to_string(),
-    ])
-    .args(mpi_common::own_session_dir())
-    .args(["-x", &format!("LD_PRELOAD={}", preload_lib().display())])
-    .args(["-x", &format!("HYSCOPE_OUTPUT={}", trace.display())])
-    .args(
+    let mut cmd = mpi_common::mpirun(np, Some(&preload_lib()), trace);
+    cmd.args(
         (!env.iter().any(|e| e.starts_with("HYSCOPE_SAMPLE_MS=")))
             .then_some(["-x", "HYSCOPE_SAMPLE_MS=10"])
             .into_iter()

@@ -225,7 +225,7 @@ fn register_all(lookup: Lookup) {
     };
     // SAFETY: the runtime returns ompt_set_callback for this name.
     let set: ompt_set_callback_t = unsafe { std::mem::transmute(f) };
-    let path = module_of(f as *const c_void);
+    let path = module_of(f as usize);
     let mut caps = std::collections::BTreeMap::new();
     for &(id, name) in HOST_CALLBACKS {
         let Some(cb) = callback_for(id) else { continue };
@@ -274,11 +274,14 @@ fn needed(id: c_uint) -> bool {
     }
 }
 
-fn module_of(addr: *const c_void) -> String {
+/// The file of the loaded object (library or program) holding `addr`, where
+/// it is rather than the link the loader found it by; empty if none. An
+/// address, not a pointer: it is only looked up, never read.
+pub fn module_of(addr: usize) -> String {
     // SAFETY: dladdr only reads the loader's tables; info is plain data.
     unsafe {
         let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(addr, &mut info) != 0 && !info.dli_fname.is_null() {
+        if libc::dladdr(addr as *const c_void, &mut info) != 0 && !info.dli_fname.is_null() {
             let name = CStr::from_ptr(info.dli_fname)
                 .to_string_lossy()
                 .into_owned();

@@ -418,4 +418,4 @@ pub fn for_each_held(f: impl FnMut(&OmpRecord)) {
     state::for_each_held(f);
 }
 
-pub use callbacks::start_tool;
+pub use callbacks::{module_of, start_tool};

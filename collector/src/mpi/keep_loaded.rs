@@ -28,8 +28,7 @@
 //! selected, and the libraries would be loaded for MPI_T from shortly after
 //! `MPI_Init` to `MPI_Finalize` in any case.
 
-use std::ffi::{CStr, CString};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -173,21 +172,10 @@ pub fn started_ns() -> Option<i64> {
     STARTED_NS.get().copied()
 }
 
-/// The directory of the `libmpi` that defines `PMPI_Init`, where the file
-/// is rather than the link the loader found it by.
+/// The directory of the `libmpi` that defines `PMPI_Init`.
 fn mpi_libdir() -> Option<PathBuf> {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: the address of a function of the MPI library; `info` is ours.
-    let found = unsafe { libc::dladdr(mpi_sys::PMPI_Init as *const libc::c_void, &mut info) };
-    if found == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dladdr returned a NUL-terminated path.
-    let lib = PathBuf::from(std::ffi::OsStr::from_bytes(
-        unsafe { CStr::from_ptr(info.dli_fname) }.to_bytes(),
-    ));
-    let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
-    lib.parent().map(Path::to_path_buf)
+    let lib = hyscope_ompt::module_of(mpi_sys::PMPI_Init as *const () as usize);
+    Path::new(&lib).parent().map(Path::to_path_buf)
 }
 
 /// Where Open MPI's components may be: `<libdir>/openmpi` (an Open MPI

@@ -96,10 +96,10 @@ pub fn run(prog: &Path, np: u32, name: &str) -> Run {
     run_args(prog, np, name, &[])
 }
 
-/// [`run`] with arguments for the program.
-pub fn run_args(prog: &Path, np: u32, name: &str, args: &[&str]) -> Run {
-    let dir = tmp().join(format!("trace-{name}-{np}"));
-    let _ = std::fs::remove_dir_all(&dir);
+/// `mpirun -np <np>` (as root, oversubscribed, with a session directory of
+/// its own), with `lib` preloaded and the trace written to `dir` when `lib`
+/// is given; the caller adds variables (`-x`) and the program.
+pub fn mpirun(np: u32, lib: Option<&Path>, dir: &Path) -> Command {
     let mut cmd = Command::new("mpirun");
     cmd.args([
         "--allow-run-as-root",
@@ -107,11 +107,20 @@ pub fn run_args(prog: &Path, np: u32, name: &str, args: &[&str]) -> Run {
         "-np",
         &np.to_string(),
     ])
-    .args(own_session_dir())
-    .args(["-x", &format!("LD_PRELOAD={}", library().display())])
-    .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
-    .arg(prog)
-    .args(args);
+    .args(own_session_dir());
+    if let Some(lib) = lib {
+        cmd.args(["-x", &format!("LD_PRELOAD={}", lib.display())])
+            .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())]);
+    }
+    cmd
+}
+
+/// [`run`] with arguments for the program.
+pub fn run_args(prog: &Path, np: u32, name: &str, args: &[&str]) -> Run {
+    let dir = tmp().join(format!("trace-{name}-{np}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = mpirun(np, Some(&library()), &dir);
+    cmd.arg(prog).args(args);
     let out = output_within(&mut cmd, LAUNCH_LIMIT);
     Run {
         code: out.status.code(),
