@@ -9,6 +9,8 @@
 # usage: benchmarks/fixed-cost.sh [ROUNDS] [RANKS] [APP_MS]   (defaults 21, 1, 0)
 # HYSCOPE: the hyscope binary (default target/release/hyscope, else target/debug/hyscope);
 # HYSCOPE_LIB: the collector (default target/release/libhyscope.so).
+# BASELINE_LIB: another build of the collector (e.g. the previous commit's),
+#   preloaded in the same rounds as a fifth run, `baseline`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-21}
@@ -40,13 +42,16 @@ for _ in $(seq "$rounds"); do
     timed preload "${launch[@]}" -x LD_PRELOAD="$lib" -x HYSCOPE_OUTPUT="$work/t" "$work/job" "$app_ms"
     timed no-sampler "${launch[@]}" -x LD_PRELOAD="$lib" -x HYSCOPE_OUTPUT="$work/t" -x HYSCOPE_SAMPLE_MS=0 "$work/job" "$app_ms"
     HYSCOPE_LIB=$lib timed record "$hyscope" record -o "$work/t" -- "${launch[@]}" "$work/job" "$app_ms"
+    if [ -n "${BASELINE_LIB:-}" ]; then
+        timed baseline "${launch[@]}" -x LD_PRELOAD="$(realpath "$BASELINE_LIB")" -x HYSCOPE_OUTPUT="$work/t" "$work/job" "$app_ms"
+    fi
 done
 median() { sort -g "$1" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 base=$(median "$work/none")
 echo "fixed cost, $ranks rank(s) × 2 threads, application time $app_ms ms, $rounds alternating rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| run | median wall | added |"
 echo "|---|---|---|"
-for l in none preload no-sampler record; do
+for l in none preload no-sampler record ${BASELINE_LIB:+baseline}; do
     m=$(median "$work/$l")
     awk -v l="$l" -v m="$m" -v b="$base" 'BEGIN { printf "| %s | %.3f s | %+.0f ms |\n", l, m, 1000 * (m - b) }'
 done
