@@ -8,6 +8,7 @@
 //! rank 1 with the sampler off opens no MPI_T of its own, so what it sees
 //! is `MPI_Init`'s and the collector's doing alone.
 
+use hyscope_testkit::OutputWithin;
 mod mpi_common;
 use mpi_common::*;
 
@@ -17,7 +18,10 @@ use std::process::Command;
 /// Whether this machine has what makes `MPI_Init` load the libraries: the
 /// libraries themselves and Open MPI's psm and psm2 components (Debian's).
 fn precondition() -> bool {
-    let libs = Command::new("ldconfig").arg("-p").output().unwrap();
+    let libs = Command::new("ldconfig")
+        .arg("-p")
+        .output_within_limit()
+        .unwrap();
     let libs = String::from_utf8_lossy(&libs.stdout);
     let has_libs = libs.contains("libpsm2.so.2") && libs.contains("libpsm_infinipath.so.1");
     let components = [

@@ -2,6 +2,7 @@
 //! real libomp, run under `LD_PRELOAD=libhyscope.so`, traces read back with
 //! `hyscope_format::Trace`. Every count below is known from the program.
 
+use hyscope_testkit::OutputWithin;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -69,7 +70,7 @@ fn run(exe: &Path, trace: &Path, env: &[(&str, &str)]) -> Output {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("program runs");
+    let out = cmd.output_within_limit().expect("program runs");
     assert!(
         out.status.success(),
         "{} failed: {}\n{}",
@@ -575,7 +576,7 @@ fn groups_and_dispatch_switches() {
 fn bad_settings_warn_once_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let exe = build("loops", dir.path());
-    let plain = Command::new(&exe).output().unwrap();
+    let plain = Command::new(&exe).output_within_limit().unwrap();
     assert_eq!(String::from_utf8_lossy(&plain.stdout), "loops ok=1\n");
     let all_kinds = run_kinds(&record("loops", &[]));
     for (i, (var, value, rest)) in BAD_VALUES.iter().enumerate() {
@@ -623,14 +624,14 @@ fn run_kinds(run: &Run) -> BTreeSet<u8> {
 fn unwritable_output_warns_once_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let exe = build("sync", dir.path());
-    let plain = Command::new(&exe).output().unwrap();
+    let plain = Command::new(&exe).output_within_limit().unwrap();
     // A regular file where the trace directory's parent should be.
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, b"x").unwrap();
     let traced = Command::new(&exe)
         .env("LD_PRELOAD", preload_lib())
         .env("HYSCOPE_OUTPUT", blocker.join("trace"))
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(traced.stdout, plain.stdout);
     assert_eq!(traced.status.code(), plain.status.code());

@@ -1,6 +1,7 @@
 //! End to end: real programs under `LD_PRELOAD=libhyscope.so`; the trace has the
 //! sampler's rows and the manifest its table. MPI cases run with the real `mpirun`.
 
+use hyscope_testkit::OutputWithin;
 mod mpi_common;
 
 use std::path::{Path, PathBuf};
@@ -76,7 +77,7 @@ fn openmp_program_has_memory_samples_and_the_sampler_table() {
         .env("HYSCOPE_OUTPUT", &trace)
         .env("HYSCOPE_SAMPLE_MS", "20")
         .env("OMP_NUM_THREADS", "2")
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(
         out.status.success(),
@@ -167,7 +168,7 @@ fn mpirun_env(exe: &Path, np: u32, trace: &Path, env: &[String]) {
 fn vader_segment_bytes() -> f64 {
     let out = std::process::Command::new("ompi_info")
         .args(["--param", "btl", "vader", "--level", "9", "--parsable"])
-        .output()
+        .output_within_limit()
         .expect("run ompi_info");
     let text = String::from_utf8_lossy(&out.stdout);
     let size: f64 = text

@@ -1,7 +1,8 @@
 //! What the end-to-end tests of several crates share. Tests only: no crate
 //! of the product depends on it.
 //!
-//! [`output_within`]: a launcher (`mpirun`, `mpiexec.mpich`, `hyscope
+//! [`output_within`] (and [`OutputWithin::output_within_limit`], in place
+//! of `Command::output`): a launcher (`mpirun`, `mpiexec.mpich`, `hyscope
 //! record -- …`) run with a deadline, so that a hung MPI job fails its test,
 //! naming the command, instead of holding the whole test run.
 
@@ -18,12 +19,17 @@ pub const LAUNCH_LIMIT: Duration = Duration::from_secs(300);
 /// MPICH job hung once in `PMPI_Init`, its `hydra_pmi_proxy` spinning in its
 /// clean-up loop).
 pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    try_output_within(cmd, limit).unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
+}
+
+/// [`output_within`], with the error of a command that cannot be started
+/// returned as [`Command::output`] returns it.
+pub fn try_output_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Output> {
     let mut child = cmd
         .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        .spawn()?;
     let stdout = drain(child.stdout.take().expect("piped"));
     let stderr = drain(child.stderr.take().expect("piped"));
     let start = Instant::now();
@@ -48,10 +54,22 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    Output {
+    Ok(Output {
         status,
         stdout: stdout.join().unwrap_or_default(),
         stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
+/// `cmd.output_within_limit()` in place of `cmd.output()`: the same result,
+/// under [`LAUNCH_LIMIT`] ([`try_output_within`]).
+pub trait OutputWithin {
+    fn output_within_limit(&mut self) -> std::io::Result<Output>;
+}
+
+impl OutputWithin for Command {
+    fn output_within_limit(&mut self) -> std::io::Result<Output> {
+        try_output_within(self, LAUNCH_LIMIT)
     }
 }
 

@@ -5,6 +5,7 @@
 //! (`ulimit -v`), so a count taken from a damaged file that sizes memory
 //! fails the test instead of swapping the machine.
 
+use hyscope_testkit::OutputWithin;
 mod damage_support;
 mod record_support;
 
@@ -29,7 +30,7 @@ fn limited(args: &[&str], trace: &Path) -> Output {
         .arg(env!("CARGO_BIN_EXE_hyscope"))
         .args(args)
         .arg(trace)
-        .output()
+        .output_within_limit()
         .unwrap()
 }
 

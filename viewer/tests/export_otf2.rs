@@ -2,6 +2,7 @@
 //! an OTF2 archive and read back by Debian's `otf2-print` (package `otf2-tools`),
 //! with exact event counts.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::collections::BTreeMap;
@@ -65,7 +66,7 @@ fn otf2_archive_read_back_by_otf2_print() {
         .args(["export", "--format", "otf2", "-o"])
         .arg(&archive_dir)
         .arg(&dir)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(again.status.code(), Some(2));
     assert!(stderr(&again).contains("refusing to overwrite"));
@@ -78,7 +79,7 @@ fn export_and_print(trace: &Path, archive_dir: &Path) -> (String, String) {
         .args(["export", "--format", "otf2", "-o"])
         .arg(archive_dir)
         .arg(trace)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let archive = archive_dir.join("traces.otf2");
@@ -86,7 +87,7 @@ fn export_and_print(trace: &Path, archive_dir: &Path) -> (String, String) {
         let o = Command::new("otf2-print")
             .args(args)
             .arg(&archive)
-            .output()
+            .output_within_limit()
             .unwrap();
         let err = stderr(&o);
         assert!(o.status.success(), "{err}");

@@ -2,6 +2,7 @@
 //! exported and parsed back, with exact counts per rank and thread and one flow
 //! per point-to-point message.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::collections::BTreeMap;
@@ -27,7 +28,7 @@ fn export(trace: &Path, out: &Path, extra: &[&str]) -> String {
         .arg(out)
         .args(extra)
         .arg(trace)
-        .output()
+        .output_within_limit()
         .unwrap();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
@@ -203,7 +204,7 @@ fn not_a_trace_gives_a_clear_error() {
         .args(["export", "--format", "perfetto", "-o"])
         .arg(tmp.path().join("x.json"))
         .arg(tmp.path())
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);

@@ -8,6 +8,7 @@
 //! `scripts/install-deps.sh`.
 #![cfg(feature = "gui")]
 
+use hyscope_testkit::OutputWithin;
 use std::collections::HashSet;
 use std::path::Path;
 use std::process::Command;
@@ -130,7 +131,7 @@ fn gui_renders_the_timeline_under_xvfb() {
         .args(["--quit-after-frames", "5"])
         .env("LIBGL_ALWAYS_SOFTWARE", "1")
         .env("HYSCOPE_CACHE_DIR", dir.join("cache"))
-        .output()
+        .output_within_limit()
         .expect("xvfb-run (Debian package xvfb) must be installed");
     assert!(
         out.status.success(),

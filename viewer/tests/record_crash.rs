@@ -5,6 +5,7 @@
 //! prints) and 1.5 s of waiting; rank 0 waits for it in `MPI_Barrier` until
 //! the launcher ends it. Also: a full disk (a 1 MiB tmpfs, as root).
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::path::{Path, PathBuf};
@@ -25,7 +26,7 @@ fn record(dir: &Path, prog: &Path, mode: &str) -> (PathBuf, Output) {
     let out = dir.join("trace");
     let mut cmd = record_into(&out);
     cmd.arg("mpirun").args(mpirun_args(2)).arg(prog).arg(mode);
-    (out.clone(), cmd.output().unwrap())
+    (out.clone(), cmd.output_within_limit().unwrap())
 }
 
 /// The "rank R regions N allreduce N" lines the program printed, sorted.
@@ -55,7 +56,11 @@ fn kept(dir: &Path) -> [(usize, usize); 2] {
 }
 
 fn report(dir: &Path) -> String {
-    let out = hyscope().arg("report").arg(dir).output().unwrap();
+    let out = hyscope()
+        .arg("report")
+        .arg(dir)
+        .output_within_limit()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -117,7 +122,7 @@ fn sigsegv_keeps_every_event_and_the_exit_status() {
         .args(mpirun_args(2))
         .arg(&prog)
         .arg("segv")
-        .output()
+        .output_within_limit()
         .unwrap();
     let (dir, out) = record(tmp.path(), &prog, "segv");
     assert_ne!(out.status.code(), Some(0));
@@ -224,9 +229,9 @@ fn a_full_disk_is_one_warning_and_the_report_says_so() {
         return;
     };
     let prog = build_omp(tmp.path(), "many", MANY_SRC);
-    let plain = Command::new(&prog).output().unwrap();
+    let plain = Command::new(&prog).output_within_limit().unwrap();
     let dir = fs.0.join("trace");
-    let out = record_into(&dir).arg(&prog).output().unwrap();
+    let out = record_into(&dir).arg(&prog).output_within_limit().unwrap();
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     assert_eq!(out.stdout, plain.stdout);
     let err = stderr(&out);
@@ -260,7 +265,7 @@ fn a_job_run_without_record_is_completed_by_hyscope_recover() {
         .args(["-x", &format!("HYSCOPE_OUTPUT={}", dir.display())])
         .arg(&prog)
         .arg("segv")
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_ne!(out.status.code(), Some(0));
     let before = report(&dir);
@@ -268,7 +273,11 @@ fn a_job_run_without_record_is_completed_by_hyscope_recover() {
         before.contains("PARTIAL TRACE") && before.contains("hyscope recover"),
         "{before}"
     );
-    let rec = hyscope().arg("recover").arg(&dir).output().unwrap();
+    let rec = hyscope()
+        .arg("recover")
+        .arg(&dir)
+        .output_within_limit()
+        .unwrap();
     assert_eq!(rec.status.code(), Some(0), "{}", stderr(&rec));
     assert!(stderr(&rec).contains("recovered"), "{}", stderr(&rec));
     assert_eq!(kept(&dir), [(ITERS, ITERS); 2], "{}", stderr(&out));
@@ -280,7 +289,11 @@ fn a_job_run_without_record_is_completed_by_hyscope_recover() {
         "{after}"
     );
     // Nothing left to do the second time.
-    let again = hyscope().arg("recover").arg(&dir).output().unwrap();
+    let again = hyscope()
+        .arg("recover")
+        .arg(&dir)
+        .output_within_limit()
+        .unwrap();
     assert_eq!(again.status.code(), Some(0));
     assert!(
         stderr(&again).contains("nothing to recover"),

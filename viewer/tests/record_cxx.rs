@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 mod tui_frame;
 
@@ -73,7 +74,7 @@ fn build_cxx(dir: &Path) -> PathBuf {
         .arg(&exe)
         .arg(format!("-Wl,-rpath,{lib}"))
         .arg(format!("-L{lib}"))
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(out.status.success(), "{}", record_support::stderr(&out));
     exe
@@ -88,7 +89,7 @@ fn cxx_names_without_debug_info_are_demangled_in_every_view() {
         .arg("mpirun")
         .args(record_support::mpirun_args(2))
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(
         out.status.code(),

@@ -3,6 +3,7 @@
 //! and records ~1 M OpenMP events (whose encoding at exit takes a good part
 //! of a second in a debug build).
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use record_support::*;
@@ -42,7 +43,7 @@ fn duration_ends_at_the_applications_end() {
     let json = hyscope()
         .args(["report", "--json"])
         .arg(&dir)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();

@@ -5,6 +5,7 @@
 //! are under its own id (none mixed into its parent's files), the children
 //! say which rank started them, and the report lists them.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 mod tui_frame;
 
@@ -78,7 +79,11 @@ fn check(trace_dir: &Path, out: &Output, ranks: u32) -> String {
             );
         }
     }
-    let report = hyscope().arg("report").arg(trace_dir).output().unwrap();
+    let report = hyscope()
+        .arg("report")
+        .arg(trace_dir)
+        .output_within_limit()
+        .unwrap();
     assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
     let text = String::from_utf8_lossy(&report.stdout).into_owned();
     assert!(
@@ -95,7 +100,7 @@ fn check(trace_dir: &Path, out: &Output, ranks: u32) -> String {
     let json = hyscope()
         .args(["report", "--json"])
         .arg(trace_dir)
-        .output()
+        .output_within_limit()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(

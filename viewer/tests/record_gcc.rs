@@ -2,6 +2,7 @@
 //! warns and writes nothing; with `--openmp-runtime=llvm` it runs on libomp
 //! through the GOMP ABI and the regions and loop chunks are recorded.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ fn build_gcc(dir: &Path) -> PathBuf {
         .arg(&c)
         .arg("-o")
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     exe
@@ -37,7 +38,7 @@ fn gcc_program_on_libomp_with_the_runtime_swap() {
         .arg(&dir)
         .arg("--")
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -64,7 +65,11 @@ fn gcc_program_without_the_swap_is_explained() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_gcc(tmp.path());
     let dir = tmp.path().join("trace");
-    let out = record_into(&dir).arg(&exe).arg("4").output().unwrap();
+    let out = record_into(&dir)
+        .arg(&exe)
+        .arg("4")
+        .output_within_limit()
+        .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("GCC's libgomp, which has no OMPT"), "{err}");

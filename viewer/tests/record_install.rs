@@ -1,5 +1,6 @@
 //! `hyscope install --prefix DIR`, then `DIR/bin/hyscope record` finds `DIR/lib/libhyscope.so`.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::process::Command;
@@ -14,7 +15,7 @@ fn installed_hyscope_records_with_the_installed_library() {
     let out = hyscope()
         .args(["install", "--prefix"])
         .arg(&prefix)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let bin = prefix.join("bin/hyscope");
@@ -42,7 +43,7 @@ fn installed_hyscope_records_with_the_installed_library() {
         .arg(&dir)
         .arg("--")
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -61,7 +62,7 @@ fn installed_hyscope_records_with_the_installed_library() {
     let again = hyscope()
         .args(["install", "--prefix"])
         .arg(&prefix)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
 }

@@ -1,6 +1,7 @@
 //! `hyscope record` with Open MPI at 2 ranks, in both positions:
 //! `hyscope record -- mpirun -np 2 ./app` and `mpirun -np 2 hyscope record -- ./app`.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::path::Path;
@@ -64,7 +65,7 @@ fn record_in_front_of_mpirun() {
         .arg("mpirun")
         .args(mpirun_args(2))
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -88,7 +89,7 @@ fn record_per_rank_under_mpirun() {
         .arg(&dir)
         .arg("--")
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "{err}");
@@ -109,7 +110,7 @@ fn per_rank_default_names_agree() {
         .arg(env!("CARGO_BIN_EXE_hyscope"))
         .args(["record", "--"])
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let dirs: Vec<_> = std::fs::read_dir(tmp.path())
@@ -167,7 +168,11 @@ fn threads_bound_to_one_core_are_reported() {
                 )
             );
             // The report's Run section names it too.
-            let report = hyscope().arg("report").arg(&out_dir).output().unwrap();
+            let report = hyscope()
+                .arg("report")
+                .arg(&out_dir)
+                .output_within_limit()
+                .unwrap();
             let text = String::from_utf8_lossy(&report.stdout);
             let line = format!(
                 "CPU placement          rank 0: 2 OpenMP threads on CPU {} (1 of {}'s {host_cpus}",
@@ -251,7 +256,11 @@ fn threads_pinned_together_by_omp_proc_bind_are_reported() {
             // Profile mode estimates it from the threads' busy totals.
             assert!(f.cost_s > 0.0, "{f:?}");
             assert_eq!(f.what_to_do.contains("profile mode"), mode == "profile");
-            let report = hyscope().arg("report").arg(&out_dir).output().unwrap();
+            let report = hyscope()
+                .arg("report")
+                .arg(&out_dir)
+                .output_within_limit()
+                .unwrap();
             let text = String::from_utf8_lossy(&report.stdout);
             assert!(text.contains("bound there by the OpenMP runtime"), "{text}");
         } else {

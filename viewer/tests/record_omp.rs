@@ -1,6 +1,7 @@
 //! `hyscope record` with an OpenMP-only program, the exit code, and the checks
 //! made before the run (unwritable or existing output directory).
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use hyscope_analyzer::timeline::{State, TimelineIndex};
@@ -13,7 +14,10 @@ fn records_an_openmp_only_program() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
     let out_dir = tmp.path().join("trace");
-    let out = record_into(&out_dir).arg(&exe).output().unwrap();
+    let out = record_into(&out_dir)
+        .arg(&exe)
+        .output_within_limit()
+        .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(0), "stderr:\n{err}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "sum 14850\n");
@@ -88,7 +92,7 @@ fn default_output_name_is_program_date_time() {
         .current_dir(tmp.path())
         .args(["record", "--"])
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let dirs: Vec<String> = std::fs::read_dir(tmp.path())
@@ -110,7 +114,11 @@ fn exit_code_of_the_program_is_preserved() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp(tmp.path(), "exit3", OMP_SRC);
     let out_dir = tmp.path().join("trace");
-    let out = record_into(&out_dir).arg(&exe).arg("3").output().unwrap();
+    let out = record_into(&out_dir)
+        .arg(&exe)
+        .arg("3")
+        .output_within_limit()
+        .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     // The trace is still complete.
     let trace = Trace::open(&out_dir).unwrap();
@@ -140,7 +148,7 @@ fn unwritable_output_directory_fails_before_the_run() {
             .arg(&exe)
             .arg("0")
             .arg(&marker)
-            .output()
+            .output_within_limit()
             .unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{err}");
@@ -168,7 +176,7 @@ fn existing_output_directory_is_refused() {
         .arg(&exe)
         .arg("0")
         .arg(&marker)
-        .output()
+        .output_within_limit()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -202,7 +210,7 @@ fn groups_and_dispatch_options_reach_the_collector() {
         .arg(&dir)
         .arg("--")
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
@@ -220,7 +228,7 @@ fn groups_and_dispatch_options_reach_the_collector() {
         .arg(&dir)
         .arg("--")
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let kinds = kinds_of(&dir);
@@ -235,7 +243,7 @@ fn missing_program_leaves_no_directory() {
     let dir = tmp.path().join("trace");
     let out = record_into(&dir)
         .arg(tmp.path().join("does-not-exist"))
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -275,7 +283,7 @@ fn a_killed_programs_spooled_events_are_recovered() {
     let out = record_into(&out_dir)
         .arg(&exe)
         .env("OMP_NUM_THREADS", "2")
-        .output()
+        .output_within_limit()
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(128 + 9), "stderr:\n{err}");
@@ -400,7 +408,11 @@ fn barrier_wait_is_split_by_arrival_on_libomp() {
         );
     }
 
-    let report = hyscope().arg("report").arg(&out_dir).output().unwrap();
+    let report = hyscope()
+        .arg("report")
+        .arg(&out_dir)
+        .output_within_limit()
+        .unwrap();
     let text = String::from_utf8_lossy(&report.stdout);
     assert!(
         text.contains("barrier wait = until the team's last thread arrived"),

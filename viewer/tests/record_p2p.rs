@@ -3,6 +3,7 @@
 //! and exported to OTF2 read back by `otf2-print`, against answers the
 //! programs know (`tests/mpi/late_sender.c`, `tests/mpi/two_comms.c`).
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::collections::BTreeMap;
@@ -39,7 +40,7 @@ fn otf2_print(trace: &Path, out: &Path) -> (String, String) {
         let p = Command::new("otf2-print")
             .args(args)
             .arg(&archive)
-            .output()
+            .output_within_limit()
             .unwrap();
         let err = stderr(&p);
         assert!(p.status.success() && !err.contains("warning"), "{err}");

@@ -4,6 +4,7 @@
 //! run without hyscope, and `MPI_Pcontrol` levels and `omp_control_tool`
 //! pause/start with exact counts of what is inside and outside the pause.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::collections::BTreeMap;
@@ -319,7 +320,7 @@ fn nested_phases_match_what_the_program_measured() {
     let bad = hyscope()
         .args(["report", "--phase", "nope"])
         .arg(&trace)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(!bad.status.success());
     assert!(
@@ -433,7 +434,7 @@ fn fortran_through_the_module() {
         .arg(&src)
         .arg("-o")
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
 
@@ -493,7 +494,7 @@ fn a_killed_process_keeps_its_finished_phases() {
     let dir = tempfile::tempdir().unwrap();
     let exe = build_phase_program(dir.path(), "killed");
     let trace = dir.path().join("trace");
-    let out = record_into(&trace).arg(&exe).output().unwrap();
+    let out = record_into(&trace).arg(&exe).output_within_limit().unwrap();
     assert_eq!(stdout(&out).trim(), "ready", "{}", stderr(&out));
     // `hyscope record` encoded the spool and the phase journal it left.
     let t = Trace::open(&trace).unwrap();

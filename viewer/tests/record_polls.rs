@@ -10,6 +10,7 @@
 //! the writer spooled before is kept; with `segv`, by SIGSEGV: the crash
 //! handler spools the open run too, and every poll is kept.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::collections::BTreeMap;
@@ -217,7 +218,7 @@ fn polling_loops_fold_into_few_rows_with_exact_counts() {
     let otf2 = export(&dir, "otf2", &tmp.path().join("otf2"));
     let print = std::process::Command::new("otf2-print")
         .arg(otf2.join("traces.otf2"))
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(print.status.success(), "{}", stderr(&print));
     let attrs: Vec<u64> = String::from_utf8_lossy(&print.stdout)
@@ -244,7 +245,7 @@ fn record_dying(mode: &str) -> (BTreeMap<String, u64>, u64, Vec<MpiRecord>, Stri
         .args(mpirun_args(2))
         .arg(&prog)
         .arg(mode)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
     let counts = printed(&out.stdout);

@@ -5,6 +5,7 @@
 //! offsets (measured along the binomial tree, within their bound), and the
 //! trace has no problem.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::path::Path;
@@ -26,7 +27,7 @@ fn report(trace: &Path) -> serde_json::Value {
     let out = hyscope()
         .args(["report", "--json"])
         .arg(trace)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     serde_json::from_slice(&out.stdout).unwrap()

@@ -4,6 +4,7 @@
 //! unless `record`'s own option is given; the options and `--help` come from
 //! the settings table.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::path::Path;
@@ -29,7 +30,7 @@ fn record(dir: &Path, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output
         .arg("--")
         .arg(exe);
     cmd.envs(env.iter().copied());
-    cmd.output().unwrap()
+    cmd.output_within_limit().unwrap()
 }
 
 /// The lines of `stderr` that mention `var`.
@@ -45,7 +46,7 @@ fn lines_naming(out: &Output, var: &str) -> Vec<String> {
 fn bad_values_in_the_environment_warn_once_and_change_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
-    let plain = Command::new(&exe).output().unwrap();
+    let plain = Command::new(&exe).output_within_limit().unwrap();
     assert_eq!(String::from_utf8_lossy(&plain.stdout), "sum 14850\n");
     for (i, (var, value, rest)) in BAD_VALUES.iter().enumerate() {
         let dir = tmp.path().join(format!("trace{i}"));
@@ -151,7 +152,7 @@ fn bad_options_are_refused_before_the_run() {
             .arg(&exe)
             .arg("0")
             .arg(&marker)
-            .output()
+            .output_within_limit()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{option} {value}");
         assert!(stderr(&out).contains(reason), "{}", stderr(&out));
@@ -162,7 +163,10 @@ fn bad_options_are_refused_before_the_run() {
 
 #[test]
 fn help_lists_every_option_of_the_settings_table() {
-    let out = hyscope().args(["record", "--help"]).output().unwrap();
+    let out = hyscope()
+        .args(["record", "--help"])
+        .output_within_limit()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8_lossy(&out.stdout);
     for s in ALL {

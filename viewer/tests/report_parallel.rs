@@ -11,6 +11,7 @@
 //! for MPICH, `scripts/build-mpich.sh` (libhyscope_par-mpich.so), as
 //! scripts/test.sh does.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 #[path = "../../analyzer/tests/common/synth.rs"]
@@ -386,7 +387,7 @@ fn output_writes_the_report_to_a_file() {
     }
     let nowhere = tmp.path().join("no-such-dir").join("report.json");
     let out = alone(&["--json", "-o", &nowhere.display().to_string()], &trace)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_ne!(out.status.code(), Some(0));
     let err = stderr(&out);

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 mod tui_frame;
 
@@ -67,7 +68,7 @@ fn every_tab_on_a_recorded_hybrid_trace() {
         .arg("mpirun")
         .args(record_support::mpirun_args(2))
         .arg(&exe)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert_eq!(
         out.status.code(),

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use hyscope_testkit::OutputWithin;
 mod tui_common;
 
 use std::process::Command;
@@ -19,7 +20,10 @@ impl Drop for Session {
 }
 
 fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    let out = Command::new("tmux")
+        .args(args)
+        .output_within_limit()
+        .expect("tmux runs");
     assert!(
         out.status.success(),
         "tmux {args:?}: {}",

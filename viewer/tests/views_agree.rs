@@ -6,6 +6,7 @@
 //! Then the same for a copy of the trace whose rank 1 sits on a second host
 //! whose clock drifts by 50 µs between `MPI_Init` and `MPI_Finalize`.
 
+use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::collections::BTreeMap;
@@ -39,7 +40,7 @@ fn report(dir: &Path) -> Report {
         .arg("report")
         .arg("--json")
         .arg(dir)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -94,7 +95,7 @@ fn perfetto(dir: &Path, out: &Path) -> Vec<Msg> {
         .args(["export", "--format", "perfetto", "-o"])
         .arg(out)
         .arg(dir)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
@@ -131,12 +132,12 @@ fn otf2(dir: &Path, out: &Path) -> (Vec<Side>, Vec<Side>) {
         .args(["export", "--format", "otf2", "-o"])
         .arg(out)
         .arg(dir)
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let printed = Command::new("otf2-print")
         .arg(out.join("traces.otf2"))
-        .output()
+        .output_within_limit()
         .unwrap();
     assert!(printed.status.success(), "{}", stderr(&printed));
     let text = String::from_utf8(printed.stdout).unwrap();
