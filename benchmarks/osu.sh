@@ -44,7 +44,7 @@ benches=(pt2pt/osu_latency pt2pt/osu_bw "collective/osu_allreduce -m 4:65536" co
 run() {
     local name=$1
     shift
-    "$@" 2>"$work/stderr" | awk -v b="$name" '/^[0-9]/ { if (NF == 1) print b, "-", $1; else print b, $1, $2 }' ||
+    "$@" 2>"$work/stderr" | awk -v b="$name" '/^ *[0-9]/ { if (NF == 1) print b, "-", $1; else print b, $1, $2 }' ||
         { cat "$work/stderr" >&2; exit 1; }
 }
 
