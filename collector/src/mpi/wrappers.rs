@@ -135,21 +135,26 @@ fn rooted(r: &mut MpiRecord, comm: MPI_Comm, root: c_int) -> (CommInfo, bool) {
 /// (see [`Taken`]); each is finished exactly once afterwards.
 pub struct Saved {
     n: usize,
-    stack: [Taken; 16],
+    /// The first `n` are set when `n` ≤ 16, the rest left uninitialised: a
+    /// completion call (every poll of a `Testall` loop) then writes only the
+    /// entries of its requests, not 1 KiB of empty ones.
+    stack: [MaybeUninit<Taken>; 16],
     heap: Vec<Taken>,
 }
 
 impl Saved {
+    /// Take the entries of the `n` requests at `reqs`, into a [`Saved::empty`]
+    /// where it lies (the wrappers' `pre`): made and filled in two steps so
+    /// that its 1 KiB is not copied into the caller's frame.
+    ///
     /// # Safety
-    /// `reqs` points to `n` requests (or is null with n <= 0).
-    #[inline]
-    pub unsafe fn new(n: c_int, reqs: *const MPI_Request) -> Saved {
+    /// `reqs` points to `n` requests (or is null with n <= 0); `self` holds
+    /// no entries yet.
+    #[inline(always)]
+    pub unsafe fn take_all(&mut self, n: c_int, reqs: *const MPI_Request) {
         let n = if reqs.is_null() { 0 } else { n.max(0) as usize };
-        let mut s = Saved {
-            n,
-            stack: [Taken::NONE; 16],
-            heap: Vec::new(),
-        };
+        let s = self;
+        s.n = n;
         // A null array (count 0, as MPICH's waittestnull passes) is not a slice
         // even of length 0: from_raw_parts needs a non-null pointer.
         let src: &[MPI_Request] = if n == 0 {
@@ -160,12 +165,21 @@ impl Saved {
         };
         if n <= 16 {
             for (d, q) in s.stack.iter_mut().zip(src) {
-                *d = Taken::take(q.key());
+                d.write(Taken::take(q.key()));
             }
         } else {
             s.heap = src.iter().map(|q| Taken::take(q.key())).collect();
         }
-        s
+    }
+
+    /// No entries yet: see [`Saved::take_all`].
+    #[inline(always)]
+    pub fn empty() -> Saved {
+        Saved {
+            n: 0,
+            stack: [const { MaybeUninit::uninit() }; 16],
+            heap: Vec::new(),
+        }
     }
 
     #[inline]
@@ -173,7 +187,9 @@ impl Saved {
         if i >= self.n {
             None
         } else if self.n <= 16 {
-            Some(&mut self.stack[i])
+            // SAFETY: `take_all` set the first n entries (n ≤ 16 here), and they
+            // stay set (`done` and `rest_back` replace, never uninitialise).
+            Some(unsafe { self.stack[i].assume_init_mut() })
         } else {
             Some(&mut self.heap[i])
         }
@@ -420,7 +436,7 @@ wrappers! {
             if rc == 0 && !done { let (a, b) = polls::request_key(key); polls::fold(&mut r, a, b); }
         }
     MPI_Waitall = PMPI_Waitall(count: c_int, reqs: *mut MPI_Request, statuses: *mut MPI_Status)
-        pre { let mut saved = Saved::new(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
+        pre { let mut saved = Saved::empty(); saved.take_all(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
         |r, rc| {
             if rc == 0 {
                 for i in 0..count.max(0) as usize { saved.done(i, statuses.add(i), r.end_ns, r.callsite as usize); }
@@ -428,7 +444,7 @@ wrappers! {
             saved.rest_back();
         }
     MPI_Testall = PMPI_Testall(count: c_int, reqs: *mut MPI_Request, flag: *mut c_int, statuses: *mut MPI_Status)
-        pre { let set = polls::request_set_key(count, reqs); let mut saved = Saved::new(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
+        pre { let set = polls::request_set_key(count, reqs); let mut saved = Saved::empty(); saved.take_all(count, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, count); }
         |r, rc| {
             if rc == 0 && is_true(flag) {
                 for i in 0..count.max(0) as usize { saved.done(i, statuses.add(i), r.end_ns, r.callsite as usize); }
@@ -437,20 +453,20 @@ wrappers! {
             if rc == 0 && !is_true(flag) { polls::fold(&mut r, set.0, set.1); }
         }
     MPI_Waitany = PMPI_Waitany(count: c_int, reqs: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status)
-        pre { let mut saved = Saved::new(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
+        pre { let mut saved = Saved::empty(); saved.take_all(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
         |r, rc| {
             if rc == 0 && *index >= 0 { saved.done(*index as usize, status, r.end_ns, r.callsite as usize); }
             saved.rest_back();
         }
     MPI_Testany = PMPI_Testany(count: c_int, reqs: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status)
-        pre { let set = polls::request_set_key(count, reqs); let mut saved = Saved::new(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
+        pre { let set = polls::request_set_key(count, reqs); let mut saved = Saved::empty(); saved.take_all(count, reqs); let mut own = zero_status(); if status_ignored(status) { status = &mut own; } }
         |r, rc| {
             if rc == 0 && is_true(flag) && *index >= 0 { saved.done(*index as usize, status, r.end_ns, r.callsite as usize); }
             saved.rest_back();
             if rc == 0 && !is_true(flag) { polls::fold(&mut r, set.0, set.1); }
         }
     MPI_Waitsome = PMPI_Waitsome(incount: c_int, reqs: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status)
-        pre { let mut saved = Saved::new(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
+        pre { let mut saved = Saved::empty(); saved.take_all(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
         |r, rc| {
             if rc == 0 && *outcount > 0 {
                 for k in 0..*outcount as usize {
@@ -460,7 +476,7 @@ wrappers! {
             saved.rest_back();
         }
     MPI_Testsome = PMPI_Testsome(incount: c_int, reqs: *mut MPI_Request, outcount: *mut c_int, indices: *mut c_int, statuses: *mut MPI_Status)
-        pre { let set = polls::request_set_key(incount, reqs); let mut saved = Saved::new(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
+        pre { let set = polls::request_set_key(incount, reqs); let mut saved = Saved::empty(); saved.take_all(incount, reqs); let mut own = Statuses::new(); statuses = own.or_ours(statuses, incount); }
         |r, rc| {
             if rc == 0 && *outcount > 0 {
                 for k in 0..*outcount as usize {
