@@ -131,14 +131,19 @@ fn rooted(r: &mut MpiRecord, comm: MPI_Comm, root: c_int) -> (CommInfo, bool) {
     (c, c.rank == root)
 }
 
+/// Requests and statuses a completion call keeps on its stack; more go to the
+/// heap. 64 is a common window of nonblocking messages (the OSU bandwidth
+/// tests' own), which then allocates nothing per call.
+const ON_STACK: usize = 64;
+
 /// The entries of the requests of a completion call, taken before the call
 /// (see [`Taken`]); each is finished exactly once afterwards.
 pub struct Saved {
     n: usize,
-    /// The first `n` are set when `n` ≤ 16, the rest left uninitialised: a
-    /// completion call (every poll of a `Testall` loop) then writes only the
-    /// entries of its requests, not 1 KiB of empty ones.
-    stack: [MaybeUninit<Taken>; 16],
+    /// The first `n` are set when `n` ≤ [`ON_STACK`], the rest left
+    /// uninitialised: a completion call (every poll of a `Testall` loop)
+    /// then writes only the entries of its requests, not 4 KiB of empty ones.
+    stack: [MaybeUninit<Taken>; ON_STACK],
     heap: Vec<Taken>,
 }
 
@@ -163,7 +168,7 @@ impl Saved {
             // SAFETY: guaranteed by the caller.
             unsafe { std::slice::from_raw_parts(reqs, n) }
         };
-        if n <= 16 {
+        if n <= ON_STACK {
             for (d, q) in s.stack.iter_mut().zip(src) {
                 d.write(Taken::take(q.key()));
             }
@@ -177,7 +182,7 @@ impl Saved {
     pub fn empty() -> Saved {
         Saved {
             n: 0,
-            stack: [const { MaybeUninit::uninit() }; 16],
+            stack: [const { MaybeUninit::uninit() }; ON_STACK],
             heap: Vec::new(),
         }
     }
@@ -186,8 +191,8 @@ impl Saved {
     fn slot(&mut self, i: usize) -> Option<&mut Taken> {
         if i >= self.n {
             None
-        } else if self.n <= 16 {
-            // SAFETY: `take_all` set the first n entries (n ≤ 16 here), and they
+        } else if self.n <= ON_STACK {
+            // SAFETY: `take_all` set the first n entries (n ≤ ON_STACK here), and they
             // stay set (`done` and `rest_back` replace, never uninitialise).
             Some(unsafe { self.stack[i].assume_init_mut() })
         } else {
@@ -221,7 +226,7 @@ impl Saved {
 
 /// Status storage the wrapper substitutes for `MPI_STATUSES_IGNORE`.
 pub struct Statuses {
-    stack: [MaybeUninit<MPI_Status>; 16],
+    stack: [MaybeUninit<MPI_Status>; ON_STACK],
     heap: Vec<MaybeUninit<MPI_Status>>,
 }
 
@@ -229,7 +234,7 @@ impl Statuses {
     #[inline]
     pub fn new() -> Statuses {
         Statuses {
-            stack: [MaybeUninit::uninit(); 16],
+            stack: [MaybeUninit::uninit(); ON_STACK],
             heap: Vec::new(),
         }
     }
@@ -241,7 +246,7 @@ impl Statuses {
             return user;
         }
         let n = n.max(0) as usize;
-        if n <= 16 {
+        if n <= ON_STACK {
             self.stack.as_mut_ptr().cast()
         } else {
             self.heap = vec![MaybeUninit::uninit(); n];
