@@ -23,10 +23,12 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
 }
 
 /// [`output_within`], with the error of a command that cannot be started
-/// returned as [`Command::output`] returns it.
+/// returned as [`Command::output`] returns it. As there, the command's
+/// standard input is closed (`/dev/null`), not the test's.
 pub fn try_output_within(cmd: &mut Command, limit: Duration) -> std::io::Result<Output> {
     let mut child = cmd
         .process_group(0)
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()?;
@@ -122,6 +124,21 @@ mod tests {
         assert_eq!(out.status.code(), Some(3));
         assert_eq!(out.stdout, b"out\n");
         assert_eq!(out.stderr, b"err\n");
+    }
+
+    #[test]
+    fn the_command_reads_no_input_as_with_command_output() {
+        let mut cmd = Command::new("readlink");
+        cmd.arg("/proc/self/fd/0");
+        let ours = cmd.output_within_limit().expect("readlink starts");
+        let std = cmd.output().expect("readlink starts");
+        assert_eq!(ours.stdout, b"/dev/null\n");
+        assert_eq!(ours.stdout, std.stdout);
+        let missing = Command::new("/nonexistent/command").output_within_limit();
+        assert_eq!(
+            missing.expect_err("no such command").kind(),
+            std::io::ErrorKind::NotFound
+        );
     }
 
     #[test]
