@@ -150,7 +150,8 @@ pub struct Saved {
 impl Saved {
     /// Take the entries of the `n` requests at `reqs`, into a [`Saved::empty`]
     /// where it lies (the wrappers' `pre`): made and filled in two steps so
-    /// that its 1 KiB is not copied into the caller's frame.
+    /// that its entries (4 KiB on the calling thread's stack) are not copied
+    /// into the caller's frame.
     ///
     /// # Safety
     /// `reqs` points to `n` requests (or is null with n <= 0); `self` holds
