@@ -787,6 +787,16 @@ mod tests {
 
     static RECORDER: Recorder = Recorder(Mutex::new(Vec::new()));
 
+    /// Held by every test of this file while it runs: `release_all_held` and
+    /// `forget_all_held` reach every thread's state, and the sink is global,
+    /// so a test running beside another would take or drop the intervals the
+    /// other holds.
+    pub(super) static SERIAL: Mutex<()> = Mutex::new(());
+
+    pub(super) fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// (kind, end) of what the sink got so far.
     fn recorded() -> Vec<(u8, i64)> {
         RECORDER
@@ -800,6 +810,7 @@ mod tests {
 
     #[test]
     fn held_intervals_reach_the_sink_at_release_at_exit_and_never_twice() {
+        let _serial = serial();
         crate::set_sink(&RECORDER);
         let st = current();
         let (par, imp) = (OmpKind::Parallel as u8, OmpKind::ImplicitTask as u8);
@@ -887,6 +898,7 @@ mod late_join_tests {
     /// closed.
     #[test]
     fn a_loops_last_chunk_ends_with_it_and_held_intervals_keep_their_order() {
+        let _serial = super::tests::serial();
         std::thread::spawn(|| {
             let (st, block) = with_a_block();
             let k = |kind: OmpKind| kind as u8;
@@ -925,6 +937,7 @@ mod late_join_tests {
     /// worker's late join-barrier ends go to their three aggregates at once.
     #[test]
     fn profile_mode_aggregates_held_and_late_join_intervals() {
+        let _serial = super::tests::serial();
         std::thread::spawn(|| {
             let st = current();
             st.stream = None;
@@ -979,6 +992,7 @@ mod late_join_tests {
     /// push, and only when the stack's top three are exactly those.
     #[test]
     fn a_workers_late_join_ends_close_together_in_one_push() {
+        let _serial = super::tests::serial();
         // A thread of its own: a fresh state, given a stream with a block.
         std::thread::spawn(|| {
             let (st, block) = with_a_block();
