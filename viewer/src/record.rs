@@ -27,6 +27,11 @@ use hyscope_format::trace_name;
 
 use crate::units;
 
+mod launcher;
+use launcher::{
+    LauncherKind, find_launched_program, launcher_env_args, launcher_kind, resolve_in_path,
+};
+
 /// Environment variables that carry the rank, in the order the collector reads them.
 const RANK_VARS: [&str; 4] = [
     "OMPI_COMM_WORLD_RANK",
@@ -193,20 +198,13 @@ enum Position {
     Plain,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LauncherKind {
-    OpenMpi,
-    Hydra,
-    Srun,
-}
-
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let command = args.command.clone();
     let program0 = PathBuf::from(&command[0]);
     let position = position(&program0, args.mpi_flavour);
     // The application program: the command itself, or the launcher's program argument.
     let app = match position {
-        Position::Launcher(_) => find_launched_program(&command[1..]),
+        Position::Launcher(kind) => find_launched_program(kind, &command[1..]),
         _ => resolve_in_path(&program0),
     };
     let app_name = app
@@ -413,113 +411,6 @@ fn position(program: &Path, flavour: Flavour) -> Position {
         }
     }
     Position::Plain
-}
-
-/// Is `program` an MPI launcher, and which kind?
-fn launcher_kind(program: &Path, flavour: Flavour) -> Option<LauncherKind> {
-    let name = program.file_name()?.to_string_lossy().into_owned();
-    let known = [
-        "mpirun",
-        "mpiexec",
-        "orterun",
-        "prterun",
-        "mpirun.openmpi",
-        "mpiexec.openmpi",
-        "mpirun.mpich",
-        "mpiexec.mpich",
-        "mpiexec.hydra",
-        "srun",
-    ];
-    if !known.contains(&name.as_str()) {
-        return None;
-    }
-    if name == "srun" {
-        return Some(LauncherKind::Srun);
-    }
-    match flavour {
-        Flavour::Openmpi => return Some(LauncherKind::OpenMpi),
-        Flavour::Mpich => return Some(LauncherKind::Hydra),
-        Flavour::Auto => {}
-    }
-    if name.contains("openmpi") || name == "orterun" || name == "prterun" {
-        return Some(LauncherKind::OpenMpi);
-    }
-    if name.contains("mpich") || name.contains("hydra") {
-        return Some(LauncherKind::Hydra);
-    }
-    // `mpirun` is whichever MPI the alternatives system chose: the file its
-    // links end at names it (`orterun`, `mpiexec.hydra`, …) without running it.
-    if let Some(target) = resolve_in_path(program)
-        .and_then(|p| std::fs::canonicalize(p).ok())
-        .filter(|t| {
-            t.file_name()
-                .is_some_and(|n| n != program.file_name().unwrap_or_default())
-        })
-    {
-        let kind = launcher_kind(&target, Flavour::Auto);
-        if kind.is_some() {
-            return kind;
-        }
-    }
-    // Otherwise ask it.
-    let out = Command::new(program).arg("--version").output().ok();
-    let text = out
-        .map(|o| {
-            let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
-            s.push_str(&String::from_utf8_lossy(&o.stderr));
-            s
-        })
-        .unwrap_or_default();
-    if text.contains("HYDRA") || text.contains("MPICH") || text.contains("Intel(R) MPI") {
-        Some(LauncherKind::Hydra)
-    } else {
-        Some(LauncherKind::OpenMpi)
-    }
-}
-
-/// Arguments that hand `env` to the ranks started by a launcher.
-fn launcher_env_args(kind: LauncherKind, env: &BTreeMap<String, String>) -> Vec<String> {
-    match kind {
-        LauncherKind::OpenMpi => env
-            .iter()
-            .flat_map(|(k, v)| ["-x".to_string(), format!("{k}={v}")])
-            .collect(),
-        LauncherKind::Hydra => env
-            .iter()
-            .flat_map(|(k, v)| ["-genv".to_string(), k.clone(), v.clone()])
-            .collect(),
-        LauncherKind::Srun => {
-            let list: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            vec![format!("--export=ALL,{}", list.join(","))]
-        }
-    }
-}
-
-/// The program a launcher command line starts: the first argument naming an
-/// executable file (options and their values are not files).
-fn find_launched_program(args: &[OsString]) -> Option<PathBuf> {
-    args.iter()
-        .filter(|a| !a.to_string_lossy().starts_with('-'))
-        .find_map(|a| {
-            let p = resolve_in_path(Path::new(a))?;
-            is_executable(&p).then_some(p)
-        })
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-/// `p` itself if it names a path, else its location on `PATH`.
-fn resolve_in_path(p: &Path) -> Option<PathBuf> {
-    if p.components().count() > 1 || p.is_absolute() {
-        return p.is_file().then(|| p.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(p))
-        .find(|c| is_executable(c))
 }
 
 fn ldd(program: &Path) -> String {
@@ -909,26 +800,5 @@ mod tests {
             Some(Flavour::Mpich)
         );
         assert_eq!(flavour_from_ldd("libomp.so.5 => x"), None);
-    }
-
-    #[test]
-    fn launcher_args() {
-        let env: BTreeMap<String, String> = [
-            ("A".to_string(), "1".to_string()),
-            ("B".to_string(), "x y".to_string()),
-        ]
-        .into();
-        assert_eq!(
-            launcher_env_args(LauncherKind::OpenMpi, &env),
-            ["-x", "A=1", "-x", "B=x y"]
-        );
-        assert_eq!(
-            launcher_env_args(LauncherKind::Hydra, &env),
-            ["-genv", "A", "1", "-genv", "B", "x y"]
-        );
-        assert_eq!(
-            launcher_env_args(LauncherKind::Srun, &env),
-            ["--export=ALL,A=1,B=x y"]
-        );
     }
 }
