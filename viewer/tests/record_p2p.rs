@@ -7,24 +7,11 @@ use hyscope_testkit::OutputWithin;
 mod record_support;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use record_support::*;
 use serde_json::Value;
-
-/// Build `tests/mpi/<name>.c` with mpicc.
-fn build_mpi_test_program(dir: &Path, name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/mpi/{name}.c"));
-    let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
-    build_mpi(dir, name, &text)
-}
-
-/// `hyscope report --json` of a trace.
-fn report_json(trace: &Path) -> Value {
-    let out = run_ok(hyscope().args(["report", "--json"]).arg(trace));
-    serde_json::from_slice(&out.stdout).expect("report --json is JSON")
-}
 
 /// `hyscope export --format otf2` of a trace, then `otf2-print` of the
 /// events (and with `-G`, of the global definitions).
@@ -54,29 +41,6 @@ fn records<'a>(text: &'a str, kind: &str) -> Vec<&'a str> {
     text.lines()
         .filter(|l| l.split_whitespace().next() == Some(kind))
         .collect()
-}
-
-/// The report's late-sender total (0 when there is none).
-fn late_sender_s(report: &Value) -> f64 {
-    let kinds = report["wait_states"]["observed"]["by_kind"]
-        .as_array()
-        .expect("wait states observed");
-    kinds
-        .iter()
-        .filter(|k| k["kind"] == "late_sender")
-        .map(|k| k["seconds"].as_f64().unwrap())
-        .sum()
-}
-
-/// The value of line `key <value>` the program printed.
-fn printed(stdout: &str, key: &str) -> f64 {
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no `{key}` printed: {stdout}"))
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 #[test]

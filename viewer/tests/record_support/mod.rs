@@ -6,6 +6,7 @@
 //! themselves, so parallel test binaries never race on the target directory.
 #![allow(dead_code)]
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -244,4 +245,118 @@ pub fn count_kind(rows: &[(u32, OmpRecord)], rank: u32, kind: OmpKind) -> usize 
     rows.iter()
         .filter(|(r, rec)| *r == rank && rec.kind == kind as u8)
         .count()
+}
+
+/// Two "nodes" on this machine: hosts 127.0.0.2 and 127.0.0.3, started
+/// through `tests/mpi/node-agent.sh` in place of ssh, each in namespaces of
+/// its own (hostname, boot id, `/dev/shm`), talking to the other over TCP,
+/// on the one kernel and TSC of this machine (so the true clock offset
+/// between them is 0).
+pub struct TwoNodes {
+    agent: PathBuf,
+    hostfile: PathBuf,
+    /// Each node's boot id (`HYSCOPE_FAKE_NODES`).
+    nodes: PathBuf,
+}
+
+/// The hosts of [`TwoNodes`], rank `r` on `TWO_NODES[r % 2]`.
+pub const TWO_NODES: [&str; 2] = ["127.0.0.2", "127.0.0.3"];
+
+impl TwoNodes {
+    /// Set up in `dir`; `Err` with the reason where this machine cannot make
+    /// the namespaces (not root, or a container without `CAP_SYS_ADMIN`).
+    pub fn new(dir: &Path) -> Result<TwoNodes, String> {
+        let probe = Command::new("unshare")
+            .args(["--uts", "--mount", "true"])
+            .output()
+            .map_err(|e| format!("cannot run unshare: {e}"))?;
+        if !probe.status.success() {
+            return Err(format!(
+                "`unshare --uts --mount` is refused here: {}",
+                stderr(&probe).trim()
+            ));
+        }
+        let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mpi/node-agent.sh");
+        let hostfile = dir.join("two-nodes.hosts");
+        let lines: Vec<String> = TWO_NODES.iter().map(|h| format!("{h} slots=2\n")).collect();
+        std::fs::write(&hostfile, lines.concat()).unwrap();
+        let nodes = dir.join("two-nodes");
+        std::fs::create_dir_all(&nodes).unwrap();
+        Ok(TwoNodes {
+            agent: agent.canonicalize().unwrap(),
+            hostfile,
+            nodes,
+        })
+    }
+
+    /// Arguments of `mpirun` (Open MPI) for `np` ranks placed round-robin
+    /// on the two nodes.
+    pub fn open_mpi_args(&self, np: u32) -> Vec<OsString> {
+        let mut a: Vec<OsString> = mpirun_args(np).into_iter().map(OsString::from).collect();
+        a.extend([
+            "--mca".into(),
+            "plm_rsh_agent".into(),
+            self.agent.clone().into(),
+        ]);
+        a.extend(["--hostfile".into(), self.hostfile.clone().into()]);
+        a.extend(["--map-by".into(), "node".into()]);
+        // Each node sees all of this machine's cores: bound, the first rank
+        // of every node would share core 0 with the others' (a time slice
+        // per message, ≈ 4 ms, instead of ≈ 6 µs over TCP).
+        a.extend(["--bind-to".into(), "none".into()]);
+        a
+    }
+
+    /// Arguments of `mpiexec.mpich` (Hydra) for `np` ranks placed
+    /// round-robin on the two nodes.
+    pub fn mpich_args(&self, np: u32) -> Vec<OsString> {
+        let hosts: Vec<String> = TWO_NODES.iter().map(|h| format!("{h}:1")).collect();
+        let mut a: Vec<OsString> = vec!["-launcher".into(), "ssh".into(), "-launcher-exec".into()];
+        a.push(self.agent.clone().into());
+        a.extend(["-hosts".into(), hosts.join(",").into()]);
+        a.extend(["-n".into(), np.to_string().into()]);
+        a
+    }
+
+    /// The variable the agent keeps each node's boot id under: set it on
+    /// the launcher (or the `record` that runs it).
+    pub fn env(&self) -> (&'static str, &Path) {
+        ("HYSCOPE_FAKE_NODES", &self.nodes)
+    }
+}
+
+/// Build `tests/mpi/<name>.c` with mpicc.
+pub fn build_mpi_test_program(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/mpi/{name}.c"));
+    let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    build_mpi(dir, name, &text)
+}
+
+/// `hyscope report --json` of a trace.
+pub fn report_json(trace: &Path) -> serde_json::Value {
+    let out = run_ok(hyscope().args(["report", "--json"]).arg(trace));
+    serde_json::from_slice(&out.stdout).expect("report --json is JSON")
+}
+
+/// The report's late-sender total (0 when there is none).
+pub fn late_sender_s(report: &serde_json::Value) -> f64 {
+    let kinds = report["wait_states"]["observed"]["by_kind"]
+        .as_array()
+        .expect("wait states observed");
+    kinds
+        .iter()
+        .filter(|k| k["kind"] == "late_sender")
+        .map(|k| k["seconds"].as_f64().unwrap())
+        .sum()
+}
+
+/// The value of line `key <value>` the program printed.
+pub fn printed(stdout: &str, key: &str) -> f64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no `{key}` printed: {stdout}"))
+        .trim()
+        .parse()
+        .unwrap()
 }

@@ -1,0 +1,164 @@
+//! A job on two nodes, simulated on this machine (`tests/mpi/node-agent.sh`
+//! as the launchers' ssh: each node in namespaces of its own, with its own
+//! hostname, boot id and `/dev/shm`, the nodes talking over TCP), recorded
+//! under Open MPI and MPICH and analysed, against answers known exactly:
+//!
+//! - each rank is on the node the launcher put it on, and the trace names
+//!   both nodes;
+//! - the nodes do not share a clock calibration, so the collector measures
+//!   their clock offsets at `MPI_Init` and `MPI_Finalize`. Both nodes run on
+//!   this machine's one kernel and TSC, so the true offset is 0: every
+//!   offset measured must lie within its own error bound (half its round
+//!   trip) of 0;
+//! - the late-sender total of `tests/mpi/late_sender.c`, which the program
+//!   times itself with `CLOCK_MONOTONIC` (one clock for both nodes here),
+//!   must be what the report finds, within the report's own clock error for
+//!   each of the 40 receives and 5 % for the rest.
+//!
+//! Where this machine cannot make the namespaces (not root, a container
+//! without `CAP_SYS_ADMIN`), the tests say why and check nothing.
+
+mod record_support;
+
+use std::path::{Path, PathBuf};
+
+use hyscope_format::Trace;
+use record_support::*;
+
+/// Slack on a measured offset beyond half its round trip: the two nodes'
+/// TSC calibrations differ in rate by a few parts per million over a run
+/// of about a second, and each is anchored to `CLOCK_MONOTONIC` once.
+const CALIBRATION_SLACK_NS: i64 = 200_000;
+
+fn two_nodes(dir: &Path) -> Option<TwoNodes> {
+    match TwoNodes::new(dir) {
+        Ok(nodes) => Some(nodes),
+        Err(why) => {
+            eprintln!("not run: two nodes cannot be simulated here: {why}");
+            None
+        }
+    }
+}
+
+/// The checks of the module documentation on a recorded `late_sender isend`.
+fn check_two_node_run(dir: &Path, stdout: &str, flavour: &str) {
+    let trace = Trace::open(dir).unwrap();
+    let m = &trace.manifest;
+    let mut hosts = m.hosts.clone();
+    hosts.sort();
+    assert_eq!(hosts, TWO_NODES, "{flavour}: the trace's hosts");
+    let mut ranks = m.ranks.clone();
+    ranks.sort_by_key(|r| r.rank);
+    assert_eq!(ranks.len(), 2, "{flavour}");
+    for r in &ranks {
+        assert_eq!(
+            r.host,
+            TWO_NODES[r.rank as usize % 2],
+            "{flavour}: rank {}",
+            r.rank
+        );
+    }
+    assert_ne!(
+        ranks[0].clock_id, ranks[1].clock_id,
+        "{flavour}: two nodes, two clocks"
+    );
+    // Rank 0 is the reference; rank 1 was measured against it at Init and
+    // Finalize.
+    let offsets = &ranks[1].clock_offsets;
+    assert_eq!(offsets.len(), 2, "{flavour}: {offsets:?}");
+    for o in offsets {
+        assert!(
+            o.rtt_ns > 0,
+            "{flavour}: a measured offset has a round trip: {o:?}"
+        );
+        assert!(
+            o.offset_ns.abs() <= o.rtt_ns / 2 + CALIBRATION_SLACK_NS,
+            "{flavour}: the true offset is 0, outside the bound of {o:?}"
+        );
+    }
+    eprintln!("{flavour}: rank 1's offsets {offsets:?}");
+
+    let report = report_json(dir);
+    assert_eq!(report["run"]["clock_corrected"], true, "{flavour}");
+    let clock_error = report["run"]["clock_error_s"].as_f64().unwrap();
+    let bound_ns = offsets.iter().map(|o| o.rtt_ns / 2).max().unwrap();
+    assert!(
+        (clock_error * 1e9).round() as i64 >= bound_ns,
+        "{flavour}: the report's clock error {clock_error} s is below the offsets' {bound_ns} ns"
+    );
+    // Every message of the 20 exchanges matched across the nodes.
+    let messages = report["messages"]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 40, "{flavour}");
+    assert_eq!(report["messages"]["unmatched_sends"], 0, "{flavour}");
+    assert_eq!(report["messages"]["unmatched_recvs"], 0, "{flavour}");
+
+    let slept = printed(stdout, "slept_s");
+    assert!(
+        slept > 0.19,
+        "{flavour}: 20 × 10 ms slept, {slept} s measured"
+    );
+    let measured = printed(stdout, "late_sender_total_s");
+    let reported = late_sender_s(&report);
+    let allowed = 0.05 * measured + 40.0 * clock_error;
+    eprintln!(
+        "{flavour}: late sender {reported:.6} s reported, {measured:.6} s measured, \
+         clock error ± {clock_error:.6} s"
+    );
+    assert!(
+        (reported - measured).abs() <= allowed,
+        "{flavour}: late sender {reported} s reported, {measured} s measured \
+         (allowed ± {allowed} s)"
+    );
+}
+
+#[test]
+fn open_mpi_job_on_two_nodes_measures_their_offsets_and_its_late_senders() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(nodes) = two_nodes(tmp.path()) else {
+        return;
+    };
+    let exe = build_mpi_test_program(tmp.path(), "late_sender");
+    let dir = tmp.path().join("trace");
+    let (var, value) = nodes.env();
+    let out = run_ok(
+        record_into(&dir)
+            .env(var, value)
+            .arg("mpirun")
+            .args(nodes.open_mpi_args(2))
+            .arg(&exe)
+            .arg("isend"),
+    );
+    check_two_node_run(&dir, &String::from_utf8_lossy(&out.stdout), "Open MPI");
+}
+
+#[test]
+fn mpich_job_on_two_nodes_measures_their_offsets_and_its_late_senders() {
+    if !mpich_collector().is_file() {
+        // record_mpich.rs checks what happens without it.
+        eprintln!(
+            "not run: the MPICH build of the collector is not built (scripts/build-mpich.sh)"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(nodes) = two_nodes(tmp.path()) else {
+        return;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mpi/late_sender.c");
+    let exe: PathBuf = build_mpich(
+        tmp.path(),
+        "late_sender",
+        &std::fs::read_to_string(src).unwrap(),
+    );
+    let dir = tmp.path().join("trace");
+    let (var, value) = nodes.env();
+    let out = run_ok(
+        record_into(&dir)
+            .env(var, value)
+            .arg("mpiexec.mpich")
+            .args(nodes.mpich_args(2))
+            .arg(&exe)
+            .arg("isend"),
+    );
+    check_two_node_run(&dir, &String::from_utf8_lossy(&out.stdout), "MPICH");
+}
