@@ -162,3 +162,62 @@ fn mpich_job_on_two_nodes_measures_their_offsets_and_its_late_senders() {
     );
     check_two_node_run(&dir, &String::from_utf8_lossy(&out.stdout), "MPICH");
 }
+
+/// Eight ranks, four per node, two threads each on this machine's two cores:
+/// some clock ping-pongs wait for a core. The ranks of a node share one clock
+/// (one calibration, one clock id), so the report's clock error is half the
+/// round trip of that node's best measurements, not of its worst, and every
+/// measurement still holds the true offset, 0.
+#[test]
+fn ranks_of_one_node_share_its_best_clock_measurements() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(nodes) = two_nodes(tmp.path()) else {
+        return;
+    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mpi/scale.c");
+    let exe = build_mpi(tmp.path(), "scale", &std::fs::read_to_string(src).unwrap());
+    let dir = tmp.path().join("trace");
+    let (var, value) = nodes.env();
+    run_ok(
+        record_into(&dir)
+            .env(var, value)
+            .env("OMP_NUM_THREADS", "2")
+            .arg("mpirun")
+            .args(nodes.open_mpi_args(8))
+            .arg(&exe),
+    );
+    let trace = Trace::open(&dir).unwrap();
+    let second: Vec<_> = trace
+        .manifest
+        .ranks
+        .iter()
+        .filter(|r| r.host == TWO_NODES[1])
+        .collect();
+    assert_eq!(second.len(), 4);
+    assert!(second.iter().all(|r| r.clock_id == second[0].clock_id));
+    let (mut first_rtt, mut last_rtt) = (i64::MAX, i64::MAX);
+    for r in &second {
+        let o = &r.clock_offsets;
+        assert_eq!(o.len(), 2, "rank {}: {o:?}", r.rank);
+        for m in o {
+            assert!(
+                m.offset_ns.abs() <= m.rtt_ns / 2 + CALIBRATION_SLACK_NS,
+                "rank {}: the true offset is 0, outside the bound of {m:?}",
+                r.rank
+            );
+        }
+        first_rtt = first_rtt.min(o[0].rtt_ns);
+        last_rtt = last_rtt.min(o[1].rtt_ns);
+        eprintln!("rank {}: {o:?}", r.rank);
+    }
+    let report = report_json(&dir);
+    let error_ns = (report["run"]["clock_error_s"].as_f64().unwrap() * 1e9).round() as i64;
+    assert_eq!(error_ns, first_rtt.max(last_rtt) / 2);
+    // Every message of the ring matched across the nodes.
+    assert_eq!(report["messages"]["unmatched_sends"], 0);
+    assert_eq!(report["messages"]["unmatched_recvs"], 0);
+    assert_eq!(
+        report["messages"]["messages"].as_array().unwrap().len(),
+        8 * 3
+    );
+}

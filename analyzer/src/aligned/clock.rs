@@ -111,27 +111,77 @@ impl ClockMap {
 
 /// Every rank's [`ClockMap`], from the manifest (a rank without offsets is on
 /// rank 0's clock already).
+///
+/// Ranks of one clock id (`RankInfo::clock_id`: one boot of one node and one
+/// calibration) read one clock, so their offset to rank 0 is the same at any
+/// instant. Each rank measured it on its own, and on a loaded node some of
+/// those ping-pongs waited milliseconds while another rank's took
+/// microseconds: every rank of a clock takes its clock's best measurements,
+/// the first and the last with the smallest round trip among its ranks'
+/// first and last ones.
 #[derive(Debug, Clone, Default)]
 pub struct Clocks {
     maps: HashMap<u32, ClockMap>,
-    /// Half the worst offset round trip, ns: how far apart two ranks' global
-    /// times may be from the truth.
+    /// Half the worst round trip of the measurements the maps use, ns: how
+    /// far apart two ranks' global times may be from the truth.
     pub error_ns: i64,
+}
+
+/// The best first and last measurement of one clock (see [`Clocks`]).
+#[derive(Default)]
+struct Best {
+    first: Option<ClockOffset>,
+    last: Option<ClockOffset>,
+}
+
+impl Best {
+    fn offer(slot: &mut Option<ClockOffset>, o: ClockOffset) {
+        if slot.is_none_or(|b| o.rtt_ns < b.rtt_ns) {
+            *slot = Some(o);
+        }
+    }
+
+    fn points(&self) -> Vec<ClockOffset> {
+        self.first.into_iter().chain(self.last).collect()
+    }
 }
 
 impl Clocks {
     pub fn from_manifest(m: &Manifest) -> Clocks {
-        let mut error_ns = 0;
-        let maps = m
+        let sorted = |offsets: &[ClockOffset]| {
+            let mut points = offsets.to_vec();
+            points.sort_by_key(|p| p.local_ns);
+            points
+        };
+        let mut best: HashMap<&str, Best> = HashMap::new();
+        for r in &m.ranks {
+            let (Some(id), points) = (r.clock_id.as_deref(), sorted(&r.clock_offsets)) else {
+                continue;
+            };
+            let b = best.entry(id).or_default();
+            if let Some(&first) = points.first() {
+                Best::offer(&mut b.first, first);
+            }
+            if let [_, .., last] = points[..] {
+                Best::offer(&mut b.last, last);
+            }
+        }
+        let maps: HashMap<u32, ClockMap> = m
             .ranks
             .iter()
             .map(|r| {
-                for o in &r.clock_offsets {
-                    error_ns = error_ns.max(o.rtt_ns / 2);
-                }
-                (r.rank, ClockMap::new(&r.clock_offsets))
+                let map = match r.clock_id.as_deref().and_then(|id| best.get(id)) {
+                    Some(b) if !r.clock_offsets.is_empty() => ClockMap::new(&b.points()),
+                    _ => ClockMap::new(&r.clock_offsets),
+                };
+                (r.rank, map)
             })
             .collect();
+        let error_ns = maps
+            .values()
+            .flat_map(|m| m.points().iter().map(ClockOffset::error_ns))
+            .max()
+            .unwrap_or(0);
         Clocks { maps, error_ns }
     }
 
@@ -238,5 +288,65 @@ mod tests {
             (m.offset(1_000_000_000), m.offset(2_000_000_000)),
             (-100, -800)
         );
+    }
+
+    /// Ranks of one clock take its best measurements at each end: a loaded
+    /// rank's millisecond round trips do not widen the job's error bound.
+    #[test]
+    fn ranks_of_one_clock_share_its_best_measurements() {
+        use hyscope_format::RankInfo;
+        let rank = |rank: u32, clock: Option<&str>, offsets: Vec<ClockOffset>| RankInfo {
+            rank,
+            clock_id: clock.map(str::to_string),
+            clock_offsets: offsets,
+            ..RankInfo::default()
+        };
+        let exact = vec![measured(10, 0, 0), measured(2_000, 0, 0)];
+        let manifest = Manifest {
+            ranks: vec![
+                rank(0, Some("a"), exact.clone()),
+                rank(2, Some("a"), exact),
+                // Node b: rank 1 measured 25 ± 5,000 then −156 ± 5,500;
+                // rank 3 waited: −2,000,000 ± 14,000,000, then −31 ± 5,400.
+                rank(
+                    1,
+                    Some("b"),
+                    vec![measured(100, 25, 10_000), measured(3_000, -156, 11_000)],
+                ),
+                rank(
+                    3,
+                    Some("b"),
+                    vec![
+                        measured(120, -2_000_000, 28_000_000),
+                        measured(3_100, -31, 10_800),
+                    ],
+                ),
+                // No clock id (an older trace): its own measurements.
+                rank(
+                    5,
+                    None,
+                    vec![measured(90, 7_000, 30_000), measured(3_050, 7_000, 30_000)],
+                ),
+            ],
+            ..Manifest::default()
+        };
+        let clocks = Clocks::from_manifest(&manifest);
+        let node_b = ClockMap::new(&[measured(100, 25, 10_000), measured(3_100, -31, 10_800)]);
+        assert_eq!(clocks.maps[&1], node_b);
+        assert_eq!(clocks.maps[&3], node_b);
+        assert!(clocks.map(0).is_none() && clocks.map(2).is_none());
+        assert_eq!(
+            clocks.maps[&5],
+            ClockMap::new(&manifest.ranks[4].clock_offsets)
+        );
+        assert_eq!(
+            clocks.error_ns, 15_000,
+            "rank 5's own bound, not rank 3's 14 ms"
+        );
+        let without_5 = Manifest {
+            ranks: manifest.ranks[..4].to_vec(),
+            ..Manifest::default()
+        };
+        assert_eq!(Clocks::from_manifest(&without_5).error_ns, 5_400);
     }
 }
