@@ -252,9 +252,8 @@ impl ObservedGraph {
         for rd in &data.ranks {
             let set = peers.entry(rd.rank).or_default();
             for r in &rd.mpi {
-                if let Some(p) = crate::aligned::endpoints::peer_of(r) {
-                    set.insert(p);
-                }
+                // A message to itself is no connection (the self transport).
+                set.extend(crate::aligned::endpoints::peers_of(r).filter(|&p| p != rd.rank));
                 let forces = matches!(
                     r.call,
                     c::MPI_Alltoall | c::MPI_Alltoallv | c::MPI_Alltoallw

@@ -220,4 +220,11 @@ fn ranks_of_one_node_share_its_best_clock_measurements() {
         report["messages"]["messages"].as_array().unwrap().len(),
         8 * 3
     );
+    // The ring's `MPI_Sendrecv` sends to rank + 1 and receives from rank − 1:
+    // two peers, two connections, for every rank.
+    let per_rank = report["memory"]["observed"]["per_rank"].as_array().unwrap();
+    assert_eq!(per_rank.len(), 8);
+    for r in per_rank {
+        assert_eq!(r["peers_observed"], 2, "{r}");
+    }
 }

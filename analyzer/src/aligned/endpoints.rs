@@ -79,14 +79,44 @@ pub fn is_start(call: u16) -> bool {
     matches!(call, c::MPI_Start | c::MPI_Startall)
 }
 
-/// The rank a point-to-point row names as its other side (sends, receives,
-/// and the rows that create requests with a known peer).
-pub fn peer_of(r: &MpiRecord) -> Option<u32> {
+/// The ranks a row names as the other side of a point-to-point exchange:
+/// both sides of an `MPI_Sendrecv`, the peer of a request the row creates
+/// (a nonblocking receive from a known source, a persistent request), and
+/// the peer a completion row carries (the source a wildcard receive's
+/// status resolved, a send's destination). What the memory model counts as
+/// a rank's connections: a ring of `MPI_Sendrecv` connects each rank to two.
+pub fn peers_of(r: &MpiRecord) -> impl Iterator<Item = u32> {
     let e = endpoints(r);
-    match (e.send, e.recv, e.request) {
-        (Some(s), _, _) => Some(s.peer as u32),
-        (_, Some(v), _) => Some(v.peer as u32),
-        (_, _, Some(_)) if r.peer >= 0 => Some(r.peer as u32),
-        _ => None,
+    let named = (e.request.is_some() || r.call == c::REQUEST_COMPLETE) && r.peer >= 0;
+    e.send
+        .map(|s| s.peer as u32)
+        .into_iter()
+        .chain(e.recv.map(|v| v.peer as u32))
+        .chain(named.then_some(r.peer as u32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both sides of a `MPI_Sendrecv`; a wildcard receive's source from its
+    /// completion row; none for `MPI_PROC_NULL` or a collective.
+    #[test]
+    fn peers_are_every_side_a_row_names() {
+        let row = |call: u16, peer: i32, recv_peer: i32| MpiRecord {
+            call,
+            peer,
+            recv_peer,
+            bytes_sent: 8,
+            bytes_recv: 8,
+            ..MpiRecord::default()
+        };
+        let peers = |r: &MpiRecord| peers_of(r).collect::<Vec<u32>>();
+        assert_eq!(peers(&row(c::MPI_Sendrecv, 3, 1)), [3, 1]);
+        assert_eq!(peers(&row(c::MPI_Send, 3, -1)), [3]);
+        assert_eq!(peers(&row(c::MPI_Irecv, -1, -1)), Vec::<u32>::new());
+        assert_eq!(peers(&row(c::REQUEST_COMPLETE, 5, -1)), [5]);
+        assert_eq!(peers(&row(c::MPI_Send, -2, -1)), Vec::<u32>::new());
+        assert_eq!(peers(&row(c::MPI_Allreduce, -1, -1)), Vec::<u32>::new());
     }
 }
