@@ -335,13 +335,14 @@ fn default_output() -> Option<PathBuf> {
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "app".into());
-    let secs = if launched_by_mpi() {
-        trace_name::parent_start_unix_secs().unwrap_or_else(trace_name::unix_secs)
+    let cwd = std::env::current_dir().ok()?;
+    // Every rank of a job, on every node, must name the same directory.
+    let name = if launched_by_mpi() {
+        trace_name::job_dir_name(&cwd, &prog)
     } else {
-        trace_name::unix_secs()
+        trace_name::default_dir_name(&prog, trace_name::unix_secs())
     };
-    let name = trace_name::default_dir_name(&prog, secs);
-    Some(std::env::current_dir().ok()?.join(name))
+    Some(cwd.join(name))
 }
 
 fn unix_ns() -> i64 {

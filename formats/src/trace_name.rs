@@ -1,8 +1,16 @@
 //! The default name of a trace directory, `hyscope-<program>-<YYYYMMDD-HHMMSS>`
 //! (UTC): `hyscope record` names it so, and so does the collector when a job
-//! runs it without the launcher, so that both name a job's trace alike. Ranks
-//! started by an MPI launcher take the time from their parent (the launcher's
-//! daemon), so that the ranks of one node agree on the name.
+//! runs it without the launcher, so that both name a job's trace alike.
+//!
+//! The ranks of an MPI job each decide it on their own, before any MPI call,
+//! and must all decide the same: [`job_dir_name`]. The time is their
+//! parent's start (the launcher's daemon on their node), and the daemons of
+//! different nodes may start in different seconds; so the first rank of the
+//! job to get there names the directory for all, through a symbolic link
+//! made atomically in `.hyscope-jobs/` of the working directory, keyed by
+//! what the launcher tells every rank about its job ([`job_key`]).
+
+use std::path::Path;
 
 /// The default trace directory name for `program` started at `unix_secs`.
 pub fn default_dir_name(program: &str, unix_secs: i64) -> String {
@@ -56,6 +64,131 @@ pub fn civil(unix_secs: i64) -> (i64, u32, u32, u32, u32, u32) {
         (tod % 3600 / 60) as u32,
         (tod % 60) as u32,
     )
+}
+
+/// Where the ranks of a job agree on their trace directory's name (in the
+/// working directory): one symbolic link per job, named by its key,
+/// pointing to the name.
+pub const JOBS_DIR: &str = ".hyscope-jobs";
+
+/// How old a job's link may get before a later job removes it.
+const STALE_SECS: u64 = 7 * 24 * 3600;
+
+/// A link older than this is an earlier job's whose key came back (the
+/// ranks of one job all start within minutes): replaced, not joined.
+const START_WINDOW_SECS: u64 = 3600;
+
+/// What every rank of the calling process's MPI job is told about the job,
+/// the same on every node, as a file name: Slurm's job and step, Open MPI's
+/// launcher address (`OMPI_MCA_orte_hnp_uri`: its job family, address and
+/// port), the PMIx namespace (Open MPI 5, Slurm with PMIx), or MPICH Hydra's
+/// control port (the command line of the rank's parent, `hydra_pmi_proxy`).
+/// None outside a launcher, or where none of them is found.
+pub fn job_key() -> Option<String> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let key = if let (Some(job), Some(step)) = (var("SLURM_JOB_ID"), var("SLURM_STEP_ID")) {
+        format!("slurm-{job}.{step}")
+    } else if let Some(uri) = var("OMPI_MCA_orte_hnp_uri") {
+        format!("ompi-{uri}")
+    } else if let Some(ns) = var("PMIX_NAMESPACE") {
+        format!("pmix-{ns}")
+    } else {
+        format!("hydra-{}", hydra_control_port()?)
+    };
+    let safe: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.@".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(200)
+        .collect();
+    Some(safe)
+}
+
+/// The `--control-port` of the parent `hydra_pmi_proxy` (mpiexec's address,
+/// which every proxy of the job is given).
+fn hydra_control_port() -> Option<String> {
+    let ppid = std::os::unix::process::parent_id();
+    let cmdline = std::fs::read(format!("/proc/{ppid}/cmdline")).ok()?;
+    let mut args = cmdline.split(|&b| b == 0).map(String::from_utf8_lossy);
+    let exe = args.next()?;
+    if !exe.ends_with("hydra_pmi_proxy") {
+        return None;
+    }
+    args.skip_while(|a| a != "--control-port")
+        .nth(1)
+        .map(|p| p.into_owned())
+}
+
+/// The default trace directory name of `program` for a rank of an MPI job,
+/// the same in every rank (module documentation): the name the first rank
+/// to get here derived from its parent's start time, agreed through a
+/// symbolic link `dir/.hyscope-jobs/<job key>` → name, which only one rank
+/// can create. Without a job key, or where the link cannot be made (a
+/// directory that cannot be written: the trace cannot be either), the name
+/// from this rank's parent's start time, as every rank of one node derives
+/// it alike.
+pub fn job_dir_name(dir: &Path, program: &str) -> String {
+    let own = default_dir_name(program, parent_start_unix_secs().unwrap_or_else(unix_secs));
+    let Some(key) = job_key() else {
+        return own;
+    };
+    let jobs = dir.join(JOBS_DIR);
+    let _ = std::fs::create_dir(&jobs);
+    let link = jobs.join(&key);
+    match std::os::unix::fs::symlink(&own, &link) {
+        Ok(()) => {
+            remove_stale_links(&jobs);
+            own
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            if age_secs(&link).is_some_and(|age| age > START_WINDOW_SECS) {
+                // An earlier job's (its key came back): replaced, atomically.
+                let tmp = jobs.join(format!(".{key}.{}", std::process::id()));
+                let _ = std::fs::remove_file(&tmp);
+                if std::os::unix::fs::symlink(&own, &tmp).is_ok()
+                    && std::fs::rename(&tmp, &link).is_ok()
+                {
+                    return own;
+                }
+                let _ = std::fs::remove_file(&tmp);
+            }
+            std::fs::read_link(&link)
+                .ok()
+                .and_then(|t| t.to_str().map(str::to_string))
+                .filter(|t| !t.is_empty() && !t.contains('/'))
+                .unwrap_or(own)
+        }
+        Err(_) => own,
+    }
+}
+
+/// Seconds since `path` (not followed) was made.
+fn age_secs(path: &Path) -> Option<u64> {
+    let made = path.symlink_metadata().and_then(|m| m.modified()).ok()?;
+    Some(
+        std::time::SystemTime::now()
+            .duration_since(made)
+            .ok()?
+            .as_secs(),
+    )
+}
+
+/// Remove the links of jobs older than [`STALE_SECS`] (a job key may come
+/// back: an Open MPI launcher's port and job family, months later).
+fn remove_stale_links(jobs: &Path) {
+    let Ok(entries) = std::fs::read_dir(jobs) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if age_secs(&e.path()).is_some_and(|age| age > STALE_SECS) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 #[cfg(test)]

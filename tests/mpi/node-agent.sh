@@ -16,7 +16,9 @@
 #
 # Needs root (or CAP_SYS_ADMIN) for the namespaces and mounts; check with
 # `unshare --uts --mount true`. HYSCOPE_FAKE_NODES: the directory holding each
-# node's ids (default $TMPDIR/hyscope-fake-nodes).
+# node's ids (default $TMPDIR/hyscope-fake-nodes). HYSCOPE_FAKE_NODE_DELAY:
+# `HOST=SECONDS ...`, how long a node's daemon takes to start (a cluster's
+# nodes start theirs at different times).
 #
 # usage (as ssh): node-agent.sh [ssh options] HOST COMMAND...
 set -eu
@@ -34,6 +36,9 @@ nodes=${HYSCOPE_FAKE_NODES:-${TMPDIR:-/tmp}/hyscope-fake-nodes}
 mkdir -p "$nodes/$host"
 [ -s "$nodes/$host/boot_id" ] || cat /proc/sys/kernel/random/uuid >"$nodes/$host/boot_id"
 [ -s "$nodes/$host/machine-id" ] || tr -d '-' </proc/sys/kernel/random/uuid >"$nodes/$host/machine-id"
+for d in ${HYSCOPE_FAKE_NODE_DELAY:-}; do
+    [ "${d%%=*}" = "$host" ] && sleep "${d#*=}"
+done
 # ssh joins the remote command's words with spaces and has the remote shell
 # run the line: the same here.
 exec unshare --uts --mount /bin/sh -c '

@@ -236,16 +236,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .or_else(|| settings::OUTPUT.from_env().0);
     let output = match given_output {
         Some(o) => PathBuf::from(o),
-        None => {
-            let t = match position {
-                // Every rank must name the same directory: use the launcher's start time.
-                Position::PerRank { .. } => {
-                    trace_name::parent_start_unix_secs().unwrap_or_else(trace_name::unix_secs)
-                }
-                _ => trace_name::unix_secs(),
-            };
-            PathBuf::from(trace_name::default_dir_name(&app_name, t))
-        }
+        None => PathBuf::from(match position {
+            // Every rank, on every node, must name the same directory.
+            Position::PerRank { .. } => trace_name::job_dir_name(Path::new("."), &app_name),
+            _ => trace_name::default_dir_name(&app_name, trace_name::unix_secs()),
+        }),
     };
     let output = absolute(&output)?;
     // Everything that can fail is checked before the trace directory is made.

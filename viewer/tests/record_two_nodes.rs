@@ -228,3 +228,57 @@ fn ranks_of_one_node_share_its_best_clock_measurements() {
         assert_eq!(r["peers_observed"], 2, "{r}");
     }
 }
+
+/// `mpirun -np 2 hyscope record -- ./app` with no `-o`: each rank names the
+/// trace directory itself, from its node's launcher daemon's start time, and
+/// here the second node's daemon starts 1.5 s after the first's. Every rank
+/// must still write into one directory (agreed in `.hyscope-jobs/`), and
+/// rank 0's summary must count both ranks; under Open MPI and under MPICH.
+#[test]
+fn ranks_started_apart_on_two_nodes_name_one_trace_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(nodes) = two_nodes(tmp.path()) else {
+        return;
+    };
+    let open_mpi = build_mpi_test_program(tmp.path(), "late_sender");
+    let mut launches = vec![("Open MPI", "mpirun", nodes.open_mpi_args(2), open_mpi)];
+    if mpich_collector().is_file() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mpi/late_sender.c");
+        let src = std::fs::read_to_string(src).unwrap();
+        let mpich = build_mpich(tmp.path(), "late_sender_mpich", &src);
+        launches.push(("MPICH", "mpiexec.mpich", nodes.mpich_args(2), mpich));
+    }
+    let (var, value) = nodes.env();
+    for (flavour, launcher, args, exe) in launches {
+        let cwd = tmp.path().join(format!("cwd-{launcher}"));
+        std::fs::create_dir(&cwd).unwrap();
+        let mut cmd = std::process::Command::new(launcher);
+        cmd.current_dir(&cwd)
+            .env(var, value)
+            .env("HYSCOPE_FAKE_NODE_DELAY", format!("{}=1.5", TWO_NODES[1]))
+            .args(args)
+            .arg(env!("CARGO_BIN_EXE_hyscope"))
+            .args(["record", "--"])
+            .arg(&exe)
+            .arg("isend");
+        let out = run_ok(&mut cmd);
+        let traces: Vec<PathBuf> = std::fs::read_dir(&cwd)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("hyscope-")
+            })
+            .collect();
+        assert_eq!(traces.len(), 1, "{flavour}: {traces:?}\n{}", stderr(&out));
+        let trace = Trace::open(&traces[0]).unwrap();
+        assert_eq!(trace.ranks(), vec![0, 1], "{flavour}");
+        assert!(
+            stderr(&out).contains(", 2 ranks,"),
+            "{flavour}: rank 0's summary: {}",
+            stderr(&out)
+        );
+    }
+}
