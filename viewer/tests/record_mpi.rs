@@ -113,16 +113,7 @@ fn per_rank_default_names_agree() {
         .output_within_limit()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let dirs: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("hyscope-agree-")
-        })
-        .collect();
+    let dirs = trace_dirs_in(tmp.path(), "hyscope-agree-");
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     check_trace(&dirs[0]);
 }

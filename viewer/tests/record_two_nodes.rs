@@ -262,16 +262,7 @@ fn ranks_started_apart_on_two_nodes_name_one_trace_directory() {
             .arg(&exe)
             .arg("isend");
         let out = run_ok(&mut cmd);
-        let traces: Vec<PathBuf> = std::fs::read_dir(&cwd)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("hyscope-")
-            })
-            .collect();
+        let traces = trace_dirs_in(&cwd, "hyscope-");
         assert_eq!(traces.len(), 1, "{flavour}: {traces:?}\n{}", stderr(&out));
         let trace = Trace::open(&traces[0]).unwrap();
         assert_eq!(trace.ranks(), vec![0, 1], "{flavour}");

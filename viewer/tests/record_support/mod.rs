@@ -360,3 +360,13 @@ pub fn printed(stdout: &str, key: &str) -> f64 {
         .parse()
         .unwrap()
 }
+
+/// The trace directories named `<prefix>…` in `dir` (default names made by
+/// the ranks themselves).
+pub fn trace_dirs_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect()
+}
