@@ -44,6 +44,6 @@ done
 exec unshare --uts --mount /bin/sh -c '
     hostname "$1"
     mount --bind "$2/boot_id" /proc/sys/kernel/random/boot_id
-    mount --bind "$2/machine-id" /etc/machine-id
+    if [ -e /etc/machine-id ]; then mount --bind "$2/machine-id" /etc/machine-id; fi
     mount -t tmpfs -o mode=1777 tmpfs /dev/shm
     exec /bin/sh -c "$3"' node-agent "$host" "$nodes/$host" "$*"
