@@ -754,8 +754,13 @@ impl CommMatrix {
 pub struct MpiProfile {
     pub calls: Vec<MpiCallStats>,
     pub callsites: Vec<MpiCallStats>,
-    /// Eager limit used to classify messages and where it came from.
+    /// Eager limit used to classify messages and where it came from: on
+    /// several hosts, the network's, for the messages between hosts.
     pub eager_limit: Observable<(u64, String)>,
+    /// On several hosts, the limit of the messages within a host (the
+    /// shared-memory transport's), where it differs.
+    #[serde(default)]
+    pub eager_limit_within_host: Option<(u64, String)>,
     pub histogram: Vec<SizeBin>,
     pub eager_messages: u64,
     pub rendezvous_messages: u64,

@@ -14,19 +14,79 @@ use crate::model::*;
 use crate::omp::OmpResult;
 use crate::trace_data::TraceData;
 
-/// Eager limit to classify messages: the shared-memory transport's on one host,
-/// else the network's (Didelot 2014 §3.1.2: eager below, rendezvous above).
-pub fn eager_limit(data: &TraceData, hosts: usize) -> Option<(u64, String)> {
-    let limits = &data.manifest.mpi.as_ref()?.eager_limits;
-    let pick = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| limits.iter().find(|(n, _)| n.contains(k)))
-            .map(|(n, v)| (*v, format!("{n} eager limit (manifest)")))
-    };
-    if hosts <= 1 {
-        pick(&["vader", "sm", "shm", "self"]).or_else(|| pick(&[""]))
-    } else {
-        pick(&["openib", "ucx", "ofi", "tcp", "ch4", "nemesis"]).or_else(|| pick(&[""]))
+/// An eager limit in bytes and where it came from.
+type Limit = (u64, String);
+
+/// Eager limits to classify messages (Didelot 2014 §3.1.2: eager below,
+/// rendezvous above): a message between two ranks of one host goes through
+/// the shared-memory transport and its limit, one between hosts through the
+/// network's.
+pub struct EagerLimits {
+    /// The shared-memory transport's (any transport's where none is named).
+    within: Option<Limit>,
+    /// The network transport's (any transport's where none is named).
+    between: Option<Limit>,
+    /// Each rank's host, as an index into the job's hosts.
+    host_of: HashMap<u32, usize>,
+    hosts: usize,
+}
+
+impl EagerLimits {
+    pub fn of(data: &TraceData) -> EagerLimits {
+        let limits = data.manifest.mpi.as_ref().map(|m| &m.eager_limits);
+        let pick = |keys: &[&str]| {
+            let limits = limits?;
+            keys.iter()
+                .find_map(|k| limits.iter().find(|(n, _)| n.contains(k)))
+                .map(|(n, v)| (*v, format!("{n} eager limit (manifest)")))
+        };
+        let mut names: Vec<&str> = Vec::new();
+        let host_of = data
+            .manifest
+            .ranks
+            .iter()
+            .map(|r| {
+                let i = names.iter().position(|h| *h == r.host).unwrap_or_else(|| {
+                    names.push(&r.host);
+                    names.len() - 1
+                });
+                (r.rank, i)
+            })
+            .collect();
+        EagerLimits {
+            within: pick(&["vader", "sm", "shm", "self"]).or_else(|| pick(&[""])),
+            between: pick(&["openib", "ucx", "ofi", "tcp", "ch4", "nemesis"])
+                .or_else(|| pick(&[""])),
+            host_of,
+            hosts: names.len().max(data.manifest.hosts.len()),
+        }
+    }
+
+    /// The limit of a message from rank `from` to rank `to`.
+    pub fn between_ranks(&self, from: u32, to: u32) -> Option<u64> {
+        let same_host = self.hosts <= 1
+            || matches!((self.host_of.get(&from), self.host_of.get(&to)), (Some(a), Some(b)) if a == b);
+        if same_host {
+            &self.within
+        } else {
+            &self.between
+        }
+        .as_ref()
+        .map(|l| l.0)
+    }
+
+    /// The limit a job's messages are classified by: between hosts where the
+    /// job has several (with, when it differs, the one within a host), else
+    /// within its one host.
+    fn described(&self) -> (Option<Limit>, Option<Limit>) {
+        if self.hosts <= 1 {
+            return (self.within.clone(), None);
+        }
+        let within = self
+            .within
+            .clone()
+            .filter(|w| self.between.as_ref() != Some(w));
+        (self.between.clone(), within)
     }
 }
 
@@ -102,7 +162,7 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
     }
     let n = run.ranks as usize;
     let run_s: f64 = run.rank_duration_s.iter().sum::<f64>().max(1e-12);
-    let limit = eager_limit(data, run.hosts.len());
+    let limits = EagerLimits::of(data);
     let mut calls: BTreeMap<u16, CallAcc> = BTreeMap::new();
     let mut sites: BTreeMap<(u16, u64), CallAcc> = BTreeMap::new();
     let mut hist: Vec<SizeBin> = (0..=40)
@@ -165,8 +225,8 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
                 if let Some(bin) = hist.get_mut(k) {
                     bin.messages += 1;
                     bin.bytes += b;
-                    if let Some((l, _)) = &limit {
-                        if b <= *l {
+                    if let Some(l) = limits.between_ranks(rd.rank, send.peer as u32) {
+                        if b <= l {
                             bin.eager += 1;
                             eager += 1;
                         } else {
@@ -223,12 +283,13 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
     Observable::Observed(MpiProfile {
         calls: call_list,
         callsites: site_list,
-        eager_limit: match limit {
+        eager_limit: match limits.described().0 {
             Some(l) => Observable::Observed(l),
             None => {
                 Observable::not("no eager limit in the manifest (MPI control variables not read)")
             }
         },
+        eager_limit_within_host: limits.described().1,
         histogram: hist,
         eager_messages: eager,
         rendezvous_messages: rndv,
@@ -338,7 +399,7 @@ pub fn wait_states(
             "ranks on several hosts without clock offsets in the manifest: cross-rank waits would be clock skew",
         );
     }
-    let limit = eager_limit(data, run.hosts.len()).map(|l| l.0);
+    let limits = EagerLimits::of(data);
     let mut acc = WaitAcc::default();
     let rows_of: HashMap<u32, &[MpiRecord]> = data
         .ranks
@@ -383,7 +444,10 @@ pub fn wait_states(
             ls,
         );
         // Late receiver: a blocking synchronous or rendezvous send waits for the receive's post.
-        let sync = s.call == c::MPI_Ssend || limit.is_some_and(|l| s.bytes_sent > l);
+        let sync = s.call == c::MPI_Ssend
+            || limits
+                .between_ranks(m.send.rank, m.recv.rank)
+                .is_some_and(|l| s.bytes_sent > l);
         let blocking = matches!(
             s.call,
             c::MPI_Send | c::MPI_Ssend | c::MPI_Sendrecv | c::MPI_Sendrecv_replace

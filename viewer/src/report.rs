@@ -11,7 +11,7 @@ use crate::units;
 
 mod energy;
 mod memory;
-mod mpi;
+pub(crate) mod mpi;
 mod openmp;
 pub mod parallel;
 mod phases;

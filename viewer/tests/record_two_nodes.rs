@@ -121,12 +121,9 @@ fn open_mpi_job_on_two_nodes_measures_their_offsets_and_its_late_senders() {
     };
     let exe = build_mpi_test_program(tmp.path(), "late_sender");
     let dir = tmp.path().join("trace");
-    let (var, value) = nodes.env();
     let out = run_ok(
-        record_into(&dir)
-            .env(var, value)
-            .arg("mpirun")
-            .args(nodes.open_mpi_args(2))
+        nodes
+            .record(&dir, "mpirun", nodes.open_mpi_args(2))
             .arg(&exe)
             .arg("isend"),
     );
@@ -153,12 +150,9 @@ fn mpich_job_on_two_nodes_measures_their_offsets_and_its_late_senders() {
         &std::fs::read_to_string(src).unwrap(),
     );
     let dir = tmp.path().join("trace");
-    let (var, value) = nodes.env();
     let out = run_ok(
-        record_into(&dir)
-            .env(var, value)
-            .arg("mpiexec.mpich")
-            .args(nodes.mpich_args(2))
+        nodes
+            .record(&dir, "mpiexec.mpich", nodes.mpich_args(2))
             .arg(&exe)
             .arg("isend"),
     );
@@ -179,13 +173,10 @@ fn ranks_of_one_node_share_its_best_clock_measurements() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mpi/scale.c");
     let exe = build_mpi(tmp.path(), "scale", &std::fs::read_to_string(src).unwrap());
     let dir = tmp.path().join("trace");
-    let (var, value) = nodes.env();
     run_ok(
-        record_into(&dir)
-            .env(var, value)
+        nodes
+            .record(&dir, "mpirun", nodes.open_mpi_args(8))
             .env("OMP_NUM_THREADS", "2")
-            .arg("mpirun")
-            .args(nodes.open_mpi_args(8))
             .arg(&exe),
     );
     let trace = Trace::open(&dir).unwrap();
@@ -274,4 +265,45 @@ fn ranks_started_apart_on_two_nodes_name_one_trace_directory() {
             stderr(&out)
         );
     }
+}
+
+/// `tests/mpi/ring_16k.c` on 4 ranks placed by slot (0 and 1 on the first
+/// node, 2 and 3 on the second): of its 24 messages of 16 KiB, the 12 that
+/// stay on a node go by the shared-memory transport's eager limit and the 12
+/// between the nodes by the network's, each as the manifest gives them
+/// (Open MPI's defaults: rendezvous within a node, eager between).
+#[test]
+fn messages_within_a_node_take_its_eager_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(nodes) = two_nodes(tmp.path()) else {
+        return;
+    };
+    let exe = build_mpi_test_program(tmp.path(), "ring_16k");
+    let dir = tmp.path().join("trace");
+    let out = run_ok(
+        nodes
+            .record(&dir, "mpirun", nodes.open_mpi_args_mapped(4, "slot"))
+            .arg(&exe),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (messages, within) = (
+        printed(&stdout, "messages") as u64,
+        printed(&stdout, "within_node") as u64,
+    );
+    assert_eq!((messages, within), (24, 12), "{stdout}");
+    let trace = Trace::open(&dir).unwrap();
+    let limits = &trace.manifest.mpi.as_ref().unwrap().eager_limits;
+    let (shm, tcp) = (limits["vader"], limits["tcp"]);
+    const BYTES: u64 = 16 * 1024;
+    let eager = u64::from(BYTES <= shm) * within + u64::from(BYTES <= tcp) * (messages - within);
+    let report = report_json(&dir);
+    let mpi = &report["mpi"]["observed"];
+    assert_eq!(mpi["eager_messages"], eager, "limits {limits:?}");
+    assert_eq!(
+        mpi["rendezvous_messages"],
+        messages - eager,
+        "limits {limits:?}"
+    );
+    assert_eq!(mpi["eager_limit"]["observed"][0], tcp);
+    assert_eq!(mpi["eager_limit_within_host"][0], shm);
 }

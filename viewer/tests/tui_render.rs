@@ -224,7 +224,7 @@ fn mpi_tab() {
     key(&mut a, KeyCode::Right);
     let s = render(&mut a, 100, 30);
     println!("{s}");
-    assert!(s.contains("eager limit 4.0 KiB"), "{s}");
+    assert!(s.contains("eager ≤ 4.0 KiB from vader"), "{s}");
     assert!(s.contains("eager 10  rendezvous 1"), "{s}");
     assert!(
         s.contains("10 msg 10.0 KiB") && s.contains("1 msg 1.00 MiB"),

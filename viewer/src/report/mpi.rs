@@ -127,19 +127,36 @@ fn folded_polls(out: &mut String, rows: &[MpiCallStats]) {
     }
 }
 
+/// The eager limits messages were classified by, for people (the report and
+/// the TUI): `≤ 64.0 KiB from <source>`, with the limit within a host after
+/// it where a job on several hosts has one of its own; the reason where none
+/// is known.
+pub fn eager_limits_text(m: &MpiProfile) -> Result<String, &str> {
+    let (l, src) = match &m.eager_limit {
+        Observable::Observed(l) => l,
+        Observable::NotObservable(r) => return Err(r),
+    };
+    let mut text = format!("≤ {} from {src}", units::bytes(*l as f64));
+    if let Some((w, wsrc)) = &m.eager_limit_within_host {
+        text = format!(
+            "{text} between hosts, ≤ {} from {wsrc} within a host",
+            units::bytes(*w as f64)
+        );
+    }
+    Ok(text)
+}
+
 /// Message sizes (eager or rendezvous), the rank × rank matrix, communicators.
 fn messages(out: &mut String, m: &MpiProfile) {
-    match &m.eager_limit {
-        Observable::Observed((l, src)) => {
+    match eager_limits_text(m) {
+        Ok(limits) => {
             let _ = writeln!(
                 out,
-                "\n  message sizes (eager ≤ {} from {src}): {} eager, {} rendezvous",
-                units::bytes(*l as f64),
-                m.eager_messages,
-                m.rendezvous_messages
+                "\n  message sizes (eager {limits}): {} eager, {} rendezvous",
+                m.eager_messages, m.rendezvous_messages
             );
         }
-        Observable::NotObservable(r) => {
+        Err(r) => {
             let _ = writeln!(out, "\n  message sizes (protocol not observable: {r})");
         }
     }

@@ -113,11 +113,9 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
 }
 
 fn histogram(f: &mut Frame, area: Rect, p: &MpiProfile) {
-    let limit = match &p.eager_limit {
-        hyscope_analyzer::Observable::Observed((b, src)) => {
-            format!("eager limit {} ({src})", units::bytes(*b as f64))
-        }
-        hyscope_analyzer::Observable::NotObservable(why) => format!("eager limit unknown: {why}"),
+    let limit = match crate::report::mpi::eager_limits_text(p) {
+        Ok(limits) => format!("eager {limits}"),
+        Err(why) => format!("eager limit unknown: {why}"),
     };
     let max = p
         .histogram

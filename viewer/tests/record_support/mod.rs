@@ -292,6 +292,12 @@ impl TwoNodes {
     /// Arguments of `mpirun` (Open MPI) for `np` ranks placed round-robin
     /// on the two nodes.
     pub fn open_mpi_args(&self, np: u32) -> Vec<OsString> {
+        self.open_mpi_args_mapped(np, "node")
+    }
+
+    /// [`TwoNodes::open_mpi_args`] with Open MPI's `--map-by` `mapping`
+    /// (`slot`: the first node's 2 slots first).
+    pub fn open_mpi_args_mapped(&self, np: u32, mapping: &str) -> Vec<OsString> {
         let mut a: Vec<OsString> = mpirun_args(np).into_iter().map(OsString::from).collect();
         a.extend([
             "--mca".into(),
@@ -299,7 +305,7 @@ impl TwoNodes {
             self.agent.clone().into(),
         ]);
         a.extend(["--hostfile".into(), self.hostfile.clone().into()]);
-        a.extend(["--map-by".into(), "node".into()]);
+        a.extend(["--map-by".into(), mapping.into()]);
         // Each node sees all of this machine's cores: bound, the first rank
         // of every node would share core 0 with the others' (a time slice
         // per message, ≈ 4 ms, instead of ≈ 6 µs over TCP).
@@ -316,6 +322,15 @@ impl TwoNodes {
         a.extend(["-hosts".into(), hosts.join(",").into()]);
         a.extend(["-n".into(), np.to_string().into()]);
         a
+    }
+
+    /// `hyscope record -o <dir> -- <launcher> <launch_args>` across the two
+    /// nodes, ready for the program and its arguments.
+    pub fn record(&self, dir: &Path, launcher: &str, launch_args: Vec<OsString>) -> Command {
+        let (var, value) = self.env();
+        let mut cmd = record_into(dir);
+        cmd.env(var, value).arg(launcher).args(launch_args);
+        cmd
     }
 
     /// The variable the agent keeps each node's boot id under: set it on
