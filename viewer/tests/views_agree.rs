@@ -256,6 +256,8 @@ fn drifted_copy(src: &Path, dst: &Path) {
         assert_eq!(info.clock_offsets.len(), 2, "{:?}", info.clock_offsets);
         let (a, b) = (info.clock_offsets[0], info.clock_offsets[1]);
         info.host = "node-b".into();
+        // Another node's clock: its own calibration, its own id.
+        info.clock_id = Some("node-b".into());
         info.clock_offsets = vec![
             a,
             ClockOffset {

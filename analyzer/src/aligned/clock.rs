@@ -153,12 +153,13 @@ impl Clocks {
             points.sort_by_key(|p| p.local_ns);
             points
         };
-        let mut best: HashMap<&str, Best> = HashMap::new();
+        // By host too: one clock id on two hosts would be a damaged manifest.
+        let mut best: HashMap<(&str, &str), Best> = HashMap::new();
         for r in &m.ranks {
             let (Some(id), points) = (r.clock_id.as_deref(), sorted(&r.clock_offsets)) else {
                 continue;
             };
-            let b = best.entry(id).or_default();
+            let b = best.entry((r.host.as_str(), id)).or_default();
             if let Some(&first) = points.first() {
                 Best::offer(&mut b.first, first);
             }
@@ -170,7 +171,8 @@ impl Clocks {
             .ranks
             .iter()
             .map(|r| {
-                let map = match r.clock_id.as_deref().and_then(|id| best.get(id)) {
+                let group = r.clock_id.as_deref().map(|id| (r.host.as_str(), id));
+                let map = match group.and_then(|g| best.get(&g)) {
                     Some(b) if !r.clock_offsets.is_empty() => ClockMap::new(&b.points()),
                     _ => ClockMap::new(&r.clock_offsets),
                 };
