@@ -75,12 +75,7 @@ pub fn analyze_memory(
         return Observable::not("not an MPI run: no MPI runtime memory to model");
     }
     let n_ranks = run.ranks.max(1);
-    let host_of: BTreeMap<u32, String> = data
-        .manifest
-        .ranks
-        .iter()
-        .map(|r| (r.rank, r.host.clone()))
-        .collect();
+    let host_of = data.manifest.rank_hosts();
     let nodes = run.hosts.len().max(1) as u32;
     let cores_per_node = run
         .ranks_per_host
@@ -300,7 +295,7 @@ struct Growth {
 fn per_rank_memory(
     data: &TraceData,
     n_ranks: u32,
-    host_of: &BTreeMap<u32, String>,
+    host_of: &BTreeMap<u32, &str>,
     graph: &ObservedGraph,
     full_ranks: &BTreeSet<u32>,
     model: &BufferModel,
@@ -340,7 +335,7 @@ fn per_rank_memory(
             let after = info.and_then(|i| i.rss_after_init);
             RankMemory {
                 rank,
-                host: host_of.get(&rank).cloned().unwrap_or_default(),
+                host: host_of.get(&rank).copied().unwrap_or_default().to_string(),
                 peers_observed: observed,
                 connections_estimated: estimated,
                 connections_measured: sample_last(rank, metrics::MPI_CONNECTIONS).map(|v| v as u64),
@@ -367,7 +362,7 @@ fn per_rank_memory(
 /// peer and HCA; XRC one per remote node per rank; vrails one per remote node per node.
 fn qp_table(
     run: &RunFacts,
-    host_of: &BTreeMap<u32, String>,
+    host_of: &BTreeMap<u32, &str>,
     shape: &Shape,
     per_rank: &[RankMemory],
     graph: &ObservedGraph,

@@ -21,18 +21,17 @@ type Limit = (u64, String);
 /// rendezvous above): a message between two ranks of one host goes through
 /// the shared-memory transport and its limit, one between hosts through the
 /// network's.
-pub struct EagerLimits {
+pub struct EagerLimits<'a> {
     /// The shared-memory transport's (any transport's where none is named).
     within: Option<Limit>,
     /// The network transport's (any transport's where none is named).
     between: Option<Limit>,
-    /// Each rank's host, as an index into the job's hosts.
-    host_of: HashMap<u32, usize>,
-    hosts: usize,
+    /// Each rank's host, where the job has several.
+    host_of: Option<BTreeMap<u32, &'a str>>,
 }
 
-impl EagerLimits {
-    pub fn of(data: &TraceData) -> EagerLimits {
+impl<'a> EagerLimits<'a> {
+    pub fn of(data: &'a TraceData, run: &RunFacts) -> EagerLimits<'a> {
         let limits = data.manifest.mpi.as_ref().map(|m| &m.eager_limits);
         let pick = |keys: &[&str]| {
             let limits = limits?;
@@ -40,33 +39,21 @@ impl EagerLimits {
                 .find_map(|k| limits.iter().find(|(n, _)| n.contains(k)))
                 .map(|(n, v)| (*v, format!("{n} eager limit (manifest)")))
         };
-        let mut names: Vec<&str> = Vec::new();
-        let host_of = data
-            .manifest
-            .ranks
-            .iter()
-            .map(|r| {
-                let i = names.iter().position(|h| *h == r.host).unwrap_or_else(|| {
-                    names.push(&r.host);
-                    names.len() - 1
-                });
-                (r.rank, i)
-            })
-            .collect();
         EagerLimits {
             within: pick(&["vader", "sm", "shm", "self"]).or_else(|| pick(&[""])),
             between: pick(&["openib", "ucx", "ofi", "tcp", "ch4", "nemesis"])
                 .or_else(|| pick(&[""])),
-            host_of,
-            hosts: names.len().max(data.manifest.hosts.len()),
+            host_of: (run.hosts.len() > 1).then(|| data.manifest.rank_hosts()),
         }
     }
 
     /// The limit of a message from rank `from` to rank `to`.
-    pub fn between_ranks(&self, from: u32, to: u32) -> Option<u64> {
-        let same_host = self.hosts <= 1
-            || matches!((self.host_of.get(&from), self.host_of.get(&to)), (Some(a), Some(b)) if a == b);
-        if same_host {
+    pub fn for_message(&self, from: u32, to: u32) -> Option<u64> {
+        let one_host = self
+            .host_of
+            .as_ref()
+            .is_none_or(|h| matches!((h.get(&from), h.get(&to)), (Some(a), Some(b)) if a == b));
+        if one_host {
             &self.within
         } else {
             &self.between
@@ -75,18 +62,15 @@ impl EagerLimits {
         .map(|l| l.0)
     }
 
-    /// The limit a job's messages are classified by: between hosts where the
-    /// job has several (with, when it differs, the one within a host), else
-    /// within its one host.
-    fn described(&self) -> (Option<Limit>, Option<Limit>) {
-        if self.hosts <= 1 {
-            return (self.within.clone(), None);
+    /// The limit a job's messages are classified by (between hosts where
+    /// the job has several, else within its one host), and on several
+    /// hosts the one within a host where it differs.
+    fn described(self) -> (Option<Limit>, Option<Limit>) {
+        if self.host_of.is_none() {
+            return (self.within, None);
         }
-        let within = self
-            .within
-            .clone()
-            .filter(|w| self.between.as_ref() != Some(w));
-        (self.between.clone(), within)
+        let within = self.within.filter(|w| self.between.as_ref() != Some(w));
+        (self.between, within)
     }
 }
 
@@ -162,7 +146,7 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
     }
     let n = run.ranks as usize;
     let run_s: f64 = run.rank_duration_s.iter().sum::<f64>().max(1e-12);
-    let limits = EagerLimits::of(data);
+    let limits = EagerLimits::of(data, run);
     let mut calls: BTreeMap<u16, CallAcc> = BTreeMap::new();
     let mut sites: BTreeMap<(u16, u64), CallAcc> = BTreeMap::new();
     let mut hist: Vec<SizeBin> = (0..=40)
@@ -225,7 +209,7 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
                 if let Some(bin) = hist.get_mut(k) {
                     bin.messages += 1;
                     bin.bytes += b;
-                    if let Some(l) = limits.between_ranks(rd.rank, send.peer as u32) {
+                    if let Some(l) = limits.for_message(rd.rank, send.peer as u32) {
                         if b <= l {
                             bin.eager += 1;
                             eager += 1;
@@ -280,16 +264,17 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
         ranks: n as u32,
         pairs,
     };
+    let (limit, limit_within_host) = limits.described();
     Observable::Observed(MpiProfile {
         calls: call_list,
         callsites: site_list,
-        eager_limit: match limits.described().0 {
+        eager_limit: match limit {
             Some(l) => Observable::Observed(l),
             None => {
                 Observable::not("no eager limit in the manifest (MPI control variables not read)")
             }
         },
-        eager_limit_within_host: limits.described().1,
+        eager_limit_within_host: limit_within_host,
         histogram: hist,
         eager_messages: eager,
         rendezvous_messages: rndv,
@@ -399,7 +384,7 @@ pub fn wait_states(
             "ranks on several hosts without clock offsets in the manifest: cross-rank waits would be clock skew",
         );
     }
-    let limits = EagerLimits::of(data);
+    let limits = EagerLimits::of(data, run);
     let mut acc = WaitAcc::default();
     let rows_of: HashMap<u32, &[MpiRecord]> = data
         .ranks
@@ -446,7 +431,7 @@ pub fn wait_states(
         // Late receiver: a blocking synchronous or rendezvous send waits for the receive's post.
         let sync = s.call == c::MPI_Ssend
             || limits
-                .between_ranks(m.send.rank, m.recv.rank)
+                .for_message(m.send.rank, m.recv.rank)
                 .is_some_and(|l| s.bytes_sent > l);
         let blocking = matches!(
             s.call,

@@ -455,6 +455,15 @@ pub struct MetricInfo {
 }
 
 impl Manifest {
+    /// Each listed rank's host (the rank files' too, once merged by
+    /// `Trace::open`).
+    pub fn rank_hosts(&self) -> std::collections::BTreeMap<u32, &str> {
+        self.ranks
+            .iter()
+            .map(|r| (r.rank, r.host.as_str()))
+            .collect()
+    }
+
     /// A manifest with the current format version and nothing else.
     pub fn new() -> Manifest {
         Manifest {
