@@ -347,6 +347,13 @@ pub fn build_mpi_test_program(dir: &Path, name: &str) -> PathBuf {
     build_mpi(dir, name, &text)
 }
 
+/// Build `tests/mpi/<name>.c` with MPICH's mpicc, as `<name>_mpich`.
+pub fn build_mpich_test_program(dir: &Path, name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/mpi/{name}.c"));
+    let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    build_mpich(dir, &format!("{name}_mpich"), &text)
+}
+
 /// `hyscope report --json` of a trace.
 pub fn report_json(trace: &Path) -> serde_json::Value {
     let out = run_ok(hyscope().args(["report", "--json"]).arg(trace));
