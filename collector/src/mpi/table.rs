@@ -17,8 +17,15 @@
 //! send it completed inline, so thousands of pending `MPI_Isend`s of several
 //! threads can share one handle. The hot path pays one relaxed load for the
 //! spill while it is empty.
+//!
+//! A handle that is already live when it is handed out again is one MPI uses
+//! for many requests (Open MPI's `ompi_request_empty`): its further entries go
+//! to a queue of their own, ordered by owner and age, so that a window of
+//! such sends costs a lookup per completion, not a scan of every entry of the
+//! handle (quadratic in the window: 64 inline-completed `MPI_Isend`s and a
+//! `MPI_Waitall` took ≈ 1,900 instructions per completion).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -27,6 +34,8 @@ const BUSY: usize = 1;
 const TOMB: usize = 2;
 /// Longest probe sequence of an insert or a lookup.
 const MAX_PROBE: usize = 128;
+/// Shared handles whose queues are kept when they empty.
+const SHARED_KEPT: usize = 8;
 /// Payload words per entry.
 pub const WORDS: usize = 6;
 
@@ -37,6 +46,8 @@ pub enum Loc {
     Slot(usize),
     /// An entry of the spill map (its key there).
     Spill(SpillKey),
+    /// An entry of a shared handle's queue: (handle, payload word 0).
+    Shared(usize, u64),
 }
 
 /// A spilled entry's key: (handle, payload word 0, insertion number), so that
@@ -61,6 +72,11 @@ pub struct HandleTable {
     /// Entries in `spill`: while 0, lookups do not look there.
     spilled: AtomicUsize,
     next_seq: AtomicU64,
+    /// Handles with several live entries: per handle, the entries beyond the
+    /// array's, ordered by payload word 0 (owner, then number).
+    shared: Mutex<Vec<(usize, VecDeque<[u64; WORDS]>)>>,
+    /// Entries in `shared`: while 0, lookups do not look there.
+    shared_len: AtomicUsize,
 }
 
 impl HandleTable {
@@ -76,6 +92,8 @@ impl HandleTable {
             spill: Mutex::new(BTreeMap::new()),
             spilled: AtomicUsize::new(0),
             next_seq: AtomicU64::new(0),
+            shared: Mutex::new(Vec::new()),
+            shared_len: AtomicUsize::new(0),
         }
     }
 
@@ -117,6 +135,10 @@ impl HandleTable {
         }
         for s in self.probe(key) {
             let k = self.keys[s].load(Ordering::Acquire);
+            if k == key {
+                self.insert_shared(key, val);
+                return;
+            }
             if (k == EMPTY || k == TOMB)
                 && self.keys[s]
                     .compare_exchange(k, BUSY, Ordering::Acquire, Ordering::Relaxed)
@@ -141,6 +163,70 @@ impl HandleTable {
         self.spilled.store(spill.len(), Ordering::Release);
     }
 
+    fn shared(&self) -> std::sync::MutexGuard<'_, Vec<(usize, VecDeque<[u64; WORDS]>)>> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    #[inline]
+    fn has_shared(&self) -> bool {
+        self.shared_len.load(Ordering::Acquire) != 0
+    }
+
+    /// One more entry of a handle that is live already, in its queue's order.
+    #[cold]
+    #[inline(never)]
+    fn insert_shared(&self, key: usize, val: [u64; WORDS]) {
+        let mut shared = self.shared();
+        let at = match shared.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                shared.push((key, VecDeque::new()));
+                shared.len() - 1
+            }
+        };
+        let q = &mut shared[at].1;
+        // In order: an append, but for an entry put back.
+        let i = q.partition_point(|e| e[0] <= val[0]);
+        q.insert(i, val);
+        // Changed only under the lock: no read-modify-write needed.
+        let n = self.shared_len.load(Ordering::Relaxed);
+        self.shared_len.store(n + 1, Ordering::Release);
+    }
+
+    /// One entry of `shared[at]` is gone: keep the count, and drop the
+    /// handle's queue once empty unless few handles are queued (a window's
+    /// queue empties at every `MPI_Waitall`: its memory is kept for the next).
+    fn shared_removed(&self, shared: &mut Vec<(usize, VecDeque<[u64; WORDS]>)>, at: usize) {
+        if shared[at].1.is_empty() && shared.len() > SHARED_KEPT {
+            shared.swap_remove(at);
+        }
+        let n = self.shared_len.load(Ordering::Relaxed);
+        self.shared_len.store(n - 1, Ordering::Release);
+    }
+
+    /// The best entry of `key`'s queue for thread `me` ([`rank_for`]): its
+    /// own oldest (a binary search), else the oldest of each owner's.
+    fn best_shared(q: &VecDeque<[u64; WORDS]>, me: u64) -> Option<(u64, usize)> {
+        let own = q.partition_point(|e| e[0] >> OWNER_SHIFT < me);
+        if let Some(e) = q.get(own)
+            && e[0] >> OWNER_SHIFT == me
+        {
+            return Some((rank_for(me, e[0]), own));
+        }
+        let mut best: Option<(u64, usize)> = None;
+        let mut i = 0;
+        while let Some(e) = q.get(i) {
+            let r = rank_for(me, e[0]);
+            if best.is_none_or(|b| r < b.0) {
+                best = Some((r, i));
+            }
+            // The next owner's first entry.
+            let owner = e[0] >> OWNER_SHIFT;
+            i = q.partition_point(|e| e[0] >> OWNER_SHIFT <= owner);
+        }
+        best
+    }
+
     #[inline]
     fn load(&self, s: usize) -> [u64; WORDS] {
         std::array::from_fn(|w| self.vals[s][w].load(Ordering::Relaxed))
@@ -161,13 +247,20 @@ impl HandleTable {
                 break;
             }
         }
-        if !self.has_spill() {
+        if self.has_spill()
+            && let Some((k, v)) = self
+                .spill()
+                .range((key, 0, 0)..=(key, u64::MAX, u64::MAX))
+                .next()
+        {
+            return Some((Loc::Spill(*k), *v));
+        }
+        if !self.has_shared() {
             return None;
         }
-        self.spill()
-            .range((key, 0, 0)..=(key, u64::MAX, u64::MAX))
-            .next()
-            .map(|(k, v)| (Loc::Spill(*k), *v))
+        let shared = self.shared();
+        let (_, q) = shared.iter().find(|(k, _)| *k == key)?;
+        q.front().map(|v| (Loc::Shared(key, v[0]), *v))
     }
 
     /// The entry of `key` that thread `me` completes when MPI hands it that
@@ -177,11 +270,39 @@ impl HandleTable {
     #[inline]
     pub fn take_oldest(&self, key: usize, me: u64) -> Option<[u64; WORDS]> {
         loop {
-            let (loc, v) = self.oldest(key, me)?;
+            let found = self.oldest(key, me);
+            if self.has_shared()
+                && let Some(v) = self.take_shared_if_better(key, me, found.as_ref())
+            {
+                return Some(v);
+            }
+            let (loc, v) = found?;
             if self.remove(loc, key) {
                 return Some(v);
             }
         }
+    }
+
+    /// Take `key`'s best queued entry for `me` if it ranks before `other`'s
+    /// payload (the best found in the array and the spill map).
+    #[cold]
+    #[inline(never)]
+    fn take_shared_if_better(
+        &self,
+        key: usize,
+        me: u64,
+        other: Option<&(Loc, [u64; WORDS])>,
+    ) -> Option<[u64; WORDS]> {
+        let mut shared = self.shared();
+        let at = shared.iter().position(|(k, _)| *k == key)?;
+        let q = &mut shared[at].1;
+        let (r, i) = Self::best_shared(q, me)?;
+        if other.is_some_and(|(_, v)| rank_for(me, v[0]) < r) {
+            return None;
+        }
+        let v = q.remove(i)?;
+        self.shared_removed(&mut shared, at);
+        Some(v)
     }
 
     #[inline]
@@ -257,6 +378,14 @@ impl HandleTable {
                     e[word] = v;
                 }
             }
+            Loc::Shared(key, w0) => {
+                let mut shared = self.shared();
+                if let Some((_, q)) = shared.iter_mut().find(|(k, _)| *k == key)
+                    && let Some(e) = q.iter_mut().find(|e| e[0] == w0)
+                {
+                    e[word] = v;
+                }
+            }
         }
     }
 
@@ -272,6 +401,19 @@ impl HandleTable {
                 let removed = k.0 == key && spill.remove(&k).is_some();
                 self.spilled.store(spill.len(), Ordering::Release);
                 removed
+            }
+            Loc::Shared(k, w0) => {
+                let mut shared = self.shared();
+                let Some(at) = shared.iter().position(|(h, _)| *h == k && k == key) else {
+                    return false;
+                };
+                let q = &mut shared[at].1;
+                let Some(i) = q.iter().position(|e| e[0] == w0) else {
+                    return false;
+                };
+                q.remove(i);
+                self.shared_removed(&mut shared, at);
+                true
             }
         }
     }
@@ -313,6 +455,49 @@ mod tests {
         t.insert_dup(64, [3; WORDS]);
         assert_eq!(t.take_oldest(64, 0).unwrap()[0], 3);
         assert_eq!(t.take_oldest(64, 0).unwrap()[0], 5);
+    }
+
+    #[test]
+    fn a_shared_handle_queues_its_entries_by_owner_and_age() {
+        let t = HandleTable::new(8);
+        let e = |owner: u64, n: u64| [owner << OWNER_SHIFT | n; WORDS];
+        // One entry in the array, the rest of the handle queued (not spilled,
+        // not in further array slots).
+        for n in 1..=4 {
+            t.insert_dup(64, e(1, n));
+        }
+        t.insert_dup(64, e(2, 1));
+        assert_eq!(t.shared_len.load(Ordering::Relaxed), 4);
+        assert_eq!(t.spilled.load(Ordering::Relaxed), 0);
+        // Owner 1 takes its own, oldest first, across the array and the queue.
+        assert_eq!(t.take_oldest(64, 1), Some(e(1, 1)));
+        assert_eq!(t.take_oldest(64, 1), Some(e(1, 2)));
+        // One that did not complete goes back ahead of the younger ones.
+        t.insert_dup(64, e(1, 2));
+        assert_eq!(t.take_oldest(64, 1), Some(e(1, 2)));
+        // A thread with none of its own takes the oldest of any owner.
+        assert_eq!(t.take_oldest(64, 3), Some(e(2, 1)));
+        assert_eq!(t.take_oldest(64, 3), Some(e(1, 3)));
+        // Owner 2 has none left: the oldest of owner 1.
+        assert_eq!(t.take_oldest(64, 2), Some(e(1, 4)));
+        assert_eq!(t.take_oldest(64, 1), None);
+        assert_eq!(t.shared_len.load(Ordering::Relaxed), 0);
+        // A persistent request's entry is found and changed in the queue too.
+        t.insert_dup(64, e(1, 5));
+        t.insert_dup(64, e(1, 6));
+        assert_eq!(t.take_oldest(64, 1), Some(e(1, 5)));
+        let (loc, v) = t.get(64).unwrap();
+        assert_eq!(v, e(1, 6));
+        assert!(matches!(loc, Loc::Shared(64, _)), "{loc:?}");
+        t.set_word(loc, 3, 99);
+        assert_eq!(t.take_oldest(64, 1).unwrap()[3], 99);
+        // Every entry of the handle removed, from the array and the queue.
+        t.insert_dup(64, e(1, 8));
+        t.insert_dup(64, e(1, 9));
+        assert_eq!(t.shared_len.load(Ordering::Relaxed), 1);
+        t.remove_key(64);
+        assert_eq!(t.get(64), None);
+        assert_eq!(t.shared_len.load(Ordering::Relaxed), 0);
     }
 
     #[test]
