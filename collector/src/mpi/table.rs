@@ -186,8 +186,12 @@ impl HandleTable {
         };
         let q = &mut shared[at].1;
         // In order: an append, but for an entry put back.
-        let i = q.partition_point(|e| e[0] <= val[0]);
-        q.insert(i, val);
+        if q.back().is_none_or(|b| b[0] <= val[0]) {
+            q.push_back(val);
+        } else {
+            let i = q.partition_point(|e| e[0] <= val[0]);
+            q.insert(i, val);
+        }
         // Changed only under the lock: no read-modify-write needed.
         let n = self.shared_len.load(Ordering::Relaxed);
         self.shared_len.store(n + 1, Ordering::Release);
@@ -207,6 +211,12 @@ impl HandleTable {
     /// The best entry of `key`'s queue for thread `me` ([`rank_for`]): its
     /// own oldest (a binary search), else the oldest of each owner's.
     fn best_shared(q: &VecDeque<[u64; WORDS]>, me: u64) -> Option<(u64, usize)> {
+        // The common case: one thread's window, taken by that thread.
+        if let Some(e) = q.front()
+            && e[0] >> OWNER_SHIFT == me
+        {
+            return Some((rank_for(me, e[0]), 0));
+        }
         let own = q.partition_point(|e| e[0] >> OWNER_SHIFT < me);
         if let Some(e) = q.get(own)
             && e[0] >> OWNER_SHIFT == me
