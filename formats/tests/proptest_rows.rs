@@ -262,4 +262,33 @@ proptest! {
         after.sort();
         prop_assert_eq!(before, after);
     }
+
+    /// `write_mpi` sorts by (thread, start) and keeps rows of equal keys in
+    /// the order they came in, whatever the span of their starts.
+    #[test]
+    fn write_mpi_sorts_by_thread_and_start_keeping_ties_in_order(
+        rows in proptest::collection::vec((0u32..3, 0i64..20, any::<u16>()), 0..200),
+        extremes in any::<bool>(),
+    ) {
+        let mut rows: Vec<MpiRecord> = rows
+            .into_iter()
+            .enumerate()
+            .map(|(i, (thread, start, call))| {
+                let start_ns = match (extremes, i % 5) {
+                    (true, 0) => i64::MIN + start,
+                    (true, 1) => i64::MAX - start,
+                    _ => start - 10,
+                };
+                MpiRecord { thread, start_ns, end_ns: start_ns, call, request_id: i as u64, ..MpiRecord::default() }
+            })
+            .collect();
+        let mut want = rows.clone();
+        want.sort_by_key(|r| (r.thread, r.start_ns));
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = PartWriter::create(dir.path(), hyscope_format::Table::Mpi, 0, common::small(1000, 1000)).unwrap();
+        w.write_mpi(&mut rows).unwrap();
+        w.finish().unwrap();
+        let ids = |v: &[MpiRecord]| v.iter().map(|r| r.request_id).collect::<Vec<u64>>();
+        prop_assert_eq!(ids(&rows), ids(&want));
+    }
 }
