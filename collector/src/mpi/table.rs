@@ -1,5 +1,5 @@
-//! A lock-free map from MPI handles to a few words of payload that holds
-//! every entry put in it.
+//! A map from MPI handles to a few words of payload that holds every entry
+//! put in it, lock-free for the handles of one live request each.
 //!
 //! Used for requests (created on one thread, possibly completed on another
 //! under `MPI_THREAD_MULTIPLE`) and communicators/windows/files. Lookups and
@@ -12,18 +12,20 @@
 //! [`MAX_PROBE`] so tombstones cannot make a miss expensive.
 //!
 //! An entry that finds no free slot near its home goes to the spill map
-//! (under a lock, sized by what is in it). That happens when one handle has
-//! many live entries: Open MPI returns its one `ompi_request_empty` for every
-//! send it completed inline, so thousands of pending `MPI_Isend`s of several
-//! threads can share one handle. The hot path pays one relaxed load for the
-//! spill while it is empty.
+//! (under a lock, sized by what is in it): more live handles than the array
+//! holds near their homes. The hot path pays one relaxed load for the spill
+//! while it is empty.
 //!
 //! A handle that is already live when it is handed out again is one MPI uses
-//! for many requests (Open MPI's `ompi_request_empty`): its further entries go
-//! to a queue of their own, ordered by owner and age, so that a window of
-//! such sends costs a lookup per completion, not a scan of every entry of the
-//! handle (quadratic in the window: 64 inline-completed `MPI_Isend`s and a
-//! `MPI_Waitall` took ≈ 1,900 instructions per completion).
+//! for many requests (Open MPI's `ompi_request_empty`, MPICH's built-in
+//! completed request: thousands of pending inline-completed `MPI_Isend`s of
+//! several threads can share one handle). Its further entries go to a queue
+//! of their own, ordered by owner and age, under a lock that only threads
+//! using that handle at the same moment contend for; the queue keeps its
+//! memory when it empties. A window of such sends then costs a lookup per
+//! completion, not a scan of every entry of the handle (quadratic in the
+//! window: 64 inline-completed `MPI_Isend`s and a `MPI_Waitall` took ≈ 1,900
+//! instructions per completion).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
