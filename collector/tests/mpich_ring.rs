@@ -14,19 +14,6 @@ use hyscope_format::{ANY, Trace};
 
 const ROUNDS: usize = 3;
 
-/// `target/<profile>/libhyscope-mpich.so`, next to `libhyscope.so`.
-fn mpich_library() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let deps = exe.parent().unwrap();
-    let p = deps.parent().unwrap().join("libhyscope-mpich.so");
-    assert!(
-        p.is_file(),
-        "{} missing: run scripts/build-mpich.sh first",
-        p.display()
-    );
-    p
-}
-
 /// Compile tests/mpi/ring.c with `compiler` into `name`.
 fn ring(compiler: &str, name: &str) -> PathBuf {
     let out = tmp().join(format!("{name}-{}", std::process::id()));

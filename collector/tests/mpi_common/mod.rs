@@ -30,6 +30,23 @@ pub fn library() -> PathBuf {
     panic!("libhyscope.so not found next to {}", exe.display());
 }
 
+/// The MPICH build of the collector (`scripts/build-mpich.sh`), next to
+/// `libhyscope.so`.
+pub fn mpich_library() -> PathBuf {
+    let lib = library();
+    let dir = lib.parent().unwrap();
+    [dir, dir.parent().unwrap()]
+        .iter()
+        .map(|d| d.join("libhyscope-mpich.so"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "libhyscope-mpich.so missing next to {}: run scripts/build-mpich.sh first",
+                lib.display()
+            )
+        })
+}
+
 pub fn tmp() -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mpi-tests");
     std::fs::create_dir_all(&d).unwrap();
@@ -45,12 +62,16 @@ pub fn build(src: &str, compiler: &str, extra: &[&str]) -> PathBuf {
 pub fn build_env(src: &str, compiler: &str, extra: &[&str], env: &[(&str, &str)]) -> PathBuf {
     static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = built.get(src) {
+    // One program per source, compiler (MPI) and flags.
+    let key = format!("{src} {compiler} {extra:?} {env:?}");
+    if let Some(p) = built.get(&key) {
         return p.clone();
     }
     let out = tmp().join(format!(
-        "{}-{}",
+        "{}-{}-{}-{}",
         Path::new(src).file_stem().unwrap().to_string_lossy(),
+        compiler.replace('.', "-"),
+        built.len(),
         std::process::id()
     ));
     let st = Command::new(compiler)
@@ -62,7 +83,7 @@ pub fn build_env(src: &str, compiler: &str, extra: &[&str], env: &[(&str, &str)]
         .status()
         .expect("run the MPI compiler");
     assert!(st.success(), "{compiler} {src} failed");
-    built.insert(src.to_string(), out.clone());
+    built.insert(key, out.clone());
     out
 }
 
@@ -122,6 +143,31 @@ pub fn run_args(prog: &Path, np: u32, name: &str, args: &[&str]) -> Run {
     let mut cmd = mpirun(np, Some(&library()), &dir);
     cmd.arg(prog).args(args);
     let out = output_within(&mut cmd, LAUNCH_LIMIT);
+    Run {
+        code: out.status.code(),
+        dir,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// [`run`] under MPICH: `mpiexec.mpich -n <np>` with [`mpich_library`]
+/// preloaded (and `env` passed by `-genv`); the trace goes to a fresh directory.
+pub fn run_mpich(prog: &Path, np: u32, name: &str, env: &[(&str, &str)]) -> Run {
+    let dir = tmp().join(format!("trace-mpich-{name}-{np}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = Command::new("mpiexec.mpich");
+    cmd.args(["-n", &np.to_string()])
+        .args([
+            "-genv",
+            "LD_PRELOAD",
+            &mpich_library().display().to_string(),
+        ])
+        .args(["-genv", "HYSCOPE_OUTPUT", &dir.display().to_string()]);
+    for (k, v) in env {
+        cmd.args(["-genv", k, v]);
+    }
+    let out = output_within(cmd.arg(prog), LAUNCH_LIMIT);
     Run {
         code: out.status.code(),
         dir,
