@@ -20,9 +20,10 @@
 //! for many requests (Open MPI's `ompi_request_empty`, MPICH's built-in
 //! completed request: thousands of pending inline-completed `MPI_Isend`s of
 //! several threads can share one handle). Its further entries go to a queue
-//! of their own, ordered by owner and age, under a lock that only threads
-//! using that handle at the same moment contend for; the queue keeps its
-//! memory when it empties. A window of such sends then costs a lookup per
+//! of their own, ordered by owner and age, under a lock; while any such
+//! entry is pending, every take (of any handle) looks at the queues under
+//! that lock, uncontended unless threads complete requests at the same
+//! moment. The queue keeps its memory when it empties. A window of such sends then costs a lookup per
 //! completion, not a scan of every entry of the handle (quadratic in the
 //! window: 64 inline-completed `MPI_Isend`s and a `MPI_Waitall` took ≈ 1,900
 //! instructions per completion).
