@@ -218,9 +218,22 @@ impl Focus {
             m.send.row = s;
             m.recv.row = r;
             m.recv.post_row = p;
-            m.send.time = self.at(m.send.time);
+            // The sending call's interval as its row's is compacted.
+            let (mut start, mut end) = (m.send.time.ns(), m.send.end.ns());
+            self.map_interval(&mut start, &mut end);
+            (m.send.time, m.send.end) = (GlobalNs(start), GlobalNs(end));
             m.recv.posted = self.at(m.recv.posted);
             m.recv.time = self.at(m.recv.time);
+            // A wait that started outside the focus is not waited in it.
+            m.recv.waiter = m
+                .recv
+                .waiter
+                .filter(|w| self.keep(m.recv.rank, w.from.ns()));
+            if let Some(w) = &mut m.recv.waiter {
+                let (mut from, mut to) = (w.from.ns(), w.to.ns());
+                self.map_interval(&mut from, &mut to);
+                (w.from, w.to) = (GlobalNs(from), GlobalNs(to));
+            }
             true
         });
     }
@@ -240,8 +253,10 @@ impl Focus {
                     return false;
                 };
                 m.row = row;
-                m.start = self.at(m.start);
-                m.end = self.at(m.end);
+                // Compacted as the call's row is.
+                let (mut start, mut end) = (m.start.ns(), m.end.ns());
+                self.map_interval(&mut start, &mut end);
+                (m.start, m.end) = (GlobalNs(start), GlobalNs(end));
             }
             true
         });

@@ -59,18 +59,13 @@ fn finish(
     options: &AnalyzeOptions,
 ) -> Analysis {
     // Matched on the whole run, restricted afterwards (`focus`).
-    let ranks: Vec<aligned::RankRows> = data
-        .ranks
-        .iter()
-        .map(|rd| aligned::RankRows {
-            rank: rd.rank,
-            rows: &rd.mpi,
-        })
-        .collect();
     timing::step(|| "loaded".into());
-    let mut messages = aligned::match_messages(&ranks);
-    let mut collectives = aligned::match_collectives(&ranks);
-    drop(ranks);
+    let (mut messages, mut collectives) = aligned::match_sides(
+        data.ranks
+            .iter()
+            .map(|rd| aligned::RankSides::of(rd.rank, &rd.mpi))
+            .collect(),
+    );
     timing::step(|| "matched messages and collectives".into());
     let memory_warning = data
         .memory_warning

@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 use hyscope_format::mpi_call::{self as c, name as call_name};
 use hyscope_format::{MpiRecord, SELF_COMM_ID, WORLD_COMM_ID, comm_name, communicators};
 
+use crate::aligned::collectives::Member;
 use crate::aligned::collectives::{is_blocking_collective, is_collective};
-use crate::aligned::endpoints::{endpoints, is_wait};
-use crate::aligned::{CollectiveInstance, Message, MessageList};
+use crate::aligned::endpoints::endpoints;
+use crate::aligned::{CollectiveInstance, GlobalNs, MessageList};
 use crate::model::ns_to_s;
 use crate::model::*;
 use crate::omp::OmpResult;
@@ -322,50 +323,19 @@ struct WaitAcc {
 }
 
 impl WaitAcc {
-    fn add(&mut self, kind: WaitKind, rank: u32, r: &MpiRecord, site: u64, wait_ns: i64) {
+    fn add(&mut self, kind: WaitKind, rank: u32, call: u16, site: u64, wait_ns: i64) {
         if wait_ns <= 0 {
             return;
         }
         for e in [
             self.by_kind.entry(kind).or_default(),
             self.per_rank.entry((kind, rank)).or_default(),
-            self.per_site.entry((kind, r.call, site)).or_default(),
+            self.per_site.entry((kind, call, site)).or_default(),
         ] {
             e.0 += wait_ns;
             e.1 += 1;
         }
     }
-}
-
-/// The call a receive waited in and the interval it waited: a blocking
-/// receive itself, or the wait/test call on the completing thread that
-/// contains the completion of a nonblocking or persistent one.
-fn recv_waiter<'a>(
-    rows: &'a [MpiRecord],
-    waits: &[usize],
-    m: &Message,
-) -> Option<(&'a MpiRecord, i64, i64)> {
-    let r = &m.recv;
-    let done = rows.get(r.row)?;
-    if r.row == r.post_row {
-        return Some((done, done.start_ns, done.end_ns));
-    }
-    let t = r.time.ns();
-    // `waits` is in row order (by start): the last wait starting at or before
-    // the completion is the one containing it, if any does.
-    let i = waits.partition_point(|&w| rows[w].start_ns <= t);
-    let found = waits[..i]
-        .iter()
-        .rev()
-        .map(|&w| &rows[w])
-        .find(|w| w.thread == r.thread && t <= w.end_ns);
-    Some(match found {
-        Some(w) => (w, w.start_ns, w.end_ns),
-        None => {
-            let post = rows.get(r.post_row)?;
-            (post, post.end_ns, post.end_ns)
-        }
-    })
 }
 
 /// Wait states (Scalasca definitions) over all ranks, from the matched
@@ -386,63 +356,34 @@ pub fn wait_states(
     }
     let limits = EagerLimits::of(data, run);
     let mut acc = WaitAcc::default();
-    let rows_of: HashMap<u32, &[MpiRecord]> = data
-        .ranks
-        .iter()
-        .map(|rd| (rd.rank, rd.mpi.as_slice()))
-        .collect();
-    // Wait/test rows per rank, in row order.
-    let waits: HashMap<u32, Vec<usize>> = data
-        .ranks
-        .iter()
-        .map(|rd| {
-            let w = rd
-                .mpi
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| is_wait(r.call))
-                .map(|(i, _)| i)
-                .collect();
-            (rd.rank, w)
-        })
-        .collect();
-    let no_waits = Vec::new();
     for m in &messages.messages {
-        let (Some(srows), Some(rrows)) = (rows_of.get(&m.send.rank), rows_of.get(&m.recv.rank))
-        else {
-            continue;
-        };
-        let Some(s) = srows.get(m.send.row) else {
-            continue;
-        };
-        let rw = waits.get(&m.recv.rank).unwrap_or(&no_waits);
-        let Some((waiter, wait_from, wait_to)) = recv_waiter(rrows, rw, m) else {
-            continue;
-        };
         // Late sender: the receive waits from its wait start until the send starts.
-        let ls = (m.send.time.ns().min(wait_to) - wait_from).max(0);
-        acc.add(
-            WaitKind::LateSender,
-            m.recv.rank,
-            waiter,
-            data.canon(waiter.callsite),
-            ls,
-        );
+        if let Some(w) = m.recv.waiter {
+            let ls = (m.send.time.min(w.to) - w.from).max(0);
+            acc.add(
+                WaitKind::LateSender,
+                m.recv.rank,
+                w.call,
+                data.canon(w.callsite),
+                ls,
+            );
+        }
         // Late receiver: a blocking synchronous or rendezvous send waits for the receive's post.
+        let s = &m.send;
         let sync = s.call == c::MPI_Ssend
             || limits
-                .for_message(m.send.rank, m.recv.rank)
+                .for_message(s.rank, m.recv.rank)
                 .is_some_and(|l| s.bytes_sent > l);
         let blocking = matches!(
             s.call,
             c::MPI_Send | c::MPI_Ssend | c::MPI_Sendrecv | c::MPI_Sendrecv_replace
         );
         if sync && blocking {
-            let lr = (m.recv.posted.ns().min(s.end_ns) - s.start_ns).max(0);
+            let lr = (m.recv.posted.min(s.end) - s.time).max(0);
             acc.add(
                 WaitKind::LateReceiver,
-                m.send.rank,
-                s,
+                s.rank,
+                s.call,
                 data.canon(s.callsite),
                 lr,
             );
@@ -453,23 +394,17 @@ pub fn wait_states(
         if !inst.consistent() || !is_blocking_collective(inst.call) {
             continue;
         }
-        let members: Vec<(u32, &MpiRecord)> = inst
-            .members
-            .iter()
-            .filter_map(|m| Some((m.rank, rows_of.get(&m.rank)?.get(m.row)?)))
-            .collect();
-        let last_start = inst.last_start().ns();
-        let clampw = |r: &MpiRecord, until: i64| (until.min(r.end_ns) - r.start_ns).max(0);
-        match inst.call {
+        let call = inst.call;
+        let members = &inst.members;
+        let last_start = inst.last_start();
+        let clampw = |m: &Member, until: GlobalNs| (until.min(m.end) - m.start).max(0);
+        let mut add = |kind, m: &Member, wait_ns| {
+            acc.add(kind, m.rank, call, data.canon(m.callsite), wait_ns)
+        };
+        match call {
             c::MPI_Barrier => {
-                for (rank, r) in &members {
-                    acc.add(
-                        WaitKind::BarrierWait,
-                        *rank,
-                        r,
-                        data.canon(r.callsite),
-                        clampw(r, last_start),
-                    );
+                for m in members {
+                    add(WaitKind::BarrierWait, m, clampw(m, last_start));
                 }
             }
             c::MPI_Allreduce
@@ -480,47 +415,28 @@ pub fn wait_states(
             | c::MPI_Alltoallw
             | c::MPI_Reduce_scatter
             | c::MPI_Reduce_scatter_block => {
-                for (rank, r) in &members {
-                    acc.add(
-                        WaitKind::WaitAtNxN,
-                        *rank,
-                        r,
-                        data.canon(r.callsite),
-                        clampw(r, last_start),
-                    );
+                for m in members {
+                    add(WaitKind::WaitAtNxN, m, clampw(m, last_start));
                 }
             }
             c::MPI_Reduce | c::MPI_Gather | c::MPI_Gatherv => {
                 let root = inst.root;
                 let last_other = members
                     .iter()
-                    .filter(|(rk, _)| *rk as i32 != root)
-                    .map(|(_, r)| r.start_ns)
+                    .filter(|m| m.rank as i32 != root)
+                    .map(|m| m.start)
                     .max();
-                if let (Some((rank, r)), Some(lo)) = (
-                    members.iter().find(|(rk, _)| *rk as i32 == root),
-                    last_other,
-                ) {
-                    acc.add(
-                        WaitKind::EarlyReduce,
-                        *rank,
-                        r,
-                        data.canon(r.callsite),
-                        clampw(r, lo),
-                    );
+                if let (Some(r), Some(lo)) =
+                    (members.iter().find(|m| m.rank as i32 == root), last_other)
+                {
+                    add(WaitKind::EarlyReduce, r, clampw(r, lo));
                 }
             }
             c::MPI_Bcast | c::MPI_Scatter | c::MPI_Scatterv => {
                 let root = inst.root;
-                if let Some((_, rr)) = members.iter().find(|(rk, _)| *rk as i32 == root) {
-                    for (rank, r) in members.iter().filter(|(rk, _)| *rk as i32 != root) {
-                        acc.add(
-                            WaitKind::LateBroadcast,
-                            *rank,
-                            r,
-                            data.canon(r.callsite),
-                            clampw(r, rr.start_ns),
-                        );
+                if let Some(rr) = members.iter().find(|m| m.rank as i32 == root) {
+                    for m in members.iter().filter(|m| m.rank as i32 != root) {
+                        add(WaitKind::LateBroadcast, m, clampw(m, rr.start));
                     }
                 }
             }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use hyscope_format::mpi_call as c;
 
 use super::clock::GlobalNs;
-use super::messages::RankRows;
+use super::sides::RankSides;
 
 /// Blocking and nonblocking collectives (the `mpi_call` codes 50–86).
 pub fn is_collective(call: u16) -> bool {
@@ -28,6 +28,7 @@ pub struct Member {
     pub row: usize,
     pub start: GlobalNs,
     pub end: GlobalNs,
+    pub callsite: u64,
 }
 
 /// One collective operation as every member called it.
@@ -64,19 +65,16 @@ impl CollectiveInstance {
 /// Every collective instance, ordered by communicator and sequence number.
 /// An instance where members made different calls (a rank that lost rows
 /// shifts every later instance) is marked, not trusted.
-pub fn match_collectives(ranks: &[RankRows<'_>]) -> Vec<CollectiveInstance> {
+pub fn match_collectives(ranks: &mut [RankSides]) -> Vec<CollectiveInstance> {
     let mut by: HashMap<(u64, u64), CollectiveInstance> = HashMap::new();
-    for rr in ranks {
+    for rs in ranks.iter_mut() {
         let mut next: HashMap<u64, u64> = HashMap::new();
-        for (i, r) in rr.rows.iter().enumerate() {
-            if !is_collective(r.call) {
-                continue;
-            }
-            let k = next.entry(r.comm_id).or_insert(0);
+        for r in std::mem::take(&mut rs.collectives) {
+            let k = next.entry(r.comm).or_insert(0);
             let inst = by
-                .entry((r.comm_id, *k))
+                .entry((r.comm, *k))
                 .or_insert_with(|| CollectiveInstance {
-                    comm: r.comm_id,
+                    comm: r.comm,
                     seq: *k,
                     call: r.call,
                     root: r.root,
@@ -86,10 +84,11 @@ pub fn match_collectives(ranks: &[RankRows<'_>]) -> Vec<CollectiveInstance> {
             *k += 1;
             if inst.call == r.call {
                 inst.members.push(Member {
-                    rank: rr.rank,
-                    row: i,
-                    start: GlobalNs(r.start_ns),
-                    end: GlobalNs(r.end_ns),
+                    rank: rs.rank,
+                    row: r.row,
+                    start: r.start,
+                    end: r.end,
+                    callsite: r.callsite,
                 });
             } else {
                 inst.mismatch = true;

@@ -11,18 +11,11 @@
 
 use std::collections::HashMap;
 
-use hyscope_format::{MpiRecord, mpi_call as c};
+use hyscope_format::MpiRecord;
 use serde::{Deserialize, Serialize};
 
 use super::clock::GlobalNs;
-use super::endpoints::{RequestKind, endpoints, is_start};
-
-/// One rank's `mpi` rows on global time, in [`super::sort_rows`] order.
-#[derive(Debug, Clone, Copy)]
-pub struct RankRows<'a> {
-    pub rank: u32,
-    pub rows: &'a [MpiRecord],
-}
+use super::sides::RankSides;
 
 /// The sending side of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +28,17 @@ pub struct SendSide {
     pub row: usize,
     /// When the send started.
     pub time: GlobalNs,
+    /// The sending call (the send, or the `MPI_Start` of a persistent one),
+    /// when it ended, its call site and the bytes it sent: what the wait
+    /// states read of it.
+    #[serde(skip)]
+    pub call: u16,
+    #[serde(skip)]
+    pub end: GlobalNs,
+    #[serde(skip)]
+    pub callsite: u64,
+    #[serde(skip)]
+    pub bytes_sent: u64,
 }
 
 /// The receiving side of a message.
@@ -55,6 +59,31 @@ pub struct RecvSide {
     /// When the receive completed: the end of a blocking receive, the
     /// completion of a request.
     pub time: GlobalNs,
+    /// The call the receive waited in: a blocking receive itself, or the
+    /// wait/test call on the completing thread that contains the completion
+    /// of a nonblocking or persistent one (none: it completed in no such call).
+    #[serde(skip)]
+    pub waiter: Option<Waiter>,
+}
+
+/// A call a receive waited in, as the wait states read it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Waiter {
+    pub call: u16,
+    pub callsite: u64,
+    pub from: GlobalNs,
+    pub to: GlobalNs,
+}
+
+impl Waiter {
+    pub fn of(r: &MpiRecord) -> Waiter {
+        Waiter {
+            call: r.call,
+            callsite: r.callsite,
+            from: GlobalNs(r.start_ns),
+            to: GlobalNs(r.end_ns),
+        }
+    }
 }
 
 /// A matched message.
@@ -101,165 +130,26 @@ impl MessageList {
 /// (source, destination, communicator, tag).
 type Envelope = (u32, u32, u64, i32);
 
-struct PendingSend {
-    order: i64,
-    side: SendSide,
-    bytes: u64,
-}
-
-struct PendingRecv {
-    order: i64,
-    side: RecvSide,
-    bytes: u64,
-}
-
-/// Match the messages of all ranks.
-pub fn match_messages(ranks: &[RankRows<'_>]) -> MessageList {
-    let mut sends: HashMap<Envelope, Vec<PendingSend>> = HashMap::new();
-    let mut recvs: HashMap<Envelope, Vec<PendingRecv>> = HashMap::new();
+/// Match the messages of all ranks from their sides (taken out of `ranks`).
+pub fn match_messages(ranks: &mut [RankSides]) -> MessageList {
+    let mut sends: HashMap<Envelope, Vec<(i64, SendSide, u64)>> = HashMap::new();
+    let mut recvs: HashMap<Envelope, Vec<(i64, RecvSide, u64)>> = HashMap::new();
     let mut unknown_source = 0u64;
-    for rr in ranks {
-        let me = rr.rank;
-        // Requests by id: the row that created them and what they are.
-        let mut requests: HashMap<u64, (usize, RequestKind)> = HashMap::new();
-        // The latest `MPI_Start` of each persistent request, and the latest
-        // `MPI_Startall` of each thread (its row names no single request).
-        let mut started: HashMap<u64, usize> = HashMap::new();
-        let mut start_all: HashMap<u32, usize> = HashMap::new();
-        for (i, r) in rr.rows.iter().enumerate() {
-            let e = endpoints(r);
-            if let Some(s) = e.send {
-                sends
-                    .entry((me, s.peer as u32, s.comm, s.tag))
-                    .or_default()
-                    .push(PendingSend {
-                        order: r.start_ns,
-                        side: SendSide {
-                            rank: me,
-                            thread: r.thread,
-                            row: i,
-                            time: GlobalNs(r.start_ns),
-                        },
-                        bytes: s.bytes,
-                    });
-            }
-            if let Some(v) = e.recv {
-                recvs
-                    .entry((v.peer as u32, me, v.comm, v.tag))
-                    .or_default()
-                    .push(PendingRecv {
-                        order: r.start_ns,
-                        side: RecvSide {
-                            rank: me,
-                            thread: r.thread,
-                            row: i,
-                            post_row: i,
-                            posted: GlobalNs(r.start_ns),
-                            time: GlobalNs(r.end_ns),
-                        },
-                        bytes: v.bytes,
-                    });
-            }
-            if let Some(kind) = e.request
-                && r.request_id != 0
-            {
-                requests.insert(r.request_id, (i, kind));
-            }
-            if is_start(r.call) {
-                if r.request_id != 0 {
-                    started.insert(r.request_id, i);
-                } else {
-                    start_all.insert(r.thread, i);
-                }
-            }
-            if r.call != c::REQUEST_COMPLETE {
-                continue;
-            }
-            let Some(&(created, kind)) = requests.get(&r.request_id) else {
-                continue;
-            };
-            let init = &rr.rows[created];
-            // The row that (re)activated the request: its last start for a
-            // persistent one (or the thread's last Startall), else its creation.
-            let post = match kind {
-                RequestKind::Recv => created,
-                _ => started
-                    .get(&r.request_id)
-                    .copied()
-                    .into_iter()
-                    .chain(start_all.get(&r.thread).copied())
-                    .filter(|&s| s > created)
-                    .max()
-                    .unwrap_or(created),
-            };
-            let post_row = &rr.rows[post];
-            let comm = if r.comm_id != 0 {
-                r.comm_id
-            } else {
-                init.comm_id
-            };
-            match kind {
-                RequestKind::PersistentSend => {
-                    let (peer, tag) = if r.peer >= 0 {
-                        (r.peer, r.tag)
-                    } else {
-                        (init.peer, init.tag)
-                    };
-                    if peer < 0 {
-                        continue;
-                    }
-                    let bytes = if post_row.request_id == r.request_id {
-                        post_row.bytes_sent
-                    } else {
-                        0
-                    };
-                    sends
-                        .entry((me, peer as u32, comm, tag))
-                        .or_default()
-                        .push(PendingSend {
-                            order: post_row.start_ns,
-                            side: SendSide {
-                                rank: me,
-                                thread: post_row.thread,
-                                row: post,
-                                time: GlobalNs(post_row.start_ns),
-                            },
-                            bytes,
-                        });
-                }
-                RequestKind::Recv | RequestKind::PersistentRecv => {
-                    // The status names the real source and tag.
-                    let (src, tag) = if r.peer >= 0 {
-                        (r.peer, r.tag)
-                    } else {
-                        (init.peer, init.tag)
-                    };
-                    if src < 0 {
-                        // Cancelled, or no status: nothing was received from
-                        // a known rank. A PROC_NULL receive is no message.
-                        if src != hyscope_format::PROC_NULL {
-                            unknown_source += 1;
-                        }
-                        continue;
-                    }
-                    recvs
-                        .entry((src as u32, me, comm, tag))
-                        .or_default()
-                        .push(PendingRecv {
-                            order: post_row.start_ns,
-                            side: RecvSide {
-                                rank: me,
-                                thread: r.thread,
-                                row: i,
-                                post_row: post,
-                                posted: GlobalNs(post_row.start_ns),
-                                time: GlobalNs(r.start_ns),
-                            },
-                            bytes: r.bytes_recv,
-                        });
-                }
-            }
+    for rs in ranks.iter_mut() {
+        let me = rs.rank;
+        for s in std::mem::take(&mut rs.sends) {
+            sends
+                .entry((me, s.to, s.comm, s.tag))
+                .or_default()
+                .push((s.order, s.side, s.bytes));
         }
+        for r in std::mem::take(&mut rs.recvs) {
+            recvs
+                .entry((r.from, me, r.comm, r.tag))
+                .or_default()
+                .push((r.order, r.side, r.bytes));
+        }
+        unknown_source += rs.unknown_source;
     }
     let mut out = MessageList {
         unmatched_recvs: unknown_source,
@@ -267,17 +157,17 @@ pub fn match_messages(ranks: &[RankRows<'_>]) -> MessageList {
     };
     for (key, mut s) in sends {
         let mut r = recvs.remove(&key).unwrap_or_default();
-        s.sort_by_key(|p| (p.order, p.side.row));
-        r.sort_by_key(|p| (p.order, p.side.row));
+        s.sort_by_key(|p| (p.0, p.1.row));
+        r.sort_by_key(|p| (p.0, p.1.row));
         let n = s.len().min(r.len());
         out.unmatched_sends += (s.len() - n) as u64;
         out.unmatched_recvs += (r.len() - n) as u64;
         out.messages.extend(s.iter().zip(&r).map(|(s, r)| Message {
-            send: s.side,
-            recv: r.side,
+            send: s.1,
+            recv: r.1,
             comm: key.2,
             tag: key.3,
-            bytes: if s.bytes > 0 { s.bytes } else { r.bytes },
+            bytes: if s.2 > 0 { s.2 } else { r.2 },
         }));
     }
     out.unmatched_recvs += recvs.values().map(|v| v.len() as u64).sum::<u64>();
@@ -296,7 +186,7 @@ pub fn match_messages(ranks: &[RankRows<'_>]) -> MessageList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hyscope_format::{ANY, NO_RANK};
+    use hyscope_format::{ANY, NO_RANK, mpi_call as c};
 
     fn row(call: u16, peer: i32, tag: i32, start: i64, req: u64) -> MpiRecord {
         MpiRecord {
@@ -316,11 +206,11 @@ mod tests {
     type Pair = ((u32, usize), (u32, usize));
 
     fn pairs(ranks: &[(u32, Vec<MpiRecord>)]) -> (Vec<Pair>, MessageList) {
-        let rr: Vec<RankRows> = ranks
+        let mut sides: Vec<RankSides> = ranks
             .iter()
-            .map(|(rank, rows)| RankRows { rank: *rank, rows })
+            .map(|(rank, rows)| RankSides::of(*rank, rows))
             .collect();
-        let m = match_messages(&rr);
+        let m = match_messages(&mut sides);
         let p = m
             .messages
             .iter()

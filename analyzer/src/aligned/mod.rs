@@ -6,6 +6,8 @@
 //!   (offsets at `MPI_Init` and `MPI_Finalize`, linear drift), and
 //!   [`GlobalNs`], a global time that a rank-local reading cannot be mistaken for;
 //! - [`endpoints`]: which point-to-point endpoints an `mpi` row stands for;
+//! - [`sides`]: what one rank contributes to messages and collectives, taken
+//!   from its rows where they are read (matching reads these, never rows);
 //! - [`messages`]: the matched message list, unmatched sides counted;
 //! - [`collectives`]: collective instances across ranks per communicator and
 //!   call sequence;
@@ -18,12 +20,22 @@ pub mod collectives;
 pub mod endpoints;
 pub mod messages;
 pub mod series;
+pub mod sides;
 
 use hyscope_format::{FormatError, MpiRecord, ScanOptions, Trace};
 
 pub use clock::{ClockMap, Clocks, GlobalNs};
 pub use collectives::{CollectiveInstance, match_collectives};
-pub use messages::{Message, MessageList, RankRows, match_messages};
+pub use messages::{Message, MessageList, Waiter, match_messages};
+pub use sides::RankSides;
+
+/// Messages and collective instances of every rank from their sides (in
+/// rank order).
+pub fn match_sides(mut sides: Vec<RankSides>) -> (MessageList, Vec<CollectiveInstance>) {
+    let messages = match_messages(&mut sides);
+    let collectives = match_collectives(&mut sides);
+    (messages, collectives)
+}
 
 /// The order of a rank's `mpi` rows every consumer indexes them in (by
 /// start, end, thread, call): one order, so row indices mean the same row
@@ -75,12 +87,11 @@ impl AlignedTrace {
         for (rank, rows) in &mut mpi {
             align_rows(&clocks, *rank, rows);
         }
-        let ranks: Vec<RankRows> = mpi
-            .iter()
-            .map(|(rank, rows)| RankRows { rank: *rank, rows })
-            .collect();
-        let messages = match_messages(&ranks);
-        let collectives = match_collectives(&ranks);
+        let (messages, collectives) = match_sides(
+            mpi.iter()
+                .map(|(rank, rows)| RankSides::of(*rank, rows))
+                .collect(),
+        );
         AlignedTrace {
             clocks,
             mpi,
