@@ -32,6 +32,7 @@ pub mod parallel;
 pub mod phases;
 pub mod placement;
 pub mod pop;
+pub mod rank_mpi;
 pub mod timeline;
 pub mod timing;
 pub mod trace_data;
@@ -79,13 +80,15 @@ fn finish(
         f.collectives(&mut collectives, &index);
         f.info(run_duration_s)
     });
+    let merged_mpi = mpi_passes(&mut data, &merged_omp);
     let data = &data;
     let run = load::run_facts(data);
     let omp = omp::analyze_omp(data, &run, merged_omp, &mut warnings);
-    let mpi = mpi::analyze_mpi(data, &run, &omp);
+    let mpi_rows = merged_mpi.profile.rows;
+    let mpi = mpi::analyze_mpi(data, &run, merged_mpi.profile);
     let waits = mpi::wait_states(data, &run, &messages, &collectives);
     drop(collectives);
-    let memory = memory::analyze_memory(data, &run, options);
+    let memory = memory::analyze_memory(data, &run, options, &merged_mpi.graph, mpi_rows);
     let energy = energy::analyze_energy(data, &run, &omp);
     let pop = pop::analyze_pop(data, &run, &omp);
     let mut phases = phases::analyze_phases(data, &run);
@@ -130,6 +133,36 @@ fn finish(
     warnings.dedup();
     analysis.warnings = warnings;
     analysis
+}
+
+/// Every rank's MPI rows reduced ([`rank_mpi::RankMpi`]) and added in rank order.
+fn mpi_passes(data: &mut trace_data::TraceData, merged_omp: &omp::OmpMerge) -> rank_mpi::MpiMerge {
+    let regions: std::collections::HashMap<u32, &[(i64, i64)]> = merged_omp
+        .ranks()
+        .iter()
+        .map(|r| (r.rank, r.regions.as_slice()))
+        .collect();
+    let (hosts, _) = load::run_hosts(&data.manifest);
+    let limits = mpi::EagerLimits::new(&data.manifest, hosts.len() > 1);
+    let canonical = &data.canonical;
+    let canon = |a: u64| trace_data::canon_in(canonical, a);
+    let parts: Vec<rank_mpi::RankMpi> = data
+        .ranks
+        .iter()
+        .map(|rd| {
+            let input = rank_mpi::RankMpiInput {
+                window: (rd.app_start_ns, rd.app_end_ns),
+                regions: regions.get(&rd.rank).copied().unwrap_or(&[]),
+                phases: &rd.phases,
+            };
+            rank_mpi::RankMpi::of(rd.rank, &rd.mpi, input, &canon, &limits)
+        })
+        .collect();
+    let mut merged = rank_mpi::MpiMerge::default();
+    for (rd, part) in data.ranks.iter_mut().zip(parts) {
+        merged.add(rd, part);
+    }
+    merged
 }
 
 /// What the cross-rank analyses hold at once (every rank's MPI rows and

@@ -1070,6 +1070,23 @@ pub fn rank_spans(rd: &mut RankData) {
         .clamp(rd.app_start_ns, last);
 }
 
+/// The job's hosts (the manifest's, then any only a rank names) and the
+/// ranks on each.
+pub fn run_hosts(m: &hyscope_format::Manifest) -> (Vec<String>, Vec<u32>) {
+    let mut hosts = m.hosts.clone();
+    let mut ranks_per_host = vec![0u32; hosts.len()];
+    for r in &m.ranks {
+        match hosts.iter().position(|h| *h == r.host) {
+            Some(i) => ranks_per_host[i] += 1,
+            None => {
+                hosts.push(r.host.clone());
+                ranks_per_host.push(1);
+            }
+        }
+    }
+    (hosts, ranks_per_host)
+}
+
 /// Run facts from the manifest and the rows.
 pub fn run_facts(data: &TraceData) -> RunFacts {
     let m = &data.manifest;
@@ -1089,17 +1106,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
             *t = (*t).max(seen);
         }
     }
-    let mut hosts = m.hosts.clone();
-    let mut ranks_per_host = vec![0u32; hosts.len()];
-    for r in &m.ranks {
-        match hosts.iter().position(|h| *h == r.host) {
-            Some(i) => ranks_per_host[i] += 1,
-            None => {
-                hosts.push(r.host.clone());
-                ranks_per_host.push(1);
-            }
-        }
-    }
+    let (hosts, ranks_per_host) = run_hosts(m);
     let active: Vec<&RankData> = data
         .ranks
         .iter()
@@ -1134,7 +1141,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
             .fold(0u64, |n, r| n.saturating_add(f(&r.events)))
     };
     let omp_rows: u64 = data.ranks.iter().map(|r| r.omp_rows).sum();
-    let mpi_rows: u64 = data.ranks.iter().map(|r| r.mpi.len() as u64).sum();
+    let mpi_rows: u64 = data.ranks.iter().map(|r| r.mpi_rows).sum();
     let sample_rows: u64 = data.ranks.iter().map(|r| r.samples.len() as u64).sum();
     RunFacts {
         command: m.command.clone(),

@@ -3,7 +3,7 @@
 //! receive-queue specs), communicator group maps (Kamal 2013, §3.1), RSS
 //! across `MPI_Init`.
 
-use hyscope_format::{metrics, mpi_call as c};
+use hyscope_format::{MpiRecord, metrics, mpi_call as c};
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::*;
@@ -66,12 +66,16 @@ fn cpu_list_len(list: &str) -> Option<u64> {
     (n > 0).then_some(n)
 }
 
+/// The footprint from the trace and every rank's [`GraphPart`] (by rank);
+/// `mpi_rows`: the MPI rows of every rank.
 pub fn analyze_memory(
     data: &TraceData,
     run: &RunFacts,
     options: &AnalyzeOptions,
+    graph: &BTreeMap<u32, GraphPart>,
+    mpi_rows: u64,
 ) -> Observable<MemoryFootprint> {
-    if data.ranks.iter().all(|r| r.mpi.is_empty()) && data.manifest.mpi.is_none() {
+    if mpi_rows == 0 && data.manifest.mpi.is_none() {
         return Observable::not("not an MPI run: no MPI runtime memory to model");
     }
     let n_ranks = run.ranks.max(1);
@@ -87,7 +91,7 @@ pub fn analyze_memory(
     let h = options.hcas_per_node.max(1);
     let p = &options.buffers;
     let model = BufferModel::of(data, p);
-    let graph = ObservedGraph::of(data);
+    let graph = ObservedGraph::of(graph);
     let full_ranks: BTreeSet<u32> = graph
         .full_calls
         .values()
@@ -238,32 +242,55 @@ struct ObservedGraph {
     comm_members: BTreeMap<u64, BTreeSet<u32>>,
 }
 
+/// What the memory model reads of one rank's rows ([`GraphPart::of`], where
+/// the rows are): the ranks it talks to, its calls that force full
+/// connection (call and canonical site → calls) and the communicators it
+/// used besides world and self.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct GraphPart {
+    peers: BTreeSet<u32>,
+    full_calls: BTreeMap<(u16, u64), u64>,
+    comms: BTreeSet<u64>,
+}
+
+impl GraphPart {
+    pub fn of(rank: u32, rows: &[MpiRecord], canon: impl Fn(u64) -> u64) -> GraphPart {
+        let mut g = GraphPart::default();
+        for r in rows {
+            // A message to itself is no connection (the self transport).
+            g.peers
+                .extend(crate::aligned::endpoints::peers_of(r).filter(|&p| p != rank));
+            let forces = matches!(
+                r.call,
+                c::MPI_Alltoall | c::MPI_Alltoallv | c::MPI_Alltoallw
+            ) || (matches!(r.call, c::MPI_Scatterv | c::MPI_Gatherv)
+                && r.root == rank as i32);
+            if forces {
+                *g.full_calls.entry((r.call, canon(r.callsite))).or_default() += 1;
+            }
+            if r.comm_id > 2 {
+                g.comms.insert(r.comm_id);
+            }
+        }
+        g
+    }
+}
+
 impl ObservedGraph {
-    fn of(data: &TraceData) -> ObservedGraph {
-        // Observed graph, full-connection calls, communicators.
+    /// Every rank's part, by rank.
+    fn of(parts: &BTreeMap<u32, GraphPart>) -> ObservedGraph {
         let mut peers: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
         let mut full_calls: BTreeMap<(u16, u64), (BTreeSet<u32>, u64)> = BTreeMap::new();
         let mut comm_members: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
-        for rd in &data.ranks {
-            let set = peers.entry(rd.rank).or_default();
-            for r in &rd.mpi {
-                // A message to itself is no connection (the self transport).
-                set.extend(crate::aligned::endpoints::peers_of(r).filter(|&p| p != rd.rank));
-                let forces = matches!(
-                    r.call,
-                    c::MPI_Alltoall | c::MPI_Alltoallv | c::MPI_Alltoallw
-                ) || (matches!(r.call, c::MPI_Scatterv | c::MPI_Gatherv)
-                    && r.root == rd.rank as i32);
-                if forces {
-                    let e = full_calls
-                        .entry((r.call, data.canon(r.callsite)))
-                        .or_default();
-                    e.0.insert(rd.rank);
-                    e.1 += 1;
-                }
-                if r.comm_id > 2 {
-                    comm_members.entry(r.comm_id).or_default().insert(rd.rank);
-                }
+        for (&rank, g) in parts {
+            peers.insert(rank, g.peers.clone());
+            for (&k, &n) in &g.full_calls {
+                let e = full_calls.entry(k).or_default();
+                e.0.insert(rank);
+                e.1 += n;
+            }
+            for &id in &g.comms {
+                comm_members.entry(id).or_default().insert(rank);
             }
         }
         ObservedGraph {

@@ -1,7 +1,9 @@
 //! MPI profile (per call and call site, message sizes, communication matrix)
 //! and wait states from clock-corrected timestamps.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 
 use hyscope_format::mpi_call::{self as c, name as call_name};
 use hyscope_format::{MpiRecord, SELF_COMM_ID, WORLD_COMM_ID, comm_name, communicators};
@@ -12,7 +14,6 @@ use crate::aligned::endpoints::endpoints;
 use crate::aligned::{CollectiveInstance, GlobalNs, MessageList};
 use crate::model::ns_to_s;
 use crate::model::*;
-use crate::omp::OmpResult;
 use crate::trace_data::TraceData;
 
 /// An eager limit in bytes and where it came from.
@@ -33,7 +34,12 @@ pub struct EagerLimits<'a> {
 
 impl<'a> EagerLimits<'a> {
     pub fn of(data: &'a TraceData, run: &RunFacts) -> EagerLimits<'a> {
-        let limits = data.manifest.mpi.as_ref().map(|m| &m.eager_limits);
+        EagerLimits::new(&data.manifest, run.hosts.len() > 1)
+    }
+
+    /// The limits of the job `manifest` describes, ran on several hosts or one.
+    pub fn new(manifest: &'a hyscope_format::Manifest, several_hosts: bool) -> EagerLimits<'a> {
+        let limits = manifest.mpi.as_ref().map(|m| &m.eager_limits);
         let pick = |keys: &[&str]| {
             let limits = limits?;
             keys.iter()
@@ -44,7 +50,7 @@ impl<'a> EagerLimits<'a> {
             within: pick(&["vader", "sm", "shm", "self"]).or_else(|| pick(&[""])),
             between: pick(&["openib", "ucx", "ofi", "tcp", "ch4", "nemesis"])
                 .or_else(|| pick(&[""])),
-            host_of: (run.hosts.len() > 1).then(|| data.manifest.rank_hosts()),
+            host_of: several_hosts.then(|| manifest.rank_hosts()),
         }
     }
 
@@ -75,7 +81,7 @@ impl<'a> EagerLimits<'a> {
     }
 }
 
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct CallAcc {
     count: u64,
     per_rank: BTreeMap<u32, i64>,
@@ -110,6 +116,26 @@ impl CallAcc {
         self.bytes_recv += r.bytes_recv;
     }
 
+    /// Another rank's accumulation of the same call (integer sums: the
+    /// order ranks are added in does not change them).
+    fn merge(&mut self, o: CallAcc) {
+        if o.single > 0 {
+            if self.single == 0 || o.min < self.min {
+                self.min = o.min;
+            }
+            self.max = self.max.max(o.max);
+        }
+        self.single += o.single;
+        self.count += o.count;
+        for (rank, d) in o.per_rank {
+            *self.per_rank.entry(rank).or_default() += d;
+        }
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_recv += o.bytes_recv;
+        self.folded_polls += o.folded_polls;
+        self.folded_rows += o.folded_rows;
+    }
+
     fn stats(&self, call: &str, location: Option<CodeLocation>, run_s: f64) -> MpiCallStats {
         let v: Vec<f64> = self.per_rank.values().map(|&x| ns_to_s(x)).collect();
         let n = v.len().max(1) as f64;
@@ -136,9 +162,159 @@ impl CallAcc {
     }
 }
 
-/// The MPI profile.
-pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observable<MpiProfile> {
-    if data.ranks.iter().all(|r| r.mpi.is_empty()) {
+/// Messages in a size bin: (messages, bytes, eager, rendezvous).
+type BinAcc = [u64; 4];
+
+/// Point-to-point traffic and collectives on one communicator: (messages,
+/// bytes, collective calls by call).
+type CommAcc = (u64, u64, BTreeMap<u16, u64>);
+
+/// What the MPI profile reads of one rank's rows ([`ProfilePart::of`], where
+/// the rows are), added to the other ranks' in rank order
+/// ([`ProfilePart::merge`]): every sum is of integers but for the rank's own
+/// time, so the profile is the same however the ranks were split.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct ProfilePart {
+    calls: BTreeMap<u16, CallAcc>,
+    /// By call and canonical call site.
+    sites: BTreeMap<(u16, u64), CallAcc>,
+    /// By size bin (0: empty messages, k: [2^(k−1), 2^k) bytes).
+    bins: BTreeMap<usize, BinAcc>,
+    /// (sender, receiver) → (messages, bytes).
+    pairs: BTreeMap<(u32, u32), (u64, u64)>,
+    inside: i64,
+    outside: i64,
+    /// Each rank's MPI time, s (summed call by call within the rank).
+    rank_s: BTreeMap<u32, f64>,
+    eager: u64,
+    rendezvous: u64,
+    calling_threads: u32,
+    per_comm: BTreeMap<u64, CommAcc>,
+    /// Rows of the ranks added (request completions included).
+    pub rows: u64,
+}
+
+impl ProfilePart {
+    /// Rank `rank`'s rows (on global time), call sites made canonical by
+    /// `canon`, messages classified by `limits`.
+    pub fn of(
+        rank: u32,
+        rows: &[MpiRecord],
+        canon: impl Fn(u64) -> u64,
+        limits: &EagerLimits,
+    ) -> ProfilePart {
+        let mut p = ProfilePart {
+            rows: rows.len() as u64,
+            ..ProfilePart::default()
+        };
+        let mut threads: Vec<u32> = Vec::new();
+        let mut rank_s = 0.0;
+        for r in rows {
+            if r.call == c::REQUEST_COMPLETE {
+                continue;
+            }
+            if !threads.contains(&r.thread) {
+                threads.push(r.thread);
+            }
+            let d = (r.end_ns - r.start_ns).max(0);
+            p.calls.entry(r.call).or_default().add(rank, r);
+            // One row per source location across ranks: each rank loads the
+            // program at its own address (ASLR).
+            p.sites
+                .entry((r.call, canon(r.callsite)))
+                .or_default()
+                .add(rank, r);
+            if r.in_parallel {
+                p.inside += d;
+            } else {
+                p.outside += d;
+            }
+            rank_s += ns_to_s(d);
+            if is_collective(r.call) {
+                *p.per_comm
+                    .entry(r.comm_id)
+                    .or_default()
+                    .2
+                    .entry(r.call)
+                    .or_default() += 1;
+            }
+            if let Some(send) = endpoints(r).send {
+                let b = send.bytes;
+                let on = p.per_comm.entry(send.comm).or_default();
+                on.0 += 1;
+                on.1 += b;
+                let k = if b == 0 {
+                    0
+                } else {
+                    (64 - b.leading_zeros()) as usize
+                };
+                if k <= MAX_BIN {
+                    let bin = p.bins.entry(k).or_default();
+                    bin[0] += 1;
+                    bin[1] += b;
+                    if let Some(l) = limits.for_message(rank, send.peer as u32) {
+                        if b <= l {
+                            bin[2] += 1;
+                            p.eager += 1;
+                        } else {
+                            bin[3] += 1;
+                            p.rendezvous += 1;
+                        }
+                    }
+                }
+                let pair = p.pairs.entry((rank, send.peer as u32)).or_default();
+                pair.0 += 1;
+                pair.1 += b;
+            }
+        }
+        p.rank_s.insert(rank, rank_s);
+        p.calling_threads = threads.len() as u32;
+        p
+    }
+
+    /// Add the next rank's (ranks added in rank order).
+    pub fn merge(&mut self, o: ProfilePart) {
+        for (k, a) in o.calls {
+            self.calls.entry(k).or_default().merge(a);
+        }
+        for (k, a) in o.sites {
+            self.sites.entry(k).or_default().merge(a);
+        }
+        for (k, b) in o.bins {
+            let e = self.bins.entry(k).or_default();
+            for (x, y) in e.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+        for (k, (m, b)) in o.pairs {
+            let e = self.pairs.entry(k).or_default();
+            e.0 += m;
+            e.1 += b;
+        }
+        self.inside += o.inside;
+        self.outside += o.outside;
+        self.rank_s.extend(o.rank_s);
+        self.eager += o.eager;
+        self.rendezvous += o.rendezvous;
+        self.calling_threads = self.calling_threads.max(o.calling_threads);
+        for (id, (m, b, calls)) in o.per_comm {
+            let e = self.per_comm.entry(id).or_default();
+            e.0 += m;
+            e.1 += b;
+            for (call, n) in calls {
+                *e.2.entry(call).or_default() += n;
+            }
+        }
+        self.rows += o.rows;
+    }
+}
+
+/// The last size bin: [2^39, 2^40) bytes.
+const MAX_BIN: usize = 40;
+
+/// The MPI profile from every rank's [`ProfilePart`], merged in rank order.
+pub fn analyze_mpi(data: &TraceData, run: &RunFacts, part: ProfilePart) -> Observable<MpiProfile> {
+    if part.rows == 0 {
         return Observable::not(if data.manifest.mpi.is_none() {
             "no MPI calls: not an MPI program, or the PMPI wrappers were not loaded"
         } else {
@@ -148,111 +324,72 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
     let n = run.ranks as usize;
     let run_s: f64 = run.rank_duration_s.iter().sum::<f64>().max(1e-12);
     let limits = EagerLimits::of(data, run);
-    let mut calls: BTreeMap<u16, CallAcc> = BTreeMap::new();
-    let mut sites: BTreeMap<(u16, u64), CallAcc> = BTreeMap::new();
-    let mut hist: Vec<SizeBin> = (0..=40)
-        .map(|k| SizeBin {
-            lo: if k == 0 { 0 } else { 1u64 << (k - 1) },
-            hi: 1u64 << k,
-            ..SizeBin::default()
+    let mut hist: Vec<SizeBin> = (0..=MAX_BIN)
+        .map(|k| {
+            let [messages, bytes, eager, rendezvous] =
+                part.bins.get(&k).copied().unwrap_or_default();
+            SizeBin {
+                lo: if k == 0 { 0 } else { 1u64 << (k - 1) },
+                hi: 1u64 << k,
+                messages,
+                bytes,
+                eager,
+                rendezvous,
+            }
         })
         .collect();
-    // (sender, receiver) → (messages, bytes), sorted into the matrix's pairs.
-    let mut pairs: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
-    let (mut inside, mut outside) = (0i64, 0i64);
     let mut per_rank = vec![0.0; n];
-    let (mut eager, mut rndv) = (0u64, 0u64);
-    let mut calling_threads = 0u32;
-    let mut per_comm: BTreeMap<u64, CommStats> = BTreeMap::new();
-    for rd in &data.ranks {
-        let mut threads: Vec<u32> = Vec::new();
-        for r in &rd.mpi {
-            if r.call == c::REQUEST_COMPLETE {
-                continue;
-            }
-            if !threads.contains(&r.thread) {
-                threads.push(r.thread);
-            }
-            let d = (r.end_ns - r.start_ns).max(0);
-            calls.entry(r.call).or_default().add(rd.rank, r);
-            // One row per source location across ranks: each rank loads the
-            // program at its own address (ASLR).
-            sites
-                .entry((r.call, data.canon(r.callsite)))
-                .or_default()
-                .add(rd.rank, r);
-            if r.in_parallel {
-                inside += d;
-            } else {
-                outside += d;
-            }
-            if let Some(p) = per_rank.get_mut(rd.rank as usize) {
-                *p += ns_to_s(d);
-            }
-            if is_collective(r.call) {
-                *per_comm
-                    .entry(r.comm_id)
-                    .or_default()
-                    .collectives
-                    .entry(call_name(r.call).to_string())
-                    .or_default() += 1;
-            }
-            if let Some(send) = endpoints(r).send {
-                let b = send.bytes;
-                let on = per_comm.entry(send.comm).or_default();
-                on.messages += 1;
-                on.bytes += b;
-                let k = if b == 0 {
-                    0
-                } else {
-                    (64 - b.leading_zeros()) as usize
-                };
-                if let Some(bin) = hist.get_mut(k) {
-                    bin.messages += 1;
-                    bin.bytes += b;
-                    if let Some(l) = limits.for_message(rd.rank, send.peer as u32) {
-                        if b <= l {
-                            bin.eager += 1;
-                            eager += 1;
-                        } else {
-                            bin.rendezvous += 1;
-                            rndv += 1;
-                        }
-                    }
-                }
-                if (send.peer as usize) < n && (rd.rank as usize) < n {
-                    let pair = pairs.entry((rd.rank, send.peer as u32)).or_default();
-                    pair.0 += 1;
-                    pair.1 += b;
-                }
-            }
+    for (rank, s) in &part.rank_s {
+        if let Some(p) = per_rank.get_mut(*rank as usize) {
+            *p += s;
         }
-        calling_threads = calling_threads.max(threads.len() as u32);
     }
+    let per_comm: BTreeMap<u64, CommStats> = part
+        .per_comm
+        .into_iter()
+        .map(|(id, (messages, bytes, calls))| {
+            let mut stats = CommStats {
+                messages,
+                bytes,
+                ..CommStats::default()
+            };
+            for (call, n) in calls {
+                *stats
+                    .collectives
+                    .entry(call_name(call).to_string())
+                    .or_default() += n;
+            }
+            (id, stats)
+        })
+        .collect();
     let first = hist.iter().position(|b| b.messages > 0).unwrap_or(0);
     let last = hist
         .iter()
         .rposition(|b| b.messages > 0)
         .map_or(0, |i| i + 1);
-    let hist = if last > first {
+    hist = if last > first {
         hist[first..last].to_vec()
     } else {
         Vec::new()
     };
-    let mut call_list: Vec<MpiCallStats> = calls
+    let mut call_list: Vec<MpiCallStats> = part
+        .calls
         .iter()
         .map(|(k, a)| a.stats(call_name(*k), None, run_s))
         .collect();
     call_list.sort_by(|a, b| b.total_s.total_cmp(&a.total_s));
-    let mut site_list: Vec<MpiCallStats> = sites
+    let mut site_list: Vec<MpiCallStats> = part
+        .sites
         .iter()
         .map(|((k, site), a)| a.stats(call_name(*k), Some(data.location(*site)), run_s))
         .collect();
     site_list.sort_by(|a, b| b.total_s.total_cmp(&a.total_s));
     let total: f64 = per_rank.iter().sum();
     let communicators = comm_stats(data, per_comm);
-    let mut pairs: Vec<CommPair> = pairs
+    let pairs: Vec<CommPair> = part
+        .pairs
         .into_iter()
+        .filter(|((from, to), _)| (*from as usize) < n && (*to as usize) < n)
         .map(|((from, to), (messages, bytes))| CommPair {
             from,
             to,
@@ -260,7 +397,6 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
             bytes,
         })
         .collect();
-    pairs.sort_unstable_by_key(|p| (p.from, p.to));
     let matrix = CommMatrix {
         ranks: n as u32,
         pairs,
@@ -277,15 +413,15 @@ pub fn analyze_mpi(data: &TraceData, run: &RunFacts, _omp: &OmpResult) -> Observ
         },
         eager_limit_within_host: limit_within_host,
         histogram: hist,
-        eager_messages: eager,
-        rendezvous_messages: rndv,
+        eager_messages: part.eager,
+        rendezvous_messages: part.rendezvous,
         matrix,
-        inside_parallel_s: ns_to_s(inside),
-        outside_parallel_s: ns_to_s(outside),
+        inside_parallel_s: ns_to_s(part.inside),
+        outside_parallel_s: ns_to_s(part.outside),
         per_rank_s: per_rank,
         total_s: total,
         share_of_run: total / run_s,
-        calling_threads,
+        calling_threads: part.calling_threads,
         communicators,
     })
 }
@@ -346,7 +482,7 @@ pub fn wait_states(
     messages: &MessageList,
     collectives: &[CollectiveInstance],
 ) -> Observable<WaitStates> {
-    if data.ranks.iter().all(|r| r.mpi.is_empty()) {
+    if data.ranks.iter().all(|r| r.mpi_rows == 0) {
         return Observable::not("no MPI calls were recorded");
     }
     if run.hosts.len() > 1 && !data.clock_corrected {

@@ -8,7 +8,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use hyscope_format::{OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
+use hyscope_format::{MpiRecord, OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
+use serde::{Deserialize, Serialize};
 
 use crate::model::*;
 use crate::trace_data::{PhaseOmp, TraceData};
@@ -145,16 +146,8 @@ pub fn omp_constructs(rows: &[OmpRecord]) -> impl Iterator<Item = (u64, i64, i64
 pub fn name_findings(findings: &mut [Finding], data: &TraceData) {
     let mut by_code: HashMap<u64, BTreeMap<&str, i64>> = HashMap::new();
     for rd in &data.ranks {
-        // The MPI calls by call site, like the OpenMP constructs (summed while loading).
-        let windows: Vec<(i64, i64)> = rd.phases.iter().map(|p| (p.start_ns, p.end_ns)).collect();
-        let depths: Vec<u32> = rd.phases.iter().map(|p| p.depth).collect();
-        let calls = rd
-            .mpi
-            .iter()
-            .filter(|m| m.call != mpi_call::REQUEST_COMPLETE)
-            .map(|m| (m.callsite, m.start_ns, m.end_ns));
-        let mpi = code_in_windows(calls, &windows, &depths);
-        for (&(code, i), &ns) in rd.phase_code.iter().chain(&mpi) {
+        // The OpenMP constructs and MPI calls by code address (summed while loading).
+        for (&(code, i), &ns) in &rd.phase_code {
             if let Some(p) = rd.phases.get(i) {
                 *by_code
                     .entry(data.canon(code))
@@ -179,6 +172,54 @@ pub fn name_findings(findings: &mut [Finding], data: &TraceData) {
     }
 }
 
+/// The MPI time and calls inside one phase interval of a rank.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PhaseMpi {
+    /// Time of the calls (every thread's) inside the interval.
+    pub mpi_ns: i64,
+    /// The master thread's.
+    pub master_mpi_ns: i64,
+    /// Calls that start inside it.
+    pub mpi_calls: u64,
+}
+
+/// What the phase analysis reads of one rank's MPI rows (where the rows
+/// are): the MPI time inside each of `phases` (the rank's, sorted), and the
+/// calls' time by call site and phase ([`code_in_windows`]), which
+/// [`name_findings`] adds to the OpenMP constructs'.
+pub fn mpi_in_phases(
+    rows: &[MpiRecord],
+    phases: &[PhaseRecord],
+) -> (Vec<PhaseMpi>, HashMap<(u64, usize), i64>) {
+    let calls = || rows.iter().filter(|m| m.call != mpi_call::REQUEST_COMPLETE);
+    let per_phase = phases
+        .iter()
+        .map(|rec| {
+            let w = (rec.start_ns, rec.end_ns);
+            let mut p = PhaseMpi::default();
+            for m in calls() {
+                let o = overlap((m.start_ns, m.end_ns), w);
+                p.mpi_ns += o;
+                if m.thread == 0 {
+                    p.master_mpi_ns += o;
+                }
+                if m.start_ns >= w.0 && m.start_ns <= w.1 {
+                    p.mpi_calls += 1;
+                }
+            }
+            p
+        })
+        .collect();
+    let windows: Vec<(i64, i64)> = phases.iter().map(|p| (p.start_ns, p.end_ns)).collect();
+    let depths: Vec<u32> = phases.iter().map(|p| p.depth).collect();
+    let code = code_in_windows(
+        calls().map(|m| (m.callsite, m.start_ns, m.end_ns)),
+        &windows,
+        &depths,
+    );
+    (per_phase, code)
+}
+
 /// One instance of a phase on one rank, with its metrics.
 struct Instance<'a> {
     rank: u32,
@@ -195,21 +236,11 @@ pub fn analyze_phases(data: &TraceData, run: &RunFacts) -> Observable<Vec<PhaseS
     let mut first: BTreeMap<&str, (i64, u32)> = BTreeMap::new();
     for rd in &data.ranks {
         for (i, rec) in rd.phases.iter().enumerate() {
-            let w = (rec.start_ns, rec.end_ns);
-            let (mut mpi_ns, mut master_mpi_ns, mut mpi_calls) = (0, 0, 0);
-            for m in &rd.mpi {
-                if m.call == mpi_call::REQUEST_COMPLETE {
-                    continue;
-                }
-                let o = overlap((m.start_ns, m.end_ns), w);
-                mpi_ns += o;
-                if m.thread == 0 {
-                    master_mpi_ns += o;
-                }
-                if m.start_ns >= w.0 && m.start_ns <= w.1 {
-                    mpi_calls += 1;
-                }
-            }
+            let PhaseMpi {
+                mpi_ns,
+                master_mpi_ns,
+                mpi_calls,
+            } = rd.phase_mpi.get(i).copied().unwrap_or_default();
             let e = first
                 .entry(rec.name.as_str())
                 .or_insert((rec.start_ns, rec.depth));

@@ -23,10 +23,58 @@
 //! - L_serial = Σ_r (P_r − 1) · T_seq,r / (C · T)  (idle threads during serial code)
 //! - L_other = the rest (ranks finishing early, unattributed time).
 
+use std::collections::BTreeMap;
+
+use hyscope_format::MpiRecord;
+use serde::{Deserialize, Serialize};
+
 use crate::model::ns_to_s;
 use crate::model::*;
 use crate::omp::{OmpResult, inside};
 use crate::trace_data::TraceData;
+
+/// The MPI time of one rank's application window, as the POP metrics and
+/// the fine-grain model read it ([`WindowMpi::of`], where the rows are):
+/// calls that start and end inside the window, request completions left out.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct WindowMpi {
+    /// Inside parallel regions (the row says so, or it starts in one of the
+    /// master's regions), per thread.
+    pub in_parallel: BTreeMap<u32, i64>,
+    /// The master thread's outside them.
+    pub master_outside: i64,
+    /// Every thread's outside them (the fine-grain model's T_comm).
+    pub outside: i64,
+    /// Every call's.
+    pub all: i64,
+}
+
+impl WindowMpi {
+    /// `rows` of a rank whose application window is `window` and whose
+    /// master's parallel regions are `regions` (sorted, disjoint).
+    pub fn of(rows: &[MpiRecord], (w0, w1): (i64, i64), regions: &[(i64, i64)]) -> WindowMpi {
+        let mut out = WindowMpi::default();
+        for m in rows {
+            if m.call == hyscope_format::mpi_call::REQUEST_COMPLETE
+                || m.start_ns < w0
+                || m.end_ns > w1
+            {
+                continue;
+            }
+            let d = (m.end_ns - m.start_ns).max(0);
+            out.all += d;
+            if m.in_parallel || inside(regions, m.start_ns) {
+                *out.in_parallel.entry(m.thread).or_default() += d;
+            } else {
+                out.outside += d;
+                if m.thread == 0 {
+                    out.master_outside += d;
+                }
+            }
+        }
+        out
+    }
+}
 
 /// The MPI level of the tree from each rank's time outside MPI (`o_r`) in
 /// an elapsed time `t`: (MPI parallel efficiency, MPI load balance, MPI
@@ -55,29 +103,12 @@ pub fn analyze_pop(data: &TraceData, _run: &RunFacts, omp: &OmpResult) -> Observ
     for (rd, ro) in data.ranks.iter().zip(&omp.ranks) {
         let p = ro.threads.max(1) as usize;
         cores += p as u32;
-        let (w0, w1) = (rd.app_start_ns, rd.app_end_ns);
-        let total = w1 - w0;
-        let mut mpi_in = vec![0i64; p];
-        let mut master_out = 0i64;
-        let mut mpi_all = 0i64;
-        for m in &rd.mpi {
-            if m.call == hyscope_format::mpi_call::REQUEST_COMPLETE
-                || m.start_ns < w0
-                || m.end_ns > w1
-            {
-                continue;
-            }
-            let d = (m.end_ns - m.start_ns).max(0);
-            mpi_all += d;
-            let par = m.in_parallel || inside(&ro.regions, m.start_ns);
-            if par {
-                if let Some(x) = mpi_in.get_mut(m.thread as usize) {
-                    *x += d;
-                }
-            } else if m.thread == 0 {
-                master_out += d;
-            }
-        }
+        let total = rd.app_end_ns - rd.app_start_ns;
+        let w = &rd.mpi_window;
+        let mpi_in: Vec<i64> = (0..p as u32)
+            .map(|t| w.in_parallel.get(&t).copied().unwrap_or(0))
+            .collect();
+        let (master_out, mpi_all) = (w.master_outside, w.all);
         let seq = (total - ro.region_ns.min(total) - master_out).max(0);
         let mut u = Vec::with_capacity(p);
         for (th, mpi) in mpi_in.iter().enumerate() {

@@ -19,6 +19,12 @@ pub struct RankData {
     /// Highest OpenMP thread index seen + 1.
     pub omp_threads: u32,
     pub mpi: Vec<MpiRecord>,
+    /// MPI rows analysed (after a focus), request completions included.
+    pub mpi_rows: u64,
+    /// The MPI time of the application window ([`crate::rank_mpi`]).
+    pub mpi_window: crate::pop::WindowMpi,
+    /// The MPI time inside each of `phases`.
+    pub phase_mpi: Vec<crate::phases::PhaseMpi>,
     pub samples: Vec<SampleRecord>,
     /// First and last timestamp of any row (rank 0's clock).
     pub first_ns: i64,
@@ -32,8 +38,8 @@ pub struct RankData {
     pub phases: Vec<PhaseRecord>,
     /// The OpenMP time inside each of `phases` (summed while loading).
     pub phase_omp: Vec<PhaseOmp>,
-    /// (code address, index in `phases`) → time of the constructs there
-    /// ([`crate::phases::code_in_windows`]).
+    /// (code address, index in `phases`) → time of the OpenMP constructs and
+    /// MPI calls there ([`crate::phases::code_in_windows`]).
     pub phase_code: HashMap<(u64, usize), i64>,
     /// First start and last end of the OpenMP rows analysed (rank 0's clock), if any.
     pub omp_span: Option<(i64, i64)>,

@@ -43,6 +43,11 @@ pub struct OmpMerge {
 }
 
 impl OmpMerge {
+    /// Each rank's own results, in the order the ranks were added.
+    pub fn ranks(&self) -> &[RankOmp] {
+        &self.ranks
+    }
+
     /// Add the next rank's aggregates (ranks in increasing order), keyed by
     /// the canonical code address (`canon`, [`TraceData::canon`]).
     pub fn add(&mut self, p: RankPass, canon: impl Fn(u64) -> u64) {

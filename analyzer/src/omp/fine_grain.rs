@@ -15,18 +15,7 @@ pub fn fine_grain(data: &TraceData, ranks: &[RankOmp]) -> Vec<FineGrainModel> {
         .map(|(rd, ro)| {
             let (w0, w1) = (rd.app_start_ns, rd.app_end_ns);
             let total = w1 - w0;
-            let comm: i64 = rd
-                .mpi
-                .iter()
-                .filter(|m| {
-                    !m.in_parallel
-                        && m.call != hyscope_format::mpi_call::REQUEST_COMPLETE
-                        && m.start_ns >= w0
-                        && m.end_ns <= w1
-                })
-                .filter(|m| !inside(&ro.regions, m.start_ns))
-                .map(|m| (m.end_ns - m.start_ns).max(0))
-                .sum();
+            let comm = rd.mpi_window.outside;
             // Profile mode keeps no region instances: their summed time.
             let compute: i64 = if ro.regions.is_empty() {
                 ro.region_ns.min(total)

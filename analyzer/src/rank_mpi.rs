@@ -1,0 +1,86 @@
+//! One rank's MPI rows reduced to what the analyses read of them
+//! ([`RankMpi::of`], computed where the rows are), and the reduction of every
+//! rank's in rank order ([`MpiMerge`]): the MPI profile's sums, the memory
+//! model's communication graph, the MPI time of the application window (POP,
+//! the fine-grain model) and of each phase. With the message sides
+//! ([`crate::aligned::RankSides`]) this is all the analysis reads of the rows.
+
+use std::collections::{BTreeMap, HashMap};
+
+use hyscope_format::{MpiRecord, PhaseRecord};
+use serde::{Deserialize, Serialize};
+
+use crate::memory::GraphPart;
+use crate::mpi::{EagerLimits, ProfilePart};
+use crate::phases::PhaseMpi;
+use crate::pop::WindowMpi;
+use crate::trace_data::RankData;
+
+/// What the analyses read of one rank's MPI rows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RankMpi {
+    pub rank: u32,
+    profile: ProfilePart,
+    graph: GraphPart,
+    window: WindowMpi,
+    phases: Vec<PhaseMpi>,
+    /// The calls' time by (call site, phase index).
+    phase_code: Vec<((u64, usize), i64)>,
+}
+
+/// Where a rank's rows are read: what [`RankMpi::of`] needs besides them.
+pub struct RankMpiInput<'a> {
+    /// The application window (end of `MPI_Init` to start of `MPI_Finalize`).
+    pub window: (i64, i64),
+    /// The master's parallel regions (sorted, disjoint), from the rank's OpenMP pass.
+    pub regions: &'a [(i64, i64)],
+    /// The rank's phase intervals, sorted.
+    pub phases: &'a [PhaseRecord],
+}
+
+impl RankMpi {
+    /// Rank `rank`'s rows (on global time, restricted to the focus if any).
+    pub fn of(
+        rank: u32,
+        rows: &[MpiRecord],
+        input: RankMpiInput,
+        canon: &dyn Fn(u64) -> u64,
+        limits: &EagerLimits,
+    ) -> RankMpi {
+        let (phases, code) = crate::phases::mpi_in_phases(rows, input.phases);
+        let mut phase_code: Vec<((u64, usize), i64)> = code.into_iter().collect();
+        phase_code.sort_unstable();
+        RankMpi {
+            rank,
+            profile: ProfilePart::of(rank, rows, canon, limits),
+            graph: GraphPart::of(rank, rows, canon),
+            window: WindowMpi::of(rows, input.window, input.regions),
+            phases,
+            phase_code,
+        }
+    }
+}
+
+/// Every rank's [`RankMpi`], added in rank order: the cross-rank sums here,
+/// the per-rank results in the rank's [`RankData`].
+#[derive(Debug, Default)]
+pub struct MpiMerge {
+    pub profile: ProfilePart,
+    pub graph: BTreeMap<u32, GraphPart>,
+}
+
+impl MpiMerge {
+    /// Add `part` (the rank `rd` holds).
+    pub fn add(&mut self, rd: &mut RankData, part: RankMpi) {
+        debug_assert_eq!(rd.rank, part.rank);
+        rd.mpi_rows = part.profile.rows;
+        self.profile.merge(part.profile);
+        self.graph.insert(part.rank, part.graph);
+        rd.mpi_window = part.window;
+        rd.phase_mpi = part.phases;
+        let code: &mut HashMap<(u64, usize), i64> = &mut rd.phase_code;
+        for (k, ns) in part.phase_code {
+            *code.entry(k).or_default() += ns;
+        }
+    }
+}
