@@ -28,7 +28,7 @@ pub trait Exchange {
 /// each process analyses, given the threads each analyses with
 /// ([`Exchange::threads`]): contiguous ranges in rank order, each process's
 /// share of the bytes in proportion to its threads, process 0's counting the
-/// `head` bytes it reads besides (the MPI rows, samples and symbols of every
+/// `head` bytes it reads besides (the samples, symbols and phases of every
 /// rank). A rank goes to the process its middle byte falls in; a process may
 /// get none, one of 0 threads (but process 0) gets none.
 pub fn split(bytes: &[u64], threads: &[usize], head: u64) -> Vec<Range<usize>> {

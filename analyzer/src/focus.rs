@@ -21,7 +21,9 @@ use std::collections::HashMap;
 
 use hyscope_format::{MpiRecord, PhaseRecord, SampleRecord};
 
-use crate::aligned::{CollectiveInstance, GlobalNs, MessageList};
+use crate::aligned::GlobalNs;
+use crate::aligned::RankSides;
+use crate::aligned::sides::OUTSIDE_FOCUS;
 use crate::model::FocusInfo;
 
 /// The phase's windows on rank 0's clock and how time is compacted.
@@ -202,64 +204,38 @@ impl Focus {
         GlobalNs(self.map(t.0))
     }
 
-    /// Keep the messages whose rows were all kept, with their new indices
-    /// and compacted times.
-    pub fn messages(&self, list: &mut MessageList, index: &HashMap<u32, Vec<Option<usize>>>) {
-        let new =
-            |rank: u32, row: usize| index.get(&rank).and_then(|v| v.get(row).copied().flatten());
-        list.messages.retain_mut(|m| {
-            let (Some(s), Some(r), Some(p)) = (
-                new(m.send.rank, m.send.row),
-                new(m.recv.rank, m.recv.row),
-                new(m.recv.rank, m.recv.post_row),
-            ) else {
-                return false;
-            };
-            m.send.row = s;
-            m.recv.row = r;
-            m.recv.post_row = p;
-            // The sending call's interval as its row's is compacted.
-            let (mut start, mut end) = (m.send.time.ns(), m.send.end.ns());
-            self.map_interval(&mut start, &mut end);
-            (m.send.time, m.send.end) = (GlobalNs(start), GlobalNs(end));
-            m.recv.posted = self.at(m.recv.posted);
-            m.recv.time = self.at(m.recv.time);
+    /// A rank's message sides and collective calls under the focus, given
+    /// each old row's new index ([`Focus::mpi`]): rows renumbered (a row
+    /// left out becomes [`OUTSIDE_FOCUS`], so that its message or instance,
+    /// matched over the whole run, is dropped) and times compacted as the
+    /// rows' are.
+    pub fn sides(&self, sides: &mut RankSides, index: &[Option<usize>]) {
+        let rank = sides.rank;
+        let new = |row: usize| index.get(row).copied().flatten().unwrap_or(OUTSIDE_FOCUS);
+        let interval = |start: &mut GlobalNs, end: &mut GlobalNs| {
+            let (mut s, mut e) = (start.ns(), end.ns());
+            self.map_interval(&mut s, &mut e);
+            (*start, *end) = (GlobalNs(s), GlobalNs(e));
+        };
+        for s in &mut sides.sends {
+            s.row = new(s.row);
+            interval(&mut s.time, &mut s.end);
+        }
+        for r in &mut sides.recvs {
+            r.row = new(r.row);
+            r.post_row = new(r.post_row);
+            r.posted = self.at(r.posted);
+            r.time = self.at(r.time);
             // A wait that started outside the focus is not waited in it.
-            m.recv.waiter = m
-                .recv
-                .waiter
-                .filter(|w| self.keep(m.recv.rank, w.from.ns()));
-            if let Some(w) = &mut m.recv.waiter {
-                let (mut from, mut to) = (w.from.ns(), w.to.ns());
-                self.map_interval(&mut from, &mut to);
-                (w.from, w.to) = (GlobalNs(from), GlobalNs(to));
+            r.waiter = r.waiter.filter(|w| self.keep(rank, w.from.ns()));
+            if let Some(w) = &mut r.waiter {
+                interval(&mut w.from, &mut w.to);
             }
-            true
-        });
-    }
-
-    /// Keep the collective instances whose members' rows were all kept.
-    pub fn collectives(
-        &self,
-        list: &mut Vec<CollectiveInstance>,
-        index: &HashMap<u32, Vec<Option<usize>>>,
-    ) {
-        list.retain_mut(|c| {
-            for m in &mut c.members {
-                let Some(row) = index
-                    .get(&m.rank)
-                    .and_then(|v| v.get(m.row).copied().flatten())
-                else {
-                    return false;
-                };
-                m.row = row;
-                // Compacted as the call's row is.
-                let (mut start, mut end) = (m.start.ns(), m.end.ns());
-                self.map_interval(&mut start, &mut end);
-                (m.start, m.end) = (GlobalNs(start), GlobalNs(end));
-            }
-            true
-        });
+        }
+        for c in &mut sides.collectives {
+            c.row = new(c.row);
+            interval(&mut c.start, &mut c.end);
+        }
     }
 }
 

@@ -26,6 +26,7 @@ pub mod load;
 pub mod memory;
 pub mod model;
 pub mod mpi;
+mod mpi_rows;
 pub mod omp;
 mod options;
 pub mod parallel;
@@ -61,12 +62,9 @@ fn finish(
 ) -> Analysis {
     // Matched on the whole run, restricted afterwards (`focus`).
     timing::step(|| "loaded".into());
-    let (mut messages, mut collectives) = aligned::match_sides(
-        data.ranks
-            .iter()
-            .map(|rd| aligned::RankSides::of(rd.rank, &rd.mpi))
-            .collect(),
-    );
+    // Matched on the whole run and dropped where a focus left a side out
+    // (the sides were restricted where the rows were read).
+    let (messages, collectives) = aligned::match_sides(std::mem::take(&mut data.sides));
     timing::step(|| "matched messages and collectives".into());
     let memory_warning = data
         .memory_warning
@@ -75,12 +73,10 @@ fn finish(
     let mut warnings = data.warnings.clone();
     warnings.extend(messages.warning());
     let focus = data.focus.take().map(|f| {
-        let (index, run_duration_s) = load::restrict(&f, &mut data);
-        f.messages(&mut messages, &index);
-        f.collectives(&mut collectives, &index);
+        let run_duration_s = load::restrict(&f, &mut data);
         f.info(run_duration_s)
     });
-    let merged_mpi = mpi_passes(&mut data, &merged_omp);
+    let merged_mpi = std::mem::take(&mut data.mpi);
     let data = &data;
     let run = load::run_facts(data);
     let omp = omp::analyze_omp(data, &run, merged_omp, &mut warnings);
@@ -135,38 +131,8 @@ fn finish(
     analysis
 }
 
-/// Every rank's MPI rows reduced ([`rank_mpi::RankMpi`]) and added in rank order.
-fn mpi_passes(data: &mut trace_data::TraceData, merged_omp: &omp::OmpMerge) -> rank_mpi::MpiMerge {
-    let regions: std::collections::HashMap<u32, &[(i64, i64)]> = merged_omp
-        .ranks()
-        .iter()
-        .map(|r| (r.rank, r.regions.as_slice()))
-        .collect();
-    let (hosts, _) = load::run_hosts(&data.manifest);
-    let limits = mpi::EagerLimits::new(&data.manifest, hosts.len() > 1);
-    let canonical = &data.canonical;
-    let canon = |a: u64| trace_data::canon_in(canonical, a);
-    let parts: Vec<rank_mpi::RankMpi> = data
-        .ranks
-        .iter()
-        .map(|rd| {
-            let input = rank_mpi::RankMpiInput {
-                window: (rd.app_start_ns, rd.app_end_ns),
-                regions: regions.get(&rd.rank).copied().unwrap_or(&[]),
-                phases: &rd.phases,
-            };
-            rank_mpi::RankMpi::of(rd.rank, &rd.mpi, input, &canon, &limits)
-        })
-        .collect();
-    let mut merged = rank_mpi::MpiMerge::default();
-    for (rd, part) in data.ranks.iter_mut().zip(parts) {
-        merged.add(rd, part);
-    }
-    merged
-}
-
-/// What the cross-rank analyses hold at once (every rank's MPI rows and
-/// samples, the matched messages and collectives), when it exceeds `limit`.
+/// What the cross-rank analyses hold at once (every rank's samples and
+/// phases, the matched messages and collectives), when it exceeds `limit`.
 fn kept_over_limit(
     data: &trace_data::TraceData,
     messages: &aligned::MessageList,
@@ -186,7 +152,7 @@ fn kept_over_limit(
     let need = rows + matched;
     (need > limit).then(|| MemoryExceeded {
         what: format!(
-            "the MPI rows and samples of every rank with {} matched messages and {} collective instances",
+            "the samples of every rank with {} matched messages and {} collective instances",
             messages.messages.len(),
             collectives.len()
         ),

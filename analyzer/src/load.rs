@@ -5,19 +5,27 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use hyscope_format::{
-    MAX_CLOCK_NS, MAX_THREADS, Manifest, MpiRecord, OmpRecord, PartFile, PhaseRecord, SampleRecord,
+    MAX_CLOCK_NS, MAX_THREADS, Manifest, OmpRecord, PartFile, PhaseRecord, SampleRecord,
     ScanOptions, SymbolRecord, Table, Trace, part_row_group_rows, read_part_records,
     read_part_row_groups_into,
 };
 use rayon::prelude::*;
 
-use crate::aligned::{Clocks, align_rows};
+use crate::aligned::Clocks;
 use crate::error::AnalyzeError;
 pub use crate::model::ns_to_s;
 use crate::model::{CodeLocation, RunFacts};
+use crate::mpi_rows::MpiOut;
 use crate::omp::OmpMerge;
 use crate::omp::pass::{RankPass, rank_pass};
-use crate::trace_data::{PhaseOmp, RankData, TraceData};
+use crate::trace_data::{MpiSpans, PhaseOmp, RankData, TraceData};
+
+/// A rank's OpenMP parts and MPI parts.
+type RankParts<'t> = (Vec<&'t PartFile>, Vec<&'t PartFile>);
+
+fn parts_bytes((omp, mpi): &RankParts) -> u64 {
+    omp.iter().chain(mpi).map(|p| p.bytes).sum()
+}
 
 /// Label of a resolved symbol: `file:line` with the file name only, else the
 /// function as its source names it ([`crate::demangle::demangle`]), else the address.
@@ -42,9 +50,10 @@ const OMP_ROW_BYTES: u64 = std::mem::size_of::<OmpRecord>() as u64 + 8;
 /// (the collector's parts hold about 4 bytes per row); then the densest rank seen.
 const OMP_ROWS_PER_BYTE: f64 = 0.25;
 
-/// Share of the memory limit left after the rows the analysis keeps (MPI rows,
-/// samples) that the ranks decoded at once may take: the rest is for the
-/// passes' results, the matched messages and collectives and the report.
+/// Share of the memory limit left after the rows the analysis keeps (samples,
+/// phases) that the ranks decoded at once may take: the rest is for the
+/// passes' results, the message sides, the matched messages and collectives
+/// and the report.
 const OMP_SHARE: u64 = 4;
 
 /// Rows per decoded record batch of OpenMP parts: the batch's temporary
@@ -167,7 +176,7 @@ fn run_window(trace: &Trace) -> (i64, i64) {
 }
 
 /// Clip `[start, end]` into `[lo, hi]` with `start <= end`; true if it changed.
-fn clip(start: &mut i64, end: &mut i64, (lo, hi): (i64, i64)) -> bool {
+pub(crate) fn clip(start: &mut i64, end: &mut i64, (lo, hi): (i64, i64)) -> bool {
     let (s, e) = (*start, *end);
     *start = s.clamp(lo, hi);
     *end = e.clamp(*start, hi);
@@ -188,8 +197,9 @@ pub(crate) struct OmpSpan {
     whole: Option<(i64, i64)>,
 }
 
-/// Open and read a whole trace: MPI, samples and symbols are kept; the OpenMP
-/// rows are reduced rank by rank to [`crate::omp::RankPass`] aggregates and
+/// Open and read a whole trace: samples and symbols are kept; each rank's MPI
+/// rows are reduced to its spans, message sides and [`crate::rank_mpi::RankMpi`]
+/// ([`crate::mpi_rows`]) and its OpenMP rows to [`crate::omp::RankPass`] aggregates, both
 /// merged in rank order ([`OmpMerge`]), as many ranks decoded at once as
 /// `options.memory` allows. With `options.phase`, the OpenMP rows and phases
 /// are restricted to that phase's time ([`crate::focus`]); an unknown phase
@@ -204,10 +214,20 @@ pub fn load(
     }
 }
 
-/// The OpenMP results of one rank, as the per-rank pass leaves them: what a
+/// The results of one rank, as the per-rank passes leave them: what a
 /// process of a parallel analysis hands to process 0 ([`crate::parallel`]).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RankOut {
+    rank: u32,
+    /// Of its OpenMP rows, if it has any.
+    omp: Option<OmpOut>,
+    /// Of its MPI rows.
+    mpi: MpiOut,
+}
+
+/// The OpenMP results of one rank.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct OmpOut {
     pass: RankPass,
     span: OmpSpan,
     /// OpenMP rows clipped to the run.
@@ -225,7 +245,7 @@ pub(crate) enum Share<'a> {
     /// Process 0 of a parallel analysis: its own range of ranks, then the
     /// others' [`RankOut`]s, received in process (so rank) order.
     Root(&'a dyn crate::exchange::Exchange),
-    /// Another process: the OpenMP rows of its range of ranks only.
+    /// Another process: the OpenMP and MPI rows of its range of ranks only.
     Worker(&'a dyn crate::exchange::Exchange),
 }
 
@@ -294,22 +314,27 @@ pub(crate) fn load_in(
     // mapping so that no sum overflows.
     let raw = (-MAX_CLOCK_NS, MAX_CLOCK_NS);
     let omp_parts = trace.parts(Table::Omp);
-    // The OpenMP parts of each rank, and the ranks this process decodes.
-    let mut rank_parts: std::collections::BTreeMap<u32, Vec<&PartFile>> = Default::default();
+    let mpi_parts = trace.parts(Table::Mpi);
+    // The OpenMP and MPI parts of each rank (the MPI ones biggest first), and
+    // the ranks this process decodes.
+    let mut rank_parts: std::collections::BTreeMap<u32, RankParts> = Default::default();
     for p in omp_parts {
-        rank_parts.entry(p.rank).or_default().push(p);
+        rank_parts.entry(p.rank).or_default().0.push(p);
+    }
+    for p in mpi_parts {
+        rank_parts.entry(p.rank).or_default().1.push(p);
+    }
+    for (_, mpi) in rank_parts.values_mut() {
+        mpi.sort_by_key(|p| std::cmp::Reverse(p.bytes));
     }
     let own = match exchange {
         None => 0..rank_parts.len(),
         Some(ex) => {
-            let bytes: Vec<u64> = rank_parts
-                .values()
-                .map(|ps| ps.iter().map(|p| p.bytes).sum())
-                .collect();
+            let bytes: Vec<u64> = rank_parts.values().map(parts_bytes).collect();
             // Process 0 also reads every rank's other tables; counted twice,
             // so that it ends its own ranks before the others end theirs and
             // decodes and adds their batches as they come, not after the last.
-            let head: u64 = [Table::Mpi, Table::Samples, Table::Symbols, Table::Phases]
+            let head: u64 = [Table::Samples, Table::Symbols, Table::Phases]
                 .iter()
                 .flat_map(|&t| trace.parts(t))
                 .map(|p| 2 * p.bytes)
@@ -353,7 +378,7 @@ pub(crate) fn load_in(
     let tables: &[Table] = if worker {
         &[Table::Phases]
     } else {
-        &[Table::Mpi, Table::Samples, Table::Symbols, Table::Phases]
+        &[Table::Samples, Table::Symbols, Table::Phases]
     };
     for &t in tables {
         parts.extend(
@@ -366,6 +391,7 @@ pub(crate) fn load_in(
     let total_bytes: u64 = parts.iter().map(|p| p.bytes).sum::<u64>()
         + omp_parts
             .iter()
+            .chain(mpi_parts)
             .filter(|p| own_ranks.contains(&p.rank))
             .map(|p| p.bytes)
             .sum::<u64>();
@@ -380,7 +406,6 @@ pub(crate) fn load_in(
         b
     });
     enum Rows {
-        Mpi(Vec<MpiRecord>),
         Samples(Vec<SampleRecord>),
         Symbols(Vec<SymbolRecord>),
         Phases(Vec<PhaseRecord>),
@@ -392,7 +417,6 @@ pub(crate) fn load_in(
         .par_iter()
         .map(|p| {
             let rows = match p.table {
-                Table::Mpi => Rows::Mpi(read_part_records(p, &options)?),
                 Table::Samples => Rows::Samples(read_part_records(p, &options)?),
                 Table::Phases => Rows::Phases(read_part_records(p, &options)?),
                 _ => Rows::Symbols(read_part_records(p, &options)?),
@@ -404,7 +428,7 @@ pub(crate) fn load_in(
         })
         .collect::<Result<_, _>>()?;
 
-    crate::timing::step(|| "MPI rows, samples, symbols and phases read".into());
+    crate::timing::step(|| "samples, symbols and phases read".into());
     let manifest = trace.manifest.clone();
     // Each rank's end (its own clock): rows end there at the latest.
     let exits: HashMap<u32, i64> = manifest
@@ -419,7 +443,7 @@ pub(crate) fn load_in(
             ..RankData::default()
         });
     }
-    for p in omp_parts {
+    for p in omp_parts.iter().chain(mpi_parts) {
         by_rank.entry(p.rank).or_insert_with(|| RankData {
             rank: p.rank,
             ..RankData::default()
@@ -432,14 +456,6 @@ pub(crate) fn load_in(
             ..RankData::default()
         });
         match rows {
-            Rows::Mpi(mut v) => {
-                if let Some(&exit) = exits.get(&rank) {
-                    for r in &mut v {
-                        clip_interval_to_exit(&mut r.start_ns, &mut r.end_ns, exit);
-                    }
-                }
-                rd.mpi.append(&mut v)
-            }
             Rows::Samples(mut v) => rd.samples.append(&mut v),
             Rows::Phases(mut v) => rd.phases.append(&mut v),
             Rows::Symbols(v) => {
@@ -529,17 +545,34 @@ pub(crate) fn load_in(
         .take(own.len())
         .peekable();
     let mut merged = OmpMerge::default();
+    let mut merged_mpi = crate::rank_mpi::MpiMerge::default();
     let canon = |a: u64| crate::trace_data::canon_in(&canonical, a);
     let mut omp_span: HashMap<u32, OmpSpan> = HashMap::new();
+    // Each rank's MPI results: what its RankData keeps, its spans and the
+    // rows clipped to the run; its message sides.
+    let mut mpi_kept: HashMap<u32, (crate::rank_mpi::RankMpiKept, MpiSpans, u64)> = HashMap::new();
+    let mut sides: std::collections::BTreeMap<u32, crate::aligned::RankSides> = Default::default();
     // A rank's results, added in rank order.
     let mut apply = |out: RankOut| {
-        let RankOut {
+        let RankOut { rank, omp, mpi } = out;
+        let MpiOut {
+            spans,
+            clipped,
+            sides: rank_sides,
+            pass,
+        } = mpi;
+        let kept_mpi = merged_mpi.add(pass, &canon);
+        mpi_kept.insert(rank, (kept_mpi, spans, clipped));
+        sides.insert(rank, rank_sides);
+        let Some(OmpOut {
             pass,
             span,
             clipped,
             in_phases,
-        } = out;
-        let rank = pass.rank();
+        }) = omp
+        else {
+            return;
+        };
         phase_omp.insert(rank, in_phases);
         if clipped > 0 {
             problems.push(clipped_problem(rank, clipped, "OpenMP", window));
@@ -550,7 +583,7 @@ pub(crate) fn load_in(
         if need > opts.memory && memory_warning.is_none() {
             memory_warning = Some(crate::model::MemoryExceeded {
                 what: format!(
-                    "rank {rank}'s {} OpenMP rows (a rank is analysed whole) with the MPI rows and samples kept",
+                    "rank {rank}'s {} OpenMP rows (a rank is analysed whole) with the samples kept",
                     span.decoded
                 ),
                 need_bytes: need,
@@ -569,12 +602,120 @@ pub(crate) fn load_in(
         batch_size: Some(OMP_DECODE_BATCH),
         ..ScanOptions::default()
     };
+    // One rank's OpenMP rows: decoded into `buf`, clipped, on global time,
+    // restricted to the focus, through the per-rank pass.
+    let omp_rank = |rank: u32,
+                    ps: &[&PartFile],
+                    buf: &mut Vec<OmpRecord>|
+     -> Result<OmpOut, AnalyzeError> {
+        let t_decode = std::time::Instant::now();
+
+        let rows = decode_rank(ps, &omp_options, buf, bar.as_ref())?;
+        let decoded = rows.len() as u64;
+        if let Some(&exit) = exits.get(&rank) {
+            clip_to_exit(rows, exit);
+        }
+        let map = clocks.map(rank).filter(|m| !m.is_identity());
+        let rank_window = if checked_clock(rank) { window } else { raw };
+        let clipped: u64 = rows
+            .par_iter_mut()
+            .map(|r| {
+                let mut c = clip(&mut r.start_ns, &mut r.end_ns, raw);
+                if let Some(m) = map {
+                    r.start_ns = m.to_global(r.start_ns);
+                    r.end_ns = m.to_global(r.end_ns);
+                }
+                c |= clip(&mut r.start_ns, &mut r.end_ns, rank_window);
+                u64::from(c)
+            })
+            .sum();
+        let span = |rows: &[OmpRecord]| {
+            rows.par_chunks(1 << 20)
+                .map(|rows| {
+                    rows.iter()
+                        .fold((i64::MAX, i64::MIN, 0u32), |(f, l, t), r| {
+                            (f.min(r.start_ns), l.max(r.end_ns), t.max(r.thread + 1))
+                        })
+                })
+                .reduce(
+                    || (i64::MAX, i64::MIN, 0u32),
+                    |a, b| (a.0.min(b.0), a.1.max(b.1), a.2.max(b.2)),
+                )
+        };
+        // The whole run's span and threads, before a focus cuts the rows.
+        let (whole_first, whole_last, threads) = span(rows);
+        let whole = (!rows.is_empty()).then_some((whole_first, whole_last));
+        let rows: &[OmpRecord] = match &focus {
+            Some(f) => {
+                let mut kept = 0;
+                for i in 0..rows.len() {
+                    if f.keep(rank, rows[i].start_ns) {
+                        rows.swap(kept, i);
+                        kept += 1;
+                    }
+                }
+                let rows = &mut rows[..kept];
+                rows.par_iter_mut()
+                    .for_each(|r| f.map_interval(&mut r.start_ns, &mut r.end_ns));
+                rows
+            }
+            None => rows,
+        };
+        let (first, last, _) = span(rows);
+        if threads > MAX_THREADS {
+            return Err(AnalyzeError::Invalid {
+                path: dir.join(Table::Omp.dir_name()).join(format!("rank={rank}")),
+                message: format!(
+                    "a row of thread {} (more than the {MAX_THREADS} threads hyscope reads): the part is damaged",
+                    threads - 1
+                ),
+            });
+        }
+        let threads = threads
+            .max(manifest_threads.get(&rank).copied().unwrap_or(1))
+            .max(1);
+        let windows = phase_windows.get(&rank).map_or(&[][..], Vec::as_slice);
+        let in_phases = (
+            crate::phases::omp_in_windows(rows, windows),
+            crate::phases::code_in_windows(
+                crate::phases::omp_constructs(rows),
+                windows,
+                phase_depths.get(&rank).map_or(&[][..], Vec::as_slice),
+            ),
+        );
+        let t_pass = std::time::Instant::now();
+        let pass = rank_pass(rank, rows, threads);
+        if crate::timing::ranks() {
+            crate::timing::say(&format!(
+                "{}rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
+                process.map_or(String::new(), |p| format!("process {p}: ")),
+                rows.len(),
+                (t_pass - t_decode).as_secs_f64(),
+                t_pass.elapsed().as_secs_f64()
+            ));
+        }
+        Ok::<_, AnalyzeError>(OmpOut {
+            pass,
+            span: OmpSpan {
+                first,
+                last,
+                rows: rows.len() as u64,
+                decoded,
+                threads,
+                whole,
+            },
+            clipped,
+            in_phases,
+        })
+    };
+    let several_hosts = run_hosts(&manifest).0.len() > 1;
+    let limits = crate::mpi::EagerLimits::new(&manifest, several_hosts);
     let mut rows_per_byte = OMP_ROWS_PER_BYTE;
     while rank_parts.peek().is_some() {
-        // The next ranks whose rows, as dense as the densest rank so far, fit.
-        let mut batch: Vec<(u32, Vec<&PartFile>)> = Vec::new();
+        // The next ranks whose OpenMP rows, as dense as the densest rank so far, fit.
+        let mut batch: Vec<(u32, RankParts)> = Vec::new();
         let mut batch_rows = 0u64;
-        while let Some((_, ps)) = rank_parts.peek() {
+        while let Some((_, (ps, _))) = rank_parts.peek() {
             let bytes: u64 = ps.iter().map(|p| p.bytes).sum();
             let rows = (bytes as f64 * rows_per_byte) as u64;
             if !batch.is_empty() && (batch_rows + rows) * OMP_ROW_BYTES > omp_budget {
@@ -585,7 +726,7 @@ pub(crate) fn load_in(
         }
         let batch_bytes: Vec<u64> = batch
             .iter()
-            .map(|(_, ps)| ps.iter().map(|p| p.bytes).sum())
+            .map(|(_, (ps, _))| ps.iter().map(|p| p.bytes).sum())
             .collect();
         if pool.len() < batch.len() {
             pool.resize_with(batch.len(), Vec::new);
@@ -593,111 +734,37 @@ pub(crate) fn load_in(
         let done: Vec<RankOut> = batch
             .into_par_iter()
             .zip(pool.par_iter_mut())
-            .map(|((rank, ps), buf)| {
-                let t_decode = std::time::Instant::now();
-                let rows = decode_rank(&ps, &omp_options, buf, bar.as_ref())?;
-                let decoded = rows.len() as u64;
-                if let Some(&exit) = exits.get(&rank) {
-                    clip_to_exit(rows, exit);
-                }
-                let map = clocks.map(rank).filter(|m| !m.is_identity());
-                let rank_window = if checked_clock(rank) { window } else { raw };
-                let clipped: u64 = rows
-                    .par_iter_mut()
-                    .map(|r| {
-                        let mut c = clip(&mut r.start_ns, &mut r.end_ns, raw);
-                        if let Some(m) = map {
-                            r.start_ns = m.to_global(r.start_ns);
-                            r.end_ns = m.to_global(r.end_ns);
-                        }
-                        c |= clip(&mut r.start_ns, &mut r.end_ns, rank_window);
-                        u64::from(c)
-                    })
-                    .sum();
-                let span = |rows: &[OmpRecord]| {
-                    rows.par_chunks(1 << 20)
-                        .map(|rows| {
-                            rows.iter()
-                                .fold((i64::MAX, i64::MIN, 0u32), |(f, l, t), r| {
-                                    (f.min(r.start_ns), l.max(r.end_ns), t.max(r.thread + 1))
-                                })
-                        })
-                        .reduce(
-                            || (i64::MAX, i64::MIN, 0u32),
-                            |a, b| (a.0.min(b.0), a.1.max(b.1), a.2.max(b.2)),
-                        )
+            .map(|((rank, (ps, mpi_ps)), buf)| {
+                let omp = if ps.is_empty() {
+                    None
+                } else {
+                    Some(omp_rank(rank, &ps, buf)?)
                 };
-                // The whole run's span and threads, before a focus cuts the rows.
-                let (whole_first, whole_last, threads) = span(rows);
-                let whole = (!rows.is_empty()).then_some((whole_first, whole_last));
-                let rows: &[OmpRecord] = match &focus {
-                    Some(f) => {
-                        let mut kept = 0;
-                        for i in 0..rows.len() {
-                            if f.keep(rank, rows[i].start_ns) {
-                                rows.swap(kept, i);
-                                kept += 1;
-                            }
-                        }
-                        let rows = &mut rows[..kept];
-                        rows.par_iter_mut()
-                            .for_each(|r| f.map_interval(&mut r.start_ns, &mut r.end_ns));
-                        rows
-                    }
-                    None => rows,
+                let input = crate::mpi_rows::MpiInputs {
+                    clocks: &clocks,
+                    exit: exits.get(&rank).copied(),
+                    window,
+                    checked_clock: checked_clock(rank),
+                    focus: focus.as_ref(),
+                    limits: &limits,
+                    phases: by_rank
+                        .get(&rank)
+                        .map_or(&[][..], |rd| rd.phases.as_slice()),
+                    regions: omp.as_ref().map_or(&[][..], |o| o.pass.regions()),
+                    omp_span: omp
+                        .as_ref()
+                        .filter(|o| o.span.rows > 0)
+                        .map(|o| (o.span.first, o.span.last)),
+                    omp_whole_span: omp.as_ref().and_then(|o| o.span.whole),
                 };
-                let (first, last, _) = span(rows);
-                if threads > MAX_THREADS {
-                    return Err(AnalyzeError::Invalid {
-                        path: dir.join(Table::Omp.dir_name()).join(format!("rank={rank}")),
-                        message: format!(
-                            "a row of thread {} (more than the {MAX_THREADS} threads hyscope reads): the part is damaged",
-                            threads - 1
-                        ),
-                    });
-                }
-                let threads = threads
-                    .max(manifest_threads.get(&rank).copied().unwrap_or(1))
-                    .max(1);
-                let windows = phase_windows.get(&rank).map_or(&[][..], Vec::as_slice);
-                let in_phases = (
-                    crate::phases::omp_in_windows(rows, windows),
-                    crate::phases::code_in_windows(
-                        crate::phases::omp_constructs(rows),
-                        windows,
-                        phase_depths.get(&rank).map_or(&[][..], Vec::as_slice),
-                    ),
-                );
-                let t_pass = std::time::Instant::now();
-                let pass = rank_pass(rank, rows, threads);
-                if crate::timing::ranks() {
-                    crate::timing::say(&format!(
-                        "{}rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
-                        process.map_or(String::new(), |p| format!("process {p}: ")),
-                        rows.len(),
-                        (t_pass - t_decode).as_secs_f64(),
-                        t_pass.elapsed().as_secs_f64()
-                    ));
-                }
-                Ok::<_, AnalyzeError>(RankOut {
-                    pass,
-                    span: OmpSpan {
-                        first,
-                        last,
-                        rows: rows.len() as u64,
-                        decoded,
-                        threads,
-                        whole,
-                    },
-                    clipped,
-                    in_phases,
-                })
+                let mpi = crate::mpi_rows::read_rank_mpi(rank, &mpi_ps, &input, bar.as_ref())?;
+                Ok::<_, AnalyzeError>(RankOut { rank, omp, mpi })
             })
             .collect::<Result<_, _>>()?;
         let mut handed = Vec::new();
         for (out, bytes) in done.into_iter().zip(batch_bytes) {
-            if bytes > 0 {
-                rows_per_byte = rows_per_byte.max(out.span.decoded as f64 / bytes as f64);
+            if let (Some(o), true) = (&out.omp, bytes > 0) {
+                rows_per_byte = rows_per_byte.max(o.span.decoded as f64 / bytes as f64);
             }
             match outgoing {
                 Some(_) => handed.push(out),
@@ -719,7 +786,7 @@ pub(crate) fn load_in(
         }
     }
     drop(pool);
-    crate::timing::step(|| "this process's ranks' OpenMP rows analysed".into());
+    crate::timing::step(|| "this process's ranks' OpenMP and MPI rows analysed".into());
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -767,6 +834,35 @@ pub(crate) fn load_in(
             }
         }
     }
+    // A rank without MPI rows (nor OpenMP ones) still has its (empty) MPI results.
+    let mut mpi_clipped: HashMap<u32, u64> = HashMap::new();
+    for rd in by_rank.values_mut() {
+        let (kept, spans, clipped) = match mpi_kept.remove(&rd.rank) {
+            Some(k) => k,
+            None => {
+                let empty = crate::rank_mpi::RankMpi::of(
+                    rd.rank,
+                    &[],
+                    crate::rank_mpi::RankMpiInput {
+                        window: (0, 0),
+                        regions: &[],
+                        phases: &rd.phases,
+                    },
+                    &limits,
+                );
+                sides
+                    .entry(rd.rank)
+                    .or_insert_with(|| crate::aligned::RankSides {
+                        rank: rd.rank,
+                        ..Default::default()
+                    });
+                (merged_mpi.add(empty, &canon), MpiSpans::default(), 0)
+            }
+        };
+        kept.apply(rd);
+        rd.mpi_spans = spans;
+        mpi_clipped.insert(rd.rank, clipped);
+    }
     let mut ranks: Vec<RankData> = by_rank.into_values().collect();
     for rd in &mut ranks {
         // The window on this rank's own clock (the offsets are far smaller
@@ -779,12 +875,7 @@ pub(crate) fn load_in(
             ),
             None => window,
         };
-        let mut mpi = 0u64;
-        for r in &mut rd.mpi {
-            mpi += u64::from(
-                clip(&mut r.start_ns, &mut r.end_ns, raw) | clip(&mut r.start_ns, &mut r.end_ns, w),
-            );
-        }
+        let mpi = mpi_clipped.get(&rd.rank).copied().unwrap_or(0);
         let mut samples = 0u64;
         for r in &mut rd.samples {
             let mut t = r.time_ns;
@@ -808,18 +899,19 @@ pub(crate) fn load_in(
         problems,
         focus,
         memory_warning,
+        sides: sides.into_values().collect(),
+        mpi: merged_mpi,
         ..TraceData::default()
     };
     normalise_clocks(&mut data);
     Ok(Loaded::Whole(Box::new((data, merged))))
 }
 
-/// Bytes the analysis keeps of a rank's rows until the end (its MPI rows,
-/// samples and phases).
+/// Bytes the analysis keeps of a rank's rows until the end (its samples and
+/// phases).
 pub fn kept_bytes(rd: &RankData) -> u64 {
     use std::mem::size_of;
-    (rd.mpi.capacity() * size_of::<MpiRecord>()
-        + rd.samples.capacity() * size_of::<SampleRecord>()
+    (rd.samples.capacity() * size_of::<SampleRecord>()
         + rd.phases.capacity() * size_of::<PhaseRecord>()) as u64
 }
 
@@ -858,7 +950,7 @@ fn clip_to_exit(rows: &mut [OmpRecord], exit: i64) {
 
 /// End an interval at the process's exit at the latest: what the runtime
 /// closes while the collector encodes the trace is not run time.
-fn clip_interval_to_exit(start: &mut i64, end: &mut i64, exit: i64) {
+pub(crate) fn clip_interval_to_exit(start: &mut i64, end: &mut i64, exit: i64) {
     if *end > exit {
         *end = exit.max((*start).min(exit));
         *start = (*start).min(exit);
@@ -984,11 +1076,11 @@ pub fn canonical_addresses(symbols: &HashMap<u64, CodeLocation>) -> HashMap<u64,
 }
 
 /// Apply the manifest's clock offsets (with linear drift, [`crate::aligned::clock`])
-/// to every timestamp, sort rows and note each rank's first and last event.
+/// to the samples (the MPI rows were put on global time where they were read,
+/// [`crate::mpi_rows`]), sort them and note each rank's first and last event.
 pub fn normalise_clocks(data: &mut TraceData) {
     let clocks = Clocks::from_manifest(&data.manifest);
     data.ranks.par_iter_mut().for_each(|rd| {
-        align_rows(&clocks, rd.rank, &mut rd.mpi);
         if let Some(m) = clocks.map(rd.rank) {
             for r in &mut rd.samples {
                 r.time_ns = m.to_global(r.time_ns);
@@ -1001,73 +1093,36 @@ pub fn normalise_clocks(data: &mut TraceData) {
     data.clock_error_ns = clocks.error_ns;
 }
 
-/// Restrict a loaded trace's MPI rows and samples (sorted, on rank 0's clock)
-/// to `f`'s phase ([`crate::focus`]); every rank's span and application
-/// window become the compacted time axis ([`Focus::span`](crate::focus::Focus::span)); returns
-/// each rank's old row →
-/// new row index, for [`Focus::messages`](crate::focus::Focus::messages) and
-/// [`Focus::collectives`](crate::focus::Focus::collectives),
-/// and the whole run's duration in seconds.
-pub fn restrict(
-    f: &crate::focus::Focus,
-    data: &mut TraceData,
-) -> (HashMap<u32, Vec<Option<usize>>>, f64) {
+/// Restrict a loaded trace's samples (sorted, on rank 0's clock) to `f`'s
+/// phase ([`crate::focus`]; the MPI rows were restricted where they were
+/// read): every rank's span and application window become the compacted
+/// time axis ([`Focus::span`](crate::focus::Focus::span)); returns the whole
+/// run's duration in seconds.
+pub fn restrict(f: &crate::focus::Focus, data: &mut TraceData) -> f64 {
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     for rd in &data.ranks {
-        let mpi = rd.mpi.iter().map(|r| (r.start_ns, r.end_ns));
-        for (s, e) in rd.omp_whole_span.into_iter().chain(mpi) {
+        for (s, e) in rd.omp_whole_span.into_iter().chain(rd.mpi_spans.whole) {
             first = first.min(s);
             last = last.max(e);
         }
     }
-    let index = data
-        .ranks
-        .iter_mut()
-        .map(|rd| {
-            let ran = rd.omp_whole_span.is_some() || !rd.mpi.is_empty();
-            let index = f.mpi(rd.rank, &mut rd.mpi);
-            f.samples(rd.rank, &mut rd.samples, crate::aligned::series::is_energy);
-            if ran {
-                (rd.first_ns, rd.last_ns) = f.span();
-                (rd.app_start_ns, rd.app_end_ns) = f.span();
-            }
-            (rd.rank, index)
-        })
-        .collect();
-    (index, ns_to_s((last - first).max(0)))
+    for rd in &mut data.ranks {
+        let ran = rd.omp_whole_span.is_some() || rd.mpi_spans.whole.is_some();
+        f.samples(rd.rank, &mut rd.samples, crate::aligned::series::is_energy);
+        if ran {
+            (rd.first_ns, rd.last_ns) = f.span();
+            (rd.app_start_ns, rd.app_end_ns) = f.span();
+        }
+    }
+    ns_to_s((last - first).max(0))
 }
 
 /// A rank's first and last event and its application window, from its
 /// OpenMP span and its MPI rows (rank 0's clock).
 pub fn rank_spans(rd: &mut RankData) {
     // The OpenMP span was measured while loading (on rank 0's clock already).
-    let (mut first, mut last) = rd.omp_span.unwrap_or((i64::MAX, i64::MIN));
-    for r in &rd.mpi {
-        first = first.min(r.start_ns);
-        last = last.max(r.end_ns);
-    }
-    if first > last {
-        (first, last) = (0, 0);
-    }
-    rd.first_ns = first;
-    rd.last_ns = last;
-    use hyscope_format::mpi_call as c;
-    rd.app_start_ns = rd
-        .mpi
-        .iter()
-        .filter(|m| m.call == c::MPI_Init || m.call == c::MPI_Init_thread)
-        .map(|m| m.end_ns)
-        .max()
-        .unwrap_or(first)
-        .clamp(first, last);
-    rd.app_end_ns = rd
-        .mpi
-        .iter()
-        .filter(|m| m.call == c::MPI_Finalize)
-        .map(|m| m.start_ns)
-        .min()
-        .unwrap_or(last)
-        .clamp(rd.app_start_ns, last);
+    (rd.first_ns, rd.last_ns, rd.app_start_ns, rd.app_end_ns) =
+        rd.mpi_spans.app_window(rd.omp_span);
 }
 
 /// The job's hosts (the manifest's, then any only a rank names) and the

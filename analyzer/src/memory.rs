@@ -254,7 +254,7 @@ pub struct GraphPart {
 }
 
 impl GraphPart {
-    pub fn of(rank: u32, rows: &[MpiRecord], canon: impl Fn(u64) -> u64) -> GraphPart {
+    pub fn of(rank: u32, rows: &[MpiRecord]) -> GraphPart {
         let mut g = GraphPart::default();
         for r in rows {
             // A message to itself is no connection (the self transport).
@@ -266,13 +266,24 @@ impl GraphPart {
             ) || (matches!(r.call, c::MPI_Scatterv | c::MPI_Gatherv)
                 && r.root == rank as i32);
             if forces {
-                *g.full_calls.entry((r.call, canon(r.callsite))).or_default() += 1;
+                *g.full_calls.entry((r.call, r.callsite)).or_default() += 1;
             }
             if r.comm_id > 2 {
                 g.comms.insert(r.comm_id);
             }
         }
         g
+    }
+}
+
+impl GraphPart {
+    /// The same with call sites made canonical by `canon`.
+    pub fn canonical(mut self, canon: &dyn Fn(u64) -> u64) -> GraphPart {
+        let calls = std::mem::take(&mut self.full_calls);
+        for ((call, site), n) in calls {
+            *self.full_calls.entry((call, canon(site))).or_default() += n;
+        }
+        self
     }
 }
 

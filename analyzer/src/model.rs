@@ -103,8 +103,8 @@ pub struct Analysis {
     /// every other section then describes that phase's time only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focus: Option<FocusInfo>,
-    /// Set when what the analysis must hold (the MPI rows, samples, matched
-    /// messages and collectives, or one rank's OpenMP rows) exceeded
+    /// Set when what the analysis must hold (the samples, matched messages
+    /// and collectives, or one rank's OpenMP rows) exceeded
     /// [`crate::AnalyzeOptions::memory`]: the analysis went on above the
     /// limit. Not part of the result (it depends on the limit, the result
     /// does not), so not serialized; the report prints it on stderr.

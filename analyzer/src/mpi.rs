@@ -197,12 +197,7 @@ pub struct ProfilePart {
 impl ProfilePart {
     /// Rank `rank`'s rows (on global time), call sites made canonical by
     /// `canon`, messages classified by `limits`.
-    pub fn of(
-        rank: u32,
-        rows: &[MpiRecord],
-        canon: impl Fn(u64) -> u64,
-        limits: &EagerLimits,
-    ) -> ProfilePart {
+    pub fn of(rank: u32, rows: &[MpiRecord], limits: &EagerLimits) -> ProfilePart {
         let mut p = ProfilePart {
             rows: rows.len() as u64,
             ..ProfilePart::default()
@@ -218,10 +213,9 @@ impl ProfilePart {
             }
             let d = (r.end_ns - r.start_ns).max(0);
             p.calls.entry(r.call).or_default().add(rank, r);
-            // One row per source location across ranks: each rank loads the
-            // program at its own address (ASLR).
+            // By the rank's own address: made canonical by `canonical`.
             p.sites
-                .entry((r.call, canon(r.callsite)))
+                .entry((r.call, r.callsite))
                 .or_default()
                 .add(rank, r);
             if r.in_parallel {
@@ -270,6 +264,16 @@ impl ProfilePart {
         p.rank_s.insert(rank, rank_s);
         p.calling_threads = threads.len() as u32;
         p
+    }
+
+    /// The same with call sites made canonical by `canon` (each rank loads
+    /// the program at its own address: one source location, one row).
+    pub fn canonical(mut self, canon: &dyn Fn(u64) -> u64) -> ProfilePart {
+        let sites = std::mem::take(&mut self.sites);
+        for ((call, site), a) in sites {
+            self.sites.entry((call, canon(site))).or_default().merge(a);
+        }
+        self
     }
 
     /// Add the next rank's (ranks added in rank order).

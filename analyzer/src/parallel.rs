@@ -1,15 +1,19 @@
 //! One analysis computed by several processes (`mpirun -np N hyscope report`,
-//! `ARCHITECTURE.md`, "Memory"): each process decodes the OpenMP rows of a
-//! contiguous range of ranks ([`split`], in proportion to the threads each
-//! analyses with) through the per-rank pass and hands each rank's results to
-//! process 0, a message per batch of ranks (encoded and sent as the batch
-//! ends, without waiting for it to arrive, so a process keeps its results
-//! compact, process 0 decodes one batch at a time, and once done with its own
-//! ranks takes the others' as they come), which adds them to its own in rank order
-//! (so every floating-point sum adds the same values in the same order as one
-//! process does), reads the MPI rows, samples and symbols of every rank, and
-//! finishes the analysis alone. The result is the single process's, byte for
-//! byte.
+//! `ARCHITECTURE.md`, "Memory"): each process decodes the OpenMP and MPI rows
+//! of a contiguous range of ranks ([`split`], in proportion to the threads
+//! each analyses with) through the per-rank passes and hands each rank's
+//! results to process 0: the OpenMP aggregates, the MPI rows' reduction
+//! ([`crate::rank_mpi`]) and the rank's message sides and collective calls
+//! ([`crate::aligned::sides`], what the other side of a message or
+//! collective needs, as in Scalasca's parallel replay), never rows. A
+//! message goes per batch of ranks (encoded and sent as the batch ends,
+//! without waiting for it to arrive, so a process keeps its results compact,
+//! process 0 decodes one batch at a time, and once done with its own ranks
+//! takes the others' as they come). Process 0 adds them to its own in rank
+//! order (so every floating-point sum adds the same values in the same order
+//! as one process does), matches the messages and collectives from the
+//! sides, reads the samples and symbols of every rank, and finishes the
+//! analysis alone. The result is the single process's, byte for byte.
 //!
 //! The transport is the caller's ([`Exchange`]): the analyzer knows no MPI.
 

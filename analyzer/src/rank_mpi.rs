@@ -40,20 +40,16 @@ pub struct RankMpiInput<'a> {
 
 impl RankMpi {
     /// Rank `rank`'s rows (on global time, restricted to the focus if any).
-    pub fn of(
-        rank: u32,
-        rows: &[MpiRecord],
-        input: RankMpiInput,
-        canon: &dyn Fn(u64) -> u64,
-        limits: &EagerLimits,
-    ) -> RankMpi {
+    /// Call sites stay the rank's own addresses: [`MpiMerge::add`] makes
+    /// them canonical, where every rank's symbols are known.
+    pub fn of(rank: u32, rows: &[MpiRecord], input: RankMpiInput, limits: &EagerLimits) -> RankMpi {
         let (phases, code) = crate::phases::mpi_in_phases(rows, input.phases);
         let mut phase_code: Vec<((u64, usize), i64)> = code.into_iter().collect();
         phase_code.sort_unstable();
         RankMpi {
             rank,
-            profile: ProfilePart::of(rank, rows, canon, limits),
-            graph: GraphPart::of(rank, rows, canon),
+            profile: ProfilePart::of(rank, rows, limits),
+            graph: GraphPart::of(rank, rows),
             window: WindowMpi::of(rows, input.window, input.regions),
             phases,
             phase_code,
@@ -63,23 +59,44 @@ impl RankMpi {
 
 /// Every rank's [`RankMpi`], added in rank order: the cross-rank sums here,
 /// the per-rank results in the rank's [`RankData`].
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct MpiMerge {
     pub profile: ProfilePart,
     pub graph: BTreeMap<u32, GraphPart>,
 }
 
+/// The per-rank results of a [`RankMpi`], for its rank's [`RankData`].
+#[derive(Debug, Default)]
+pub struct RankMpiKept {
+    rows: u64,
+    window: WindowMpi,
+    phases: Vec<PhaseMpi>,
+    phase_code: Vec<((u64, usize), i64)>,
+}
+
 impl MpiMerge {
-    /// Add `part` (the rank `rd` holds).
-    pub fn add(&mut self, rd: &mut RankData, part: RankMpi) {
-        debug_assert_eq!(rd.rank, part.rank);
-        rd.mpi_rows = part.profile.rows;
-        self.profile.merge(part.profile);
-        self.graph.insert(part.rank, part.graph);
-        rd.mpi_window = part.window;
-        rd.phase_mpi = part.phases;
+    /// Add `part`, its call sites made canonical by `canon`; returns what its
+    /// rank keeps.
+    pub fn add(&mut self, part: RankMpi, canon: &dyn Fn(u64) -> u64) -> RankMpiKept {
+        let kept = RankMpiKept {
+            rows: part.profile.rows,
+            window: part.window,
+            phases: part.phases,
+            phase_code: part.phase_code,
+        };
+        self.profile.merge(part.profile.canonical(canon));
+        self.graph.insert(part.rank, part.graph.canonical(canon));
+        kept
+    }
+}
+
+impl RankMpiKept {
+    pub fn apply(self, rd: &mut RankData) {
+        rd.mpi_rows = self.rows;
+        rd.mpi_window = self.window;
+        rd.phase_mpi = self.phases;
         let code: &mut HashMap<(u64, usize), i64> = &mut rd.phase_code;
-        for (k, ns) in part.phase_code {
+        for (k, ns) in self.phase_code {
             *code.entry(k).or_default() += ns;
         }
     }

@@ -18,7 +18,8 @@ pub struct RankData {
     pub omp_rows: u64,
     /// Highest OpenMP thread index seen + 1.
     pub omp_threads: u32,
-    pub mpi: Vec<MpiRecord>,
+    /// What the spans read of the MPI rows (which are not kept: [`crate::mpi_rows`]).
+    pub mpi_spans: MpiSpans,
     /// MPI rows analysed (after a focus), request completions included.
     pub mpi_rows: u64,
     /// The MPI time of the application window ([`crate::rank_mpi`]).
@@ -47,6 +48,58 @@ pub struct RankData {
     pub omp_whole_span: Option<(i64, i64)>,
 }
 
+/// What the spans of a rank read of its MPI rows (on rank 0's clock, over
+/// the whole run).
+#[derive(Debug, Default, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MpiSpans {
+    /// First start and last end of the rows, if any.
+    pub whole: Option<(i64, i64)>,
+    /// The latest end of `MPI_Init(_thread)`.
+    pub init_end: Option<i64>,
+    /// The earliest start of `MPI_Finalize`.
+    pub finalize_start: Option<i64>,
+}
+
+impl MpiSpans {
+    pub fn of(rows: &[MpiRecord]) -> MpiSpans {
+        use hyscope_format::mpi_call as c;
+        let whole = rows
+            .iter()
+            .map(|r| (r.start_ns, r.end_ns))
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+        MpiSpans {
+            whole,
+            init_end: rows
+                .iter()
+                .filter(|m| m.call == c::MPI_Init || m.call == c::MPI_Init_thread)
+                .map(|m| m.end_ns)
+                .max(),
+            finalize_start: rows
+                .iter()
+                .filter(|m| m.call == c::MPI_Finalize)
+                .map(|m| m.start_ns)
+                .min(),
+        }
+    }
+
+    /// A rank's first and last event and its application window (first,
+    /// last, window start, window end), from these and the span of its
+    /// OpenMP rows.
+    pub fn app_window(&self, omp_span: Option<(i64, i64)>) -> (i64, i64, i64, i64) {
+        let (mut first, mut last) = omp_span.unwrap_or((i64::MAX, i64::MIN));
+        if let Some((s, e)) = self.whole {
+            first = first.min(s);
+            last = last.max(e);
+        }
+        if first > last {
+            (first, last) = (0, 0);
+        }
+        let start = self.init_end.unwrap_or(first).clamp(first, last);
+        let end = self.finalize_start.unwrap_or(last).clamp(start, last);
+        (first, last, start, end)
+    }
+}
+
 /// Everything the analysis passes read.
 #[derive(Debug, Default, Clone)]
 pub struct TraceData {
@@ -68,6 +121,10 @@ pub struct TraceData {
     /// The phase the OpenMP rows and phases were restricted to while loading;
     /// [`crate::analyze`] restricts the MPI rows and samples after matching.
     pub focus: Option<crate::focus::Focus>,
+    /// Every rank's message sides and collective calls, in rank order (taken by the matching).
+    pub sides: Vec<crate::aligned::RankSides>,
+    /// Every rank's MPI rows reduced ([`crate::rank_mpi`]).
+    pub mpi: crate::rank_mpi::MpiMerge,
     /// Set when one rank's OpenMP rows alone took more than the memory limit
     /// left for them ([`crate::Analysis::memory_warning`]).
     pub memory_warning: Option<crate::model::MemoryExceeded>,

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use hyscope_format::mpi_call as c;
 
 use super::clock::GlobalNs;
-use super::sides::RankSides;
+use super::sides::{OUTSIDE_FOCUS, RankSides};
 
 /// Blocking and nonblocking collectives (the `mpi_call` codes 50–86).
 pub fn is_collective(call: u16) -> bool {
@@ -95,7 +95,11 @@ pub fn match_collectives(ranks: &mut [RankSides]) -> Vec<CollectiveInstance> {
             }
         }
     }
-    let mut out: Vec<CollectiveInstance> = by.into_values().collect();
+    // Matched over the whole run, kept where a focus kept every member's row.
+    let mut out: Vec<CollectiveInstance> = by
+        .into_values()
+        .filter(|i| i.members.iter().all(|m| m.row != OUTSIDE_FOCUS))
+        .collect();
     out.sort_by_key(|i| (i.comm, i.seq));
     for i in &mut out {
         i.members.sort_by_key(|m| m.rank);

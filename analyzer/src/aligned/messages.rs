@@ -15,7 +15,7 @@ use hyscope_format::MpiRecord;
 use serde::{Deserialize, Serialize};
 
 use super::clock::GlobalNs;
-use super::sides::RankSides;
+use super::sides::{OUTSIDE_FOCUS, RankSides};
 
 /// The sending side of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,7 +67,7 @@ pub struct RecvSide {
 }
 
 /// A call a receive waited in, as the wait states read it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Waiter {
     pub call: u16,
     pub callsite: u64,
@@ -130,24 +130,33 @@ impl MessageList {
 /// (source, destination, communicator, tag).
 type Envelope = (u32, u32, u64, i32);
 
+/// A side waiting for its match: its order under its envelope, the side, its bytes.
+type Pending<S> = ((i64, usize), S, u64);
+
+/// The order of the message list: the whole run's send (time, sender, row),
+/// then the receiver and its row.
+type ListOrder = (i64, u32, usize, u32, usize);
+
 /// Match the messages of all ranks from their sides (taken out of `ranks`).
 pub fn match_messages(ranks: &mut [RankSides]) -> MessageList {
-    let mut sends: HashMap<Envelope, Vec<(i64, SendSide, u64)>> = HashMap::new();
-    let mut recvs: HashMap<Envelope, Vec<(i64, RecvSide, u64)>> = HashMap::new();
+    let mut sends: HashMap<Envelope, Vec<Pending<SendSide>>> = HashMap::new();
+    let mut recvs: HashMap<Envelope, Vec<Pending<RecvSide>>> = HashMap::new();
     let mut unknown_source = 0u64;
     for rs in ranks.iter_mut() {
         let me = rs.rank;
         for s in std::mem::take(&mut rs.sends) {
-            sends
-                .entry((me, s.to, s.comm, s.tag))
-                .or_default()
-                .push((s.order, s.side, s.bytes));
+            sends.entry((me, s.to, s.comm, s.tag)).or_default().push((
+                s.order,
+                s.side(me),
+                s.bytes,
+            ));
         }
         for r in std::mem::take(&mut rs.recvs) {
-            recvs
-                .entry((r.from, me, r.comm, r.tag))
-                .or_default()
-                .push((r.order, r.side, r.bytes));
+            recvs.entry((r.from, me, r.comm, r.tag)).or_default().push((
+                r.order,
+                r.side(me),
+                r.bytes,
+            ));
         }
         unknown_source += rs.unknown_source;
     }
@@ -155,31 +164,35 @@ pub fn match_messages(ranks: &mut [RankSides]) -> MessageList {
         unmatched_recvs: unknown_source,
         ..MessageList::default()
     };
+    let mut keyed: Vec<(ListOrder, Message)> = Vec::new();
     for (key, mut s) in sends {
         let mut r = recvs.remove(&key).unwrap_or_default();
-        s.sort_by_key(|p| (p.0, p.1.row));
-        r.sort_by_key(|p| (p.0, p.1.row));
+        s.sort_by_key(|p| p.0);
+        r.sort_by_key(|p| p.0);
         let n = s.len().min(r.len());
         out.unmatched_sends += (s.len() - n) as u64;
         out.unmatched_recvs += (r.len() - n) as u64;
-        out.messages.extend(s.iter().zip(&r).map(|(s, r)| Message {
-            send: s.1,
-            recv: r.1,
-            comm: key.2,
-            tag: key.3,
-            bytes: if s.2 > 0 { s.2 } else { r.2 },
+        // Ordered by the whole run's send time, sender and rows.
+        keyed.extend(s.iter().zip(&r).map(|(s, r)| {
+            let key_of = (s.0.0, s.1.rank, s.0.1, r.1.rank, r.0.1);
+            let m = Message {
+                send: s.1,
+                recv: r.1,
+                comm: key.2,
+                tag: key.3,
+                bytes: if s.2 > 0 { s.2 } else { r.2 },
+            };
+            (key_of, m)
         }));
     }
     out.unmatched_recvs += recvs.values().map(|v| v.len() as u64).sum::<u64>();
-    out.messages.sort_by_key(|m| {
-        (
-            m.send.time,
-            m.send.rank,
-            m.send.row,
-            m.recv.rank,
-            m.recv.row,
-        )
-    });
+    keyed.sort_unstable_by_key(|(k, _)| *k);
+    // Matched over the whole run, kept where a focus kept every row.
+    out.messages = keyed
+        .into_iter()
+        .map(|(_, m)| m)
+        .filter(|m| ![m.send.row, m.recv.row, m.recv.post_row].contains(&OUTSIDE_FOCUS))
+        .collect();
     out
 }
 

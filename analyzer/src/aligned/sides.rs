@@ -16,16 +16,43 @@ use super::collectives::is_collective;
 use super::endpoints::{RequestKind, endpoints, is_start, is_wait};
 use super::messages::{RecvSide, SendSide, Waiter};
 
-/// One send, under its envelope's destination, communicator and tag.
+/// One send, under its envelope's destination, communicator and tag, with
+/// what the wait states read of the sending call (every field is sent
+/// between the processes of a parallel analysis).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct SendEnd {
     pub to: u32,
     pub comm: u64,
     pub tag: i32,
-    /// Sends of one envelope are sent in this order (then by row).
-    pub order: i64,
-    pub side: SendSide,
+    /// Sends of one envelope are sent in this order: (start, row) over the
+    /// whole run, whatever a focus keeps.
+    pub order: (i64, usize),
+    pub thread: u32,
+    /// The sending row ([`SendSide::row`]; [`OUTSIDE_FOCUS`] when a focus
+    /// left it out).
+    pub row: usize,
+    pub time: GlobalNs,
+    pub call: u16,
+    pub end: GlobalNs,
+    pub callsite: u64,
+    pub bytes_sent: u64,
+    /// The message's bytes as the send gives them.
     pub bytes: u64,
+}
+
+impl SendEnd {
+    pub fn side(&self, rank: u32) -> SendSide {
+        SendSide {
+            rank,
+            thread: self.thread,
+            row: self.row,
+            time: self.time,
+            call: self.call,
+            end: self.end,
+            callsite: self.callsite,
+            bytes_sent: self.bytes_sent,
+        }
+    }
 }
 
 /// One receive, under its envelope's source, communicator and tag (the
@@ -35,11 +62,36 @@ pub struct RecvEnd {
     pub from: u32,
     pub comm: u64,
     pub tag: i32,
-    /// Receives of one envelope are posted in this order (then by row).
-    pub order: i64,
-    pub side: RecvSide,
+    /// Receives of one envelope are posted in this order: (post start,
+    /// completion row) over the whole run.
+    pub order: (i64, usize),
+    pub thread: u32,
+    pub row: usize,
+    pub post_row: usize,
+    pub posted: GlobalNs,
+    pub time: GlobalNs,
+    pub waiter: Option<Waiter>,
     pub bytes: u64,
 }
+
+impl RecvEnd {
+    pub fn side(&self, rank: u32) -> RecvSide {
+        RecvSide {
+            rank,
+            thread: self.thread,
+            row: self.row,
+            post_row: self.post_row,
+            posted: self.posted,
+            time: self.time,
+            waiter: self.waiter,
+        }
+    }
+}
+
+/// The row index of a side or collective call that a focus
+/// ([`crate::focus`]) left out: its message or instance is matched with the
+/// whole run's, then dropped.
+pub const OUTSIDE_FOCUS: usize = usize::MAX;
 
 /// One collective call of a rank.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -85,8 +137,11 @@ impl RankSides {
         // `MPI_Startall` of each thread (its row names no single request).
         let mut started: HashMap<u64, usize> = HashMap::new();
         let mut start_all: HashMap<u32, usize> = HashMap::new();
-        let send_side = |i: usize, r: &MpiRecord| SendSide {
-            rank,
+        let send = |to: u32, comm: u64, tag: i32, i: usize, r: &MpiRecord, bytes: u64| SendEnd {
+            to,
+            comm,
+            tag,
+            order: (r.start_ns, i),
             thread: r.thread,
             row: i,
             time: GlobalNs(r.start_ns),
@@ -94,6 +149,7 @@ impl RankSides {
             end: GlobalNs(r.end_ns),
             callsite: r.callsite,
             bytes_sent: r.bytes_sent,
+            bytes,
         };
         for (i, r) in rows.iter().enumerate() {
             if is_collective(r.call) {
@@ -109,31 +165,22 @@ impl RankSides {
             }
             let e = endpoints(r);
             if let Some(s) = e.send {
-                out.sends.push(SendEnd {
-                    to: s.peer as u32,
-                    comm: s.comm,
-                    tag: s.tag,
-                    order: r.start_ns,
-                    side: send_side(i, r),
-                    bytes: s.bytes,
-                });
+                out.sends
+                    .push(send(s.peer as u32, s.comm, s.tag, i, r, s.bytes));
             }
             if let Some(v) = e.recv {
                 out.recvs.push(RecvEnd {
                     from: v.peer as u32,
                     comm: v.comm,
                     tag: v.tag,
-                    order: r.start_ns,
-                    side: RecvSide {
-                        rank,
-                        thread: r.thread,
-                        row: i,
-                        post_row: i,
-                        posted: GlobalNs(r.start_ns),
-                        time: GlobalNs(r.end_ns),
-                        // A blocking receive waits in itself.
-                        waiter: Some(Waiter::of(r)),
-                    },
+                    order: (r.start_ns, i),
+                    thread: r.thread,
+                    row: i,
+                    post_row: i,
+                    posted: GlobalNs(r.start_ns),
+                    time: GlobalNs(r.end_ns),
+                    // A blocking receive waits in itself.
+                    waiter: Some(Waiter::of(r)),
                     bytes: v.bytes,
                 });
             }
@@ -191,14 +238,8 @@ impl RankSides {
                     } else {
                         0
                     };
-                    out.sends.push(SendEnd {
-                        to: peer as u32,
-                        comm,
-                        tag,
-                        order: post_row.start_ns,
-                        side: send_side(post, post_row),
-                        bytes,
-                    });
+                    out.sends
+                        .push(send(peer as u32, comm, tag, post, post_row, bytes));
                 }
                 RequestKind::Recv | RequestKind::PersistentRecv => {
                     if peer < 0 {
@@ -213,16 +254,13 @@ impl RankSides {
                         from: peer as u32,
                         comm,
                         tag,
-                        order: post_row.start_ns,
-                        side: RecvSide {
-                            rank,
-                            thread: r.thread,
-                            row: i,
-                            post_row: post,
-                            posted: GlobalNs(post_row.start_ns),
-                            time: GlobalNs(r.start_ns),
-                            waiter: waiter_of(rows, &waits, r.thread, r.start_ns),
-                        },
+                        order: (post_row.start_ns, i),
+                        thread: r.thread,
+                        row: i,
+                        post_row: post,
+                        posted: GlobalNs(post_row.start_ns),
+                        time: GlobalNs(r.start_ns),
+                        waiter: waiter_of(rows, &waits, r.thread, r.start_ns),
                         bytes: r.bytes_recv,
                     });
                 }
@@ -284,7 +322,7 @@ mod tests {
         ];
         let s = RankSides::of(4, &rows);
         assert_eq!(s.recvs.len(), 3);
-        let w = s.recvs.iter().map(|r| r.side.waiter).collect::<Vec<_>>();
+        let w = s.recvs.iter().map(|r| r.waiter).collect::<Vec<_>>();
         assert_eq!(
             w[0],
             Some(Waiter {
@@ -299,8 +337,8 @@ mod tests {
             w[2].map(|w| (w.call, w.from, w.to)),
             Some((c::MPI_Recv, GlobalNs(600), GlobalNs(700)))
         );
-        assert_eq!((s.recvs[0].side.post_row, s.recvs[0].side.row), (0, 4));
-        assert_eq!(s.recvs[0].side.posted, GlobalNs(50));
+        assert_eq!((s.recvs[0].post_row, s.recvs[0].row), (0, 4));
+        assert_eq!(s.recvs[0].posted, GlobalNs(50));
         assert_eq!(s.collectives.len(), 1);
         assert_eq!(
             (s.collectives[0].row, s.collectives[0].end),

@@ -73,4 +73,9 @@ impl RankPass {
     pub fn rank(&self) -> u32 {
         self.info.rank
     }
+
+    /// The master's (outermost) parallel regions, sorted.
+    pub fn regions(&self) -> &[(i64, i64)] {
+        &self.info.regions
+    }
 }
