@@ -687,7 +687,7 @@ pub(crate) fn load_in(
         let pass = rank_pass(rank, rows, threads);
         if crate::timing::ranks() {
             crate::timing::say(&format!(
-                "{}rank {rank}: {} rows decoded in {:.2} s, pass {:.2} s",
+                "{}rank {rank}: {} OpenMP rows decoded in {:.2} s, pass {:.2} s",
                 process.map_or(String::new(), |p| format!("process {p}: ")),
                 rows.len(),
                 (t_pass - t_decode).as_secs_f64(),
@@ -756,6 +756,7 @@ pub(crate) fn load_in(
                         .filter(|o| o.span.rows > 0)
                         .map(|o| (o.span.first, o.span.last)),
                     omp_whole_span: omp.as_ref().and_then(|o| o.span.whole),
+                    process,
                 };
                 let mpi = crate::mpi_rows::read_rank_mpi(rank, &mpi_ps, &input, bar.as_ref())?;
                 Ok::<_, AnalyzeError>(RankOut { rank, omp, mpi })

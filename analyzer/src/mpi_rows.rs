@@ -47,6 +47,8 @@ pub(crate) struct MpiInputs<'a> {
     pub regions: &'a [(i64, i64)],
     pub omp_span: Option<(i64, i64)>,
     pub omp_whole_span: Option<(i64, i64)>,
+    /// This process's index in a parallel analysis (named in the timing lines).
+    pub process: Option<usize>,
 }
 
 /// Read and reduce rank `rank`'s MPI `parts`.
@@ -56,6 +58,7 @@ pub(crate) fn read_rank_mpi(
     input: &MpiInputs,
     bar: Option<&indicatif::ProgressBar>,
 ) -> Result<MpiOut, AnalyzeError> {
+    let t_read = std::time::Instant::now();
     let options = ScanOptions::default();
     let mut rows: Vec<MpiRecord> = Vec::new();
     for p in parts {
@@ -88,6 +91,7 @@ pub(crate) fn read_rank_mpi(
         clipped += u64::from(c);
     }
     align_rows(input.clocks, rank, &mut rows);
+    let spans_rows = rows.len();
     let spans = MpiSpans::of(&rows);
     let mut sides = RankSides::of(rank, &rows);
     let ran = input.omp_whole_span.is_some() || !rows.is_empty();
@@ -112,6 +116,16 @@ pub(crate) fn read_rank_mpi(
         },
         input.limits,
     );
+    if crate::timing::ranks() {
+        crate::timing::say(&format!(
+            "{}rank {rank}: {} MPI rows reduced in {:.2} s",
+            input
+                .process
+                .map_or(String::new(), |p| format!("process {p}: ")),
+            spans_rows,
+            t_read.elapsed().as_secs_f64()
+        ));
+    }
     Ok(MpiOut {
         spans,
         clipped,

@@ -307,8 +307,10 @@ fn own_cpus() -> usize {
 /// More processes than the node has CPUs: those beyond them take no ranks
 /// and open no trace (their own `HYSCOPE_TIMING` lines say what each process
 /// was given and read), the others read every rank exactly once between
-/// them, each only ranks of its own range; and the report is still one
-/// process's, byte for byte.
+/// them, each only ranks of its own range, OpenMP and MPI rows alike (no
+/// process, process 0 included, reads another's ranks' MPI rows: only their
+/// message sides are handed on); and the report is still one process's,
+/// byte for byte.
 #[test]
 fn processes_beyond_the_node_s_cpus_read_nothing() {
     let tmp = tempfile::tempdir().unwrap();
@@ -329,6 +331,7 @@ fn processes_beyond_the_node_s_cpus_read_nothing() {
     let mut given: Vec<Option<(u32, u32)>> = vec![None; np];
     let mut idle = vec![false; np];
     let mut read: Vec<Vec<u32>> = vec![Vec::new(); np];
+    let mut read_mpi: Vec<Vec<u32>> = vec![Vec::new(); np];
     for line in err.lines() {
         let Some(rest) = line.strip_prefix("hyscope: process ") else {
             continue;
@@ -356,7 +359,12 @@ fn processes_beyond_the_node_s_cpus_read_nothing() {
         } else if what.starts_with("no ranks ") {
             idle[p] = true;
         } else if let Some(r) = what.strip_prefix("rank ") {
-            read[p].push(r.split(':').next().unwrap().parse().unwrap());
+            let rank = r.split(':').next().unwrap().parse().unwrap();
+            if r.contains(" MPI rows ") {
+                read_mpi[p].push(rank);
+            } else {
+                read[p].push(rank);
+            }
         }
     }
     assert_eq!(node_cpus.len(), np, "one node line per process\n{err}");
@@ -378,18 +386,26 @@ fn processes_beyond_the_node_s_cpus_read_nothing() {
             assert!(!idle[p], "process {p}\n{err}");
         }
     }
-    let mut all: Vec<u32> = read.concat();
-    all.sort_unstable();
-    assert_eq!(
-        all,
-        (0..ranks).collect::<Vec<_>>(),
-        "each rank read once\n{err}"
-    );
-    for p in 0..np {
-        for r in &read[p] {
-            let (a, b) = given[p].unwrap();
-            assert!((a..=b).contains(r), "process {p} read rank {r}\n{err}");
+    for read in [&read, &read_mpi] {
+        let mut all: Vec<u32> = read.concat();
+        all.sort_unstable();
+        assert_eq!(
+            all,
+            (0..ranks).collect::<Vec<_>>(),
+            "each rank read once\n{err}"
+        );
+        for p in 0..np {
+            for r in &read[p] {
+                let (a, b) = given[p].unwrap();
+                assert!((a..=b).contains(r), "process {p} read rank {r}\n{err}");
+            }
         }
+    }
+    if analysing > 1 {
+        assert!(
+            read_mpi[1..].iter().any(|r| !r.is_empty()),
+            "another process than 0 read MPI rows\n{err}"
+        );
     }
 }
 
