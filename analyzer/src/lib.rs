@@ -15,6 +15,7 @@
 //! [`findings`] derive the rest. [`compare`] diffs two analyses.
 
 pub mod aligned;
+mod bounds;
 pub mod compare;
 pub mod demangle;
 pub mod energy;
@@ -49,8 +50,8 @@ pub use options::{AnalyzeOptions, BufferParams, DEFAULT_MEMORY};
 /// Analyse the trace in `trace_dir`.
 pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
     timing::start();
-    let (data, merged_omp) = load::load(trace_dir, options)?;
-    Ok(finish(data, merged_omp, options))
+    let (data, merged_omp, merged_mpi) = load::load(trace_dir, options)?;
+    Ok(finish(data, merged_omp, merged_mpi, options))
 }
 
 /// The analysis from the loaded trace and every rank's OpenMP aggregates
@@ -58,6 +59,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
 fn finish(
     mut data: trace_data::TraceData,
     merged_omp: omp::OmpMerge,
+    merged_mpi: rank_mpi::MpiMerge,
     options: &AnalyzeOptions,
 ) -> Analysis {
     // Matched on the whole run, restricted afterwards (`focus`).
@@ -76,7 +78,6 @@ fn finish(
         let run_duration_s = load::restrict(&f, &mut data);
         f.info(run_duration_s)
     });
-    let merged_mpi = std::mem::take(&mut data.mpi);
     let data = &data;
     let run = load::run_facts(data);
     let omp = omp::analyze_omp(data, &run, merged_omp, &mut warnings);

@@ -12,12 +12,14 @@ use hyscope_format::{
 use rayon::prelude::*;
 
 use crate::aligned::Clocks;
+use crate::bounds::{clip, clip_interval_to_exit};
 use crate::error::AnalyzeError;
 pub use crate::model::ns_to_s;
 use crate::model::{CodeLocation, RunFacts};
 use crate::mpi_rows::MpiOut;
 use crate::omp::OmpMerge;
 use crate::omp::pass::{RankPass, rank_pass};
+use crate::rank_mpi::MpiMerge;
 use crate::trace_data::{MpiSpans, PhaseOmp, RankData, TraceData};
 
 /// A rank's OpenMP parts and MPI parts.
@@ -175,14 +177,6 @@ fn run_window(trace: &Trace) -> (i64, i64) {
     (lo, hi)
 }
 
-/// Clip `[start, end]` into `[lo, hi]` with `start <= end`; true if it changed.
-pub(crate) fn clip(start: &mut i64, end: &mut i64, (lo, hi): (i64, i64)) -> bool {
-    let (s, e) = (*start, *end);
-    *start = s.clamp(lo, hi);
-    *end = e.clamp(*start, hi);
-    (s, e) != (*start, *end)
-}
-
 /// What the OpenMP pass of one rank saw of its rows.
 #[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(crate) struct OmpSpan {
@@ -207,7 +201,7 @@ pub(crate) struct OmpSpan {
 pub fn load(
     dir: &Path,
     opts: &crate::AnalyzeOptions,
-) -> Result<(TraceData, OmpMerge), AnalyzeError> {
+) -> Result<(TraceData, OmpMerge, MpiMerge), AnalyzeError> {
     match load_in(dir, opts, Share::Alone)? {
         Loaded::Whole(whole) => Ok(*whole),
         Loaded::Part => unreachable!("a process analysing alone analyses every rank"),
@@ -251,7 +245,7 @@ pub(crate) enum Share<'a> {
 
 /// What [`load_in`] returns.
 pub(crate) enum Loaded {
-    Whole(Box<(TraceData, OmpMerge)>),
+    Whole(Box<(TraceData, OmpMerge, MpiMerge)>),
     /// A worker's ranks' results went to process 0, one encoded message
     /// per batch ([`encode_handed`]) sent as the batch ended: the worker
     /// holds them compact until they arrive, and process 0 decodes one batch
@@ -545,7 +539,7 @@ pub(crate) fn load_in(
         .take(own.len())
         .peekable();
     let mut merged = OmpMerge::default();
-    let mut merged_mpi = crate::rank_mpi::MpiMerge::default();
+    let mut merged_mpi = MpiMerge::default();
     let canon = |a: u64| crate::trace_data::canon_in(&canonical, a);
     let mut omp_span: HashMap<u32, OmpSpan> = HashMap::new();
     // Each rank's MPI results: what its RankData keeps, its spans and the
@@ -901,11 +895,10 @@ pub(crate) fn load_in(
         focus,
         memory_warning,
         sides: sides.into_values().collect(),
-        mpi: merged_mpi,
         ..TraceData::default()
     };
     normalise_clocks(&mut data);
-    Ok(Loaded::Whole(Box::new((data, merged))))
+    Ok(Loaded::Whole(Box::new((data, merged, merged_mpi))))
 }
 
 /// Bytes the analysis keeps of a rank's rows until the end (its samples and
@@ -947,15 +940,6 @@ fn clipped_problem(
 fn clip_to_exit(rows: &mut [OmpRecord], exit: i64) {
     rows.par_iter_mut()
         .for_each(|r| clip_interval_to_exit(&mut r.start_ns, &mut r.end_ns, exit));
-}
-
-/// End an interval at the process's exit at the latest: what the runtime
-/// closes while the collector encodes the trace is not run time.
-pub(crate) fn clip_interval_to_exit(start: &mut i64, end: &mut i64, exit: i64) {
-    if *end > exit {
-        *end = exit.max((*start).min(exit));
-        *start = (*start).min(exit);
-    }
 }
 
 /// What the trace says it lost: each rank that did not finish (and how it

@@ -69,7 +69,7 @@ pub(crate) fn read_rank_mpi(
     }
     if let Some(exit) = input.exit {
         for r in &mut rows {
-            crate::load::clip_interval_to_exit(&mut r.start_ns, &mut r.end_ns, exit);
+            crate::bounds::clip_interval_to_exit(&mut r.start_ns, &mut r.end_ns, exit);
         }
     }
     // The run's window on this rank's own clock (the offsets are far smaller
@@ -86,8 +86,8 @@ pub(crate) fn read_rank_mpi(
     };
     let mut clipped = 0u64;
     for r in &mut rows {
-        let c = crate::load::clip(&mut r.start_ns, &mut r.end_ns, raw)
-            | crate::load::clip(&mut r.start_ns, &mut r.end_ns, w);
+        let c = crate::bounds::clip(&mut r.start_ns, &mut r.end_ns, raw)
+            | crate::bounds::clip(&mut r.start_ns, &mut r.end_ns, w);
         clipped += u64::from(c);
     }
     align_rows(input.clocks, rank, &mut rows);

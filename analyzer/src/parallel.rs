@@ -40,8 +40,8 @@ pub fn analyze_parallel(
     if exchange.process() == 0 {
         return match load_in(dir, options, Share::Root(exchange))? {
             Loaded::Whole(whole) => {
-                let (data, merged) = *whole;
-                Ok(Some(crate::finish(data, merged, options)))
+                let (data, merged_omp, merged_mpi) = *whole;
+                Ok(Some(crate::finish(data, merged_omp, merged_mpi, options)))
             }
             Loaded::Part => unreachable!("process 0 finishes the analysis"),
         };

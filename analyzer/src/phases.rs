@@ -9,10 +9,9 @@
 use std::collections::{BTreeMap, HashMap};
 
 use hyscope_format::{MpiRecord, OmpKind, OmpRecord, PhaseRecord, mpi_call, phase_source};
-use serde::{Deserialize, Serialize};
 
 use crate::model::*;
-use crate::trace_data::{PhaseOmp, TraceData};
+use crate::trace_data::{PhaseMpi, PhaseOmp, TraceData};
 
 fn overlap(a: (i64, i64), b: (i64, i64)) -> i64 {
     (a.1.min(b.1) - a.0.max(b.0)).max(0)
@@ -170,17 +169,6 @@ pub fn name_findings(findings: &mut [Finding], data: &TraceData) {
             f.phase = Some(name.to_string());
         }
     }
-}
-
-/// The MPI time and calls inside one phase interval of a rank.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PhaseMpi {
-    /// Time of the calls (every thread's) inside the interval.
-    pub mpi_ns: i64,
-    /// The master thread's.
-    pub master_mpi_ns: i64,
-    /// Calls that start inside it.
-    pub mpi_calls: u64,
 }
 
 /// What the phase analysis reads of one rank's MPI rows (where the rows

@@ -23,57 +23,35 @@
 //! - L_serial = Σ_r (P_r − 1) · T_seq,r / (C · T)  (idle threads during serial code)
 //! - L_other = the rest (ranks finishing early, unattributed time).
 
-use std::collections::BTreeMap;
-
 use hyscope_format::MpiRecord;
-use serde::{Deserialize, Serialize};
 
 use crate::model::ns_to_s;
 use crate::model::*;
 use crate::omp::{OmpResult, inside};
-use crate::trace_data::TraceData;
+use crate::trace_data::{TraceData, WindowMpi};
 
-/// The MPI time of one rank's application window, as the POP metrics and
-/// the fine-grain model read it ([`WindowMpi::of`], where the rows are):
-/// calls that start and end inside the window, request completions left out.
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
-pub struct WindowMpi {
-    /// Inside parallel regions (the row says so, or it starts in one of the
-    /// master's regions), per thread.
-    pub in_parallel: BTreeMap<u32, i64>,
-    /// The master thread's outside them.
-    pub master_outside: i64,
-    /// Every thread's outside them (the fine-grain model's T_comm).
-    pub outside: i64,
-    /// Every call's.
-    pub all: i64,
-}
-
-impl WindowMpi {
-    /// `rows` of a rank whose application window is `window` and whose
-    /// master's parallel regions are `regions` (sorted, disjoint).
-    pub fn of(rows: &[MpiRecord], (w0, w1): (i64, i64), regions: &[(i64, i64)]) -> WindowMpi {
-        let mut out = WindowMpi::default();
-        for m in rows {
-            if m.call == hyscope_format::mpi_call::REQUEST_COMPLETE
-                || m.start_ns < w0
-                || m.end_ns > w1
-            {
-                continue;
-            }
-            let d = (m.end_ns - m.start_ns).max(0);
-            out.all += d;
-            if m.in_parallel || inside(regions, m.start_ns) {
-                *out.in_parallel.entry(m.thread).or_default() += d;
-            } else {
-                out.outside += d;
-                if m.thread == 0 {
-                    out.master_outside += d;
-                }
+/// The MPI time of a rank's application window `(w0, w1)` ([`WindowMpi`]),
+/// from its `rows` and its master's parallel regions (sorted, disjoint),
+/// where the rows are read.
+pub fn window_mpi(rows: &[MpiRecord], (w0, w1): (i64, i64), regions: &[(i64, i64)]) -> WindowMpi {
+    let mut out = WindowMpi::default();
+    for m in rows {
+        if m.call == hyscope_format::mpi_call::REQUEST_COMPLETE || m.start_ns < w0 || m.end_ns > w1
+        {
+            continue;
+        }
+        let d = (m.end_ns - m.start_ns).max(0);
+        out.all += d;
+        if m.in_parallel || inside(regions, m.start_ns) {
+            *out.in_parallel.entry(m.thread).or_default() += d;
+        } else {
+            out.outside += d;
+            if m.thread == 0 {
+                out.master_outside += d;
             }
         }
-        out
     }
+    out
 }
 
 /// The MPI level of the tree from each rank's time outside MPI (`o_r`) in

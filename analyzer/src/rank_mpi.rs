@@ -12,9 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::memory::GraphPart;
 use crate::mpi::{EagerLimits, ProfilePart};
-use crate::phases::PhaseMpi;
-use crate::pop::WindowMpi;
-use crate::trace_data::RankData;
+use crate::trace_data::{PhaseMpi, RankData, WindowMpi};
 
 /// What the analyses read of one rank's MPI rows.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -50,7 +48,7 @@ impl RankMpi {
             rank,
             profile: ProfilePart::of(rank, rows, limits),
             graph: GraphPart::of(rank, rows),
-            window: WindowMpi::of(rows, input.window, input.regions),
+            window: crate::pop::window_mpi(rows, input.window, input.regions),
             phases,
             phase_code,
         }

@@ -2,7 +2,7 @@
 //! manifest, the resolved code addresses and what the loader found damaged
 //! (made by `load`, read by every pass).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use hyscope_format::{Manifest, MpiRecord, PhaseRecord, SampleRecord};
@@ -23,9 +23,9 @@ pub struct RankData {
     /// MPI rows analysed (after a focus), request completions included.
     pub mpi_rows: u64,
     /// The MPI time of the application window ([`crate::rank_mpi`]).
-    pub mpi_window: crate::pop::WindowMpi,
+    pub mpi_window: WindowMpi,
     /// The MPI time inside each of `phases`.
-    pub phase_mpi: Vec<crate::phases::PhaseMpi>,
+    pub phase_mpi: Vec<PhaseMpi>,
     pub samples: Vec<SampleRecord>,
     /// First and last timestamp of any row (rank 0's clock).
     pub first_ns: i64,
@@ -46,6 +46,33 @@ pub struct RankData {
     pub omp_span: Option<(i64, i64)>,
     /// The same over the whole run (differs from `omp_span` under a focus).
     pub omp_whole_span: Option<(i64, i64)>,
+}
+
+/// The MPI time of one rank's application window, as the POP metrics and
+/// the fine-grain model read it (`pop::window_mpi`, where the rows are):
+/// calls that start and end inside the window, request completions left out.
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
+pub struct WindowMpi {
+    /// Inside parallel regions (the row says so, or it starts in one of the
+    /// master's regions), per thread.
+    pub in_parallel: BTreeMap<u32, i64>,
+    /// The master thread's outside them.
+    pub master_outside: i64,
+    /// Every thread's outside them (the fine-grain model's T_comm).
+    pub outside: i64,
+    /// Every call's.
+    pub all: i64,
+}
+
+/// The MPI time and calls inside one phase interval of a rank.
+#[derive(Debug, Default, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PhaseMpi {
+    /// Time of the calls (every thread's) inside the interval.
+    pub mpi_ns: i64,
+    /// The master thread's.
+    pub master_mpi_ns: i64,
+    /// Calls that start inside it.
+    pub mpi_calls: u64,
 }
 
 /// What the spans of a rank read of its MPI rows (on rank 0's clock, over
@@ -123,8 +150,6 @@ pub struct TraceData {
     pub focus: Option<crate::focus::Focus>,
     /// Every rank's message sides and collective calls, in rank order (taken by the matching).
     pub sides: Vec<crate::aligned::RankSides>,
-    /// Every rank's MPI rows reduced ([`crate::rank_mpi`]).
-    pub mpi: crate::rank_mpi::MpiMerge,
     /// Set when one rank's OpenMP rows alone took more than the memory limit
     /// left for them ([`crate::Analysis::memory_warning`]).
     pub memory_warning: Option<crate::model::MemoryExceeded>,

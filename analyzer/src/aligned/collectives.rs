@@ -5,20 +5,10 @@
 
 use std::collections::HashMap;
 
-use hyscope_format::mpi_call as c;
-
 use super::clock::GlobalNs;
 use super::sides::{OUTSIDE_FOCUS, RankSides};
 
-/// Blocking and nonblocking collectives (the `mpi_call` codes 50–86).
-pub fn is_collective(call: u16) -> bool {
-    (c::MPI_Barrier..=c::MPI_Iexscan).contains(&call)
-}
-
-/// Blocking collectives (`MPI_Barrier` … `MPI_Exscan`).
-pub fn is_blocking_collective(call: u16) -> bool {
-    (c::MPI_Barrier..=c::MPI_Exscan).contains(&call)
-}
+pub use super::endpoints::{is_blocking_collective, is_collective};
 
 /// One rank's part in a collective instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

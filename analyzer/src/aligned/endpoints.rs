@@ -69,6 +69,16 @@ pub fn endpoints(r: &MpiRecord) -> Endpoints {
     e
 }
 
+/// Blocking and nonblocking collectives (the `mpi_call` codes 50–86).
+pub fn is_collective(call: u16) -> bool {
+    (c::MPI_Barrier..=c::MPI_Iexscan).contains(&call)
+}
+
+/// Blocking collectives (`MPI_Barrier` … `MPI_Exscan`).
+pub fn is_blocking_collective(call: u16) -> bool {
+    (c::MPI_Barrier..=c::MPI_Exscan).contains(&call)
+}
+
 /// A wait or test call on requests.
 pub fn is_wait(call: u16) -> bool {
     (c::MPI_Wait..=c::MPI_Testsome).contains(&call)

@@ -12,9 +12,76 @@ use hyscope_format::{MpiRecord, mpi_call as c};
 use serde::{Deserialize, Serialize};
 
 use super::clock::GlobalNs;
-use super::collectives::is_collective;
-use super::endpoints::{RequestKind, endpoints, is_start, is_wait};
-use super::messages::{RecvSide, SendSide, Waiter};
+use super::endpoints::{RequestKind, endpoints, is_collective, is_start, is_wait};
+
+/// The sending side of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendSide {
+    pub rank: u32,
+    pub thread: u32,
+    /// Index of the row that sent (the send call, or the `MPI_Start` of a
+    /// persistent send) in its rank's rows.
+    #[serde(skip)]
+    pub row: usize,
+    /// When the send started.
+    pub time: GlobalNs,
+    /// The sending call (the send, or the `MPI_Start` of a persistent one),
+    /// when it ended, its call site and the bytes it sent: what the wait
+    /// states read of it.
+    #[serde(skip)]
+    pub call: u16,
+    #[serde(skip)]
+    pub end: GlobalNs,
+    #[serde(skip)]
+    pub callsite: u64,
+    #[serde(skip)]
+    pub bytes_sent: u64,
+}
+
+/// The receiving side of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecvSide {
+    pub rank: u32,
+    pub thread: u32,
+    /// Index of the row where the receive completed (the blocking receive,
+    /// or the request's completion row) in its rank's rows.
+    #[serde(skip)]
+    pub row: usize,
+    /// Index of the row that posted the receive (the receive itself, the
+    /// `MPI_Irecv`, or the `MPI_Start` of a persistent receive).
+    #[serde(skip)]
+    pub post_row: usize,
+    /// When the receive was posted.
+    pub posted: GlobalNs,
+    /// When the receive completed: the end of a blocking receive, the
+    /// completion of a request.
+    pub time: GlobalNs,
+    /// The call the receive waited in: a blocking receive itself, or the
+    /// wait/test call on the completing thread that contains the completion
+    /// of a nonblocking or persistent one (none: it completed in no such call).
+    #[serde(skip)]
+    pub waiter: Option<Waiter>,
+}
+
+/// A call a receive waited in, as the wait states read it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiter {
+    pub call: u16,
+    pub callsite: u64,
+    pub from: GlobalNs,
+    pub to: GlobalNs,
+}
+
+impl Waiter {
+    pub fn of(r: &MpiRecord) -> Waiter {
+        Waiter {
+            call: r.call,
+            callsite: r.callsite,
+            from: GlobalNs(r.start_ns),
+            to: GlobalNs(r.end_ns),
+        }
+    }
+}
 
 /// One send, under its envelope's destination, communicator and tag, with
 /// what the wait states read of the sending call (every field is sent
