@@ -47,7 +47,7 @@ use hyscope_format::{
     Communicator, Endpoint, MpiRecord, OmpKind, SELF_COMM_ID, WORLD_COMM_ID, mpi_call,
 };
 
-use super::{TraceData, omp_label};
+use super::{RankRows, TraceData, omp_label};
 
 // Constant values of OTF2 3.0 (checked against /usr/include/otf2 with a C program).
 const FILEMODE_WRITE: u8 = 0;
@@ -145,7 +145,7 @@ struct Comms<'a> {
 
 impl<'a> Comms<'a> {
     fn new(data: &'a TraceData) -> Comms<'a> {
-        let self_used = data.mpi.iter().any(|(_, r)| r.comm_id == SELF_COMM_ID);
+        let self_used = data.self_used;
         let first = if self_used { SELF_COMM + 1 } else { SELF_COMM };
         Comms {
             by_id: data
@@ -544,22 +544,6 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
     defs.string(ATTR_POLLS_DESCRIPTION);
     let mut stats = Otf2Stats::default();
     let comms = Comms::new(data);
-    let mut events = Events {
-        base: data.base_ns,
-        intervals: BTreeMap::new(),
-        instants: BTreeMap::new(),
-    };
-    events.omp(data, &mut defs);
-    events.phases(data, &mut defs);
-    events.mpi(data, &comms, &mut defs, &mut stats);
-    let metric_ids = events.metrics(data, &mut stats);
-    let streams = events.into_streams(data, &mut stats);
-    stats.locations = streams.len();
-    let trace_end = streams
-        .values()
-        .filter_map(|v| v.last().map(|e| e.0))
-        .max()
-        .unwrap_or(0);
 
     let dir =
         CString::new(out.as_os_str().as_encoded_bytes()).context("output path has a NUL byte")?;
@@ -579,17 +563,7 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
     if archive.is_null() {
         bail!("OTF2 could not create an archive in {}", out.display());
     }
-    let result = write_archive(
-        &api,
-        archive,
-        data,
-        &comms,
-        &mut defs,
-        &streams,
-        &metric_ids,
-        trace_end,
-        &mut stats,
-    );
+    let result = write_archive(&api, archive, data, &comms, &mut defs, &mut stats);
     // SAFETY: archive is open.
     let closed = unsafe { (api.OTF2_Archive_Close)(archive) };
     result?;
@@ -611,11 +585,12 @@ impl Events {
         (ns - self.base).max(0) as u64
     }
 
-    /// One interval per OpenMP record, in the region of its code location.
-    fn omp(&mut self, data: &TraceData, defs: &mut Defs) {
-        for (rank, rec) in &data.omp {
+    /// One interval per OpenMP record of a rank, in the region of its code location.
+    fn omp(&mut self, data: &TraceData, rows: &RankRows, defs: &mut Defs) {
+        let rank = rows.rank;
+        for rec in &rows.omp {
             let kind = OmpKind::from_u8(rec.kind);
-            let label = omp_label(data, *rank, rec);
+            let label = omp_label(data, rank, rec);
             let region = defs.region(
                 &label.name,
                 omp_role(kind, rec.variant),
@@ -632,15 +607,15 @@ impl Events {
                 before_leave: Vec::new(),
             };
             self.intervals
-                .entry((*rank, rec.thread))
+                .entry((rank, rec.thread))
                 .or_default()
                 .push(interval);
         }
     }
 
-    /// One interval per phase, on its thread.
-    fn phases(&mut self, data: &TraceData, defs: &mut Defs) {
-        for (rank, p) in &data.phases {
+    /// One interval per phase of rank `rank`, on its thread.
+    fn phases(&mut self, data: &TraceData, rank: u32, defs: &mut Defs) {
+        for (_, p) in data.phases.iter().filter(|(r, _)| *r == rank) {
             let region = defs.region(&p.name, ROLE_CODE, PARADIGM_USER, None, None);
             let interval = Interval {
                 start: self.t(p.start_ns),
@@ -651,7 +626,7 @@ impl Events {
                 before_leave: Vec::new(),
             };
             self.intervals
-                .entry((*rank, p.thread))
+                .entry((rank, p.thread))
                 .or_default()
                 .push(interval);
         }
@@ -659,20 +634,21 @@ impl Events {
 
     /// One interval per MPI call with its messages and collective; request
     /// completions as instants.
-    fn mpi(&mut self, data: &TraceData, comms: &Comms, defs: &mut Defs, stats: &mut Otf2Stats) {
+    fn mpi(&mut self, rows: &RankRows, comms: &Comms, defs: &mut Defs, stats: &mut Otf2Stats) {
+        let rank = rows.rank;
         // Requests of Irecv/Isend calls per rank, to turn completions into OTF2
         // records; persistent ones too (each MPI_Start is an Isend or an Irecv
         // request, as the aligned layer pairs them).
         let mut requests: HashMap<(u32, u64), &MpiRecord> = HashMap::new();
-        for (rank, r) in &data.mpi {
+        for r in &rows.mpi {
             if (super::is_send(r.call) || endpoints(r).request.is_some()) && r.request_id != 0 {
-                requests.insert((*rank, r.request_id), r);
+                requests.insert((rank, r.request_id), r);
             }
         }
-        for (rank, r) in &data.mpi {
-            let loc = (*rank, r.thread);
+        for r in &rows.mpi {
+            let loc = (rank, r.thread);
             if r.call == mpi_call::REQUEST_COMPLETE {
-                let Some(req) = requests.get(&(*rank, r.request_id)) else {
+                let Some(req) = requests.get(&(rank, r.request_id)) else {
                     continue;
                 };
                 if let Some(ev) = completion(r, req, comms, stats) {
@@ -681,7 +657,7 @@ impl Events {
                 }
                 continue;
             }
-            let interval = self.mpi_call(r, *rank, &requests, comms, defs, stats);
+            let interval = self.mpi_call(r, rank, &requests, comms, defs, stats);
             self.intervals.entry(loc).or_default().push(interval);
         }
     }
@@ -784,11 +760,16 @@ impl Events {
         }
     }
 
-    /// Metric values on thread 0 of their rank; returns one id per metric
-    /// name (and key).
-    fn metrics(&mut self, data: &TraceData, stats: &mut Otf2Stats) -> BTreeMap<String, u32> {
-        let mut metric_ids: BTreeMap<String, u32> = BTreeMap::new();
-        for (rank, s) in &data.samples {
+    /// Rank `rank`'s metric values on its thread 0; `metric_ids` gets one id
+    /// per metric name (and key), in order of first appearance.
+    fn metrics(
+        &mut self,
+        data: &TraceData,
+        rank: u32,
+        metric_ids: &mut BTreeMap<String, u32>,
+        stats: &mut Otf2Stats,
+    ) {
+        for (_, s) in data.samples.iter().filter(|(r, _)| *r == rank) {
             let name = if s.key >= 0 {
                 format!("{}[{}]", s.metric, s.key)
             } else {
@@ -797,7 +778,7 @@ impl Events {
             let next = metric_ids.len() as u32;
             let id = *metric_ids.entry(name).or_insert(next);
             let at = self.t(s.time_ns);
-            self.instants.entry((*rank, 0)).or_default().push((
+            self.instants.entry((rank, 0)).or_default().push((
                 at,
                 Ev::Metric {
                     metric: id,
@@ -806,19 +787,16 @@ impl Events {
             ));
             stats.metrics += 1;
         }
-        metric_ids
     }
 
-    /// Events per location, in time order.
+    /// Rank `rank`'s events per location, in time order.
     fn into_streams(
         mut self,
-        data: &TraceData,
+        rank: u32,
         stats: &mut Otf2Stats,
     ) -> BTreeMap<(u32, u32), Vec<(u64, Ev)>> {
         // Every rank's thread 0 exists as a location (metrics and MPI records need one).
-        for rm in &data.ranks {
-            self.intervals.entry((rm.rank, 0)).or_default();
-        }
+        self.intervals.entry((rank, 0)).or_default();
         for loc in self.instants.keys() {
             self.intervals.entry(*loc).or_default();
         }
@@ -866,16 +844,12 @@ fn completion(r: &MpiRecord, req: &MpiRecord, comms: &Comms, stats: &mut Otf2Sta
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn write_archive(
     api: &Api,
     archive: P,
     data: &TraceData,
     comms: &Comms,
     defs: &mut Defs,
-    streams: &BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
-    metric_ids: &BTreeMap<String, u32>,
-    trace_end: u64,
     stats: &mut Otf2Stats,
 ) -> anyhow::Result<()> {
     let null = std::ptr::null_mut();
@@ -902,8 +876,44 @@ fn write_archive(
             "SetDescription",
         )?;
     }
-    let counts = write_events(api, archive, streams, stats)?;
-    write_local_defs(api, archive, streams)?;
+    // The events, one rank's rows read at a time: OTF2 writes each
+    // location's events on their own, and the definitions after them.
+    // SAFETY: the live archive handle.
+    check(
+        unsafe { (api.OTF2_Archive_OpenEvtFiles)(archive) },
+        "OpenEvtFiles",
+    )?;
+    let mut counts: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    let mut metric_ids: BTreeMap<String, u32> = BTreeMap::new();
+    let mut trace_end = 0u64;
+    for rm in &data.ranks {
+        let rows = data.rank_rows(rm.rank)?;
+        let mut events = Events {
+            base: data.base_ns,
+            intervals: BTreeMap::new(),
+            instants: BTreeMap::new(),
+        };
+        events.omp(data, &rows, defs);
+        events.phases(data, rm.rank, defs);
+        events.mpi(&rows, comms, defs, stats);
+        events.metrics(data, rm.rank, &mut metric_ids, stats);
+        drop(rows);
+        let streams = events.into_streams(rm.rank, stats);
+        trace_end = streams
+            .values()
+            .filter_map(|v| v.last().map(|e| e.0))
+            .chain([trace_end])
+            .max()
+            .unwrap_or(0);
+        write_events(api, archive, &streams, stats, &mut counts)?;
+    }
+    // SAFETY: the live archive handle, its event files open.
+    check(
+        unsafe { (api.OTF2_Archive_CloseEvtFiles)(archive) },
+        "CloseEvtFiles",
+    )?;
+    stats.locations = counts.len();
+    write_local_defs(api, archive, &counts)?;
     // SAFETY: the live archive handle; the writer is checked and closed.
     let g = unsafe { (api.OTF2_Archive_GetGlobalDefWriter)(archive) };
     if g.is_null() {
@@ -914,7 +924,7 @@ fn write_archive(
         g,
         data,
         comms,
-        names: Names::new(defs, data, streams, metric_ids),
+        names: Names::new(defs, data, &counts, &metric_ids),
     };
     global.write(defs, trace_end, &counts)?;
     // SAFETY: g is the open global definition writer of this archive.
@@ -924,18 +934,18 @@ fn write_archive(
     )
 }
 
-/// Every location's events, in time order; returns how many each has.
+/// Some locations' events, in time order (the archive's event files open);
+/// `counts` gets how many each has.
 fn write_events(
     api: &Api,
     archive: P,
     streams: &BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
     stats: &mut Otf2Stats,
-) -> anyhow::Result<BTreeMap<(u32, u32), u64>> {
-    let mut counts: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    counts: &mut BTreeMap<(u32, u32), u64>,
+) -> anyhow::Result<()> {
     // SAFETY: the live archive handle and the event writers OTF2 returned
     // (checked, closed after their events).
     unsafe {
-        check((api.OTF2_Archive_OpenEvtFiles)(archive), "OpenEvtFiles")?;
         for (&(rank, thread), evs) in streams {
             let w = (api.OTF2_Archive_GetEvtWriter)(archive, location_id(rank, thread));
             if w.is_null() {
@@ -953,9 +963,8 @@ fn write_events(
                 "CloseEvtWriter",
             )?;
         }
-        check((api.OTF2_Archive_CloseEvtFiles)(archive), "CloseEvtFiles")?;
     }
-    Ok(counts)
+    Ok(())
 }
 
 /// One event on the event writer `w`; OTF2's return code.
@@ -1027,13 +1036,13 @@ fn write_event(api: &Api, w: P, time: u64, ev: Ev) -> i32 {
 fn write_local_defs(
     api: &Api,
     archive: P,
-    streams: &BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
+    locations: &BTreeMap<(u32, u32), u64>,
 ) -> anyhow::Result<()> {
     // SAFETY: the live archive handle and the definition writers OTF2
     // returned (checked, closed at once).
     unsafe {
         check((api.OTF2_Archive_OpenDefFiles)(archive), "OpenDefFiles")?;
-        for &(rank, thread) in streams.keys() {
+        for &(rank, thread) in locations.keys() {
             let d = (api.OTF2_Archive_GetDefWriter)(archive, location_id(rank, thread));
             if d.is_null() {
                 bail!("OTF2 could not open the definition writer of rank {rank} thread {thread}");
@@ -1072,7 +1081,7 @@ impl Names {
     fn new(
         defs: &mut Defs,
         data: &TraceData,
-        streams: &BTreeMap<(u32, u32), Vec<(u64, Ev)>>,
+        locations: &BTreeMap<(u32, u32), u64>,
         metric_ids: &BTreeMap<String, u32>,
     ) -> Names {
         let machine = defs.string("machine");
@@ -1090,7 +1099,7 @@ impl Names {
             .iter()
             .map(|r| defs.string(&format!("MPI Rank {}", r.rank)))
             .collect();
-        let thread_names = streams
+        let thread_names = locations
             .keys()
             .map(|&(r, t)| {
                 (
@@ -1147,7 +1156,7 @@ fn host_name(host: &str) -> &str {
 struct GlobalDefs<'a> {
     api: &'a Api,
     g: P,
-    data: &'a TraceData,
+    data: &'a TraceData<'a>,
     comms: &'a Comms<'a>,
     names: Names,
 }
