@@ -356,6 +356,36 @@ impl Trace {
         options: &ScanOptions,
     ) -> Result<Vec<(u32, R)>, FormatError> {
         let mut out = Vec::new();
+        // Straight into `out`, batch by batch: no per-part vector (at 10 M rows
+        // the fresh pages of an intermediate copy cost more than the decoding).
+        self.for_each_batch::<R>(options, |rank, rows, reserve| {
+            out.reserve(reserve);
+            out.extend(rows.into_iter().map(|r| (rank, r)));
+        })?;
+        Ok(out)
+    }
+
+    /// Every row of a table (all columns, with filters) handed to `f` with
+    /// its rank, batch by batch: what [`Trace::read_records`] returns without
+    /// holding it (a search over a whole trace).
+    pub fn for_each_record<R: Record>(
+        &self,
+        options: &ScanOptions,
+        mut f: impl FnMut(u32, R),
+    ) -> Result<(), FormatError> {
+        self.for_each_batch::<R>(options, |rank, rows, _| {
+            rows.into_iter().for_each(|r| f(rank, r))
+        })
+    }
+
+    /// The batches of the parts `options` selects, part after part, with
+    /// each part's rank (and, with a part's first batch, the rows it may
+    /// still yield).
+    fn for_each_batch<R: Record>(
+        &self,
+        options: &ScanOptions,
+        mut sink: impl FnMut(u32, Vec<R>, usize),
+    ) -> Result<(), FormatError> {
         for part in self.parts(R::TABLE) {
             if options
                 .ranks
@@ -364,14 +394,11 @@ impl Trace {
             {
                 continue;
             }
-            // Straight into `out`, batch by batch: no per-part vector (at 10 M rows
-            // the fresh pages of an intermediate copy cost more than the decoding).
             for_each_part_batch::<R>(part, options, |rows, reserve| {
-                out.reserve(reserve);
-                out.extend(rows.into_iter().map(|r| (part.rank, r)));
+                sink(part.rank, rows, reserve)
             })?;
         }
-        Ok(out)
+        Ok(())
     }
 }
 

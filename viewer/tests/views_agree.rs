@@ -238,6 +238,24 @@ fn every_view_agrees(dir: &Path, tmp: &Path, name: &str, expected: usize) -> Rep
         "OTF2 messages differ from the report"
     );
     check_timeline(dir, &r);
+    // The GUI's messages: matched from each rank's sides, its rows read one
+    // rank at a time.
+    let trace = hyscope_format::Trace::open(dir).unwrap();
+    let gui = hyscope_analyzer::aligned::read_messages(&trace).unwrap();
+    assert_eq!(
+        (gui.unmatched_sends, gui.unmatched_recvs),
+        (r.unmatched_sends, r.unmatched_recvs)
+    );
+    let gui = relative(gui.messages.iter().map(|m| {
+        (
+            m.send.rank,
+            m.recv.rank,
+            i64::from(m.tag),
+            m.send.time.ns(),
+            m.recv.time.ns(),
+        )
+    }));
+    assert_eq!(gui, reported, "the GUI's messages differ from the report");
     r
 }
 

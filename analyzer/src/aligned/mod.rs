@@ -55,63 +55,21 @@ pub fn align_rows(clocks: &Clocks, rank: u32, rows: &mut [MpiRecord]) {
     sort_rows(rows);
 }
 
-/// A trace's MPI rows on global time with its messages and collectives: what
-/// the viewers and exports open (the analysis builds the same from the rows
-/// it loaded, see [`crate::analyze`]).
-#[derive(Debug, Clone, Default)]
-pub struct AlignedTrace {
-    pub clocks: Clocks,
-    /// Per rank (sorted by rank): rows on global time, in [`sort_rows`] order.
-    pub mpi: Vec<(u32, Vec<MpiRecord>)>,
-    pub messages: MessageList,
-    pub collectives: Vec<CollectiveInstance>,
-}
-
-impl AlignedTrace {
-    /// Read every `mpi` row of `trace` and align it.
-    pub fn open(trace: &Trace) -> Result<AlignedTrace, FormatError> {
-        let rows = trace.read_records::<MpiRecord>(&ScanOptions::default())?;
-        Ok(AlignedTrace::from_rows(
-            Clocks::from_manifest(&trace.manifest),
-            rows,
-        ))
+/// Every message of `trace`, matched from each rank's sides ([`sides`]), its
+/// MPI rows read one rank at a time: what a view that draws messages but
+/// not every MPI row needs, without holding the rows.
+pub fn read_messages(trace: &Trace) -> Result<MessageList, FormatError> {
+    let clocks = Clocks::from_manifest(&trace.manifest);
+    let mut sides = Vec::new();
+    for rank in trace.ranks() {
+        let options = ScanOptions {
+            ranks: Some(vec![rank]),
+            ..ScanOptions::default()
+        };
+        let mut rows: Vec<MpiRecord> = Vec::new();
+        trace.for_each_record::<MpiRecord>(&options, |_, r| rows.push(r))?;
+        align_rows(&clocks, rank, &mut rows);
+        sides.push(RankSides::of(rank, &rows));
     }
-
-    /// Align rows on rank-local time (as the reader returns them).
-    pub fn from_rows(clocks: Clocks, rows: Vec<(u32, MpiRecord)>) -> AlignedTrace {
-        let mut by: std::collections::BTreeMap<u32, Vec<MpiRecord>> = Default::default();
-        for (rank, r) in rows {
-            by.entry(rank).or_default().push(r);
-        }
-        let mut mpi: Vec<(u32, Vec<MpiRecord>)> = by.into_iter().collect();
-        for (rank, rows) in &mut mpi {
-            align_rows(&clocks, *rank, rows);
-        }
-        let (messages, collectives) = match_sides(
-            mpi.iter()
-                .map(|(rank, rows)| RankSides::of(*rank, rows))
-                .collect(),
-        );
-        AlignedTrace {
-            clocks,
-            mpi,
-            messages,
-            collectives,
-        }
-    }
-
-    /// Every row with its rank, rank by rank in [`sort_rows`] order.
-    pub fn rows(&self) -> impl Iterator<Item = (u32, &MpiRecord)> {
-        self.mpi
-            .iter()
-            .flat_map(|(rank, rows)| rows.iter().map(move |r| (*rank, r)))
-    }
-
-    /// The row a message side names.
-    pub fn row(&self, rank: u32, row: usize) -> Option<&MpiRecord> {
-        self.mpi
-            .binary_search_by_key(&rank, |(r, _)| *r)
-            .ok()
-            .and_then(|i| self.mpi[i].1.get(row))
-    }
+    Ok(match_sides(sides).0)
 }

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
-use hyscope_analyzer::aligned::AlignedTrace;
 use hyscope_analyzer::aligned::series::{SampleSeries, is_energy, sample_series};
 use hyscope_analyzer::timeline::TimelineIndex;
 use hyscope_analyzer::{Analysis, AnalyzeOptions};
@@ -148,9 +147,8 @@ pub fn load_trace(
         .map_err(|e| e.to_string())?;
     let series = sample_series(index.clocks(), samples);
     let counters = counter_tracks(trace, series, index.span().1);
-    let aligned = AlignedTrace::open(trace).map_err(|e| e.to_string())?;
-    let messages = aligned
-        .messages
+    let messages = hyscope_analyzer::aligned::read_messages(trace)
+        .map_err(|e| e.to_string())?
         .messages
         .iter()
         .map(Message::from)
@@ -218,39 +216,38 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
     let trace = data.index.trace();
     let clocks = data.index.clocks();
     let global = |rank: u32, t: i64| clocks.to_global(rank, t).ns();
+    // The whole trace searched batch by batch, never held.
     let mut out = Vec::new();
-    for (rank, r) in trace
-        .read_records::<OmpRecord>(&ScanOptions::default())
-        .map_err(|e| e.to_string())?
-    {
-        let kind = OmpKind::from_u8(r.kind);
-        if r.codeptr == address
-            && matches!(
-                kind,
-                Some(OmpKind::Work | OmpKind::Parallel | OmpKind::ImplicitTask)
-            )
-        {
-            out.push((
-                rank,
-                r.thread,
-                global(rank, r.start_ns),
-                global(rank, r.end_ns),
-            ));
-        }
-    }
-    for (rank, r) in trace
-        .read_records::<MpiRecord>(&ScanOptions::default())
-        .map_err(|e| e.to_string())?
-    {
-        if r.callsite == address && r.end_ns > r.start_ns {
-            out.push((
-                rank,
-                r.thread,
-                global(rank, r.start_ns),
-                global(rank, r.end_ns),
-            ));
-        }
-    }
+    trace
+        .for_each_record::<OmpRecord>(&ScanOptions::default(), |rank, r| {
+            let kind = OmpKind::from_u8(r.kind);
+            if r.codeptr == address
+                && matches!(
+                    kind,
+                    Some(OmpKind::Work | OmpKind::Parallel | OmpKind::ImplicitTask)
+                )
+            {
+                out.push((
+                    rank,
+                    r.thread,
+                    global(rank, r.start_ns),
+                    global(rank, r.end_ns),
+                ));
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    trace
+        .for_each_record::<MpiRecord>(&ScanOptions::default(), |rank, r| {
+            if r.callsite == address && r.end_ns > r.start_ns {
+                out.push((
+                    rank,
+                    r.thread,
+                    global(rank, r.start_ns),
+                    global(rank, r.end_ns),
+                ));
+            }
+        })
+        .map_err(|e| e.to_string())?;
     out.sort_by_key(|i| (i.2, i.0, i.1));
     out.truncate(limit);
     Ok(out)
