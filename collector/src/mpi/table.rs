@@ -21,9 +21,11 @@
 //! completed request: thousands of pending inline-completed `MPI_Isend`s of
 //! several threads can share one handle). Its further entries go to a queue
 //! of their own, ordered by owner and age, under a lock; while any such
-//! entry is pending, every take (of any handle) looks at the queues under
+//! entry is pending, a take of a queued handle looks at the queues under
 //! that lock, uncontended unless threads complete requests at the same
-//! moment. The queue keeps its memory when it empties. A window of such sends then costs a lookup per
+//! moment; a take of another handle skips it, told by a few atomic hints of
+//! the queued handles (every take looks when more handles are queued than
+//! there are hints). The queue keeps its memory when it empties. A window of such sends then costs a lookup per
 //! completion, not a scan of every entry of the handle (quadratic in the
 //! window: 64 inline-completed `MPI_Isend`s and a `MPI_Waitall` took ≈ 1,900
 //! instructions per completion).
@@ -39,6 +41,8 @@ const TOMB: usize = 2;
 const MAX_PROBE: usize = 128;
 /// Shared handles whose queues are kept when they empty.
 const SHARED_KEPT: usize = 8;
+/// Handles with queued entries that a take can recognise without the lock.
+const QUEUED_HINTS: usize = 4;
 /// Payload words per entry.
 pub const WORDS: usize = 6;
 
@@ -80,6 +84,14 @@ pub struct HandleTable {
     shared: Mutex<Vec<(usize, VecDeque<[u64; WORDS]>)>>,
     /// Entries in `shared`: while 0, lookups do not look there.
     shared_len: AtomicUsize,
+    /// Handles whose queue holds entries (0: a free hint), written under the
+    /// `shared` lock: a take of another handle skips the lock (the halo
+    /// receives completed in the same `MPI_Waitall` as a window of inline
+    /// sends).
+    queued: [AtomicUsize; QUEUED_HINTS],
+    /// Handles whose queue holds entries but found no free hint: while not
+    /// 0, every take looks at the queues.
+    unhinted: AtomicUsize,
 }
 
 impl HandleTable {
@@ -97,6 +109,8 @@ impl HandleTable {
             next_seq: AtomicU64::new(0),
             shared: Mutex::new(Vec::new()),
             shared_len: AtomicUsize::new(0),
+            queued: std::array::from_fn(|_| AtomicUsize::new(0)),
+            unhinted: AtomicUsize::new(0),
         }
     }
 
@@ -175,6 +189,41 @@ impl HandleTable {
         self.shared_len.load(Ordering::Acquire) != 0
     }
 
+    /// Whether `key` may have queued entries: some do, and it is hinted or
+    /// some handle is queued without a hint.
+    #[inline]
+    fn may_be_queued(&self, key: usize) -> bool {
+        self.has_shared()
+            && (self.unhinted.load(Ordering::Acquire) != 0
+                || self.queued.iter().any(|h| h.load(Ordering::Acquire) == key))
+    }
+
+    /// `key`'s queue got its first entry (under the `shared` lock).
+    fn hint_queued(&self, key: usize) {
+        match self.queued.iter().find(|h| h.load(Ordering::Relaxed) == 0) {
+            Some(h) => h.store(key, Ordering::Release),
+            None => {
+                let n = self.unhinted.load(Ordering::Relaxed);
+                self.unhinted.store(n + 1, Ordering::Release);
+            }
+        }
+    }
+
+    /// `key`'s queue is empty again (under the `shared` lock).
+    fn unhint_queued(&self, key: usize) {
+        match self
+            .queued
+            .iter()
+            .find(|h| h.load(Ordering::Relaxed) == key)
+        {
+            Some(h) => h.store(0, Ordering::Release),
+            None => {
+                let n = self.unhinted.load(Ordering::Relaxed);
+                self.unhinted.store(n - 1, Ordering::Release);
+            }
+        }
+    }
+
     /// One more entry of a handle that is live already, in its queue's order.
     #[cold]
     #[inline(never)]
@@ -188,6 +237,9 @@ impl HandleTable {
             }
         };
         let q = &mut shared[at].1;
+        if q.is_empty() {
+            self.hint_queued(key);
+        }
         // In order: an append, but for an entry put back.
         if q.back().is_none_or(|b| b[0] <= val[0]) {
             q.push_back(val);
@@ -204,8 +256,11 @@ impl HandleTable {
     /// handle's queue once empty unless few handles are queued (a window's
     /// queue empties at every `MPI_Waitall`: its memory is kept for the next).
     fn shared_removed(&self, shared: &mut Vec<(usize, VecDeque<[u64; WORDS]>)>, at: usize) {
-        if shared[at].1.is_empty() && shared.len() > SHARED_KEPT {
-            shared.swap_remove(at);
+        if shared[at].1.is_empty() {
+            self.unhint_queued(shared[at].0);
+            if shared.len() > SHARED_KEPT {
+                shared.swap_remove(at);
+            }
         }
         let n = self.shared_len.load(Ordering::Relaxed);
         self.shared_len.store(n - 1, Ordering::Release);
@@ -268,7 +323,7 @@ impl HandleTable {
         {
             return Some((Loc::Spill(*k), *v));
         }
-        if !self.has_shared() {
+        if !self.may_be_queued(key) {
             return None;
         }
         let shared = self.shared();
@@ -284,7 +339,7 @@ impl HandleTable {
     pub fn take_oldest(&self, key: usize, me: u64) -> Option<[u64; WORDS]> {
         loop {
             let found = self.oldest(key, me);
-            if self.has_shared()
+            if self.may_be_queued(key)
                 && let Some(v) = self.take_shared_if_better(key, me, found.as_ref())
             {
                 return Some(v);
@@ -511,6 +566,43 @@ mod tests {
         t.remove_key(64);
         assert_eq!(t.get(64), None);
         assert_eq!(t.shared_len.load(Ordering::Relaxed), 0);
+        assert!(t.queued.iter().all(|h| h.load(Ordering::Relaxed) == 0));
+    }
+
+    /// More queued handles than hints: each is still found (every take looks
+    /// while one is unhinted), and the hints and the count of unhinted
+    /// handles go back to none as the queues empty, whichever order.
+    #[test]
+    fn queued_handles_beyond_the_hints_are_found() {
+        let t = HandleTable::new(8);
+        let e = |owner: u64, n: u64| [owner << OWNER_SHIFT | n; WORDS];
+        let handles: Vec<usize> = (1..=QUEUED_HINTS + 2).map(|h| h * 64).collect();
+        for &h in &handles {
+            for n in 1..=3 {
+                t.insert_dup(h, e(1, n));
+            }
+        }
+        assert_eq!(t.unhinted.load(Ordering::Relaxed), 2);
+        // A handle with no queue: nothing queued for it, whatever the hints.
+        t.insert_dup(7 * 1024, e(1, 1));
+        assert_eq!(t.take_oldest(7 * 1024, 1), Some(e(1, 1)));
+        assert_eq!(t.take_oldest(7 * 1024, 1), None);
+        for &h in handles.iter().rev() {
+            for n in 1..=3 {
+                assert_eq!(t.take_oldest(h, 1), Some(e(1, n)), "handle {h}");
+            }
+            assert_eq!(t.take_oldest(h, 1), None);
+        }
+        assert_eq!(t.unhinted.load(Ordering::Relaxed), 0);
+        assert!(t.queued.iter().all(|h| h.load(Ordering::Relaxed) == 0));
+        assert_eq!(t.shared_len.load(Ordering::Relaxed), 0);
+        // A hinted handle's queue, and an unhinted one's that takes its place.
+        t.insert_dup(64, e(1, 1));
+        t.insert_dup(64, e(1, 2));
+        assert!(t.may_be_queued(64) && !t.may_be_queued(128));
+        assert_eq!(t.take_oldest(64, 1), Some(e(1, 1)));
+        assert_eq!(t.take_oldest(64, 1), Some(e(1, 2)));
+        assert!(!t.may_be_queued(64));
     }
 
     #[test]
