@@ -193,7 +193,7 @@ pub(crate) struct OmpSpan {
 
 /// Open and read a whole trace: samples and symbols are kept; each rank's MPI
 /// rows are reduced to its spans, message sides and [`crate::rank_mpi::RankMpi`]
-/// ([`crate::mpi_rows`]) and its OpenMP rows to [`crate::omp::RankPass`] aggregates, both
+/// (`mpi_rows`) and its OpenMP rows to [`crate::omp::RankPass`] aggregates, both
 /// merged in rank order ([`OmpMerge`]), as many ranks decoded at once as
 /// `options.memory` allows. With `options.phase`, the OpenMP rows and phases
 /// are restricted to that phase's time ([`crate::focus`]); an unknown phase
@@ -1062,7 +1062,7 @@ pub fn canonical_addresses(symbols: &HashMap<u64, CodeLocation>) -> HashMap<u64,
 
 /// Apply the manifest's clock offsets (with linear drift, [`crate::aligned::clock`])
 /// to the samples (the MPI rows were put on global time where they were read,
-/// [`crate::mpi_rows`]), sort them and note each rank's first and last event.
+/// `mpi_rows`), sort them and note each rank's first and last event.
 pub fn normalise_clocks(data: &mut TraceData) {
     let clocks = Clocks::from_manifest(&data.manifest);
     data.ranks.par_iter_mut().for_each(|rd| {

@@ -18,7 +18,7 @@ pub struct RankData {
     pub omp_rows: u64,
     /// Highest OpenMP thread index seen + 1.
     pub omp_threads: u32,
-    /// What the spans read of the MPI rows (which are not kept: [`crate::mpi_rows`]).
+    /// What the spans read of the MPI rows (which are not kept: `mpi_rows`).
     pub mpi_spans: MpiSpans,
     /// MPI rows analysed (after a focus), request completions included.
     pub mpi_rows: u64,
