@@ -378,6 +378,50 @@ impl Trace {
         })
     }
 
+    /// The (start, end) of every row of a table (with filters; the times of
+    /// its time columns, `time_ns` twice for samples), handed to `f` with its
+    /// rank: only those two columns are decoded. Nothing for a table without
+    /// times.
+    pub fn for_each_time(
+        &self,
+        table: Table,
+        options: &ScanOptions,
+        mut f: impl FnMut(u32, i64, i64),
+    ) -> Result<(), FormatError> {
+        let Some((start, end)) = table.time_columns() else {
+            return Ok(());
+        };
+        let options = ScanOptions {
+            columns: Some(vec![start.to_string(), end.to_string()]),
+            ..options.clone()
+        };
+        for batch in self.scan(table, &options) {
+            let batch = batch?;
+            let column = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .and_then(|c| c.as_primitive_opt::<Int64Type>())
+            };
+            let (Some(ranks), Some(s), Some(e)) = (
+                batch
+                    .column(0)
+                    .as_primitive_opt::<arrow_array::types::UInt32Type>(),
+                column(start),
+                column(end),
+            ) else {
+                // The scan checked each part's schema: not reached but for a bug.
+                return Err(FormatError::Invalid {
+                    path: self.dir.join(table.dir_name()),
+                    message: format!("a batch without its rank, {start} or {end} column"),
+                });
+            };
+            for i in 0..batch.num_rows() {
+                f(ranks.value(i), s.value(i), e.value(i));
+            }
+        }
+        Ok(())
+    }
+
     /// The batches of the parts `options` selects, part after part, with
     /// each part's rank (and, with a part's first batch, the rows it may
     /// still yield).

@@ -275,6 +275,21 @@ fn time_range_filter_keeps_overlapping_rows() {
             .filter(|(_, x)| x.start_ns <= to && x.end_ns >= from)
             .collect();
         assert_eq!(got, want, "window {from}..{to}");
+        // The same rows one at a time, and their times alone.
+        let mut streamed = Vec::new();
+        trace
+            .for_each_record::<OmpRecord>(&options, |r, x| streamed.push((r, x)))
+            .unwrap();
+        assert_eq!(streamed, want);
+        let mut times = Vec::new();
+        trace
+            .for_each_time(Table::Omp, &options, |r, s, e| times.push((r, s, e)))
+            .unwrap();
+        let want_times: Vec<(u32, i64, i64)> = want
+            .iter()
+            .map(|(r, x)| (*r, x.start_ns, x.end_ns))
+            .collect();
+        assert_eq!(times, want_times);
         // Same through the projected scan (time columns not projected).
         let projected = ScanOptions {
             columns: Some(vec!["count".into()]),

@@ -38,7 +38,7 @@ use clap::ValueEnum;
 use hyscope_analyzer::aligned::{Clocks, Message, RankSides, align_rows, match_sides};
 use hyscope_format::{
     MpiRecord, NO_RANK, OmpKind, OmpRecord, PhaseRecord, SELF_COMM_ID, SampleRecord, ScanOptions,
-    SymbolRecord, Trace, mpi_call, mpi_call::is_send, variant_name,
+    SymbolRecord, Table, Trace, mpi_call, mpi_call::is_send, variant_name,
 };
 use serde_json::{Value, json};
 
@@ -226,9 +226,10 @@ struct RankMeta {
 }
 
 impl<'t> TraceData<'t> {
-    /// Every rank's rows are read once here (for the export's time 0, the
-    /// message sides and the communicators used) and once more as each rank
-    /// is written: one rank's rows in memory at a time.
+    /// Every rank's MPI rows and the times of its OpenMP rows are read here
+    /// (for the export's time 0, the message sides and the communicators
+    /// used), and its rows once more as it is written: one rank's rows in
+    /// memory at a time.
     fn load(trace: &'t Trace, from: Option<i64>, to: Option<i64>) -> anyhow::Result<TraceData<'t>> {
         let m = &trace.manifest;
         let ranks: Vec<RankMeta> = trace
@@ -284,17 +285,25 @@ impl<'t> TraceData<'t> {
         let mut sides = Vec::with_capacity(data.ranks.len());
         let mut first: Option<i64> = None;
         for rank in data.ranks.iter().map(|r| r.rank) {
-            let mpi = data.mpi_rows(rank)?;
+            let mut mpi = data.mpi_rows(rank)?;
             sides.push(RankSides::of(rank, &mpi));
-            let rows = data.rank_rows_from(rank, mpi)?;
-            data.self_used |= rows.mpi.iter().any(|r| r.comm_id == SELF_COMM_ID);
-            let rank_first = rows
-                .omp
-                .iter()
-                .map(|r| r.start_ns)
-                .chain(rows.mpi.iter().map(|r| r.start_ns))
+            mpi.retain(|r| data.in_window(r.start_ns, r.end_ns));
+            data.self_used |= mpi.iter().any(|r| r.comm_id == SELF_COMM_ID);
+            first = first
+                .into_iter()
+                .chain(mpi.iter().map(|r| r.start_ns))
                 .min();
-            first = first.into_iter().chain(rank_first).min();
+            // Of the OpenMP rows, only their times are read here.
+            let opts = ScanOptions {
+                ranks: Some(vec![rank]),
+                ..data.scan.clone()
+            };
+            trace.for_each_time(Table::Omp, &opts, |_, s, e| {
+                let (s, e) = (data.global(rank, s), data.global(rank, e));
+                if data.in_window(s, e) {
+                    first = Some(first.map_or(s, |f| f.min(s)));
+                }
+            })?;
         }
         let (messages, _) = match_sides(sides);
         data.messages = messages
