@@ -309,17 +309,15 @@ pub(crate) fn load_in(
     let raw = (-MAX_CLOCK_NS, MAX_CLOCK_NS);
     let omp_parts = trace.parts(Table::Omp);
     let mpi_parts = trace.parts(Table::Mpi);
-    // The OpenMP and MPI parts of each rank (the MPI ones biggest first), and
-    // the ranks this process decodes.
+    // The OpenMP and MPI parts of each rank (in index order, as every view
+    // reads them: rows of equal sort keys keep one order), and the ranks
+    // this process decodes.
     let mut rank_parts: std::collections::BTreeMap<u32, RankParts> = Default::default();
     for p in omp_parts {
         rank_parts.entry(p.rank).or_default().0.push(p);
     }
     for p in mpi_parts {
         rank_parts.entry(p.rank).or_default().1.push(p);
-    }
-    for (_, mpi) in rank_parts.values_mut() {
-        mpi.sort_by_key(|p| std::cmp::Reverse(p.bytes));
     }
     let own = match exchange {
         None => 0..rank_parts.len(),

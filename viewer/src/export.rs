@@ -35,7 +35,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::ValueEnum;
-use hyscope_analyzer::aligned::{Clocks, Message, RankSides, align_rows, match_sides};
+use hyscope_analyzer::aligned::{Clocks, Message, RankSides, match_sides};
 use hyscope_format::{
     MpiRecord, NO_RANK, OmpKind, OmpRecord, PhaseRecord, SELF_COMM_ID, SampleRecord, ScanOptions,
     SymbolRecord, Table, Trace, mpi_call, mpi_call::is_send, variant_name,
@@ -360,18 +360,11 @@ impl<'t> TraceData<'t> {
     /// Rank `rank`'s MPI rows, all of them, on global time in the aligned
     /// layer's order.
     fn mpi_rows(&self, rank: u32) -> anyhow::Result<Vec<MpiRecord>> {
-        let opts = ScanOptions {
-            ranks: Some(vec![rank]),
-            ..ScanOptions::default()
-        };
-        let mut rows: Vec<MpiRecord> = self
-            .trace
-            .read_records(&opts)?
-            .into_iter()
-            .map(|(_, r)| r)
-            .collect();
-        align_rows(&self.clocks, rank, &mut rows);
-        Ok(rows)
+        Ok(hyscope_analyzer::aligned::rank_rows(
+            self.trace,
+            &self.clocks,
+            rank,
+        )?)
     }
 
     /// Rank `rank`'s OpenMP and MPI rows in the window.

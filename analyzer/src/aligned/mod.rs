@@ -62,14 +62,20 @@ pub fn read_messages(trace: &Trace) -> Result<MessageList, FormatError> {
     let clocks = Clocks::from_manifest(&trace.manifest);
     let mut sides = Vec::new();
     for rank in trace.ranks() {
-        let options = ScanOptions {
-            ranks: Some(vec![rank]),
-            ..ScanOptions::default()
-        };
-        let mut rows: Vec<MpiRecord> = Vec::new();
-        trace.for_each_record::<MpiRecord>(&options, |_, r| rows.push(r))?;
-        align_rows(&clocks, rank, &mut rows);
-        sides.push(RankSides::of(rank, &rows));
+        sides.push(RankSides::of(rank, &rank_rows(trace, &clocks, rank)?));
     }
     Ok(match_sides(sides).0)
+}
+
+/// Rank `rank`'s `mpi` rows, parts in index order, on global time in
+/// [`sort_rows`] order: what the views read of one rank.
+pub fn rank_rows(trace: &Trace, clocks: &Clocks, rank: u32) -> Result<Vec<MpiRecord>, FormatError> {
+    let options = ScanOptions {
+        ranks: Some(vec![rank]),
+        ..ScanOptions::default()
+    };
+    let mut rows: Vec<MpiRecord> = Vec::new();
+    trace.for_each_record::<MpiRecord>(&options, |_, r| rows.push(r))?;
+    align_rows(clocks, rank, &mut rows);
+    Ok(rows)
 }

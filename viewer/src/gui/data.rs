@@ -218,6 +218,9 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
     let global = |rank: u32, t: i64| clocks.to_global(rank, t).ns();
     // The whole trace searched batch by batch, never held.
     let mut out = Vec::new();
+    let mut found = |rank: u32, thread: u32, start: i64, end: i64| {
+        out.push((rank, thread, global(rank, start), global(rank, end)))
+    };
     trace
         .for_each_record::<OmpRecord>(&ScanOptions::default(), |rank, r| {
             let kind = OmpKind::from_u8(r.kind);
@@ -227,24 +230,14 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
                     Some(OmpKind::Work | OmpKind::Parallel | OmpKind::ImplicitTask)
                 )
             {
-                out.push((
-                    rank,
-                    r.thread,
-                    global(rank, r.start_ns),
-                    global(rank, r.end_ns),
-                ));
+                found(rank, r.thread, r.start_ns, r.end_ns);
             }
         })
         .map_err(|e| e.to_string())?;
     trace
         .for_each_record::<MpiRecord>(&ScanOptions::default(), |rank, r| {
             if r.callsite == address && r.end_ns > r.start_ns {
-                out.push((
-                    rank,
-                    r.thread,
-                    global(rank, r.start_ns),
-                    global(rank, r.end_ns),
-                ));
+                found(rank, r.thread, r.start_ns, r.end_ns);
             }
         })
         .map_err(|e| e.to_string())?;
