@@ -93,7 +93,7 @@ fn main() {
                 *per_kind.entry(r.kind).or_default() += 1;
             }
             rows += batch.len() as u64;
-            let ((), wall, cpu) = timed(|| writer.write_omp(&mut batch).expect("write"));
+            let ((), wall, cpu) = timed(|| writer.write_omp(&batch).expect("write"));
             write_time += wall;
             write_cpu += cpu;
             if !more {

@@ -53,33 +53,46 @@ fn str_col<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray, String
         .ok_or_else(|| format!("column `{name}` has the wrong type"))
 }
 
+/// The `omp` table's columns from `rows` in the iterator's order.
+fn omp_batch<'a>(rows: impl Iterator<Item = &'a OmpRecord> + Clone) -> RecordBatch {
+    macro_rules! column {
+        ($ty:ident, $f:ident) => {
+            Arc::new($ty::from_iter_values(rows.clone().map(|r| r.$f))) as ArrayRef
+        };
+    }
+    batch(
+        Table::Omp,
+        vec![
+            column!(UInt32Array, thread),
+            column!(UInt8Array, kind),
+            column!(UInt8Array, variant),
+            column!(Int64Array, start_ns),
+            column!(Int64Array, end_ns),
+            column!(UInt64Array, parallel_id),
+            column!(UInt64Array, task_id),
+            column!(UInt64Array, codeptr),
+            column!(UInt32Array, team_size),
+            column!(UInt32Array, requested_team_size),
+            column!(UInt64Array, count),
+            column!(UInt64Array, chunk_start),
+            column!(UInt32Array, flags),
+        ],
+    )
+}
+
+impl OmpRecord {
+    /// The batch of `rows[i]` for each `i` of `order`, in that order (a
+    /// writer's sorted rows, read where they are).
+    pub fn to_batch_in_order(rows: &[OmpRecord], order: &[u32]) -> RecordBatch {
+        omp_batch(order.iter().map(|&i| &rows[i as usize]))
+    }
+}
+
 impl Record for OmpRecord {
     const TABLE: Table = Table::Omp;
 
     fn to_batch(rows: &[Self]) -> RecordBatch {
-        macro_rules! column {
-            ($ty:ident, $f:ident) => {
-                Arc::new($ty::from_iter_values(rows.iter().map(|r| r.$f))) as ArrayRef
-            };
-        }
-        batch(
-            Table::Omp,
-            vec![
-                column!(UInt32Array, thread),
-                column!(UInt8Array, kind),
-                column!(UInt8Array, variant),
-                column!(Int64Array, start_ns),
-                column!(Int64Array, end_ns),
-                column!(UInt64Array, parallel_id),
-                column!(UInt64Array, task_id),
-                column!(UInt64Array, codeptr),
-                column!(UInt32Array, team_size),
-                column!(UInt32Array, requested_team_size),
-                column!(UInt64Array, count),
-                column!(UInt64Array, chunk_start),
-                column!(UInt32Array, flags),
-            ],
-        )
+        omp_batch(rows.iter())
     }
 
     fn from_batch(b: &RecordBatch) -> Result<Vec<Self>, String> {

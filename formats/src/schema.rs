@@ -73,10 +73,7 @@ impl Table {
     }
 
     /// Columns written with DELTA_BINARY_PACKED instead of a dictionary: the
-    /// sorted-ish timestamps and ids, and for `omp` the small integer columns
-    /// that are constant over long runs once rows are sorted by (thread, kind,
-    /// start) — there delta costs the same bytes as a dictionary (+0.1 %) and
-    /// skips the writer's hashing (benchmarks/formats.md).
+    /// sorted-ish timestamps and ids (benchmarks/formats.md).
     pub fn delta_columns(self) -> &'static [&'static str] {
         match self {
             Table::Omp => &[
@@ -85,6 +82,22 @@ impl Table {
                 "parallel_id",
                 "task_id",
                 "chunk_start",
+            ],
+            Table::Mpi => &["start_ns", "end_ns", "request_id"],
+            Table::Samples => &["time_ns"],
+            Table::Symbols => &[],
+            Table::Phases => &["start_ns", "end_ns"],
+        }
+    }
+
+    /// Columns written PLAIN instead of with a dictionary: for `omp`, the
+    /// small integer columns that are constant over long runs once rows are
+    /// sorted by (thread, kind, start). zstd folds those runs to a few bytes:
+    /// slightly smaller than delta or a dictionary, and the writer neither
+    /// hashes nor bit-packs them (benchmarks/formats.md).
+    pub fn plain_columns(self) -> &'static [&'static str] {
+        match self {
+            Table::Omp => &[
                 "thread",
                 "kind",
                 "variant",
@@ -92,10 +105,7 @@ impl Table {
                 "requested_team_size",
                 "flags",
             ],
-            Table::Mpi => &["start_ns", "end_ns", "request_id"],
-            Table::Samples => &["time_ns"],
-            Table::Symbols => &[],
-            Table::Phases => &["start_ns", "end_ns"],
+            _ => &[],
         }
     }
 

@@ -8,7 +8,9 @@
 //!
 //! Encoding, chosen for size (see BENCHMARKS.md): zstd; dictionary encoding for
 //! every column except the timestamp/id columns of [`Table::delta_columns`],
-//! which get `DELTA_BINARY_PACKED`. Rows of the `omp` table are sorted by
+//! which get `DELTA_BINARY_PACKED`, and the small constant-over-long-runs
+//! columns of [`Table::plain_columns`], which get `PLAIN` (zstd then folds
+//! their runs). Min/max statistics for the time columns only. Rows of the `omp` table are sorted by
 //! (thread, kind, start) and those of the `mpi` table by (thread, start) within
 //! each write ([`PartWriter::write_omp`], [`PartWriter::write_mpi`]) so that
 //! timestamp deltas stay small and row-group statistics make time-range filters
@@ -160,6 +162,10 @@ pub struct PartWriter {
     /// Step between this writer's part indices (see [`PartWriter::create_interleaved`]).
     index_step: u32,
     stats: WriterStats,
+    /// The OpenMP rows' sort, kept from one write to the next: allocated
+    /// once per writer, not once per batch (each batch's fresh pages were
+    /// a third of the collector's page faults at exit).
+    sort: OmpSort,
 }
 
 struct OpenPart {
@@ -192,6 +198,7 @@ impl PartWriter {
             next_index,
             index_step: 1,
             stats: WriterStats::default(),
+            sort: OmpSort::default(),
         })
     }
 
@@ -220,6 +227,7 @@ impl PartWriter {
                 next_index: base + j,
                 index_step: count,
                 stats: WriterStats::default(),
+                sort: OmpSort::default(),
             });
         }
         writers[0].index_step = count;
@@ -247,9 +255,19 @@ impl PartWriter {
     /// synthetic benchmark trace this saves ~14 % of the bytes (benchmarks/formats.md).
     /// Within a kind and thread, rows are in start order; a consumer that needs
     /// one global order sorts (rows of a long interval arrive in a later write anyway).
-    pub fn write_omp(&mut self, rows: &mut [OmpRecord]) -> Result<(), FormatError> {
-        sort_omp(rows);
-        self.write_records(rows)
+    /// The rows are written in that order; the slice itself is left as it is.
+    pub fn write_omp(&mut self, rows: &[OmpRecord]) -> Result<(), FormatError> {
+        let mut sort = std::mem::take(&mut self.sort);
+        let result = if sort.order(rows) {
+            let group = self.options.rows_per_row_group.max(1);
+            sort.order
+                .chunks(group)
+                .try_for_each(|order| self.write_batch(&OmpRecord::to_batch_in_order(rows, order)))
+        } else {
+            self.write_records(rows)
+        };
+        self.sort = sort;
+        result
     }
 
     /// Append MPI records, sorted by (thread, start) first.
@@ -412,50 +430,107 @@ fn sort_mpi(rows: &mut [MpiRecord]) {
     rows.copy_from_slice(&sorted);
 }
 
-/// Sort OpenMP records by (thread, kind, start, longest first).
+/// The order of OpenMP records by (thread, kind, start, longest first),
+/// with its buffers kept for the next batch.
 ///
-/// Fast path: one `u128` key per row — thread and kind (40 bits), start
-/// relative to the earliest start (56 bits, 2.3 years), row index (32 bits) —
-/// sorted with single integer comparisons; rows with equal (thread, kind,
-/// start) are then put longest first. Falls back to the generic sort when a
-/// batch does not fit that layout.
-fn sort_omp(rows: &mut [OmpRecord]) {
-    let key = |r: &OmpRecord| (r.thread, r.kind, r.start_ns, std::cmp::Reverse(r.end_ns));
-    if rows.is_sorted_by_key(key) {
-        return;
-    }
-    let min_start = rows.iter().map(|r| r.start_ns).min().unwrap_or(0);
-    let max_start = rows.iter().map(|r| r.start_ns).max().unwrap_or(0);
-    let span = (max_start as i128 - min_start as i128) as u128;
-    if rows.len() > u32::MAX as usize || span >= 1 << 56 {
-        sort_rows(rows, key);
-        return;
-    }
-    let mut keys: Vec<u128> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let tk = (u128::from(r.thread) << 8) | u128::from(r.kind);
+/// A spool holds each thread's rows in the order they closed, so the rows of
+/// one (thread, kind) are already in start order but where intervals of that
+/// kind nest (nested regions, a task inside a task). The fast path counts the
+/// rows into one bucket per (thread, kind), in that order, as `u128` keys:
+/// start relative to the earliest start (56 bits, 2.3 years) and row index
+/// (32 bits); a stable sort, which finds and merges the runs already in
+/// order, then sorts each bucket in about one pass, and rows with equal
+/// starts are put longest first. A quicksort of the whole batch's keys cost
+/// three times as much (`unspool_bench`, benchmarks/formats.md). Falls back to
+/// the generic sort when a batch does not fit that layout. The rows are not
+/// moved: the writer reads them in [`OmpSort::order`].
+#[derive(Default)]
+struct OmpSort {
+    keys: Vec<u128>,
+    /// ends[b]: one past bucket b's last key, once every row is placed.
+    ends: Vec<u32>,
+    /// Row indices in sorted order.
+    order: Vec<u32>,
+}
+
+impl OmpSort {
+    /// Fill [`OmpSort::order`]; false (and nothing filled) when the rows are
+    /// in order already.
+    fn order(&mut self, rows: &[OmpRecord]) -> bool {
+        let key = |r: &OmpRecord| (r.thread, r.kind, r.start_ns, std::cmp::Reverse(r.end_ns));
+        if rows.is_sorted_by_key(key) {
+            return false;
+        }
+        let first = rows[0];
+        let (mut min_start, mut max_start) = (first.start_ns, first.start_ns);
+        let (mut min_thread, mut max_thread, mut max_kind) =
+            (first.thread, first.thread, first.kind);
+        for r in rows {
+            min_start = min_start.min(r.start_ns);
+            max_start = max_start.max(r.start_ns);
+            min_thread = min_thread.min(r.thread);
+            max_thread = max_thread.max(r.thread);
+            max_kind = max_kind.max(r.kind);
+        }
+        let span = (max_start as i128 - min_start as i128) as u128;
+        let kinds = usize::from(max_kind) + 1;
+        let buckets = (max_thread - min_thread) as usize * kinds + kinds;
+        self.order.clear();
+        if rows.len() > u32::MAX as usize || span >= 1 << 56 || buckets > 1 << 20 {
+            let mut keyed: Vec<_> = rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (key(r), i as u32))
+                .collect();
+            keyed.sort_unstable();
+            self.order.extend(keyed.iter().map(|&(_, i)| i));
+            return true;
+        }
+        let bucket = |r: &OmpRecord| (r.thread - min_thread) as usize * kinds + usize::from(r.kind);
+        let ends = &mut self.ends;
+        ends.clear();
+        ends.resize(buckets + 1, 0);
+        for r in rows {
+            ends[bucket(r) + 1] += 1;
+        }
+        for b in 1..=buckets {
+            ends[b] += ends[b - 1];
+        }
+        let keys = &mut self.keys;
+        keys.clear();
+        keys.resize(rows.len(), 0);
+        for (i, r) in rows.iter().enumerate() {
+            let at = &mut ends[bucket(r)];
             let start = (r.start_ns as i128 - min_start as i128) as u128;
-            (tk << 88) | (start << 32) | i as u128
-        })
-        .collect();
-    keys.sort_unstable();
-    let index = |k: u128| (k as u32) as usize;
-    let mut i = 0;
-    while i < keys.len() {
-        let group = keys[i] >> 32;
-        let mut j = i + 1;
-        while j < keys.len() && keys[j] >> 32 == group {
-            j += 1;
+            keys[*at as usize] = (start << 32) | i as u128;
+            *at += 1;
         }
-        if j - i > 1 {
-            keys[i..j].sort_unstable_by_key(|&k| (std::cmp::Reverse(rows[index(k)].end_ns), k));
+        let index = |k: u128| (k as u32) as usize;
+        let mut from = 0;
+        for &to in &ends[..buckets] {
+            let keys = &mut keys[from..to as usize];
+            from = to as usize;
+            if keys.len() < 2 {
+                continue;
+            }
+            keys.sort();
+            let mut i = 0;
+            while i < keys.len() {
+                let start = keys[i] >> 32;
+                let mut j = i + 1;
+                while j < keys.len() && keys[j] >> 32 == start {
+                    j += 1;
+                }
+                if j - i > 1 {
+                    keys[i..j]
+                        .sort_unstable_by_key(|&k| (std::cmp::Reverse(rows[index(k)].end_ns), k));
+                }
+                i = j;
+            }
         }
-        i = j;
+        self.order.extend(keys.iter().map(|&k| k as u32));
+        true
     }
-    let sorted: Vec<OmpRecord> = keys.iter().map(|&k| rows[index(k)]).collect();
-    rows.copy_from_slice(&sorted);
 }
 
 fn existing_max_index(dir: &Path) -> Option<u32> {
@@ -491,5 +566,106 @@ fn writer_properties(table: Table, rank: u32, options: &WriterOptions) -> Writer
             .set_column_dictionary_enabled(path.clone(), false)
             .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
     }
+    for column in table.plain_columns() {
+        let path = ColumnPath::from(*column);
+        builder = builder
+            .set_column_dictionary_enabled(path.clone(), false)
+            .set_column_encoding(path, Encoding::PLAIN);
+    }
+    // Statistics only where a reader uses them: the time columns, for
+    // time-range filters (`row_group_overlaps`). Each other column's min/max
+    // cost the writer 3 % of its time and no reader looked at it.
+    if let Some((start, end)) = table.time_columns() {
+        builder = builder.set_statistics_enabled(EnabledStatistics::None);
+        for column in [start, end] {
+            builder = builder
+                .set_column_statistics_enabled(ColumnPath::from(column), EnabledStatistics::Chunk);
+        }
+    }
     builder.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::OmpKind;
+
+    /// Rows as a spool holds them: per thread in the order they closed
+    /// (nested intervals of one kind before their parent, equal starts with
+    /// different ends), threads' blocks interleaved.
+    fn spool_order(threads: u32, first_thread: u32) -> Vec<OmpRecord> {
+        let mut blocks: Vec<Vec<OmpRecord>> = Vec::new();
+        for t in 0..threads {
+            let mut rows = Vec::new();
+            let mut at = 1_000 * i64::from(t);
+            for i in 0..500u64 {
+                let rec = |kind: OmpKind, start: i64, end: i64| OmpRecord {
+                    thread: first_thread + t,
+                    kind: kind as u8,
+                    start_ns: start,
+                    end_ns: end,
+                    count: i,
+                    ..OmpRecord::default()
+                };
+                // A nested region closes before its parent; two intervals of
+                // one kind start together; a chunk and its loop end together.
+                rows.push(rec(OmpKind::Parallel, at + 10, at + 20));
+                rows.push(rec(OmpKind::Sync, at + 30, at + 40));
+                rows.push(rec(OmpKind::Sync, at + 30, at + 45));
+                rows.push(rec(OmpKind::Chunk, at + 50, at + 60));
+                rows.push(rec(OmpKind::Work, at + 50, at + 60));
+                rows.push(rec(OmpKind::Parallel, at, at + 70));
+                at += 100 - (i % 7) as i64;
+            }
+            blocks.extend(rows.chunks(37).map(<[OmpRecord]>::to_vec));
+        }
+        // Threads' blocks interleaved, as the writer spools them.
+        blocks.sort_by_key(|b| b[0].start_ns);
+        blocks.concat()
+    }
+
+    fn by_generic_sort(rows: &[OmpRecord]) -> Vec<OmpRecord> {
+        let mut expected = rows.to_vec();
+        sort_rows(&mut expected, |r: &OmpRecord| {
+            (r.thread, r.kind, r.start_ns, std::cmp::Reverse(r.end_ns))
+        });
+        expected
+    }
+
+    fn sorted(sort: &mut OmpSort, rows: &[OmpRecord]) -> Vec<OmpRecord> {
+        if !sort.order(rows) {
+            return rows.to_vec();
+        }
+        sort.order.iter().map(|&i| rows[i as usize]).collect()
+    }
+
+    #[test]
+    fn omp_rows_sort_as_the_generic_sort_does_on_every_path() {
+        // One sort for every batch, as a writer keeps it.
+        let mut sort = OmpSort::default();
+        // The bucketed fast path.
+        let rows = spool_order(3, 0);
+        assert_eq!(sorted(&mut sort, &rows), by_generic_sort(&rows));
+        assert_ne!(
+            by_generic_sort(&rows),
+            rows,
+            "the input was not sorted already"
+        );
+        // Fewer rows after more: nothing of the larger batch is left over.
+        let few = spool_order(1, 2);
+        assert_eq!(sorted(&mut sort, &few), by_generic_sort(&few));
+        // Rows in order already.
+        let in_order = by_generic_sort(&rows);
+        assert!(!sort.order(&in_order));
+        // Thread ids too far apart for a bucket table: the generic sort.
+        let mut wide = spool_order(2, 0);
+        for r in wide.iter_mut().filter(|r| r.thread == 1) {
+            r.thread = u32::MAX;
+        }
+        assert_eq!(sorted(&mut sort, &wide), by_generic_sort(&wide));
+        // Starts too far apart for the key's 56 bits: the generic sort.
+        let mut far = spool_order(2, 5);
+        far[0].start_ns = i64::MIN;
+        assert_eq!(sorted(&mut sort, &far), by_generic_sort(&far));
+    }
 }

@@ -148,7 +148,7 @@ fn write_omp_sorts_by_thread_kind_start_longest_first() {
         end_ns,
         ..OmpRecord::default()
     };
-    let mut rows = vec![
+    let rows = vec![
         row(1, OmpKind::Chunk, 50, 60),
         row(0, OmpKind::Sync, 90, 95),
         row(0, OmpKind::Chunk, 30, 40),
@@ -160,7 +160,7 @@ fn write_omp_sorts_by_thread_kind_start_longest_first() {
         row(0, OmpKind::Work, 5, 88),
     ];
     let mut w = PartWriter::create(dir.path(), Table::Omp, 0, small(100, 100)).unwrap();
-    w.write_omp(&mut rows).unwrap();
+    w.write_omp(&rows).unwrap();
     w.finish().unwrap();
     write_manifest(dir.path(), [0].into_iter());
     let back: Vec<(u32, u8, i64, i64)> = Trace::open(dir.path())

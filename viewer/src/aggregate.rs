@@ -218,7 +218,7 @@ pub(crate) mod test_trace {
         for r in 0..ranks {
             let o = WriterOptions::default();
             let mut w = PartWriter::create(dir, Table::Omp, r, o.clone()).unwrap();
-            w.write_omp(&mut [OmpRecord {
+            w.write_omp(&[OmpRecord {
                 thread: 0,
                 kind: OmpKind::ImplicitTask as u8,
                 start_ns: 0,

@@ -27,12 +27,12 @@ fn write_trace(dir: &Path) -> (i64, i64) {
             seed: 7,
             ..OmpTraceSpec::default()
         };
-        let mut rows = OmpGenerator::all(spec, rank);
+        let rows = OmpGenerator::all(spec, rank);
         for r in &rows {
             span = (span.0.min(r.start_ns), span.1.max(r.end_ns));
         }
         let mut w = PartWriter::create(dir, Table::Omp, rank, WriterOptions::default()).unwrap();
-        w.write_omp(&mut rows).unwrap();
+        w.write_omp(&rows).unwrap();
         w.finish().unwrap();
     }
     // Ten messages from rank 0 to rank 1 across the run.

@@ -66,7 +66,7 @@ fn write_trace(
     for (rank, offset, omp_rows, mpi_rows) in ranks {
         if !omp_rows.is_empty() {
             let mut w = PartWriter::create(dir, Table::Omp, *rank, options.clone()).unwrap();
-            w.write_omp(&mut omp_rows.clone()).unwrap();
+            w.write_omp(omp_rows).unwrap();
             w.finish().unwrap();
         }
         if !mpi_rows.is_empty() {

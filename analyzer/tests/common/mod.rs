@@ -82,7 +82,7 @@ impl Builder {
         for (r, rows) in self.omp.iter().enumerate() {
             if !rows.is_empty() {
                 let mut w = PartWriter::create(dir, Table::Omp, r as u32, opts.clone()).unwrap();
-                w.write_omp(&mut rows.clone()).unwrap();
+                w.write_omp(rows).unwrap();
                 w.finish().unwrap();
             }
         }

@@ -75,7 +75,7 @@ pub fn write_synth_trace(out: &Path, events: u64, ranks: u32, threads: u32) {
                     });
                 }
             }
-            omp.write_omp(&mut buf).unwrap();
+            omp.write_omp(&buf).unwrap();
             mpi.write_mpi(&mut calls).unwrap();
             if !more {
                 break;

@@ -65,7 +65,7 @@ fn omp(thread: u32, kind: OmpKind, variant: u8, start: i64, end: i64, codeptr: u
 fn write_trace(dir: &Path) {
     let o = WriterOptions::default();
     let mut w = PartWriter::create(dir, Table::Omp, 0, o.clone()).unwrap();
-    w.write_omp(&mut [
+    w.write_omp(&[
         omp(0, OmpKind::ImplicitTask, 0, T, T + SPAN, 0x401a00),
         omp(1, OmpKind::ImplicitTask, 0, T, T + SPAN, 0x401a00),
         omp(1, OmpKind::Sync, 1, T, T + SPAN, 0x401b00),

@@ -243,7 +243,7 @@ fn write(name: &str, energy: bool) -> PathBuf {
         }
     }];
     for rank in 0..2_u32 {
-        let mut o = omp_rows(rank);
+        let o = omp_rows(rank);
         let mut p = mpi_rows(rank);
         let samples = sample_rows(energy && rank == 0);
         m.ranks.push(RankInfo {
@@ -263,7 +263,7 @@ fn write(name: &str, energy: bool) -> PathBuf {
             ..Default::default()
         });
         let mut w = PartWriter::create(&dir, Table::Omp, rank, WriterOptions::default()).unwrap();
-        w.write_omp(&mut o).unwrap();
+        w.write_omp(&o).unwrap();
         w.finish().unwrap();
         let mut w = PartWriter::create(&dir, Table::Mpi, rank, WriterOptions::default()).unwrap();
         w.write_mpi(&mut p).unwrap();
