@@ -52,7 +52,11 @@ impl OmpMerge {
     /// the canonical code address (`canon`, [`TraceData::canon`]).
     pub fn add(&mut self, p: RankPass, canon: impl Fn(u64) -> u64) {
         debug_assert!(self.ranks.last().is_none_or(|r| r.rank < p.info.rank));
-        for (k, v) in p.regions {
+        // In order of the raw code address: several may share one canonical
+        // address, and their floating-point times must add up in one order,
+        // not the hash maps' (which differs from run to run), so the same
+        // trace gives the same digits every time.
+        for (k, v) in by_address(p.regions) {
             let e = self.regions.entry(canon(k)).or_default();
             e.instances += v.instances;
             e.serialized += v.serialized;
@@ -75,11 +79,11 @@ impl OmpMerge {
                 add_thread_stats(x, &t);
             }
         }
-        for (k, mut v) in p.loops {
+        for (k, mut v) in by_address(p.loops) {
             v.region_codeptr = canon(v.region_codeptr);
             self.loops.entry(canon(k)).or_default().merge(v);
         }
-        for (k, v) in p.mutexes {
+        for (k, v) in by_address(p.mutexes) {
             let e = self.mutexes.entry(canon(k)).or_default();
             e.kind = v.kind;
             e.acquisitions += v.acquisitions;
@@ -104,6 +108,13 @@ impl OmpMerge {
         self.notes.extend(p.notes);
         self.ranks.push(p.info);
     }
+}
+
+/// A rank's aggregates in order of their code address.
+fn by_address<V>(map: HashMap<u64, V>) -> Vec<(u64, V)> {
+    let mut v: Vec<(u64, V)> = map.into_iter().collect();
+    v.sort_unstable_by_key(|&(k, _)| k);
+    v
 }
 
 /// The OpenMP pass over every rank, from their merged aggregates.
@@ -329,4 +340,39 @@ pub fn analyze_omp(
         o.fine_grain = fg;
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ThreadRegionStats;
+
+    /// Many raw addresses of one source location (one canonical address):
+    /// their floating-point times add up in address order, whatever order
+    /// the rank's hash map holds them in, so a report is the same to the last
+    /// digit every time.
+    #[test]
+    fn addresses_of_one_location_add_up_in_address_order() {
+        let value = |i: u64| match i % 3 {
+            0 => 1e16,
+            1 => 1.0 + i as f64 * 0.1,
+            _ => -1e16,
+        };
+        let mut pass = RankPass::default();
+        for i in 0..64u64 {
+            let mut t = ThreadRegionStats::default();
+            t.barrier.total_s = value(i);
+            let acc = pass.regions.entry(0x1000 + i).or_default();
+            acc.time = 1;
+            acc.per_thread.insert((0, 0), t);
+        }
+        let mut merge = OmpMerge::default();
+        merge.add(pass, |_| 0x1000);
+        let mut want = 0.0;
+        for i in 0..64u64 {
+            want += value(i);
+        }
+        let got = merge.regions[&0x1000].per_thread[&(0, 0)].barrier.total_s;
+        assert_eq!(got.to_bits(), want.to_bits(), "{got} against {want}");
+    }
 }
