@@ -80,11 +80,72 @@ fn omp_batch<'a>(rows: impl Iterator<Item = &'a OmpRecord> + Clone) -> RecordBat
     )
 }
 
-impl OmpRecord {
-    /// The batch of `rows[i]` for each `i` of `order`, in that order (a
-    /// writer's sorted rows, read where they are).
-    pub fn to_batch_in_order(rows: &[OmpRecord], order: &[u32]) -> RecordBatch {
-        omp_batch(order.iter().map(|&i| &rows[i as usize]))
+/// The `omp` table's column buffers, kept by a writer from one batch to the
+/// next: each batch's columns are written into the buffers the previous
+/// batch's used, where fresh ones were allocated and, once freed, given back
+/// to the system by the allocator and faulted in again for the next batch
+/// (the collector encodes its trace at exit, in a process whose encoder
+/// threads start with no memory of their own).
+#[derive(Default)]
+pub struct OmpColumns {
+    thread: Vec<u32>,
+    kind: Vec<u8>,
+    variant: Vec<u8>,
+    start_ns: Vec<i64>,
+    end_ns: Vec<i64>,
+    parallel_id: Vec<u64>,
+    task_id: Vec<u64>,
+    codeptr: Vec<u64>,
+    team_size: Vec<u32>,
+    requested_team_size: Vec<u32>,
+    count: Vec<u64>,
+    chunk_start: Vec<u64>,
+    flags: Vec<u32>,
+}
+
+impl OmpColumns {
+    /// `write` of the batch of `rows[i]` for each `i` of `order`, in that
+    /// order (a writer's sorted rows, read where they are). The buffers come
+    /// back when `write` kept no reference to them, else the next batch
+    /// allocates its own.
+    pub fn write_in_order<T>(
+        &mut self,
+        rows: &[OmpRecord],
+        order: &[u32],
+        write: impl FnOnce(&RecordBatch) -> T,
+    ) -> T {
+        macro_rules! columns {
+            ($($f:ident: $ty:ident),* $(,)?) => {{
+                $(
+                    let mut values = std::mem::take(&mut self.$f);
+                    values.clear();
+                    values.extend(order.iter().map(|&i| rows[i as usize].$f));
+                    let $f = $ty::new(values.into(), None);
+                )*
+                let batch = batch(Table::Omp, vec![$(Arc::new($f.clone()) as ArrayRef),*]);
+                let result = write(&batch);
+                drop(batch);
+                $(
+                    self.$f = $f.into_parts().1.into_inner().into_vec().unwrap_or_default();
+                )*
+                result
+            }};
+        }
+        columns!(
+            thread: UInt32Array,
+            kind: UInt8Array,
+            variant: UInt8Array,
+            start_ns: Int64Array,
+            end_ns: Int64Array,
+            parallel_id: UInt64Array,
+            task_id: UInt64Array,
+            codeptr: UInt64Array,
+            team_size: UInt32Array,
+            requested_team_size: UInt32Array,
+            count: UInt64Array,
+            chunk_start: UInt64Array,
+            flags: UInt32Array,
+        )
     }
 }
 
@@ -336,5 +397,38 @@ impl Record for PhaseRecord {
                 iteration: iteration[i],
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn omp_columns_come_back_for_the_next_batch_unless_the_batch_is_kept() {
+        let rows: Vec<OmpRecord> = (0..100u32)
+            .map(|i| OmpRecord {
+                thread: i % 3,
+                start_ns: i64::from(i),
+                end_ns: i64::from(i) + 7,
+                codeptr: u64::from(i / 10),
+                ..OmpRecord::default()
+            })
+            .collect();
+        let order: Vec<u32> = (0..100).rev().collect();
+        let want: Vec<OmpRecord> = order.iter().map(|&i| rows[i as usize]).collect();
+        let mut columns = OmpColumns::default();
+        for _ in 0..2 {
+            let back = columns.write_in_order(&rows, &order, |b| OmpRecord::from_batch(b).unwrap());
+            assert_eq!(back, want);
+            assert!(columns.start_ns.capacity() >= 100, "the buffers came back");
+        }
+        // A write that keeps the batch keeps its buffers: the next one allocates.
+        let kept = columns.write_in_order(&rows, &order, |b| b.clone());
+        assert_eq!(columns.start_ns.capacity(), 0);
+        assert_eq!(OmpRecord::from_batch(&kept).unwrap(), want);
+        let back =
+            columns.write_in_order(&rows, &order[..10], |b| OmpRecord::from_batch(b).unwrap());
+        assert_eq!(back, want[..10]);
     }
 }

@@ -38,7 +38,7 @@ use parquet::schema::types::ColumnPath;
 
 use crate::error::FormatError;
 use crate::layout::Layout;
-use crate::record_batch::Record;
+use crate::record_batch::{OmpColumns, Record};
 use crate::schema::{MpiRecord, OmpRecord, Table};
 use crate::version::FORMAT_VERSION;
 
@@ -162,10 +162,9 @@ pub struct PartWriter {
     /// Step between this writer's part indices (see [`PartWriter::create_interleaved`]).
     index_step: u32,
     stats: WriterStats,
-    /// The OpenMP rows' sort, kept from one write to the next: allocated
-    /// once per writer, not once per batch (each batch's fresh pages were
-    /// a third of the collector's page faults at exit).
-    sort: OmpSort,
+    /// The OpenMP rows' sort and column buffers, kept from one write to the
+    /// next: allocated once per writer, not once per batch.
+    omp_buffers: (OmpSort, OmpColumns),
 }
 
 struct OpenPart {
@@ -198,7 +197,7 @@ impl PartWriter {
             next_index,
             index_step: 1,
             stats: WriterStats::default(),
-            sort: OmpSort::default(),
+            omp_buffers: Default::default(),
         })
     }
 
@@ -227,7 +226,7 @@ impl PartWriter {
                 next_index: base + j,
                 index_step: count,
                 stats: WriterStats::default(),
-                sort: OmpSort::default(),
+                omp_buffers: Default::default(),
             });
         }
         writers[0].index_step = count;
@@ -257,16 +256,19 @@ impl PartWriter {
     /// one global order sorts (rows of a long interval arrive in a later write anyway).
     /// The rows are written in that order; the slice itself is left as it is.
     pub fn write_omp(&mut self, rows: &[OmpRecord]) -> Result<(), FormatError> {
-        let mut sort = std::mem::take(&mut self.sort);
-        let result = if sort.order(rows) {
-            let group = self.options.rows_per_row_group.max(1);
-            sort.order
-                .chunks(group)
-                .try_for_each(|order| self.write_batch(&OmpRecord::to_batch_in_order(rows, order)))
+        let (mut sort, mut columns) = std::mem::take(&mut self.omp_buffers);
+        let in_order;
+        let order = if sort.order(rows) {
+            &sort.order[..]
         } else {
-            self.write_records(rows)
+            in_order = (0..rows.len() as u32).collect::<Vec<u32>>();
+            &in_order[..]
         };
-        self.sort = sort;
+        let group = self.options.rows_per_row_group.max(1);
+        let result = order
+            .chunks(group)
+            .try_for_each(|order| columns.write_in_order(rows, order, |b| self.write_batch(b)));
+        self.omp_buffers = (sort, columns);
         result
     }
 
