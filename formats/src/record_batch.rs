@@ -53,33 +53,6 @@ fn str_col<'a>(b: &'a RecordBatch, name: &str) -> Result<&'a StringArray, String
         .ok_or_else(|| format!("column `{name}` has the wrong type"))
 }
 
-/// The `omp` table's columns from `rows` in the iterator's order.
-fn omp_batch<'a>(rows: impl Iterator<Item = &'a OmpRecord> + Clone) -> RecordBatch {
-    macro_rules! column {
-        ($ty:ident, $f:ident) => {
-            Arc::new($ty::from_iter_values(rows.clone().map(|r| r.$f))) as ArrayRef
-        };
-    }
-    batch(
-        Table::Omp,
-        vec![
-            column!(UInt32Array, thread),
-            column!(UInt8Array, kind),
-            column!(UInt8Array, variant),
-            column!(Int64Array, start_ns),
-            column!(Int64Array, end_ns),
-            column!(UInt64Array, parallel_id),
-            column!(UInt64Array, task_id),
-            column!(UInt64Array, codeptr),
-            column!(UInt32Array, team_size),
-            column!(UInt32Array, requested_team_size),
-            column!(UInt64Array, count),
-            column!(UInt64Array, chunk_start),
-            column!(UInt32Array, flags),
-        ],
-    )
-}
-
 /// The `omp` table's column buffers, kept by a writer from one batch to the
 /// next: each batch's columns are written into the buffers the previous
 /// batch's used, where fresh ones were allocated and, once freed, given back
@@ -104,14 +77,12 @@ pub struct OmpColumns {
 }
 
 impl OmpColumns {
-    /// `write` of the batch of `rows[i]` for each `i` of `order`, in that
-    /// order (a writer's sorted rows, read where they are). The buffers come
-    /// back when `write` kept no reference to them, else the next batch
-    /// allocates its own.
-    pub fn write_in_order<T>(
+    /// `write` of the batch of `rows`, in the iterator's order (a writer's
+    /// sorted rows, read where they are). The buffers come back when `write`
+    /// kept no reference to them, else the next batch allocates its own.
+    pub fn write<'a, T>(
         &mut self,
-        rows: &[OmpRecord],
-        order: &[u32],
+        rows: impl Iterator<Item = &'a OmpRecord> + Clone,
         write: impl FnOnce(&RecordBatch) -> T,
     ) -> T {
         macro_rules! columns {
@@ -119,7 +90,7 @@ impl OmpColumns {
                 $(
                     let mut values = std::mem::take(&mut self.$f);
                     values.clear();
-                    values.extend(order.iter().map(|&i| rows[i as usize].$f));
+                    values.extend(rows.clone().map(|r| r.$f));
                     let $f = $ty::new(values.into(), None);
                 )*
                 let batch = batch(Table::Omp, vec![$(Arc::new($f.clone()) as ArrayRef),*]);
@@ -153,7 +124,8 @@ impl Record for OmpRecord {
     const TABLE: Table = Table::Omp;
 
     fn to_batch(rows: &[Self]) -> RecordBatch {
-        omp_batch(rows.iter())
+        // The batch keeps the buffers.
+        OmpColumns::default().write(rows.iter(), RecordBatch::clone)
     }
 
     fn from_batch(b: &RecordBatch) -> Result<Vec<Self>, String> {
@@ -415,20 +387,25 @@ mod tests {
                 ..OmpRecord::default()
             })
             .collect();
-        let order: Vec<u32> = (0..100).rev().collect();
-        let want: Vec<OmpRecord> = order.iter().map(|&i| rows[i as usize]).collect();
+        let want: Vec<OmpRecord> = rows.iter().rev().copied().collect();
         let mut columns = OmpColumns::default();
         for _ in 0..2 {
-            let back = columns.write_in_order(&rows, &order, |b| OmpRecord::from_batch(b).unwrap());
+            let back = columns.write(rows.iter().rev(), |b| OmpRecord::from_batch(b).unwrap());
             assert_eq!(back, want);
             assert!(columns.start_ns.capacity() >= 100, "the buffers came back");
         }
         // A write that keeps the batch keeps its buffers: the next one allocates.
-        let kept = columns.write_in_order(&rows, &order, |b| b.clone());
+        let kept = columns.write(rows.iter().rev(), RecordBatch::clone);
         assert_eq!(columns.start_ns.capacity(), 0);
         assert_eq!(OmpRecord::from_batch(&kept).unwrap(), want);
-        let back =
-            columns.write_in_order(&rows, &order[..10], |b| OmpRecord::from_batch(b).unwrap());
+        let back = columns.write(rows.iter().rev().take(10), |b| {
+            OmpRecord::from_batch(b).unwrap()
+        });
         assert_eq!(back, want[..10]);
+        // `to_batch` writes the same columns.
+        assert_eq!(
+            OmpRecord::from_batch(&OmpRecord::to_batch(&rows)).unwrap(),
+            rows
+        );
     }
 }

@@ -257,17 +257,16 @@ impl PartWriter {
     /// The rows are written in that order; the slice itself is left as it is.
     pub fn write_omp(&mut self, rows: &[OmpRecord]) -> Result<(), FormatError> {
         let (mut sort, mut columns) = std::mem::take(&mut self.omp_buffers);
-        let in_order;
-        let order = if sort.order(rows) {
-            &sort.order[..]
-        } else {
-            in_order = (0..rows.len() as u32).collect::<Vec<u32>>();
-            &in_order[..]
-        };
         let group = self.options.rows_per_row_group.max(1);
-        let result = order
-            .chunks(group)
-            .try_for_each(|order| columns.write_in_order(rows, order, |b| self.write_batch(b)));
+        let result = if sort.order(rows) {
+            sort.order.chunks(group).try_for_each(|order| {
+                let rows = order.iter().map(|&i| &rows[i as usize]);
+                columns.write(rows, |b| self.write_batch(b))
+            })
+        } else {
+            rows.chunks(group)
+                .try_for_each(|rows| columns.write(rows.iter(), |b| self.write_batch(b)))
+        };
         self.omp_buffers = (sort, columns);
         result
     }
@@ -394,14 +393,22 @@ fn sort_rows<T: Copy, K: Ord + Copy>(rows: &mut [T], key: impl Fn(&T) -> K) {
     if rows.is_sorted_by_key(&key) {
         return;
     }
+    let sorted: Vec<T> = order_by_key(rows, key)
+        .into_iter()
+        .map(|i| rows[i as usize])
+        .collect();
+    rows.copy_from_slice(&sorted);
+}
+
+/// The indices of `rows` in order of `key`, rows of equal keys in their order.
+fn order_by_key<T, K: Ord + Copy>(rows: &[T], key: impl Fn(&T) -> K) -> Vec<u32> {
     let mut keys: Vec<(K, u32)> = rows
         .iter()
         .enumerate()
         .map(|(i, r)| (key(r), i as u32))
         .collect();
     keys.sort_unstable();
-    let sorted: Vec<T> = keys.iter().map(|&(_, i)| rows[i as usize]).collect();
-    rows.copy_from_slice(&sorted);
+    keys.into_iter().map(|(_, i)| i).collect()
 }
 
 /// Sort MPI records by (thread, start), rows of equal keys in their order
@@ -477,17 +484,11 @@ impl OmpSort {
         let span = (max_start as i128 - min_start as i128) as u128;
         let kinds = usize::from(max_kind) + 1;
         let buckets = (max_thread - min_thread) as usize * kinds + kinds;
-        self.order.clear();
         if rows.len() > u32::MAX as usize || span >= 1 << 56 || buckets > 1 << 20 {
-            let mut keyed: Vec<_> = rows
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (key(r), i as u32))
-                .collect();
-            keyed.sort_unstable();
-            self.order.extend(keyed.iter().map(|&(_, i)| i));
+            self.order = order_by_key(rows, key);
             return true;
         }
+        self.order.clear();
         let bucket = |r: &OmpRecord| (r.thread - min_thread) as usize * kinds + usize::from(r.kind);
         let ends = &mut self.ends;
         ends.clear();
