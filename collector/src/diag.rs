@@ -5,14 +5,17 @@
 //! The lowest layer: it imports nothing of the collector but the settings,
 //! whose warnings are printed first.
 
+use std::any::Any;
+use std::cell::Cell;
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::settings;
 
+static WARNINGS: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
+
 /// Every distinct warning given so far, the settings' first.
 fn warnings() -> &'static Mutex<Vec<String>> {
-    static WARNINGS: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
     WARNINGS.get_or_init(|| {
         let warnings = settings::settings_and_warnings().1.clone();
         for w in &warnings {
@@ -70,4 +73,34 @@ pub(crate) fn guarded(f: impl FnOnce()) {
 /// Lock, ignoring poisoning: a panic elsewhere must not stop recording.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A lock held across a `fork` by the forking thread (see `forking`).
+pub(crate) type Held = Box<dyn Any>;
+
+/// Take `m` to hold it across a `fork`.
+pub(crate) fn hold<T: 'static>(m: &'static Mutex<T>) -> Held {
+    Box::new(lock(m))
+}
+
+/// The warnings' lock, to hold across a `fork` (none before the first warning).
+pub(crate) fn hold_warnings() -> Option<Held> {
+    WARNINGS.get().map(hold)
+}
+
+thread_local! {
+    static COLLECTOR_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Mark the calling thread as one of the collector's own (the writer, the
+/// sampler): a `fork` it makes (the `rdma` sampler spawns a command) is
+/// followed by `exec` at once, and it may hold the collector's locks, so
+/// `forking` leaves them alone.
+pub(crate) fn mark_collector_thread() {
+    COLLECTOR_THREAD.with(|c| c.set(true));
+}
+
+/// True on the collector's own threads ([`mark_collector_thread`]).
+pub(crate) fn is_collector_thread() -> bool {
+    COLLECTOR_THREAD.with(|c| c.get())
 }

@@ -15,7 +15,8 @@
 //!   [`phases`]: named phases (`hyscope.h`, `MPI_Pcontrol` levels, `omp_control_tool`);
 //!   [`nvtx`]: NVTX ranges as phases, through NVTX's injection (`InitializeInjectionNvtx2`);
 //! - [`lifecycle`]: the start and exit paths;
-//! - [`samplers`]: sampled metrics; [`mpi`]: PMPI wrappers.
+//! - [`samplers`]: sampled metrics; [`mpi`]: PMPI wrappers;
+//! - [`forking`]: every lock held across a `fork`, so that the child finds them free.
 //!
 //! The OMPT adapter lives in the `hyscope-ompt` crate; this crate exports
 //! `ompt_start_tool` and is its sink.
@@ -23,6 +24,7 @@
 pub mod clock;
 pub mod crash;
 pub mod diag;
+pub mod forking;
 pub mod lifecycle;
 pub mod mpi;
 pub mod nvtx;
@@ -123,7 +125,7 @@ fn start() {
             hyscope_ompt::set_sink(&SINK);
             // SAFETY: registering a plain extern "C" function.
             unsafe { libc::atexit(at_exit) };
-            spooling::install_fork_handler();
+            forking::install();
             crash::install();
             samplers::start();
         });

@@ -18,6 +18,11 @@ static MPI_SEEN: AtomicBool = AtomicBool::new(false);
 /// Serialises the exit path (atexit and OMPT finalize may both run it).
 static FINISH: Mutex<()> = Mutex::new(());
 
+/// The exit path's lock, to hold across a `fork` (see `forking`).
+pub(crate) fn hold_for_fork() -> crate::diag::Held {
+    crate::diag::hold(&FINISH)
+}
+
 /// Initialise the session (idempotent, cheap after the first call), and
 /// give the writer thread what it runs besides the event tables.
 pub fn init() {

@@ -106,6 +106,11 @@ static NAMES: Mutex<Names> = Mutex::new(Names {
     strings: Vec::new(),
 });
 
+/// The registered names' lock, to hold across a `fork` (see `forking`).
+pub(crate) fn hold_for_fork() -> crate::diag::Held {
+    crate::diag::hold(&NAMES)
+}
+
 /// The phase stack tag of a domain (see [`phases::push`]): 0 is
 /// `hyscope_phase_begin`'s, 1 the default domain's, then one per domain.
 fn tag(domain: *const c_void) -> u64 {

@@ -79,6 +79,12 @@ struct State {
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
+/// The journal's lock and the phases' (in that order: the writer appends
+/// to the journal what it takes from the state), to hold across a `fork`.
+pub(crate) fn hold_for_fork() -> [crate::diag::Held; 2] {
+    [crate::diag::hold(&JOURNAL), crate::diag::hold(&STATE)]
+}
+
 /// Forks seen ([`forked`], run in the child): a state of an older
 /// generation is the parent's. (Not `getpid` per call: a system call costs
 /// a microsecond on some VMs.)

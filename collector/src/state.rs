@@ -47,6 +47,15 @@ pub fn init() {
     session();
 }
 
+/// The manifest's and the rank's info's locks, to hold across a `fork`
+/// (none before the session starts).
+pub(crate) fn hold_for_fork() -> Vec<diag::Held> {
+    SESSION
+        .get()
+        .map(|s| vec![diag::hold(&s.manifest), diag::hold(&s.rank_info)])
+        .unwrap_or_default()
+}
+
 fn session() -> &'static Session {
     SESSION.get_or_init(|| {
         // Index 0 goes to the thread that initialises: the initial thread.

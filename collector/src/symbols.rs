@@ -18,6 +18,11 @@ use crate::diag::{self, lock};
 /// Addresses already written (finish may run more than once).
 static DONE: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
 
+/// The written addresses' lock, to hold across a `fork` (see `forking`).
+pub(crate) fn hold_for_fork() -> crate::diag::Held {
+    crate::diag::hold(&DONE)
+}
+
 /// In a forked child that takes an id of its own: the parent's written
 /// addresses are not in the child's symbols table.
 pub(crate) fn forget_written() {

@@ -60,17 +60,7 @@ fn values(rows: &[(u32, SampleRecord)], rank: u32, metric: &str, key: i64) -> Ve
 #[test]
 fn openmp_program_has_memory_samples_and_the_sampler_table() {
     let dir = scratch("omp");
-    let exe = dir.join("omp_mem");
-    let st = Command::new("clang-19")
-        .args(["-fopenmp", "-O1"])
-        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
-        .arg(format!("-L{LLVM_LIB}"))
-        .arg(program("omp_mem.c"))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let exe = clang_openmp("omp_mem", &dir);
     let trace = dir.join("trace");
     let out = Command::new(&exe)
         .env("LD_PRELOAD", preload_lib())
@@ -127,6 +117,22 @@ fn openmp_program_has_memory_samples_and_the_sampler_table() {
     );
     // No energy rows when RAPL is unavailable: never 0 J.
     assert!(rows.iter().all(|(_, s)| !s.metric.starts_with("energy.")));
+}
+
+/// Build `fixtures/programs/<name>.c` with clang and libomp into `dir`.
+fn clang_openmp(name: &str, dir: &Path) -> PathBuf {
+    let exe = dir.join(name);
+    let st = Command::new("clang-19")
+        .args(["-fopenmp", "-O1"])
+        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
+        .arg(format!("-L{LLVM_LIB}"))
+        .arg(program(&format!("{name}.c")))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    exe
 }
 
 fn mpicc(src: &str, dir: &Path) -> PathBuf {
@@ -347,41 +353,14 @@ fn mpi_one_rapl_reader_per_node() {
 #[test]
 fn forked_child_exits_without_waiting_for_the_sampler() {
     let dir = scratch("fork");
-    let exe = dir.join("omp_fork");
-    let st = Command::new("clang-19")
-        .args(["-fopenmp", "-O1"])
-        .arg(format!("-Wl,-rpath,{LLVM_LIB}"))
-        .arg(format!("-L{LLVM_LIB}"))
-        .arg(program("omp_fork.c"))
-        .arg("-o")
-        .arg(&exe)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let mut child = Command::new(&exe)
-        .env("LD_PRELOAD", preload_lib())
-        .env("HYSCOPE_OUTPUT", dir.join("trace"))
-        .env("OMP_NUM_THREADS", "2")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A hang is the failure: give it 20 s.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the program hung after fork");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    let mut out = String::new();
-    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let exe = clang_openmp("omp_fork", &dir);
+    let (status, out, err) = run_unless_it_hangs(
+        Command::new(&exe)
+            .env("LD_PRELOAD", preload_lib())
+            .env("HYSCOPE_OUTPUT", dir.join("trace"))
+            .env("OMP_NUM_THREADS", "2"),
+        60,
+    );
     assert!(status.success());
     assert_eq!(out.trim(), "child 7");
     // Neither a hang nor a caught panic (joining a thread that is not there).
@@ -398,6 +377,70 @@ fn forked_child_exits_without_waiting_for_the_sampler() {
     let count = |kind: OmpKind| omp.iter().filter(|r| r.kind == kind as u8).count();
     assert_eq!(count(OmpKind::Parallel), 1, "{omp:#?}");
     assert_eq!(count(OmpKind::ImplicitTask), 2, "{omp:#?}");
+}
+
+/// Run `cmd` (stdout and stderr piped: a program that writes little) and
+/// return its status and output; a hang is the failure: killed after `secs`.
+fn run_unless_it_hangs(cmd: &mut Command, secs: u64) -> (std::process::ExitStatus, String, String) {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the program hung after fork");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    (status, out, err)
+}
+
+/// Many forks while the sampler ticks every millisecond and the writer
+/// spools: a lock one of the parent's threads held at a fork would hang that
+/// child's exit path (which takes them all). Every child comes back with its
+/// exit code, and none writes the parent's events again: every OpenMP row is
+/// the parent's, one region per fork.
+#[test]
+fn many_forks_while_the_collectors_threads_run() {
+    const FORKS: usize = 500;
+    let dir = scratch("forks");
+    let exe = clang_openmp("omp_fork_many", &dir);
+    let (status, out, err) = run_unless_it_hangs(
+        Command::new(&exe)
+            .arg(FORKS.to_string())
+            .env("LD_PRELOAD", preload_lib())
+            .env("HYSCOPE_OUTPUT", dir.join("trace"))
+            .env("HYSCOPE_SAMPLE_MS", "1")
+            .env("OMP_NUM_THREADS", "2"),
+        120,
+    );
+    assert!(status.success(), "{err}");
+    assert_eq!(out.trim(), format!("children {FORKS} exited {FORKS}"));
+    assert!(!err.contains("panicked"), "{err}");
+    let t = Trace::open(&dir.join("trace")).unwrap();
+    let omp = t
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap();
+    let parallel: Vec<u32> = omp
+        .iter()
+        .filter(|(_, r)| r.kind == OmpKind::Parallel as u8)
+        .map(|(rank, _)| *rank)
+        .collect();
+    assert_eq!(parallel.len(), FORKS);
+    assert!(
+        parallel.iter().all(|&rank| rank == 0),
+        "a child wrote its parent's regions"
+    );
 }
 
 /// `HYSCOPE_SAMPLE_MS=0`: no sampler thread, every sampler listed as disabled,

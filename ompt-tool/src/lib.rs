@@ -405,6 +405,22 @@ pub fn thread_ids() -> Vec<(u32, i32)> {
     state::thread_ids()
 }
 
+/// The lock of the threads' states, to hold across a `fork` (the
+/// collector's `forking` says where it comes in its lock order): whoever
+/// holds it may hand intervals to the sink.
+pub fn hold_states_for_fork() -> Box<dyn std::any::Any> {
+    state::hold_states_for_fork()
+}
+
+/// The locks of the thread ids and of the runtime's description, taken by
+/// no one who holds another lock, to hold across a `fork`.
+pub fn hold_leaves_for_fork() -> [Box<dyn std::any::Any>; 2] {
+    [
+        state::hold_thread_ids_for_fork(),
+        Box::new(RUNTIME.lock().unwrap_or_else(|p| p.into_inner())),
+    ]
+}
+
 /// Called in a forked child right after `fork` (see the collector's fork
 /// handler): forget the intervals the parent's threads held back.
 pub fn forget_parents_held() {

@@ -157,6 +157,16 @@ fn create() -> &'static mut ThreadState {
     state
 }
 
+/// See [`crate::hold_states_for_fork`].
+pub(crate) fn hold_states_for_fork() -> Box<dyn std::any::Any> {
+    Box::new(STATES.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// See [`crate::hold_leaves_for_fork`].
+pub(crate) fn hold_thread_ids_for_fork() -> Box<dyn std::any::Any> {
+    Box::new(THREAD_IDS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 /// See [`crate::thread_ids`].
 pub(crate) fn thread_ids() -> Vec<(u32, i32)> {
     THREAD_IDS.lock().unwrap_or_else(|e| e.into_inner()).clone()

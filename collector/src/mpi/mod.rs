@@ -860,6 +860,11 @@ pub fn status_ignored(st: *mut ffi::MPI_Status) -> bool {
 /// First contact time per world rank (process-wide; written once per peer).
 static FIRST_CONTACT: OnceLock<Box<[AtomicI64]>> = OnceLock::new();
 static PEER_TABLES: std::sync::Mutex<Vec<&'static PeerCounts>> = std::sync::Mutex::new(Vec::new());
+
+/// The peer tables' lock, to hold across a `fork` (see `forking`).
+pub(crate) fn hold_for_fork() -> diag::Held {
+    diag::hold(&PEER_TABLES)
+}
 static DISTINCT_PEERS: AtomicU32 = AtomicU32::new(0);
 
 /// One point-to-point message of the calling thread (`slot`) to or from world rank `peer`.

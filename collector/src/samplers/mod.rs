@@ -112,6 +112,11 @@ static WAKE: Condvar = Condvar::new();
 /// The process that started the sampler thread (0 before [`start`]).
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 
+/// The samplers' lock, to hold across a `fork` (see `forking`).
+pub(crate) fn hold_for_fork() -> crate::diag::Held {
+    crate::diag::hold(&STATE)
+}
+
 fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -246,6 +251,7 @@ extern "C" fn stop_at_exit() {
 }
 
 fn run(every: Duration) {
+    crate::diag::mark_collector_thread();
     let mut st = state();
     loop {
         if st.stop {

@@ -41,7 +41,8 @@
 //! - `pool.rs`: the free blocks, allocated lazily up to the budget;
 //! - `end_note.rs`: the process's end note and the crash handler's prepared paths;
 //! - `writer.rs`: the queue of full blocks, the writer thread, the spools and
-//!   their encoding into parts ([`flush_all`]), the fork handler;
+//!   their encoding into parts ([`flush_all`]), what a forked child forgets
+//!   and the locks held across a fork (see `forking`);
 //! - `emergency.rs`: what the crash handler and `MPI_Abort` spool without allocating;
 //! - `record.rs`: the hot path, appending a record to the calling thread's
 //!   block and handing full blocks to the writer.
@@ -58,6 +59,7 @@ pub use end_note::{refresh_maps, remove_end_note, write_end_note};
 pub use losses::dropped_events;
 pub use record::{is_active, mark_active, record_mpi, record_omp, record_sample};
 pub use writer::{
-    Companions, encode_ns, flush_all, install_fork_handler, output_failed, prepare_emergency,
-    seen_addresses, set_companions, spool_closed, writer_cpu_ns, written_counts,
+    Companions, encode_ns, flush_all, forget_parents_events, hold_buffers_for_fork,
+    hold_writer_for_fork, output_failed, prepare_emergency, seen_addresses, set_companions,
+    spool_closed, writer_cpu_ns, written_counts,
 };

@@ -35,6 +35,14 @@ pub(super) static MPI_POOL: Pool<MpiRecord> = Pool {
 pub(super) static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 
 impl<T: SpoolRecord> Pool<T> {
+    /// The free list's lock, to hold across a `fork` (see `forking`).
+    pub(super) fn hold_for_fork(&'static self) -> crate::diag::Held
+    where
+        T: 'static,
+    {
+        crate::diag::hold(&self.free)
+    }
+
     pub(super) fn take(&self) -> Option<*mut Block<T>> {
         let size = std::mem::size_of::<Block<T>>();
         if self.free_len.load(Ordering::Relaxed) == 0

@@ -23,7 +23,7 @@ use hyscope_format::{
 use super::end_note::{self, write_end_note};
 use super::losses::{DISK_FULL, DROPPED};
 use super::pool::{MPI_POOL, OMP_POOL, Pool};
-use crate::diag::{guarded, lock, warn};
+use crate::diag::{Held, guarded, hold, lock, warn};
 use crate::slots::{SLOTS, ThreadSlot, threads_seen};
 use crate::state;
 
@@ -122,21 +122,32 @@ pub fn spool_closed() -> bool {
     GATE.load(Ordering::Acquire) == GATE_CLOSED
 }
 
-/// Register [`forget_parents_events`] to run in the child of every `fork`.
-pub fn install_fork_handler() {
-    // SAFETY: registering a plain extern "C" function with no preconditions.
-    unsafe { libc::pthread_atfork(None, None, Some(forget_parents_events)) };
+/// The writer's lock, the outermost of the spooling's, to hold across a
+/// `fork` (see `forking`).
+pub fn hold_writer_for_fork() -> Held {
+    hold(&WRITER)
 }
 
-/// In a forked child, right after `fork`: everything buffered so far is the
-/// parent's, which writes it itself; the child would write it again at its
-/// exit (every row twice in the trace). Mark the rows in the threads' current
+/// The locks of the buffers on their way to the writer (the queue, the
+/// samples, the pools' free lists), to hold across a `fork`: each is taken
+/// alone, or under the writer's.
+pub fn hold_buffers_for_fork() -> [Held; 4] {
+    [
+        hold(&QUEUE.items),
+        hold(&SAMPLES),
+        OMP_POOL.hold_for_fork(),
+        MPI_POOL.hold_for_fork(),
+    ]
+}
+
+/// In a forked child, right after `fork` (once `forking` let go of the
+/// locks it held across it): everything buffered so far is the parent's,
+/// which writes it itself; the child would write it again at its exit
+/// (every row twice in the trace). Mark the rows in the threads' current
 /// blocks as spooled, drop the queued blocks and the intervals the OMPT
-/// adapter holds back, without blocking: a lock
-/// another thread of the parent held at the fork stays held in the child, so
-/// `try_lock` only (then that part is left as it was; the child's exit flush
-/// would wait on the same lock anyway).
-extern "C" fn forget_parents_events() {
+/// adapter holds back. (`try_lock`: a fork made by one of the collector's
+/// own threads, which holds no lock across it, is followed by `exec`.)
+pub fn forget_parents_events() {
     fn skip<T>(stream: &Stream<T>) {
         let b = stream.current();
         if !b.is_null() {
@@ -192,6 +203,7 @@ pub(super) fn ensure_writer() {
 }
 
 fn writer_loop() {
+    crate::diag::mark_collector_thread();
     guarded(|| companion(|c| c.at_start));
     let mut flushed = std::time::Instant::now();
     loop {
