@@ -57,7 +57,7 @@ for r in $(seq "$rounds"); do
 done
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-echo "EPCC syncbench, $threads threads, $rounds alternating rounds, µs per construct; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "EPCC syncbench, $threads threads, $rounds alternating rounds, µs per construct; $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| construct | no tool | empty tool | added (median / median of pairs) | trace | added | profile | added |"
 echo "|---|---|---|---|---|---|---|---|"
 for c in $(awk '{print $2}' "$work/none" | awk '!seen[$0]++'); do

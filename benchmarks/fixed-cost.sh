@@ -48,7 +48,7 @@ for _ in $(seq "$rounds"); do
 done
 median() { sort -g "$1" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 base=$(median "$work/none")
-echo "fixed cost, $ranks rank(s) × 2 threads, application time $app_ms ms, $rounds alternating rounds; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "fixed cost, $ranks rank(s) × 2 threads, application time $app_ms ms, $rounds alternating rounds; $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| run | median wall | added |"
 echo "|---|---|---|"
 for l in none preload no-sampler record ${BASELINE_LIB:+baseline}; do

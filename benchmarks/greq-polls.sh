@@ -33,7 +33,7 @@ run() { # label command...: appends "wall polls seconds rows" to $work/<label>
     awk -v a="$t0" -v b="$t1" -v r="$rows" '/^polls/ {p = $2} /^seconds/ {s = $2}
         END { printf "%.3f %d %.3f %s\n", b - a, p, s, r }' "$work/out" >>"$work/$label"
 }
-echo "greq_polls ($nap s per loop, 3 loops), $rounds alternating rounds; $(nproc) cores"
+echo "greq_polls ($nap s per loop, 3 loops), $rounds alternating rounds; $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores"
 for i in $(seq "$rounds"); do
     echo "round $i: load $(cut -d' ' -f1-3 /proc/loadavg)"
     run bare "${launch[@]}" "$work/greq" "$nap"

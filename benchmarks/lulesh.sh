@@ -78,7 +78,7 @@ run() {
 }
 
 : >"$work/rounds"
-echo "LULESH -s $size -i $iters, $ranks rank(s) × $threads thread(s), $rounds rounds, HEAP=$heap; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "LULESH -s $size -i $iters, $ranks rank(s) × $threads thread(s), $rounds rounds, HEAP=$heap; $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "round | none grind wall enc faults | empty tool grind wall enc faults | trace grind wall enc faults | profile grind wall enc faults"
 for r in $(seq "$rounds"); do
     none=$(run "${launch[@]}" "$work/lulesh2.0" -s "$size" -i "$iters")
