@@ -100,6 +100,16 @@ pub(crate) fn mark_collector_thread() {
     COLLECTOR_THREAD.with(|c| c.set(true));
 }
 
+/// Run `f`, which may fork (it spawns a command), as the collector's own
+/// thread: the caller may hold collector locks, which `forking` would
+/// otherwise wait for on this very thread.
+pub(crate) fn as_collector_thread<R>(f: impl FnOnce() -> R) -> R {
+    let was = COLLECTOR_THREAD.with(|c| c.replace(true));
+    let r = f();
+    COLLECTOR_THREAD.with(|c| c.set(was));
+    r
+}
+
 /// True on the collector's own threads ([`mark_collector_thread`]).
 pub(crate) fn is_collector_thread() -> bool {
     COLLECTOR_THREAD.with(|c| c.get())

@@ -7,7 +7,7 @@ mod mpi_common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hyscope_format::{OmpKind, OmpRecord, SampleRecord, ScanOptions, Trace};
+use hyscope_format::{OmpKind, OmpRecord, SampleRecord, SamplerInfo, ScanOptions, Trace};
 
 const LLVM_LIB: &str = "/usr/lib/llvm-19/lib";
 
@@ -394,7 +394,7 @@ fn run_unless_it_hangs(cmd: &mut Command, secs: u64) -> (std::process::ExitStatu
         }
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
-            panic!("the program hung after fork");
+            panic!("the program did not end within {secs} s (it hangs)");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
@@ -495,4 +495,114 @@ fn sampling_disabled() {
     for r in &t.manifest.ranks {
         assert!(r.rss_after_init.unwrap() > r.rss_before_init.unwrap());
     }
+}
+
+/// Run `omp_mem` with the collector, a sysfs tree with one RDMA device and
+/// an `rdma` command running `script` (sh) first on PATH; it must run to its
+/// end. Returns its stderr and the trace's `rdma` sampler entry.
+fn run_with_fake_rdma(dir: &Path, script: &str) -> (String, SamplerInfo) {
+    let sys = dir.join("sys");
+    std::fs::create_dir_all(sys.join("class/infiniband/mlx5_0")).unwrap();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let tool = bin.join("rdma");
+    std::fs::write(&tool, format!("#!/bin/sh\n{script}\n")).unwrap();
+    let mut perms = std::fs::metadata(&tool).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&tool, perms).unwrap();
+    let exe = clang_openmp("omp_mem", dir);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_unless_it_hangs(
+            Command::new(&exe)
+                .env("LD_PRELOAD", preload_lib())
+                .env("HYSCOPE_OUTPUT", dir.join("trace"))
+                .env("HYSCOPE_SAMPLE_MS", "20")
+                .env("HYSCOPE_SYSFS_ROOT", &sys)
+                .env("PATH", path)
+                .env("OMP_NUM_THREADS", "2"),
+            60,
+        )
+    }));
+    // A collector that ran the tool preloaded would start a chain of tools,
+    // each probing for the next, that outlives the program: without the
+    // device the next one stops.
+    let _ = std::fs::remove_dir_all(&sys);
+    let (status, out, err) = run.unwrap_or_else(|p| std::panic::resume_unwind(p));
+    assert!(status.success(), "{err}");
+    assert_eq!(out.trim(), "16384");
+    let t = Trace::open(&dir.join("trace")).unwrap();
+    let rdma = t
+        .manifest
+        .samplers
+        .iter()
+        .find(|s| s.name == "rdma")
+        .unwrap()
+        .clone();
+    (err, rdma)
+}
+
+/// The `rdma` sampler end to end, with a fake `rdma` tool that prints the
+/// recorded dumps of `fixtures/rdma` as if this process owned pid 4242's
+/// resources: its samples are the counts the parser test knows.
+#[test]
+fn rdma_sampler_counts_this_process_resources() {
+    let dir = scratch("rdma");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rdma");
+    // rdma -j -d res show WHAT pid PID
+    let script = format!(
+        "exec sed \"s/\\\"pid\\\":4242,/\\\"pid\\\":$7,/g\" {}/res-$5.json",
+        fixtures.display()
+    );
+    let (_, rdma) = run_with_fake_rdma(&dir, &script);
+    assert!(rdma.available, "{}", rdma.reason);
+    assert!(rdma.reason.contains("mlx5_0"), "{}", rdma.reason);
+    let rows = samples(&dir.join("trace"));
+    for (metric, expected) in [
+        ("rdma.qps", 5.0),
+        ("rdma.rc_connected", 3.0),
+        ("rdma.cqs", 2.0),
+        ("rdma.cqes", 4350.0),
+        ("rdma.mrs", 3.0),
+        ("rdma.mr_bytes", 1_118_208.0),
+    ] {
+        let v = values(&rows, 0, metric, -1);
+        assert!(!v.is_empty(), "no {metric} sample");
+        assert!(v.iter().all(|&(_, x)| x == expected), "{metric}: {v:?}");
+    }
+}
+
+/// An `rdma` tool that never answers: the probe kills it after
+/// `Rdma::TOOL_TIMEOUT` and says so, and the program runs on; one that
+/// answers the probe and then hangs: sampling stops with one warning.
+#[test]
+fn a_hanging_rdma_tool_is_killed_and_the_program_runs_on() {
+    let started = std::time::Instant::now();
+    let (_, rdma) = run_with_fake_rdma(&scratch("rdma-hang"), "exec sleep 60");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    assert!(!rdma.available);
+    assert!(
+        rdma.reason.contains("did not answer within 2 s"),
+        "{}",
+        rdma.reason
+    );
+
+    let dir = scratch("rdma-hang-later");
+    let answered = dir.join("answered");
+    let script = format!(
+        "[ -e {0} ] && exec sleep 60\ntouch {0}\necho '[]'",
+        answered.display()
+    );
+    let (err, rdma) = run_with_fake_rdma(&dir, &script);
+    assert!(rdma.available, "{}", rdma.reason);
+    assert_eq!(
+        err.matches("hyscope: `rdma res show qp` did not answer within 2 s; RDMA sampling stops")
+            .count(),
+        1,
+        "{err}"
+    );
 }

@@ -127,8 +127,16 @@ impl Rdma {
         }
     }
 
-    fn dump(&self, what: &str) -> Option<String> {
-        let out = std::process::Command::new(self.tool.as_ref()?)
+    /// The longest one `rdma` call may take. The probe runs in the
+    /// application's start-up and the last sample in its exit path: a tool
+    /// that hangs (a wedged RDMA netlink) must not hang the application.
+    pub const TOOL_TIMEOUT: Duration = Duration::from_secs(2);
+
+    /// `rdma -j -d res show <what> pid <pid>`: its output, or why there is none.
+    fn dump(&self, what: &str) -> Result<String, DumpError> {
+        let tool = self.tool.as_ref().ok_or(DumpError::Failed)?;
+        let mut command = std::process::Command::new(tool);
+        command
             .args([
                 "-j",
                 "-d",
@@ -138,14 +146,48 @@ impl Rdma {
                 "pid",
                 &self.pid.to_string(),
             ])
+            // Not recorded: with the collector preloaded the tool would start
+            // a sampler of its own, which would run the tool, and so on.
+            .env_remove("LD_PRELOAD")
             .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        // The probe runs under the samplers' lock, in the application's
+        // start-up: should the spawn fork, it must not wait for that lock.
+        let child =
+            crate::diag::as_collector_thread(|| command.spawn()).map_err(|_| DumpError::Failed)?;
+        let child_pid = child.id();
+        // Its output is read to the end beside the wait: a dump larger than
+        // the pipe would otherwise stall the tool.
+        let (done, result) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("hyscope-rdma".into())
+            .spawn(move || {
+                let _ = done.send(child.wait_with_output());
+            })
+            .map_err(|_| DumpError::Failed)?;
+        match result.recv_timeout(Self::TOOL_TIMEOUT) {
+            Ok(Ok(out)) if out.status.success() => {
+                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            }
+            Ok(_) => Err(DumpError::Failed),
+            Err(_) => {
+                // SAFETY: kill has no memory preconditions; the child is not
+                // reaped before the thread's wait returns, so the pid is still its.
+                unsafe { libc::kill(child_pid as libc::pid_t, libc::SIGKILL) };
+                Err(DumpError::TimedOut)
+            }
+        }
     }
+}
+
+/// Why a dump gave nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DumpError {
+    /// The tool failed (or could not be started).
+    Failed,
+    /// The tool did not answer within [`Rdma::TOOL_TIMEOUT`] (it was killed).
+    TimedOut,
 }
 
 fn find_tool() -> Option<PathBuf> {
@@ -177,16 +219,21 @@ impl Sampler for Rdma {
             ));
         };
         match self.dump("qp") {
-            Some(_) => Probe::Available(format!(
+            Ok(_) => Probe::Available(format!(
                 "{} -j res show qp/cq/mr pid {} every {} s on {}",
                 tool.display(),
                 self.pid,
                 Self::PERIOD.as_secs(),
                 devs.join(",")
             )),
-            None => Probe::Unavailable(format!(
+            Err(DumpError::Failed) => Probe::Unavailable(format!(
                 "`{} res show qp` failed (RDMA netlink unavailable or not permitted)",
                 tool.display()
+            )),
+            Err(DumpError::TimedOut) => Probe::Unavailable(format!(
+                "`{} res show qp` did not answer within {} s (killed)",
+                tool.display(),
+                Self::TOOL_TIMEOUT.as_secs()
             )),
         }
     }
@@ -225,9 +272,17 @@ impl Sampler for Rdma {
             ("mr", count_mrs),
         ]
         .iter()
-        .all(|(what, f)| {
-            self.dump(what)
-                .is_some_and(|j| f(&j, self.pid, &mut c).is_ok())
+        .all(|(what, f)| match self.dump(what) {
+            Ok(j) => f(&j, self.pid, &mut c).is_ok(),
+            Err(DumpError::Failed) => false,
+            Err(DumpError::TimedOut) => {
+                crate::diag::warn(&format!(
+                    "`rdma res show {what}` did not answer within {} s; RDMA sampling stops",
+                    Self::TOOL_TIMEOUT.as_secs()
+                ));
+                self.tool = None;
+                false
+            }
         });
         if !ok {
             return;
