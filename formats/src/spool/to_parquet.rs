@@ -143,10 +143,11 @@ fn pipeline<R: Unspool>(
         let mut next = 0;
         let mut result = Ok(());
         loop {
-            // Two batches per encoder in flight at most: bounded memory.
+            // One batch per encoder and the one being filled at most:
+            // bounded memory, each batch's pages touched once.
             let mut batch = match returned.try_recv() {
                 Ok(b) => b,
-                Err(_) if allocated < 2 * encoders.len() => {
+                Err(_) if allocated < encoders.len() + 1 => {
                     allocated += 1;
                     Vec::with_capacity(batch_rows)
                 }
