@@ -720,8 +720,8 @@ pub(crate) fn for_each_held(mut f: impl FnMut(&OmpRecord)) {
 }
 
 /// In a forked child: the intervals threads hold back are the parent's, which
-/// writes them itself. Without blocking (a lock the parent held at the fork
-/// stays held in the child).
+/// writes them itself. Without blocking: after a fork by one of the
+/// collector's own threads (followed by `exec`) the lock may be held.
 pub(crate) fn forget_all_held() {
     if let Ok(states) = STATES.try_lock() {
         for p in states.iter() {

@@ -154,29 +154,44 @@ impl Rdma {
             .stderr(std::process::Stdio::null());
         // The probe runs under the samplers' lock, in the application's
         // start-up: should the spawn fork, it must not wait for that lock.
-        let child =
+        let mut child =
             crate::diag::as_collector_thread(|| command.spawn()).map_err(|_| DumpError::Failed)?;
-        let child_pid = child.id();
         // Its output is read to the end beside the wait: a dump larger than
         // the pipe would otherwise stall the tool.
-        let (done, result) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
+        let mut stdout = child.stdout.take().ok_or(DumpError::Failed)?;
+        let (done, output) = std::sync::mpsc::channel();
+        let reader = std::thread::Builder::new()
             .name("hyscope-rdma".into())
             .spawn(move || {
-                let _ = done.send(child.wait_with_output());
-            })
-            .map_err(|_| DumpError::Failed)?;
-        match result.recv_timeout(Self::TOOL_TIMEOUT) {
-            Ok(Ok(out)) if out.status.success() => {
-                Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+                let mut bytes = Vec::new();
+                let read = std::io::Read::read_to_end(&mut stdout, &mut bytes);
+                let _ = done.send(read.map(|_| bytes));
+            });
+        let deadline = Instant::now() + Self::TOOL_TIMEOUT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if reader.is_ok() && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                // Past the deadline (or nothing reads its output):
+                // Child::kill, which never reaches another process, even if
+                // the tool just ended.
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(DumpError::TimedOut);
+                }
+                Err(_) => return Err(DumpError::Failed),
             }
+        };
+        // The output ends with the tool (unless something it started keeps
+        // the pipe open: the same bound).
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match output.recv_timeout(remaining.max(Duration::from_millis(100))) {
+            Ok(Ok(bytes)) if status.success() => Ok(String::from_utf8_lossy(&bytes).into_owned()),
             Ok(_) => Err(DumpError::Failed),
-            Err(_) => {
-                // SAFETY: kill has no memory preconditions; the child is not
-                // reaped before the thread's wait returns, so the pid is still its.
-                unsafe { libc::kill(child_pid as libc::pid_t, libc::SIGKILL) };
-                Err(DumpError::TimedOut)
-            }
+            Err(_) => Err(DumpError::TimedOut),
         }
     }
 }

@@ -346,9 +346,9 @@ impl Writer {
     }
 
     /// Forget output state inherited from a parent process (after `fork`):
-    /// its files belong to the parent. (Done here, lazily, because the
-    /// parent's writer thread may hold the writer lock at the fork; the
-    /// parent's buffered rows are dropped at the fork, `forget_parents_events`.)
+    /// its files belong to the parent. (Done here, lazily, on the writer's
+    /// next use in the child; the parent's buffered rows are dropped at the
+    /// fork, `forget_parents_events`.)
     fn check_pid(&mut self) {
         let pid = std::process::id();
         if self.pid != pid {
