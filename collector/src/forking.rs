@@ -8,8 +8,10 @@
 //! before the fork ([`prepare`]) and lets go of them on both sides right
 //! after it; the child then forgets its parent's pending output
 //! (`spooling::forget_parents_events`). A fork waits at most for the holders'
-//! current step: a writer's round (milliseconds), a sampler's tick, or, while
-//! another thread runs the exit path, the encoding of the trace.
+//! current step: a writer's round (milliseconds), a sampler's tick (at most
+//! `samplers::LOCK_LIMIT`: a sampler stuck in a read is left holding its
+//! lock, and sampling stops), or, while another thread runs the exit path,
+//! the encoding of the trace.
 //!
 //! [`take_all`] takes the locks in the collector's lock order, outermost
 //! first: a thread that holds one of them takes only locks listed after it
@@ -44,11 +46,9 @@ pub fn install() {
 
 /// Every lock of the collector, in its lock order (see the module's documentation).
 fn take_all() -> Vec<Held> {
-    let mut held = vec![
-        lifecycle::hold_for_fork(),
-        samplers::hold_for_fork(),
-        spooling::hold_writer_for_fork(),
-    ];
+    let mut held = vec![lifecycle::hold_for_fork()];
+    held.extend(samplers::hold_for_fork());
+    held.push(spooling::hold_writer_for_fork());
     held.extend(phases::hold_for_fork());
     held.push(hyscope_ompt::hold_states_for_fork());
     held.extend(spooling::hold_buffers_for_fork());

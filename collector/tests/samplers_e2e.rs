@@ -606,3 +606,146 @@ fn a_hanging_rdma_tool_is_killed_and_the_program_runs_on() {
         "{err}"
     );
 }
+
+/// Write `value` into the FIFO at `path` once a reader has it open (polled,
+/// so that this never blocks when no reader comes); false if none came
+/// within 20 s.
+fn serve_fifo_once(path: &Path, value: &str) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path);
+        if let Ok(mut f) = opened {
+            return std::io::Write::write_all(&mut f, value.as_bytes()).is_ok();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    false
+}
+
+/// Run `program` (with `args`) with the collector and a RAPL zone whose
+/// `energy_uj` is a FIFO that answers the sampler's probe and then nobody
+/// writes, as a wedged driver's file would: the sampler thread's first
+/// sample never returns. The program must end; returns its status, output,
+/// the `hyscope:` lines and the trace.
+fn run_with_a_stuck_rapl_read(
+    dir: &Path,
+    program: &str,
+    args: &[&str],
+) -> (std::process::ExitStatus, String, Vec<String>, Trace) {
+    let sys = dir.join("sys");
+    let zone = sys.join("class/powercap/intel-rapl:0");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sysfs-powercap/class/powercap/intel-rapl:0"),
+        &zone,
+    );
+    let energy = zone.join("energy_uj");
+    std::fs::remove_file(&energy).unwrap();
+    let c_path = std::ffi::CString::new(energy.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o644) }, 0);
+    let exe = clang_openmp(program, dir);
+    let fifo = energy.clone();
+    let writer = std::thread::spawn(move || serve_fifo_once(&fifo, "1000\n"));
+    let started = std::time::Instant::now();
+    let (status, out, err) = run_unless_it_hangs(
+        Command::new(&exe)
+            .args(args)
+            .env("LD_PRELOAD", preload_lib())
+            .env("HYSCOPE_OUTPUT", dir.join("trace"))
+            .env("HYSCOPE_SAMPLE_MS", "5")
+            .env("HYSCOPE_SYSFS_ROOT", &sys)
+            .env("OMP_NUM_THREADS", "2"),
+        60,
+    );
+    assert!(
+        writer.join().unwrap(),
+        "the RAPL probe never read energy_uj"
+    );
+    // The program's own time and one wait of 2 s, not more.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let warnings = err
+        .lines()
+        .filter(|l| l.starts_with("hyscope:"))
+        .map(str::to_string)
+        .collect();
+    (
+        status,
+        out,
+        warnings,
+        Trace::open(&dir.join("trace")).unwrap(),
+    )
+}
+
+/// A sampler whose read never returns, at the program's exit and at its
+/// forks: the program still ends, with its own output and exit code, after
+/// one warning naming the sampler; the manifest's entry says sampling
+/// stopped, and the OpenMP trace is whole.
+#[test]
+fn a_sampler_stuck_in_a_read_does_not_hang_the_program() {
+    let (status, out, warnings, t) =
+        run_with_a_stuck_rapl_read(&scratch("stuck-sampler"), "omp_mem", &[]);
+    assert!(status.success(), "{warnings:?}");
+    assert_eq!(out.trim(), "16384");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("the `rapl` sampler's read has not returned for")
+            && warnings[0].contains("sampling stops"),
+        "{warnings:?}"
+    );
+    let rapl = t
+        .manifest
+        .samplers
+        .iter()
+        .find(|s| s.name == "rapl")
+        .unwrap();
+    assert!(rapl.available, "{}", rapl.reason);
+    assert!(
+        rapl.reason
+            .ends_with("; stopped: a read did not return within 2 s"),
+        "{}",
+        rapl.reason
+    );
+    assert!(
+        t.manifest.ranks[0]
+            .warnings
+            .iter()
+            .any(|w| w.contains("`rapl`"))
+    );
+    // Both regions, each with its team of two.
+    let rows = t
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap();
+    let count = |kind: OmpKind| rows.iter().filter(|(_, r)| r.kind == kind as u8).count();
+    assert_eq!(
+        (count(OmpKind::Parallel), count(OmpKind::ImplicitTask)),
+        (2, 4)
+    );
+
+    // Forks: the first one after the read stuck waits for the samplers'
+    // lock once, the others not at all; every child exits with its code.
+    const FORKS: usize = 20;
+    let (status, out, warnings, t) = run_with_a_stuck_rapl_read(
+        &scratch("stuck-sampler-forks"),
+        "omp_fork_many",
+        &[&FORKS.to_string()],
+    );
+    assert!(status.success(), "{warnings:?}");
+    assert_eq!(out.trim(), format!("children {FORKS} exited {FORKS}"));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let parallel = t
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r.kind == OmpKind::Parallel as u8)
+        .count();
+    assert_eq!(parallel, FORKS);
+}

@@ -24,6 +24,14 @@
 //! MPI_T close), and [`add_mpit`] once its background thread has opened MPI_T
 //! (`mpi::mpit_background`); an `atexit` handler calls [`stop`] before the session's
 //! final flush.
+//!
+//! The sampler thread holds the samplers' lock while it reads. Every other
+//! thread waits for that lock at most [`LOCK_LIMIT`] ([`state_within`]): a
+//! read that never returns (a wedged driver's sysfs file, an MPI_T read
+//! waiting on a lock) must not hang the application's `fork`, its
+//! `MPI_Finalize` or its exit. Past the limit, sampling stops with one
+//! warning naming the sampler, which the manifest's entry for it repeats; the
+//! samples read until then are kept.
 
 pub mod memory;
 pub mod mpit;
@@ -31,10 +39,10 @@ mod node;
 pub mod rapl;
 pub mod rdma;
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU32, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hyscope_format::{MetricInfo, SamplerInfo};
 
@@ -112,13 +120,86 @@ static WAKE: Condvar = Condvar::new();
 /// The process that started the sampler thread (0 before [`start`]).
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 
-/// The samplers' lock, to hold across a `fork` (see `forking`).
-pub(crate) fn hold_for_fork() -> crate::diag::Held {
-    crate::diag::hold(&STATE)
+/// How long a thread other than the sampler's waits for the samplers' lock
+/// (module documentation). A sample takes microseconds (`/proc/self/status`)
+/// to a few milliseconds (`/proc/self/maps`, the `rdma` tool, which is killed
+/// after its own 2 s).
+pub const LOCK_LIMIT: Duration = Duration::from_secs(2);
+
+/// Set once a wait for the samplers' lock gave up: later ones do not wait.
+static STUCK: AtomicBool = AtomicBool::new(false);
+/// Set by [`stop`] and when a wait gave up: the sampler thread reads no
+/// further sampler and leaves (a read that returns late reaches no other,
+/// MPI_T's least of all once `MPI_Finalize` may have begun).
+static STOPPING: AtomicBool = AtomicBool::new(false);
+/// The sampler the sampler thread is reading ([`NAMES`] index, [`NONE`] between reads).
+static READING: AtomicU8 = AtomicU8::new(NONE);
+/// When that read began (`clock::now_ns`).
+static READING_SINCE: AtomicI64 = AtomicI64::new(0);
+/// Every sampler's name, in registration order ([`READING`]'s codes).
+const NAMES: [&str; 4] = ["memory", "rapl", "rdma", "mpi_t"];
+const NONE: u8 = u8::MAX;
+
+/// The samplers' lock, to hold across a `fork` (see `forking`), unless the
+/// sampler thread has kept it for [`LOCK_LIMIT`]: the child then finds it
+/// held, and its own waits for it give up in turn.
+pub(crate) fn hold_for_fork() -> Option<crate::diag::Held> {
+    state_within().map(|g| Box::new(g) as crate::diag::Held)
 }
 
+/// The samplers' lock, waiting as long as it takes: only for [`start`],
+/// before the sampler thread exists, and for that thread itself.
 fn state() -> MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The samplers' lock for any thread but the sampler's: `None` when the
+/// sampler thread has held it for [`LOCK_LIMIT`] (or did before), after
+/// which sampling stops with one warning ([`give_up`]).
+fn state_within() -> Option<MutexGuard<'static, State>> {
+    let deadline = Instant::now() + LOCK_LIMIT;
+    loop {
+        match STATE.try_lock() {
+            Ok(g) => return Some(g),
+            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        if STUCK.load(Ordering::Relaxed) || Instant::now() >= deadline {
+            give_up();
+            return None;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Stop sampling because the sampler thread did not let go of its lock:
+/// one warning naming the sampler it is reading, the same in its manifest entry.
+#[cold]
+fn give_up() {
+    STOPPING.store(true, Ordering::Relaxed);
+    if STUCK.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let name = NAMES
+        .get(READING.load(Ordering::Relaxed) as usize)
+        .copied()
+        .unwrap_or("memory");
+    let since = READING_SINCE.load(Ordering::Relaxed);
+    let secs = (clock::now_ns() - since).max(0) as f64 / 1e9;
+    let why = format!(
+        "the `{name}` sampler's read has not returned for {secs:.1} s; sampling stops \
+         (the samples read before are kept)"
+    );
+    diag::warn(&why);
+    state::with_manifest(|m| {
+        if let Some(info) = m.samplers.iter_mut().find(|x| x.name == name) {
+            info.reason = format!(
+                "{}; stopped: a read did not return within {} s",
+                info.reason,
+                LOCK_LIMIT.as_secs()
+            );
+        }
+    });
 }
 
 /// The sampling interval from `HYSCOPE_SAMPLE_MS`: `0` → None (no sampler
@@ -185,7 +266,17 @@ fn sample_all(st: &mut State) {
     let now = clock::now_ns();
     let mut emit = record;
     for a in &mut st.samplers {
+        if STOPPING.load(Ordering::Relaxed) {
+            break;
+        }
+        let code = NAMES
+            .iter()
+            .position(|&n| n == a.sampler.name())
+            .map_or(NONE, |i| i as u8);
+        READING_SINCE.store(clock::now_ns(), Ordering::Relaxed);
+        READING.store(code, Ordering::Relaxed);
         a.sampler.sample(now, &mut emit);
+        READING.store(NONE, Ordering::Relaxed);
     }
 }
 
@@ -254,7 +345,7 @@ fn run(every: Duration) {
     crate::diag::mark_collector_thread();
     let mut st = state();
     loop {
-        if st.stop {
+        if st.stop || STOPPING.load(Ordering::Relaxed) {
             return;
         }
         sample_all(&mut st);
@@ -278,7 +369,11 @@ pub fn stop() {
         return;
     }
     let handle = {
-        let mut st = state();
+        // A sampler stuck in a read: left behind (the process's exit ends
+        // it), with its last samples.
+        let Some(mut st) = state_within() else {
+            return;
+        };
         if st.stop {
             return;
         }
@@ -319,7 +414,7 @@ pub fn on_mpi_init_end() {
     crate::diag::guarded(|| {
         // Sampling disabled (the same setting on every rank, so no rank is left
         // alone in the collective election).
-        if state().stop {
+        if interval().is_none() {
             return;
         }
         let (leader, readers) = match node::elect() {
@@ -332,7 +427,11 @@ pub fn on_mpi_init_end() {
                 (me == 0, vec![0])
             }
         };
-        let mut st = state();
+        // A stuck sampler: no RAPL reader here (the election above was the
+        // collective part).
+        let Some(mut st) = state_within() else {
+            return;
+        };
         if let Some(a) = st.samplers.iter_mut().find(|a| a.sampler.name() == "rapl") {
             a.sampler.elect(leader, &readers);
             // The reader's first row marks the end of MPI_Init (energy since its start).
@@ -370,18 +469,16 @@ pub fn on_mpi_init_end() {
 
 /// Whether the sampler thread runs (`HYSCOPE_SAMPLE_MS` is not 0 and it was started).
 pub fn sampling() -> bool {
-    let st = state();
-    st.thread.is_some() && !st.stop
+    state_within().is_some_and(|st| st.thread.is_some() && !st.stop)
 }
 
 /// The `mpi_t` sampler, opened after MPI_Init off the application's path
 /// (`mpi::mpit_background`). Closed at once when sampling has stopped meanwhile.
 pub fn add_mpit(mut m: mpit::MpiT) {
-    let mut st = state();
-    if st.stop {
+    let Some(mut st) = state_within().filter(|st| !st.stop) else {
         m.close();
         return;
-    }
+    };
     register(&mut st, Box::new(m));
 }
 
@@ -389,7 +486,11 @@ pub fn add_mpit(mut m: mpit::MpiT) {
 /// (never after MPI_Finalize).
 pub fn on_mpi_finalize_begin() {
     crate::diag::guarded(|| {
-        let mut st = state();
+        // A stuck sampler: the thread reads no other (`STOPPING`), MPI_T's
+        // handles stay open (freeing them needs the lock).
+        let Some(mut st) = state_within() else {
+            return;
+        };
         let now = clock::now_ns();
         let mut emit = record;
         if let Some(pos) = st.samplers.iter().position(|a| a.sampler.name() == "mpi_t") {
