@@ -666,9 +666,9 @@ fn run_with_a_stuck_rapl_read(
         writer.join().unwrap(),
         "the RAPL probe never read energy_uj"
     );
-    // The program's own time and one wait of 2 s, not more.
+    // The program's own time and one wait of 5 s, not more.
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(20),
+        started.elapsed() < std::time::Duration::from_secs(25),
         "{:?}",
         started.elapsed()
     );
@@ -710,7 +710,7 @@ fn a_sampler_stuck_in_a_read_does_not_hang_the_program() {
     assert!(rapl.available, "{}", rapl.reason);
     assert!(
         rapl.reason
-            .ends_with("; stopped: a read did not return within 2 s"),
+            .ends_with("; stopped: a read did not return within 5 s"),
         "{}",
         rapl.reason
     );

@@ -122,9 +122,10 @@ static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 
 /// How long a thread other than the sampler's waits for the samplers' lock
 /// (module documentation). A sample takes microseconds (`/proc/self/status`)
-/// to a few milliseconds (`/proc/self/maps`, the `rdma` tool, which is killed
-/// after its own 2 s).
-pub const LOCK_LIMIT: Duration = Duration::from_secs(2);
+/// to a few milliseconds (`/proc/self/maps`); the `rdma` tool is killed
+/// after its own 2 s, well within this, and so is a sampler thread a loaded
+/// machine leaves waiting for a core.
+pub const LOCK_LIMIT: Duration = Duration::from_secs(5);
 
 /// Set once a wait for the samplers' lock gave up: later ones do not wait.
 static STUCK: AtomicBool = AtomicBool::new(false);
