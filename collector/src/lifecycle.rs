@@ -12,7 +12,7 @@ use crate::diag::{self, lock, warn};
 use crate::state::{
     self, EXITING, MANIFEST_BY_MPI, RANK, rank, trace_dir, with_manifest, with_rank_info,
 };
-use crate::{clock, phases, slots, spooling, symbols};
+use crate::{phases, slots, spooling, symbols};
 
 static MPI_SEEN: AtomicBool = AtomicBool::new(false);
 /// Serialises the exit path (atexit and OMPT finalize may both run it).
@@ -216,9 +216,7 @@ pub fn finish() {
     }
     if !EXITING.swap(true, Ordering::Relaxed) {
         // The application's end: what comes after is the collector's.
-        let now = clock::now_ns();
-        with_rank_info(|r| r.exit_ns = Some(now));
-        phases::close_open(now);
+        phases::close_open(state::stamp_exit());
     }
     hyscope_ompt::before_exit_flush();
     spooling::flush_all();

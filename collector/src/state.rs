@@ -119,6 +119,15 @@ pub fn with_rank_info<R>(f: impl FnOnce(&mut RankInfo) -> R) -> R {
     f(&mut lock(&session().rank_info))
 }
 
+/// The application's end on this process (`RankInfo::exit_ns`): stamped
+/// once, by the first exit step that runs (the samplers' stop, which
+/// `atexit` runs before the exit path, or the exit path itself), and
+/// returned. What comes after, a wait for the sampler thread included, is
+/// the collector's time, which the analysis leaves out.
+pub fn stamp_exit() -> i64 {
+    with_rank_info(|r| *r.exit_ns.get_or_insert_with(clock::now_ns))
+}
+
 /// Change the job manifest draft this process holds (rank 0's is written).
 pub fn with_manifest<R>(f: impl FnOnce(&mut Manifest) -> R) -> R {
     f(&mut lock(&session().manifest))

@@ -720,6 +720,10 @@ fn a_sampler_stuck_in_a_read_does_not_hang_the_program() {
             .iter()
             .any(|w| w.contains("`rapl`"))
     );
+    // The application's end is stamped before the wait for the sampler
+    // thread: the program's 0.3 s, not the collector's 5 s after it.
+    let ran_ns = t.manifest.ranks[0].exit_ns.unwrap() - t.manifest.start_clock_ns;
+    assert!(ran_ns < 3_000_000_000, "{ran_ns} ns");
     // Both regions, each with its team of two.
     let rows = t
         .read_records::<OmpRecord>(&ScanOptions::default())

@@ -339,7 +339,11 @@ pub fn start() {
 }
 
 extern "C" fn stop_at_exit() {
-    crate::diag::guarded(stop);
+    crate::diag::guarded(|| {
+        // The application ends here, before any wait for the sampler thread.
+        state::stamp_exit();
+        stop();
+    });
 }
 
 fn run(every: Duration) {
