@@ -883,8 +883,10 @@ pub(crate) fn load_in(
         }
     }
     problems.extend(completeness_problems(dir, &manifest));
+    let warnings = collector_warnings(&manifest);
     let mut data = TraceData {
         dir: dir.to_path_buf(),
+        warnings,
         manifest,
         ranks,
         symbols,
@@ -1021,24 +1023,43 @@ pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::mode
     let present: std::collections::BTreeSet<u32> = manifest.ranks.iter().map(|r| r.rank).collect();
     let missing = (manifest.world_size as usize).saturating_sub(present.len());
     if missing > 0 {
-        let listed: Vec<String> = (0..manifest.world_size)
-            .filter(|r| !present.contains(r))
-            .take(8)
-            .map(|r| r.to_string())
-            .collect();
+        let present: Vec<u32> = present.into_iter().collect();
         problems.push(TraceProblem {
             file: Some(hyscope_format::RANKS_DIR.to_string()),
             rank: None,
             what: format!(
-                "the trace is partial: {missing} of {} ranks left no rank file (rank {}{})",
+                "the trace is partial: {missing} of {} ranks left no rank file ({} {})",
                 manifest.world_size,
-                listed.join(", "),
-                if missing > listed.len() { ", …" } else { "" }
+                if missing == 1 { "rank" } else { "ranks" },
+                hyscope_format::rank_ranges::missing_rank_ranges(&present, manifest.world_size),
             ),
             data_lost: true,
         });
     }
     problems
+}
+
+/// What the collector warned about while it recorded (`RankInfo::warnings`,
+/// printed on the ranks' standard error then), each message once with the
+/// ranks that gave it: "collector (ranks 0–3): …". A later reader of the
+/// trace learns it too, e.g. that a sampler stopped or a setting was ignored.
+pub fn collector_warnings(manifest: &Manifest) -> Vec<String> {
+    let mut by_message: std::collections::BTreeMap<&str, Vec<u32>> = Default::default();
+    for r in &manifest.ranks {
+        for w in &r.warnings {
+            by_message.entry(w).or_default().push(r.rank);
+        }
+    }
+    by_message
+        .into_iter()
+        .map(|(message, mut ranks)| {
+            ranks.sort_unstable();
+            ranks.dedup();
+            let who = if ranks.len() == 1 { "rank" } else { "ranks" };
+            let ranks = hyscope_format::rank_ranges::rank_ranges(ranks);
+            format!("collector ({who} {ranks}): {message}")
+        })
+        .collect()
 }
 
 /// Resolved addresses with the same source location map to the smallest of them.

@@ -55,6 +55,8 @@ mod manifest;
 pub mod metrics;
 /// `/proc/<pid>/status`'s memory lines (`VmRSS`, `VmHWM`, `VmPin`).
 pub mod proc_status;
+/// Sets of ranks in messages, as ranges ("0, 2–5, 9").
+pub mod rank_ranges;
 mod reader;
 mod record_batch;
 mod schema;

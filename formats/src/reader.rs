@@ -215,7 +215,7 @@ impl Trace {
                 None,
                 format!(
                     "the job had {world} ranks but {missing} of them ({}) left no rank file, manifest entry or data",
-                    missing_ranges(&present, world)
+                    crate::rank_ranges::missing_rank_ranges(&present, world)
                 ),
                 true,
             );
@@ -1206,28 +1206,6 @@ fn merge_rank(existing: &mut RankInfo, newer: RankInfo) {
 /// `path` relative to the trace directory, as a user finds it.
 fn relative(dir: &Path, path: &Path) -> String {
     path.strip_prefix(dir).unwrap_or(path).display().to_string()
-}
-
-/// The ranks of `0..world` not in `present` (sorted), as ranges: "2, 5–9".
-/// Work is proportional to `present`, not to `world`.
-fn missing_ranges(present: &[u32], world: u32) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut next = 0u32;
-    for &r in present.iter().filter(|&&r| r < world).chain([&world]) {
-        if r > next {
-            out.push(if r - 1 == next {
-                format!("{next}")
-            } else {
-                format!("{next}–{}", r - 1)
-            });
-        }
-        next = r.saturating_add(1);
-        if out.len() > 8 {
-            out.push("…".into());
-            break;
-        }
-    }
-    out.join(", ")
 }
 
 /// Rows of a part by its footer; None when the footer cannot be read (the

@@ -185,3 +185,51 @@ fn help_lists_every_option_of_the_settings_table() {
         "{help}"
     );
 }
+
+/// What the collector warned about on a program's standard error while it
+/// ran (here a bad setting in a job started without `hyscope record`, with
+/// the collector preloaded) is kept in the trace, so every later reading of
+/// it says it too: the report's Warnings section and its JSON name the
+/// message and the rank.
+#[test]
+fn the_collectors_warnings_reach_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "omp_app", OMP_SRC);
+    let dir = tmp.path().join("trace");
+    let mut cmd = Command::new(&exe);
+    for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("HYSCOPE_")) {
+        cmd.env_remove(k);
+    }
+    let out = cmd
+        .env(
+            "LD_PRELOAD",
+            beside_hyscope("libhyscope.so", "cargo build --workspace"),
+        )
+        .env("HYSCOPE_OUTPUT", &dir)
+        .env("HYSCOPE_SAMPLE_MS", "-5")
+        .output_within_limit()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = "HYSCOPE_SAMPLE_MS=`-5` is not a whole number from 0 to 3600000; using 100";
+    assert!(stderr(&out).contains(said), "{}", stderr(&out));
+    let text = run_ok(hyscope().arg("report").arg(&dir));
+    let text = String::from_utf8_lossy(&text.stdout);
+    let warnings = &text[text.find("\nWarnings\n").expect("a Warnings section")..];
+    let line = warnings
+        .lines()
+        .find(|l| l.contains(said))
+        .unwrap_or_else(|| panic!("{warnings}"));
+    assert!(
+        line.trim_start().starts_with("collector (rank 0): "),
+        "{line}"
+    );
+    let json = report_json(&dir);
+    let listed: Vec<&str> = json["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .filter(|w| w.contains(said))
+        .collect();
+    assert_eq!(listed, vec![line.trim()], "{json:#}");
+}
