@@ -89,6 +89,10 @@ pub fn loops(out: &mut String, a: &Analysis, top: usize) {
     let Some(loops) = observed_section(out, "Loops and schedule tuning", &a.loops) else {
         return;
     };
+    if loops.is_empty() {
+        let _ = writeln!(out, "  none: the trace has no worksharing loop (`omp for`)");
+        return;
+    }
     let mut t = Table::new(&[
         "loop",
         "schedule",
