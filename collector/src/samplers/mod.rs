@@ -181,10 +181,16 @@ fn give_up() {
     if STUCK.swap(true, Ordering::Relaxed) {
         return;
     }
-    let name = NAMES
-        .get(READING.load(Ordering::Relaxed) as usize)
-        .copied()
-        .unwrap_or("memory");
+    let Some(&name) = NAMES.get(READING.load(Ordering::Relaxed) as usize) else {
+        // Between reads: the thread itself is kept from running (or stuck
+        // reading the threads' CPU masks); no sampler to name.
+        diag::warn(&format!(
+            "the sampler thread has held its lock for over {} s; sampling stops \
+             (the samples read before are kept)",
+            LOCK_LIMIT.as_secs()
+        ));
+        return;
+    };
     let since = READING_SINCE.load(Ordering::Relaxed);
     let secs = (clock::now_ns() - since).max(0) as f64 / 1e9;
     let why = format!(
