@@ -169,7 +169,7 @@ fn state_within() -> Option<MutexGuard<'static, State>> {
             give_up();
             return None;
         }
-        std::thread::sleep(Duration::from_micros(200));
+        std::thread::sleep(Duration::from_micros(50));
     }
 }
 
