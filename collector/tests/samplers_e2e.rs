@@ -607,34 +607,47 @@ fn a_hanging_rdma_tool_is_killed_and_the_program_runs_on() {
     );
 }
 
-/// Write `value` into the FIFO at `path` once a reader has it open (polled,
-/// so that this never blocks when no reader comes); false if none came
-/// within 20 s.
-fn serve_fifo_once(path: &Path, value: &str) -> bool {
+/// Write `value` into the FIFO at `path` for each of its next `reads`
+/// readers (polled, so that this never blocks when no reader comes); false
+/// if one did not come within 20 s.
+fn serve_fifo(path: &Path, value: &str, reads: usize) -> bool {
     use std::os::unix::fs::OpenOptionsExt;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::time::Instant::now() < deadline {
-        let opened = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path);
-        if let Ok(mut f) = opened {
-            return std::io::Write::write_all(&mut f, value.as_bytes()).is_ok();
+    for _ in 0..reads {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let opened = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path);
+            if let Ok(mut f) = opened {
+                if std::io::Write::write_all(&mut f, value.as_bytes()).is_err() {
+                    return false;
+                }
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        // The reader reads this writer's value to its end before the next opens.
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    false
+    true
 }
 
-/// Run `program` (with `args`) with the collector and a RAPL zone whose
-/// `energy_uj` is a FIFO that answers the sampler's probe and then nobody
-/// writes, as a wedged driver's file would: the sampler thread's first
-/// sample never returns. The program must end; returns its status, output,
-/// the `hyscope:` lines and the trace.
+/// Run `program` (with `args`) with the collector, sampling every
+/// `sample_ms`, and a RAPL zone whose `energy_uj` is a FIFO that answers its
+/// first `answered` reads (the probe's, then the samples') and then nobody
+/// writes, as a wedged driver's file would: the next read never returns.
+/// The program must end; returns its status, output, the `hyscope:` lines
+/// and the trace.
 fn run_with_a_stuck_rapl_read(
     dir: &Path,
     program: &str,
     args: &[&str],
+    answered: usize,
+    sample_ms: &str,
 ) -> (std::process::ExitStatus, String, Vec<String>, Trace) {
     let sys = dir.join("sys");
     let zone = sys.join("class/powercap/intel-rapl:0");
@@ -650,21 +663,21 @@ fn run_with_a_stuck_rapl_read(
     assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o644) }, 0);
     let exe = clang_openmp(program, dir);
     let fifo = energy.clone();
-    let writer = std::thread::spawn(move || serve_fifo_once(&fifo, "1000\n"));
+    let writer = std::thread::spawn(move || serve_fifo(&fifo, "1000\n", answered));
     let started = std::time::Instant::now();
     let (status, out, err) = run_unless_it_hangs(
         Command::new(&exe)
             .args(args)
             .env("LD_PRELOAD", preload_lib())
             .env("HYSCOPE_OUTPUT", dir.join("trace"))
-            .env("HYSCOPE_SAMPLE_MS", "5")
+            .env("HYSCOPE_SAMPLE_MS", sample_ms)
             .env("HYSCOPE_SYSFS_ROOT", &sys)
             .env("OMP_NUM_THREADS", "2"),
         60,
     );
     assert!(
         writer.join().unwrap(),
-        "the RAPL probe never read energy_uj"
+        "energy_uj was read fewer than {answered} times"
     );
     // The program's own time and one wait of 5 s, not more.
     assert!(
@@ -685,14 +698,15 @@ fn run_with_a_stuck_rapl_read(
     )
 }
 
-/// A sampler whose read never returns, at the program's exit and at its
-/// forks: the program still ends, with its own output and exit code, after
-/// one warning naming the sampler; the manifest's entry says sampling
+/// A sampler whose read never returns, while the program runs (then its
+/// exit and its forks wait for the samplers' lock) and in the last readings
+/// at its exit: the program still ends, with its own output and exit code,
+/// after one warning naming the sampler; the manifest's entry says sampling
 /// stopped, and the OpenMP trace is whole.
 #[test]
 fn a_sampler_stuck_in_a_read_does_not_hang_the_program() {
     let (status, out, warnings, t) =
-        run_with_a_stuck_rapl_read(&scratch("stuck-sampler"), "omp_mem", &[]);
+        run_with_a_stuck_rapl_read(&scratch("stuck-sampler"), "omp_mem", &[], 1, "5");
     assert!(status.success(), "{warnings:?}");
     assert_eq!(out.trim(), "16384");
     assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -741,6 +755,8 @@ fn a_sampler_stuck_in_a_read_does_not_hang_the_program() {
         &scratch("stuck-sampler-forks"),
         "omp_fork_many",
         &[&FORKS.to_string()],
+        1,
+        "5",
     );
     assert!(status.success(), "{warnings:?}");
     assert_eq!(out.trim(), format!("children {FORKS} exited {FORKS}"));
@@ -752,4 +768,25 @@ fn a_sampler_stuck_in_a_read_does_not_hang_the_program() {
         .filter(|(_, r)| r.kind == OmpKind::Parallel as u8)
         .count();
     assert_eq!(parallel, FORKS);
+
+    // The probe's read and the thread's first sample are answered (an
+    // hour's interval: no other sample), the last readings at exit are not.
+    let (status, out, warnings, t) =
+        run_with_a_stuck_rapl_read(&scratch("stuck-sampler-exit"), "omp_mem", &[], 2, "3600000");
+    assert!(status.success(), "{warnings:?}");
+    assert_eq!(out.trim(), "16384");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("the `rapl` sampler's read has not returned for"),
+        "{warnings:?}"
+    );
+    // The memory sampler's first tick and its last reading at exit, which
+    // comes before RAPL's.
+    let memory = t
+        .read_records::<SampleRecord>(&ScanOptions::default())
+        .unwrap()
+        .iter()
+        .filter(|(_, s)| s.metric == "mem.vmrss")
+        .count();
+    assert_eq!(memory, 2);
 }

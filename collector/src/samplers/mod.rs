@@ -25,13 +25,17 @@
 //! (`mpi::mpit_background`); an `atexit` handler calls [`stop`] before the session's
 //! final flush.
 //!
-//! The sampler thread holds the samplers' lock while it reads. Every other
-//! thread waits for that lock at most [`LOCK_LIMIT`] ([`state_within`]): a
-//! read that never returns (a wedged driver's sysfs file, an MPI_T read
-//! waiting on a lock) must not hang the application's `fork`, its
-//! `MPI_Finalize` or its exit. Past the limit, sampling stops with one
-//! warning naming the sampler, which the manifest's entry for it repeats; the
-//! samples read until then are kept.
+//! Every read after the probes is the sampler thread's: the reads the
+//! application's `MPI_Init`, `MPI_Finalize` and exit need (the elected RAPL
+//! reader's first, MPI_T's last, everyone's last) are [`Job`]s the thread
+//! does while the caller waits. The thread holds the samplers' lock while it
+//! reads; every other thread waits for that lock, and for its job, at most
+//! [`LOCK_LIMIT`] ([`state_within`], [`on_thread`]): a read that never
+//! returns (a wedged driver's sysfs file, an MPI_T read waiting on a lock)
+//! must not hang the application's `fork`, `MPI_Init`, `MPI_Finalize` or
+//! exit. Past the limit, sampling stops with one warning naming the sampler,
+//! which the manifest's entry for it repeats; the samples read until then
+//! are kept.
 
 pub mod memory;
 pub mod mpit;
@@ -39,7 +43,7 @@ mod node;
 pub mod rapl;
 pub mod rdma;
 
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -109,13 +113,39 @@ struct State {
     samplers: Vec<Active>,
     stop: bool,
     thread: Option<JoinHandle<()>>,
+    /// Jobs for the sampler thread, with their numbers ([`on_thread`]).
+    jobs: Vec<(u64, Job)>,
+    /// The last job's number.
+    last_job: u64,
+}
+
+/// Reads the application's threads need at a given moment, done by the
+/// sampler thread ([`on_thread`]).
+enum Job {
+    /// At the end of `MPI_Init`: the node's RAPL reader is elected; the
+    /// reader's first row marks the end of `MPI_Init` (energy since its
+    /// start), the others stop reading RAPL.
+    Elect {
+        leader: bool,
+        readers: Vec<u32>,
+        now: i64,
+    },
+    /// Before `MPI_Finalize`: MPI_T's last reading, MPI_T closed (never
+    /// after `MPI_Finalize`), a round of the others.
+    Finalize { now: i64 },
+    /// At exit: every sampler's last reading, after which the thread leaves.
+    Last { now: i64 },
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     samplers: Vec::new(),
     stop: false,
     thread: None,
+    jobs: Vec::new(),
+    last_job: 0,
 });
+/// The number of the last job the sampler thread finished.
+static JOBS_DONE: AtomicU64 = AtomicU64::new(0);
 static WAKE: Condvar = Condvar::new();
 /// The process that started the sampler thread (0 before [`start`]).
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
@@ -129,9 +159,10 @@ pub const LOCK_LIMIT: Duration = Duration::from_secs(5);
 
 /// Set once a wait for the samplers' lock gave up: later ones do not wait.
 static STUCK: AtomicBool = AtomicBool::new(false);
-/// Set by [`stop`] and when a wait gave up: the sampler thread reads no
-/// further sampler and leaves (a read that returns late reaches no other,
-/// MPI_T's least of all once `MPI_Finalize` may have begun).
+/// Set when a wait gave up ([`give_up`]): the sampler thread reads no
+/// further sampler and does no further job, and leaves (a read that returns
+/// late reaches no other, MPI_T's least of all once `MPI_Finalize` may have
+/// begun).
 static STOPPING: AtomicBool = AtomicBool::new(false);
 /// The sampler the sampler thread is reading ([`NAMES`] index, [`NONE`] between reads).
 static READING: AtomicU8 = AtomicU8::new(NONE);
@@ -276,15 +307,105 @@ fn sample_all(st: &mut State) {
         if STOPPING.load(Ordering::Relaxed) {
             break;
         }
-        let code = NAMES
-            .iter()
-            .position(|&n| n == a.sampler.name())
-            .map_or(NONE, |i| i as u8);
-        READING_SINCE.store(clock::now_ns(), Ordering::Relaxed);
-        READING.store(code, Ordering::Relaxed);
-        a.sampler.sample(now, &mut emit);
-        READING.store(NONE, Ordering::Relaxed);
+        reading(a, |s| s.sample(now, &mut emit));
     }
+}
+
+/// `f` on `a`'s sampler, marked as its read ([`READING`]) for [`give_up`]'s
+/// warning.
+fn reading<R>(a: &mut Active, f: impl FnOnce(&mut dyn Sampler) -> R) -> R {
+    let code = NAMES
+        .iter()
+        .position(|&n| n == a.sampler.name())
+        .map_or(NONE, |i| i as u8);
+    READING_SINCE.store(clock::now_ns(), Ordering::Relaxed);
+    READING.store(code, Ordering::Relaxed);
+    let r = f(a.sampler.as_mut());
+    READING.store(NONE, Ordering::Relaxed);
+    r
+}
+
+/// Do `job` (on the sampler thread, or on the caller's where there is none).
+fn run_job(st: &mut State, job: Job) {
+    let mut emit = record;
+    match job {
+        Job::Elect {
+            leader,
+            readers,
+            now,
+        } => {
+            if let Some(a) = st.samplers.iter_mut().find(|a| a.sampler.name() == "rapl") {
+                a.sampler.elect(leader, &readers);
+                if leader {
+                    reading(a, |s| s.sample(now, &mut emit));
+                }
+            }
+            if !leader {
+                st.samplers.retain(|a| a.sampler.name() != "rapl");
+            }
+        }
+        Job::Finalize { now } => {
+            if let Some(pos) = st.samplers.iter().position(|a| a.sampler.name() == "mpi_t") {
+                let mut a = st.samplers.remove(pos);
+                reading(&mut a, |s| s.sample(now, &mut emit));
+                // Not when `MPI_Finalize` may have begun meanwhile (the
+                // caller gave up waiting): MPI_T's handles then stay open.
+                if !STOPPING.load(Ordering::Relaxed) {
+                    a.sampler.close();
+                }
+            }
+            if !st.stop {
+                sample_all(st);
+            }
+        }
+        Job::Last { now } => {
+            if spooling::is_active() {
+                for a in &mut st.samplers {
+                    if STOPPING.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    reading(a, |s| s.last_sample(now, &mut emit));
+                }
+            }
+            st.stop = true;
+            st.samplers.clear();
+        }
+    }
+}
+
+/// Whether this process's sampler thread runs (a forked child has a copy
+/// of the state, not the thread).
+fn thread_runs(st: &State) -> bool {
+    st.thread.is_some() && !st.stop && OWNER_PID.load(Ordering::Relaxed) == std::process::id()
+}
+
+/// Have the sampler thread do `job` and wait for it, at most
+/// [`LOCK_LIMIT`] in all (then sampling stops, [`give_up`]); where the
+/// thread does not run, do it here. Whether it was done.
+fn on_thread(job: Job) -> bool {
+    let deadline = Instant::now() + LOCK_LIMIT;
+    let number = {
+        let Some(mut st) = state_within() else {
+            return false;
+        };
+        if !thread_runs(&st) {
+            run_job(&mut st, job);
+            return true;
+        }
+        st.last_job += 1;
+        let number = st.last_job;
+        st.jobs.push((number, job));
+        number
+    };
+    WAKE.notify_all();
+    while JOBS_DONE.load(Ordering::Acquire) < number {
+        if STUCK.load(Ordering::Relaxed) || Instant::now() >= deadline {
+            give_up();
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    true
 }
 
 /// Probe every sampler and start the sampler thread (idempotent).
@@ -355,18 +476,34 @@ extern "C" fn stop_at_exit() {
 fn run(every: Duration) {
     crate::diag::mark_collector_thread();
     let mut st = state();
+    let mut next_tick = Instant::now();
     loop {
+        // Once a caller gave up waiting (`STOPPING`), no job is done late:
+        // `Finalize`'s MPI_T calls after `MPI_Finalize` crash Open MPI.
+        for (number, job) in std::mem::take(&mut st.jobs) {
+            if STOPPING.load(Ordering::Relaxed) {
+                return;
+            }
+            run_job(&mut st, job);
+            JOBS_DONE.store(number, Ordering::Release);
+        }
         if st.stop || STOPPING.load(Ordering::Relaxed) {
             return;
         }
-        sample_all(&mut st);
-        // OpenMP threads are bound at their first fork: their masks, read
-        // while the run lasts (a thread gone by exit keeps its reading).
-        crate::state::sample_thread_cpus();
-        st = WAKE
-            .wait_timeout(st, every)
-            .map(|(g, _)| g)
-            .unwrap_or_else(|p| p.into_inner().0);
+        if Instant::now() >= next_tick {
+            sample_all(&mut st);
+            // OpenMP threads are bound at their first fork: their masks, read
+            // while the run lasts (a thread gone by exit keeps its reading).
+            crate::state::sample_thread_cpus();
+            next_tick = Instant::now() + every;
+        }
+        if st.jobs.is_empty() {
+            let wait = next_tick.saturating_duration_since(Instant::now());
+            st = WAKE
+                .wait_timeout(st, wait)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
     }
 }
 
@@ -379,27 +516,21 @@ pub fn stop() {
     if owner != 0 && owner != std::process::id() {
         return;
     }
-    let handle = {
-        // A sampler stuck in a read: left behind (the process's exit ends
-        // it), with its last samples.
-        let Some(mut st) = state_within() else {
-            return;
-        };
-        if st.stop {
-            return;
+    let now = clock::now_ns();
+    // The last readings, on the thread; one stuck in a read is left behind
+    // (the process's exit ends it), with the samples read before.
+    if !on_thread(Job::Last { now }) {
+        return;
+    }
+    let handle = match state_within() {
+        Some(mut st) => {
+            st.stop = true;
+            st.thread.take()
         }
-        if st.thread.is_some() && spooling::is_active() {
-            let now = clock::now_ns();
-            let mut emit = record;
-            for a in &mut st.samplers {
-                a.sampler.last_sample(now, &mut emit);
-            }
-        }
-        st.stop = true;
-        st.samplers.clear();
-        st.thread.take()
+        None => return,
     };
     WAKE.notify_all();
+    // It has done its last job and leaves.
     if let Some(h) = handle {
         let _ = h.join();
     }
@@ -438,19 +569,13 @@ pub fn on_mpi_init_end() {
                 (me == 0, vec![0])
             }
         };
-        // A stuck sampler: no RAPL reader here (the election above was the
-        // collective part).
-        let Some(mut st) = state_within() else {
-            return;
-        };
-        if let Some(a) = st.samplers.iter_mut().find(|a| a.sampler.name() == "rapl") {
-            a.sampler.elect(leader, &readers);
-            // The reader's first row marks the end of MPI_Init (energy since its start).
-            if leader {
-                let mut emit = record;
-                a.sampler.sample(clock::now_ns(), &mut emit);
-            }
-        }
+        // The election above was the collective part; a stuck sampler
+        // thread leaves this rank without its RAPL reading.
+        on_thread(Job::Elect {
+            leader,
+            readers: readers.clone(),
+            now: clock::now_ns(),
+        });
         let rapl_info =
             state::with_manifest(|m| m.samplers.iter().find(|x| x.name == "rapl").cloned());
         if let Some(mut info) = rapl_info.filter(|i| i.available) {
@@ -461,10 +586,6 @@ pub fn on_mpi_init_end() {
             );
             publish(info, &[]);
         }
-        if !leader {
-            st.samplers.retain(|a| a.sampler.name() != "rapl");
-        }
-        drop(st);
         publish(
             SamplerInfo {
                 name: "mpi_t".into(),
@@ -497,20 +618,10 @@ pub fn add_mpit(mut m: mpit::MpiT) {
 /// (never after MPI_Finalize).
 pub fn on_mpi_finalize_begin() {
     crate::diag::guarded(|| {
-        // A stuck sampler: the thread reads no other (`STOPPING`), MPI_T's
-        // handles stay open (freeing them needs the lock).
-        let Some(mut st) = state_within() else {
-            return;
-        };
-        let now = clock::now_ns();
-        let mut emit = record;
-        if let Some(pos) = st.samplers.iter().position(|a| a.sampler.name() == "mpi_t") {
-            let mut a = st.samplers.remove(pos);
-            a.sampler.sample(now, &mut emit);
-            a.sampler.close();
-        }
-        if !st.stop {
-            sample_all(&mut st);
-        }
+        // A stuck sampler thread: it reads no other (`STOPPING`), and MPI_T's
+        // handles stay open (freeing them is the thread's job).
+        on_thread(Job::Finalize {
+            now: clock::now_ns(),
+        });
     });
 }
