@@ -72,8 +72,10 @@ fn finish(
         .memory_warning
         .take()
         .or_else(|| kept_over_limit(&data, &messages, &collectives, options.memory));
-    let mut warnings = data.warnings.clone();
-    warnings.extend(messages.warning());
+    // The collector's own (what it could not record) first, as the loader
+    // listed them; the analysis's notes after them, sorted.
+    let collector_warnings = data.warnings.clone();
+    let mut warnings: Vec<String> = messages.warning().into_iter().collect();
     let focus = data.focus.take().map(|f| {
         let run_duration_s = load::restrict(&f, &mut data);
         f.info(run_duration_s)
@@ -128,7 +130,8 @@ fn finish(
     phases::name_findings(&mut analysis.findings, data);
     warnings.sort();
     warnings.dedup();
-    analysis.warnings = warnings;
+    analysis.warnings = collector_warnings;
+    analysis.warnings.extend(warnings);
     analysis
 }
 

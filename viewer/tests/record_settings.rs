@@ -232,4 +232,6 @@ fn the_collectors_warnings_reach_the_report() {
         .filter(|w| w.contains(said))
         .collect();
     assert_eq!(listed, vec![line.trim()], "{json:#}");
+    // What the collector could not do comes before the analysis's own notes.
+    assert_eq!(json["warnings"][0].as_str(), Some(line.trim()), "{json:#}");
 }
