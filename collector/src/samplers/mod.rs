@@ -157,18 +157,18 @@ static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 /// machine leaves waiting for a core.
 pub const LOCK_LIMIT: Duration = Duration::from_secs(5);
 
-/// Set once a wait for the samplers' lock gave up: later ones do not wait.
-static STUCK: AtomicBool = AtomicBool::new(false);
-/// Set when a wait gave up ([`give_up`]): the sampler thread reads no
+/// Set once a wait for the samplers' lock, or for a job, gave up
+/// ([`give_up`]): later waits do not wait, and the sampler thread reads no
 /// further sampler and does no further job, and leaves (a read that returns
 /// late reaches no other, MPI_T's least of all once `MPI_Finalize` may have
 /// begun).
-static STOPPING: AtomicBool = AtomicBool::new(false);
+static STUCK: AtomicBool = AtomicBool::new(false);
 /// The sampler the sampler thread is reading ([`NAMES`] index, [`NONE`] between reads).
 static READING: AtomicU8 = AtomicU8::new(NONE);
 /// When that read began (`clock::now_ns`).
 static READING_SINCE: AtomicI64 = AtomicI64::new(0);
-/// Every sampler's name, in registration order ([`READING`]'s codes).
+/// Every sampler's name, in registration order ([`READING`]'s codes, the
+/// manifest's entries when sampling is off).
 const NAMES: [&str; 4] = ["memory", "rapl", "rdma", "mpi_t"];
 const NONE: u8 = u8::MAX;
 
@@ -189,12 +189,19 @@ fn state() -> MutexGuard<'static, State> {
 /// sampler thread has held it for [`LOCK_LIMIT`] (or did before), after
 /// which sampling stops with one warning ([`give_up`]).
 fn state_within() -> Option<MutexGuard<'static, State>> {
-    let deadline = Instant::now() + LOCK_LIMIT;
+    within(Instant::now() + LOCK_LIMIT, || match STATE.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    })
+}
+
+/// `ready()`'s first `Some`, looked for every 50 µs until `deadline`; past
+/// it, or once sampling is stuck, `None` ([`give_up`]).
+fn within<T>(deadline: Instant, mut ready: impl FnMut() -> Option<T>) -> Option<T> {
     loop {
-        match STATE.try_lock() {
-            Ok(g) => return Some(g),
-            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => {}
+        if let Some(t) = ready() {
+            return Some(t);
         }
         if STUCK.load(Ordering::Relaxed) || Instant::now() >= deadline {
             give_up();
@@ -208,7 +215,6 @@ fn state_within() -> Option<MutexGuard<'static, State>> {
 /// one warning naming the sampler it is reading, the same in its manifest entry.
 #[cold]
 fn give_up() {
-    STOPPING.store(true, Ordering::Relaxed);
     if STUCK.swap(true, Ordering::Relaxed) {
         return;
     }
@@ -304,7 +310,7 @@ fn sample_all(st: &mut State) {
     let now = clock::now_ns();
     let mut emit = record;
     for a in &mut st.samplers {
-        if STOPPING.load(Ordering::Relaxed) {
+        if STUCK.load(Ordering::Relaxed) {
             break;
         }
         reading(a, |s| s.sample(now, &mut emit));
@@ -350,7 +356,7 @@ fn run_job(st: &mut State, job: Job) {
                 reading(&mut a, |s| s.sample(now, &mut emit));
                 // Not when `MPI_Finalize` may have begun meanwhile (the
                 // caller gave up waiting): MPI_T's handles then stay open.
-                if !STOPPING.load(Ordering::Relaxed) {
+                if !STUCK.load(Ordering::Relaxed) {
                     a.sampler.close();
                 }
             }
@@ -361,7 +367,7 @@ fn run_job(st: &mut State, job: Job) {
         Job::Last { now } => {
             if spooling::is_active() {
                 for a in &mut st.samplers {
-                    if STOPPING.load(Ordering::Relaxed) {
+                    if STUCK.load(Ordering::Relaxed) {
                         break;
                     }
                     reading(a, |s| s.last_sample(now, &mut emit));
@@ -398,14 +404,10 @@ fn on_thread(job: Job) -> bool {
         number
     };
     WAKE.notify_all();
-    while JOBS_DONE.load(Ordering::Acquire) < number {
-        if STUCK.load(Ordering::Relaxed) || Instant::now() >= deadline {
-            give_up();
-            return false;
-        }
-        std::thread::sleep(Duration::from_micros(50));
-    }
-    true
+    within(deadline, || {
+        (JOBS_DONE.load(Ordering::Acquire) >= number).then_some(())
+    })
+    .is_some()
 }
 
 /// Probe every sampler and start the sampler thread (idempotent).
@@ -417,7 +419,7 @@ pub fn start() {
     }
     OWNER_PID.store(std::process::id(), Ordering::Relaxed);
     let Some(every) = interval() else {
-        for name in ["memory", "rapl", "rdma", "mpi_t"] {
+        for name in NAMES {
             publish(
                 SamplerInfo {
                     name: name.into(),
@@ -478,16 +480,16 @@ fn run(every: Duration) {
     let mut st = state();
     let mut next_tick = Instant::now();
     loop {
-        // Once a caller gave up waiting (`STOPPING`), no job is done late:
+        // Once a caller gave up waiting (`STUCK`), no job is done late:
         // `Finalize`'s MPI_T calls after `MPI_Finalize` crash Open MPI.
         for (number, job) in std::mem::take(&mut st.jobs) {
-            if STOPPING.load(Ordering::Relaxed) {
+            if STUCK.load(Ordering::Relaxed) {
                 return;
             }
             run_job(&mut st, job);
             JOBS_DONE.store(number, Ordering::Release);
         }
-        if st.stop || STOPPING.load(Ordering::Relaxed) {
+        if st.stop || STUCK.load(Ordering::Relaxed) {
             return;
         }
         if Instant::now() >= next_tick {
@@ -618,7 +620,7 @@ pub fn add_mpit(mut m: mpit::MpiT) {
 /// (never after MPI_Finalize).
 pub fn on_mpi_finalize_begin() {
     crate::diag::guarded(|| {
-        // A stuck sampler thread: it reads no other (`STOPPING`), and MPI_T's
+        // A stuck sampler thread: it reads no other (`STUCK`), and MPI_T's
         // handles stay open (freeing them is the thread's job).
         on_thread(Job::Finalize {
             now: clock::now_ns(),
