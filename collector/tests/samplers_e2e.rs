@@ -41,6 +41,14 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// The manifest's entry for the sampler `name`.
+fn sampler<'a>(m: &'a hyscope_format::Manifest, name: &str) -> &'a SamplerInfo {
+    m.samplers
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no `{name}` sampler in the manifest"))
+}
+
 fn samples(trace: &Path) -> Vec<(u32, SampleRecord)> {
     let t = Trace::open(trace).unwrap();
     t.read_records::<SampleRecord>(&ScanOptions::default())
@@ -234,11 +242,7 @@ fn mpi_rss_across_init_and_unexpected_queue() {
         let session = values(&rows, r, "mem.shm_session", -1);
         assert!(session.iter().any(|x| x.1 > 0.0), "{session:?}");
     }
-    let mpit = m
-        .samplers
-        .iter()
-        .find(|s| s.name == "mpi_t")
-        .expect("mpi_t in the manifest");
+    let mpit = sampler(&m, "mpi_t");
     assert!(mpit.available, "{}", mpit.reason);
     assert!(
         mpit.reason
@@ -251,7 +255,7 @@ fn mpi_rss_across_init_and_unexpected_queue() {
         "messages"
     );
     // RAPL is unavailable here; were it available, node 0's reader is rank 0.
-    let rapl = m.samplers.iter().find(|s| s.name == "rapl").unwrap();
+    let rapl = sampler(&m, "rapl");
     assert!(!rapl.available);
 
     let rows = t
@@ -318,12 +322,7 @@ fn mpi_one_rapl_reader_per_node() {
         ],
     );
     let t = Trace::open(&trace).unwrap();
-    let rapl = t
-        .manifest
-        .samplers
-        .iter()
-        .find(|s| s.name == "rapl")
-        .unwrap();
+    let rapl = sampler(&t.manifest, "rapl");
     assert!(rapl.available, "{}", rapl.reason);
     assert_eq!(rapl.ranks, vec![0]);
     assert!(
@@ -536,14 +535,7 @@ fn run_with_fake_rdma(dir: &Path, script: &str) -> (String, SamplerInfo) {
     assert!(status.success(), "{err}");
     assert_eq!(out.trim(), "16384");
     let t = Trace::open(&dir.join("trace")).unwrap();
-    let rdma = t
-        .manifest
-        .samplers
-        .iter()
-        .find(|s| s.name == "rdma")
-        .unwrap()
-        .clone();
-    (err, rdma)
+    (err, sampler(&t.manifest, "rdma").clone())
 }
 
 /// The `rdma` sampler end to end, with a fake `rdma` tool that prints the
@@ -715,12 +707,7 @@ fn a_sampler_stuck_in_a_read_does_not_hang_the_program() {
             && warnings[0].contains("sampling stops"),
         "{warnings:?}"
     );
-    let rapl = t
-        .manifest
-        .samplers
-        .iter()
-        .find(|s| s.name == "rapl")
-        .unwrap();
+    let rapl = sampler(&t.manifest, "rapl");
     assert!(rapl.available, "{}", rapl.reason);
     assert!(
         rapl.reason
