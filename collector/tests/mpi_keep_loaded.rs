@@ -4,15 +4,19 @@
 //! loading them a second time (collector/src/mpi/keep_loaded.rs) — only
 //! the ones `MPI_Init` loads itself: with a component that links them
 //! installed and let in by Open MPI's `pml`, `mtl` and `btl` settings.
-//! tests/mpi/loaded_after_init.c prints what is loaded right after MPI_Init;
-//! rank 1 with the sampler off opens no MPI_T of its own, so what it sees
-//! is `MPI_Init`'s and the collector's doing alone.
+//! Where they stay loaded, the collector opens MPI_T at the end of
+//! `MPI_Init`, and in a thread beside the application only where MPI_T
+//! would load them (collector/src/mpi/mpit_background.rs).
+//! tests/mpi/loaded_after_init.c prints what is loaded right after MPI_Init,
+//! and whether the collector's MPI_T thread runs; rank 1 with the sampler
+//! off opens no MPI_T of its own, so what it sees is `MPI_Init`'s and the
+//! collector's doing alone.
 
 use hyscope_testkit::OutputWithin;
 mod mpi_common;
 use mpi_common::*;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Whether this machine has what makes `MPI_Init` load the libraries: the
@@ -37,17 +41,32 @@ fn precondition() -> bool {
     has_libs && components
 }
 
-/// Rank 1's line: (psm2 loaded, psm_infinipath loaded).
+/// Rank 1's line: psm2 loaded, psm_infinipath loaded, the collector's
+/// MPI_T thread running; and the trace.
+struct AfterInit {
+    psm2: bool,
+    psm: bool,
+    mpit_thread: bool,
+    trace: PathBuf,
+}
+
 fn rank1(env: &[&str], preload: bool) -> (bool, bool) {
+    let r = after_init(env, preload, false);
+    (r.psm2, r.psm)
+}
+
+fn after_init(env: &[&str], preload: bool, sampling: bool) -> AfterInit {
     let prog = build("loaded_after_init.c", "mpicc", &[]);
     let dir = tmp().join(format!(
-        "trace-keep-loaded-{}-{preload}",
+        "trace-keep-loaded-{}-{preload}-{sampling}",
         env.join("-").replace([',', '='], "_")
     ));
     let _ = std::fs::remove_dir_all(&dir);
     let lib = library();
     let mut cmd = mpirun(2, preload.then_some(lib.as_path()), &dir);
-    cmd.args(["-x", "HYSCOPE_SAMPLE_MS=0"]);
+    if !sampling {
+        cmd.args(["-x", "HYSCOPE_SAMPLE_MS=0"]);
+    }
     for e in env {
         cmd.args(["-x", e]);
     }
@@ -62,7 +81,12 @@ fn rank1(env: &[&str], preload: bool) -> (bool, bool) {
         .find(|l| l.starts_with("rank 1 "))
         .unwrap_or_else(|| panic!("no line of rank 1: {stdout}"));
     let f: Vec<&str> = line.split_whitespace().collect();
-    (f[3] == "1", f[5] == "1")
+    AfterInit {
+        psm2: f[3] == "1",
+        psm: f[5] == "1",
+        mpit_thread: f[7] == "1",
+        trace: dir,
+    }
 }
 
 #[test]
@@ -87,5 +111,53 @@ fn libraries_mpi_init_unloads_stay_loaded_under_the_collector() {
     assert_eq!(
         rank1(&["OMPI_MCA_mtl=psm2", "OMPI_MCA_btl=self,vader,tcp"], true),
         (true, false)
+    );
+}
+
+/// Where MPI_T loads nothing (the libraries kept loaded, or no component
+/// that links them installed), the collector opens it at the end of
+/// `MPI_Init`: no thread of its own competes with the application's for a
+/// core afterwards. The `MPI_Init` row includes that work, and the rank's
+/// `init_ns` says how long it took. Where MPI_T would load them, a thread
+/// opens it beside the application, as the 0.2 s they take asleep would
+/// otherwise be `MPI_Init`'s.
+#[test]
+fn mpi_t_opens_in_mpi_init_where_it_loads_nothing() {
+    let quick = after_init(&[], true, true);
+    assert!(!quick.mpit_thread, "MPI_T opened in a thread of its own");
+    let trace = hyscope_format::Trace::open(&quick.trace).unwrap();
+    let rows = mpi_rows(&trace);
+    for info in &trace.manifest.ranks {
+        assert!(info.init_ns > 0, "rank {}: init_ns 0", info.rank);
+        let init = calls(&rows, info.rank, "MPI_Init");
+        assert_eq!(init.len(), 1, "rank {}", info.rank);
+        let row = init[0].end_ns - init[0].start_ns;
+        assert!(
+            row >= info.init_ns as i64,
+            "rank {}: the MPI_Init row ({row} ns) leaves out the collector's {} ns",
+            info.rank,
+            info.init_ns
+        );
+    }
+    let mpit = trace
+        .manifest
+        .samplers
+        .iter()
+        .find(|s| s.name == "mpi_t")
+        .unwrap();
+    assert!(mpit.available, "{}", mpit.reason);
+    if !precondition() {
+        return;
+    }
+    // Settings that leave the libraries out of MPI_Init: MPI_T would load
+    // them, so a thread does it.
+    let slow = after_init(
+        &["OMPI_MCA_pml=ob1", "OMPI_MCA_btl=self,vader,tcp"],
+        true,
+        true,
+    );
+    assert!(
+        slow.mpit_thread,
+        "MPI_T opened in MPI_Init, loading the libraries"
     );
 }

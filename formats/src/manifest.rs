@@ -109,6 +109,12 @@ pub struct RankInfo {
     /// the clock offsets along the tree, this rank file and, at rank 0, the
     /// manifest (format 1.4; 0 without MPI or before).
     pub finalize_ns: u64,
+    /// Wall time of the collector's own work at the end of `MPI_Init`, after
+    /// the real one returned (ns): this rank's place in the world, the first
+    /// clock offsets, the node's RAPL reader, and MPI_T opened where it opens
+    /// quickly. The application's `MPI_Init` returns after it, and the
+    /// `MPI_Init` row ends there (format 1.6; 0 without MPI or before).
+    pub init_ns: u64,
     /// RSS before and after MPI_Init (bytes), the MPI runtime's own footprint.
     pub rss_before_init: Option<u64>,
     pub rss_after_init: Option<u64>,

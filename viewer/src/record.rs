@@ -677,7 +677,7 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
         return;
     }
     let mut partial = Vec::new();
-    let (ranks, events, dropped, warnings, writer_cpu_ns, encode_ns, note) =
+    let (ranks, events, dropped, warnings, writer_cpu_ns, init_ns, encode_ns, note) =
         match hyscope_format::Trace::open(dir) {
             Ok(trace) => {
                 let r = &trace.manifest.ranks;
@@ -703,15 +703,17 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
                     r.iter().map(|r| r.dropped_events).sum::<u64>(),
                     w.len(),
                     r.iter().map(|r| r.writer_cpu_ns).sum::<u64>(),
+                    r.iter().map(|r| r.init_ns).max().unwrap_or(0),
                     r.iter().map(|r| r.encode_ns).max().unwrap_or(0),
                     None,
                 )
             }
-            Err(e) => (count_rank_files(dir), 0, 0, 0, 0, 0, Some(e.to_string())),
+            Err(e) => (count_rank_files(dir), 0, 0, 0, 0, 0, 0, Some(e.to_string())),
         };
     // What recording cost: the writer's CPU time during the run (on a node
-    // whose cores the job fills, it is taken from the application), and the
-    // Parquet encoding after it (the slowest rank's, ranks encode at once).
+    // whose cores the job fills, it is taken from the application), the
+    // collector's own work at the end of `MPI_Init` and the Parquet encoding
+    // after the run (the slowest rank's of each: ranks do them at once).
     let mut cost = Vec::new();
     if writer_cpu_ns > 0 && events > 0 {
         cost.push(format!(
@@ -719,6 +721,9 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
             units::ns(writer_cpu_ns as f64),
             units::ns(writer_cpu_ns as f64 / events as f64)
         ));
+    }
+    if init_ns > 0 {
+        cost.push(format!("MPI_Init +{}", units::ns(init_ns as f64)));
     }
     if encode_ns > 0 {
         cost.push(format!("encoding {} at exit", units::ns(encode_ns as f64)));

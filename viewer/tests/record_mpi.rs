@@ -74,6 +74,19 @@ fn record_in_front_of_mpirun() {
     assert_eq!(summary_lines(&err), 1, "{err}");
     assert!(err.contains(", 2 ranks, "), "{err}");
     check_trace(&dir);
+    // The collector's own work at the end of MPI_Init, the slowest rank's,
+    // is shown with what recording cost.
+    let trace = Trace::open(&dir).unwrap();
+    let init_ns = trace
+        .manifest
+        .ranks
+        .iter()
+        .map(|r| r.init_ns)
+        .max()
+        .unwrap();
+    assert!(init_ns > 0);
+    let shown = format!("MPI_Init +{}", hyscope_viewer::units::ns(init_ns as f64));
+    assert!(err.contains(&shown), "no `{shown}` in {err}");
 }
 
 #[test]

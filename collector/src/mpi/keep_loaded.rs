@@ -8,9 +8,9 @@
 //! loads them while it opens those components and unloads them when it
 //! closes the ones it does not select; `MPI_T_init_thread` opens every
 //! component again and pays the same 0.2 s a second time. That second
-//! time was the collector's: hidden in a background thread while the
-//! application runs ([`super::mpit_background`]), but waited for at
-//! `MPI_Finalize` by a job shorter than it.
+//! time was the collector's: hidden in a thread beside the application
+//! ([`super::mpit_background`]), but waited for at `MPI_Finalize` by a job
+//! shorter than it.
 //!
 //! So, right before the real `MPI_Init`, the collector loads those libraries
 //! itself and never unloads them: their constructors run once, here instead
@@ -89,6 +89,44 @@ pub fn before_init() {
         // which is what keeps the library loaded.
         let _ = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
     }
+}
+
+/// Whether opening MPI_T now loads none of the slow libraries: every one
+/// that an installed component links is loaded already (by `MPI_Init`, and
+/// kept by [`before_init`]), or no such component is installed; then Open
+/// MPI's `MPI_T_init_thread` costs milliseconds of CPU and no sleep
+/// ([`super::mpit_background`]). MPICH's MPI_T loads nothing. False where
+/// Open MPI's component directory cannot be found.
+pub fn mpi_t_opens_quickly() -> bool {
+    if super::FLAVOUR != "openmpi" {
+        return true;
+    }
+    let Some(libdir) = mpi_libdir() else {
+        return false;
+    };
+    let dirs = component_dirs(&libdir);
+    LOADERS
+        .iter()
+        .filter(|(_, _, file, _)| dirs.iter().any(|d| d.join(file).is_file()))
+        .flat_map(|(_, _, _, libraries)| libraries.iter())
+        .all(|name| is_loaded(name))
+}
+
+/// Whether the library `name` is loaded in this process (no loading).
+fn is_loaded(name: &str) -> bool {
+    let Ok(c) = CString::new(name) else {
+        return false;
+    };
+    // SAFETY: a NUL-terminated name; RTLD_NOLOAD loads nothing, and the
+    // reference it takes on a loaded library is given back at once.
+    unsafe {
+        let handle = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if handle.is_null() {
+            return false;
+        }
+        libc::dlclose(handle);
+    }
+    true
 }
 
 /// Open MPI's `pml`, `mtl` and `btl` settings: a list of components to

@@ -1,19 +1,28 @@
-//! MPI_T opened off the application's critical path.
+//! MPI_T opened where it costs the application least.
 //!
 //! Open MPI's `MPI_T_init_thread` registers every component of every framework
-//! again, including the ones `MPI_Init` had closed: on Debian's Open MPI 4.1 that
-//! is ≈ 0.2 s per process, nearly all of it asleep (libpsm2 and libpsm_infinipath
-//! calibrate their timers when they are loaded, with or without their hardware).
-//! Done in `MPI_Init`, every rank of every recorded job paid it before the
-//! application started. So one short-lived thread per process does the MPI_T
-//! work after `MPI_Init` returns: the performance variables of the `mpi_t`
-//! sampler, and on rank 0 the control variables of the manifest (read while the
-//! sampler holds MPI_T, so they cost no second initialisation). `MPI_Finalize`
-//! waits for the thread before the sampler's last read, since MPI_T must be
-//! released before the real `MPI_Finalize`: a job shorter than the
-//! initialisation waits there for the rest of it. Where `MPI_Init` loads
-//! those libraries itself, [`super::keep_loaded`] keeps them loaded from
-//! then on, and the initialisation takes milliseconds.
+//! again, including the ones `MPI_Init` had closed. Where that loads nothing
+//! new ([`super::keep_loaded::mpi_t_opens_quickly`]: Debian's Open MPI, whose
+//! slow libraries the collector keeps loaded from `MPI_Init` on, and MPICH)
+//! it takes 5–8 ms of CPU, mostly `dlopen` of components and their variables'
+//! registration; [`begin`] then does the MPI_T work at once, at the end of
+//! `MPI_Init` on the application's thread: the performance variables of the
+//! `mpi_t` sampler, and on rank 0 the control variables of the manifest (read
+//! while the sampler holds MPI_T, so they cost no second initialisation).
+//! Done by a thread beside the application instead, as it was, the same CPU
+//! came out of the application's own time wherever its threads occupy every
+//! core: LULESH with 8 ranks on 2 cores ran ≈ 10 % slower by its own timer
+//! (`benchmarks/log.md`). `MPI_Init` returns that much later, and its row
+//! ends there (`RankInfo::init_ns` says how much of it is the collector's).
+//!
+//! Where MPI_T would load libraries `MPI_Init` did not (`OMPI_MCA_pml=ob1`
+//! with the `psm` components installed, say), it takes ≈ 0.2 s, nearly all
+//! of it asleep (libpsm2 and libpsm_infinipath calibrate their timers when
+//! they are loaded): one short-lived thread per process does the MPI_T work
+//! after `MPI_Init` returns, and `MPI_Finalize` waits for it before the
+//! sampler's last read, since MPI_T must be released before the real
+//! `MPI_Finalize`: a job shorter than the initialisation waits there for
+//! the rest of it.
 //!
 //! `MPI_T_init_thread` holds the dynamic loader's lock while those libraries
 //! load (their constructors run under it), and any thread that calls the
@@ -56,16 +65,25 @@ fn worker() -> std::sync::MutexGuard<'static, Option<JoinHandle<()>>> {
     WORKER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// After `MPI_Init` (and the samplers' election): start the MPI_T work in the
-/// background, or do it here when no thread can be started.
+/// After `MPI_Init` (and the samplers' election): the MPI_T work, here when
+/// MPI_T opens quickly, else in the background (module documentation), or
+/// here too when no thread can be started.
 pub fn begin() {
     let pvars = samplers::sampling();
+    // Without sampling, only rank 0 reads MPI_T (the control variables).
+    if !pvars && super::world_rank() != 0 {
+        return;
+    }
+    if super::keep_loaded::mpi_t_opens_quickly() {
+        open_now(pvars);
+        return;
+    }
     let spawned = std::thread::Builder::new()
         .name("hyscope-mpit".into())
         .spawn(move || diag::guarded(|| open(pvars)));
     match spawned {
         Ok(h) => *worker() = Some(h),
-        Err(_) => open(pvars),
+        Err(_) => open_now(pvars),
     }
 }
 
@@ -78,11 +96,17 @@ pub fn finish() {
     }
 }
 
+/// The background thread's MPI_T work.
 fn open(pvars: bool) {
     wait_for_openmp_start();
+    open_now(pvars);
+}
+
+/// The sampler's MPI_T, and on rank 0 the control variables.
+fn open_now(pvars: bool) {
     let mpit = pvars.then(samplers::mpit::MpiT::open);
     // With the sampler's MPI_T open, the control variables cost no second
-    // initialisation (without sampling, rank 0 pays it here, in the background).
+    // initialisation (without sampling, rank 0 pays it here).
     job::read_control_variables();
     if let Some(m) = mpit {
         samplers::add_mpit(m);

@@ -21,8 +21,8 @@
 //!
 //! The MPI layer calls [`on_mpi_init_begin`], [`on_mpi_init_end`] and
 //! [`on_mpi_finalize_begin`] (RSS before/after MPI_Init, the RAPL election,
-//! MPI_T close), and [`add_mpit`] once its background thread has opened MPI_T
-//! (`mpi::mpit_background`); an `atexit` handler calls [`stop`] before the session's
+//! MPI_T close), and [`add_mpit`] once MPI_T is open (at the end of `MPI_Init`
+//! or in a thread beside the application: `mpi::mpit_background`); an `atexit` handler calls [`stop`] before the session's
 //! final flush.
 //!
 //! Every read after the probes is the sampler thread's: the reads the
@@ -548,7 +548,7 @@ pub fn on_mpi_init_begin() {
 }
 
 /// Just after `PMPI_Init` succeeded: RSS with the MPI runtime and the node's
-/// RAPL reader (the MPI_T performance variables follow in the background).
+/// RAPL reader (the MPI_T performance variables follow: `mpi::mpit_background`).
 pub fn on_mpi_init_end() {
     let rss = memory::current_rss();
     state::with_rank_info(|r| r.rss_after_init = rss);
@@ -606,8 +606,7 @@ pub fn sampling() -> bool {
     state_within().is_some_and(|st| st.thread.is_some() && !st.stop)
 }
 
-/// The `mpi_t` sampler, opened after MPI_Init off the application's path
-/// (`mpi::mpit_background`). Closed at once when sampling has stopped meanwhile.
+/// The `mpi_t` sampler, opened after the real MPI_Init (`mpi::mpit_background`). Closed at once when sampling has stopped meanwhile.
 pub fn add_mpit(mut m: mpit::MpiT) {
     let Some(mut st) = state_within().filter(|st| !st.stop) else {
         m.close();

@@ -139,7 +139,7 @@ unsafe impl Send for MpiT {}
 
 impl MpiT {
     /// Initialise MPI_T, enumerate, bind [`WANTED`] on `MPI_COMM_WORLD`.
-    /// Call after `MPI_Init`, from any thread (`mpi::mpit_background` calls it from its own).
+    /// Call after `MPI_Init`, from any thread (`mpi::mpit_background`).
     pub fn open() -> MpiT {
         let mut me = MpiT {
             session: std::ptr::null_mut(),
