@@ -178,6 +178,48 @@ fn a_tail_frame_adds_only_the_rows_after_those_spooled_before() {
     assert_eq!(back, rows);
 }
 
+/// A block spooled in parts as the collector's writer does while its thread
+/// still fills it: the published bytes as a frame (no flush took any), then
+/// the whole block again as tail frames skipping what was spooled, each from
+/// one snapshot of (rows, bytes) published together. Every row reads back
+/// once, in order, and the writer's row count matches.
+#[test]
+fn a_block_spooled_in_parts_as_it_fills_reads_back_every_row_once() {
+    use hyscope_format::spool::SpoolReader;
+    use hyscope_format::spool::block::{Block, Stream};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("omp-rank0-pid1.spool");
+    let rows = omp_rows(1, 3000);
+    let stream = Stream::<OmpRecord>::new();
+    let block = Block::<OmpRecord>::new().unwrap();
+    stream.install(&*block as *const Block<OmpRecord> as *mut Block<OmpRecord>);
+    let mut w = SpoolWriter::<OmpRecord>::create(&path).unwrap();
+    let mut spooled = 0;
+    for part in [700, 1300, 2000, 3000] {
+        for r in &rows[spooled..part] {
+            // SAFETY: as above.
+            assert!(unsafe { stream.push(r) }, "room for 3000 rows");
+        }
+        let (n, len) = block.published();
+        assert_eq!(n, part);
+        // SAFETY: len was read with acquire.
+        let bytes = unsafe { block.bytes(len) };
+        if spooled == 0 {
+            w.append_encoded(n as u32, bytes).unwrap();
+        } else {
+            w.append_tail(spooled as u32, n as u32, bytes).unwrap();
+        }
+        spooled = n;
+    }
+    assert_eq!(w.rows(), 3000);
+    assert!(w.append_tail(5, 4, &[]).is_err(), "a skip past the block");
+    drop(w);
+    let mut reader = SpoolReader::<OmpRecord>::open(&path).unwrap();
+    let mut back = Vec::new();
+    while reader.next_frame(&mut back).unwrap() {}
+    assert_eq!(back, rows);
+}
+
 #[test]
 fn end_notes_round_trip_at_their_fixed_size() {
     use hyscope_format::ProcessEnd;

@@ -185,9 +185,9 @@ fn emergency_spool<T: SpoolRecord>(
 ) {
     let mut fd = -1;
     let mut tail = |block: &Block<T>| {
-        let len = block.published_len();
+        let (rows, len) = block.published();
         let taken = block.taken();
-        if len == 0 || block.rows() <= taken {
+        if len == 0 || rows <= taken {
             return;
         }
         let Some(head) = tail_frame_header(taken as u32, len as u32) else {

@@ -398,10 +398,9 @@ impl Writer {
     /// periodic flush) only those of blocks that were already current at the
     /// last periodic flush. A busy thread fills its block between two
     /// flushes and hands it off whole, spooled as it is; taking its rows
-    /// early would make the writer decode and re-encode them (a block's rows
-    /// are delta-encoded from its start), CPU taken from the application's
-    /// cores: ~20 % of LULESH's events went that way. A quiet thread's rows
-    /// still reach the disk within two flush periods.
+    /// early would make the writer write them twice (the block's bytes once
+    /// when taken, again in a tail frame when handed off: [`as_they_are`]).
+    /// A quiet thread's rows still reach the disk within two flush periods.
     fn flush_streams(&mut self, all: bool) {
         let slots: Vec<&'static ThreadSlot> = lock(&SLOTS).clone();
         let last = std::mem::take(&mut self.current_at_last_flush);
@@ -428,13 +427,24 @@ impl Writer {
         }
         // SAFETY: see the module documentation: bytes below len are stable.
         let block = unsafe { &*b };
-        if block.rows() <= block.taken() {
-            return; // nothing new (rows only grows, and is counted before len is published)
+        let (rows, len) = block.published();
+        let taken = block.taken();
+        if rows <= taken {
+            return; // nothing new (rows and len are published together)
         }
         self.check_pid();
         let broken = self.broken;
         let (spool_slot, cursors) = table_of(self);
         let cursor = cursors.remove(&(b as usize));
+        if let Some(take) = as_they_are(block, rows, len) {
+            // SAFETY: len was read with acquire; the owner writes only past it.
+            let bytes = unsafe { block.bytes(len) };
+            let result = append_as_they_are(spool_slot, broken, table, take, bytes);
+            block.set_taken(rows, len);
+            // The cursor stopped at the rows taken before: of no further use.
+            self.account_spool(result, rows - taken);
+            return;
+        }
         let (new, cursor) = untaken_rows(block, cursor);
         let spooled = match new {
             Some(rows) if !rows.is_empty() => {
@@ -618,23 +628,71 @@ fn spool_block<T: Unspool>(
     cursor: Option<DecodeCursor<T>>,
 ) -> (Option<Result<(), String>>, usize) {
     let taken = block.taken();
-    let len = block.published_len();
-    let rows = block.rows();
-    if taken == 0 {
-        if rows == 0 {
-            return (Some(Ok(())), 0);
-        }
-        let result = open_spool(spool_slot, broken, table).map(|r| {
-            r.and_then(|w| {
-                // SAFETY: handed off: the owner no longer writes; len was read with acquire.
-                w.append_encoded(rows as u32, unsafe { block.bytes(len) })
-                    .map_err(|e| e.to_string())
-            })
-        });
-        return (result, rows);
+    let (rows, len) = block.published();
+    if rows <= taken {
+        return (Some(Ok(())), 0);
+    }
+    if let Some(take) = as_they_are(block, rows, len) {
+        // SAFETY: handed off: the owner no longer writes; len was read with acquire.
+        let bytes = unsafe { block.bytes(len) };
+        let result = append_as_they_are(spool_slot, broken, table, take, bytes);
+        return (result, rows - taken);
     }
     let rest = untaken_rows(block, cursor).0.unwrap_or_default();
     (spool(spool_slot, broken, table, &rest), rest.len())
+}
+
+/// How a block's rows not spooled yet go to the spool without being decoded
+/// ([`as_they_are`]).
+#[derive(Clone, Copy)]
+enum AsTheyAre {
+    /// No flush took any: the block's bytes are a frame of `rows` records.
+    Frame { rows: u32 },
+    /// A flush took the first `skip`: the block's bytes again as a tail
+    /// frame, whose first `skip` records the reader drops.
+    Tail { skip: u32, rows: u32 },
+}
+
+/// Whether the rows of `block` after its taken ones (of `rows` published in
+/// `len` bytes) go to the spool as they are: always when no flush took any;
+/// after a flush took some, when the bytes not taken are at least a quarter
+/// of the block's, so that the tail frame rewrites at most three bytes per
+/// new one. Decoding and re-encoding them instead (their records are
+/// delta-encoded from the block's start) costs the writer ≈ 25 ns of CPU per
+/// record, taken from the application's cores wherever it fills them. A few
+/// new rows after many taken ones are decoded, from where the last decoding
+/// stopped: rewriting the block for them at every flush would grow a quiet
+/// thread's spool by a block every flush period.
+fn as_they_are<T>(block: &Block<T>, rows: usize, len: usize) -> Option<AsTheyAre> {
+    let (taken, taken_len) = (block.taken(), block.taken_len());
+    let rows = u32::try_from(rows).ok()?;
+    if taken == 0 {
+        return Some(AsTheyAre::Frame { rows });
+    }
+    let new_bytes = len.saturating_sub(taken_len);
+    (taken_len != TAKEN_LEN_UNKNOWN && new_bytes * 4 >= len).then_some(AsTheyAre::Tail {
+        skip: u32::try_from(taken).ok()?,
+        rows,
+    })
+}
+
+/// Append a block's `bytes` as [`as_they_are`] chose.
+fn append_as_they_are<T: Unspool>(
+    spool_slot: &mut Option<SpoolWriter<T>>,
+    broken: bool,
+    table: &str,
+    take: AsTheyAre,
+    bytes: &[u8],
+) -> Option<Result<(), String>> {
+    open_spool(spool_slot, broken, table).map(|r| {
+        r.and_then(|w| {
+            match take {
+                AsTheyAre::Frame { rows } => w.append_encoded(rows, bytes),
+                AsTheyAre::Tail { skip, rows } => w.append_tail(skip, rows, bytes),
+            }
+            .map_err(|e| e.to_string())
+        })
+    })
 }
 
 /// The published rows of a block that no flush took yet, decoded from where
@@ -795,4 +853,67 @@ fn output_failed_with(error: &str) {
         r.write_error.get_or_insert_with(|| error.to_string());
     });
     write_end_note(ProcessEnd::Running);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyscope_format::spool::block::Stream;
+
+    /// (kind of take, skip) for a block of `n` pushed records after a flush
+    /// took `taken` of them (their bytes known or not).
+    fn take_after(n: usize, taken: usize, known: bool) -> Option<(bool, u32)> {
+        let stream = Stream::<OmpRecord>::new();
+        let block = Block::<OmpRecord>::new().unwrap();
+        stream.install(&*block as *const Block<OmpRecord> as *mut Block<OmpRecord>);
+        let mut len_at_taken = 0;
+        for i in 0..n {
+            if i == taken {
+                len_at_taken = block.published_len();
+            }
+            let rec = OmpRecord {
+                kind: 6,
+                start_ns: 1_000 * i as i64,
+                end_ns: 1_000 * i as i64 + 700,
+                ..OmpRecord::default()
+            };
+            // SAFETY: this thread owns the stream and the block outlives it.
+            assert!(unsafe { stream.push(&rec) });
+        }
+        if taken > 0 {
+            let len = if known {
+                len_at_taken
+            } else {
+                TAKEN_LEN_UNKNOWN
+            };
+            block.set_taken(taken, len);
+        }
+        let (rows, len) = block.published();
+        assert_eq!(rows, n);
+        as_they_are(&*block, rows, len).map(|t| match t {
+            AsTheyAre::Frame { rows } => {
+                assert_eq!(rows as usize, n);
+                (false, 0)
+            }
+            AsTheyAre::Tail { skip, rows } => {
+                assert_eq!(rows as usize, n);
+                (true, skip)
+            }
+        })
+    }
+
+    #[test]
+    fn blocks_go_to_the_spool_undecoded_unless_a_few_rows_follow_many_taken() {
+        // No flush took any: the bytes are a frame.
+        assert_eq!(take_after(100, 0, true), Some((false, 0)));
+        // Half the block is new: a tail frame skipping the taken rows.
+        assert_eq!(take_after(100, 50, true), Some((true, 50)));
+        // Somewhat more than a quarter new (the first record, coded against
+        // the default one, is the longest).
+        assert_eq!(take_after(100, 70, true), Some((true, 70)));
+        // Fewer new rows: decoded from where the last decoding stopped.
+        assert_eq!(take_after(100, 90, true), None);
+        // Taken bytes not known (a forked child's parent rows): decoded.
+        assert_eq!(take_after(100, 50, false), None);
+    }
 }

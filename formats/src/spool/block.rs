@@ -9,14 +9,17 @@
 //! is the collector's.
 //!
 //! One block is written by one thread (its owner) and read by others only
-//! below its published length `len` (release store after each record, acquire
+//! below its published length (release store after each record, acquire
 //! load by readers), so a writer can take a snapshot of a block still in use.
+//! The length and the number of records are published together in one word,
+//! so a snapshot knows exactly how many records its bytes hold and can be
+//! spooled as it is, without decoding it.
 
 use std::alloc::{Layout, alloc_zeroed};
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crate::spool::{RECORD_ROOM, SpoolRecord};
 
@@ -32,10 +35,9 @@ pub const BLOCK_BYTES: usize = 256 * 1024;
 /// encoded against the frame's bases ([`SpoolRecord::put_in`]), so the block
 /// decodes on its own.
 pub struct Block<T> {
-    /// Bytes published (release store by the owner after each record).
-    len: AtomicUsize,
-    /// Records in the block (owner's count; read once the block is handed off).
-    rows: AtomicUsize,
+    /// Records (high 32 bits) and bytes (low 32 bits) published: one
+    /// release store by the owner after each record (or batch of records).
+    published: AtomicU64,
     /// Rows already spooled by a flush of the still-current block (the
     /// collector's writer lock only).
     taken: AtomicUsize,
@@ -55,13 +57,20 @@ impl<T> Block<T> {
     /// Bytes published (acquire load: the bytes below are readable).
     #[inline(always)]
     pub fn published_len(&self) -> usize {
-        self.len.load(Ordering::Acquire)
+        self.published().1
     }
 
-    /// Records in the block (the owner's count; exact once it is handed off).
+    /// Records in the block, as published.
     #[inline(always)]
     pub fn rows(&self) -> usize {
-        self.rows.load(Ordering::Relaxed)
+        self.published().0
+    }
+
+    /// (records, bytes) published, from one acquire load: the records are
+    /// exactly those the bytes below the length hold.
+    #[inline(always)]
+    pub fn published(&self) -> (usize, usize) {
+        unpack(self.published.load(Ordering::Acquire))
     }
 
     /// Rows already spooled by a flush of the still-current block.
@@ -86,8 +95,7 @@ impl<T> Block<T> {
 
     /// Empty the block for reuse (by whoever holds it, before it is handed out).
     pub fn clear(&self) {
-        self.len.store(0, Ordering::Relaxed);
-        self.rows.store(0, Ordering::Relaxed);
+        self.published.store(0, Ordering::Relaxed);
         self.taken.store(0, Ordering::Relaxed);
         self.taken_len.store(0, Ordering::Relaxed);
     }
@@ -95,6 +103,17 @@ impl<T> Block<T> {
 
 /// [`Block::taken_len`] when the bytes of the taken rows are not known.
 pub const TAKEN_LEN_UNKNOWN: usize = usize::MAX;
+
+/// [`Block::published`]'s word: records in the high half, bytes in the low.
+#[inline(always)]
+fn pack(rows: usize, len: usize) -> u64 {
+    ((rows as u64) << 32) | len as u64
+}
+
+#[inline(always)]
+fn unpack(word: u64) -> (usize, usize) {
+    ((word >> 32) as usize, (word & 0xffff_ffff) as usize)
+}
 
 impl<T: SpoolRecord> Block<T> {
     /// An empty block, its pages touched (so the page faults happen here, on
@@ -201,7 +220,9 @@ impl<T: SpoolRecord> Stream<T> {
         }
         // SAFETY: a current block is owned by this thread until it hands it off.
         let block = unsafe { &*b };
-        let n = block.len.load(Ordering::Relaxed);
+        // Relaxed: only this thread stores the word.
+        let word = block.published.load(Ordering::Relaxed);
+        let n = unpack(word).1;
         if n + RECORD_ROOM > BLOCK_BYTES {
             return false;
         }
@@ -212,10 +233,11 @@ impl<T: SpoolRecord> Stream<T> {
             let bases = &mut *self.bases.get();
             let written = T::put_in(bases, rec, room);
             bases[rec.key()] = *rec;
+            // One more record, `written` more bytes: one add to the word
+            // (the bytes stay below BLOCK_BYTES, so the low half never carries).
             block
-                .rows
-                .store(block.rows.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            block.len.store(n + written, Ordering::Release);
+                .published
+                .store(word + pack(1, written), Ordering::Release);
         }
         true
     }
@@ -256,7 +278,8 @@ impl<T: SpoolRecord> Stream<T> {
         }
         // SAFETY: as in push.
         let block = unsafe { &*b };
-        let len = block.len.load(Ordering::Relaxed);
+        let word = block.published.load(Ordering::Relaxed);
+        let len = unpack(word).1;
         if len + n * RECORD_ROOM > BLOCK_BYTES {
             return false;
         }
@@ -270,11 +293,9 @@ impl<T: SpoolRecord> Stream<T> {
                 bases[rec.key()] = *rec;
                 pushed += 1;
             }
-            block.rows.store(
-                block.rows.load(Ordering::Relaxed) + pushed,
-                Ordering::Relaxed,
-            );
-            block.len.store(at, Ordering::Release);
+            block
+                .published
+                .store(word + pack(pushed, at - len), Ordering::Release);
         }
         true
     }
@@ -318,9 +339,9 @@ mod tests {
         }
         // SAFETY: the block is still ours; len read with acquire.
         let block = unsafe { Box::from_raw(block) };
-        let len = block.len.load(Ordering::Acquire);
+        let (rows, len) = block.published();
         assert!(len + RECORD_ROOM > BLOCK_BYTES && len <= BLOCK_BYTES);
-        assert_eq!(block.rows.load(Ordering::Relaxed), pushed.len());
+        assert_eq!(rows, pushed.len());
         let mut back: Vec<OmpRecord> = Vec::new();
         // SAFETY: as above.
         assert_eq!(

@@ -16,7 +16,8 @@
 //! Each frame is one [`SpoolWriter::append`] call and decodes on its own: the
 //! delta state resets to `Default` at the start of every frame. A frame whose
 //! row count has [`TAIL_FLAG`] set is a tail frame: a whole block whose first
-//! records an earlier frame holds (written by the collector's crash handler). A process
+//! records an earlier frame holds (written by the collector's crash handler,
+//! and by its writer for a block it spooled part of before). A process
 //! killed mid-write leaves a cut last frame, which the reader reports with
 //! [`SpoolReader::truncated`] after returning every complete frame.
 //!
@@ -83,7 +84,9 @@ pub const OLDEST_READ_VERSION: u16 = 4;
 /// of records (decoded to its end, the count is not known to the writer) and
 /// the count's other bits are how many of its first records to skip, because
 /// an earlier frame already holds them. The collector writes these from a
-/// signal handler, where it cannot decode what it writes (version 5).
+/// signal handler, where it cannot decode what it writes (version 5), and
+/// from its writer thread, where decoding would take CPU from the
+/// application.
 pub const TAIL_FLAG: u32 = 1 << 31;
 /// Bytes of the file header.
 pub const HEADER_LEN: usize = 16;
@@ -874,11 +877,39 @@ impl<R: SpoolRecord> SpoolWriter<R> {
         let mut header = [0u8; FRAME_HEADER_LEN];
         header[..4].copy_from_slice(&rows.to_le_bytes());
         header[4..].copy_from_slice(&len.to_le_bytes());
+        self.write_frame(&header, payload)?;
+        self.rows += u64::from(rows);
+        Ok(())
+    }
+
+    /// Write a tail frame ([`TAIL_FLAG`]): `payload` is a whole block of
+    /// `rows` encoded records, of which an earlier frame holds the first
+    /// `skip`. Costs the rewrite of those records' bytes, not their decoding
+    /// and encoding again. One `writev`.
+    pub fn append_tail(&mut self, skip: u32, rows: u32, payload: &[u8]) -> Result<(), FormatError> {
+        let header = u32::try_from(payload.len())
+            .ok()
+            .filter(|_| skip <= rows)
+            .and_then(|len| tail_frame_header(skip, len));
+        let Some(header) = header else {
+            return Err(invalid(&self.path, "spool tail frame out of range".into()));
+        };
+        self.write_frame(&header, payload)?;
+        self.rows += u64::from(rows - skip);
+        Ok(())
+    }
+
+    /// A frame's header and payload, in one `writev`.
+    fn write_frame(
+        &mut self,
+        header: &[u8; FRAME_HEADER_LEN],
+        payload: &[u8],
+    ) -> Result<(), FormatError> {
         // Header and payload in one `writev`, straight from the caller's
         // block: no copy into the scratch buffer (a collector's blocks are
         // 256 KiB, written on another core: copying them first doubled the
         // cross-core reads).
-        let mut parts = [IoSlice::new(&header), IoSlice::new(payload)];
+        let mut parts = [IoSlice::new(header), IoSlice::new(payload)];
         let mut rest = &mut parts[..];
         while !rest.is_empty() {
             match self.file.write_vectored(rest) {
@@ -891,7 +922,6 @@ impl<R: SpoolRecord> SpoolWriter<R> {
                 Err(e) => return Err(FormatError::io(&self.path, e)),
             }
         }
-        self.rows += u64::from(rows);
         self.bytes += (FRAME_HEADER_LEN + payload.len()) as u64;
         Ok(())
     }
