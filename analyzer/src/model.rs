@@ -323,6 +323,11 @@ pub struct RunFacts {
     /// Each rank's CPUs against its OpenMP threads (`placement`).
     #[serde(default)]
     pub placement: Vec<RankPlacement>,
+    /// The collector's own work at the end of `MPI_Init`, the slowest
+    /// rank's (seconds; the rank files' `init_ns`): the application's
+    /// `MPI_Init` returned after it, and the `MPI_Init` rows include it.
+    #[serde(default)]
+    pub collector_init_s: f64,
     /// Processes that ranks started (fork, exec) and that recorded events:
     /// each has an id after the job's ranks, counted in `ranks`.
     #[serde(default)]

@@ -16,6 +16,7 @@ mod openmp;
 pub mod parallel;
 mod phases;
 mod run;
+pub use run::collector_in_mpi_init;
 mod table;
 
 use table::Table;

@@ -87,6 +87,22 @@ fn record_in_front_of_mpirun() {
     assert!(init_ns > 0);
     let shown = format!("MPI_Init +{}", hyscope_viewer::units::ns(init_ns as f64));
     assert!(err.contains(&shown), "no `{shown}` in {err}");
+    // The report says it too, in its JSON the same seconds, counted in the
+    // MPI_Init rows (which now end after it).
+    let report = run_ok(hyscope().arg("report").arg(&dir));
+    let text = String::from_utf8_lossy(&report.stdout);
+    let said = hyscope_viewer::report::collector_in_mpi_init(init_ns as f64 / 1e9);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("collector in MPI_Init") && l.contains(&said)),
+        "no `{said}` in the report:\n{text}"
+    );
+    let json = run_ok(hyscope().args(["report", "--json"]).arg(&dir));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        v["run"]["collector_init_s"].as_f64(),
+        Some(init_ns as f64 / 1e9)
+    );
 }
 
 #[test]

@@ -104,6 +104,12 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
             row("hosts", r.hosts.join(", "));
             row("duration", units::secs(r.duration_s));
             row("MPI", r.mpi_library.clone().unwrap_or_else(|| "-".into()));
+            if r.collector_init_s > 0.0 {
+                row(
+                    "collector in MPI_Init",
+                    crate::report::collector_in_mpi_init(r.collector_init_s),
+                );
+            }
             row(
                 "OpenMP",
                 r.openmp_runtime.clone().unwrap_or_else(|| "-".into()),

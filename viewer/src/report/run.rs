@@ -82,6 +82,12 @@ pub fn facts(out: &mut String, a: &Analysis) {
             "one clock (no offsets applied)".into()
         },
     );
+    if r.collector_init_s > 0.0 {
+        kv(
+            "collector in MPI_Init",
+            collector_in_mpi_init(r.collector_init_s),
+        );
+    }
     if r.serialized_regions > 0 {
         kv("serialized regions", r.serialized_regions.to_string());
     }
@@ -98,6 +104,15 @@ pub fn facts(out: &mut String, a: &Analysis) {
     for m in &r.missing {
         kv("not observable", m.clone());
     }
+}
+
+/// The collector's own work at the end of `MPI_Init` (`RunFacts::collector_init_s`),
+/// in words: the report, the TUI and the GUI say it alike.
+pub fn collector_in_mpi_init(seconds: f64) -> String {
+    format!(
+        "{} (slowest rank; counted in MPI_Init's time)",
+        units::secs(seconds)
+    )
 }
 
 /// The findings, costliest first.

@@ -156,6 +156,17 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
             }
         )),
     ];
+    // The collector's own work at the end of MPI_Init, as the report says it.
+    let init_ns = m.ranks.iter().map(|r| r.init_ns).max().unwrap_or(0);
+    if init_ns > 0 {
+        lines.insert(
+            3,
+            Line::from(format!(
+                "collector in MPI_Init {}",
+                crate::report::collector_in_mpi_init(init_ns as f64 / 1e9)
+            )),
+        );
+    }
     if let Some(first) = warnings.first() {
         let more = match warnings.len() {
             1 => String::new(),
