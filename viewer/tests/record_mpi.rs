@@ -91,7 +91,8 @@ fn record_in_front_of_mpirun() {
     // MPI_Init rows (which now end after it).
     let report = run_ok(hyscope().arg("report").arg(&dir));
     let text = String::from_utf8_lossy(&report.stdout);
-    let said = hyscope_viewer::report::collector_in_mpi_init(init_ns as f64 / 1e9);
+    let seconds = hyscope_analyzer::model::ns_to_s(init_ns as i64);
+    let said = hyscope_viewer::report::collector_in_mpi_init(seconds);
     assert!(
         text.lines()
             .any(|l| l.contains("collector in MPI_Init") && l.contains(&said)),
@@ -99,10 +100,7 @@ fn record_in_front_of_mpirun() {
     );
     let json = run_ok(hyscope().args(["report", "--json"]).arg(&dir));
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(
-        v["run"]["collector_init_s"].as_f64(),
-        Some(init_ns as f64 / 1e9)
-    );
+    assert_eq!(v["run"]["collector_init_s"].as_f64(), Some(seconds));
 }
 
 #[test]

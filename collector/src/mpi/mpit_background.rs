@@ -9,11 +9,11 @@
 //! `MPI_Init` on the application's thread: the performance variables of the
 //! `mpi_t` sampler, and on rank 0 the control variables of the manifest (read
 //! while the sampler holds MPI_T, so they cost no second initialisation).
-//! Done by a thread beside the application instead, as it was, the same CPU
-//! came out of the application's own time wherever its threads occupy every
-//! core: LULESH with 8 ranks on 2 cores ran ≈ 10 % slower by its own timer
-//! (`benchmarks/log.md`). `MPI_Init` returns that much later, and its row
-//! ends there (`RankInfo::init_ns` says how much of it is the collector's).
+//! A thread beside the application would take the same CPU out of the
+//! application's own time wherever its threads occupy every core: LULESH
+//! with 8 ranks on 2 cores ran ≈ 10 % slower by its own timer that way
+//! (`benchmarks/log.md`). `MPI_Init` returns that much later instead, and its
+//! row ends there (`RankInfo::init_ns` says how much of it is the collector's).
 //!
 //! Where MPI_T would load libraries `MPI_Init` did not (`OMPI_MCA_pml=ob1`
 //! with the `psm` components installed, say), it takes ≈ 0.2 s, nearly all

@@ -163,7 +163,9 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
             3,
             Line::from(format!(
                 "collector in MPI_Init {}",
-                crate::report::collector_in_mpi_init(init_ns as f64 / 1e9)
+                crate::report::collector_in_mpi_init(hyscope_analyzer::model::ns_to_s(
+                    i64::try_from(init_ns).unwrap_or(i64::MAX)
+                ))
             )),
         );
     }
