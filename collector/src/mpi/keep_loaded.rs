@@ -75,8 +75,7 @@ pub fn before_init() {
         btl: setting("btl"),
     };
     let dirs = component_dirs(&libdir);
-    let installed = |file: &str| dirs.iter().any(|d| d.join(file).is_file());
-    let libraries = libraries_mpi_init_loads(&selection, installed);
+    let libraries = libraries_mpi_init_loads(&selection, |file| installed(&dirs, file));
     if libraries.is_empty() {
         return;
     }
@@ -107,9 +106,14 @@ pub fn mpi_t_opens_quickly() -> bool {
     let dirs = component_dirs(&libdir);
     LOADERS
         .iter()
-        .filter(|(_, _, file, _)| dirs.iter().any(|d| d.join(file).is_file()))
+        .filter(|(_, _, file, _)| installed(&dirs, file))
         .flat_map(|(_, _, _, libraries)| libraries.iter())
         .all(|name| is_loaded(name))
+}
+
+/// Whether Open MPI's component `file` is in one of its component directories.
+fn installed(dirs: &[PathBuf], file: &str) -> bool {
+    dirs.iter().any(|d| d.join(file).is_file())
 }
 
 /// Whether the library `name` is loaded in this process (no loading).
