@@ -27,6 +27,9 @@
 #   the OpenMP workers.
 # HYSCOPE_LIB: the collector (default target/release/libhyscope.so):
 #   cargo build --release -p hyscope-collector --lib
+# HYSCOPE_GROUPS (and the other HYSCOPE_* settings) in the environment reach
+#   the ranks (mpirun passes its environment on to local processes): e.g.
+#   HYSCOPE_GROUPS=parallel for what recording only the regions costs.
 # KEEP_DIR: keep LULESH's build and callgrind's output files there (for
 #   `callgrind_annotate` per function), and reuse the build and the no-tool
 #   run found there (neither depends on the collector): the way to compare

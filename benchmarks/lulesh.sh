@@ -17,6 +17,8 @@
 #   (the 8-rank case: benchmarks/lulesh.sh DIR 11 8 1 10 100; LULESH needs a cube number of ranks)
 # HYSCOPE: the hyscope binary (default target/release/hyscope; libhyscope.so beside it):
 #   cargo build --release -p hyscope-viewer -p hyscope-collector
+# RECORD_ARGS: more `hyscope record` options for both recorded variants, e.g.
+#   RECORD_ARGS="--groups parallel,sync" (what a lighter configuration costs)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src=$(realpath "$1")
@@ -60,6 +62,7 @@ default) ;;
 esac
 export OMP_NUM_THREADS=$threads
 unset HYSCOPE_MODE HYSCOPE_OUTPUT
+read -r -a record_args <<<"${RECORD_ARGS:-}"
 
 # One run: prints "grind wall encoding faults", the encoding the seconds
 # `hyscope record` reports for the Parquet encoding at exit (0 without it),
@@ -78,15 +81,15 @@ run() {
 }
 
 : >"$work/rounds"
-echo "LULESH -s $size -i $iters, $ranks rank(s) × $threads thread(s), $rounds rounds, HEAP=$heap; $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "LULESH -s $size -i $iters, $ranks rank(s) × $threads thread(s), $rounds rounds, HEAP=$heap, record ${record_args[*]:-(defaults)}; $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "round | none grind wall enc faults | empty tool grind wall enc faults | trace grind wall enc faults | profile grind wall enc faults"
 for r in $(seq "$rounds"); do
     none=$(run "${launch[@]}" "$work/lulesh2.0" -s "$size" -i "$iters")
     empty=$(run "${launch[@]}" -x LD_PRELOAD="$work/empty_tool.so" "$work/lulesh2.0" -s "$size" -i "$iters")
     rm -rf "$work/t"
-    trace=$(run "$hyscope" record -o "$work/t" -- "${launch[@]}" "$work/lulesh2.0" -s "$size" -i "$iters")
+    trace=$(run "$hyscope" record "${record_args[@]}" -o "$work/t" -- "${launch[@]}" "$work/lulesh2.0" -s "$size" -i "$iters")
     rm -rf "$work/t"
-    profile=$(run "$hyscope" record --mode profile -o "$work/t" -- "${launch[@]}" "$work/lulesh2.0" -s "$size" -i "$iters")
+    profile=$(run "$hyscope" record "${record_args[@]}" --mode profile -o "$work/t" -- "${launch[@]}" "$work/lulesh2.0" -s "$size" -i "$iters")
     echo "$r | $none | $empty | $trace | $profile" | tee -a "$work/rounds"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
