@@ -114,13 +114,16 @@ fn libraries_mpi_init_unloads_stay_loaded_under_the_collector() {
     );
 }
 
-/// Where MPI_T loads nothing (the libraries kept loaded, or no component
-/// that links them installed), the collector opens it at the end of
-/// `MPI_Init`: no thread of its own competes with the application's for a
-/// core afterwards. The `MPI_Init` row includes that work, and the rank's
-/// `init_ns` says how long it took. Where MPI_T would load them, a thread
-/// opens it beside the application, as the 0.2 s they take asleep would
-/// otherwise be `MPI_Init`'s.
+/// The manifest's entry of the `mpi_t` sampler.
+fn mpi_t_sampler(trace: &hyscope_format::Trace) -> &hyscope_format::SamplerInfo {
+    trace
+        .manifest
+        .samplers
+        .iter()
+        .find(|s| s.name == "mpi_t")
+        .expect("an mpi_t entry")
+}
+
 /// Whether the collector should open MPI_T in a thread of its own, from what
 /// rank 1 saw after `MPI_Init`: where an installed Open MPI component links
 /// a library that is not loaded (MPI_T would load it, asleep for ≈ 0.1 s).
@@ -179,12 +182,7 @@ fn mpi_t_opens_in_mpi_init_where_it_loads_nothing() {
             info.init_ns
         );
     }
-    let mpit = trace
-        .manifest
-        .samplers
-        .iter()
-        .find(|s| s.name == "mpi_t")
-        .unwrap();
+    let mpit = mpi_t_sampler(&trace);
     assert!(mpit.available, "{}", mpit.reason);
     // Settings that leave the libraries out of MPI_Init: with Debian's psm
     // components installed, MPI_T would load them, so a thread does it. (Not
@@ -200,5 +198,77 @@ fn mpi_t_opens_in_mpi_init_where_it_loads_nothing() {
             slow.mpit_thread,
             "MPI_T opened in MPI_Init, loading the libraries"
         );
+    }
+}
+
+/// Where MPI_T opens in a thread of its own and has not opened 10 s after
+/// `MPI_Finalize` was called (here an `MPI_T_init_thread` that sleeps
+/// 120 s, tests/mpi/slow_mpi_t.c, preloaded before the collector),
+/// `MPI_Finalize` goes on without it: the job ends, with the program's exit
+/// code and output, one warning per rank, and the manifest says why the
+/// `mpi_t` sampler has nothing. Where MPI_T opens at the end of `MPI_Init`
+/// instead (without Debian's psm components, MPI_T loads nothing), a slow
+/// one makes `MPI_Init` that much longer and loses nothing: that case runs
+/// with a 2 s sleep.
+#[test]
+fn mpi_finalize_goes_on_without_an_mpi_t_that_does_not_open() {
+    let prog = build("loaded_after_init.c", "mpicc", &[]);
+    let slow = build("slow_mpi_t.c", "mpicc", &["-shared", "-fPIC", "-ldl"]);
+    let background = precondition();
+    let sleep_s = if background { 120 } else { 2 };
+    let dir = tmp().join("trace-slow-mpi-t");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = mpirun(2, None, &dir);
+    cmd.args([
+        "-x",
+        &format!("LD_PRELOAD={}:{}", slow.display(), library().display()),
+        "-x",
+        &format!("HYSCOPE_OUTPUT={}", dir.display()),
+        "-x",
+        &format!("SLOW_MPI_T_S={sleep_s}"),
+        "-x",
+        "OMPI_MCA_pml=ob1",
+        "-x",
+        "OMPI_MCA_btl=self,vader,tcp",
+    ])
+    .arg(&prog);
+    let start = std::time::Instant::now();
+    let out = output_within(&mut cmd, LAUNCH_LIMIT);
+    let took = start.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for r in 0..2 {
+        assert!(stdout.contains(&format!("rank {r} ")), "{stdout}");
+    }
+    let trace = hyscope_format::Trace::open(&dir).unwrap();
+    let mpit = mpi_t_sampler(&trace);
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("hyscope:")).collect();
+    if background {
+        assert!(
+            took < std::time::Duration::from_secs(60),
+            "the job waited {took:?} for MPI_T's {sleep_s} s"
+        );
+        assert_eq!(warnings.len(), 2, "one per rank: {stderr}");
+        for w in &warnings {
+            assert!(
+                w.starts_with("hyscope: MPI_T had not opened 10 s after MPI_Finalize was called;"),
+                "{w}"
+            );
+        }
+        assert!(!mpit.available);
+        assert!(mpit.reason.contains("had not opened"), "{}", mpit.reason);
+        for info in &trace.manifest.ranks {
+            assert_eq!(info.warnings.len(), 1, "rank {}", info.rank);
+        }
+    } else {
+        assert!(warnings.is_empty(), "{stderr}");
+        assert!(mpit.available, "{}", mpit.reason);
+    }
+    // The trace is whole: each rank's MPI_Init and MPI_Finalize.
+    let rows = mpi_rows(&trace);
+    for r in 0..2 {
+        assert_eq!(calls(&rows, r, "MPI_Init").len(), 1, "rank {r}");
+        assert_eq!(calls(&rows, r, "MPI_Finalize").len(), 1, "rank {r}");
     }
 }

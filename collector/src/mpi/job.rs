@@ -303,11 +303,16 @@ fn write_manifest(own: Option<RankInfo>) {
     }
 }
 
-/// Rank 0 reads the control variables into the manifest's MPI description,
-/// before MPI_Finalize.
-pub fn read_control_variables() {
-    if world_rank() == 0 {
-        let cvars = control_variables();
+/// On rank 0, MPI's control variables for the manifest's MPI description
+/// ([`record_control_variables`]), read before MPI_Finalize; `None` on
+/// other ranks.
+pub fn rank0_control_variables() -> Option<BTreeMap<String, String>> {
+    (world_rank() == 0).then(control_variables)
+}
+
+/// Put rank 0's control variables into the manifest's MPI description.
+pub fn record_control_variables(cvars: Option<BTreeMap<String, String>>) {
+    if let Some(cvars) = cvars {
         state::with_manifest(|m| {
             if let Some(mpi) = m.mpi.as_mut() {
                 apply_cvars(mpi, cvars);

@@ -22,7 +22,12 @@
 //! after `MPI_Init` returns, and `MPI_Finalize` waits for it before the
 //! sampler's last read, since MPI_T must be released before the real
 //! `MPI_Finalize`: a job shorter than the initialisation waits there for
-//! the rest of it.
+//! the rest of it, for at most [`FINISH_WAIT`]. An MPI_T that has not opened
+//! by then (a component stuck in its constructor) is left to its thread, and
+//! `MPI_Finalize` goes on with one warning: the job ends rather than hangs,
+//! without the `mpi_t` sampler and the control variables, which the
+//! manifest says; what that thread opens later it neither reads nor
+//! closes (`MPI_T_finalize` after `MPI_Finalize` crashes Open MPI).
 //!
 //! `MPI_T_init_thread` holds the dynamic loader's lock while those libraries
 //! load (their constructors run under it), and any thread that calls the
@@ -52,6 +57,18 @@ static WORKER: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 
 /// `MPI_Finalize` waits for the MPI_T work: it starts at once.
 static FINISHING: AtomicBool = AtomicBool::new(false);
+
+/// Whether `MPI_Finalize` went on without the MPI_T work ([`FINISH_WAIT`]).
+/// Set and read under the lock, so that the work either hands its results
+/// over before `MPI_Finalize` goes on or drops them.
+static ABANDONED: Mutex<bool> = Mutex::new(false);
+
+/// The longest `MPI_Finalize` waits for the MPI_T work: far beyond the 0.2 s
+/// it takes where it loads libraries, short of a batch job's time limit.
+const FINISH_WAIT: Duration = Duration::from_secs(10);
+
+/// How often `MPI_Finalize` looks whether the MPI_T work is done.
+const FINISH_POLL: Duration = Duration::from_millis(1);
 
 /// The longest the MPI_T work waits for the OpenMP runtime's first team: a
 /// program whose first parallel region comes later has its runtime started
@@ -87,27 +104,73 @@ pub fn begin() {
     }
 }
 
-/// Before the real `MPI_Finalize`: wait until the MPI_T work is done.
+/// Before the real `MPI_Finalize`: wait until the MPI_T work is done, for
+/// at most [`FINISH_WAIT`] (module documentation).
 pub fn finish() {
     FINISHING.store(true, Ordering::Release);
-    let handle = worker().take();
-    if let Some(h) = handle {
-        let _ = h.join();
+    let Some(h) = worker().take() else { return };
+    let start = Instant::now();
+    while !h.is_finished() {
+        if start.elapsed() >= FINISH_WAIT {
+            let mut abandoned = abandoned();
+            if h.is_finished() {
+                break;
+            }
+            *abandoned = true;
+            drop(abandoned);
+            let waited = FINISH_WAIT.as_secs();
+            diag::warn(&format!(
+                "MPI_T had not opened {waited} s after MPI_Finalize was called;                  MPI_Finalize goes on without it (no mpi_t samples or MPI control variables in the trace)"
+            ));
+            samplers::mpit_not_opened(&format!(
+                "MPI_T had not opened {waited} s after MPI_Finalize was called"
+            ));
+            return;
+        }
+        std::thread::sleep(FINISH_POLL);
     }
+    let _ = h.join();
 }
 
-/// The background thread's MPI_T work.
+fn abandoned() -> std::sync::MutexGuard<'static, bool> {
+    ABANDONED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The background thread's MPI_T work, handed over unless `MPI_Finalize`
+/// went on without it. Its MPI_T calls are made before the lock is taken,
+/// so that a stuck one never holds `MPI_Finalize` up beyond [`FINISH_WAIT`].
 fn open(pvars: bool) {
     wait_for_openmp_start();
-    open_now(pvars);
+    let (mpit, cvars) = open_mpi_t(pvars);
+    let abandoned = abandoned();
+    if *abandoned {
+        // Neither read nor closed (module documentation).
+        std::mem::forget(mpit);
+        return;
+    }
+    hand_over(mpit, cvars);
+    drop(abandoned);
 }
 
-/// The sampler's MPI_T, and on rank 0 the control variables.
+/// The MPI_T work on the calling thread.
 fn open_now(pvars: bool) {
+    let (mpit, cvars) = open_mpi_t(pvars);
+    hand_over(mpit, cvars);
+}
+
+/// The sampler's MPI_T, and on rank 0 the control variables: with the
+/// sampler's MPI_T open, those cost no second initialisation (without
+/// sampling, rank 0 pays it here).
+fn open_mpi_t(pvars: bool) -> (Option<samplers::mpit::MpiT>, Option<Cvars>) {
     let mpit = pvars.then(samplers::mpit::MpiT::open);
-    // With the sampler's MPI_T open, the control variables cost no second
-    // initialisation (without sampling, rank 0 pays it here).
-    job::read_control_variables();
+    (mpit, job::rank0_control_variables())
+}
+
+type Cvars = std::collections::BTreeMap<String, String>;
+
+/// The control variables to the manifest, the sampler's MPI_T to the samplers.
+fn hand_over(mpit: Option<samplers::mpit::MpiT>, cvars: Option<Cvars>) {
+    job::record_control_variables(cvars);
     if let Some(m) = mpit {
         samplers::add_mpit(m);
     }

@@ -601,6 +601,20 @@ pub fn on_mpi_init_end() {
     });
 }
 
+/// The `mpi_t` sampler's manifest entry when MPI_T was not opened in time
+/// (`mpi::mpit_background`): `reason` says why.
+pub fn mpit_not_opened(reason: &str) {
+    publish(
+        SamplerInfo {
+            name: "mpi_t".into(),
+            available: false,
+            reason: reason.into(),
+            ranks: Vec::new(),
+        },
+        &[],
+    );
+}
+
 /// Whether the sampler thread runs (`HYSCOPE_SAMPLE_MS` is not 0 and it was started).
 pub fn sampling() -> bool {
     state_within().is_some_and(|st| st.thread.is_some() && !st.stop)
