@@ -120,7 +120,8 @@ pub fn finish() {
             drop(abandoned);
             let waited = FINISH_WAIT.as_secs();
             diag::warn(&format!(
-                "MPI_T had not opened {waited} s after MPI_Finalize was called;                  MPI_Finalize goes on without it (no mpi_t samples or MPI control variables in the trace)"
+                "MPI_T had not opened {waited} s after MPI_Finalize was called; MPI_Finalize \
+                 goes on without it (no mpi_t samples or MPI control variables in the trace)"
             ));
             samplers::mpit_not_opened(&format!(
                 "MPI_T had not opened {waited} s after MPI_Finalize was called"
