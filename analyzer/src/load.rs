@@ -1234,13 +1234,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         clipped_join_waits: 0,
         clipped_join_wait_s: 0.0,
         placement: Vec::new(),
-        collector_init_s: ns_to_s(
-            m.ranks
-                .iter()
-                .map(|r| i64::try_from(r.init_ns).unwrap_or(i64::MAX))
-                .max()
-                .unwrap_or(0),
-        ),
+        collector_init_s: ns_to_s(i64::try_from(m.collector_init_ns()).unwrap_or(i64::MAX)),
         children: m
             .ranks
             .iter()

@@ -470,6 +470,12 @@ impl Manifest {
             .collect()
     }
 
+    /// The collector's own work at the end of `MPI_Init` (`RankInfo::init_ns`),
+    /// the slowest rank's: ranks do it at once. 0 without MPI.
+    pub fn collector_init_ns(&self) -> u64 {
+        self.ranks.iter().map(|r| r.init_ns).max().unwrap_or(0)
+    }
+
     /// A manifest with the current format version and nothing else.
     pub fn new() -> Manifest {
         Manifest {

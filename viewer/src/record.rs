@@ -703,7 +703,7 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
                     r.iter().map(|r| r.dropped_events).sum::<u64>(),
                     w.len(),
                     r.iter().map(|r| r.writer_cpu_ns).sum::<u64>(),
-                    r.iter().map(|r| r.init_ns).max().unwrap_or(0),
+                    trace.manifest.collector_init_ns(),
                     r.iter().map(|r| r.encode_ns).max().unwrap_or(0),
                     None,
                 )

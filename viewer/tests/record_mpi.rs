@@ -88,7 +88,7 @@ fn record_in_front_of_mpirun() {
     let shown = format!("MPI_Init +{}", hyscope_viewer::units::ns(init_ns as f64));
     assert!(err.contains(&shown), "no `{shown}` in {err}");
     // The report says it too, in its JSON the same seconds, counted in the
-    // MPI_Init rows (which now end after it).
+    // MPI_Init rows (which end after it).
     let report = run_ok(hyscope().arg("report").arg(&dir));
     let text = String::from_utf8_lossy(&report.stdout);
     let seconds = hyscope_analyzer::model::ns_to_s(init_ns as i64);

@@ -58,10 +58,17 @@ static WORKER: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 /// `MPI_Finalize` waits for the MPI_T work: it starts at once.
 static FINISHING: AtomicBool = AtomicBool::new(false);
 
-/// Whether `MPI_Finalize` went on without the MPI_T work ([`FINISH_WAIT`]).
-/// Set and read under the lock, so that the work either hands its results
-/// over before `MPI_Finalize` goes on or drops them.
-static ABANDONED: Mutex<bool> = Mutex::new(false);
+/// What became of the background MPI_T work's results. Changed under the
+/// lock only, so that the work either hands them over before `MPI_Finalize`
+/// goes on, or drops them once it has gone on ([`FINISH_WAIT`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Handover {
+    Pending,
+    Done,
+    Abandoned,
+}
+
+static HANDOVER: Mutex<Handover> = Mutex::new(Handover::Pending);
 
 /// The longest `MPI_Finalize` waits for the MPI_T work: far beyond the 0.2 s
 /// it takes where it loads libraries, short of a batch job's time limit.
@@ -112,18 +119,19 @@ pub fn finish() {
     let start = Instant::now();
     while !h.is_finished() {
         if start.elapsed() >= FINISH_WAIT {
-            let mut abandoned = abandoned();
-            if h.is_finished() {
+            let mut handover = handover();
+            if *handover == Handover::Done {
+                // Handed over just now: the thread is returning.
                 break;
             }
-            *abandoned = true;
-            drop(abandoned);
+            *handover = Handover::Abandoned;
+            drop(handover);
             let waited = FINISH_WAIT.as_secs();
             diag::warn(&format!(
                 "MPI_T had not opened {waited} s after MPI_Finalize was called; MPI_Finalize \
                  goes on without it (no mpi_t samples or MPI control variables in the trace)"
             ));
-            samplers::mpit_not_opened(&format!(
+            samplers::mpit_unavailable(&format!(
                 "MPI_T had not opened {waited} s after MPI_Finalize was called"
             ));
             return;
@@ -133,8 +141,8 @@ pub fn finish() {
     let _ = h.join();
 }
 
-fn abandoned() -> std::sync::MutexGuard<'static, bool> {
-    ABANDONED.lock().unwrap_or_else(|p| p.into_inner())
+fn handover() -> std::sync::MutexGuard<'static, Handover> {
+    HANDOVER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The background thread's MPI_T work, handed over unless `MPI_Finalize`
@@ -143,14 +151,14 @@ fn abandoned() -> std::sync::MutexGuard<'static, bool> {
 fn open(pvars: bool) {
     wait_for_openmp_start();
     let (mpit, cvars) = open_mpi_t(pvars);
-    let abandoned = abandoned();
-    if *abandoned {
+    let mut handover = handover();
+    if *handover == Handover::Abandoned {
         // Neither read nor closed (module documentation).
         std::mem::forget(mpit);
         return;
     }
     hand_over(mpit, cvars);
-    drop(abandoned);
+    *handover = Handover::Done;
 }
 
 /// The MPI_T work on the calling thread.

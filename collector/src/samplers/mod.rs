@@ -441,15 +441,7 @@ pub fn start() {
     register(&mut st, Box::new(r));
     register(&mut st, Box::new(rdma::Rdma::new(rapl::sysfs_root())));
     // Replaced at MPI_Init by what MPI_T offers.
-    publish(
-        SamplerInfo {
-            name: "mpi_t".into(),
-            available: false,
-            reason: "no MPI_Init in this process".into(),
-            ranks: Vec::new(),
-        },
-        &[],
-    );
+    mpit_unavailable("no MPI_Init in this process");
     let spawned = std::thread::Builder::new()
         .name("hyscope-sampler".into())
         .spawn(move || run(every));
@@ -588,22 +580,13 @@ pub fn on_mpi_init_end() {
             );
             publish(info, &[]);
         }
-        publish(
-            SamplerInfo {
-                name: "mpi_t".into(),
-                available: false,
-                reason: "MPI_T was still being opened after MPI_Init when the trace was written"
-                    .into(),
-                ranks: Vec::new(),
-            },
-            &[],
-        );
+        mpit_unavailable("MPI_T was still being opened after MPI_Init when the trace was written");
     });
 }
 
-/// The `mpi_t` sampler's manifest entry when MPI_T was not opened in time
-/// (`mpi::mpit_background`): `reason` says why.
-pub fn mpit_not_opened(reason: &str) {
+/// The `mpi_t` sampler's manifest entry while it has no MPI_T, or when
+/// MPI_T was not opened in time (`mpi::mpit_background`): `reason` says why.
+pub fn mpit_unavailable(reason: &str) {
     publish(
         SamplerInfo {
             name: "mpi_t".into(),

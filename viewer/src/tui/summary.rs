@@ -157,7 +157,7 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
         )),
     ];
     // The collector's own work at the end of MPI_Init, as the report says it.
-    let init_ns = m.ranks.iter().map(|r| r.init_ns).max().unwrap_or(0);
+    let init_ns = m.collector_init_ns();
     if init_ns > 0 {
         lines.insert(
             3,
