@@ -27,6 +27,10 @@
 #   the OpenMP workers.
 # HYSCOPE_LIB: the collector (default target/release/libhyscope.so):
 #   cargo build --release -p hyscope-collector --lib
+#   Any OMPT tool library works: HYSCOPE_LIB=raw_log_tool.so (built from
+#   benchmarks/raw_log_tool.c) for the floor of a per-event tracer,
+#   HYSCOPE_LIB=empty_tool.so (tests/omp/empty_tool.c) for libomp's tool
+#   support alone; their two columns are then the same tool run twice.
 # HYSCOPE_GROUPS (and the other HYSCOPE_* settings) in the environment reach
 #   the ranks (mpirun passes its environment on to local processes): e.g.
 #   HYSCOPE_GROUPS=parallel for what recording only the regions costs.

@@ -19,6 +19,10 @@
 #   cargo build --release -p hyscope-viewer -p hyscope-collector
 # RECORD_ARGS: more `hyscope record` options for both recorded variants, e.g.
 #   RECORD_ARGS="--groups parallel,sync" (what a lighter configuration costs)
+# BASE_TOOL: the C source of the OMPT tool run as the second variant
+#   (default tests/omp/empty_tool.c, which does nothing in its callbacks);
+#   BASE_TOOL=benchmarks/raw_log_tool.c takes the floor of a per-event tracer
+#   (a TSC read and a 24-byte store per callback) instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src=$(realpath "$1")
@@ -51,7 +55,9 @@ OMPI_CXX=clang++-19 mpicxx -fopenmp -O3 -g -DUSE_MPI=1 -I"$src" \
 # variant keep its heap, so the rounds compare the tool's cost and not where
 # glibc's heap top happened to land. HEAP=default leaves glibc as it is. The
 # minor page faults of each run are printed beside its times.
-clang-19 -O2 -shared -fPIC "$root/tests/omp/empty_tool.c" -o "$work/empty_tool.so"
+base_tool=$(realpath "${BASE_TOOL:-$root/tests/omp/empty_tool.c}")
+base_name=$(basename "$base_tool" .c | tr _ ' ')
+clang-19 -O2 -shared -fPIC "$base_tool" -o "$work/base_tool.so"
 launch=(mpirun --oversubscribe -np "$ranks" -x OMP_NUM_THREADS="$threads" --bind-to none)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
 heap=${HEAP:-steady}
@@ -82,10 +88,10 @@ run() {
 
 : >"$work/rounds"
 echo "LULESH -s $size -i $iters, $ranks rank(s) × $threads thread(s), $rounds rounds, HEAP=$heap, record ${record_args[*]:-(defaults)}; $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "round | none grind wall enc faults | empty tool grind wall enc faults | trace grind wall enc faults | profile grind wall enc faults"
+echo "round | none grind wall enc faults | $base_name grind wall enc faults | trace grind wall enc faults | profile grind wall enc faults"
 for r in $(seq "$rounds"); do
     none=$(run "${launch[@]}" "$work/lulesh2.0" -s "$size" -i "$iters")
-    empty=$(run "${launch[@]}" -x LD_PRELOAD="$work/empty_tool.so" "$work/lulesh2.0" -s "$size" -i "$iters")
+    empty=$(run "${launch[@]}" -x LD_PRELOAD="$work/base_tool.so" "$work/lulesh2.0" -s "$size" -i "$iters")
     rm -rf "$work/t"
     trace=$(run "$hyscope" record "${record_args[@]}" -o "$work/t" -- "${launch[@]}" "$work/lulesh2.0" -s "$size" -i "$iters")
     rm -rf "$work/t"
@@ -93,11 +99,12 @@ for r in $(seq "$rounds"); do
     echo "$r | $none | $empty | $trace | $profile" | tee -a "$work/rounds"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$work/rounds" <<'PY'
+python3 - "$work/rounds" "$base_name" <<'PY'
 import statistics as st, sys
+tool = sys.argv[2]
 rows = [l.split("|") for l in open(sys.argv[1])]
 cols = {name: [tuple(map(float, r[i].split())) for r in rows]
-        for i, name in ((1, "none"), (2, "empty tool"), (3, "trace"), (4, "profile"))}
+        for i, name in ((1, "none"), (2, tool), (3, "trace"), (4, "profile"))}
 faults = {n: st.median(v[3] for v in vals) for n, vals in cols.items()}
 cols = {n: [(g, w, w - e) for g, w, e, _ in v] for n, v in cols.items()}
 measures = ((0, "grind time", "µs/z/c"), (1, "wall time", "s"),
@@ -111,9 +118,9 @@ def cell(name, k, unit, against):
             f"(pairs {100 * st.median(ratios):+.1f} %)")
 
 print("minor page faults per job (median): " + ", ".join(f"{n} {faults[n]:,.0f}" for n in faults))
-for against in ("none", "empty tool"):
+for against in ("none", tool):
     print()
-    print(f"against {'no tool' if against == 'none' else 'the empty OMPT tool (what the tool itself adds)'}:")
+    print(f"against {'no tool' if against == 'none' else 'the ' + tool + ' (what hyscope adds to it)'}:")
     print(f"| measure | {against} | trace | profile |")
     print("|---|---|---|---|")
     for k, label, unit in measures:
