@@ -11,7 +11,8 @@ use hyscope_format::{MpiRecord, SELF_COMM_ID, WORLD_COMM_ID, comm_name, communic
 use crate::aligned::collectives::Member;
 use crate::aligned::collectives::{is_blocking_collective, is_collective};
 use crate::aligned::endpoints::endpoints;
-use crate::aligned::{CollectiveInstance, GlobalNs, MessageList};
+use crate::aligned::sides::OUTSIDE_FOCUS;
+use crate::aligned::{CollectiveInstance, GlobalNs, MessageList, RankSides};
 use crate::model::ns_to_s;
 use crate::model::*;
 use crate::trace_data::TraceData;
@@ -97,8 +98,9 @@ struct CallAcc {
 
 impl CallAcc {
     /// A row: one call, or a run of folded polls (`calls` of them; its time
-    /// is the run's span, and it has no single call's duration).
-    fn add(&mut self, rank: u32, r: &MpiRecord) {
+    /// is the run's span, and it has no single call's duration), and the
+    /// bytes that arrived for the receives it posted ([`received_by_post`]).
+    fn add(&mut self, rank: u32, r: &MpiRecord, received: u64) {
         let d = (r.end_ns - r.start_ns).max(0);
         if r.is_folded() {
             self.folded_polls += u64::from(r.calls);
@@ -113,7 +115,13 @@ impl CallAcc {
         self.count += u64::from(r.calls.max(1));
         *self.per_rank.entry(rank).or_default() += d;
         self.bytes_sent += r.bytes_sent;
-        self.bytes_recv += r.bytes_recv;
+        // A probe's bytes are the size of the message it found, which the
+        // receive that takes the message counts.
+        let probed = matches!(
+            r.call,
+            c::MPI_Probe | c::MPI_Iprobe | c::MPI_Mprobe | c::MPI_Improbe
+        );
+        self.bytes_recv += if probed { 0 } else { r.bytes_recv } + received;
     }
 
     /// Another rank's accumulation of the same call (integer sums: the
@@ -194,17 +202,63 @@ pub struct ProfilePart {
     pub rows: u64,
 }
 
+/// The bytes that arrived for the receives each of a rank's rows posted,
+/// as (row, bytes) sorted by row, rows that posted none left out. A
+/// nonblocking receive's bytes are known at its completion
+/// (`REQUEST_COMPLETE`, from the status), and the profile counts them as
+/// received by the call that posted it: `MPI_Irecv`, `MPI_Imrecv`, or the
+/// `MPI_Start`/`MPI_Startall` that activated a persistent receive (as a
+/// nonblocking send's bytes are its `MPI_Isend`'s, a persistent send's its
+/// `MPI_Start`'s), never by the `MPI_Wait*`/`MPI_Test*` it completed in.
+/// Read from the rank's message sides, the one pairing of completions with
+/// their posts, with the rows' numbering (the focus's, if any: a receive
+/// posted outside it is left out).
+pub fn received_by_post(sides: &RankSides) -> Vec<(usize, u64)> {
+    let mut out: Vec<(usize, u64)> = sides
+        .recvs
+        .iter()
+        // A blocking receive is its own post and has its bytes in its row.
+        .filter(|v| v.row != v.post_row && v.post_row != OUTSIDE_FOCUS && v.bytes > 0)
+        .map(|v| (v.post_row, v.bytes))
+        .collect();
+    out.sort_unstable();
+    out.dedup_by(|next, kept| {
+        let same = next.0 == kept.0;
+        if same {
+            kept.1 += next.1;
+        }
+        same
+    });
+    out
+}
+
 impl ProfilePart {
-    /// Rank `rank`'s rows (on global time), call sites made canonical by
-    /// `canon`, messages classified by `limits`.
-    pub fn of(rank: u32, rows: &[MpiRecord], limits: &EagerLimits) -> ProfilePart {
+    /// Rank `rank`'s rows (on global time), with the bytes received by the
+    /// receives they posted ([`received_by_post`]), messages classified by
+    /// `limits`. Call sites stay the rank's own: [`ProfilePart::canonical`].
+    pub fn of(
+        rank: u32,
+        rows: &[MpiRecord],
+        received: &[(usize, u64)],
+        limits: &EagerLimits,
+    ) -> ProfilePart {
         let mut p = ProfilePart {
             rows: rows.len() as u64,
             ..ProfilePart::default()
         };
         let mut threads: Vec<u32> = Vec::new();
         let mut rank_s = 0.0;
-        for r in rows {
+        let mut received = received.iter().peekable();
+        for (i, r) in rows.iter().enumerate() {
+            let mut posted = 0;
+            while let Some(&&(row, b)) = received.peek()
+                && row <= i
+            {
+                if row == i {
+                    posted += b;
+                }
+                received.next();
+            }
             if r.call == c::REQUEST_COMPLETE {
                 continue;
             }
@@ -212,12 +266,12 @@ impl ProfilePart {
                 threads.push(r.thread);
             }
             let d = (r.end_ns - r.start_ns).max(0);
-            p.calls.entry(r.call).or_default().add(rank, r);
+            p.calls.entry(r.call).or_default().add(rank, r, posted);
             // By the rank's own address: made canonical by `canonical`.
             p.sites
                 .entry((r.call, r.callsite))
                 .or_default()
-                .add(rank, r);
+                .add(rank, r, posted);
             if r.in_parallel {
                 p.inside += d;
             } else {
@@ -452,6 +506,9 @@ fn comm_stats(data: &TraceData, mut used: BTreeMap<u64, CommStats>) -> Vec<CommS
         .collect()
 }
 
+/// A call a receive waited in: (rank, thread, start, end, call, call site).
+type LateSenderCall = (u32, u32, i64, i64, u16, u64);
+
 #[derive(Default)]
 /// Wait time in integer ns and instance counts: integer sums do not depend on
 /// the order the matching passes visit messages in (they iterate hash maps),
@@ -496,17 +553,23 @@ pub fn wait_states(
     }
     let limits = EagerLimits::of(data, run);
     let mut acc = WaitAcc::default();
+    // Late sender, per call waited in: the call waits from its start until
+    // the latest of its receives' sends starts. A call that completes several
+    // receives (`MPI_Waitall`, `MPI_Waitsome`, …) is one wait of that length,
+    // as Scalasca counts it, not one per message: their waits overlap.
+    let mut late_senders: Vec<(LateSenderCall, i64)> = Vec::new();
     for m in &messages.messages {
-        // Late sender: the receive waits from its wait start until the send starts.
         if let Some(w) = m.recv.waiter {
             let ls = (m.send.time.min(w.to) - w.from).max(0);
-            acc.add(
-                WaitKind::LateSender,
+            let call = (
                 m.recv.rank,
+                m.recv.thread,
+                w.from.ns(),
+                w.to.ns(),
                 w.call,
-                data.canon(w.callsite),
-                ls,
+                w.callsite,
             );
+            late_senders.push((call, ls));
         }
         // Late receiver: a blocking synchronous or rendezvous send waits for the receive's post.
         let s = &m.send;
@@ -528,6 +591,13 @@ pub fn wait_states(
                 lr,
             );
         }
+    }
+
+    late_senders.sort_unstable();
+    for same_call in late_senders.chunk_by(|a, b| a.0 == b.0) {
+        // Sorted by call, then wait: a call's last entry has its longest.
+        let &((rank, _, _, _, call, site), ls) = same_call.last().expect("a chunk is never empty");
+        acc.add(WaitKind::LateSender, rank, call, data.canon(site), ls);
     }
 
     for inst in collectives {

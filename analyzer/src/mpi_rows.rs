@@ -106,9 +106,10 @@ pub(crate) fn read_rank_mpi(
             (s.2, s.3)
         }
     };
-    let pass = RankMpi::of(
+    let pass = RankMpi::of_sides(
         rank,
         &rows,
+        &sides,
         RankMpiInput {
             window,
             regions: input.regions,

@@ -10,8 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use hyscope_format::{MpiRecord, PhaseRecord};
 use serde::{Deserialize, Serialize};
 
+use crate::aligned::RankSides;
 use crate::memory::GraphPart;
-use crate::mpi::{EagerLimits, ProfilePart};
+use crate::mpi::{EagerLimits, ProfilePart, received_by_post};
 use crate::trace_data::{PhaseMpi, RankData, WindowMpi};
 
 /// What the analyses read of one rank's MPI rows.
@@ -37,16 +38,40 @@ pub struct RankMpiInput<'a> {
 }
 
 impl RankMpi {
-    /// Rank `rank`'s rows (on global time, restricted to the focus if any).
-    /// Call sites stay the rank's own addresses: [`MpiMerge::add`] makes
-    /// them canonical, where every rank's symbols are known.
+    /// Rank `rank`'s rows (on global time, restricted to the focus if any)
+    /// and its message sides (numbered as the rows), which tell the bytes a
+    /// nonblocking receive's post received at its completion
+    /// ([`received_by_post`]). Call sites stay the rank's own addresses:
+    /// [`MpiMerge::add`] makes them canonical, where every rank's symbols
+    /// are known.
+    pub fn of_sides(
+        rank: u32,
+        rows: &[MpiRecord],
+        sides: &RankSides,
+        input: RankMpiInput,
+        limits: &EagerLimits,
+    ) -> RankMpi {
+        RankMpi::with_received(rank, rows, &received_by_post(sides), input, limits)
+    }
+
+    /// A rank with no message sides (no rows): [`RankMpi::of_sides`].
     pub fn of(rank: u32, rows: &[MpiRecord], input: RankMpiInput, limits: &EagerLimits) -> RankMpi {
+        RankMpi::with_received(rank, rows, &[], input, limits)
+    }
+
+    fn with_received(
+        rank: u32,
+        rows: &[MpiRecord],
+        received: &[(usize, u64)],
+        input: RankMpiInput,
+        limits: &EagerLimits,
+    ) -> RankMpi {
         let (phases, code) = crate::phases::mpi_in_phases(rows, input.phases);
         let mut phase_code: Vec<((u64, usize), i64)> = code.into_iter().collect();
         phase_code.sort_unstable();
         RankMpi {
             rank,
-            profile: ProfilePart::of(rank, rows, limits),
+            profile: ProfilePart::of(rank, rows, received, limits),
             graph: GraphPart::of(rank, rows),
             window: crate::pop::window_mpi(rows, input.window, input.regions),
             phases,

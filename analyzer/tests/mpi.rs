@@ -26,6 +26,13 @@ fn local1(global: i64) -> i64 {
     l
 }
 
+fn late_sender(w: &hyscope_analyzer::WaitStates) -> &hyscope_analyzer::WaitEntry {
+    w.by_kind
+        .iter()
+        .find(|e| e.kind == WaitKind::LateSender)
+        .expect("a late-sender entry")
+}
+
 fn two_ranks() -> Builder {
     let mut b = Builder::new(2, 1, 2);
     b.set_offsets(
@@ -74,11 +81,7 @@ fn late_sender_of_5_ms_across_clocks() {
     assert!(a.run.clock_corrected);
     assert!(close(a.run.clock_error_s, 1e-6, 1e-9));
     let w = a.wait_states.get().expect("wait states");
-    let ls = w
-        .by_kind
-        .iter()
-        .find(|e| e.kind == WaitKind::LateSender)
-        .unwrap();
+    let ls = late_sender(w);
     assert!((ls.seconds - 5e-3).abs() < 2e-9, "{}", ls.seconds);
     assert_eq!(ls.instances, 1);
     let site = &w.per_callsite[0];
@@ -136,13 +139,84 @@ fn late_sender_through_irecv_and_wait() {
     );
     let (_d, a) = b.analyze();
     let w = a.wait_states.get().unwrap();
-    let ls = w
-        .by_kind
-        .iter()
-        .find(|e| e.kind == WaitKind::LateSender)
-        .unwrap();
+    let ls = late_sender(w);
     assert!((ls.seconds - 4e-3).abs() < 2e-9, "{}", ls.seconds);
     assert_eq!(w.per_callsite[0].call.as_deref(), Some("MPI_Wait"));
+}
+
+/// A `MPI_Waitall` that completes two receives whose sends start 3 ms and
+/// 5 ms after it: one late-sender wait of 5 ms, not 8 (the two overlap).
+#[test]
+fn a_waitall_of_two_late_receives_is_one_wait_of_the_later() {
+    let mut b = two_ranks();
+    let t0 = 2_000_000_000i64;
+    for (late, tag) in [(3 * MS, 1), (5 * MS, 2)] {
+        let send = MpiRecord {
+            call: c::MPI_Send,
+            start_ns: t0 + late,
+            end_ns: t0 + late + 10 * US,
+            peer: 1,
+            tag,
+            comm_id: 1,
+            bytes_sent: 100,
+            root: -1,
+            callsite: SITE_SEND,
+            ..MpiRecord::default()
+        };
+        b.mpi(0, send);
+    }
+    for (request, tag) in [(7, 1), (8, 2)] {
+        b.mpi(
+            1,
+            MpiRecord {
+                call: c::MPI_Irecv,
+                start_ns: local1(t0 + request as i64 * US),
+                end_ns: local1(t0 + request as i64 * US + US / 2),
+                peer: 0,
+                tag,
+                comm_id: 1,
+                request_id: request,
+                root: -1,
+                callsite: SITE_RECV,
+                ..MpiRecord::default()
+            },
+        );
+    }
+    b.mpi(
+        1,
+        MpiRecord {
+            call: c::MPI_Waitall,
+            start_ns: local1(t0 + 20 * US),
+            end_ns: local1(t0 + 5 * MS + 40 * US),
+            root: -1,
+            callsite: SITE_RECV,
+            ..MpiRecord::default()
+        },
+    );
+    for (request, tag, done) in [(7, 1, 3 * MS + 25 * US), (8, 2, 5 * MS + 25 * US)] {
+        b.mpi(
+            1,
+            MpiRecord {
+                call: c::REQUEST_COMPLETE,
+                start_ns: local1(t0 + done),
+                end_ns: local1(t0 + done),
+                peer: 0,
+                tag,
+                comm_id: 1,
+                request_id: request,
+                bytes_recv: 100,
+                root: -1,
+                ..MpiRecord::default()
+            },
+        );
+    }
+    let (_d, a) = b.analyze();
+    let w = a.wait_states.get().unwrap();
+    let ls = late_sender(w);
+    // From the Waitall's start (t0 + 20 µs) to the later send's (t0 + 5 ms).
+    assert!((ls.seconds - (5e-3 - 20e-6)).abs() < 2e-9, "{}", ls.seconds);
+    assert_eq!(ls.instances, 1, "one call waited");
+    assert_eq!(w.per_callsite[0].call.as_deref(), Some("MPI_Waitall"));
 }
 
 #[test]
@@ -327,17 +401,12 @@ fn wait_state_sums_are_exact_and_do_not_depend_on_iteration_order() {
     }
     let dir = tempfile::tempdir().unwrap();
     b.write(dir.path());
-    let late_sender = |a: &hyscope_analyzer::Analysis| {
+    let sums = |a: &hyscope_analyzer::Analysis| {
         let w = a.wait_states.get().expect("wait states");
-        let e = w
-            .by_kind
-            .iter()
-            .find(|e| e.kind == WaitKind::LateSender)
-            .expect("late sender")
-            .clone();
+        let e = late_sender(w);
         (e.seconds.to_bits(), e.instances, w.total_s.to_bits())
     };
-    let first = late_sender(&hyscope_analyzer::analyze(dir.path(), &Default::default()).unwrap());
+    let first = sums(&hyscope_analyzer::analyze(dir.path(), &Default::default()).unwrap());
     assert_eq!(
         first.0,
         (total_ns as f64 * 1e-9).to_bits(),
@@ -347,7 +416,7 @@ fn wait_state_sums_are_exact_and_do_not_depend_on_iteration_order() {
     assert_eq!(first.1, 300);
     for _ in 0..4 {
         let again = hyscope_analyzer::analyze(dir.path(), &Default::default()).unwrap();
-        assert_eq!(late_sender(&again), first);
+        assert_eq!(sums(&again), first);
     }
 }
 

@@ -106,6 +106,29 @@ fn record_in_front_of_mpirun() {
         (in_json - seconds).abs() < 1e-12,
         "{in_json} s in the JSON, {seconds} s"
     );
+    // The ring's nonblocking receives received what the MPI_Isend sent
+    // (one double per rank), known at their completion in the MPI_Waitall
+    // and counted for the MPI_Irecv that posted them; the wait received
+    // nothing of its own. The text report says the same.
+    let calls = v["mpi"]["observed"]["calls"].as_array().unwrap();
+    let bytes = |call: &str, field: &str| {
+        calls
+            .iter()
+            .find(|c| c["call"] == call)
+            .unwrap_or_else(|| panic!("no {call} in {calls:?}"))[field]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(bytes("MPI_Isend", "bytes_sent"), 16);
+    assert_eq!(bytes("MPI_Irecv", "bytes_recv"), 16);
+    assert_eq!(bytes("MPI_Waitall", "bytes_recv"), 0);
+    let irecv = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("MPI_Irecv "))
+        .unwrap_or_else(|| panic!("no MPI_Irecv row in\n{text}"));
+    // ... sent, received: the row's last two cells.
+    let cells: Vec<&str> = irecv.split_whitespace().collect();
+    assert_eq!(cells[cells.len() - 4..], ["0", "B", "16", "B"], "{irecv}");
 }
 
 #[test]

@@ -16,12 +16,13 @@ use crate::units;
 
 pub const VIEWS: [&str; 4] = ["profile", "message sizes", "matrix", "wait states"];
 
-const KEYS: [widgets::SortKey<MpiCallStats>; 5] = [
+const KEYS: [widgets::SortKey<MpiCallStats>; 6] = [
     (2, |c| c.total_s),
     (1, |c| c.count as f64),
     (5, |c| c.cv),
     (6, |c| c.bytes_sent as f64),
     (4, |c| c.max_rank_s),
+    (7, |c| c.bytes_recv as f64),
 ];
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
@@ -65,6 +66,9 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
                 units::secs(c.max_rank_s),
                 format!("{:.2}", c.cv),
                 units::bytes(c.bytes_sent as f64),
+                // A nonblocking receive's bytes are its posting call's
+                // (`MPI_Irecv`), as in the report.
+                units::bytes(c.bytes_recv as f64),
                 units::percent(c.share_of_run),
                 // Unsuccessful polls the collector folded (trace `mpi.calls`).
                 if c.folded_polls > 0 {
@@ -80,7 +84,8 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
         top,
         format!("MPI calls ({})  s: sort", items.len()),
         &[
-            "call", "count", "total", "mean/rk", "max/rk", "cv", "sent", "run", "folded",
+            "call", "count", "total", "mean/rk", "max/rk", "cv", "sent", "received", "run",
+            "folded",
         ],
         Some(KEYS[nav.sort % KEYS.len()].0),
         nav.ascending,
@@ -92,6 +97,7 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
             Constraint::Length(9),
             Constraint::Length(5),
             Constraint::Length(10),
+            Constraint::Length(10),
             Constraint::Length(6),
             Constraint::Length(8),
         ],
@@ -99,7 +105,7 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
         Some(nav.selected),
     );
     let lines = vec![Line::from(format!(
-        "MPI total {} ({} of run)  inside parallel {}  outside {}  calling threads {}",
+        "MPI total {} ({} of rank time)  inside parallel {}  outside {}  calling threads {}",
         units::secs(p.total_s),
         units::percent(p.share_of_run),
         units::secs(p.inside_parallel_s),
