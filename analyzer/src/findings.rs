@@ -3,6 +3,8 @@
 
 use crate::model::*;
 
+use crate::units;
+
 pub fn findings(a: &Analysis) -> Vec<Finding> {
     let run_s = a.run.duration_s.max(1e-12);
     let ranks = a.run.ranks.max(1) as f64;
@@ -68,8 +70,8 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                     Some(r.location.clone()),
                     sync,
                     format!(
-                        "the barriers' own cost, not imbalance ({:.1} µs per thread per barrier, Mahéo 2015 §6.7): fewer barriers (`nowait`, fused loops){}",
-                        per_barrier * 1e6,
+                        "the barriers' own cost, not imbalance ({} per thread per barrier, Mahéo 2015 §6.7): fewer barriers (`nowait`, fused loops){}",
+                        units::secs(per_barrier),
                         // An uncontended barrier releases a team in about a µs;
                         // ten times that is a thread waiting for a core.
                         if per_barrier > 10e-6 {
@@ -92,7 +94,12 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 None,
                 idle,
                 format!(
-                    "{threads} threads per rank idle during master-only MPI: overlap communication with computation, or use hybrid collectives / MPI_THREAD_MULTIPLE (Mahéo 2015 §5.1)"
+                    "{} per rank idle during master-only MPI: overlap communication with computation, or use hybrid collectives / MPI_THREAD_MULTIPLE (Mahéo 2015 §5.1)",
+                    // All but the master, the P − 1 of POP's loss.
+                    match threads - 1 {
+                        1 => "1 thread".to_string(),
+                        n => format!("{n} threads"),
+                    }
                 ),
             );
             // Parallelising serial code over P threads saves (P − 1)/P of it.
@@ -181,9 +188,9 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
             if p.exceeds_memory_per_core == Some(true) {
                 out.push(Finding {
                     title: format!(
-                        "MPI memory at {} ranks: {:.1} GiB per rank exceeds memory per core",
+                        "MPI memory at {} ranks: {} per rank exceeds memory per core",
                         p.ranks,
-                        p.total_bytes_per_rank / (1u64 << 30) as f64
+                        units::bytes(p.total_bytes_per_rank)
                     ),
                     category: "memory".into(),
                     location: m

@@ -39,6 +39,7 @@ pub mod timeline;
 pub mod timing;
 pub mod trace_data;
 pub mod tuner;
+pub mod units;
 
 use std::path::Path;
 
@@ -81,7 +82,10 @@ fn finish(
         f.info(run_duration_s)
     });
     let data = &data;
-    let run = load::run_facts(data);
+    let mut run = load::run_facts(data);
+    // Where threads took turns on CPUs, for the loops' schedule advice;
+    // again below with the threads' busy times.
+    run.placement = placement::rank_placement(&data.manifest, &run, &[]);
     let omp = omp::analyze_omp(data, &run, merged_omp, &mut warnings);
     let mpi_rows = merged_mpi.profile.rows;
     let mpi = mpi::analyze_mpi(data, &run, merged_mpi.profile);
@@ -100,7 +104,6 @@ fn finish(
         }
     }
     timing::step(|| "analysed".into());
-    let mut run = run;
     run.placement = placement::rank_placement(&data.manifest, &run, &omp.ranks);
     run.serialized_regions = omp.serialized_regions;
     run.clipped_join_waits = omp.clipped_join_waits;

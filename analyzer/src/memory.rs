@@ -188,9 +188,17 @@ impl BufferModel {
                     "Open MPI 4.1 default btl_openib_receive_queues".to_string(),
                 )
             });
-        let (rq_peer, rq_shared) = receive_queue_bytes(&rq_spec).unwrap_or((0, 0));
+        BufferModel::new(p, &rq_spec, &rq_source)
+    }
+
+    /// The model of the receive-queue spec `rq_spec` (from `rq_source`).
+    fn new(p: &BufferParams, rq_spec: &str, rq_source: &str) -> BufferModel {
+        let (rq_peer, rq_shared) = receive_queue_bytes(rq_spec).unwrap_or((0, 0));
         let eager_rdma = p.eager_rdma_slots as u64 * p.eager_rdma_slot_bytes;
-        let bytes_per_connection = (eager_rdma + rq_peer + p.qp_bytes) as f64;
+        // Buffers only: a connection's queue pairs (one per remote peer and
+        // HCA, Didelot 2014 Table 3.4) are the projection's QP memory,
+        // counted there and nowhere else.
+        let bytes_per_connection = (eager_rdma + rq_peer) as f64;
         let parameters = vec![
             ModelParam {
                 name: "eager RDMA buffers per connection".into(),
@@ -217,7 +225,7 @@ impl BufferModel {
                 name: "memory per queue pair".into(),
                 value: p.qp_bytes as f64,
                 unit: "bytes".into(),
-                source: "assumption: 512 WQEs × 64 B + 128 B inline (Didelot 2014 gives no constant, Fig. 3.1)".into(),
+                source: "assumption: 512 WQEs × 64 B + 128 B inline (Didelot 2014 gives no constant, Fig. 3.1); one per remote connection and HCA, counted apart from the buffers".into(),
             },
             ModelParam {
                 name: "group map entry".into(),
@@ -474,7 +482,10 @@ fn qp_table(
     ]
 }
 
-/// The footprint per rank at each projected job size.
+/// The footprint per rank at each projected job size: buffers (every
+/// connection's eager-RDMA slots and per-peer receive queue, plus the shared
+/// receive queues), queue pairs (one per remote connection and HCA) and group
+/// maps, each byte in one of the three; the total is their sum.
 fn projections(
     options: &AnalyzeOptions,
     shape: &Shape,
@@ -511,6 +522,7 @@ fn projections(
             let buffer = conn * bytes_per_connection + rq_shared as f64;
             let qp = remote_conn * hf * p.qp_bytes as f64;
             let group = world_sized * r as f64 * p.group_entry_bytes as f64 + fixed_group;
+            // `bytes_per_connection` holds no QP memory: `qp` is the only QP share.
             let total = buffer + qp + group;
             Projection {
                 ranks: r,
@@ -539,11 +551,71 @@ fn projections(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// The default model (Open MPI 4.1's receive queues) at `r` ranks, fully
+    /// connected, `c` ranks per node, `h` HCAs, no communicators.
+    fn projected(r: u64, c: u32, h: u32) -> Projection {
+        let options = AnalyzeOptions {
+            projection_ranks: vec![r],
+            ..AnalyzeOptions::default()
+        };
+        let model = BufferModel::new(&options.buffers, OPENMPI_DEFAULT_RECEIVE_QUEUES, "test");
+        let shape = Shape {
+            n_ranks: 4,
+            nodes: 4_u32.div_ceil(c),
+            cores_per_node: c,
+            hcas: h,
+        };
+        let growth = Growth {
+            grows: true,
+            max_peers: 3,
+            world_sized: 0.0,
+            fixed_group: 0.0,
+            mem_per_core: None,
+        };
+        projections(&options, &shape, &model, &growth).remove(0)
+    }
+
+    #[test]
+    fn projection_counts_queue_pair_memory_once() {
+        // By hand, Didelot 2014 §3.4 and Open MPI's default receive queues:
+        // per connection 32 × 12288 B eager RDMA + 128 × 256 B per-peer queue
+        // = 425 984 B of buffers; a queue pair 512 × 64 + 128 = 32 896 B; the
+        // shared queues (2048 + 12288 + 65536) × 1024 = 81 788 928 B per rank.
+        let opts = AnalyzeOptions::default();
+        let model = BufferModel::new(&opts.buffers, OPENMPI_DEFAULT_RECEIVE_QUEUES, "test");
+        assert_eq!(model.bytes_per_connection, 425_984.0);
+        assert_eq!(model.rq_shared, 81_788_928);
+
+        // One rank per node: all 1023 connections are remote, one QP each.
+        let p = projected(1024, 1, 1);
+        assert_eq!(p.connections_per_rank, 1023.0);
+        assert_eq!(p.buffer_bytes_per_rank, 81_788_928.0 + 1023.0 * 425_984.0);
+        assert_eq!(p.qp_bytes_per_rank, 1023.0 * 32_896.0);
+        assert_eq!(p.group_bytes_per_rank, 0.0);
+        // total = base + (N − 1) × (buffers + one QP) per connection = 551 223 168 B
+        // (the QP share twice was 584 875 776 B).
+        assert_eq!(p.total_bytes_per_rank, 81_788_928.0 + 1023.0 * 458_880.0);
+        assert_eq!(p.total_bytes_per_rank, 551_223_168.0);
+        assert_eq!(
+            p.total_bytes_per_rank,
+            p.buffer_bytes_per_rank + p.qp_bytes_per_rank + p.group_bytes_per_rank
+        );
+
+        // Two ranks per node (the bundled example's shape): 1022 of the 1023
+        // connections are remote; two HCAs give each two QPs.
+        let p = projected(1024, 2, 2);
+        assert_eq!(p.buffer_bytes_per_rank, 517_570_560.0);
+        assert_eq!(p.qp_bytes_per_rank, 1022.0 * 2.0 * 32_896.0);
+        assert_eq!(p.total_bytes_per_rank, 517_570_560.0 + 67_239_424.0);
+    }
+
     #[test]
     fn cpu_lists_are_counted() {
-        assert_eq!(super::cpu_list_len("0-1\n"), Some(2));
-        assert_eq!(super::cpu_list_len("0-3,8,10-11"), Some(7));
-        assert_eq!(super::cpu_list_len("x"), None);
-        assert_eq!(super::cpu_list_len("3-1"), None);
+        assert_eq!(cpu_list_len("0-1\n"), Some(2));
+        assert_eq!(cpu_list_len("0-3,8,10-11"), Some(7));
+        assert_eq!(cpu_list_len("x"), None);
+        assert_eq!(cpu_list_len("3-1"), None);
     }
 }

@@ -117,6 +117,33 @@ impl RankPlacement {
         self.threads_share_cpus() && !self.host_oversubscribed()
     }
 
+    /// Its OpenMP threads took turns on CPUs: more of them than the CPUs
+    /// they may run on, or than the host has for every rank's threads.
+    /// Then a loop's time is its work over the CPUs whatever the schedule,
+    /// and a simulation that gives each thread a core predicts gains the
+    /// run cannot have (`tuner`).
+    pub fn threads_take_turns(&self) -> bool {
+        self.threads > 1 && (self.threads_share_cpus() || self.host_oversubscribed())
+    }
+
+    /// [`Self::threads_take_turns`] in words, e.g. `rank 0: 2 threads on CPU
+    /// 0` or `rank 1: 4 OpenMP threads of its host's ranks on its 2 CPUs`.
+    pub fn turns_text(&self) -> String {
+        if self.threads_share_cpus() {
+            format!(
+                "rank {}: {} threads on CPU {}",
+                self.rank,
+                self.threads,
+                self.cpu_list()
+            )
+        } else {
+            format!(
+                "rank {}: {} OpenMP threads of its host's ranks on its {} CPUs",
+                self.rank, self.host_threads, self.host_cpus
+            )
+        }
+    }
+
     /// `0-3,8` style list of the CPUs its threads ran on ([`Self::run_cpus`]).
     pub fn cpu_list(&self) -> String {
         cpu_list(self.run_cpus())

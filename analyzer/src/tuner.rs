@@ -232,6 +232,10 @@ pub fn shape_of(bins: &[f64]) -> String {
     }
 }
 
+/// How a recommendation's rule begins when the loop's threads took turns on
+/// CPUs (`TuneInput::threads_took_turns`): no schedule is advised.
+pub const THREADS_TOOK_TURNS: &str = "the team's threads took turns on CPUs";
+
 /// Everything the tuner knows about one loop, averaged over its instances.
 #[derive(Debug, Clone)]
 pub struct TuneInput {
@@ -257,6 +261,10 @@ pub struct TuneInput {
     /// Scheduling overhead / loop time.
     pub scheduling_share: f64,
     pub profile: CostProfile,
+    /// Where the team's threads took turns on CPUs in the run
+    /// (`RankPlacement::turns_text` of a rank the loop ran on), none where
+    /// each had a CPU: the simulation gives every thread a core.
+    pub threads_took_turns: Option<String>,
 }
 
 /// Simulate every candidate and pick a recommendation.
@@ -327,9 +335,26 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
         }
     };
     let share_pct = input.share_of_run * 100.0;
-    let (sched, sim, rule) = if matches!(input.current, Some(Sched::Static))
-        && input.imbalance <= 1.05
-    {
+    let (sched, sim, rule) = if let Some(turns) = &input.threads_took_turns {
+        // Threads that take turns on a CPU finish the loop's work in the
+        // same time whatever the schedule: the measured imbalance is the
+        // first thread done while the others still wait for the CPU.
+        let cur = input.current.unwrap_or(Sched::Static);
+        (
+            cur,
+            SimulatedSchedule {
+                schedule: cur.text(),
+                predicted_s: measured * 1e-9,
+                speedup: 1.0,
+                imbalance: input.imbalance,
+                chunks: model.simulate(cur).2,
+            },
+            format!(
+                "{THREADS_TOOK_TURNS} ({turns}): the loop's time is its work over those CPUs whatever the schedule; with a core per thread the simulation predicts {} {:.2}× — give each thread a core (the placement finding), then record again",
+                best.1.schedule, best.1.speedup
+            ),
+        )
+    } else if matches!(input.current, Some(Sched::Static)) && input.imbalance <= 1.05 {
         // Mahéo 2015 §6.6.2: balanced under static → keep static.
         let s = model.simulate(Sched::Static).0 * scale + fixed;
         (
@@ -504,6 +529,7 @@ mod tests {
             current_text: "static".into(),
             imbalance: model.simulate(Sched::Static).1,
             scheduling_share: 0.0,
+            threads_took_turns: None,
             profile: CostProfile {
                 shape: shape_of(&bins),
                 bins_ns: bins,

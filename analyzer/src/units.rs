@@ -1,7 +1,8 @@
 //! How hyscope writes a quantity for people: times and durations, bytes,
-//! percentages, energy and power, and sampled values in their metric's unit. The report, the TUI, the GUI, `record`'s
-//! summary and `tune` all call these, so one number reads the same in every
-//! view. (Machine-readable output — `report --json`, the exports — keeps raw
+//! percentages, energy and power, and sampled values in their metric's unit. The
+//! analyzer's findings and warnings, the report, the TUI, the GUI, `record`'s
+//! summary and `tune` all call these (the viewer through `hyscope::units`), so
+//! one number reads the same in every view. (Machine-readable output — `report --json`, the exports — keeps raw
 //! numbers and never goes through here.)
 //!
 //! Times take the unit that fits, with a fixed number of decimals per unit so
@@ -122,6 +123,17 @@ pub fn bytes(v: f64) -> String {
     }
     let decimals = [0, 1, 2][i.min(2)];
     format!("{sign}{a:.decimals$} {}", UNITS[i])
+}
+
+/// A count as tables write it: `1024`, `32.8 k`, `1.05 M`.
+pub fn count(n: f64) -> String {
+    if n >= 1e6 {
+        format!("{:.2} M", n / 1e6)
+    } else if n >= 1e4 {
+        format!("{:.1} k", n / 1e3)
+    } else {
+        format!("{n:.0}")
+    }
 }
 
 /// A fraction (0.25) as a percentage with one decimal: `25.0 %`.

@@ -35,7 +35,11 @@ fn ring(alltoall: bool) -> Builder {
     b
 }
 
-const BYTES_PER_CONNECTION: f64 = (32 * 12288 + 128 * 256 + 512 * 64 + 128) as f64;
+/// Buffers per connection: 32 eager-RDMA slots of 12 KiB and Open MPI's
+/// per-peer receive queue (its queue pairs are counted apart, [`QP_BYTES`]).
+const BYTES_PER_CONNECTION: f64 = (32 * 12288 + 128 * 256) as f64;
+/// Memory per queue pair: 512 WQEs × 64 B + 128 B inline.
+const QP_BYTES: f64 = (512 * 64 + 128) as f64;
 
 #[test]
 fn queue_pairs_follow_table_3_4() {
@@ -71,6 +75,14 @@ fn queue_pairs_follow_table_3_4() {
     assert!(close(
         p.buffer_bytes_per_rank,
         2.0 * BYTES_PER_CONNECTION + shared,
+        1e-12
+    ));
+    // Both peers are remote but for the 1 of the 32 767 others on the node.
+    let remote = 2.0 * 32_766.0 / 32_767.0;
+    assert!(close(p.qp_bytes_per_rank, remote * QP_BYTES, 1e-12));
+    assert!(close(
+        p.total_bytes_per_rank,
+        p.buffer_bytes_per_rank + p.qp_bytes_per_rank + p.group_bytes_per_rank,
         1e-12
     ));
 }

@@ -366,6 +366,52 @@ fn triangular_static_loop_gets_dynamic_with_the_known_optimum() {
     assert!(close(st.speedup, 1.0, 0.01), "{st:?}");
 }
 
+/// The triangular loop above, its 4 threads bound to 2 CPUs: they took
+/// turns, so the loop's time was its work over 2 CPUs whatever the schedule;
+/// the advice keeps the schedule and says why, with what a core per thread
+/// would give. With 4 CPUs the same rows get the simulated schedule.
+#[test]
+fn a_loop_whose_threads_took_turns_on_cpus_keeps_its_schedule() {
+    let (mut b, _) = triangular_loop(10, true);
+    b.manifest.ranks[0].cores = vec![0, 1];
+    b.manifest.ranks[0].node_cpus = 4;
+    let (_d, a) = b.analyze();
+    assert!(a.run.placement[0].threads_take_turns());
+    let l = &a.loops.get().unwrap()[0];
+    let rec = l.recommendation.get().unwrap();
+    assert_eq!(rec.clause, "keep schedule(static)");
+    assert_eq!(rec.predicted_speedup, 1.0);
+    assert_eq!(rec.predicted_gain_s, 0.0);
+    assert!(
+        rec.rule
+            .contains("took turns on CPUs (rank 0: 4 threads on CPU 0-1)")
+            && rec
+                .rule
+                .contains("with a core per thread the simulation predicts")
+            && rec.rule.contains(" 1.7"),
+        "{}",
+        rec.rule
+    );
+    assert!(
+        !a.findings.iter().any(|f| f.category == "loop"),
+        "no loop finding: {:?}",
+        a.findings
+    );
+
+    let (mut b, _) = triangular_loop(10, true);
+    b.manifest.ranks[0].cores = vec![0, 1, 2, 3];
+    b.manifest.ranks[0].node_cpus = 4;
+    let (_d, a) = b.analyze();
+    assert!(!a.run.placement[0].threads_take_turns());
+    let rec = a.loops.get().unwrap()[0]
+        .recommendation
+        .get()
+        .unwrap()
+        .clone();
+    assert!(!rec.clause.starts_with("keep"), "{}", rec.clause);
+    assert!(close(rec.predicted_speedup, 1.75, 0.02), "{rec:?}");
+}
+
 #[test]
 fn static_ranges_reconstruct_cost_without_chunk_events() {
     let (b, total_ns) = triangular_loop(10, false);

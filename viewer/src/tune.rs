@@ -134,10 +134,20 @@ pub fn pick_schedule(
         .filter(|r| !r.clause.starts_with("keep"))
         .collect();
     candidates.sort_by(|x, y| y.predicted_gain_s.total_cmp(&x.predicted_gain_s));
+    // Threads that took turns on CPUs gain nothing from a schedule: say so.
+    let turns = loops
+        .iter()
+        .filter(|l| label.is_none_or(|x| l.location.label == x))
+        .filter_map(|l| l.recommendation.get())
+        .find(|r| {
+            r.rule
+                .starts_with(hyscope_analyzer::tuner::THREADS_TOOK_TURNS)
+        })
+        .map_or(String::new(), |r| format!(" ({})", r.rule));
     match candidates.first() {
         Some(r) => Ok(r.omp_schedule.clone()),
         None => bail!(
-            "nothing to tune: no loop{} has a schedule predicted to gain 5 % or more",
+            "nothing to tune: no loop{} has a schedule predicted to gain 5 % or more{turns}",
             label.map_or(String::new(), |l| format!(" at {l}"))
         ),
     }

@@ -14,6 +14,8 @@ use super::*;
 use crate::model::*;
 use crate::trace_data::TraceData;
 
+use crate::units;
+
 /// The OpenMP aggregates of every rank, merged one rank at a time in rank
 /// order while the trace is read ([`crate::load`]): a rank's [`RankPass`] is
 /// dropped once added, so memory holds one merged set of aggregates (and the
@@ -172,7 +174,11 @@ pub fn analyze_omp(
             // may have been there (see the trace's integrity).
             "no OpenMP events in what the trace kept: it is partial (see its problems)".to_string()
         } else if data.manifest.openmp.is_none() {
-            "no OpenMP events: the program did not use an OMPT-capable runtime (libgomp has no OMPT)".to_string()
+            // No OpenMP runtime started the tool. The trace does not tell a
+            // program without OpenMP from one on a runtime without OMPT
+            // (`record` warns about libgomp when it starts the program): the
+            // common case first, the other as the hint it needs.
+            "no OpenMP events: the program ran no OpenMP, or ran it on a runtime without OMPT (GCC's libgomp: record with --openmp-runtime=llvm)".to_string()
         } else {
             "no OpenMP events were recorded".to_string()
         }
@@ -244,6 +250,7 @@ pub fn analyze_omp(
                 total_rank_s,
                 capability("ompt_callback_dispatch"),
                 profile_mode,
+                &run.placement,
             )
         })
         .collect();
@@ -310,8 +317,8 @@ pub fn analyze_omp(
             "at the master's parallel end"
         };
         warnings.push(format!(
-            "clipped {clipped} worker join-barrier intervals {at} ({:.3} ms of serial time not booked as barrier wait)",
-            ns_to_s(clipped_ns) * 1e3
+            "clipped {clipped} worker join-barrier intervals {at} ({} of serial time not booked as barrier wait)",
+            units::secs(ns_to_s(clipped_ns))
         ));
     }
     let mut result = OmpResult {

@@ -22,6 +22,7 @@ pub(super) fn build_loop(
     total_rank_s: f64,
     dispatch_cap: Option<i32>,
     profile_mode: bool,
+    placement: &[RankPlacement],
 ) -> LoopStats {
     let location = data.location(codeptr);
     let variant = a
@@ -144,6 +145,10 @@ pub(super) fn build_loop(
                 0.0
             },
             profile: profile.clone(),
+            threads_took_turns: placement
+                .iter()
+                .find(|p| a.ranks.contains(&p.rank) && p.threads_take_turns())
+                .map(RankPlacement::turns_text),
         };
         let (sims, rec) = tuner::tune(&input);
         (

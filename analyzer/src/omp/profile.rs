@@ -137,8 +137,8 @@ pub(super) fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPa
         let master_task = itask_by_thread.get(&0).map_or(0, |t| t.0);
         out.info.fork_join_ns = (out.info.region_ns - master_task).max(0);
         out.notes.push(format!(
-            "profile mode: implicit tasks carry no code address, fork/join is known per rank only (rank {rank}: {:.3} ms)",
-            ns_to_s(out.info.fork_join_ns) * 1e3
+            "profile mode: implicit tasks carry no code address, fork/join is known per rank only (rank {rank}: {})",
+            crate::units::secs(ns_to_s(out.info.fork_join_ns))
         ));
     }
 }

@@ -138,7 +138,11 @@ pub fn loops(out: &mut String, a: &Analysis, top: usize) {
                         .take(5)
                         .map(|s| format!("{} {:.2}×", s.schedule, s.speedup))
                         .collect();
-                    let _ = writeln!(out, "      simulated best: {}", best.join(", "));
+                    let _ = writeln!(
+                        out,
+                        "      simulated best (a core per thread): {}",
+                        best.join(", ")
+                    );
                 }
             }
             Observable::NotObservable(why) => {

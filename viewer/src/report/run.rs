@@ -115,11 +115,19 @@ pub fn collector_in_mpi_init(seconds: f64) -> String {
     )
 }
 
-/// The findings, costliest first.
+/// What a finding's two numbers are, above the list: its cost is
+/// `Finding::cost_s` (`findings.rs` divides each by the ranks, and the
+/// barrier times also by the team) and its share of the run. Findings
+/// overlap (a barrier wait is also the loop imbalance behind it).
+const FINDINGS_COST: &str = "time lost per rank (mean over ranks; barrier times also per thread), % of run time; findings overlap: do not add them";
+
+/// The findings, costliest first: `top` of them, and how many more there are.
 pub fn findings(out: &mut String, a: &Analysis, top: usize) {
     section(out, "Top findings");
     if a.findings.is_empty() {
         out.push_str("  nothing significant\n");
+    } else {
+        let _ = writeln!(out, "  {FINDINGS_COST}");
     }
     for (i, f) in a.findings.iter().take(top).enumerate() {
         let _ = writeln!(
@@ -130,6 +138,14 @@ pub fn findings(out: &mut String, a: &Analysis, top: usize) {
             units::percent(f.share_of_run),
             f.title,
             f.what_to_do
+        );
+    }
+    let more = a.findings.len().saturating_sub(top);
+    if more > 0 {
+        let _ = writeln!(
+            out,
+            "  … and {more} more: --top {} lists them all (or --json, or the TUI)",
+            a.findings.len()
         );
     }
 }
@@ -212,4 +228,49 @@ fn placement(p: &RankPlacement) -> String {
             String::new()
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// The recorded 2 ranks × 2 threads trace: more findings than 10.
+    fn fixture() -> Analysis {
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2");
+        hyscope_analyzer::analyze(&dir, &Default::default()).unwrap()
+    }
+
+    #[test]
+    fn findings_say_what_their_cost_is_and_how_many_are_left_out() {
+        let a = fixture();
+        let n = a.findings.len();
+        assert!(n > 10, "{n} findings");
+        let mut out = String::new();
+        findings(&mut out, &a, 10);
+        let lines: Vec<&str> = out.lines().collect();
+        // Under the title: what the two numbers of each finding are.
+        assert_eq!(lines[1..3], ["Top findings", "════════════"], "{out}");
+        assert_eq!(lines[3], format!("  {FINDINGS_COST}"), "{out}");
+        assert!(lines[4].starts_with("   1. "), "{out}");
+        // After the 10th: the rest, and how to see them.
+        assert_eq!(
+            lines.last().copied(),
+            Some(
+                format!(
+                    "  … and {} more: --top {n} lists them all (or --json, or the TUI)",
+                    n - 10
+                )
+                .as_str()
+            ),
+            "{out}"
+        );
+        // All of them shown: nothing left out, nothing said.
+        let mut all = String::new();
+        findings(&mut all, &a, n);
+        assert!(!all.contains("more:"), "{all}");
+        assert!(all.contains(&format!("  {n:>2}. ")), "{all}");
+    }
 }

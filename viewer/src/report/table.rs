@@ -5,15 +5,7 @@ use std::fmt::Write as _;
 
 use hyscope_analyzer::Observable;
 
-pub fn count(n: f64) -> String {
-    if n >= 1e6 {
-        format!("{:.2} M", n / 1e6)
-    } else if n >= 1e4 {
-        format!("{:.1} k", n / 1e3)
-    } else {
-        format!("{n:.0}")
-    }
-}
+pub use crate::units::count;
 
 /// A text table: the first column left-aligned, the others right-aligned.
 pub struct Table {
