@@ -444,16 +444,47 @@ fn iterations(inst: &[Instance]) -> Option<PhaseIterations> {
 #[derive(Debug, Clone, Default)]
 pub struct PhaseLanes {
     by_rank: BTreeMap<u32, Vec<PhaseRecord>>,
+    /// The ranks whose phases could not be read, each with the error naming
+    /// its file: their phase rows are left out.
+    problems: Vec<(u32, String)>,
+}
+
+/// The `phases` rows of a trace with their ranks, and the ranks whose parts
+/// cannot be read with the error naming the file.
+pub type PhaseRows = (Vec<(u32, PhaseRecord)>, Vec<(u32, String)>);
+
+/// The `phases` rows of `trace`, rank by rank, and the ranks whose parts
+/// cannot be read with the error naming the file. A rank with a damaged part
+/// is left out whole (never half its phases); the other ranks' are kept.
+pub fn read_phase_rows(trace: &hyscope_format::Trace) -> PhaseRows {
+    let options = hyscope_format::ScanOptions::default();
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    let parts = trace.parts(hyscope_format::Table::Phases);
+    // Parts are sorted by (rank, index): one run of parts per rank.
+    for same in parts.chunk_by(|a, b| a.rank == b.rank) {
+        let rank = same[0].rank;
+        let read: Result<Vec<PhaseRecord>, _> =
+            same.iter().try_fold(Vec::new(), |mut acc, part| {
+                acc.extend(hyscope_format::read_part_records::<PhaseRecord>(
+                    part, &options,
+                )?);
+                Ok::<_, hyscope_format::FormatError>(acc)
+            });
+        match read {
+            Ok(r) => rows.extend(r.into_iter().map(|p| (rank, p))),
+            Err(e) => problems.push((rank, e.to_string())),
+        }
+    }
+    (rows, problems)
 }
 
 impl PhaseLanes {
     /// The `phases` table of the index's trace with its clocks (empty when
-    /// the trace has none or it cannot be read: the timelines go without).
+    /// the trace has none). A rank whose phases cannot be read goes without
+    /// its phase row, and [`PhaseLanes::problem`] names its file.
     pub fn read(index: &crate::timeline::TimelineIndex) -> PhaseLanes {
-        let rows: Vec<(u32, PhaseRecord)> = index
-            .trace()
-            .read_records(&hyscope_format::ScanOptions::default())
-            .unwrap_or_default();
+        let (rows, problems) = read_phase_rows(index.trace());
         let mut by_rank: BTreeMap<u32, Vec<PhaseRecord>> = BTreeMap::new();
         for (rank, mut p) in rows {
             if let Some(m) = index.clocks().map(rank) {
@@ -465,7 +496,21 @@ impl PhaseLanes {
         for v in by_rank.values_mut() {
             v.sort_by_key(|p| (p.start_ns, p.depth));
         }
-        PhaseLanes { by_rank }
+        PhaseLanes { by_rank, problems }
+    }
+
+    /// What the viewers say when phases could not be read: `phases of rank 0
+    /// not shown: <file>: <problem>` (None when every rank's were read).
+    pub fn problem(&self) -> Option<String> {
+        if self.problems.is_empty() {
+            return None;
+        }
+        let text: Vec<String> = self
+            .problems
+            .iter()
+            .map(|(rank, e)| format!("phases of rank {rank} not shown: {e}"))
+            .collect();
+        Some(text.join("; "))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -529,12 +574,12 @@ pub fn name_hue(name: &str, n: usize) -> usize {
 }
 
 /// The names of a trace's phases in order of first start (empty when it has
-/// none or its phases table cannot be read): what the viewers' phase
-/// filters offer.
+/// none; the ranks whose phases cannot be read left out): what the viewers'
+/// phase filters offer.
 pub fn phase_names(trace: &hyscope_format::Trace) -> Vec<String> {
-    let rows: Vec<(u32, PhaseRecord)> = trace
-        .read_records(&hyscope_format::ScanOptions::default())
-        .unwrap_or_default();
+    // The ranks whose phases can be read (a damaged part is named by the
+    // timelines' phase rows and fails the analysis itself).
+    let (rows, _) = read_phase_rows(trace);
     names_by_first_start(rows.iter().map(|(_, p)| p))
 }
 

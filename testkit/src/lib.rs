@@ -111,6 +111,19 @@ fn descendants(root: u32) -> Vec<u32> {
     found
 }
 
+/// Cut `file` to half its length, as a crash or a full disk leaves a file:
+/// the damage the readers must name rather than read past.
+pub fn truncate_to_half(file: &std::path::Path) {
+    let len = std::fs::metadata(file)
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        .len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(file)
+        .and_then(|f| f.set_len(len / 2))
+        .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -132,3 +132,38 @@ fn p_restricts_the_tabs_to_a_phase_and_f_zooms_to_it() {
     key(&mut a, 'P');
     assert_eq!(a.data.phase.as_deref(), Some("halo"));
 }
+
+/// A damaged phases part (rank 0's, truncated): rank 1's phase row stays,
+/// rank 0 goes without one and the timeline names the file; `p` still
+/// offers rank 1's phases.
+#[test]
+fn a_damaged_phases_part_leaves_out_its_rank_only_and_names_the_file() {
+    use tui_common::MS;
+    let dir = tui_common::write_trace("phases-damaged");
+    for rank in 0..2 {
+        let mut w =
+            PartWriter::create(&dir, Table::Phases, rank, WriterOptions::default()).unwrap();
+        w.write_records(&[phase("solver", MS, 9 * MS, 0)]).unwrap();
+        w.finish().unwrap();
+    }
+    hyscope_testkit::truncate_to_half(&dir.join("phases/rank=0/part-0.parquet"));
+    let mut a = App::new(tui::data::Data::open_blocking(&dir).expect("open trace"));
+    assert_eq!(a.data.phase_names, ["solver"]);
+    a.on_key(KeyEvent::new(KeyCode::Char('2'), KeyModifiers::NONE));
+    let s = render(&mut a, 100, 30);
+    println!("{s}");
+    let lines: Vec<&str> = s.lines().collect();
+    let rows: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("│  phases"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{s}");
+    assert!(lines[rows[0] + 1].contains("rank 1"), "{s}");
+    assert!(lines[rows[0]].contains("solver─"), "{s}");
+    let flat: String = lines.concat();
+    assert!(flat.contains("phases of rank 0 not shown: "), "{s}");
+    let note_from = flat.find("phases of rank 0 not shown: ").unwrap();
+    assert!(
+        flat[note_from..].contains("phases/rank=0/part-0.parquet"),
+        "{s}"
+    );
+}

@@ -207,6 +207,23 @@ fn mpi_tab() {
     assert!(send.contains(" 11 ") && send.contains("1.01 MiB"), "{send}");
     let ar = s.lines().find(|l| l.contains("MPI_Allreduce")).unwrap();
     assert!(ar.contains(" 4 ") && ar.contains("32 B"), "{ar}");
+    // Received, as in the report: the receives' 1.01 MiB after their 0 B sent.
+    assert!(
+        s.lines()
+            .any(|l| l.contains(" sent ") && l.contains(" received ")),
+        "{s}"
+    );
+    let recv = s.lines().find(|l| l.contains("MPI_Recv")).unwrap();
+    let (sent, received) = (recv.find(" 0 B").unwrap(), recv.find("1.01 MiB"));
+    assert!(received.is_some_and(|r| r > sent), "{recv}");
+    // The MPI time is a share of the ranks' time, not of the run's.
+    let m = a.data.analysis().unwrap().mpi.get().unwrap();
+    let total = format!(
+        "MPI total {} ({} of rank time)",
+        units::secs(m.total_s),
+        units::percent(m.share_of_run)
+    );
+    assert!(s.contains(&total), "no `{total}` in\n{s}");
     // Filter to one call.
     key(&mut a, KeyCode::Char('/'));
     for c in "allred".chars() {
@@ -258,13 +275,67 @@ fn memory_tab() {
     // RSS 10 MiB before and 30 MiB after MPI_Init on both ranks.
     let r0 = s.lines().find(|l| l.starts_with("│0 ")).unwrap();
     assert!(r0.contains("30.00 MiB") && r0.contains("20.00 MiB"), "{r0}");
-    assert!(s.contains("1 048 576 rk"), "{s}");
-    let m = a.data.analysis().unwrap().memory.get().unwrap();
-    let p = m.projections.last().unwrap();
+    assert!(s.contains("1.05 M rk"), "{s}");
+    projection_rows_are_whole(&a, &s);
+    // The model's parameters read as the report's: bytes formatted, never raw.
+    let s = render(&mut a, 200, 60);
+    println!("{s}");
     assert!(
-        s.contains(&units::bytes(p.total_bytes_per_rank)[..5]),
+        s.contains("eager RDMA buffers per connection = 384.0 KiB"),
         "{s}"
     );
+    assert!(s.contains("per-peer receive queue = 32.0 KiB"), "{s}");
+    assert!(s.contains("memory per queue pair = 32.1 KiB"), "{s}");
+    assert!(!s.contains(" bytes"), "{s}");
+    // At the smallest supported frame nothing of a projection row is cut.
+    let s = render(&mut a, 80, 24);
+    println!("{s}");
+    projection_rows_are_whole(&a, &s);
+}
+
+/// Each projection of the memory tab in the frame `s` reads as the report's
+/// row: the ranks as the report writes them, then the whole total per rank
+/// (formatted, unit included) at the end of its bar, and on its own line the
+/// buffers, queue pairs and group maps the total is the sum of.
+fn projection_rows_are_whole(a: &App, s: &str) {
+    let analysis = a.data.analysis().unwrap();
+    let m = analysis.memory.get().unwrap();
+    let report = hyscope_viewer::report::render(analysis, 10);
+    let rows: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.contains("projection (memory per core"))
+        .skip(3)
+        .take(m.projections.len())
+        .collect();
+    assert_eq!(rows.len(), m.projections.len(), "{report}");
+    for (p, row) in m.projections.iter().zip(rows) {
+        let ranks = row.trim().split("  ").next().unwrap();
+        let [total, buffers, qps, groups] = [
+            p.total_bytes_per_rank,
+            p.buffer_bytes_per_rank,
+            p.qp_bytes_per_rank,
+            p.group_bytes_per_rank,
+        ]
+        .map(units::bytes);
+        assert!(
+            row.contains(&total) && row.contains(&buffers) && row.contains(&qps),
+            "{row}"
+        );
+        assert_eq!(
+            p.total_bytes_per_rank,
+            p.buffer_bytes_per_rank + p.qp_bytes_per_rank + p.group_bytes_per_rank
+        );
+        let bar = s
+            .lines()
+            .find(|l| l.contains(&format!("│{ranks} rk ")) || l.contains(&format!(" {ranks} rk ")))
+            .unwrap_or_else(|| panic!("no row for {ranks} ranks:\n{s}"));
+        assert!(bar.contains(&format!(" {total}│")), "{total}: {bar}\n{s}");
+        let parts = format!("buffers {buffers}  QPs {qps}  groups {groups}");
+        assert!(
+            s.contains(&format!("{parts} ")) || s.contains(&format!("{parts}│")),
+            "{parts}\n{s}"
+        );
+    }
 }
 
 #[test]
@@ -477,5 +548,124 @@ fn summary_tab_shows_the_analysis_warnings() {
             "warnings  clipped 16 worker join-barrier intervals at the master's parallel end"
         ),
         "{s}"
+    );
+}
+
+/// The help box as (key, explanation) pairs, read off the frame: the key
+/// column, and the explanation with its wrapped lines joined.
+fn help_entries(s: &str) -> Vec<(String, String)> {
+    let lines: Vec<Vec<char>> = s.lines().map(|l| l.chars().collect()).collect();
+    let top = lines
+        .iter()
+        .position(|l| l.iter().collect::<String>().contains("┌Keys"))
+        .expect("the help box");
+    let x0 = lines[top].iter().position(|&c| c == '┌').unwrap();
+    let x1 = x0 + lines[top][x0..].iter().position(|&c| c == '┐').unwrap();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for l in &lines[top + 1..] {
+        if l[x0] == '└' {
+            return out;
+        }
+        let inner: String = l[x0 + 1..x1].iter().collect();
+        let (k, v) = inner.split_at(inner.char_indices().nth(22).unwrap().0);
+        let (k, v) = (k.trim().to_string(), v.trim().to_string());
+        match out.last_mut() {
+            Some(last) if k.is_empty() => {
+                last.1.push(' ');
+                last.1.push_str(&v);
+            }
+            _ => out.push((k, v)),
+        }
+    }
+    panic!("the help box is cut at the bottom:\n{s}");
+}
+
+/// Every line of the help is there in full: on a wide terminal in a box
+/// as wide as its longest line, on 80×24 wrapped.
+#[test]
+fn the_help_shows_every_line_in_full() {
+    let mut a = app("help");
+    key(&mut a, KeyCode::Char('?'));
+    for (w, h) in [(200, 50), (80, 24)] {
+        let s = render(&mut a, w, h);
+        println!("{s}");
+        let shown = help_entries(&s);
+        let want: Vec<(String, String)> = tui::app::HELP
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(shown, want, "at {w}×{h}:\n{s}");
+    }
+}
+
+/// Ctrl-C quits with the help open, as the help says.
+#[test]
+fn ctrl_c_quits_with_the_help_open() {
+    let mut a = app("keys");
+    key(&mut a, KeyCode::Char('?'));
+    assert!(a.help);
+    a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    assert!(a.quit, "Ctrl-C with the help open did not quit");
+}
+
+/// Enter opens nothing on the Loops tab (whose footer does not offer it),
+/// so Esc then clears the filter as documented; on OpenMP Enter opens the
+/// threads and Esc closes them first.
+#[test]
+fn enter_opens_nothing_on_loops_and_esc_clears_the_filter() {
+    let mut a = app("keys-esc");
+    key(&mut a, KeyCode::Char('4'));
+    let s = render(&mut a, 100, 30);
+    let footer = s.lines().last().unwrap();
+    assert!(!footer.contains('⏎'), "{footer}");
+    key(&mut a, KeyCode::Char('/'));
+    key(&mut a, KeyCode::Char('x'));
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.filter, "x");
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.filter, "", "Esc on Loops did not clear the filter");
+
+    key(&mut a, KeyCode::Char('3'));
+    let s = render(&mut a, 100, 30);
+    assert!(s.lines().last().unwrap().contains("⏎ threads"), "{s}");
+    key(&mut a, KeyCode::Char('/'));
+    key(&mut a, KeyCode::Char('0'));
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Enter);
+    assert!(a.nav().detail);
+    key(&mut a, KeyCode::Esc);
+    assert!(!a.nav().detail);
+    assert_eq!(a.filter, "0");
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.filter, "");
+}
+
+/// Zoomed in to a few ns per cell, the ruler's times take the decimals
+/// that tell them apart (as the GUI's, `units::ns_tick`).
+#[test]
+fn the_ruler_adds_decimals_when_zoomed_in() {
+    let mut a = app("ruler");
+    key(&mut a, KeyCode::Char('2'));
+    render(&mut a, 100, 30);
+    a.timeline.cursor = a.timeline.columns / 2;
+    for _ in 0..45 {
+        key(&mut a, KeyCode::Char('+'));
+    }
+    let s = render(&mut a, 100, 30);
+    println!("{s}");
+    let title = s.lines().find(|l| l.contains("┌Timeline")).unwrap();
+    let span = title.split("┌Timeline ").nth(1).unwrap();
+    let span = &span[..span.find(" (").unwrap()];
+    let (left, right) = span.split_once(" – ").unwrap();
+    assert_ne!(left, right, "{title}");
+    assert!(
+        left.ends_with(" ms") && left.len() > "5.00 ms".len(),
+        "{title}"
+    );
+    let ruler = s.lines().nth(2).unwrap();
+    assert!(
+        ruler.contains(left) && ruler.contains(right),
+        "{ruler} vs {title}"
     );
 }

@@ -405,6 +405,15 @@ impl GuiApp {
                 ui.colored_label(color, format!("  ! {p}"));
             }
         }
+        // A phases part that cannot be read: its ranks go without a phase row.
+        for s in &self.slots {
+            if let Some(p) = s.data.ready().and_then(|d| d.phases.problem()) {
+                ui.colored_label(
+                    egui::Color32::from_rgb(220, 50, 50),
+                    format!("{} — {p}", s.name()),
+                );
+            }
+        }
         if !self.search.is_empty() {
             ui.horizontal_wrapped(|ui| {
                 if self.search_results.is_empty() {
@@ -593,7 +602,15 @@ impl GuiApp {
             ui.separator();
         }
         if let Some((_, label, inst)) = &self.tl.highlight {
-            ui.label(format!("highlighted: {label}, {} instances", inst.len()));
+            // Intervals, not instances: an instance the analysis counts is a
+            // row on each thread (and the region's own row) of the trace.
+            let ranks: std::collections::BTreeSet<u32> = inst.iter().map(|i| i.0).collect();
+            ui.label(format!(
+                "highlighted: {label}, {} on {}",
+                panels::counted(inst.len() as u64, "interval", "intervals"),
+                panels::counted(ranks.len() as u64, "rank", "ranks")
+            ))
+            .on_hover_text("one interval per row of the trace: an instance has several");
         } else if self.pending_highlight.is_some() {
             ui.horizontal(|ui| {
                 ui.spinner();

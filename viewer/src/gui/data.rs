@@ -210,12 +210,69 @@ fn counter_tracks(trace: &Trace, series: Vec<SampleSeries>, end: i64) -> Vec<Cou
     out
 }
 
-/// Instances of a code location (loop, region, MPI call site): (rank, thread, start, end)
-/// on rank 0's clock, at most `limit`.
+/// The source location of a resolved symbol as the analyzer merges ranks by
+/// ([`hyscope_analyzer::load::canonical_addresses`]): file, function and line;
+/// `None` when neither the file nor the function is known.
+type SourceKey<'a> = (&'a Option<String>, &'a Option<String>, Option<u32>);
+
+fn source_key(s: &SymbolRecord) -> Option<SourceKey<'_>> {
+    (s.file.is_some() || s.function.is_some()).then_some((&s.file, &s.function, s.line))
+}
+
+/// Which rows belong to the code location the analysis names by `address`.
+///
+/// The analysis keys a location by one canonical address (the smallest of
+/// the addresses its source location has on any rank), but each rank loads
+/// the program at its own address (ASLR), so its rows carry their own
+/// addresses for the same `file:line`. A row matches when its rank resolves
+/// its address to the same source location as `address`; an address no rank
+/// resolves (and a row whose rank has no symbol for it) matches only itself.
+pub struct LocationMatcher {
+    address: u64,
+    /// (rank, that rank's address) of every address with the location's source.
+    same: std::collections::HashSet<(u32, u64)>,
+    /// (rank, address) pairs with a symbol: these match only through `same`.
+    resolved: std::collections::HashSet<(u32, u64)>,
+}
+
+impl LocationMatcher {
+    pub fn new(symbols: &HashMap<(u32, u64), SymbolRecord>, address: u64) -> LocationMatcher {
+        // The source of `address`, from the lowest rank that resolves it.
+        let key = symbols
+            .iter()
+            .filter(|((_, a), _)| *a == address)
+            .min_by_key(|((rank, _), _)| *rank)
+            .and_then(|(_, s)| source_key(s));
+        let same = match key {
+            Some(key) => symbols
+                .iter()
+                .filter(|(_, s)| source_key(s) == Some(key))
+                .map(|(k, _)| *k)
+                .collect(),
+            None => Default::default(),
+        };
+        LocationMatcher {
+            address,
+            same,
+            resolved: symbols.keys().copied().collect(),
+        }
+    }
+
+    /// Whether `rank`'s code address `address` is this location.
+    pub fn matches(&self, rank: u32, address: u64) -> bool {
+        self.same.contains(&(rank, address))
+            || (address == self.address && !self.resolved.contains(&(rank, address)))
+    }
+}
+
+/// Instances of a code location (loop, region, MPI call site), named by the
+/// analysis's (canonical) address, on every rank ([`LocationMatcher`]):
+/// (rank, thread, start, end) on rank 0's clock, at most `limit`.
 pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<Instance>, String> {
     let trace = data.index.trace();
     let clocks = data.index.clocks();
     let global = |rank: u32, t: i64| clocks.to_global(rank, t).ns();
+    let location = LocationMatcher::new(&data.symbols, address);
     // The whole trace searched batch by batch, never held.
     let mut out = Vec::new();
     let mut found = |rank: u32, thread: u32, start: i64, end: i64| {
@@ -224,11 +281,10 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
     trace
         .for_each_record::<OmpRecord>(&ScanOptions::default(), |rank, r| {
             let kind = OmpKind::from_u8(r.kind);
-            if r.codeptr == address
-                && matches!(
-                    kind,
-                    Some(OmpKind::Work | OmpKind::Parallel | OmpKind::ImplicitTask)
-                )
+            if matches!(
+                kind,
+                Some(OmpKind::Work | OmpKind::Parallel | OmpKind::ImplicitTask)
+            ) && location.matches(rank, r.codeptr)
             {
                 found(rank, r.thread, r.start_ns, r.end_ns);
             }
@@ -236,7 +292,7 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
         .map_err(|e| e.to_string())?;
     trace
         .for_each_record::<MpiRecord>(&ScanOptions::default(), |rank, r| {
-            if r.callsite == address && r.end_ns > r.start_ns {
+            if r.end_ns > r.start_ns && location.matches(rank, r.callsite) {
                 found(rank, r.thread, r.start_ns, r.end_ns);
             }
         })

@@ -72,7 +72,7 @@ pub fn show(ui: &mut egui::Ui, tab: Tab, a: &Analysis, filter: &str) -> Option<A
                 Tab::Regions => regions(ui, a, filter, &mut action),
                 Tab::Loops => loops(ui, a, filter, &mut action),
                 Tab::Mpi => mpi(ui, a, &mut action),
-                Tab::Memory => json_section(ui, "memory", &a.memory),
+                Tab::Memory => memory(ui, a),
                 Tab::Energy => energy(ui, a),
             }
         });
@@ -159,7 +159,7 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
     let count = a.warnings.len() + usize::from(memory.is_some());
     if count > 0 {
         ui.separator();
-        ui.collapsing(format!("{count} warnings"), |ui| {
+        ui.collapsing(counted(count as u64, "warning", "warnings"), |ui| {
             for w in a.warnings.iter().chain(&memory) {
                 ui.label(w);
             }
@@ -288,8 +288,9 @@ fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Acti
                             Color32::from_rgb(60, 170, 90),
                             format!("recommend {} (OMP_SCHEDULE={})", r.clause, r.omp_schedule),
                         );
+                        // The prediction is per instance, the saving over the whole run.
                         ui.label(format!(
-                            "predicted {} ({:.2}× faster, saves {})",
+                            "predicted {} per instance ({:.2}× faster); saves {} over the run",
                             units::secs(r.predicted_s),
                             r.predicted_speedup,
                             units::secs(r.predicted_gain_s)
@@ -304,7 +305,7 @@ fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Acti
                     egui::Grid::new(("sims", l.location.address))
                         .striped(true)
                         .show(ui, |ui| {
-                            for h in ["schedule", "predicted", "speedup", "imbalance"] {
+                            for h in ["schedule", "per instance", "speedup", "imbalance"] {
                                 ui.strong(h);
                             }
                             ui.end_row();
@@ -347,7 +348,11 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
                 ui.label(format!("{:.2}", c.cv));
                 // Unsuccessful polls the collector folded (trace `mpi.calls`).
                 ui.label(if c.folded_polls > 0 {
-                    format!("{} in {} rows", c.folded_polls, c.folded_rows)
+                    format!(
+                        "{} in {}",
+                        c.folded_polls,
+                        counted(c.folded_rows, "row", "rows")
+                    )
                 } else {
                     String::new()
                 });
@@ -406,12 +411,215 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
         ui.strong(format!("Wait states: {}", units::secs(w.total_s)));
         for e in &w.by_kind {
             ui.label(format!(
-                "{}: {} in {} instances",
+                "{}: {} in {}",
                 e.kind.name(),
                 units::secs(e.seconds),
-                e.instances
+                counted(e.instances, "instance", "instances")
             ));
         }
+    }
+}
+
+/// Ranks listed in the memory footprint table at most, as in the report.
+const MEMORY_RANKS: usize = 64;
+
+/// A table of labels, scrolled sideways when wider than the panel.
+fn table(ui: &mut egui::Ui, id: &str, header: &[&str], rows: Vec<Vec<RichText>>) {
+    ui.scope(|ui| {
+        // A solid bar, shown when not hovered: it tells that columns are cut.
+        ui.spacing_mut().scroll = egui::style::ScrollStyle::solid();
+        egui::ScrollArea::horizontal()
+            .id_salt(id)
+            .auto_shrink([false, true])
+            .show(ui, |ui| {
+                egui::Grid::new(id)
+                    .num_columns(header.len())
+                    .striped(true)
+                    .show(ui, |ui| {
+                        for h in header {
+                            ui.strong(*h);
+                        }
+                        ui.end_row();
+                        for row in rows {
+                            for cell in row {
+                                ui.label(cell);
+                            }
+                            ui.end_row();
+                        }
+                    });
+            });
+    });
+}
+
+/// The MPI memory footprint as the report lays it out: per rank, the queue
+/// pairs, the model's parameters and its projection to larger jobs.
+fn memory(ui: &mut egui::Ui, a: &Analysis) {
+    if not_observable(ui, &a.memory) {
+        return;
+    }
+    let Some(m) = a.memory.get() else { return };
+    let count = |v: f64| crate::units::count(v.max(0.0).round());
+    let bytes = |v: f64| RichText::new(units::bytes(v));
+    let opt_bytes = |v: Option<u64>| v.map_or(RichText::new("n/a").weak(), |b| bytes(b as f64));
+    ui.heading("MPI memory footprint");
+    ui.label(format!(
+        "job: N = {} node(s), C = {} rank(s) per node, H = {} HCA(s)",
+        m.nodes, m.cores_per_node, m.hcas_per_node
+    ));
+    ui.label(format!("pattern: {}", m.pattern));
+    table(
+        ui,
+        "memory_ranks",
+        // The report's columns, bytes first: the panel is narrow.
+        &[
+            "rank",
+            "host",
+            "buffers (model)",
+            "RSS peak",
+            "RSS Δ MPI_Init",
+            "shm",
+            "peers",
+            "connections",
+            "measured",
+        ],
+        m.per_rank
+            .iter()
+            .take(MEMORY_RANKS)
+            .map(|p| {
+                vec![
+                    RichText::new(p.rank.to_string()),
+                    RichText::new(&p.host),
+                    bytes(p.buffer_bytes_observed),
+                    opt_bytes(p.rss_peak),
+                    opt_bytes(p.mpi_init_delta),
+                    opt_bytes(p.shm_mapped),
+                    RichText::new(p.peers_observed.to_string()),
+                    RichText::new(p.connections_estimated.to_string()),
+                    p.connections_measured
+                        .map_or(RichText::new("n/a").weak(), |c| {
+                            RichText::new(c.to_string())
+                        }),
+                ]
+            })
+            .collect(),
+    );
+    if m.per_rank.len() > MEMORY_RANKS {
+        ui.weak(format!(
+            "… {} not listed",
+            counted(
+                (m.per_rank.len() - MEMORY_RANKS) as u64,
+                "more rank",
+                "more ranks"
+            )
+        ));
+    }
+    ui.separator();
+    ui.strong("Queue pairs per node (Didelot 2014 Table 3.4)");
+    table(
+        ui,
+        "memory_qps",
+        &["transport", "formula", "observed graph", "fully connected"],
+        m.qp_table
+            .iter()
+            .map(|q| {
+                vec![
+                    RichText::new(&q.transport),
+                    RichText::new(&q.formula),
+                    RichText::new(count(q.observed_per_node)),
+                    RichText::new(count(q.full_per_node)),
+                ]
+            })
+            .collect(),
+    );
+    ui.separator();
+    ui.strong("Model parameters (hover for the source)");
+    egui::Grid::new("memory_parameters")
+        .num_columns(2)
+        .striped(true)
+        .show(ui, |ui| {
+            for p in &m.parameters {
+                ui.label(&p.name).on_hover_text(&p.source);
+                ui.label(units::bytes(p.value)).on_hover_text(&p.source);
+                ui.end_row();
+            }
+            ui.label("bytes per connection")
+                .on_hover_text("sum of per-connection items");
+            ui.label(units::bytes(m.bytes_per_connection));
+            ui.end_row();
+            ui.label("group maps per rank")
+                .on_hover_text("Kamal 2013 §3.1");
+            ui.label(units::bytes(m.group_map_bytes_per_rank));
+            ui.end_row();
+            ui.label("communicators");
+            ui.label(m.communicators.to_string());
+            ui.end_row();
+        });
+    for c in &m.full_connection_calls {
+        ui.colored_label(
+            ui.visuals().warn_fg_color,
+            format!(
+                "! {} at {} forces full connection ({} on {})",
+                c.call,
+                c.location.as_ref().map_or("?", |l| l.label.as_str()),
+                counted(c.count, "call", "calls"),
+                counted(c.ranks.len() as u64, "rank", "ranks")
+            ),
+        );
+    }
+    ui.separator();
+    ui.strong(format!(
+        "Projection (memory per core: {})",
+        m.memory_per_core
+            .map_or("unknown".into(), |b| units::bytes(b as f64))
+    ));
+    table(
+        ui,
+        "memory_projection",
+        // The report's columns, bytes first: the panel is narrow.
+        &[
+            "ranks",
+            "nodes",
+            "total/rank",
+            "buffers/rank",
+            "QPs/rank",
+            "groups/rank",
+            "conn/rank",
+            "RC QP/node",
+            "XRC QP/node",
+            "UD QP/node",
+        ],
+        m.projections
+            .iter()
+            .map(|p| {
+                let over = p.exceeds_memory_per_core == Some(true);
+                let total = bytes(p.total_bytes_per_rank);
+                vec![
+                    RichText::new(count(p.ranks as f64)),
+                    RichText::new(count(p.nodes as f64)),
+                    if over {
+                        total.color(ui.visuals().error_fg_color).strong()
+                    } else {
+                        total
+                    },
+                    bytes(p.buffer_bytes_per_rank),
+                    bytes(p.qp_bytes_per_rank),
+                    bytes(p.group_bytes_per_rank),
+                    RichText::new(count(p.connections_per_rank)),
+                    RichText::new(count(p.qp_rc_per_node)),
+                    RichText::new(count(p.qp_xrc_per_node)),
+                    RichText::new(count(p.qp_ud_per_node)),
+                ]
+            })
+            .collect(),
+    );
+    if m.projections
+        .iter()
+        .any(|p| p.exceeds_memory_per_core == Some(true))
+    {
+        ui.colored_label(
+            ui.visuals().error_fg_color,
+            "totals in red exceed the memory per core",
+        );
     }
 }
 
@@ -490,6 +698,11 @@ fn json_tree(ui: &mut egui::Ui, name: &str, v: &serde_json::Value, depth: usize)
             ui.label(format!("{name}: {other}"));
         }
     }
+}
+
+/// A count with its noun, singular for one: `1 warning`, `2 warnings`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn matches(label: &str, filter: &str) -> bool {

@@ -351,7 +351,7 @@ fn highlight_instances_and_compare_two_traces() {
     let (which, _, inst) = h.state().tl.highlight.clone().expect("instances found");
     assert_eq!(which, 0);
     assert_eq!(inst, vec![(0, 0, T, T + SPAN), (0, 1, T, T + SPAN)]);
-    h.get_by_label("highlighted: region 0x401a00, 2 instances");
+    h.get_by_label("highlighted: region 0x401a00, 2 intervals on 1 rank");
     // Two timelines on the same relative time axis, one above the other.
     let bodies = h.state().tl.body.clone();
     assert_eq!(bodies.len(), 2);
@@ -540,6 +540,29 @@ fn a_phase_row_above_a_rank_with_phases() {
     // The three state runs of `collapsing_a_rank_hides_its_threads`, and the
     // two phases of rank 0 (rank 1 has none: no phase row).
     assert_eq!(h.state().tl.rects_drawn, 3 + 2);
+}
+
+/// A damaged phases part (rank 0's, truncated): rank 1's phase row stays,
+/// and the top bar names the file (as the TUI's timeline does).
+#[test]
+fn a_damaged_phases_part_is_named_and_the_other_ranks_keep_their_phases() {
+    use hyscope_format::PhaseRecord;
+    let dir = TempDir::new("phases-damaged");
+    write_trace(&dir.0);
+    for rank in 0..2 {
+        let mut w =
+            PartWriter::create(&dir.0, Table::Phases, rank, WriterOptions::default()).unwrap();
+        w.write_records(&[PhaseRecord::api(0, "solver", T, T + SPAN, 0)])
+            .unwrap();
+        w.finish().unwrap();
+    }
+    hyscope_testkit::truncate_to_half(&dir.0.join("phases/rank=0/part-0.parquet"));
+    let mut h = harness(&dir.0);
+    h.run_steps(3);
+    let d = h.state().slots[0].data.ready().cloned().expect("loaded");
+    assert!(d.phases.has(1) && !d.phases.has(0));
+    h.get_by_label_contains("phases of rank 0 not shown: ");
+    h.get_by_label_contains("phases/rank=0/part-0.parquet");
 }
 
 /// The analysis panel's phase filter restricts the analysis to a phase,
@@ -735,4 +758,147 @@ fn the_trace_is_opened_once() {
     assert_eq!((coarse.ranks_loaded, coarse.ranks), (16, 16));
     assert!(coarse.ranks_note().is_empty());
     assert_eq!(coarse.overview.rank_rows().len(), 16);
+}
+
+/// A location is matched on every rank by its source, not by one rank's
+/// address: ranks load the program at different addresses (ASLR), and the
+/// analysis names the location by the smallest of them.
+#[test]
+fn a_location_matches_each_ranks_own_address() {
+    use super::data::LocationMatcher;
+    use hyscope_format::SymbolRecord;
+    let sym = |address: u64, line: u32| SymbolRecord {
+        address,
+        module: "/bin/hybrid".into(),
+        function: Some("main._omp_fn.1".into()),
+        file: Some("/src/hybrid.c".into()),
+        line: Some(line),
+    };
+    let symbols = [
+        ((0, 0x5600_0000_1000), sym(0x5600_0000_1000, 47)),
+        ((1, 0x5500_0000_1000), sym(0x5500_0000_1000, 47)),
+        ((0, 0x5600_0000_2000), sym(0x5600_0000_2000, 39)),
+        // Rank 1 has another line at rank 0's address of line 47.
+        ((1, 0x5600_0000_1000), sym(0x5600_0000_1000, 12)),
+    ]
+    .into_iter()
+    .collect();
+    // hybrid.c:47 as the analysis names it: the smallest of its addresses.
+    let m = LocationMatcher::new(&symbols, 0x5500_0000_1000);
+    assert!(
+        m.matches(0, 0x5600_0000_1000),
+        "rank 0's address of line 47"
+    );
+    assert!(
+        m.matches(1, 0x5500_0000_1000),
+        "rank 1's address of line 47"
+    );
+    assert!(!m.matches(1, 0x5600_0000_1000), "line 12 on rank 1");
+    assert!(!m.matches(0, 0x5600_0000_2000), "line 39");
+    // An unresolved address matches itself on every rank.
+    let m = LocationMatcher::new(&symbols, 0x401a00);
+    assert!(m.matches(0, 0x401a00) && m.matches(3, 0x401a00));
+    assert!(!m.matches(0, 0x5600_0000_1000));
+}
+
+/// On the recorded 2-rank fixture (a PIE binary: each rank has its own
+/// addresses), every loop, region and MPI call site the analysis lists is
+/// highlighted on both ranks, and a loop's instances are its instances
+/// times its team (one interval per thread).
+#[test]
+fn highlight_finds_instances_on_every_rank() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2");
+    let data = load(&fixture);
+    let a = hyscope_analyzer::analyze(&fixture, &Default::default()).unwrap();
+    let ranks = |address: u64| {
+        let inst = super::data::instances_of(&data, address, usize::MAX).unwrap();
+        let mut ranks: Vec<u32> = inst.iter().map(|i| i.0).collect();
+        ranks.dedup();
+        ranks.sort_unstable();
+        ranks.dedup();
+        (ranks, inst.len())
+    };
+    let loops = a.loops.get().unwrap();
+    assert!(!loops.is_empty());
+    for l in loops {
+        let (r, n) = ranks(l.location.address);
+        assert_eq!(r, [0, 1], "loop {}", l.location.label);
+        assert_eq!(
+            n as u64,
+            l.instances * l.team_size as u64,
+            "loop {}",
+            l.location.label
+        );
+    }
+    let regions = a.regions.get().unwrap();
+    assert!(!regions.is_empty());
+    for g in regions {
+        assert_eq!(
+            ranks(g.location.address).0,
+            [0, 1],
+            "region {}",
+            g.location.label
+        );
+    }
+    let sites = &a.mpi.get().unwrap().callsites;
+    assert!(sites.iter().any(|c| c.location.is_some()));
+    for c in sites {
+        if let Some(loc) = &c.location {
+            assert_eq!(ranks(loc.address).0, [0, 1], "{} {}", c.call, loc.label);
+        }
+    }
+}
+
+/// The Memory tab lays the footprint out as the report does, bytes written
+/// by `units::bytes`, not as the analysis's raw fields.
+#[test]
+fn the_memory_tab_shows_the_footprint_tables() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2");
+    let mut app = GuiApp::new(open(&fixture), None, true, false);
+    app.wait_loaded();
+    let a = app.slots[0]
+        .analysis
+        .ready()
+        .cloned()
+        .expect("analysis loaded");
+    let m = a.memory.get().expect("footprint observed");
+    app.tab = super::panels::Tab::Memory;
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
+    h.run_steps(3);
+    h.get_by_label("MPI memory footprint");
+    h.get_by_label(&format!(
+        "Projection (memory per core: {})",
+        m.memory_per_core
+            .map_or("unknown".into(), |b| units::bytes(b as f64))
+    ));
+    h.get_by_label("total/rank");
+    assert!(!m.projections.is_empty());
+    for p in &m.projections {
+        assert!(
+            h.query_by_label(&units::bytes(p.total_bytes_per_rank))
+                .is_some(),
+            "projected total for {} ranks",
+            p.ranks
+        );
+    }
+    assert!(!m.parameters.is_empty());
+    for p in &m.parameters {
+        h.get_by_label(&p.name);
+    }
+    h.get_by_label(&units::bytes(m.bytes_per_connection));
+    // No raw serde field names.
+    assert!(h.query_by_label_contains("bytes_per_connection").is_none());
+    assert!(h.query_by_label_contains("memory_per_core").is_none());
+}
+
+#[test]
+fn counts_say_one_in_the_singular() {
+    use super::panels::counted;
+    assert_eq!(counted(1, "warning", "warnings"), "1 warning");
+    assert_eq!(counted(0, "warning", "warnings"), "0 warnings");
+    assert_eq!(counted(2, "rank", "ranks"), "2 ranks");
 }

@@ -102,6 +102,12 @@ impl App {
     }
 
     pub fn on_key(&mut self, key: KeyEvent) {
+        // Quits from anywhere, as the help says: the help open, the filter
+        // being typed.
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            self.quit = true;
+            return;
+        }
         if self.filter_editing {
             match key.code {
                 KeyCode::Enter => self.filter_editing = false,
@@ -126,10 +132,6 @@ impl App {
             }
             return;
         }
-        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            self.quit = true;
-            return;
-        }
         match key.code {
             KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('?') | KeyCode::F(1) => self.help = true,
@@ -137,6 +139,7 @@ impl App {
                 self.filter_editing = true;
                 self.filter.clear();
             }
+            // Closes the OpenMP tab's threads when open, else clears the filter.
             KeyCode::Esc => {
                 if self.nav().detail {
                     self.nav_mut().detail = false;
@@ -166,7 +169,10 @@ impl App {
             }
             KeyCode::PageDown => self.nav_mut().selected += 10,
             KeyCode::Home => self.nav_mut().selected = 0,
-            KeyCode::Enter => {
+            // Only the OpenMP tab has a drill-down (the threads of a region):
+            // elsewhere Enter would open nothing and the next Esc would
+            // close it instead of clearing the filter.
+            KeyCode::Enter if self.tab == Tab::OpenMp => {
                 let n = self.nav_mut();
                 n.detail = !n.detail;
             }
@@ -235,9 +241,10 @@ pub fn footer_keys(tab: Tab) -> &'static str {
         Tab::Mpi => "Tab/1-7 tabs  ←→ view  ↑↓ select  s sort  S order  / filter  ? help  q quit",
         Tab::Memory => "Tab/1-7 tabs  ←→ view  ↑↓ select  p phase  / filter  ? help  q quit",
         Tab::Summary | Tab::Energy => "Tab/1-7 tabs  ↑↓ scroll  p phase  / filter  ? help  q quit",
-        _ => {
-            "Tab/1-7 tabs  ↑↓ select  s sort  S order  ⏎ details  p phase  / filter  ? help  q quit"
+        Tab::OpenMp => {
+            "Tab/1-7 tabs  ↑↓ select  s sort  S order  ⏎ threads  p phase  / filter  ? help  q quit"
         }
+        Tab::Loops => "Tab/1-7 tabs  ↑↓ select  s sort  S order  p phase  / filter  ? help  q quit",
     }
 }
 
@@ -252,21 +259,24 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     ("s / S", "sort by the next column / reverse the order"),
     (
-        "Enter",
-        "drill down (threads of a region, bars of a loop, rank rows)",
+        "Enter / Esc",
+        "OpenMP: open / close the threads of the selected region",
     ),
     (
         "← →  h l",
         "views: MPI profile/sizes/matrix/waits, memory over time",
     ),
-    ("/ text Enter", "filter rows by name (Esc clears)"),
+    (
+        "/ text Enter",
+        "filter rows by name (Esc: clear the filter)",
+    ),
     (
         "p / P",
-        "restrict every tab to the next / previous phase (then the whole run)",
+        "next / previous phase, or the whole run, in every tab",
     ),
     (
         "Timeline ← →",
-        "move the cursor one cell; details of the interval under it",
+        "move the cursor; details of the interval under it",
     ),
     ("Timeline H L", "pan by a quarter of the window"),
     ("Timeline + - (wheel)", "zoom in / out around the cursor"),
@@ -278,8 +288,8 @@ pub const HELP: &[(&str, &str)] = &[
     ("Timeline z", "zoom to the selected range"),
     (
         "Timeline Enter",
-        "open a line of aggregated ranks (ranks 0–127 worst 93) into smaller groups, \
-         down to single ranks; on a rank, show its threads",
+        "open a line of ranks (ranks 0–127 worst 93) into smaller groups, down to \
+         single ranks; on a rank, show its threads",
     ),
     (
         "Timeline Backspace",

@@ -204,6 +204,16 @@ impl Data {
         })
     }
 
+    /// Why the timeline index could not be built (the damaged file named),
+    /// if it could not: the timeline then shows this, never the coarse
+    /// overview of the ranks read before the failure.
+    pub fn timeline_failure(&self) -> Option<&str> {
+        match &self.timeline {
+            Loading::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
     pub fn timeline_status(&self) -> String {
         match &self.timeline {
             Loading::Pending(_) => "building the timeline index…".into(),

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Tabs};
 
 use super::app::{App, HELP, Tab, footer_keys};
-use super::{energy, loops, memory, mpi, openmp, summary, timeline};
+use super::{energy, fmt, loops, memory, mpi, openmp, summary, timeline};
 
 pub fn draw(f: &mut Frame, app: &mut App) {
     let [tabs, body, footer] = Layout::vertical([
@@ -81,21 +81,43 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     }
 }
 
+/// Width of the help's key column.
+const HELP_KEYS_W: u16 = 22;
+
+/// The keys, in a box as wide as its longest line allows (up to the
+/// terminal's width), each explanation wrapped to the room left.
 fn help(f: &mut Frame, area: Rect) {
-    let w = area.width.min(76);
-    let h = (HELP.len() as u16 + 2).min(area.height);
+    // Borders, the key column and the space between the columns.
+    let chrome = HELP_KEYS_W + 3;
+    let longest = HELP
+        .iter()
+        .map(|(_, v)| v.chars().count())
+        .max()
+        .unwrap_or(0);
+    let w = (chrome as usize + longest).min(area.width as usize) as u16;
+    let text_w = w.saturating_sub(chrome).max(1) as usize;
+    let rows: Vec<Row> = HELP
+        .iter()
+        .map(|(k, v)| {
+            let lines = fmt::wrap(v, text_w);
+            let height = lines.len().max(1) as u16;
+            Row::new(vec![k.to_string(), lines.join("\n")]).height(height)
+        })
+        .collect();
+    let needed: u16 = HELP
+        .iter()
+        .map(|(_, v)| fmt::wrap(v, text_w).len().max(1) as u16)
+        .sum();
+    let h = (needed + 2).min(area.height);
     let [r] = Layout::horizontal([Constraint::Length(w)])
         .flex(Flex::Center)
         .areas(area);
     let [r] = Layout::vertical([Constraint::Length(h)])
         .flex(Flex::Center)
         .areas(r);
-    let rows = HELP
-        .iter()
-        .map(|(k, v)| Row::new(vec![k.to_string(), v.to_string()]));
     f.render_widget(Clear, r);
     f.render_widget(
-        Table::new(rows, [Constraint::Length(22), Constraint::Min(10)]).block(
+        Table::new(rows, [Constraint::Length(HELP_KEYS_W), Constraint::Min(1)]).block(
             Block::default()
                 .borders(Borders::ALL)
                 .title("Keys — any key closes"),

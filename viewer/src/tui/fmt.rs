@@ -46,6 +46,39 @@ pub fn clip(s: &str, w: usize) -> String {
     }
 }
 
+/// `text` cut into lines of at most `width` characters, at spaces (a word
+/// longer than a line is cut where the line ends).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        // The word on the current line, after a space, if it fits.
+        if len > 0 && len + 1 + word.len() <= width {
+            line.push(' ');
+            line.extend(&word);
+            len += 1 + word.len();
+            continue;
+        }
+        if len > 0 {
+            lines.push(std::mem::take(&mut line));
+        }
+        while word.len() > width {
+            let rest = word.split_off(width);
+            lines.push(word.into_iter().collect());
+            word = rest;
+        }
+        len = word.len();
+        line = word.into_iter().collect();
+    }
+    if len > 0 || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +88,13 @@ mod tests {
         assert_eq!(count(1_234_567), "1 234 567");
         assert_eq!(bar(0.5, 4), "██  ");
         assert_eq!(clip("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn wrap_cuts_at_spaces_and_long_words() {
+        assert_eq!(wrap("ab cd ef", 5), ["ab cd", "ef"]);
+        assert_eq!(wrap("abcdefgh ij", 3), ["abc", "def", "gh", "ij"]);
+        assert_eq!(wrap("", 4), [""]);
+        assert_eq!(wrap("a b", 10), ["a b"]);
     }
 }

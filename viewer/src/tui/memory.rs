@@ -140,53 +140,88 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     projection(f, proj, m);
 }
 
-/// Bars of the projected footprint per rank (log scale: rank counts span decades).
+/// Columns the projection chart takes at least (where the frame has them):
+/// at 80 columns, its rows with six-character rank counts and bytes up to
+/// `1023.99 MiB` are not cut.
+const CHART_MIN_WIDTH: u16 = 56;
+
+// A count as the report writes it (`1024`, `32.8 k`, `1.05 M`), so that a
+// projection row names its job as the report does.
+use crate::units::count;
+
+/// Bars of the projected footprint per rank (log scale: rank counts span
+/// decades), each with what it is made of: buffers, queue pairs and group
+/// maps, as the report's projection table.
 fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
+    let chart_width = (area.width * 3 / 5).max(CHART_MIN_WIDTH.min(area.width));
     let [chart, side] =
-        Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(area);
+        Layout::horizontal([Constraint::Length(chart_width), Constraint::Min(0)]).areas(area);
     let max = m
         .projections
         .iter()
         .map(|p| p.total_bytes_per_rank)
         .fold(0.0_f64, f64::max)
         .max(1.0);
-    let w = chart.width.saturating_sub(24) as usize;
+    let labels: Vec<String> = m
+        .projections
+        .iter()
+        .map(|p| count(p.ranks as f64))
+        .collect();
+    let totals: Vec<String> = m
+        .projections
+        .iter()
+        .map(|p| units::bytes(p.total_bytes_per_rank))
+        .collect();
+    let width = |v: &[String]| v.iter().map(|s| s.chars().count()).max().unwrap_or(0);
+    let (lw, tw) = (width(&labels), width(&totals));
+    // Inside the borders: `<ranks> rk <bar> <total>`.
+    let w = (chart.width.saturating_sub(2) as usize).saturating_sub(lw + 4 + 1 + tw);
     let mut lines = Vec::new();
-    for p in &m.projections {
+    for ((p, label), total) in m.projections.iter().zip(&labels).zip(&totals) {
         let over = p.exceeds_memory_per_core == Some(true);
         let frac = (1.0 + p.total_bytes_per_rank).ln() / (1.0 + max).ln();
         lines.push(Line::from(vec![
-            Span::raw(format!("{:>8} rk ", fmt::count(p.ranks))),
+            Span::raw(format!("{label:>lw$} rk ")),
             Span::styled(
                 fmt::bar(frac, w),
                 Style::default().fg(if over { Color::Red } else { Color::Cyan }),
             ),
-            Span::raw(format!(" {}", units::bytes(p.total_bytes_per_rank))),
+            Span::raw(format!(" {total:>tw$}")),
         ]));
         lines.push(Line::from(format!(
-            "{:>12}conn {:.0}  QP/node RC {:.0} XRC {:.0} UD {:.0}",
-            "", p.connections_per_rank, p.qp_rc_per_node, p.qp_xrc_per_node, p.qp_ud_per_node
+            "  conn {}  QP/node RC {} XRC {} UD {}",
+            count(p.connections_per_rank),
+            count(p.qp_rc_per_node),
+            count(p.qp_xrc_per_node),
+            count(p.qp_ud_per_node)
         )));
-    }
-    if let Some(mpc) = m.memory_per_core {
         lines.push(Line::from(format!(
-            "memory per core {}",
-            units::bytes(mpc as f64)
+            "  buffers {}  QPs {}  groups {}",
+            units::bytes(p.buffer_bytes_per_rank),
+            units::bytes(p.qp_bytes_per_rank),
+            units::bytes(p.group_bytes_per_rank)
         )));
     }
-    f.render_widget(
-        Paragraph::new(lines).block(widgets::block("projected MPI memory per rank")),
-        chart,
-    );
+    let title = match m.memory_per_core {
+        Some(mpc) => format!(
+            "projected MPI memory per rank (per core {})",
+            units::bytes(mpc as f64)
+        ),
+        None => "projected MPI memory per rank".to_string(),
+    };
+    f.render_widget(Paragraph::new(lines).block(widgets::block(title)), chart);
     let mut text = vec![Line::from(format!(
-        "per connection {}  groups {}",
+        "buffers per connection {}  groups {}",
         units::bytes(m.bytes_per_connection),
         units::bytes(m.group_map_bytes_per_rank)
     ))];
     for q in &m.qp_table {
         text.push(Line::from(format!(
-            "{}: {:.0} now, {:.0} full ({})",
-            q.transport, q.observed_per_node, q.full_per_node, q.formula
+            "{}: {} now, {} full ({})",
+            q.transport,
+            count(q.observed_per_node),
+            count(q.full_per_node),
+            q.formula
         )));
     }
     for c in &m.full_connection_calls {
@@ -197,8 +232,10 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
     }
     for p in &m.parameters {
         text.push(Line::from(format!(
-            "{} = {} {} ({})",
-            p.name, p.value, p.unit, p.source
+            "{} = {} ({})",
+            p.name,
+            units::quantity(p.value, &p.unit),
+            p.source
         )));
     }
     f.render_widget(

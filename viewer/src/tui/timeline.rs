@@ -13,7 +13,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::data::Data;
 use super::fmt;
@@ -633,15 +633,39 @@ fn shade(share: f64) -> char {
     }
 }
 
-/// Relative time on the ruler (from the start of the run).
-fn rel(t: i64, origin: i64) -> String {
-    units::ns((t - origin) as f64)
+/// Relative time on the ruler (from the start of the run), with the
+/// decimals that `step` (ns: a cell of the window) resolves, as the GUI's
+/// ruler (`units::ns_tick`): zoomed in, the positions still differ.
+fn rel(t: i64, origin: i64, step: f64) -> String {
+    units::ns_tick((t - origin) as f64, step)
 }
 
 /// The Timeline tab of `data`, rows passing `filter`.
 pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filter: &str) {
     // The index when loaded; until then the coarse overview (`ix` None).
     let ix = data.timeline();
+    if let Some(e) = data.timeline_failure() {
+        // As the GUI: the failure, not the overview of the ranks read before it.
+        let text = vec![
+            Line::styled(
+                format!("timeline unavailable: {e}"),
+                Style::default().fg(Color::Red),
+            ),
+            Line::from(""),
+            Line::from(
+                "Nothing is drawn: the ranks read before the failure would pass for the whole run.",
+            ),
+        ];
+        f.render_widget(
+            Paragraph::new(text).wrap(Wrap { trim: false }).block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title("Timeline — unavailable"),
+            ),
+            area,
+        );
+        return;
+    }
     let Some(src) = data.cells() else {
         let msg = data.timeline_status();
         f.render_widget(
@@ -650,12 +674,30 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         );
         return;
     };
-    let [main, legend, details] = Layout::vertical([
+    if st.phases.is_none()
+        && let Some(ix) = ix
+    {
+        st.phases = Some(hyscope_analyzer::phases::PhaseLanes::read(ix));
+    }
+    // A phases part that cannot be read: named under the legend (its
+    // ranks go without their phase row).
+    let note: Vec<String> = st
+        .phases
+        .as_ref()
+        .and_then(|l| l.problem())
+        .map_or_else(Vec::new, |p| super::fmt::wrap(&p, area.width as usize));
+    let [main, legend, notes, details] = Layout::vertical([
         Constraint::Min(4),
         Constraint::Length(1),
+        Constraint::Length(note.len().min(4) as u16),
         Constraint::Length(3),
     ])
     .areas(area);
+    f.render_widget(
+        Paragraph::new(note.into_iter().map(Line::from).collect::<Vec<_>>())
+            .style(Style::default().fg(Color::Red)),
+        notes,
+    );
     if st.t1 <= st.t0 {
         (st.t0, st.t1) = src.span();
     }
@@ -669,11 +711,6 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     st.cursor = st.cursor.min(st.columns - 1);
     let rows = st.visible_rows(data, filter);
     st.row = st.row.min(rows.len().saturating_sub(1));
-    if st.phases.is_none()
-        && let Some(ix) = ix
-    {
-        st.phases = Some(hyscope_analyzer::phases::PhaseLanes::read(ix));
-    }
     // Rows that fit: with phase rows, up to two lines per row.
     let fit = if !aggregated && st.phases.as_ref().is_some_and(|l| !l.is_empty()) {
         (height / 2).max(1)
@@ -691,11 +728,12 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     let mut lines = Vec::with_capacity(height + 1);
     // Ruler: window start, cursor time and cell width, window end.
     let (ct, _) = st.cursor_time();
-    let left = rel(st.t0, origin);
-    let right = rel(st.t1, origin);
+    let step = st.cell_ns();
+    let left = rel(st.t0, origin, step);
+    let right = rel(st.t1, origin, step);
     let mid = format!(
         "cursor {}  cell {}",
-        rel(ct, origin),
+        rel(ct, origin, step),
         units::ns(st.cell_ns())
     );
     let used = left.chars().count() + right.chars().count() + mid.chars().count();
@@ -797,8 +835,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     }
     let mut title = format!(
         "Timeline {} – {} ({} shown)",
-        rel(st.t0, origin),
-        rel(st.t1, origin),
+        rel(st.t0, origin, step),
+        rel(st.t1, origin, step),
         units::ns((st.t1 - st.t0) as f64)
     );
     if let (None, Some(c)) = (ix, data.coarse()) {
@@ -861,7 +899,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         let irow = worst.map_or(row.index_rows[0], |(_, i)| i);
         let key = (irow, a, b);
         if st.detail.key != Some(key) {
-            let (lines, fine) = cursor_lines(ix, irow, a, b, origin);
+            let (lines, fine) = cursor_lines(ix, irow, a, b, origin, step);
             // At most two readers in flight: a held arrow key must not pile
             // up threads reading the trace (the cell then shows its segment).
             let readers = Arc::clone(&st.readers);
@@ -874,7 +912,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
                     let spawned = std::thread::Builder::new()
                         .name("hyscope-tui-cursor".into())
                         .spawn(move || {
-                            let line = interval_line(&ix, irow, seg, origin);
+                            let line = interval_line(&ix, irow, seg, origin, step);
                             r2.fetch_sub(1, Ordering::Relaxed);
                             let _ = tx.send(line);
                         });
@@ -926,8 +964,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
             per.sort_by_key(|x| std::cmp::Reverse(x.1));
             let mut spans = vec![Span::raw(format!(
                 "range {} – {} ({}): ",
-                rel(a, origin),
-                rel(b, origin),
+                rel(a, origin, step),
+                rel(b, origin, step),
                 units::ns((b - a) as f64)
             ))];
             for (s, t) in per.iter().take(4) {
@@ -944,7 +982,7 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         } else if let Some(a) = st.anchor {
             text.push(Line::from(format!(
                 "selecting from {} — press v again to end the range",
-                rel(a, origin)
+                rel(a, origin, step)
             )));
         }
     }
@@ -1021,6 +1059,7 @@ fn cursor_lines(
     a: i64,
     b: i64,
     origin: i64,
+    step: f64,
 ) -> (Vec<String>, Option<Segment>) {
     let cell = ix.summary(row, a, b);
     let mid = a + (b - a) / 2;
@@ -1031,7 +1070,7 @@ fn cursor_lines(
                 "{} for {} at {}",
                 seg.state.name(),
                 units::ns((seg.end - seg.start) as f64),
-                rel(seg.start, origin)
+                rel(seg.start, origin, step)
             ),
             (ix.segments_in(row, a, b, 4).len() <= 3).then_some(seg),
         ),
@@ -1057,7 +1096,13 @@ fn share_text(cell: &CellSummary) -> String {
 
 /// The innermost recorded interval behind `seg` (reads the row groups of the
 /// trace around it).
-fn interval_line(ix: &TimelineIndex, row: usize, seg: Segment, origin: i64) -> Option<String> {
+fn interval_line(
+    ix: &TimelineIndex,
+    row: usize,
+    seg: Segment,
+    origin: i64,
+    step: f64,
+) -> Option<String> {
     let mid = seg.start + (seg.end - seg.start) / 2;
     let iv = ix
         .stack_at(row, mid)
@@ -1073,6 +1118,6 @@ fn interval_line(ix: &TimelineIndex, row: usize, seg: Segment, origin: i64) -> O
         iv.name(),
         seg.state.name(),
         units::ns((iv.end - iv.start) as f64),
-        rel(iv.start, origin)
+        rel(iv.start, origin, step)
     ))
 }
