@@ -54,12 +54,25 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
             );
             let team = r.team_size.max(1) as f64;
             let wait = r.barrier.wait_s / team / r.ranks.len().max(1) as f64;
+            // Threads that took turns on CPUs wait at a barrier for the
+            // others' turns, not for more work: a schedule cannot help there.
+            let took_turns = a
+                .run
+                .placement
+                .iter()
+                .find(|p| r.ranks.contains(&p.rank) && p.threads_take_turns());
             push(
                 format!("barrier wait in region {}", r.location.label),
                 "region",
                 Some(r.location.clone()),
                 wait,
-                "threads wait for the slowest at the barriers (load imbalance): balance the work or use a dynamic schedule; `nowait` where the dependence allows".into(),
+                match took_turns {
+                    Some(p) => format!(
+                        "threads took turns on CPUs ({}): a thread at the barrier waits for the others' turns as much as for their work; give each thread a core (the placement finding), then record again to see the imbalance",
+                        p.turns_text()
+                    ),
+                    None => "threads wait for the slowest at the barriers (load imbalance): balance the work or use a dynamic schedule; `nowait` where the dependence allows".into(),
+                },
             );
             if r.barrier.wait_observed && r.barrier.count > 0 {
                 let sync = r.barrier.sync_overhead_s / team / r.ranks.len().max(1) as f64;

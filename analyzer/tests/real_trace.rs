@@ -65,6 +65,21 @@ fn regions_and_loops_by_source_line() {
         let sims = l.simulations.get().unwrap();
         assert!(sims[0].speedup > 1.15, "{sims:?}");
     }
+    // For the same reason, a barrier's wait is not advised as imbalance.
+    let waits: Vec<_> = a
+        .findings
+        .iter()
+        .filter(|f| f.title.starts_with("barrier wait in region"))
+        .collect();
+    assert!(!waits.is_empty());
+    for f in waits {
+        assert!(
+            f.what_to_do
+                .starts_with("threads took turns on CPUs (rank 0: 2 threads on CPU 0)"),
+            "{}",
+            f.what_to_do
+        );
+    }
 }
 
 #[test]
