@@ -1008,6 +1008,14 @@ pub struct Finding {
     pub phase: Option<String>,
 }
 
+impl Finding {
+    /// Whether it costs run time: the memory projection's finding costs
+    /// none (`cost_s` 0), and the views write `—` for it, not a time of 0.
+    pub fn costs_time(&self) -> bool {
+        self.cost_s > 0.0
+    }
+}
+
 /// Difference of one metric between two traces.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompareRow {

@@ -254,17 +254,18 @@ impl Bench {
             self.aggregates.1.extend(g.last_compute_ms);
         }
         if self.intervals_ms.len() as u64 >= self.frames {
-            let quantiles = |v: &mut Vec<f64>, unit: &str| {
+            // Times with two decimals, counts (rectangles) with none.
+            let quantiles = |v: &mut Vec<f64>, unit: &str, decimals: usize| {
                 v.sort_by(f64::total_cmp);
                 let q = |f: f64| v[((v.len() - 1) as f64 * f) as usize];
                 format!(
-                    "median {:.2}{unit}, p95 {:.2}{unit}, max {:.2}{unit}",
+                    "median {:.decimals$}{unit}, p95 {:.decimals$}{unit}, max {:.decimals$}{unit}",
                     q(0.5),
                     q(0.95),
                     q(1.0)
                 )
             };
-            let stats = |v: &mut Vec<f64>| quantiles(v, " ms");
+            let stats = |v: &mut Vec<f64>| quantiles(v, " ms", 2);
             let hwm = hyscope_format::proc_status::peak_rss()
                 .map_or_else(|| "unknown".to_string(), |b| crate::units::bytes(b as f64));
             let rows = gui.slots[0]
@@ -305,7 +306,7 @@ impl Bench {
             );
             println!("UI code per frame: {}", stats(&mut self.ui_ms));
             println!("  of which index queries: {}", stats(&mut self.query_ms));
-            println!("  rectangles drawn: {}", quantiles(&mut self.rects, ""));
+            println!("  rectangles drawn: {}", quantiles(&mut self.rects, "", 0));
             if !self.aggregates.1.is_empty() {
                 println!(
                     "aggregated lines ({} computations, off the UI thread): {}",

@@ -7,6 +7,7 @@ mod tui_common;
 mod tui_frame;
 
 use hyscope_viewer::{tui, units};
+use tui::fmt;
 
 use tui_frame::render;
 
@@ -502,8 +503,9 @@ fn memory_over_time() {
         .join("\n");
     assert!(conn.contains("│1"), "{conn}");
     assert!(s.contains("40.00 MiB"), "{s}");
-    // The x axis ends at the last sample, 9.5 ms.
-    assert!(s.contains("9.50 ms"), "{s}");
+    // The x axis is the run's (its charts share it): it ends at the run's
+    // duration, 10 ms, after the last sample at 9.5 ms.
+    assert!(s.contains("10.00 ms"), "{s}");
     // No MPI_T samples in this trace: said so.
     assert!(s.contains("no samples of this metric"), "{s}");
     let _ = render(&mut a, 80, 24);
@@ -668,4 +670,292 @@ fn the_ruler_adds_decimals_when_zoomed_in() {
         ruler.contains(left) && ruler.contains(right),
         "{ruler} vs {title}"
     );
+}
+
+/// The recorded 2 ranks × 2 threads trace (`analyzer/tests/fixtures`).
+fn recorded() -> App {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../analyzer/tests/fixtures/hybrid-2x2");
+    App::new(tui::data::Data::open_blocking(&dir).expect("open trace"))
+}
+
+/// The cells of the table whose header row contains `first`, by header
+/// name: each row's text under each column, read off the frame between the
+/// column's start and the next one's.
+fn table_cells(s: &str, first: &str) -> Vec<Vec<(String, String)>> {
+    let lines: Vec<Vec<char>> = s.lines().map(|l| l.chars().collect()).collect();
+    let h = lines
+        .iter()
+        .position(|l| l.iter().collect::<String>().contains(first))
+        .expect("the table's header");
+    let head = &lines[h];
+    // Columns start after a space (or the border) with a non-space.
+    let starts: Vec<usize> = (1..head.len())
+        .filter(|&x| head[x] != ' ' && head[x] != '│' && matches!(head[x - 1], ' ' | '│'))
+        .collect();
+    let end = head.iter().rposition(|&c| c == '│').unwrap();
+    let cell = |l: &[char], i: usize| -> String {
+        let to = starts.get(i + 1).copied().unwrap_or(end);
+        l[starts[i]..to]
+            .iter()
+            .collect::<String>()
+            .trim()
+            .to_string()
+    };
+    let names: Vec<String> = (0..starts.len()).map(|i| cell(head, i)).collect();
+    lines[h + 1..]
+        .iter()
+        .take_while(|l| l.first() == Some(&'│') && l[1] != ' ')
+        .map(|l| {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.clone(), cell(l, i)))
+                .collect()
+        })
+        .collect()
+}
+
+/// At 80×24 the MPI profile cuts no number and no unit: every column it
+/// shows holds each call's value whole (as `units` writes it), names are
+/// clipped with `…`, and what does not fit moves under the table.
+#[test]
+fn mpi_profile_cuts_no_value_at_80x24() {
+    for mut a in [app("mpi-narrow"), recorded()] {
+        key(&mut a, KeyCode::Char('5'));
+        let calls = a.data.analysis().unwrap().mpi.get().unwrap().calls.clone();
+        for (w, h) in [(80, 24), (100, 30)] {
+            let s = render(&mut a, w, h);
+            println!("{s}");
+            let rows = table_cells(&s, "count");
+            assert_eq!(rows.len(), calls.len(), "{s}");
+            let names: Vec<&str> = rows[0].iter().map(|(n, _)| n.as_str()).collect();
+            for must in ["call", "count", "total▼", "sent"] {
+                assert!(
+                    names.contains(&must),
+                    "no {must} at {w}×{h}: {names:?}\n{s}"
+                );
+            }
+            for row in &rows {
+                let name = &row[0].1;
+                let c = calls
+                    .iter()
+                    .find(|c| {
+                        c.call == *name
+                            || name
+                                .strip_suffix('…')
+                                .is_some_and(|p| c.call.starts_with(p))
+                    })
+                    .unwrap_or_else(|| panic!("{name}: no such call\n{s}"));
+                for (col, text) in &row[1..] {
+                    let want = match col.trim_end_matches(['▲', '▼']) {
+                        "count" => fmt::count(c.count),
+                        "total" => units::secs(c.total_s),
+                        "mean/rk" => units::secs(c.mean_rank_s),
+                        "max/rk" => units::secs(c.max_rank_s),
+                        "cv" => format!("{:.2}", c.cv),
+                        "sent" => units::bytes(c.bytes_sent as f64),
+                        "received" => units::bytes(c.bytes_recv as f64),
+                        "run" => units::percent(c.share_of_run),
+                        "folded" if c.folded_polls == 0 => String::new(),
+                        "folded" => fmt::count(c.folded_polls),
+                        other => panic!("column {other:?} at {w}×{h}\n{s}"),
+                    };
+                    assert_eq!(*text, want, "{} {col} at {w}×{h}\n{s}", c.call);
+                }
+            }
+        }
+        // What the table leaves out is under it, for the selected call.
+        let s = render(&mut a, 80, 24);
+        let rows = table_cells(&s, "count");
+        if !rows[0].iter().any(|(n, _)| n == "cv") {
+            assert!(s.contains("  cv "), "{s}");
+        }
+    }
+}
+
+/// The sort arrow stays on every OpenMP column, the narrow ones included.
+#[test]
+fn openmp_sort_arrow_on_every_column() {
+    let mut a = app("openmp-arrow");
+    key(&mut a, KeyCode::Char('3'));
+    let want = [
+        "time",
+        "fork/join",
+        "bar.wait",
+        "imbal",
+        "sync ovh",
+        "inst",
+        "team",
+    ];
+    for (w, h) in [(80, 24), (100, 30)] {
+        for (i, col) in want.iter().enumerate() {
+            let s = render(&mut a, w, h);
+            assert!(s.contains(&format!("{col}▼")), "{col} at {w}×{h}\n{s}");
+            key(&mut a, KeyCode::Char('S'));
+            let s = render(&mut a, w, h);
+            assert!(s.contains(&format!("{col}▲")), "{col} at {w}×{h}\n{s}");
+            key(&mut a, KeyCode::Char('S'));
+            key(&mut a, KeyCode::Char('s'));
+            let _ = i;
+        }
+    }
+}
+
+/// The run's facts use the terminal's width: on 200 columns the MPI
+/// library's version, the warning and what is missing are whole (or clipped
+/// with `…` at the border, never before); on 80 clipped with `…`.
+#[test]
+fn summary_facts_use_the_whole_width() {
+    let mut a = recorded();
+    let m = a.data.manifest.clone();
+    let version = m.mpi.as_ref().unwrap().library_version.clone();
+    let warning = a.data.analysis().unwrap().warnings[0].clone();
+    for (w, h) in [(200, 40), (80, 24)] {
+        let s = render(&mut a, w, h);
+        println!("{s}");
+        let line = |label: &str| -> String {
+            let l = s
+                .lines()
+                .find(|l| l.starts_with(&format!("│{label}")))
+                .unwrap_or_else(|| panic!("no {label} in\n{s}"));
+            let inner = l.trim_start_matches('│').trim_end_matches('│');
+            assert_eq!(inner.chars().count(), w as usize - 2, "{l}");
+            inner.trim_end().to_string()
+        };
+        // The text after the label is `text` whole, or a prefix of it
+        // clipped with `…` at the border.
+        let whole_or_clipped = |label: &str, text: &str| {
+            let l = line(label);
+            let shown = l[label.len()..].to_string();
+            if shown != text {
+                let p = shown
+                    .strip_suffix('…')
+                    .unwrap_or_else(|| panic!("{label}: `{shown}` is cut without `…` at {w}\n{s}"));
+                assert!(text.starts_with(p), "{shown} vs {text}");
+                assert_eq!(
+                    l.chars().count(),
+                    w as usize - 2,
+                    "{label} clipped early\n{s}"
+                );
+            }
+            shown == text
+        };
+        let missing: Vec<String> = m
+            .samplers
+            .iter()
+            .filter(|x| !x.available)
+            .map(|x| format!("{} ({})", x.name, x.reason))
+            .collect();
+        whole_or_clipped("missing   ", &missing.join("; "));
+        whole_or_clipped("warnings  ", &warning);
+        let mpi = line("MPI       ");
+        if w == 200 {
+            assert!(mpi.contains(&version), "{mpi}");
+            assert!(whole_or_clipped("warnings  ", &warning), "{s}");
+        } else {
+            assert!(mpi.ends_with("… (thread level funneled)"), "{mpi}");
+        }
+    }
+}
+
+/// The findings' panel (the recorded trace): a filter keeps each finding's own number (the
+/// report's) and says how many of all are shown; the scroll stops at the
+/// end; a finding without a time cost says `—`, not `0 ns`.
+#[test]
+fn findings_keep_their_numbers_and_stop_at_the_end() {
+    let mut a = recorded();
+    let findings = a.data.analysis().unwrap().findings.clone();
+    let n = findings.len();
+    key(&mut a, KeyCode::Char('/'));
+    for c in "barrier wait".chars() {
+        key(&mut a, KeyCode::Char(c));
+    }
+    key(&mut a, KeyCode::Enter);
+    let s = render(&mut a, 160, 50);
+    println!("{s}");
+    let shown: Vec<usize> = (0..n)
+        .filter(|&i| {
+            findings[i].title.to_lowercase().contains("barrier wait")
+                || findings[i].category.to_lowercase().contains("barrier wait")
+        })
+        .collect();
+    assert!(shown.len() < n && shown[0] > 0, "{shown:?}");
+    assert!(
+        s.contains(&format!("Findings ({} of {n})", shown.len())),
+        "{s}"
+    );
+    for i in &shown {
+        let head = format!("│{}. {}", i + 1, &findings[*i].title[..10]);
+        assert!(s.contains(&head), "no `{head}` in\n{s}");
+    }
+    // The memory projection's finding costs no time: `—`.
+    key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Char('/'));
+    for c in "MPI memory".chars() {
+        key(&mut a, KeyCode::Char(c));
+    }
+    key(&mut a, KeyCode::Enter);
+    let s = render(&mut a, 200, 50);
+    println!("{s}");
+    let i = findings
+        .iter()
+        .position(|f| f.category == "memory")
+        .expect("the memory finding");
+    let line = s
+        .lines()
+        .find(|l| l.contains(&format!("│{}. MPI memory", i + 1)))
+        .unwrap_or_else(|| panic!("no memory finding in\n{s}"));
+    assert!(
+        line.trim_end_matches('│').trim_end().ends_with(" —"),
+        "{line}"
+    );
+    assert!(!s.contains("0 ns (0.0 %)"), "{s}");
+    // Scrolled past the end, the panel still shows the last lines, and one
+    // step up moves it.
+    key(&mut a, KeyCode::Esc);
+    for _ in 0..50 {
+        key(&mut a, KeyCode::PageDown);
+    }
+    let end = render(&mut a, 100, 30);
+    println!("{end}");
+    let panel = |s: &str| -> String {
+        s.lines()
+            .skip_while(|l| !l.contains("┌Findings"))
+            .skip(1)
+            .take_while(|l| !l.contains('└'))
+            .map(|l| l.chars().skip(51).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let last = &findings[n - 1].what_to_do;
+    let tail: String = last.split(' ').next_back().unwrap().to_string();
+    assert!(
+        panel(&end).contains(&tail),
+        "`{tail}` not at the end:\n{end}"
+    );
+    key(&mut a, KeyCode::Down);
+    assert_eq!(render(&mut a, 100, 30), end);
+    key(&mut a, KeyCode::Up);
+    assert_ne!(render(&mut a, 100, 30), end, "one step up did not move");
+}
+
+/// Counts read as in the report (`units::count`): `16.5 k`, not `16 478`.
+#[test]
+fn counts_read_as_in_the_report() {
+    let dir = tui_common::write_trace("counts");
+    let mut m = hyscope_format::Manifest::read(&dir).unwrap();
+    m.ranks[0].events.omp += 16_000;
+    m.write(&dir).unwrap();
+    let events: u64 = m
+        .ranks
+        .iter()
+        .map(|r| r.events.omp + r.events.mpi + r.events.samples)
+        .sum();
+    assert!(events >= 10_000);
+    let mut a = App::new(tui::data::Data::open_blocking(&dir).expect("open trace"));
+    let s = render(&mut a, 100, 30);
+    let want = format!("events    {}  dropped 0", units::count(events as f64));
+    assert!(s.contains(&want), "no `{want}` in\n{s}");
+    assert_eq!(fmt::count(events), units::count(events as f64));
 }

@@ -161,7 +161,29 @@ pub struct GuiApp {
     pub last_frame_ms: f64,
     pub show_counters: bool,
     focus_search: bool,
+    /// The window listing every key and mouse gesture (`?`, F1).
+    pub show_keys: bool,
 }
+
+/// Every key and mouse gesture of the window, as the "Keys" window lists
+/// them (`GuiApp::keyboard` reacts to these keys).
+pub const KEYS: [(&str, &str); 15] = [
+    ("wheel", "zoom around the pointer"),
+    ("drag", "pan"),
+    ("shift-drag, right-drag", "select a time range"),
+    ("W, +, =", "zoom in"),
+    ("S, -", "zoom out"),
+    ("A, Left arrow", "pan left"),
+    ("D, Right arrow", "pan right"),
+    ("Home, 0", "fit the whole run"),
+    ("Z", "zoom to the selection"),
+    ("Esc", "clear the selection, pick, highlight and rank pair"),
+    ("T", "dark or light theme"),
+    ("C", "show or hide the counters"),
+    ("M", "stacked shares or dominant state"),
+    ("Ctrl+F", "search"),
+    ("?, F1", "this list of keys"),
+];
 
 impl GuiApp {
     /// Show the opened trace `a` (and `b` to compare); `with_analysis`: run
@@ -191,6 +213,7 @@ impl GuiApp {
             last_frame_ms: 0.0,
             show_counters: true,
             focus_search: false,
+            show_keys: false,
         }
     }
 
@@ -294,6 +317,7 @@ impl GuiApp {
         if loading || self.pending_highlight.is_some() {
             ctx.request_repaint_after(std::time::Duration::from_millis(100));
         }
+        self.keys_window(&ctx);
         self.screenshot_step(&ctx);
         self.last_frame_ms = frame_start.elapsed().as_secs_f64() * 1e3;
     }
@@ -347,7 +371,27 @@ impl GuiApp {
             if i.modifiers.command && i.key_pressed(Key::F) {
                 self.focus_search = true;
             }
+            if i.key_pressed(Key::Questionmark) || i.key_pressed(Key::F1) {
+                self.show_keys = !self.show_keys;
+            }
         });
+    }
+
+    /// The "Keys" window: every key and gesture, one per row.
+    fn keys_window(&mut self, ctx: &egui::Context) {
+        egui::Window::new("Keys")
+            .open(&mut self.show_keys)
+            .collapsible(false)
+            .resizable(false)
+            .show(ctx, |ui| {
+                egui::Grid::new("keys").striped(true).show(ui, |ui| {
+                    for (k, what) in KEYS {
+                        ui.strong(k);
+                        ui.label(what);
+                        ui.end_row();
+                    }
+                });
+            });
     }
 
     fn top_bar(&mut self, ui: &mut egui::Ui) {
@@ -378,6 +422,14 @@ impl GuiApp {
             }
             ui.checkbox(&mut self.tl.shares, "shares (M)")
                 .on_hover_text("each pixel column split by the share of each state, instead of its dominant state");
+            // Every key in a window of its own: a line of them does not fit.
+            if ui
+                .selectable_label(self.show_keys, "? keys")
+                .on_hover_text("every key and mouse gesture (?, F1)")
+                .clicked()
+            {
+                self.show_keys = !self.show_keys;
+            }
             // Positions with the decimals that a thousandth of the view resolves.
             let step = self.view.width() / 1000.0;
             ui.label(format!(
@@ -385,7 +437,7 @@ impl GuiApp {
                 units::ns_tick(self.view.t0, step),
                 units::ns_tick(self.view.t1, step)
             ));
-            ui.weak("wheel: zoom · drag: pan · shift/right-drag: select · Z: zoom to selection · Esc: clear · T: theme · C: counters · M: shares");
+            ui.weak("wheel: zoom · drag: pan · ?: every key");
         });
         // What a trace lost or has damaged, above everything it shows.
         for s in &self.slots {
@@ -693,8 +745,8 @@ impl GuiApp {
                                 .collect::<Vec<_>>()
                                 .join("\n"),
                         );
-                        ui.small(format!("max {}", units::quantity(hi, unit)));
-                        ui.small(format!("min {}", units::quantity(lo, unit)));
+                        ui.small(format!("max {}", data::counter_value(hi, unit)));
+                        ui.small(format!("min {}", data::counter_value(lo, unit)));
                     },
                 );
                 let width = body.map_or(ui.available_width(), |b| b.width());
@@ -716,7 +768,7 @@ impl GuiApp {
                             ..
                         } => Some(format!(
                             "{plot_name}\n{} at {}",
-                            units::quantity(position.y, unit),
+                            data::counter_value(position.y, unit),
                             units::ns(position.x)
                         )),
                         _ => None,

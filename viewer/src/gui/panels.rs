@@ -127,11 +127,15 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
     for f in &a.findings {
         ui.horizontal_wrapped(|ui| {
             ui.strong(&f.title);
-            ui.label(format!(
-                "{} ({})",
-                units::secs(f.cost_s),
-                units::percent(f.share_of_run)
-            ));
+            if f.costs_time() {
+                ui.label(format!(
+                    "{} ({})",
+                    units::secs(f.cost_s),
+                    units::percent(f.share_of_run)
+                ));
+            } else {
+                ui.label("—");
+            }
             if let Some(loc) = &f.location
                 && ui
                     .small_button(&loc.label)
@@ -193,56 +197,50 @@ fn regions(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Ac
         return;
     }
     let regions = a.regions.get().map(|v| v.as_slice()).unwrap_or_default();
-    egui::Grid::new("regions")
-        .num_columns(6)
-        .striped(true)
-        .show(ui, |ui| {
-            for h in [
-                "region",
-                "instances",
-                "time",
-                "fork/join",
-                "imbalance",
-                "barrier wait",
-            ] {
-                ui.strong(h);
+    let header = [
+        "region",
+        "instances",
+        "time",
+        "fork/join",
+        "imbalance",
+        "barrier wait",
+    ];
+    table_with(ui, "regions", &header, |ui| {
+        for r in regions
+            .iter()
+            .filter(|r| matches(&r.location.label, filter))
+        {
+            if ui
+                .link(&r.location.label)
+                .on_hover_text("highlight its instances")
+                .clicked()
+            {
+                *action = Some(Action::Highlight {
+                    address: r.location.address,
+                    label: r.location.label.clone(),
+                });
+            }
+            ui.label(r.instances.to_string());
+            ui.label(format!(
+                "{} ({})",
+                units::secs(r.time_s),
+                units::percent(r.share_of_run)
+            ));
+            ui.label(units::percent(r.fork_join_fraction));
+            // Not known per region in profile mode (per-thread totals only).
+            if r.per_thread_observed() {
+                ui.label(format!("{:.2}", r.imbalance));
+            } else {
+                ui.weak("n/a");
+            }
+            if r.barrier.wait_observed {
+                ui.label(units::secs(r.barrier.wait_s));
+            } else {
+                ui.weak("n/a");
             }
             ui.end_row();
-            for r in regions
-                .iter()
-                .filter(|r| matches(&r.location.label, filter))
-            {
-                if ui
-                    .link(&r.location.label)
-                    .on_hover_text("highlight its instances")
-                    .clicked()
-                {
-                    *action = Some(Action::Highlight {
-                        address: r.location.address,
-                        label: r.location.label.clone(),
-                    });
-                }
-                ui.label(r.instances.to_string());
-                ui.label(format!(
-                    "{} ({})",
-                    units::secs(r.time_s),
-                    units::percent(r.share_of_run)
-                ));
-                ui.label(units::percent(r.fork_join_fraction));
-                // Not known per region in profile mode (per-thread totals only).
-                if r.per_thread_observed() {
-                    ui.label(format!("{:.2}", r.imbalance));
-                } else {
-                    ui.weak("n/a");
-                }
-                if r.barrier.wait_observed {
-                    ui.label(units::secs(r.barrier.wait_s));
-                } else {
-                    ui.weak("n/a");
-                }
-                ui.end_row();
-            }
-        });
+        }
+    });
 }
 
 fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Action>) {
@@ -332,33 +330,27 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
         units::secs(m.total_s),
         units::percent(m.share_of_run)
     ));
-    egui::Grid::new("mpi_calls")
-        .num_columns(6)
-        .striped(true)
-        .show(ui, |ui| {
-            for h in ["call", "count", "time", "bytes sent", "cv", "polls folded"] {
-                ui.strong(h);
-            }
+    let header = ["call", "count", "time", "bytes sent", "cv", "polls folded"];
+    table_with(ui, "mpi_calls", &header, |ui| {
+        for c in &m.calls {
+            ui.label(&c.call);
+            ui.label(c.count.to_string());
+            ui.label(units::secs(c.total_s));
+            ui.label(units::bytes(c.bytes_sent as f64));
+            ui.label(format!("{:.2}", c.cv));
+            // Unsuccessful polls the collector folded (trace `mpi.calls`).
+            ui.label(if c.folded_polls > 0 {
+                format!(
+                    "{} in {}",
+                    c.folded_polls,
+                    counted(c.folded_rows, "row", "rows")
+                )
+            } else {
+                String::new()
+            });
             ui.end_row();
-            for c in &m.calls {
-                ui.label(&c.call);
-                ui.label(c.count.to_string());
-                ui.label(units::secs(c.total_s));
-                ui.label(units::bytes(c.bytes_sent as f64));
-                ui.label(format!("{:.2}", c.cv));
-                // Unsuccessful polls the collector folded (trace `mpi.calls`).
-                ui.label(if c.folded_polls > 0 {
-                    format!(
-                        "{} in {}",
-                        c.folded_polls,
-                        counted(c.folded_rows, "row", "rows")
-                    )
-                } else {
-                    String::new()
-                });
-                ui.end_row();
-            }
-        });
+        }
+    });
     ui.separator();
     let n = m.matrix.ranks as usize;
     // More ranks than cells: each cell sums a block of ranks, as in the TUI.
@@ -425,6 +417,19 @@ const MEMORY_RANKS: usize = 64;
 
 /// A table of labels, scrolled sideways when wider than the panel.
 fn table(ui: &mut egui::Ui, id: &str, header: &[&str], rows: Vec<Vec<RichText>>) {
+    table_with(ui, id, header, |ui| {
+        for row in rows {
+            for cell in row {
+                ui.label(cell);
+            }
+            ui.end_row();
+        }
+    });
+}
+
+/// A table under `header` whose rows `body` adds (cells, then `end_row`),
+/// scrolled sideways when wider than the panel: no column is ever cut.
+fn table_with(ui: &mut egui::Ui, id: &str, header: &[&str], body: impl FnOnce(&mut egui::Ui)) {
     ui.scope(|ui| {
         // A solid bar, shown when not hovered: it tells that columns are cut.
         ui.spacing_mut().scroll = egui::style::ScrollStyle::solid();
@@ -440,12 +445,7 @@ fn table(ui: &mut egui::Ui, id: &str, header: &[&str], rows: Vec<Vec<RichText>>)
                             ui.strong(*h);
                         }
                         ui.end_row();
-                        for row in rows {
-                            for cell in row {
-                                ui.label(cell);
-                            }
-                            ui.end_row();
-                        }
+                        body(ui);
                     });
             });
     });

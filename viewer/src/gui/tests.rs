@@ -902,3 +902,126 @@ fn counts_say_one_in_the_singular() {
     assert_eq!(counted(0, "warning", "warnings"), "0 warnings");
     assert_eq!(counted(2, "rank", "ranks"), "2 ranks");
 }
+
+/// A whole number of a counted unit reads without decimals (`max 1 peers`,
+/// never `max 1.000 peers`); times, bytes, energy and power as everywhere.
+#[test]
+fn counts_read_without_decimals() {
+    use super::data::counter_value;
+    assert_eq!(counter_value(1.0, "peers"), "1 peers");
+    assert_eq!(counter_value(0.0, "messages"), "0 messages");
+    assert_eq!(counter_value(12_345.0, "messages"), "12.3 k messages");
+    assert_eq!(counter_value(369.0, ""), "369");
+    // What is no whole count keeps its decimals; measures their own format.
+    assert_eq!(counter_value(1.5, "peers"), units::quantity(1.5, "peers"));
+    assert_eq!(counter_value(1024.0, "bytes"), units::bytes(1024.0));
+    assert_eq!(counter_value(2.0, "W"), units::watts(2.0));
+}
+
+/// Stacked phase bars thinner than a line of text (`step` inside `solver`
+/// in a row 22 px high): every name drawn lies inside its own bar, in a
+/// smaller font, so no two overlap; a name that does not fit is left out.
+#[test]
+fn phase_names_never_overlap() {
+    use egui::{FontId, Rect, Vec2, pos2};
+    // Text as egui's proportional font about sets it.
+    let measure =
+        |t: &str, f: &FontId| Vec2::new(0.55 * f.size * t.chars().count() as f32, 1.25 * f.size);
+    let font = FontId::proportional(12.0);
+    let (top, bottom) = (100.0, 122.0);
+    let mid = (top + bottom) / 2.0;
+    let bars = [
+        (
+            Rect::from_min_max(pos2(0.0, mid), pos2(400.0, bottom)),
+            "solver",
+        ),
+        (Rect::from_min_max(pos2(0.0, top), pos2(200.0, mid)), "step"),
+        (
+            Rect::from_min_max(pos2(200.0, top), pos2(400.0, mid)),
+            "step",
+        ),
+        // Too narrow for its name.
+        (
+            Rect::from_min_max(pos2(400.0, mid), pos2(410.0, bottom)),
+            "solver",
+        ),
+    ];
+    let labels = super::timeline::phase_labels(&bars, &font, &measure);
+    assert_eq!(labels.len(), 3, "{labels:?}");
+    for (r, name, _) in &labels {
+        assert!(
+            bars.iter()
+                .any(|(b, n)| n == name && b.expand(0.01).contains_rect(*r)),
+            "{name} at {r:?} leaves its bar"
+        );
+    }
+    for (i, a) in labels.iter().enumerate() {
+        for b in &labels[i + 1..] {
+            assert!(!a.0.intersects(b.0), "{a:?} overlaps {b:?}");
+        }
+    }
+    // Bars too thin for a readable name go without.
+    let thin = [
+        (
+            Rect::from_min_max(pos2(0.0, 8.0), pos2(400.0, 16.0)),
+            "solver",
+        ),
+        (Rect::from_min_max(pos2(0.0, 0.0), pos2(400.0, 8.0)), "step"),
+    ];
+    assert!(super::timeline::phase_labels(&thin, &font, &measure).is_empty());
+    // A bar one full line high keeps the full font.
+    let tall = [(
+        Rect::from_min_max(pos2(0.0, 0.0), pos2(400.0, 16.0)),
+        "solver",
+    )];
+    assert_eq!(
+        super::timeline::phase_labels(&tall, &font, &measure)[0]
+            .2
+            .size,
+        12.0
+    );
+}
+
+/// At the default 1280×800 the top bar's "? keys" is in the window, and it
+/// (or `?`) opens a window naming every key the GUI reacts to.
+#[test]
+fn every_key_is_listed_in_the_keys_window() {
+    let dir = TempDir::new("keys");
+    write_trace(&dir.0);
+    let mut h = harness(&dir.0);
+    h.run_steps(2);
+    let b = h.get_by_label("? keys").rect();
+    assert!(b.right() <= 1280.0, "{b:?}");
+    h.key_press(Key::F1);
+    h.run_steps(2);
+    assert!(h.state().show_keys);
+    for (keys, what) in super::app::KEYS {
+        h.get_by_label(keys);
+        h.get_by_label(what);
+    }
+    // The keys `keyboard` reacts to, each named.
+    let listed: String = super::app::KEYS
+        .iter()
+        .map(|k| k.0)
+        .collect::<Vec<_>>()
+        .join(", ");
+    for k in [
+        "W",
+        "A",
+        "S",
+        "D",
+        "Left arrow",
+        "Right arrow",
+        "-",
+        "+",
+        "0",
+        "Home",
+        "Z",
+        "Esc",
+        "T",
+        "C",
+        "M",
+    ] {
+        assert!(listed.split(", ").any(|x| x == k), "{k} not in {listed}");
+    }
+}

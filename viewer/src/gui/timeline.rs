@@ -1008,7 +1008,7 @@ const PHASE_COLORS: [Color32; 6] = [
 ];
 
 /// A rank's phase row: each phase in the window as a bar one level high per
-/// nesting depth (outermost at the bottom), named where it is wide enough.
+/// nesting depth (outermost at the bottom), named where its name fits the bar.
 fn draw_phases(
     painter: &egui::Painter,
     data: &TraceData,
@@ -1023,6 +1023,7 @@ fn draw_phases(
     let x = |t: i64| {
         lane.left() + ((t - t0) as f64 / (t1 - t0).max(1) as f64 * lane.width() as f64) as f32
     };
+    let mut bars = Vec::with_capacity(phases.len());
     for p in &phases {
         let y1 = lane.bottom() - p.depth as f32 * h;
         let r = Rect::from_min_max(
@@ -1031,17 +1032,56 @@ fn draw_phases(
         );
         let hue = hyscope_analyzer::phases::name_hue(&p.name, PHASE_COLORS.len());
         painter.rect_filled(r, 0.0, PHASE_COLORS[hue]);
-        if r.width() > 8.0 * p.name.len() as f32 {
-            painter.text(
-                r.left_center() + Vec2::new(2.0, 0.0),
-                Align2::LEFT_CENTER,
-                &p.name,
-                font.clone(),
-                Color32::BLACK,
-            );
-        }
+        bars.push((r, p.name.as_str()));
+    }
+    let measure = |text: &str, font: &FontId| {
+        painter
+            .layout_no_wrap(text.to_string(), font.clone(), Color32::BLACK)
+            .size()
+    };
+    for (rect, name, font) in phase_labels(&bars, font, &measure) {
+        painter.text(
+            rect.left_center(),
+            Align2::LEFT_CENTER,
+            name,
+            font,
+            Color32::BLACK,
+        );
     }
     phases.len()
+}
+
+/// Phase names smaller than this many points are not drawn.
+const PHASE_LABEL_MIN_SIZE: f32 = 7.0;
+
+/// Where the names of the phase bars go: each inside its own bar, in `font`
+/// or smaller to fit the bar's height (a level of stacked bars is thin), and
+/// only where the whole name fits, so that no two names overlap (the bars of
+/// a row do not). `measure` gives the size of a text in a font.
+pub(super) fn phase_labels<'a>(
+    bars: &[(Rect, &'a str)],
+    font: &FontId,
+    measure: &dyn Fn(&str, &FontId) -> Vec2,
+) -> Vec<(Rect, &'a str, FontId)> {
+    let mut out = Vec::new();
+    for &(bar, name) in bars {
+        let inner = bar.shrink2(Vec2::new(2.0, 0.0));
+        let mut size = font.size.min(bar.height());
+        while size >= PHASE_LABEL_MIN_SIZE {
+            let f = FontId::new(size, font.family.clone());
+            let t = measure(name, &f);
+            if t.y > bar.height() + 0.01 {
+                size -= 1.0;
+                continue;
+            }
+            if t.x <= inner.width() {
+                let r = Rect::from_min_size(Pos2::new(inner.left(), bar.center().y - t.y / 2.0), t);
+                out.push((r, name, f));
+            }
+            break;
+        }
+    }
+    out
 }
 
 fn draw_shares<C: AsRef<CellSummary>>(

@@ -130,12 +130,19 @@ pub fn findings(out: &mut String, a: &Analysis, top: usize) {
         let _ = writeln!(out, "  {FINDINGS_COST}");
     }
     for (i, f) in a.findings.iter().take(top).enumerate() {
+        // A finding without a time cost (the memory projection's: `cost_s`
+        // 0 in `findings.rs`) says `—`, not a time of 0.
+        let (cost, share) = if f.costs_time() {
+            (units::secs(f.cost_s), units::percent(f.share_of_run))
+        } else {
+            ("—".to_string(), "—".to_string())
+        };
         let _ = writeln!(
             out,
             "  {:>2}. {:>10} {:>7}  {}\n      → {}",
             i + 1,
-            units::secs(f.cost_s),
-            units::percent(f.share_of_run),
+            cost,
+            share,
             f.title,
             f.what_to_do
         );
@@ -272,5 +279,36 @@ mod tests {
         findings(&mut all, &a, n);
         assert!(!all.contains("more:"), "{all}");
         assert!(all.contains(&format!("  {n:>2}. ")), "{all}");
+    }
+
+    /// The memory projection's finding costs no time (`cost_s` 0): its
+    /// cost reads `—`, not `0 ns`.
+    #[test]
+    fn a_finding_without_a_time_cost_says_so() {
+        let a = fixture();
+        let i = a
+            .findings
+            .iter()
+            .position(|f| f.category == "memory")
+            .expect("the memory finding");
+        assert_eq!(a.findings[i].cost_s, 0.0);
+        let mut out = String::new();
+        findings(&mut out, &a, a.findings.len());
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("  {:>2}. ", i + 1)))
+            .unwrap();
+        assert_eq!(
+            line,
+            format!(
+                "  {:>2}. {:>10} {:>7}  {}",
+                i + 1,
+                "—",
+                "—",
+                a.findings[i].title
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("0 ns"), "{out}");
     }
 }

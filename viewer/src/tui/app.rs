@@ -57,6 +57,20 @@ pub struct TableNav {
     pub detail: bool,
     /// Sub-view of the tab (MPI: profile, sizes, matrix, waits).
     pub view: usize,
+    /// The largest selection the last frame had room for (the last row of
+    /// a table, the summary's findings scrolled to their end); `None` before
+    /// the tab is drawn.
+    pub last: Option<usize>,
+}
+
+impl TableNav {
+    /// Move the selection down by `by`, no further than [`TableNav::last`].
+    pub fn down(&mut self, by: usize) {
+        self.selected = self
+            .selected
+            .saturating_add(by)
+            .min(self.last.unwrap_or(usize::MAX));
+    }
 }
 
 pub struct App {
@@ -98,7 +112,7 @@ impl App {
 
     /// True when `text` passes the `/` filter (case-insensitive substring).
     pub fn matches(&self, text: &str) -> bool {
-        self.filter.is_empty() || text.to_lowercase().contains(&self.filter.to_lowercase())
+        matches_filter(&self.filter, text)
     }
 
     pub fn on_key(&mut self, key: KeyEvent) {
@@ -145,6 +159,10 @@ impl App {
                     self.nav_mut().detail = false;
                 } else {
                     self.filter.clear();
+                    // More rows now: the next frame says how many.
+                    for n in &mut self.nav {
+                        n.last = None;
+                    }
                 }
             }
             KeyCode::Tab => self.switch(1),
@@ -162,12 +180,12 @@ impl App {
                 let n = self.nav_mut();
                 n.selected = n.selected.saturating_sub(1);
             }
-            KeyCode::Down | KeyCode::Char('j') => self.nav_mut().selected += 1,
+            KeyCode::Down | KeyCode::Char('j') => self.nav_mut().down(1),
             KeyCode::PageUp => {
                 let n = self.nav_mut();
                 n.selected = n.selected.saturating_sub(10);
             }
-            KeyCode::PageDown => self.nav_mut().selected += 10,
+            KeyCode::PageDown => self.nav_mut().down(10),
             KeyCode::Home => self.nav_mut().selected = 0,
             // Only the OpenMP tab has a drill-down (the threads of a region):
             // elsewhere Enter would open nothing and the next Esc would
@@ -202,7 +220,7 @@ impl App {
             return;
         }
         match m.kind {
-            MouseEventKind::ScrollDown => self.nav_mut().selected += 1,
+            MouseEventKind::ScrollDown => self.nav_mut().down(1),
             MouseEventKind::ScrollUp => {
                 let n = self.nav_mut();
                 n.selected = n.selected.saturating_sub(1);
@@ -227,9 +245,16 @@ impl App {
     fn reset_selection(&mut self) {
         for n in &mut self.nav {
             n.selected = 0;
+            n.last = None;
         }
         self.timeline.row_scroll = 0;
     }
+}
+
+/// True when `text` passes the filter `filter` (case-insensitive substring),
+/// as [`App::matches`], for a tab that holds its navigation mutably.
+pub fn matches_filter(filter: &str, text: &str) -> bool {
+    filter.is_empty() || text.to_lowercase().contains(&filter.to_lowercase())
 }
 
 /// The keys of the footer, per tab (the help overlay lists them all).

@@ -1,17 +1,35 @@
 //! Terminal text shared by every tab: counts, bars, clipping. Times, bytes
 //! and percentages are written by `crate::units`, as in every other view.
 
-/// Large counts with thousands separators: `1 234 567`.
+/// A count as every view writes it (`crate::units::count`, the report's):
+/// `1024`, `16.5 k`, `1.23 M`.
 pub fn count(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(' ');
+    crate::units::count(v as f64)
+}
+
+/// `parts` on lines of at most `width` characters, `sep` between two parts
+/// on one line: a part is never split (a value and its unit stay together);
+/// a part longer than a line is clipped with `…`.
+pub fn pack(parts: &[String], sep: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for p in parts {
+        let (len, plen) = (line.chars().count(), p.chars().count());
+        if len > 0 && len + sep.chars().count() + plen <= width {
+            line.push_str(sep);
+            line.push_str(p);
+            continue;
         }
-        out.push(c);
+        if len > 0 {
+            lines.push(std::mem::take(&mut line));
+        }
+        line = clip(p, width);
     }
-    out
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// A horizontal bar of `width` cells filled to `frac` with eighth-blocks.
@@ -85,9 +103,26 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(count(1_234_567), "1 234 567");
+        assert_eq!(count(1_234_567), "1.23 M");
+        assert_eq!(count(16_478), "16.5 k");
+        assert_eq!(count(9_999), "9999");
         assert_eq!(bar(0.5, 4), "██  ");
         assert_eq!(clip("abcdef", 4), "abc…");
+    }
+
+    #[test]
+    fn pack_keeps_parts_whole() {
+        let parts = [
+            "total 1.00 ms".to_string(),
+            "inside 2.00 ms".into(),
+            "x".into(),
+        ];
+        assert_eq!(
+            pack(&parts, "  ", 17),
+            ["total 1.00 ms", "inside 2.00 ms  x"]
+        );
+        assert_eq!(pack(&parts, "  ", 40), ["total 1.00 ms  inside 2.00 ms  x"]);
+        assert_eq!(pack(&["abcdef".to_string()], " ", 4), ["abc…"]);
     }
 
     #[test]

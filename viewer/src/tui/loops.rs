@@ -156,7 +156,7 @@ fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
     }
     lines.push(Line::from(format!(
         "{} instances, trip count {}, team {}, {} of run",
-        l.instances,
+        fmt::count(l.instances),
         l.trip_count_text(),
         l.team_size,
         units::percent(l.share_of_run)

@@ -16,10 +16,15 @@ use crate::units;
 
 pub const VIEWS: [&str; 2] = ["footprint and projection", "over time"];
 
-/// Connections, RSS and MPI_T queue lengths over the run, per rank.
+/// Connections, RSS and MPI_T queue lengths over the run, per rank, on one
+/// time axis: the run's span, from 0 to its duration as the Summary writes it.
 fn over_time(f: &mut Frame, area: Rect, app: &App) {
     let d = &app.data;
     let origin = d.origin();
+    let duration_s = d.duration_ns().map(|ns| ns / 1e9).unwrap_or(0.0);
+    let chart = |f: &mut Frame, area, title: &str, series: &[&_], unit| {
+        super::chart::chart_over(f, area, title, series, origin, duration_s, false, unit)
+    };
     let [a, b, c] = Layout::vertical([
         Constraint::Ratio(1, 3),
         Constraint::Ratio(1, 3),
@@ -27,33 +32,21 @@ fn over_time(f: &mut Frame, area: Rect, app: &App) {
     ])
     .areas(area);
     let count = |v: f64| format!("{v:.0}");
-    super::chart::chart(
+    chart(
         f,
         a,
         "MPI connections",
         &d.series(metrics::MPI_CONNECTIONS),
-        origin,
-        false,
         count,
     );
-    super::chart::chart(
+    chart(
         f,
         b,
         "resident memory (VmRSS)",
         &d.series(metrics::MEM_VMRSS),
-        origin,
-        false,
         units::bytes,
     );
-    super::chart::chart(
-        f,
-        c,
-        "MPI_T queue lengths",
-        &d.series("mpi_t."),
-        origin,
-        false,
-        count,
-    );
+    chart(f, c, "MPI_T queue lengths", &d.series("mpi_t."), count);
 }
 
 fn opt_bytes(v: Option<u64>) -> String {

@@ -9,7 +9,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::app::{App, Tab};
+use super::app::{App, Tab, TableNav, matches_filter};
 use super::fmt;
 use super::widgets;
 use crate::units;
@@ -43,19 +43,28 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         return;
     };
     match view {
-        0 => profile(f, body, p, app),
+        0 => profile(f, body, p, &mut app.nav[Tab::Mpi.index()], &app.filter),
         1 => histogram(f, body, p),
         _ => matrix(f, body, p),
     }
 }
 
-fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
-    let [top, bottom] = Layout::vertical([Constraint::Min(4), Constraint::Length(3)]).areas(area);
-    let mut items: Vec<&MpiCallStats> = p.calls.iter().filter(|c| app.matches(&c.call)).collect();
-    let mut nav = app.nav[Tab::Mpi.index()].clone();
+const HEADER: [&str; 10] = [
+    "call", "count", "total", "mean/rk", "max/rk", "cv", "sent", "received", "run", "folded",
+];
+/// How much each column matters: on a narrow terminal the lowest go first
+/// (their values move to the line under the table, for the selected call).
+const KEEP: [u8; 10] = [9, 8, 9, 5, 4, 2, 7, 6, 3, 1];
+
+fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, nav: &mut TableNav, filter: &str) {
+    let mut items: Vec<&MpiCallStats> = p
+        .calls
+        .iter()
+        .filter(|c| matches_filter(filter, &c.call))
+        .collect();
     let keys: Vec<fn(&MpiCallStats) -> f64> = KEYS.iter().map(|k| k.1).collect();
-    widgets::sort_by(&mut items, &mut nav, &keys);
-    let rows = items
+    widgets::sort_by(&mut items, nav, &keys);
+    let rows: Vec<Vec<String>> = items
         .iter()
         .map(|c| {
             vec![
@@ -79,41 +88,63 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, app: &App) {
             ]
         })
         .collect();
-    widgets::table(
+    let fit = widgets::Fit {
+        header: &HEADER,
+        keep: &KEEP,
+        flex: 0,
+        flex_min: 12,
+        sorted_col: Some(KEYS[nav.sort % KEYS.len()].0),
+        ascending: nav.ascending,
+    };
+    let selected = nav.selected;
+    // What the table leaves out, or clips, of the selected call.
+    let widths = fit.widths(area.width, &rows);
+    let detail = rows.get(selected).and_then(|r| {
+        let hidden: Vec<String> = (1..r.len())
+            .filter(|&i| widths[i].is_none() && !r[i].is_empty())
+            .map(|i| format!("{} {}", HEADER[i], r[i]))
+            .collect();
+        let clipped = widths[0].is_some_and(|w| r[0].chars().count() > w);
+        (clipped || !hidden.is_empty()).then(|| {
+            std::iter::once(format!("{}:", r[0]))
+                .chain(hidden)
+                .collect::<Vec<_>>()
+        })
+    });
+    let inner = area.width.saturating_sub(2) as usize;
+    let mut lines = fmt::pack(
+        &[
+            format!(
+                "MPI total {} ({} of rank time)",
+                units::secs(p.total_s),
+                units::percent(p.share_of_run)
+            ),
+            format!("inside parallel {}", units::secs(p.inside_parallel_s)),
+            format!("outside {}", units::secs(p.outside_parallel_s)),
+            format!("calling threads {}", p.calling_threads),
+        ],
+        "  ",
+        inner,
+    );
+    if let Some(d) = &detail {
+        lines.extend(fmt::pack(d, "  ", inner));
+    }
+    let [top, bottom] = Layout::vertical([
+        Constraint::Min(4),
+        Constraint::Length(lines.len() as u16 + 2),
+    ])
+    .areas(area);
+    widgets::fit_table(
         f,
         top,
         format!("MPI calls ({})  s: sort", items.len()),
-        &[
-            "call", "count", "total", "mean/rk", "max/rk", "cv", "sent", "received", "run",
-            "folded",
-        ],
-        Some(KEYS[nav.sort % KEYS.len()].0),
-        nav.ascending,
-        &[
-            Constraint::Min(13),
-            Constraint::Length(8),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(5),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(6),
-            Constraint::Length(8),
-        ],
+        &fit,
         rows,
-        Some(nav.selected),
+        Some(selected),
     );
-    let lines = vec![Line::from(format!(
-        "MPI total {} ({} of rank time)  inside parallel {}  outside {}  calling threads {}",
-        units::secs(p.total_s),
-        units::percent(p.share_of_run),
-        units::secs(p.inside_parallel_s),
-        units::secs(p.outside_parallel_s),
-        p.calling_threads
-    ))];
     f.render_widget(
-        Paragraph::new(lines).block(widgets::block("MPI time")),
+        Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
+            .block(widgets::block("MPI time")),
         bottom,
     );
 }
@@ -244,7 +275,11 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
                 fmt::bar(e.seconds / max, bw),
                 Style::default().fg(Color::Red),
             ),
-            Span::raw(format!(" {} ×{}", units::secs(e.seconds), e.instances)),
+            Span::raw(format!(
+                " {} ×{}",
+                units::secs(e.seconds),
+                fmt::count(e.instances)
+            )),
         ]));
     }
     f.render_widget(
@@ -261,24 +296,22 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
                 e.call.clone().unwrap_or_default(),
                 e.location.as_ref().map(widgets::loc).unwrap_or_default(),
                 units::secs(e.seconds),
-                e.instances.to_string(),
+                fmt::count(e.instances),
             ]
         })
         .collect();
-    widgets::table(
+    widgets::fit_table(
         f,
         bottom,
         "per call site".into(),
-        &["kind", "call", "site", "time", "count"],
-        None,
-        false,
-        &[
-            Constraint::Length(15),
-            Constraint::Length(14),
-            Constraint::Min(12),
-            Constraint::Length(9),
-            Constraint::Length(7),
-        ],
+        &widgets::Fit {
+            header: &["kind", "call", "site", "time", "count"],
+            keep: &[5, 6, 9, 9, 8],
+            flex: 2,
+            flex_min: 12,
+            sorted_col: None,
+            ascending: false,
+        },
         rows,
         None,
     );

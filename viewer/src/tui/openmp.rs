@@ -9,6 +9,7 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::app::App;
+use super::fmt;
 use super::widgets::{self, loc};
 use crate::units;
 
@@ -22,6 +23,8 @@ const HEADER: [&str; 8] = [
     "sync ovh",
     "imbal",
 ];
+/// How much each column matters: on a narrow terminal the lowest go first.
+const KEEP: [u8; 8] = [9, 3, 2, 9, 7, 6, 4, 5];
 /// Sort keys, in `s` order; the column each marks.
 const KEYS: [widgets::SortKey<RegionStats>; 7] = [
     (3, |r| r.time_s),
@@ -65,7 +68,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         .map(|r| {
             vec![
                 loc(&r.location),
-                r.instances.to_string(),
+                fmt::count(r.instances),
                 r.team_size.to_string(),
                 units::secs(r.time_s),
                 format!(
@@ -84,23 +87,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             ]
         })
         .collect();
-    widgets::table(
+    widgets::fit_table(
         f,
         list_area,
         format!("OpenMP regions ({})  s: sort  Enter: threads", items.len()),
-        &HEADER,
-        Some(sorted_col),
-        ascending,
-        &[
-            Constraint::Min(14),
-            Constraint::Length(5),
-            Constraint::Length(4),
-            Constraint::Length(9),
-            Constraint::Length(16),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(5),
-        ],
+        &widgets::Fit {
+            header: &HEADER,
+            keep: &KEEP,
+            flex: 0,
+            flex_min: 12,
+            sorted_col: Some(sorted_col),
+            ascending,
+        },
         rows,
         Some(selected),
     );
@@ -128,25 +126,20 @@ fn threads(f: &mut Frame, area: Rect, r: &RegionStats) {
             ]
         })
         .collect();
-    widgets::table(
+    widgets::fit_table(
         f,
         area,
         format!("threads of {}  (Esc: back)", loc(&r.location)),
-        &[
-            "rank", "thread", "task", "busy", "bar.wait", "sync", "activ.", "release",
-        ],
-        None,
-        false,
-        &[
-            Constraint::Length(4),
-            Constraint::Length(6),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(9),
-        ],
+        &widgets::Fit {
+            header: &[
+                "rank", "thread", "task", "busy", "bar.wait", "sync", "activ.", "release",
+            ],
+            keep: &[9, 9, 8, 8, 7, 6, 5, 4],
+            flex: 0,
+            flex_min: 4,
+            sorted_col: None,
+            ascending: false,
+        },
         rows,
         None,
     );
@@ -189,8 +182,9 @@ fn overhead(f: &mut Frame, area: Rect, app: &App) {
             let wait: f64 = m.iter().map(|x| x.wait_s).sum();
             let acq: u64 = m.iter().map(|x| x.acquisitions).sum();
             format!(
-                "locks/critical: {} sites, {acq} acquisitions, wait {}",
+                "locks/critical: {} sites, {} acquisitions, wait {}",
                 m.len(),
+                fmt::count(acq),
                 units::secs(wait)
             )
         }
@@ -199,7 +193,7 @@ fn overhead(f: &mut Frame, area: Rect, app: &App) {
     lines.push(Line::from(match o.tasks.get() {
         Some(t) => format!(
             "tasks: {} created, run {}, mean {}, taskwait {}",
-            t.created,
+            fmt::count(t.created),
             units::secs(t.run_s),
             units::secs(t.mean_task_s),
             units::secs(t.taskwait_s)

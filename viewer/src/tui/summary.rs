@@ -13,7 +13,7 @@ use super::fmt;
 use super::widgets;
 use crate::units;
 
-pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     // What the trace lost or has damaged comes first, so no number below is read as whole.
     let integrity = app.data.analysis().map(|a| &a.integrity);
     let shown = integrity.map_or(0, |i| i.problems.len().min(6) as u16);
@@ -50,7 +50,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             problems,
         );
     }
-    let facts_lines = run_facts(app);
+    let facts_lines = run_facts(app, area.width.saturating_sub(2) as usize);
     let [facts, rest] = Layout::vertical([
         Constraint::Length(facts_lines.len() as u16 + 2),
         Constraint::Min(0),
@@ -70,7 +70,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     draw_findings(f, findings, app);
 }
 
-fn run_facts(app: &App) -> Vec<Line<'static>> {
+/// The run's facts, each on one line of `width` characters: what does not
+/// fit is clipped with `…` at that width, never before.
+fn run_facts(app: &App, width: usize) -> Vec<Line<'static>> {
+    // A fact after its 10-character label, clipped to the line.
+    let fact = |label: &str, text: &str| {
+        let w = width.saturating_sub(label.chars().count());
+        format!("{label}{}", fmt::clip(text, w))
+    };
     let m = &app.data.manifest;
     let threads: Vec<u32> = m.ranks.iter().map(|r| r.threads).collect();
     let tmin = threads.iter().min().copied().unwrap_or(0);
@@ -88,16 +95,19 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
             .thread_level_provided
             .clone()
             .unwrap_or_else(|| "?".into());
+        // The library's version gives way to the rest of the line.
+        let rest = format!(" (thread level {lvl})");
+        let w = width.saturating_sub(10 + x.flavour.chars().count() + 1 + rest.chars().count());
         format!(
-            "{} {} (thread level {lvl})",
+            "{} {}{rest}",
             x.flavour,
-            fmt::clip(x.library_version.lines().next().unwrap_or(""), 30)
+            fmt::clip(x.library_version.lines().next().unwrap_or(""), w)
         )
     });
     let omp = m
         .openmp
         .as_ref()
-        .map_or("none".to_string(), |o| fmt::clip(&o.runtime_version, 40));
+        .map_or("none".to_string(), |o| o.runtime_version.clone());
     let mut missing: Vec<String> = m
         .openmp
         .as_ref()
@@ -133,27 +143,27 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
         })
         .unwrap_or_default();
     let mut lines = vec![
-        Line::from(format!("command   {}", fmt::clip(&m.command.join(" "), 68))),
+        Line::from(fact("command   ", &m.command.join(" "))),
         Line::from(format!(
             "ranks {ranks}  threads/rank {threads}  nodes {}  duration {duration}  mode {}",
             m.hosts.len(),
             m.mode
         )),
-        Line::from(format!("MPI       {mpi}")),
-        Line::from(format!("OpenMP    {omp}")),
+        Line::from(fact("MPI       ", &mpi)),
+        Line::from(fact("OpenMP    ", &omp)),
         Line::from(format!(
             "events    {}  dropped {}  started {}",
             fmt::count(events),
             fmt::count(dropped),
             m.start_time
         )),
-        Line::from(format!(
-            "missing   {}",
-            if missing.is_empty() {
+        Line::from(fact(
+            "missing   ",
+            &if missing.is_empty() {
                 "nothing".to_string()
             } else {
                 missing.join("; ")
-            }
+            },
         )),
     ];
     // The collector's own work at the end of MPI_Init, as the report says it.
@@ -175,7 +185,13 @@ fn run_facts(app: &App) -> Vec<Line<'static>> {
             n => format!(" (and {} more: hyscope report lists them)", n - 1),
         };
         lines.push(Line::from(Span::styled(
-            format!("warnings  {}{more}", fmt::clip(first, 90)),
+            format!(
+                "warnings  {}{more}",
+                fmt::clip(
+                    first,
+                    width.saturating_sub(10 + more.chars().count()).max(20)
+                )
+            ),
             Style::default().fg(Color::Yellow),
         )));
     }
@@ -239,43 +255,78 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
     );
 }
 
-/// Findings, biggest cost first, filtered by `/`.
-fn draw_findings(f: &mut Frame, area: Rect, app: &App) {
+/// Findings, biggest cost first, filtered by `/`: each keeps its rank (the
+/// report's number), the title says how many of them are shown, and the
+/// scroll (↑ ↓) stops where the last line is at the bottom.
+fn draw_findings(f: &mut Frame, area: Rect, app: &mut App) {
     let Some(a) = app.data.analysis() else {
         return widgets::not_ready(f, area, app, "Findings");
     };
+    let width = area.width.saturating_sub(2) as usize;
     let mut lines = Vec::new();
+    let mut shown = 0;
     for (i, x) in a
         .findings
         .iter()
-        .filter(|x| app.matches(&x.title) || app.matches(&x.category))
         .enumerate()
+        .filter(|(_, x)| app.matches(&x.title) || app.matches(&x.category))
     {
-        lines.push(Line::from(vec![
-            Span::styled(
-                format!("{}. {} ", i + 1, x.title),
-                Style::default().add_modifier(Modifier::BOLD),
-            ),
-            Span::styled(
-                format!(
-                    "{} ({})",
-                    units::ns(x.cost_s * 1e9),
-                    units::percent(x.share_of_run)
-                ),
-                Style::default().fg(Color::Yellow),
-            ),
-        ]));
-        lines.push(Line::from(format!("   {}", x.what_to_do)));
+        shown += 1;
+        // The cost stays whole on the last line of the title (no-break spaces
+        // while wrapping).
+        // A finding without a time cost (the memory projection's) says `—`,
+        // as the report's list.
+        let cost = if x.costs_time() {
+            format!(
+                "{} ({})",
+                units::secs(x.cost_s),
+                units::percent(x.share_of_run)
+            )
+        } else {
+            "—".to_string()
+        }
+        .replace(' ', "\u{a0}");
+        let head = fmt::wrap(&format!("{}. {} {cost}", i + 1, x.title), width);
+        let last = head.len() - 1;
+        for (j, l) in head.into_iter().enumerate() {
+            let l = l.replace('\u{a0}', " ");
+            let bold = Style::default().add_modifier(Modifier::BOLD);
+            if j < last {
+                lines.push(Line::styled(l, bold));
+                continue;
+            }
+            let cost = cost.replace('\u{a0}', " ");
+            let (title, cost) = match l.strip_suffix(&cost) {
+                Some(title) => (title, cost.as_str()),
+                None => (l.as_str(), ""),
+            };
+            lines.push(Line::from(vec![
+                Span::styled(title.to_string(), bold),
+                Span::styled(cost.to_string(), Style::default().fg(Color::Yellow)),
+            ]));
+        }
+        for l in fmt::wrap(&x.what_to_do, width.saturating_sub(3)) {
+            lines.push(Line::from(format!("   {l}")));
+        }
     }
     if lines.is_empty() {
         lines.push(Line::from("no findings"));
     }
-    let scroll = app.nav[super::app::Tab::Summary.index()].selected as u16;
+    let title = if shown < a.findings.len() {
+        format!("Findings ({shown} of {})", a.findings.len())
+    } else {
+        format!("Findings ({})", a.findings.len())
+    };
+    let end = lines
+        .len()
+        .saturating_sub(area.height.saturating_sub(2) as usize);
+    let nav = &mut app.nav[super::app::Tab::Summary.index()];
+    nav.last = Some(end);
+    nav.selected = nav.selected.min(end);
     f.render_widget(
         Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .scroll((scroll, 0))
-            .block(widgets::block(format!("Findings ({})", a.findings.len()))),
+            .scroll((nav.selected as u16, 0))
+            .block(widgets::block(title)),
         area,
     );
 }

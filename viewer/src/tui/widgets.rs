@@ -2,12 +2,13 @@
 
 use hyscope_analyzer::Observable;
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Flex, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState, Wrap};
 
 use super::app::{App, TableNav};
+use super::fmt;
 
 /// A sort key of a table: the column it marks and the value rows are ordered by.
 pub type SortKey<T> = (usize, fn(&T) -> f64);
@@ -57,6 +58,126 @@ pub fn sort_by<T>(items: &mut [&T], nav: &mut TableNav, keys: &[fn(&T) -> f64]) 
         if nav.ascending { o } else { o.reverse() }
     });
     nav.selected = nav.selected.min(items.len().saturating_sub(1));
+    nav.last = Some(items.len().saturating_sub(1));
+}
+
+/// The header of a table, the sorted column marked with its arrow.
+fn header_texts(header: &[&str], sorted_col: Option<usize>, ascending: bool) -> Vec<String> {
+    header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            if Some(i) == sorted_col {
+                format!("{h}{}", if ascending { "▲" } else { "▼" })
+            } else {
+                h.to_string()
+            }
+        })
+        .collect()
+}
+
+/// How a [`fit_table`] lays out its columns: the header, which column gives
+/// way, and which go first when the terminal is too narrow.
+pub struct Fit<'a> {
+    pub header: &'a [&'a str],
+    /// Per column, how much it matters: the lowest is left out first.
+    pub keep: &'a [u8],
+    /// The column of names: it takes what is left (at least `flex_min`
+    /// cells, or its widest text), its text clipped with `…`.
+    pub flex: usize,
+    pub flex_min: usize,
+    pub sorted_col: Option<usize>,
+    pub ascending: bool,
+}
+
+impl Fit<'_> {
+    /// The width of each column in a table of `width` cells (borders
+    /// included), `None` for a column left out. Every other column is as wide
+    /// as its widest text, header and sort arrow included, so that no value
+    /// or unit is cut; the sorted column and the names are never left out.
+    pub fn widths(&self, width: u16, rows: &[Vec<String>]) -> Vec<Option<usize>> {
+        let head = header_texts(self.header, self.sorted_col, self.ascending);
+        let n = head.len();
+        let w: Vec<usize> = (0..n)
+            .map(|i| {
+                rows.iter()
+                    .filter_map(|r| r.get(i))
+                    .map(|c| c.chars().count())
+                    .chain([head[i].chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let avail = width.saturating_sub(2) as usize;
+        let mut shown = vec![true; n];
+        let fixed = |shown: &[bool]| -> usize {
+            let cols = shown.iter().filter(|&&s| s).count();
+            (0..n)
+                .filter(|&i| shown[i] && i != self.flex)
+                .map(|i| w[i])
+                .sum::<usize>()
+                + cols.saturating_sub(1)
+        };
+        let flex_min = w.get(self.flex).copied().unwrap_or(0).min(self.flex_min);
+        while fixed(&shown) + flex_min > avail {
+            let Some(drop) = (0..n)
+                .filter(|&i| shown[i] && i != self.flex && Some(i) != self.sorted_col)
+                .min_by_key(|&i| (self.keep.get(i).copied().unwrap_or(0), std::cmp::Reverse(i)))
+            else {
+                break;
+            };
+            shown[drop] = false;
+        }
+        let flex_w = avail
+            .saturating_sub(fixed(&shown))
+            .min(w.get(self.flex).copied().unwrap_or(0));
+        (0..n)
+            .map(|i| shown[i].then_some(if i == self.flex { flex_w } else { w[i] }))
+            .collect()
+    }
+}
+
+/// A table laid out by `fit` (columns as wide as their text, the least
+/// important left out when they do not all fit), the sorted column marked
+/// and the selected row highlighted.
+pub fn fit_table(
+    f: &mut Frame,
+    area: Rect,
+    title: String,
+    fit: &Fit,
+    rows: Vec<Vec<String>>,
+    selected: Option<usize>,
+) {
+    let widths = fit.widths(area.width, &rows);
+    let keep = |cells: Vec<String>| -> Vec<String> {
+        cells
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, c)| match widths.get(i).copied().flatten() {
+                Some(w) if i == fit.flex => Some(fmt::clip(&c, w)),
+                Some(_) => Some(c),
+                None => None,
+            })
+            .collect()
+    };
+    let head = keep(header_texts(fit.header, fit.sorted_col, fit.ascending));
+    let n = rows.len();
+    let constraints: Vec<Constraint> = widths
+        .iter()
+        .flatten()
+        .map(|&w| Constraint::Length(w as u16))
+        .collect();
+    let t = Table::new(rows.into_iter().map(|r| Row::new(keep(r))), constraints)
+        .header(Row::new(head).style(Style::default().add_modifier(Modifier::BOLD)))
+        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+        .column_spacing(1)
+        .flex(Flex::Start)
+        .block(block(title));
+    let mut state = TableState::default();
+    if n > 0 {
+        state.select(selected.map(|s| s.min(n - 1)));
+    }
+    f.render_stateful_widget(t, area, &mut state);
 }
 
 /// A table with a header whose sorted column is marked, the selected row highlighted.
@@ -72,17 +193,7 @@ pub fn table(
     rows: Vec<Vec<String>>,
     selected: Option<usize>,
 ) {
-    let head: Vec<String> = header
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            if Some(i) == sorted_col {
-                format!("{h}{}", if ascending { "▲" } else { "▼" })
-            } else {
-                h.to_string()
-            }
-        })
-        .collect();
+    let head = header_texts(header, sorted_col, ascending);
     let n = rows.len();
     let t = Table::new(rows.into_iter().map(Row::new), widths.to_vec())
         .header(Row::new(head).style(Style::default().add_modifier(Modifier::BOLD)))
