@@ -15,7 +15,7 @@ pub(crate) mod mpi;
 mod openmp;
 pub mod parallel;
 mod phases;
-mod run;
+pub(crate) mod run;
 pub use run::collector_in_mpi_init;
 mod table;
 

@@ -114,13 +114,7 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
                 "OpenMP",
                 r.openmp_runtime.clone().unwrap_or_else(|| "-".into()),
             );
-            row(
-                "events",
-                format!(
-                    "{} omp, {} mpi, {} samples",
-                    r.omp_events, r.mpi_events, r.sample_events
-                ),
-            );
+            row("events", crate::report::run::events_text(r));
         });
     ui.separator();
     ui.heading("Findings");

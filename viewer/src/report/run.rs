@@ -60,20 +60,7 @@ pub fn facts(out: &mut String, a: &Analysis) {
     if let Some(o) = &r.openmp_runtime {
         kv("OpenMP runtime", o.clone());
     }
-    kv(
-        "events",
-        format!(
-            "{} OpenMP, {} MPI, {} samples{}",
-            count(r.omp_events as f64),
-            count(r.mpi_events as f64),
-            count(r.sample_events as f64),
-            if r.dropped_events > 0 {
-                format!(", {} DROPPED", r.dropped_events)
-            } else {
-                String::new()
-            }
-        ),
-    );
+    kv("events", events_text(r));
     kv(
         "clocks",
         if r.clock_corrected {
@@ -231,6 +218,22 @@ fn placement(p: &RankPlacement) -> String {
                 "; bound there by the OpenMP runtime, the rank may use CPU {}",
                 hyscope_analyzer::placement::cpu_list(&p.cpus)
             )
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// A run's events as every view writes them: `16.2 k OpenMP, 46 MPI, 212
+/// samples`, and the dropped ones if any.
+pub fn events_text(r: &hyscope_analyzer::RunFacts) -> String {
+    format!(
+        "{} OpenMP, {} MPI, {} samples{}",
+        count(r.omp_events as f64),
+        count(r.mpi_events as f64),
+        count(r.sample_events as f64),
+        if r.dropped_events > 0 {
+            format!(", {} DROPPED", r.dropped_events)
         } else {
             String::new()
         }
