@@ -517,17 +517,29 @@ impl PhaseLanes {
         self.by_rank.is_empty()
     }
 
-    /// The intervals of the phase `name` on every rank, merged and sorted:
-    /// what a viewer zooms to.
+    /// One window per repetition of the phase `name`, in time order: the
+    /// k-th repetition from its earliest start to its latest end over the
+    /// ranks. What a viewer zooms to, one repetition at a time: back-to-back
+    /// repetitions (a `step` per time step) are separate windows, though
+    /// their union is one interval.
     pub fn windows(&self, name: &str) -> Vec<(i64, i64)> {
-        crate::focus::merged(
-            self.by_rank
-                .values()
-                .flatten()
+        let mut windows: Vec<(i64, i64)> = Vec::new();
+        for phases in self.by_rank.values() {
+            let mut own: Vec<(i64, i64)> = phases
+                .iter()
                 .filter(|p| p.name == name)
                 .map(|p| (p.start_ns, p.end_ns.max(p.start_ns)))
-                .collect(),
-        )
+                .collect();
+            own.sort_unstable();
+            for (k, (a, b)) in own.into_iter().enumerate() {
+                match windows.get_mut(k) {
+                    Some(w) => *w = (w.0.min(a), w.1.max(b)),
+                    None => windows.push((a, b)),
+                }
+            }
+        }
+        windows.sort_unstable();
+        windows
     }
 
     /// Whether `rank` has phases (its timeline gets a phase row).
@@ -608,6 +620,30 @@ pub fn names_sentence<'a>(phases: impl Iterator<Item = &'a PhaseRecord>) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two ranks, each with `step` twice back to back, rank 1 lagging by
+    /// 5: one window per step over both ranks, not their union.
+    #[test]
+    fn a_phase_repeated_back_to_back_has_a_window_per_repetition() {
+        let step = |a, b| PhaseRecord::api(0, "step", a, b, 1);
+        let lanes = PhaseLanes {
+            by_rank: BTreeMap::from([
+                (
+                    0,
+                    vec![
+                        step(100, 200),
+                        step(200, 300),
+                        PhaseRecord::api(0, "solver", 100, 300, 0),
+                    ],
+                ),
+                (1, vec![step(205, 305), step(105, 205)]),
+            ]),
+            problems: Vec::new(),
+        };
+        assert_eq!(lanes.windows("step"), [(100, 205), (200, 305)]);
+        assert_eq!(lanes.windows("solver"), [(100, 300)]);
+        assert!(lanes.windows("halo").is_empty());
+    }
 
     fn row(kind: OmpKind, start: i64, end: i64, count: u64) -> OmpRecord {
         OmpRecord {

@@ -492,7 +492,7 @@ impl GuiApp {
 
     /// The phase filter of the analysis panel: every table below covers the
     /// chosen phase's time only; "zoom to it" steps the timeline through its
-    /// intervals.
+    /// repetitions (`PhaseLanes::windows`).
     fn phase_picker(&mut self, ui: &mut egui::Ui, which: usize) {
         let slot = &mut self.slots[which];
         if slot.phase_names.is_empty() {

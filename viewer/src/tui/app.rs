@@ -322,7 +322,7 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     (
         "Timeline f",
-        "zoom to the next interval of the phase chosen with p",
+        "zoom to the next repetition of the phase chosen with p",
     ),
     ("Timeline click / drag", "place the cursor / select a range"),
     ("?", "this help (any key closes it)"),
