@@ -299,6 +299,10 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
     let mut found = |rank: u32, thread: u32, start: i64, end: i64| {
         out.push((rank, thread, global(rank, start), global(rank, end)))
     };
+    // A region's code address is on its primary thread's rows only: its
+    // other threads' implicit tasks are found by the region's id, in a
+    // second pass when a region matched.
+    let mut regions: std::collections::HashSet<(u32, u64)> = std::collections::HashSet::new();
     trace
         .for_each_record::<OmpRecord>(&ScanOptions::default(), |rank, r| {
             let kind = OmpKind::from_u8(r.kind);
@@ -308,9 +312,24 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
             ) && location.matches(rank, r.codeptr)
             {
                 found(rank, r.thread, r.start_ns, r.end_ns);
+                if kind == Some(OmpKind::Parallel) {
+                    regions.insert((rank, r.parallel_id));
+                }
             }
         })
         .map_err(|e| e.to_string())?;
+    if !regions.is_empty() {
+        trace
+            .for_each_record::<OmpRecord>(&ScanOptions::default(), |rank, r| {
+                if r.kind == OmpKind::ImplicitTask as u8
+                    && !location.matches(rank, r.codeptr)
+                    && regions.contains(&(rank, r.parallel_id))
+                {
+                    found(rank, r.thread, r.start_ns, r.end_ns);
+                }
+            })
+            .map_err(|e| e.to_string())?;
+    }
     trace
         .for_each_record::<MpiRecord>(&ScanOptions::default(), |rank, r| {
             if r.end_ns > r.start_ns && location.matches(rank, r.callsite) {

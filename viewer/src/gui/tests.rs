@@ -840,6 +840,18 @@ fn highlight_finds_instances_on_every_rank() {
             "region {}",
             g.location.label
         );
+        // Every thread of the team, not only the primary that carries the
+        // region's address.
+        let inst = super::data::instances_of(&data, g.location.address, usize::MAX).unwrap();
+        let mut threads: Vec<(u32, u32)> = inst.iter().map(|i| (i.0, i.1)).collect();
+        threads.sort_unstable();
+        threads.dedup();
+        assert_eq!(
+            threads,
+            [(0, 0), (0, 1), (1, 0), (1, 1)],
+            "region {}",
+            g.location.label
+        );
     }
     let sites = &a.mpi.get().unwrap().callsites;
     assert!(sites.iter().any(|c| c.location.is_some()));
