@@ -120,7 +120,11 @@ fn timeline_tab() {
     key(&mut a, KeyCode::Char('v'));
     let s = render(&mut a, 100, 30);
     println!("{s}");
-    assert!(s.contains("range 0 ns – 10.00 ms (10.00 ms)"), "{s}");
+    // The statistics name the row they are for (the thread selected above).
+    assert!(
+        s.contains("range 0 ns – 10.00 ms (10.00 ms), rank 0 thread 1: "),
+        "{s}"
+    );
     // Pan is bounded by the run: at full view it does not move.
     key(&mut a, KeyCode::Char('L'));
     assert_eq!((a.timeline.t0, a.timeline.t1), (0, tui_common::END));

@@ -962,8 +962,14 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
                 .collect();
             let total: u64 = per.iter().map(|x| x.1).sum();
             per.sort_by_key(|x| std::cmp::Reverse(x.1));
+            // The statistics are the selected row's: say which.
+            let of = match (&row.group, row.thread) {
+                (None, Some(t)) => format!("rank {} thread {t}", row.rank),
+                (None, None) => format!("rank {}, its threads", row.rank),
+                (Some(_), _) => row_label(row),
+            };
             let mut spans = vec![Span::raw(format!(
-                "range {} – {} ({}): ",
+                "range {} – {} ({}), {of}: ",
                 rel(a, origin, step),
                 rel(b, origin, step),
                 units::ns((b - a) as f64)
