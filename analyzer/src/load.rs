@@ -836,6 +836,7 @@ pub(crate) fn load_in(
                 let empty = crate::rank_mpi::RankMpi::of(
                     rd.rank,
                     &[],
+                    &[],
                     crate::rank_mpi::RankMpiInput {
                         window: (0, 0),
                         regions: &[],

@@ -106,10 +106,10 @@ pub(crate) fn read_rank_mpi(
             (s.2, s.3)
         }
     };
-    let pass = RankMpi::of_sides(
+    let pass = RankMpi::of(
         rank,
         &rows,
-        &sides,
+        &crate::mpi::received_by_post(&sides),
         RankMpiInput {
             window,
             regions: input.regions,

@@ -10,9 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use hyscope_format::{MpiRecord, PhaseRecord};
 use serde::{Deserialize, Serialize};
 
-use crate::aligned::RankSides;
 use crate::memory::GraphPart;
-use crate::mpi::{EagerLimits, ProfilePart, received_by_post};
+use crate::mpi::{EagerLimits, ProfilePart};
 use crate::trace_data::{PhaseMpi, RankData, WindowMpi};
 
 /// What the analyses read of one rank's MPI rows.
@@ -38,28 +37,13 @@ pub struct RankMpiInput<'a> {
 }
 
 impl RankMpi {
-    /// Rank `rank`'s rows (on global time, restricted to the focus if any)
-    /// and its message sides (numbered as the rows), which tell the bytes a
-    /// nonblocking receive's post received at its completion
-    /// ([`received_by_post`]). Call sites stay the rank's own addresses:
+    /// Rank `rank`'s rows (on global time, restricted to the focus if any),
+    /// with the bytes the receives each row posted received at their
+    /// completion ([`crate::mpi::received_by_post`] of the rank's message sides; none
+    /// for a rank without rows). Call sites stay the rank's own addresses:
     /// [`MpiMerge::add`] makes them canonical, where every rank's symbols
     /// are known.
-    pub fn of_sides(
-        rank: u32,
-        rows: &[MpiRecord],
-        sides: &RankSides,
-        input: RankMpiInput,
-        limits: &EagerLimits,
-    ) -> RankMpi {
-        RankMpi::with_received(rank, rows, &received_by_post(sides), input, limits)
-    }
-
-    /// A rank with no message sides (no rows): [`RankMpi::of_sides`].
-    pub fn of(rank: u32, rows: &[MpiRecord], input: RankMpiInput, limits: &EagerLimits) -> RankMpi {
-        RankMpi::with_received(rank, rows, &[], input, limits)
-    }
-
-    fn with_received(
+    pub fn of(
         rank: u32,
         rows: &[MpiRecord],
         received: &[(usize, u64)],
