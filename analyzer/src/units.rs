@@ -143,16 +143,28 @@ pub fn percent(fraction: f64) -> String {
 
 /// A sampled value in its metric's unit (the manifest's): bytes, times,
 /// energy and power as everywhere else; other units (queue lengths, counts)
-/// in three decimals with an SI prefix, `12.346k msg`.
+/// a whole number as [`count`] writes it (`1 peers`, `12.3 k msg`), a
+/// fraction in three decimals with an SI prefix (`12.346k msg`).
 pub fn quantity(v: f64, unit: &str) -> String {
+    let other = |v: f64| {
+        if v.is_finite() && v.fract() == 0.0 {
+            if v < 0.0 {
+                format!("-{}", count(-v))
+            } else {
+                count(v)
+            }
+        } else {
+            si(v)
+        }
+    };
     match unit {
         "bytes" | "B" => bytes(v),
         "ns" => ns(v),
         "s" => secs(v),
         "J" => joules(v),
         "W" => watts(v),
-        "" => si(v),
-        _ => format!("{} {unit}", si(v)),
+        "" => other(v),
+        _ => format!("{} {unit}", other(v)),
     }
 }
 
@@ -279,8 +291,13 @@ mod tests {
         assert_eq!(quantity(100.0, "W"), "100.0 W");
         assert_eq!(quantity(2.5e6, "ns"), "2.50 ms");
         assert_eq!(quantity(12_345.6, "msg"), "12.346k msg");
-        assert_eq!(quantity(999.0, ""), "999.000");
-        assert_eq!(quantity(-1.5e9, ""), "-1.500G");
+        assert_eq!(quantity(999.0, ""), "999");
+        assert_eq!(quantity(1.0, "peers"), "1 peers");
+        assert_eq!(quantity(0.0, "messages"), "0 messages");
+        assert_eq!(quantity(1.5, "peers"), "1.500 peers");
+        assert_eq!(quantity(12_346.0, "msg"), "12.3 k msg");
+        assert_eq!(quantity(-1.5e9, ""), "-1500.00 M");
+        assert_eq!(quantity(-1.25, ""), "-1.250");
         assert_eq!(quantity(f64::NAN, "bytes"), "n/a");
     }
 

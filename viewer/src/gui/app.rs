@@ -745,8 +745,8 @@ impl GuiApp {
                                 .collect::<Vec<_>>()
                                 .join("\n"),
                         );
-                        ui.small(format!("max {}", data::counter_value(hi, unit)));
-                        ui.small(format!("min {}", data::counter_value(lo, unit)));
+                        ui.small(format!("max {}", crate::units::quantity(hi, unit)));
+                        ui.small(format!("min {}", crate::units::quantity(lo, unit)));
                     },
                 );
                 let width = body.map_or(ui.available_width(), |b| b.width());
@@ -768,7 +768,7 @@ impl GuiApp {
                             ..
                         } => Some(format!(
                             "{plot_name}\n{} at {}",
-                            data::counter_value(position.y, unit),
+                            crate::units::quantity(position.y, unit),
                             units::ns(position.x)
                         )),
                         _ => None,

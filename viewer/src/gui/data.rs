@@ -44,27 +44,6 @@ impl CounterTrack {
     }
 }
 
-/// A counter's value in its unit, as [`crate::units::quantity`] writes it,
-/// but a whole number of a unit that counts things (peers, messages: any unit
-/// that is no time, size, energy or power) without decimals: `1 peers`,
-/// `12.3 k messages`, never `1.000 peers`.
-pub fn counter_value(v: f64, unit: &str) -> String {
-    let measure = matches!(unit, "bytes" | "B" | "ns" | "s" | "J" | "W");
-    if measure || !v.is_finite() || v.fract() != 0.0 {
-        return crate::units::quantity(v, unit);
-    }
-    let n = if v < 0.0 {
-        format!("-{}", crate::units::count(-v))
-    } else {
-        crate::units::count(v)
-    };
-    if unit.is_empty() {
-        n
-    } else {
-        format!("{n} {unit}")
-    }
-}
-
 /// An instance of a code location on the timeline: (rank, thread, start, end), rank 0's clock.
 pub type Instance = (u32, u32, i64, i64);
 

@@ -915,21 +915,6 @@ fn counts_say_one_in_the_singular() {
     assert_eq!(counted(2, "rank", "ranks"), "2 ranks");
 }
 
-/// A whole number of a counted unit reads without decimals (`max 1 peers`,
-/// never `max 1.000 peers`); times, bytes, energy and power as everywhere.
-#[test]
-fn counts_read_without_decimals() {
-    use super::data::counter_value;
-    assert_eq!(counter_value(1.0, "peers"), "1 peers");
-    assert_eq!(counter_value(0.0, "messages"), "0 messages");
-    assert_eq!(counter_value(12_345.0, "messages"), "12.3 k messages");
-    assert_eq!(counter_value(369.0, ""), "369");
-    // What is no whole count keeps its decimals; measures their own format.
-    assert_eq!(counter_value(1.5, "peers"), units::quantity(1.5, "peers"));
-    assert_eq!(counter_value(1024.0, "bytes"), units::bytes(1024.0));
-    assert_eq!(counter_value(2.0, "W"), units::watts(2.0));
-}
-
 /// Stacked phase bars thinner than a line of text (`step` inside `solver`
 /// in a row 22 px high): every name drawn lies inside its own bar, in a
 /// smaller font, so no two overlap; a name that does not fit is left out.
