@@ -10,7 +10,7 @@ use hyscope_analyzer::*;
 use crate::units;
 
 mod energy;
-mod memory;
+pub(crate) mod memory;
 pub(crate) mod mpi;
 mod openmp;
 pub mod parallel;

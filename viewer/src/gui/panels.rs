@@ -406,9 +406,6 @@ fn mpi(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
     }
 }
 
-/// Ranks listed in the memory footprint table at most, as in the report.
-const MEMORY_RANKS: usize = 64;
-
 /// A table of labels, scrolled sideways when wider than the panel.
 fn table(ui: &mut egui::Ui, id: &str, header: &[&str], rows: Vec<Vec<RichText>>) {
     table_with(ui, id, header, |ui| {
@@ -452,56 +449,25 @@ fn memory(ui: &mut egui::Ui, a: &Analysis) {
         return;
     }
     let Some(m) = a.memory.get() else { return };
-    let count = |v: f64| crate::units::count(v.max(0.0).round());
-    let bytes = |v: f64| RichText::new(units::bytes(v));
-    let opt_bytes = |v: Option<u64>| v.map_or(RichText::new("n/a").weak(), |b| bytes(b as f64));
+    use crate::report::memory as report;
+    let cells = |rows: Vec<Vec<String>>| -> Vec<Vec<RichText>> {
+        rows.into_iter()
+            .map(|r| r.into_iter().map(RichText::new).collect())
+            .collect()
+    };
     ui.heading("MPI memory footprint");
     ui.label(format!(
         "job: N = {} node(s), C = {} rank(s) per node, H = {} HCA(s)",
         m.nodes, m.cores_per_node, m.hcas_per_node
     ));
     ui.label(format!("pattern: {}", m.pattern));
-    table(
-        ui,
-        "memory_ranks",
-        // The report's columns, bytes first: the panel is narrow.
-        &[
-            "rank",
-            "host",
-            "buffers (model)",
-            "RSS peak",
-            "RSS Δ MPI_Init",
-            "shm",
-            "peers",
-            "connections",
-            "measured",
-        ],
-        m.per_rank
-            .iter()
-            .take(MEMORY_RANKS)
-            .map(|p| {
-                vec![
-                    RichText::new(p.rank.to_string()),
-                    RichText::new(&p.host),
-                    bytes(p.buffer_bytes_observed),
-                    opt_bytes(p.rss_peak),
-                    opt_bytes(p.mpi_init_delta),
-                    opt_bytes(p.shm_mapped),
-                    RichText::new(p.peers_observed.to_string()),
-                    RichText::new(p.connections_estimated.to_string()),
-                    p.connections_measured
-                        .map_or(RichText::new("n/a").weak(), |c| {
-                            RichText::new(c.to_string())
-                        }),
-                ]
-            })
-            .collect(),
-    );
-    if m.per_rank.len() > MEMORY_RANKS {
+    let (header, rows) = report::rank_table(m, report::RANKS_LISTED);
+    table(ui, "memory_ranks", &header, cells(rows));
+    if m.per_rank.len() > report::RANKS_LISTED {
         ui.weak(format!(
             "… {} not listed",
             counted(
-                (m.per_rank.len() - MEMORY_RANKS) as u64,
+                (m.per_rank.len() - report::RANKS_LISTED) as u64,
                 "more rank",
                 "more ranks"
             )
@@ -509,22 +475,8 @@ fn memory(ui: &mut egui::Ui, a: &Analysis) {
     }
     ui.separator();
     ui.strong("Queue pairs per node (Didelot 2014 Table 3.4)");
-    table(
-        ui,
-        "memory_qps",
-        &["transport", "formula", "observed graph", "fully connected"],
-        m.qp_table
-            .iter()
-            .map(|q| {
-                vec![
-                    RichText::new(&q.transport),
-                    RichText::new(&q.formula),
-                    RichText::new(count(q.observed_per_node)),
-                    RichText::new(count(q.full_per_node)),
-                ]
-            })
-            .collect(),
-    );
+    let (header, rows) = report::qp_table(m);
+    table(ui, "memory_qps", &header, cells(rows));
     ui.separator();
     ui.strong("Model parameters (hover for the source)");
     egui::Grid::new("memory_parameters")
@@ -536,8 +488,8 @@ fn memory(ui: &mut egui::Ui, a: &Analysis) {
                 ui.label(units::bytes(p.value)).on_hover_text(&p.source);
                 ui.end_row();
             }
-            ui.label("bytes per connection")
-                .on_hover_text("sum of per-connection items");
+            ui.label(crate::report::memory::BUFFER_BYTES_PER_CONNECTION)
+                .on_hover_text("eager RDMA slots + per-peer receive queue");
             ui.label(units::bytes(m.bytes_per_connection));
             ui.end_row();
             ui.label("group maps per rank")
@@ -566,46 +518,22 @@ fn memory(ui: &mut egui::Ui, a: &Analysis) {
         m.memory_per_core
             .map_or("unknown".into(), |b| units::bytes(b as f64))
     ));
-    table(
-        ui,
-        "memory_projection",
-        // The report's columns, bytes first: the panel is narrow.
-        &[
-            "ranks",
-            "nodes",
-            "total/rank",
-            "buffers/rank",
-            "QPs/rank",
-            "groups/rank",
-            "conn/rank",
-            "RC QP/node",
-            "XRC QP/node",
-            "UD QP/node",
-        ],
-        m.projections
-            .iter()
-            .map(|p| {
-                let over = p.exceeds_memory_per_core == Some(true);
-                let total = bytes(p.total_bytes_per_rank);
-                vec![
-                    RichText::new(count(p.ranks as f64)),
-                    RichText::new(count(p.nodes as f64)),
-                    if over {
-                        total.color(ui.visuals().error_fg_color).strong()
-                    } else {
-                        total
-                    },
-                    bytes(p.buffer_bytes_per_rank),
-                    bytes(p.qp_bytes_per_rank),
-                    bytes(p.group_bytes_per_rank),
-                    RichText::new(count(p.connections_per_rank)),
-                    RichText::new(count(p.qp_rc_per_node)),
-                    RichText::new(count(p.qp_xrc_per_node)),
-                    RichText::new(count(p.qp_ud_per_node)),
-                ]
-            })
-            .collect(),
-    );
+    let (header, rows) = report::projection_table(m);
+    let total = header.iter().position(|h| *h == "total/rank");
+    let rows = cells(rows)
+        .into_iter()
+        .zip(&m.projections)
+        .map(|(mut row, p)| {
+            // A total over the memory per core in red, as the report marks it.
+            if let Some(t) = total
+                && p.exceeds_memory_per_core == Some(true)
+            {
+                row[t] = row[t].clone().color(ui.visuals().error_fg_color).strong();
+            }
+            row
+        })
+        .collect();
+    table(ui, "memory_projection", &header, rows);
     if m.projections
         .iter()
         .any(|p| p.exceeds_memory_per_core == Some(true))

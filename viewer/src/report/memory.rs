@@ -18,43 +18,14 @@ pub fn footprint(out: &mut String, a: &Analysis) {
         "  job: N = {} node(s), C = {} rank(s) per node, H = {} HCA(s); pattern: {}",
         m.nodes, m.cores_per_node, m.hcas_per_node, m.pattern
     );
-    let mut t = Table::new(&[
-        "rank",
-        "host",
-        "peers",
-        "connections",
-        "measured",
-        "RSS Δ MPI_Init",
-        "RSS peak",
-        "shm",
-        "buffers (model)",
-    ]);
-    for p in m.per_rank.iter().take(64) {
-        let opt = |v: Option<u64>| v.map_or("n/a".into(), |b| units::bytes(b as f64));
-        t.row(vec![
-            p.rank.to_string(),
-            p.host.clone(),
-            p.peers_observed.to_string(),
-            p.connections_estimated.to_string(),
-            p.connections_measured
-                .map_or("n/a".into(), |c| c.to_string()),
-            opt(p.mpi_init_delta),
-            opt(p.rss_peak),
-            opt(p.shm_mapped),
-            units::bytes(p.buffer_bytes_observed),
-        ]);
-    }
+    let (header, rows) = rank_table(m, RANKS_LISTED);
+    let mut t = Table::new(&header);
+    rows.into_iter().for_each(|r| t.row(r));
     t.render(out);
     out.push_str("\n  queue pairs per node (Didelot 2014 Table 3.4):\n");
-    let mut t = Table::new(&["transport", "formula", "observed graph", "fully connected"]);
-    for q in &m.qp_table {
-        t.row(vec![
-            q.transport.clone(),
-            q.formula.clone(),
-            count(q.observed_per_node),
-            count(q.full_per_node),
-        ]);
-    }
+    let (header, rows) = qp_table(m);
+    let mut t = Table::new(&header);
+    rows.into_iter().for_each(|r| t.row(r));
     t.render(out);
     out.push_str("\n  model parameters:\n");
     for p in &m.parameters {
@@ -68,8 +39,8 @@ pub fn footprint(out: &mut String, a: &Analysis) {
     }
     let _ = writeln!(
         out,
-        "    {:<36} {:>12}  (sum of per-connection items)",
-        "bytes per connection",
+        "    {:<36} {:>12}  (eager RDMA slots + per-peer receive queue)",
+        BUFFER_BYTES_PER_CONNECTION,
         units::bytes(m.bytes_per_connection)
     );
     let _ = writeln!(
@@ -99,7 +70,105 @@ fn projection(out: &mut String, m: &MemoryFootprint) {
         m.memory_per_core
             .map_or("unknown".into(), |b| units::bytes(b as f64))
     );
-    let mut t = Table::new(&[
+    let (header, rows) = projection_table(m);
+    let mut t = Table::new(&[header.as_slice(), &[""]].concat());
+    for (mut row, p) in rows.into_iter().zip(&m.projections) {
+        row.push(if p.exceeds_memory_per_core == Some(true) {
+            "EXCEEDS memory/core".into()
+        } else {
+            String::new()
+        });
+        t.row(row);
+    }
+    t.render(out);
+}
+
+/// Ranks the footprint table lists (the report's and the GUI's).
+pub const RANKS_LISTED: usize = 64;
+
+/// What the model's per-connection buffers are called in every view.
+pub const BUFFER_BYTES_PER_CONNECTION: &str = "buffer bytes per connection";
+
+/// The footprint per rank, the first `listed` ranks: header and cells, as
+/// every view shows them.
+pub fn rank_table(m: &MemoryFootprint, listed: usize) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let opt = |v: Option<u64>| v.map_or("n/a".into(), |b| units::bytes(b as f64));
+    let rows = m
+        .per_rank
+        .iter()
+        .take(listed)
+        .map(|p| {
+            vec![
+                p.rank.to_string(),
+                p.host.clone(),
+                p.peers_observed.to_string(),
+                p.connections_estimated.to_string(),
+                p.connections_measured
+                    .map_or("n/a".into(), |c| c.to_string()),
+                opt(p.mpi_init_delta),
+                opt(p.rss_peak),
+                opt(p.shm_mapped),
+                units::bytes(p.buffer_bytes_observed),
+            ]
+        })
+        .collect();
+    let header = vec![
+        "rank",
+        "host",
+        "peers",
+        "connections",
+        "measured",
+        "RSS Δ MPI_Init",
+        "RSS peak",
+        "shm",
+        "buffers (model)",
+    ];
+    (header, rows)
+}
+
+/// Queue pairs per node (Didelot 2014 Table 3.4): header and cells.
+pub fn qp_table(m: &MemoryFootprint) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let rows = m
+        .qp_table
+        .iter()
+        .map(|q| {
+            vec![
+                q.transport.clone(),
+                q.formula.clone(),
+                count(q.observed_per_node),
+                count(q.full_per_node),
+            ]
+        })
+        .collect();
+    (
+        vec!["transport", "formula", "observed graph", "fully connected"],
+        rows,
+    )
+}
+
+/// The projection to larger jobs, one row per projected size: header and
+/// cells (whether a total exceeds the memory per core is the projection's
+/// `exceeds_memory_per_core`, each view marks it its way).
+pub fn projection_table(m: &MemoryFootprint) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let rows = m
+        .projections
+        .iter()
+        .map(|p| {
+            vec![
+                count(p.ranks as f64),
+                count(p.nodes as f64),
+                count(p.connections_per_rank),
+                count(p.qp_rc_per_node),
+                count(p.qp_xrc_per_node),
+                count(p.qp_ud_per_node),
+                units::bytes(p.buffer_bytes_per_rank),
+                units::bytes(p.qp_bytes_per_rank),
+                units::bytes(p.group_bytes_per_rank),
+                units::bytes(p.total_bytes_per_rank),
+            ]
+        })
+        .collect();
+    let header = vec![
         "ranks",
         "nodes",
         "conn/rank",
@@ -110,26 +179,6 @@ fn projection(out: &mut String, m: &MemoryFootprint) {
         "QPs/rank",
         "groups/rank",
         "total/rank",
-        "",
-    ]);
-    for p in &m.projections {
-        t.row(vec![
-            count(p.ranks as f64),
-            count(p.nodes as f64),
-            count(p.connections_per_rank),
-            count(p.qp_rc_per_node),
-            count(p.qp_xrc_per_node),
-            count(p.qp_ud_per_node),
-            units::bytes(p.buffer_bytes_per_rank),
-            units::bytes(p.qp_bytes_per_rank),
-            units::bytes(p.group_bytes_per_rank),
-            units::bytes(p.total_bytes_per_rank),
-            if p.exceeds_memory_per_core == Some(true) {
-                "EXCEEDS memory/core".into()
-            } else {
-                String::new()
-            },
-        ]);
-    }
-    t.render(out);
+    ];
+    (header, rows)
 }
