@@ -582,10 +582,17 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<(), For
         message: e.to_string(),
     })?;
     let mut file = std::fs::File::create(&tmp).map_err(|e| FormatError::io(&tmp, e))?;
-    file.write_all(&text)
+    let written = file
+        .write_all(&text)
         .and_then(|_| close_checked(file))
-        .map_err(|e| FormatError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| FormatError::io(path, e))
+        .map_err(|e| FormatError::io(&tmp, e))
+        .and_then(|_| std::fs::rename(&tmp, path).map_err(|e| FormatError::io(path, e)));
+    if written.is_err() {
+        // A full disk or a failed rename: leave no half-written file that a
+        // reader would list as a rank file its writer never finished.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Close `file` and say whether the close failed. Network file systems (NFS,
@@ -735,6 +742,24 @@ mod tests {
             clock_offsets: offsets,
             ..RankInfo::default()
         }
+    }
+
+    /// A write that fails (here the rename: the name is a directory that is
+    /// not empty; on a full disk, the write) leaves no temporary behind, which
+    /// a reader would list as a rank file its writer never finished.
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rank-0.json");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("inside"), b"x").unwrap();
+        let written = write_json_atomic(&path, &RankInfo::default());
+        assert!(written.is_err(), "{written:?}");
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, vec!["rank-0.json".to_string()]);
     }
 
     #[test]

@@ -681,17 +681,15 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
         match hyscope_format::Trace::open(dir) {
             Ok(trace) => {
                 let r = &trace.manifest.ranks;
-                for info in r {
-                    if let Some(end) = info.end.filter(|e| e.is_partial()) {
-                        partial.push(format!("rank {} {}", info.rank, end.describe()));
-                    }
-                    if info.disk_full {
-                        partial.push(format!(
-                            "the disk was full while rank {} wrote it",
-                            info.rank
-                        ));
-                    }
-                }
+                // What the report will say was lost, in the same words: a
+                // rank file that says `running` may have a spool end note
+                // saying the process finished on a full disk.
+                partial.extend(
+                    hyscope_analyzer::load::completeness_problems(dir, &trace.manifest)
+                        .into_iter()
+                        .filter(|p| p.data_lost)
+                        .map(|p| p.what),
+                );
                 let mut w: Vec<&String> = r.iter().flat_map(|r| &r.warnings).collect();
                 w.sort();
                 w.dedup();
@@ -747,7 +745,7 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
         units::secs(elapsed.as_secs_f64()),
     );
     for p in &partial {
-        eprintln!("hyscope: the trace is partial: {p}");
+        eprintln!("hyscope: {p}");
     }
     eprintln!("hyscope: next: hyscope report {shown}");
 }
