@@ -175,6 +175,14 @@ fn sigkill_keeps_what_was_older_than_a_second() {
     assert!(!r1info.clock_offsets.is_empty(), "{r1info:?}");
     let text = report(&dir);
     assert!(text.contains("rank 1 was killed without warning"), "{text}");
+    // Both ranks called MPI_Init; what MPI_T offered was never written.
+    assert!(!text.contains("no MPI_Init in this process"), "{text}");
+    assert!(
+        text.contains(
+            "sampler `mpi_t` unavailable: not reported: the job ended before MPI_Finalize"
+        ),
+        "{text}"
+    );
 }
 
 /// A small tmpfs for the trace, when this runs as root (else: skipped, saying why).

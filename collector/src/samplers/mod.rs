@@ -532,6 +532,12 @@ pub fn stop() {
 
 /// Just before `PMPI_Init`: RSS without the MPI runtime.
 pub fn on_mpi_init_begin() {
+    if interval().is_some() {
+        // MPI_T opens at the end of MPI_Init, after the job's first manifest is
+        // written, and what it found reaches the manifest at MPI_Finalize: a
+        // job that ends before then must not read "no MPI_Init".
+        mpit_unavailable(MPIT_NOT_REPORTED);
+    }
     let rss = memory::current_rss();
     state::with_rank_info(|r| r.rss_before_init = rss);
     if let Some(v) = rss {
@@ -586,6 +592,10 @@ pub fn on_mpi_init_end() {
 
 /// The `mpi_t` sampler's manifest entry while it has no MPI_T, or when
 /// MPI_T was not opened in time (`mpi::mpit_background`): `reason` says why.
+/// The `mpi_t` sampler's status from `MPI_Init` until MPI_T says what it offers.
+pub const MPIT_NOT_REPORTED: &str =
+    "not reported: the job ended before MPI_Finalize, where the ranks say whether MPI_T opened";
+
 pub fn mpit_unavailable(reason: &str) {
     publish(
         SamplerInfo {
