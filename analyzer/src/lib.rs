@@ -16,6 +16,7 @@
 
 pub mod aligned;
 mod bounds;
+pub mod code_map;
 pub mod compare;
 pub mod demangle;
 pub mod energy;
@@ -31,10 +32,12 @@ mod mpi_rows;
 pub mod omp;
 mod options;
 pub mod parallel;
+pub mod phase_parts;
 pub mod phases;
 pub mod placement;
 pub mod pop;
 pub mod rank_mpi;
+pub mod run_window;
 pub mod timeline;
 pub mod timing;
 pub mod trace_data;
@@ -126,6 +129,7 @@ fn finish(
             problems: data.problems.clone(),
         },
         phases,
+        phases_missing: data.phases_missing.clone(),
         focus,
         memory_warning,
     };

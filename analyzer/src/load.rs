@@ -14,8 +14,8 @@ use rayon::prelude::*;
 use crate::aligned::Clocks;
 use crate::bounds::{clip, clip_interval_to_exit};
 use crate::error::AnalyzeError;
+use crate::model::RunFacts;
 pub use crate::model::ns_to_s;
-use crate::model::{CodeLocation, RunFacts};
 use crate::mpi_rows::MpiOut;
 use crate::omp::OmpMerge;
 use crate::omp::pass::{RankPass, rank_pass};
@@ -29,20 +29,7 @@ fn parts_bytes((omp, mpi): &RankParts) -> u64 {
     omp.iter().chain(mpi).map(|p| p.bytes).sum()
 }
 
-/// Label of a resolved symbol: `file:line` with the file name only, else the
-/// function as its source names it ([`crate::demangle::demangle`]), else the address.
-pub fn label_of(s: &SymbolRecord) -> String {
-    match (&s.file, s.line, &s.function) {
-        (Some(f), Some(l), _) if l > 0 => {
-            let name = Path::new(f)
-                .file_name()
-                .map_or(f.clone(), |n| n.to_string_lossy().into_owned());
-            format!("{name}:{l}")
-        }
-        (_, _, Some(func)) => crate::demangle::demangle(func).into_owned(),
-        _ => format!("{:#x}", s.address),
-    }
-}
+pub use crate::code_map::label_of;
 
 /// Memory one decoded OpenMP row takes while its rank is analysed: the record
 /// and the pass's grouping (a group number and an index per row, [`crate::omp::pass`]).
@@ -197,7 +184,9 @@ pub(crate) struct OmpSpan {
 /// merged in rank order ([`OmpMerge`]), as many ranks decoded at once as
 /// `options.memory` allows. With `options.phase`, the OpenMP rows and phases
 /// are restricted to that phase's time ([`crate::focus`]); an unknown phase
-/// name is an error that lists the names.
+/// name is an error that lists the names, and so is a damaged phases part
+/// (without `options.phase`, its rank's phases are left out and it is a
+/// problem of the trace: [`crate::phase_parts`]).
 pub fn load(
     dir: &Path,
     opts: &crate::AnalyzeOptions,
@@ -400,7 +389,9 @@ pub(crate) fn load_in(
     enum Rows {
         Samples(Vec<SampleRecord>),
         Symbols(Vec<SymbolRecord>),
-        Phases(Vec<PhaseRecord>),
+        /// A damaged phases part leaves its rank out of the phases only
+        /// ([`crate::phase_parts::whole_ranks`]).
+        Phases(Result<Vec<PhaseRecord>, crate::phase_parts::DamagedPart>),
     }
     let options = ScanOptions::default();
     // Biggest parts first so the two cores finish together.
@@ -410,7 +401,7 @@ pub(crate) fn load_in(
         .map(|p| {
             let rows = match p.table {
                 Table::Samples => Rows::Samples(read_part_records(p, &options)?),
-                Table::Phases => Rows::Phases(read_part_records(p, &options)?),
+                Table::Phases => Rows::Phases(crate::phase_parts::read_part(p, &options)),
                 _ => Rows::Symbols(read_part_records(p, &options)?),
             };
             if let Some(b) = &bar {
@@ -441,7 +432,8 @@ pub(crate) fn load_in(
             ..RankData::default()
         });
     }
-    let mut symbols = HashMap::new();
+    let mut symbol_rows = Vec::new();
+    let mut phase_parts = Vec::new();
     for (rank, rows) in decoded {
         let rd = by_rank.entry(rank).or_insert_with(|| RankData {
             rank,
@@ -449,25 +441,35 @@ pub(crate) fn load_in(
         });
         match rows {
             Rows::Samples(mut v) => rd.samples.append(&mut v),
-            Rows::Phases(mut v) => rd.phases.append(&mut v),
-            Rows::Symbols(v) => {
-                for s in v {
-                    let loc = CodeLocation {
-                        address: s.address,
-                        label: label_of(&s),
-                        module: Some(s.module.clone()),
-                        function: s.function.clone(),
-                        file: s.file.clone(),
-                        line: s.line,
-                    };
-                    symbols.entry(s.address).or_insert(loc);
-                }
-            }
+            Rows::Phases(read) => phase_parts.push((rank, read)),
+            Rows::Symbols(v) => symbol_rows.extend(v.into_iter().map(|s| (rank, s))),
         }
     }
 
-    // Aggregates are merged under canonical addresses while loading.
-    let canonical = canonical_addresses(&symbols);
+    // A rank with a damaged phases part has none: said first, and by the
+    // phase table; no phase restriction can be computed without it.
+    let (phase_rows, damaged_phases) = crate::phase_parts::whole_ranks(phase_parts);
+    for (rank, mut v) in phase_rows {
+        if let Some(rd) = by_rank.get_mut(&rank) {
+            rd.phases.append(&mut v);
+        }
+    }
+    if let (Some(name), Some(d)) = (focus, damaged_phases.first()) {
+        return Err(AnalyzeError::Invalid {
+            path: d.path.clone(),
+            message: format!(
+                "the phases of rank {} cannot be read ({}), so that rank's time in phase \"{name}\" is unknown and no report can be restricted to it; without --phase the report covers the other ranks' phases",
+                d.rank, d.problem
+            ),
+        });
+    }
+    problems.extend(damaged_phases.iter().map(|d| d.trace_problem(dir)));
+    let phases_missing: Vec<crate::model::UnreadPhases> =
+        damaged_phases.iter().map(|d| d.unread(dir)).collect();
+
+    // Aggregates are merged while loading under the code location each
+    // rank's own symbols give its addresses (`code_map`).
+    let code = crate::code_map::CodeMap::new(symbol_rows);
     // What the analysis keeps of every rank, and so what is left of the limit
     // for the OpenMP rows decoded at once.
     let kept: u64 = by_rank.values().map(kept_bytes).sum();
@@ -538,7 +540,8 @@ pub(crate) fn load_in(
         .peekable();
     let mut merged = OmpMerge::default();
     let mut merged_mpi = MpiMerge::default();
-    let canon = |a: u64| crate::trace_data::canon_in(&canonical, a);
+    let code_ref = &code;
+    let canon = |rank: u32| move |a: u64| code_ref.note(rank, a);
     let mut omp_span: HashMap<u32, OmpSpan> = HashMap::new();
     // Each rank's MPI results: what its RankData keeps, its spans and the
     // rows clipped to the run; its message sides.
@@ -553,7 +556,7 @@ pub(crate) fn load_in(
             sides: rank_sides,
             pass,
         } = mpi;
-        let kept_mpi = merged_mpi.add(pass, &canon);
+        let kept_mpi = merged_mpi.add(pass, &canon(rank));
         mpi_kept.insert(rank, (kept_mpi, spans, clipped));
         sides.insert(rank, rank_sides);
         let Some(OmpOut {
@@ -583,7 +586,7 @@ pub(crate) fn load_in(
             });
         }
         omp_span.insert(rank, span);
-        merged.add(pass, canon);
+        merged.add(pass, canon(rank));
     };
     // A worker's exchange, through which its batches go as they end.
     let outgoing = exchange.filter(|_| worker);
@@ -850,7 +853,11 @@ pub(crate) fn load_in(
                         rank: rd.rank,
                         ..Default::default()
                     });
-                (merged_mpi.add(empty, &canon), MpiSpans::default(), 0)
+                (
+                    merged_mpi.add(empty, &canon(rd.rank)),
+                    MpiSpans::default(),
+                    0,
+                )
             }
         };
         kept.apply(rd);
@@ -884,15 +891,16 @@ pub(crate) fn load_in(
         }
     }
     problems.extend(completeness_problems(dir, &manifest));
-    let warnings = collector_warnings(&manifest);
+    let mut warnings = collector_warnings(&manifest);
+    warnings.extend(code.clashes());
     let mut data = TraceData {
         dir: dir.to_path_buf(),
         warnings,
         manifest,
         ranks,
-        symbols,
-        canonical,
+        code,
         problems,
+        phases_missing,
         focus,
         memory_warning,
         sides: sides.into_values().collect(),
@@ -1063,23 +1071,6 @@ pub fn collector_warnings(manifest: &Manifest) -> Vec<String> {
         .collect()
 }
 
-/// Resolved addresses with the same source location map to the smallest of them.
-pub fn canonical_addresses(symbols: &HashMap<u64, CodeLocation>) -> HashMap<u64, u64> {
-    type Key<'a> = (&'a Option<String>, &'a Option<String>, Option<u32>);
-    let mut first: HashMap<Key, u64> = HashMap::new();
-    for (a, l) in symbols {
-        if l.file.is_none() && l.function.is_none() {
-            continue;
-        }
-        let e = first.entry((&l.file, &l.function, l.line)).or_insert(*a);
-        *e = (*e).min(*a);
-    }
-    symbols
-        .iter()
-        .filter_map(|(a, l)| first.get(&(&l.file, &l.function, l.line)).map(|c| (*a, *c)))
-        .collect()
-}
-
 /// Apply the manifest's clock offsets (with linear drift, [`crate::aligned::clock`])
 /// to the samples (the MPI rows were put on global time where they were read,
 /// `mpi_rows`), sort them and note each rank's first and last event.
@@ -1104,13 +1095,7 @@ pub fn normalise_clocks(data: &mut TraceData) {
 /// time axis ([`Focus::span`](crate::focus::Focus::span)); returns the whole
 /// run's duration in seconds.
 pub fn restrict(f: &crate::focus::Focus, data: &mut TraceData) -> f64 {
-    let (mut first, mut last) = (i64::MAX, i64::MIN);
-    for rd in &data.ranks {
-        for (s, e) in rd.omp_whole_span.into_iter().chain(rd.mpi_spans.whole) {
-            first = first.min(s);
-            last = last.max(e);
-        }
-    }
+    let whole = crate::run_window::of_ranks(&data.ranks);
     for rd in &mut data.ranks {
         let ran = rd.omp_whole_span.is_some() || rd.mpi_spans.whole.is_some();
         f.samples(rd.rank, &mut rd.samples, crate::aligned::series::is_energy);
@@ -1119,7 +1104,7 @@ pub fn restrict(f: &crate::focus::Focus, data: &mut TraceData) -> f64 {
             (rd.app_start_ns, rd.app_end_ns) = f.span();
         }
     }
-    ns_to_s((last - first).max(0))
+    whole.duration_s()
 }
 
 /// A rank's first and last event and its application window, from its
@@ -1167,13 +1152,9 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         }
     }
     let (hosts, ranks_per_host) = run_hosts(m);
-    let active: Vec<&RankData> = data
-        .ranks
-        .iter()
-        .filter(|r| r.last_ns > r.first_ns)
-        .collect();
-    let first = active.iter().map(|r| r.first_ns).min().unwrap_or(0);
-    let last = active.iter().map(|r| r.last_ns).max().unwrap_or(0);
+    // The time analysed: the run's window, or the axis a focus compacted
+    // its phase's time to (`restrict`).
+    let analysed = crate::run_window::of_spans(data.ranks.iter().map(|r| (r.first_ns, r.last_ns)));
     let mut rank_duration_s = vec![0.0; ranks as usize];
     for rd in &data.ranks {
         if let Some(d) = rank_duration_s.get_mut(rd.rank as usize) {
@@ -1211,7 +1192,8 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         threads_per_rank: threads,
         hosts,
         ranks_per_host,
-        duration_s: ns_to_s(last - first),
+        duration_s: analysed.duration_s(),
+        window: crate::run_window::of_ranks(&data.ranks),
         rank_duration_s,
         mpi_library: m.mpi.as_ref().map(|x| x.library_version.trim().to_string()),
         mpi_flavour: m.mpi.as_ref().map(|x| x.flavour.clone()),

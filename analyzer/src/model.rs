@@ -99,6 +99,11 @@ pub struct Analysis {
     /// Per named phase (`phases` table), in order of first appearance.
     #[serde(default = "no_phases")]
     pub phases: Observable<Vec<PhaseStats>>,
+    /// The ranks whose phases could not be read, each with its damaged file
+    /// (also a problem of `integrity`): every phase number (`phases`, the
+    /// energy per phase, the phase a finding names) leaves them out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases_missing: Vec<UnreadPhases>,
     /// The phase the analysis is restricted to (`report --phase`), if any:
     /// every other section then describes that phase's time only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,6 +146,15 @@ fn no_phases() -> Observable<Vec<PhaseStats>> {
     Observable::not("no phases recorded")
 }
 
+/// A rank whose phases are missing: a part of its `phases` table cannot be
+/// read (`crate::phase_parts`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnreadPhases {
+    pub rank: u32,
+    /// The damaged file, relative to the trace directory.
+    pub file: String,
+}
+
 /// One named phase over the run (`crate::phases`). Times are seconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PhaseStats {
@@ -162,7 +176,8 @@ pub struct PhaseStats {
     /// Inside its intervals, summed over ranks.
     #[serde(flatten)]
     pub inside: PhaseInside,
-    /// POP's MPI efficiencies inside its intervals (None when it took no time).
+    /// POP's MPI efficiencies inside its intervals (None when it took no
+    /// time, or when some ranks' phases cannot be read: `phases_missing`).
     pub mpi_parallel_efficiency: Option<f64>,
     pub mpi_load_balance: Option<f64>,
     pub mpi_communication_efficiency: Option<f64>,
@@ -281,6 +296,39 @@ pub struct TraceProblem {
     pub data_lost: bool,
 }
 
+/// The run's window on rank 0's clock, ns: its first to its last event
+/// ([`crate::run_window`], the one definition every view reads).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunWindow {
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+impl RunWindow {
+    pub fn duration_ns(&self) -> i64 {
+        (self.end_ns - self.start_ns).max(0)
+    }
+
+    pub fn duration_s(&self) -> f64 {
+        ns_to_s(self.duration_ns())
+    }
+
+    /// Whether no rank ran (nothing to state).
+    pub fn is_empty(&self) -> bool {
+        self.end_ns <= self.start_ns
+    }
+
+    /// Whether the instant `t` is inside (ends included).
+    pub fn contains(&self, t: i64) -> bool {
+        self.start_ns <= t && t <= self.end_ns
+    }
+
+    /// Whether `[start, end]` reaches outside: it starts before or ends after.
+    pub fn leaves(&self, start: i64, end: i64) -> bool {
+        !self.is_empty() && (start < self.start_ns || end > self.end_ns)
+    }
+}
+
 /// Facts about the run, mostly from the manifest.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunFacts {
@@ -294,8 +342,14 @@ pub struct RunFacts {
     pub hosts: Vec<String>,
     /// Ranks per host (index as `hosts`).
     pub ranks_per_host: Vec<u32>,
-    /// Wall time from the first to the last event of the job (rank 0's clock).
+    /// Wall time from the first to the last event of the job (rank 0's
+    /// clock): the length of `window`, but under a focus (`--phase`), where
+    /// it is the phase's time.
     pub duration_s: f64,
+    /// The run's window ([`crate::run_window`]): what the report's duration
+    /// measures and every view's timeline and export states.
+    #[serde(default)]
+    pub window: RunWindow,
     /// Per rank: first to last event.
     pub rank_duration_s: Vec<f64>,
     pub mpi_library: Option<String>,
@@ -895,8 +949,17 @@ pub struct RankMemory {
     pub host: String,
     /// Distinct point-to-point peers seen in the trace.
     pub peers_observed: u32,
-    /// Peers the rank reached at least once, including collectives forcing full connection.
+    /// Peers the rank reached at least once, including collectives forcing
+    /// full connection: `intra_node_connections + inter_node_connections`.
     pub connections_estimated: u32,
+    /// Of those, the peers on the rank's own node (its host in the trace),
+    /// reached through the node's shared memory.
+    #[serde(default)]
+    pub intra_node_connections: u32,
+    /// Of those, the peers on other nodes (or whose host is not known),
+    /// reached through the network transport.
+    #[serde(default)]
+    pub inter_node_connections: u32,
     /// Last `mpi.connections` sample, when the collector recorded it.
     pub connections_measured: Option<u64>,
     pub rss_before_init: Option<u64>,
@@ -907,8 +970,16 @@ pub struct RankMemory {
     pub rss_last: Option<u64>,
     /// Most MPI shared-memory segment bytes mapped at once (`mem.shm_mapped` peak).
     pub shm_mapped: Option<u64>,
-    /// Modelled connection buffer bytes on the observed graph.
+    /// Modelled buffer bytes on the observed graph:
+    /// `shm_buffer_bytes + network_buffer_bytes`.
     pub buffer_bytes_observed: f64,
+    /// The shared-memory transport's buffers of the process (0 alone on its node).
+    #[serde(default)]
+    pub shm_buffer_bytes: f64,
+    /// The network transport's buffers: per connection to another node, and
+    /// the shared receive queues where there is one (0 without).
+    #[serde(default)]
+    pub network_buffer_bytes: f64,
     pub communicators: u32,
 }
 
@@ -917,13 +988,26 @@ pub struct RankMemory {
 pub struct Projection {
     pub ranks: u64,
     pub nodes: u64,
-    /// Connections per rank under the job's pattern.
+    /// Connections per rank under the job's pattern:
+    /// `intra_node_connections_per_rank + inter_node_connections_per_rank`.
     pub connections_per_rank: f64,
+    /// Of those, to peers on the rank's node (shared memory).
+    #[serde(default)]
+    pub intra_node_connections_per_rank: f64,
+    /// Of those, to peers on other nodes (network).
+    #[serde(default)]
+    pub inter_node_connections_per_rank: f64,
     pub qp_rc_per_node: f64,
     pub qp_xrc_per_node: f64,
     pub qp_ud_per_node: f64,
-    /// Connection buffers per rank (bytes).
+    /// Buffers per rank (bytes): `shm_bytes_per_rank + network_buffer_bytes_per_rank`.
     pub buffer_bytes_per_rank: f64,
+    /// The shared-memory transport's buffers per rank (bytes; 0 at one rank per node).
+    #[serde(default)]
+    pub shm_bytes_per_rank: f64,
+    /// The network transport's buffers per rank (bytes; 0 without a peer on another node).
+    #[serde(default)]
+    pub network_buffer_bytes_per_rank: f64,
     /// QP management memory per rank (bytes).
     pub qp_bytes_per_rank: f64,
     /// Communicator group maps per rank (bytes).
@@ -950,8 +1034,18 @@ pub struct MemoryFootprint {
     pub per_rank: Vec<RankMemory>,
     pub qp_table: Vec<QpRow>,
     pub parameters: Vec<ModelParam>,
-    /// Buffer bytes per connection of the model.
+    /// Network buffer bytes per connection to a peer on another node.
     pub bytes_per_connection: f64,
+    /// Shared-memory buffer bytes per process on a node with other ranks.
+    #[serde(default)]
+    pub shm_bytes_per_process: f64,
+    /// Ranks per node (C) of the projection: the recorded run's, or the
+    /// one given ([`crate::AnalyzeOptions::ranks_per_node`]).
+    #[serde(default)]
+    pub projection_ranks_per_node: u32,
+    /// Where `projection_ranks_per_node` comes from, in words.
+    #[serde(default)]
+    pub projection_ranks_per_node_source: String,
     /// `constant neighbourhood` or `grows with N` (and why).
     pub pattern: String,
     pub full_connection_calls: Vec<FullConnectionCall>,
@@ -1028,11 +1122,66 @@ pub struct CompareRow {
     pub delta: f64,
     /// b / a (None when a is 0).
     pub ratio: Option<f64>,
+    /// What `a`, `b` and `delta` are measured in.
+    #[serde(default)]
+    pub unit: CompareUnit,
+}
+
+/// The unit of a compared metric (how the views write it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompareUnit {
+    #[default]
+    Seconds,
+    Bytes,
+    Count,
+    /// A fraction (0.25 = 25 %); its difference is in percentage points.
+    Fraction,
+    /// A ratio such as max/mean.
+    Ratio,
+    Joules,
+    JouleSeconds,
+}
+
+/// A region, loop, call, phase… that only one of the two runs has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareItem {
+    pub section: String,
+    pub item: String,
+}
+
+/// Which run a side of a comparison is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompareSide {
+    pub trace_dir: String,
+    pub command: Vec<String>,
+    pub ranks: u32,
+    /// The most OpenMP threads of a rank.
+    pub threads: u32,
+    pub start_time: String,
+    /// How complete and sound its trace is.
+    pub integrity: TraceIntegrity,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub a: String,
     pub b: String,
+    /// The two runs: what ran, and what their traces lost.
+    #[serde(default)]
+    pub side_a: CompareSide,
+    #[serde(default)]
+    pub side_b: CompareSide,
+    /// Why the differences may not be the program's: different programs,
+    /// rank or thread counts, a partial trace, a section measured in one
+    /// run only (`compare::caveats`).
+    #[serde(default)]
+    pub caveats: Vec<String>,
     pub rows: Vec<CompareRow>,
+    /// What only A has, and only B (matched by name: a renamed source file
+    /// or a moved line is another item).
+    #[serde(default)]
+    pub only_in_a: Vec<CompareItem>,
+    #[serde(default)]
+    pub only_in_b: Vec<CompareItem>,
 }

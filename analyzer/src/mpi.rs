@@ -184,7 +184,7 @@ type CommAcc = (u64, u64, BTreeMap<u16, u64>);
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct ProfilePart {
     calls: BTreeMap<u16, CallAcc>,
-    /// By call and canonical call site.
+    /// By call and the code location of the call site ([`crate::code_map`]).
     sites: BTreeMap<(u16, u64), CallAcc>,
     /// By size bin (0: empty messages, k: [2^(k−1), 2^k) bytes).
     bins: BTreeMap<usize, BinAcc>,
@@ -320,8 +320,9 @@ impl ProfilePart {
         p
     }
 
-    /// The same with call sites made canonical by `canon` (each rank loads
-    /// the program at its own address: one source location, one row).
+    /// The same with the rank's call sites made the ids of their code
+    /// locations by `canon` (the rank's own symbols, [`crate::code_map`]:
+    /// each rank loads its program at its own address; one location, one row).
     pub fn canonical(mut self, canon: &dyn Fn(u64) -> u64) -> ProfilePart {
         let sites = std::mem::take(&mut self.sites);
         for ((call, site), a) in sites {
@@ -587,7 +588,7 @@ pub fn wait_states(
                 WaitKind::LateReceiver,
                 s.rank,
                 s.call,
-                data.canon(s.callsite),
+                data.canon(s.rank, s.callsite),
                 lr,
             );
         }
@@ -597,7 +598,7 @@ pub fn wait_states(
     for same_call in late_senders.chunk_by(|a, b| a.0 == b.0) {
         // Sorted by call, then wait: a call's last entry has its longest.
         let &((rank, _, _, _, call, site), ls) = same_call.last().expect("a chunk is never empty");
-        acc.add(WaitKind::LateSender, rank, call, data.canon(site), ls);
+        acc.add(WaitKind::LateSender, rank, call, data.canon(rank, site), ls);
     }
 
     for inst in collectives {
@@ -609,7 +610,7 @@ pub fn wait_states(
         let last_start = inst.last_start();
         let clampw = |m: &Member, until: GlobalNs| (until.min(m.end) - m.start).max(0);
         let mut add = |kind, m: &Member, wait_ns| {
-            acc.add(kind, m.rank, call, data.canon(m.callsite), wait_ns)
+            acc.add(kind, m.rank, call, data.canon(m.rank, m.callsite), wait_ns)
         };
         match call {
             c::MPI_Barrier => {

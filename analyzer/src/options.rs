@@ -10,6 +10,10 @@ pub struct AnalyzeOptions {
     pub memory_per_core: Option<u64>,
     /// HCAs per node (H of Didelot 2014 Table 3.4).
     pub hcas_per_node: u32,
+    /// Ranks per node (C) of the projection; None = the recorded run's (the
+    /// most ranks on one of its nodes). A projected rank's peers on its node
+    /// cost shared memory, the others network buffers and queue pairs.
+    pub ranks_per_node: Option<u32>,
     /// Buffer model parameters (documented defaults in [`BufferParams`]).
     pub buffers: BufferParams,
     /// Show an indicatif progress bar while reading big traces.
@@ -31,6 +35,7 @@ impl Default for AnalyzeOptions {
             projection_ranks: vec![1_024, 32_768, 1_048_576],
             memory_per_core: None,
             hcas_per_node: 1,
+            ranks_per_node: None,
             buffers: BufferParams::default(),
             progress: false,
             phase: None,

@@ -149,7 +149,7 @@ pub fn name_findings(findings: &mut [Finding], data: &TraceData) {
         for (&(code, i), &ns) in &rd.phase_code {
             if let Some(p) = rd.phases.get(i) {
                 *by_code
-                    .entry(data.canon(code))
+                    .entry(data.canon(rd.rank, code))
                     .or_default()
                     .entry(p.name.as_str())
                     .or_default() += ns;
@@ -158,7 +158,7 @@ pub fn name_findings(findings: &mut [Finding], data: &TraceData) {
     }
     for f in findings {
         let Some(loc) = &f.location else { continue };
-        let Some(names) = by_code.get(&data.canon(loc.address)) else {
+        let Some(names) = by_code.get(&loc.address) else {
             continue;
         };
         if let Some((name, _)) = names
@@ -248,6 +248,9 @@ pub fn analyze_phases(data: &TraceData, run: &RunFacts) -> Observable<Vec<PhaseS
                 });
         }
     }
+    if by_name.is_empty() && !data.phases_missing.is_empty() {
+        return Observable::not("the recorded phases cannot be read: their files are damaged");
+    }
     if by_name.is_empty() {
         return Observable::not(
             "no phases recorded (annotate with hyscope.h, NVTX ranges, MPI_Pcontrol levels or omp_control_tool)",
@@ -271,6 +274,15 @@ pub fn analyze_phases(data: &TraceData, run: &RunFacts) -> Observable<Vec<PhaseS
         })
         .collect();
     out.sort_by_key(|p| first.get(p.name.as_str()).map(|f| f.0));
+    // POP's efficiencies compare every rank's time: without some ranks'
+    // phases they would describe another job.
+    if !data.phases_missing.is_empty() {
+        for p in &mut out {
+            p.mpi_parallel_efficiency = None;
+            p.mpi_load_balance = None;
+            p.mpi_communication_efficiency = None;
+        }
+    }
     Observable::Observed(out)
 }
 
@@ -444,39 +456,9 @@ fn iterations(inst: &[Instance]) -> Option<PhaseIterations> {
 #[derive(Debug, Clone, Default)]
 pub struct PhaseLanes {
     by_rank: BTreeMap<u32, Vec<PhaseRecord>>,
-    /// The ranks whose phases could not be read, each with the error naming
-    /// its file: their phase rows are left out.
-    problems: Vec<(u32, String)>,
-}
-
-/// The `phases` rows of a trace with their ranks, and the ranks whose parts
-/// cannot be read with the error naming the file.
-pub type PhaseRows = (Vec<(u32, PhaseRecord)>, Vec<(u32, String)>);
-
-/// The `phases` rows of `trace`, rank by rank, and the ranks whose parts
-/// cannot be read with the error naming the file. A rank with a damaged part
-/// is left out whole (never half its phases); the other ranks' are kept.
-pub fn read_phase_rows(trace: &hyscope_format::Trace) -> PhaseRows {
-    let options = hyscope_format::ScanOptions::default();
-    let mut rows = Vec::new();
-    let mut problems = Vec::new();
-    let parts = trace.parts(hyscope_format::Table::Phases);
-    // Parts are sorted by (rank, index): one run of parts per rank.
-    for same in parts.chunk_by(|a, b| a.rank == b.rank) {
-        let rank = same[0].rank;
-        let read: Result<Vec<PhaseRecord>, _> =
-            same.iter().try_fold(Vec::new(), |mut acc, part| {
-                acc.extend(hyscope_format::read_part_records::<PhaseRecord>(
-                    part, &options,
-                )?);
-                Ok::<_, hyscope_format::FormatError>(acc)
-            });
-        match read {
-            Ok(r) => rows.extend(r.into_iter().map(|p| (rank, p))),
-            Err(e) => problems.push((rank, e.to_string())),
-        }
-    }
-    (rows, problems)
+    /// The parts that could not be read: their ranks' phase rows are left
+    /// out ([`crate::phase_parts::whole_ranks`]).
+    problems: Vec<crate::phase_parts::DamagedPart>,
 }
 
 impl PhaseLanes {
@@ -484,7 +466,7 @@ impl PhaseLanes {
     /// the trace has none). A rank whose phases cannot be read goes without
     /// its phase row, and [`PhaseLanes::problem`] names its file.
     pub fn read(index: &crate::timeline::TimelineIndex) -> PhaseLanes {
-        let (rows, problems) = read_phase_rows(index.trace());
+        let (rows, problems) = crate::phase_parts::read_phase_rows(index.trace());
         let mut by_rank: BTreeMap<u32, Vec<PhaseRecord>> = BTreeMap::new();
         for (rank, mut p) in rows {
             if let Some(m) = index.clocks().map(rank) {
@@ -508,7 +490,14 @@ impl PhaseLanes {
         let text: Vec<String> = self
             .problems
             .iter()
-            .map(|(rank, e)| format!("phases of rank {rank} not shown: {e}"))
+            .map(|d| {
+                format!(
+                    "phases of rank {} not shown: {}: {}",
+                    d.rank,
+                    d.path.display(),
+                    d.problem
+                )
+            })
             .collect();
         Some(text.join("; "))
     }
@@ -590,8 +579,8 @@ pub fn name_hue(name: &str, n: usize) -> usize {
 /// phase filters offer.
 pub fn phase_names(trace: &hyscope_format::Trace) -> Vec<String> {
     // The ranks whose phases can be read (a damaged part is named by the
-    // timelines' phase rows and fails the analysis itself).
-    let (rows, _) = read_phase_rows(trace);
+    // timelines' phase rows and the analysis's integrity).
+    let (rows, _) = crate::phase_parts::read_phase_rows(trace);
     names_by_first_start(rows.iter().map(|(_, p)| p))
 }
 

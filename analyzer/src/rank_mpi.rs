@@ -41,8 +41,8 @@ impl RankMpi {
     /// with the bytes the receives each row posted received at their
     /// completion ([`crate::mpi::received_by_post`] of the rank's message sides; none
     /// for a rank without rows). Call sites stay the rank's own addresses:
-    /// [`MpiMerge::add`] makes them canonical, where every rank's symbols
-    /// are known.
+    /// [`MpiMerge::add`] makes them the ids of their code locations
+    /// ([`crate::code_map`]), where every rank's symbols are known.
     pub fn of(
         rank: u32,
         rows: &[MpiRecord],
@@ -82,8 +82,9 @@ pub struct RankMpiKept {
 }
 
 impl MpiMerge {
-    /// Add `part`, its call sites made canonical by `canon`; returns what its
-    /// rank keeps.
+    /// Add `part`, its call sites made the ids of their code locations by
+    /// `canon` (through `part`'s rank's own symbols, [`crate::code_map`]);
+    /// returns what its rank keeps.
     pub fn add(&mut self, part: RankMpi, canon: &dyn Fn(u64) -> u64) -> RankMpiKept {
         let kept = RankMpiKept {
             rows: part.profile.rows,

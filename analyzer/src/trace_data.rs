@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use hyscope_format::{Manifest, MpiRecord, PhaseRecord, SampleRecord};
 
-use crate::model::{CodeLocation, TraceProblem};
+use crate::model::{CodeLocation, TraceProblem, UnreadPhases};
 
 /// One rank's rows, on rank 0's clock.
 #[derive(Debug, Default, Clone)]
@@ -87,6 +87,17 @@ pub struct MpiSpans {
     pub finalize_start: Option<i64>,
 }
 
+impl RankData {
+    /// The rank's first and last event over the whole run (its OpenMP and
+    /// MPI rows before a focus cut them), if it has any.
+    pub fn whole_span(&self) -> Option<(i64, i64)> {
+        self.omp_whole_span
+            .into_iter()
+            .chain(self.mpi_spans.whole)
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+    }
+}
+
 impl MpiSpans {
     pub fn of(rows: &[MpiRecord]) -> MpiSpans {
         use hyscope_format::mpi_call as c;
@@ -134,17 +145,18 @@ pub struct TraceData {
     pub manifest: Manifest,
     /// Sorted by rank.
     pub ranks: Vec<RankData>,
-    pub symbols: HashMap<u64, CodeLocation>,
+    /// Which code location each rank's code addresses are: aggregates are
+    /// keyed by the location's id ([`crate::code_map`]).
+    pub code: crate::code_map::CodeMap,
     pub warnings: Vec<String>,
     /// What the loader found lost or damaged (becomes [`crate::Analysis::integrity`]).
     pub problems: Vec<TraceProblem>,
+    /// The ranks whose phases could not be read (becomes
+    /// [`crate::Analysis::phases_missing`]): their `phases` are empty.
+    pub phases_missing: Vec<UnreadPhases>,
     /// Half the worst clock-offset round trip, ns.
     pub clock_error_ns: i64,
     pub clock_corrected: bool,
-    /// Code address → the address that stands for its source location: ranks load
-    /// the program at different addresses (ASLR), so one `file:line` has one
-    /// address per rank; aggregates are keyed by the canonical one.
-    pub canonical: HashMap<u64, u64>,
     /// The phase the OpenMP rows and phases were restricted to while loading;
     /// [`crate::analyze`] restricts the MPI rows and samples after matching.
     pub focus: Option<crate::focus::Focus>,
@@ -156,34 +168,16 @@ pub struct TraceData {
 }
 
 impl TraceData {
-    /// The canonical address of a code address (itself when unresolved).
-    pub fn canon(&self, address: u64) -> u64 {
-        canon_in(&self.canonical, address)
+    /// The id of the code location `rank`'s code address `address` is
+    /// ([`crate::code_map::CodeMap::note`]).
+    pub fn canon(&self, rank: u32, address: u64) -> u64 {
+        self.code.note(rank, address)
     }
 
-    /// The location of a code address (an unresolved one is labelled `0x…`).
-    pub fn location(&self, address: u64) -> CodeLocation {
-        self.symbols
-            .get(&address)
-            .cloned()
-            .unwrap_or_else(|| unresolved(address))
-    }
-}
-
-/// The canonical address of a code address in `canonical` (itself when unresolved).
-pub fn canon_in(canonical: &HashMap<u64, u64>, address: u64) -> u64 {
-    canonical.get(&address).copied().unwrap_or(address)
-}
-
-fn unresolved(address: u64) -> CodeLocation {
-    CodeLocation {
-        address,
-        label: if address == 0 {
-            "(unknown)".to_string()
-        } else {
-            format!("{address:#x}")
-        },
-        ..CodeLocation::default()
+    /// The code location of an id (an address no rank resolves is labelled
+    /// `0x… (rank r, unresolved)`).
+    pub fn location(&self, id: u64) -> CodeLocation {
+        self.code.location(id)
     }
 }
 

@@ -141,6 +141,19 @@ pub fn percent(fraction: f64) -> String {
     not_finite(fraction).unwrap_or_else(|| format!("{:.1} %", fraction * 100.0))
 }
 
+/// A difference of two fractions (0.25 − 0.30) in percentage points with
+/// one decimal and its sign: `-5.0 pp`, `+1.2 pp`, `0.0 pp`.
+pub fn percent_points(delta: f64) -> String {
+    not_finite(delta).unwrap_or_else(|| {
+        let v = delta * 100.0;
+        if v.abs() < 0.05 {
+            "0.0 pp".into()
+        } else {
+            format!("{v:+.1} pp")
+        }
+    })
+}
+
 /// A sampled value in its metric's unit (the manifest's): bytes, times,
 /// energy and power as everywhere else; other units (queue lengths, counts)
 /// a whole number as [`count`] writes it (`1 peers`, `12.3 k msg`), a
@@ -206,6 +219,14 @@ pub fn joule_seconds(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentage_points() {
+        assert_eq!(percent_points(-0.05), "-5.0 pp");
+        assert_eq!(percent_points(0.012), "+1.2 pp");
+        assert_eq!(percent_points(-0.0001), "0.0 pp");
+        assert_eq!(percent_points(f64::NAN), "n/a");
+    }
 
     #[test]
     fn times() {

@@ -429,6 +429,82 @@ fn static_ranges_reconstruct_cost_without_chunk_events() {
     );
 }
 
+/// The triangular loop under a compile-time `schedule(static,50)`: libomp
+/// reports one dispatch per thread, of its first chunk only (50 iterations
+/// from `50 t`), spanning the thread's whole work on its chunks t, t + 4, …
+/// Those rows say nothing of where each thread's time went: the loop is
+/// static,50 (80 chunks), and no cost profile or advice is made from them
+/// (built as if each thread's time were spent on its first chunk, they gave
+/// a wrong shape and a wrong advice).
+#[test]
+fn static_chunked_loop_reported_by_first_chunks_gets_no_advice_from_them() {
+    let (n, p, c) = (4000u64, 4u64, 50u64);
+    let cost = |i: u64| (i as i64 + 1) * 10;
+    let mut b = Builder::new(1, p as u32, 1);
+    b.symbol(LOOP, "stencil.c", 42);
+    let busy: Vec<i64> = (0..p)
+        .map(|t| (0..n).filter(|i| (i / c) % p == t).map(cost).sum())
+        .collect();
+    let region_end = 2_000 + busy.iter().max().unwrap();
+    b.parallel(0, 1, REGION, p as u32, 0, region_end);
+    for t in 0..p {
+        let end = 1_000 + busy[t as usize];
+        b.implicit_task(0, 1, t as u32, 0, region_end);
+        for (kind, variant, count, chunk_start) in
+            [(OmpKind::Work, 10, n, 0), (OmpKind::Chunk, 3, c, t * c)]
+        {
+            b.omp(
+                0,
+                OmpRecord {
+                    thread: t as u32,
+                    kind: kind as u8,
+                    variant,
+                    start_ns: 1_000,
+                    end_ns: end,
+                    parallel_id: 1,
+                    codeptr: LOOP,
+                    chunk_start,
+                    count,
+                    team_size: p as u32,
+                    ..OmpRecord::default()
+                },
+            );
+        }
+        b.barrier(
+            0,
+            1,
+            t as u32,
+            8,
+            (end, region_end),
+            Some((end, region_end)),
+        );
+    }
+    let (_d, a) = b.analyze();
+    let l = &a.loops.get().unwrap()[0];
+    assert_eq!(l.chunks, Observable::Observed(80));
+    assert!(
+        l.per_thread.iter().all(|t| t.iterations.is_none()),
+        "{:?}",
+        l.per_thread
+    );
+    for why in [
+        l.recommendation.reason(),
+        l.cost_profile.reason(),
+        l.simulations.reason(),
+    ] {
+        let why = why.expect("not observable");
+        assert!(
+            why.contains("only each thread's first chunk of this schedule(static,50) loop")
+                && why.contains("OMP_SCHEDULE=static,50"),
+            "{why}"
+        );
+    }
+    // The imbalance is measured all the same (busy times per thread).
+    let mean = busy.iter().sum::<i64>() as f64 / p as f64;
+    let max = *busy.iter().max().unwrap() as f64;
+    assert!(close(l.imbalance, max / mean, 0.01), "{}", l.imbalance);
+}
+
 #[test]
 fn balanced_static_loop_keeps_static() {
     // Uniform cost: 4 equal blocks.
@@ -627,6 +703,8 @@ fn profile_mode_summaries() {
 fn profile_mode_clips_late_join_ends_from_totals() {
     let mut b = Builder::new(1, 2, 1);
     b.manifest.mode = "profile".into();
+    b.symbol(REGION, "app.c", 10);
+    b.symbol(LOOP, "app.c", 20);
     // Parallel regions of 2 threads.
     let sum = |thread, kind, flags, codeptr, count, total| OmpRecord {
         team_size: if kind == OmpKind::Parallel { 2 } else { 0 },

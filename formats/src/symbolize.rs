@@ -64,8 +64,10 @@ pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecor
         }
     }
     for (module, addrs) in by_module {
-        // Load bias: shared objects and PIEs are linked at 0 and mapped at the start
-        // of their offset-0 mapping; fixed-address executables (ET_EXEC) have none.
+        // Load bias: shared objects and PIEs are mapped at the start of their
+        // offset-0 mapping, less the address they were linked at (0 but for
+        // one linked at a base of its own, `-Wl,-Ttext-segment`: its first
+        // segment's); fixed-address executables (ET_EXEC) have none.
         let bias = if elf_is_exec(Path::new(module)) {
             0
         } else {
@@ -74,6 +76,7 @@ pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecor
                 .map(|m| m.start - m.offset)
                 .min()
                 .unwrap_or(0)
+                .wrapping_sub(elf_link_base(Path::new(module)))
         };
         let loader = addr2line::Loader::new(module).ok();
         for a in addrs {
@@ -117,6 +120,32 @@ pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecor
     out
 }
 
+/// The address a 64-bit little-endian ELF file was linked at: its first
+/// loadable segment's address less its file offset (0 when it cannot be read).
+fn elf_link_base(path: &Path) -> u64 {
+    let Ok(bytes) = std::fs::read(path) else {
+        return 0;
+    };
+    link_base_of(&bytes).unwrap_or(0)
+}
+
+fn link_base_of(elf: &[u8]) -> Option<u64> {
+    let u16_at = |o: usize| Some(u16::from_le_bytes(elf.get(o..o + 2)?.try_into().ok()?));
+    let u32_at = |o: usize| Some(u32::from_le_bytes(elf.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(elf.get(o..o + 8)?.try_into().ok()?));
+    // ELFCLASS64, ELFDATA2LSB.
+    if elf.get(..6)? != b"\x7fELF\x02\x01" {
+        return None;
+    }
+    let phoff = usize::try_from(u64_at(0x20)?).ok()?;
+    let (phentsize, phnum) = (usize::from(u16_at(0x36)?), usize::from(u16_at(0x38)?));
+    (0..phnum).find_map(|i| {
+        let ph = phoff.checked_add(i.checked_mul(phentsize)?)?;
+        // PT_LOAD; p_offset at 8, p_vaddr at 16.
+        (u32_at(ph)? == 1).then(|| Some(u64_at(ph + 16)?.wrapping_sub(u64_at(ph + 8)?)))?
+    })
+}
+
 fn elf_is_exec(path: &Path) -> bool {
     use std::io::Read;
     let mut header = [0u8; 18];
@@ -125,4 +154,44 @@ fn elf_is_exec(path: &Path) -> bool {
         .is_ok_and(|_| {
             &header[..4] == b"\x7fELF" && u16::from_le_bytes([header[16], header[17]]) == 2
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::link_base_of;
+
+    /// An ELF64 header and `loads` (offset, vaddr) PT_LOAD headers after a PT_PHDR.
+    fn elf(loads: &[(u64, u64)]) -> Vec<u8> {
+        let mut b = vec![0u8; 64];
+        b[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        b[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
+        b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        b[0x38..0x3a].copy_from_slice(&(loads.len() as u16 + 1).to_le_bytes());
+        let mut ph = |kind: u32, offset: u64, vaddr: u64| {
+            let mut h = vec![0u8; 56];
+            h[..4].copy_from_slice(&kind.to_le_bytes());
+            h[8..16].copy_from_slice(&offset.to_le_bytes());
+            h[16..24].copy_from_slice(&vaddr.to_le_bytes());
+            b.extend(h);
+        };
+        ph(6, 64, 0x1000_0040);
+        for &(o, v) in loads {
+            ph(1, o, v);
+        }
+        b
+    }
+
+    /// A library linked at a base of its own (`-Wl,-Ttext-segment=0x10000000`)
+    /// is resolved relative to that base; one linked at 0 as before.
+    #[test]
+    fn the_link_base_is_the_first_loadable_segment_s() {
+        assert_eq!(
+            link_base_of(&elf(&[(0, 0x1000_0000), (0x1000, 0x1000_1000)])),
+            Some(0x1000_0000)
+        );
+        assert_eq!(link_base_of(&elf(&[(0, 0), (0x1000, 0x1000)])), Some(0));
+        assert_eq!(link_base_of(&elf(&[])), None);
+        assert_eq!(link_base_of(b"\x7fELF\x01\x01"), None, "32-bit");
+        assert_eq!(link_base_of(&elf(&[(0, 0)])[..80]), None, "cut short");
+    }
 }

@@ -21,6 +21,15 @@
 //! on global time ([`hyscope_analyzer::aligned::clock`]: every rank's clock
 //! mapped to rank 0's with the offsets at `MPI_Init` and `MPI_Finalize`).
 //!
+//! The run's window ([`hyscope_analyzer::run_window`]), from the analysis
+//! `hyscope report` prints (run first, [`run_notes`]): a track `run window`
+//! (process `run (hyscope)`, above the ranks) holding one slice over it, and
+//! the top-level `metadata` object `hyscope` with the window (`start_us`,
+//! `end_us` on the events' time axis, `duration_ns`) and `notes`: what lies
+//! outside the window (each such event has the argument
+//! `outside_run_window`) and what the analysis clips that the export keeps
+//! as recorded, with why.
+//!
 //! OTF2: see [`otf2`] (written through the OTF2 C library).
 //!
 //! Both read one rank's OpenMP and MPI rows at a time as they write it
@@ -43,6 +52,9 @@ use hyscope_format::{
 use serde_json::{Value, json};
 
 mod otf2;
+mod run_notes;
+
+use run_notes::RunNotes;
 
 /// Above this many events, viewers get slow: say so and suggest a window.
 const LARGE_EXPORT: usize = 1_000_000;
@@ -147,11 +159,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             stats.collectives,
             stats.metrics
         );
-        if stats.clipped > 0 {
-            eprintln!(
-                "hyscope: note: {} intervals were clipped to their enclosing interval (OTF2 needs strict nesting)",
-                stats.clipped
-            );
+        for note in otf2::notes(&data, &stats) {
+            eprintln!("hyscope: note: {note}");
         }
         eprintln!("hyscope: next: otf2-print {} | less", archive.display());
         return Ok(ExitCode::SUCCESS);
@@ -173,6 +182,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         stats.phases,
         stats.ranks
     );
+    for note in data.run.notes(PERFETTO_OUTSIDE) {
+        eprintln!("hyscope: note: {note}");
+    }
     eprintln!(
         "hyscope: next: open https://ui.perfetto.dev and drop {} on it",
         args.output.display()
@@ -210,6 +222,9 @@ struct TraceData<'t> {
     self_used: bool,
     /// The matched messages whose both sides are in the export.
     messages: Vec<Message>,
+    /// The run's window and what the export keeps outside it or longer than
+    /// the analysis counts it.
+    run: RunNotes,
 }
 
 /// One rank's rows in the export's window, on global time.
@@ -246,6 +261,13 @@ impl<'t> TraceData<'t> {
             })
             .collect();
         let clocks = Clocks::from_manifest(m);
+        // Each rank's exit on rank 0's clock: the analysis ends its rows there.
+        let exits = m
+            .ranks
+            .iter()
+            .filter_map(|r| Some((r.rank, clocks.to_global(r.rank, r.exit_ns?).ns())))
+            .collect();
+        let mut run = RunNotes::analyse(&trace.dir, exits);
 
         // The window is relative to the trace start on global time; the scan
         // filters on rank clocks, so it is widened by the largest offset (and
@@ -278,6 +300,7 @@ impl<'t> TraceData<'t> {
             communicators: hyscope_format::communicators(&m.ranks),
             self_used: false,
             messages: Vec::new(),
+            run: RunNotes::default(),
         };
         // Messages are matched over the whole trace (as the report does),
         // from each rank's sides, then those with both sides in the window
@@ -289,6 +312,9 @@ impl<'t> TraceData<'t> {
             sides.push(RankSides::of(rank, &mpi));
             mpi.retain(|r| data.in_window(r.start_ns, r.end_ns));
             data.self_used |= mpi.iter().any(|r| r.comm_id == SELF_COMM_ID);
+            for r in &mpi {
+                run.tally_row(rank, r.start_ns, r.end_ns);
+            }
             first = first
                 .into_iter()
                 .chain(mpi.iter().map(|r| r.start_ns))
@@ -302,6 +328,7 @@ impl<'t> TraceData<'t> {
                 let (s, e) = (data.global(rank, s), data.global(rank, e));
                 if data.in_window(s, e) {
                     first = Some(first.map_or(s, |f| f.min(s)));
+                    run.tally_row(rank, s, e);
                 }
             })?;
         }
@@ -326,6 +353,12 @@ impl<'t> TraceData<'t> {
         }
         phases.retain(|(_, r)| data.in_window(r.start_ns, r.end_ns));
         phases.sort_by_key(|(r, p)| (*r, p.thread, p.start_ns, p.depth));
+        for (_, p) in &phases {
+            run.tally_phase(p.start_ns, p.end_ns);
+        }
+        for (_, r) in &samples {
+            run.tally_sample(r.time_ns);
+        }
         data.symbols = trace
             .read_records::<SymbolRecord>(&ScanOptions::default())?
             .into_iter()
@@ -346,6 +379,7 @@ impl<'t> TraceData<'t> {
         };
         data.samples = samples;
         data.phases = phases;
+        data.run = run;
         Ok(data)
     }
 
@@ -555,11 +589,53 @@ fn ts(base: i64, ns: i64) -> Value {
     serde_json::from_slice(&v).unwrap_or(Value::Null)
 }
 
+/// The `pid` of the run's own track: above every rank's (`rank + 1`), below
+/// 2^31 (Perfetto reads a `pid` as a 32-bit integer).
+const RUN_PID: u64 = (1 << 31) - 1;
+
+/// How the Perfetto export marks an event outside the run's window.
+const PERFETTO_OUTSIDE: &str = "; each such event has the argument outside_run_window";
+
+/// The top-level `metadata` object: the run's window on the events' time
+/// axis (null when the analysis could not give it) and the notes.
+fn perfetto_metadata(data: &TraceData) -> Value {
+    let base = data.base_ns;
+    let window = data.run.window.map(|w| {
+        json!({
+            "start_us": ts(base, w.start_ns),
+            "end_us": ts(base, w.end_ns),
+            "duration_ns": w.duration_ns(),
+            "duration": crate::units::secs(w.duration_s()),
+        })
+    });
+    json!({"hyscope": {"run_window": window, "notes": data.run.notes(PERFETTO_OUTSIDE)}})
+}
+
+/// The run's track: one slice over the run's window, its duration and the
+/// notes as arguments, sorted above the ranks.
+fn write_run_window<W: Write>(data: &TraceData, o: &mut EventsOut<W>) -> anyhow::Result<()> {
+    let Some(w) = data.run.window else {
+        return Ok(());
+    };
+    o.value(&json!({"ph": "M", "name": "process_name", "pid": RUN_PID, "args": {"name": "run (hyscope)"}}))?;
+    o.value(&json!({"ph": "M", "name": "process_sort_index", "pid": RUN_PID, "args": {"sort_index": -1}}))?;
+    o.value(&json!({"ph": "M", "name": "thread_name", "pid": RUN_PID, "tid": 1, "args": {"name": "run window"}}))?;
+    o.value(
+        &json!({"ph": "X", "cat": "run", "name": "run window", "pid": RUN_PID, "tid": 1,
+                    "ts": ts(data.base_ns, w.start_ns), "dur": ts(0, w.duration_ns()),
+                    "args": {"duration_ns": w.duration_ns(),
+                             "duration": crate::units::secs(w.duration_s()),
+                             "notes": data.run.notes(PERFETTO_OUTSIDE)}}),
+    )
+}
+
 fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
     let file =
         std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-    w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
+    w.write_all(b"{\"displayTimeUnit\":\"ns\",\"metadata\":")?;
+    serde_json::to_writer(&mut w, &perfetto_metadata(data))?;
+    w.write_all(b",\"traceEvents\":[\n")?;
     let mut o = EventsOut { w, first: true };
     let mut stats = Stats {
         ranks: data.ranks.len(),
@@ -577,6 +653,7 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
         o.value(&json!({"ph": "M", "name": "process_name", "pid": pid(rm.rank), "args": {"name": name}}))?;
         o.value(&json!({"ph": "M", "name": "process_sort_index", "pid": pid(rm.rank), "args": {"sort_index": rm.rank}}))?;
     }
+    write_run_window(data, &mut o)?;
     // Then each rank's threads and events, one rank's rows read at a time.
     for rm in &data.ranks {
         let rows = data.rank_rows(rm.rank)?;
@@ -678,6 +755,9 @@ fn write_rank<W: Write>(
                 args.num(k, v);
             }
         }
+        if data.run.outside(rec.start_ns, rec.end_ns) {
+            args.num("outside_run_window", true);
+        }
         o.interval(
             "omp",
             name,
@@ -740,6 +820,9 @@ fn write_rank<W: Write>(
                 _ => args.raw("callsite", &format!("\"{:#x}\"", rec.callsite)),
             }
         }
+        if data.run.outside(rec.start_ns, rec.end_ns) {
+            args.num("outside_run_window", true);
+        }
         o.interval(
             "mpi",
             &json_str(name),
@@ -799,6 +882,9 @@ fn write_phases<W: Write>(
             );
             if p.iteration != hyscope_format::NO_ITERATION {
                 args.num("iteration", p.iteration);
+            }
+            if data.run.outside(p.start_ns, p.end_ns) {
+                args.num("outside_run_window", true);
             }
             o.interval(
                 "phase",

@@ -28,9 +28,7 @@ use hyscope_format::trace_name;
 use crate::units;
 
 mod launcher;
-use launcher::{
-    LauncherKind, find_launched_program, launcher_env_args, launcher_kind, resolve_in_path,
-};
+use launcher::{LauncherKind, find_launched_program, launch_args, launcher_kind, resolve_in_path};
 
 /// Environment variables that carry the rank, in the order the collector reads them.
 const RANK_VARS: [&str; 4] = [
@@ -336,8 +334,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let status = match position {
         Position::Launcher(kind) => {
             let mut cmd = Command::new(&command[0]);
-            cmd.args(launcher_env_args(kind, &env));
-            cmd.args(&command[1..]);
+            cmd.args(launch_args(kind, &env, &command[1..]));
             if args.verbose {
                 eprintln!("hyscope: run {cmd:?}");
             }

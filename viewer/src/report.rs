@@ -9,6 +9,7 @@ use hyscope_analyzer::*;
 
 use crate::units;
 
+mod compare;
 mod energy;
 pub(crate) mod memory;
 pub(crate) mod mpi;
@@ -16,10 +17,9 @@ mod openmp;
 pub mod parallel;
 mod phases;
 pub(crate) mod run;
+pub use compare::render_comparison;
 pub use run::collector_in_mpi_init;
 mod table;
-
-use table::Table;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -39,6 +39,11 @@ pub struct Args {
     /// HCAs per node (H of the queue-pair formulas).
     #[arg(long, default_value_t = 1)]
     pub hcas: u32,
+    /// Ranks per node (C) of the projection (default: the recorded run's,
+    /// the most ranks on one of its nodes). A rank's peers on its node cost
+    /// shared memory, the others network buffers and queue pairs.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub ranks_per_node: Option<u32>,
     /// Rows per table (findings, call sites...).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
@@ -95,6 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         projection_ranks: args.project.clone(),
         memory_per_core: args.memory_per_core,
         hcas_per_node: args.hcas,
+        ranks_per_node: args.ranks_per_node,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         phase: args.phase.clone(),
         memory: args.memory,
@@ -273,36 +279,5 @@ pub fn render(a: &Analysis, top: usize) -> String {
     memory::footprint(&mut out, a);
     energy::energy(&mut out, a);
     run::warnings(&mut out, a);
-    out
-}
-
-/// The comparison of two traces as a table.
-pub fn render_comparison(c: &Comparison) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "hyscope report — A = {}\n                 B = {}",
-        c.a, c.b
-    );
-    let mut t = Table::new(&["section", "item", "metric", "A", "B", "B − A", "B / A"]);
-    for r in &c.rows {
-        let v = |x: f64| {
-            if r.metric.ends_with("_s") {
-                units::secs(x)
-            } else {
-                format!("{x:.3}")
-            }
-        };
-        t.row(vec![
-            r.section.clone(),
-            r.item.clone(),
-            r.metric.clone(),
-            v(r.a),
-            v(r.b),
-            v(r.delta),
-            r.ratio.map_or("—".into(), |x| format!("{x:.2}")),
-        ]);
-    }
-    t.render(&mut out);
     out
 }

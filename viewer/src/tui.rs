@@ -23,6 +23,7 @@ pub mod loops;
 pub mod memory;
 pub mod mpi;
 pub mod openmp;
+pub mod scroll;
 pub mod summary;
 pub mod timeline;
 pub mod widgets;

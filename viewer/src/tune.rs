@@ -60,6 +60,10 @@ pub struct TuneReport {
     pub omp_schedule: String,
     pub run_before_s: f64,
     pub run_after_s: f64,
+    /// Why the two runs may differ for more than the schedule: another
+    /// command, rank or thread count, a partial trace
+    /// (`compare::caveats_between`).
+    pub caveats: Vec<String>,
     pub loops: Vec<LoopOutcome>,
 }
 
@@ -127,6 +131,20 @@ pub fn pick_schedule(
     let Some(loops) = a.loops.get() else {
         bail!("no loop advice: {}", a.loops.reason().unwrap_or("no loops"));
     };
+    if let Some(x) = label
+        && !loops.iter().any(|l| l.location.label == x)
+    {
+        let labels: Vec<&str> = loops.iter().map(|l| l.location.label.as_str()).collect();
+        bail!(
+            "no loop {x} in {}: its loops are {} (--loop takes a label of the report's loop table)",
+            a.trace_dir,
+            if labels.is_empty() {
+                "none".to_string()
+            } else {
+                labels.join(", ")
+            }
+        );
+    }
     let mut candidates: Vec<&hyscope_analyzer::Recommendation> = loops
         .iter()
         .filter(|l| label.is_none_or(|x| l.location.label == x))
@@ -209,7 +227,13 @@ pub fn compare_runs(
             });
         }
     }
+    let caveats = hyscope_analyzer::compare::caveats_between(
+        (before, "the baseline"),
+        (after, "the tuned run"),
+        true,
+    );
     TuneReport {
+        caveats,
         baseline: before_dir.display().to_string(),
         tuned: after_dir.display().to_string(),
         omp_schedule: schedule.to_string(),
@@ -228,6 +252,12 @@ pub fn render(r: &TuneReport) -> String {
         r.tuned,
         units::secs(r.run_after_s)
     );
+    for c in &r.caveats {
+        out.push_str(&format!("  ! {c}\n"));
+    }
+    if !r.caveats.is_empty() {
+        out.push('\n');
+    }
     out.push_str(&format!(
         "  {:<24} {:>14} {:>12} {:>12} {:>10} {:>10} {:>10} {:>15}\n",
         "loop", "recommended", "before", "after", "predicted", "achieved", "of gain", "chunks"

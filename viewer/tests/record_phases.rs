@@ -489,6 +489,118 @@ fn fortran_through_the_module() {
     assert_eq!(inner["iterations"]["slowest"], 1);
 }
 
+/// One rank's phases part truncated to half: the report is made from the
+/// intact data (rank 0's phases, every rank's OpenMP and MPI rows), exits 0
+/// as for any partial trace, says first that the trace is partial naming the
+/// file, and its phase table says that rank 1 is left out; `--json` carries
+/// the same problem. `--phase` cannot be computed without rank 1's phases:
+/// an error naming the file.
+#[test]
+fn a_damaged_phases_part_leaves_its_rank_out_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_phase_program(dir.path(), "nested");
+    let trace = dir.path().join("trace");
+    run_ok(&mut recorded_run(&trace, &exe));
+    let whole = report_json(&trace, &[]);
+    let t = Trace::open(&trace).unwrap();
+    let part = t
+        .parts(hyscope_format::Table::Phases)
+        .iter()
+        .find(|p| p.rank == 1)
+        .expect("rank 1 has a phases part")
+        .path
+        .clone();
+    let file = part
+        .strip_prefix(&trace)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    hyscope_testkit::truncate_to_half(&part);
+
+    // The text report: exit 0, the problem first, the phase table of rank 0
+    // saying that rank 1 is left out.
+    let text = stdout(&run_ok(hyscope().arg("report").arg(&trace)));
+    let first = text.lines().skip(1).find(|l| !l.trim().is_empty());
+    assert_eq!(
+        first.map(str::trim),
+        Some("PARTIAL TRACE: the numbers below leave out what is listed here"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "  ! rank 1, {file}: the phases of rank 1 cannot be read (corrupt or truncated Parquet file"
+        )),
+        "{text}"
+    );
+    let section = &text[text.find("\nPhases\n").expect("a Phases section")..];
+    let section = &section[..section[1..].find("\n\n").unwrap_or(section.len())];
+    assert!(
+        section.contains(&format!(
+            "  ! rank 1's phases are missing: {file} cannot be read"
+        )) && section.contains("every number of this table leaves rank 1 out"),
+        "{section}"
+    );
+    for name in ["setup", "solver", "step", "halo"] {
+        assert!(section.contains(&format!(" {name} ")), "{section}");
+    }
+
+    // The JSON: the same problem, the ranks left out, rank 0's phases as
+    // in the intact trace, and no efficiency across ranks.
+    let a = report_json(&trace, &[]);
+    let problems = a["integrity"]["problems"].as_array().unwrap();
+    let problem = problems
+        .iter()
+        .find(|p| p["file"] == file.as_str())
+        .unwrap_or_else(|| panic!("no problem names {file}: {problems:?}"));
+    assert_eq!(problem["rank"], 1);
+    assert_eq!(problem["data_lost"], true);
+    assert!(
+        problem["what"]
+            .as_str()
+            .unwrap()
+            .contains("corrupt or truncated Parquet file"),
+        "{problem}"
+    );
+    assert_eq!(
+        a["phases_missing"],
+        serde_json::json!([{"rank": 1, "file": file}])
+    );
+    let (phases, intact) = (
+        a["phases"]["observed"].as_array().expect("phases observed"),
+        whole["phases"]["observed"].as_array().unwrap(),
+    );
+    assert_eq!(phases.len(), intact.len());
+    for (p, w) in phases.iter().zip(intact) {
+        assert_eq!(p["name"], w["name"]);
+        let whole0 = w["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["rank"] == 0);
+        assert_eq!(p["ranks"].as_array().unwrap(), &[whole0.unwrap().clone()]);
+        assert!(p["mpi_parallel_efficiency"].is_null(), "{p}");
+        assert!(w["mpi_parallel_efficiency"].is_f64(), "{w}");
+    }
+    // The OpenMP and MPI rows of both ranks are whole.
+    assert_eq!(a["run"]["omp_events"], whole["run"]["omp_events"]);
+    assert_eq!(a["run"]["mpi_events"], whole["run"]["mpi_events"]);
+
+    // Restricted to a phase: rank 1's time in it is unknown.
+    let out = hyscope()
+        .args(["report", "--phase", "step"])
+        .arg(&trace)
+        .output_within_limit()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&file)
+            && stderr(&out).contains("the phases of rank 1 cannot be read"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 #[test]
 fn a_killed_process_keeps_its_finished_phases() {
     let dir = tempfile::tempdir().unwrap();

@@ -257,7 +257,8 @@ fn ranks_started_apart_on_two_nodes_name_one_trace_directory() {
 /// stay on a node go by the shared-memory transport's eager limit and the 12
 /// between the nodes by the network's, each as the manifest gives them
 /// (with Open MPI's defaults and TCP: rendezvous within a node, eager
-/// between).
+/// between); the memory model charges network buffers for the peer on the
+/// other node only.
 #[test]
 fn messages_within_a_node_take_its_eager_limit() {
     let tmp = tempfile::tempdir().unwrap();
@@ -298,4 +299,35 @@ fn messages_within_a_node_take_its_eager_limit() {
         messages - eager,
         "limits {limits:?}"
     );
+    // The memory model splits each rank's 2 peers the same way: every
+    // rank sent ROUNDS = 3 messages to each, so the peers on its node (by
+    // the trace's hosts) are the program's own count (by
+    // MPI_COMM_TYPE_SHARED) over 3. Only those to the other node cost
+    // network buffers (one connection's, and the shared receive queues) and
+    // a queue pair; the node's shared memory costs each process its segment.
+    let memory = &report["memory"]["observed"];
+    let ranks = memory["per_rank"].as_array().unwrap();
+    let sum = |key: &str| ranks.iter().map(|r| r[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("intra_node_connections"), within / 3, "{memory:#}");
+    assert_eq!(sum("inter_node_connections"), (messages - within) / 3);
+    let per_connection = memory["bytes_per_connection"].as_f64().unwrap();
+    for r in ranks {
+        assert_eq!(r["inter_node_connections"], 1, "{r:#}");
+        assert_eq!(
+            r["network_buffer_bytes"].as_f64().unwrap(),
+            per_connection + 81_788_928.0,
+            "{r:#}"
+        );
+        assert_eq!(
+            r["shm_buffer_bytes"], memory["shm_bytes_per_process"],
+            "{r:#}"
+        );
+    }
+    let rc = memory["qp_table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["transport"] == "RC")
+        .unwrap();
+    assert_eq!(rc["observed_per_node"], 2.0, "{rc:#}");
 }

@@ -158,8 +158,8 @@ fn openmp_tab() {
     let s = render(&mut a, 100, 30);
     println!("{s}");
     // 2 ranks × 4 instances of 1.5 ms; fork/join = region − master implicit task = 20 µs each.
-    assert!(s.contains("0x401000"), "{s}");
-    let row = s.lines().find(|l| l.contains("0x401000")).unwrap();
+    assert!(s.contains("hybrid.c:40"), "{s}");
+    let row = s.lines().find(|l| l.contains("hybrid.c:40")).unwrap();
     assert!(row.contains(" 8 ") && row.contains(" 2 "), "{row}");
     assert!(
         row.contains("12.00 ms") && row.contains("160.0 µs"),
@@ -173,7 +173,7 @@ fn openmp_tab() {
     key(&mut a, KeyCode::Enter);
     let s = render(&mut a, 100, 30);
     println!("{s}");
-    assert!(s.contains("threads of 0x401000"), "{s}");
+    assert!(s.contains("threads of hybrid.c:40"), "{s}");
     assert_eq!(
         s.lines()
             .filter(|l| l.contains("│0    ") || l.contains("│1    "))
@@ -189,7 +189,7 @@ fn loops_tab() {
     key(&mut a, KeyCode::Char('4'));
     let s = render(&mut a, 100, 30);
     println!("{s}");
-    let row = s.lines().find(|l| l.contains("0x402000")).unwrap();
+    let row = s.lines().find(|l| l.contains("hybrid.c:42")).unwrap();
     assert!(row.contains("static"), "{row}");
     // Thread 0 works 1.19 ms and thread 1 0.78 ms in each of 4 instances.
     assert!(s.contains("r0t0") && s.contains("4.76 ms"), "{s}");
@@ -301,7 +301,8 @@ fn memory_tab() {
 /// Each projection of the memory tab in the frame `s` reads as the report's
 /// row: the ranks as the report writes them, then the whole total per rank
 /// (formatted, unit included) at the end of its bar, and on its own line the
-/// buffers, queue pairs and group maps the total is the sum of.
+/// shared-memory and network buffers, queue pairs and group maps the total
+/// is the sum of.
 fn projection_rows_are_whole(a: &App, s: &str) {
     let analysis = a.data.analysis().unwrap();
     let m = analysis.memory.get().unwrap();
@@ -315,27 +316,32 @@ fn projection_rows_are_whole(a: &App, s: &str) {
     assert_eq!(rows.len(), m.projections.len(), "{report}");
     for (p, row) in m.projections.iter().zip(rows) {
         let ranks = row.trim().split("  ").next().unwrap();
-        let [total, buffers, qps, groups] = [
+        let [total, shm, net, qps, groups] = [
             p.total_bytes_per_rank,
-            p.buffer_bytes_per_rank,
+            p.shm_bytes_per_rank,
+            p.network_buffer_bytes_per_rank,
             p.qp_bytes_per_rank,
             p.group_bytes_per_rank,
         ]
         .map(units::bytes);
         assert!(
-            row.contains(&total) && row.contains(&buffers) && row.contains(&qps),
+            row.contains(&total) && row.contains(&shm) && row.contains(&net) && row.contains(&qps),
             "{row}"
         );
         assert_eq!(
             p.total_bytes_per_rank,
             p.buffer_bytes_per_rank + p.qp_bytes_per_rank + p.group_bytes_per_rank
         );
+        assert_eq!(
+            p.buffer_bytes_per_rank,
+            p.shm_bytes_per_rank + p.network_buffer_bytes_per_rank
+        );
         let bar = s
             .lines()
             .find(|l| l.contains(&format!("│{ranks} rk ")) || l.contains(&format!(" {ranks} rk ")))
             .unwrap_or_else(|| panic!("no row for {ranks} ranks:\n{s}"));
         assert!(bar.contains(&format!(" {total}│")), "{total}: {bar}\n{s}");
-        let parts = format!("buffers {buffers}  QPs {qps}  groups {groups}");
+        let parts = format!("shm {shm}  net {net}  QPs {qps}  groups {groups}");
         assert!(
             s.contains(&format!("{parts} ")) || s.contains(&format!("{parts}│")),
             "{parts}\n{s}"

@@ -105,7 +105,7 @@ fn real_terminal_through_every_tab() {
     expect(&s, &["-"], "(5.00 ms shown)");
     expect(&s, &["0"], "(10.00 ms shown)");
     expect_all(&s, &["3"], &["OpenMP regions (1)", "12.00 ms", "160.0 µs"]);
-    expect(&s, &["Enter"], "threads of 0x401000");
+    expect(&s, &["Enter"], "threads of hybrid.c:40");
     expect(&s, &["4"], "r0t0");
     expect_all(&s, &["5"], &["MPI calls (6)", "1.01 MiB"]);
     expect(&s, &["Right"], "eager 10  rendezvous 1");

@@ -51,11 +51,12 @@ impl OmpMerge {
     }
 
     /// Add the next rank's aggregates (ranks in increasing order), keyed by
-    /// the canonical code address (`canon`, [`TraceData::canon`]).
+    /// the id of the code location each of the rank's addresses is (`canon`,
+    /// the rank's own symbols: [`crate::code_map`]).
     pub fn add(&mut self, p: RankPass, canon: impl Fn(u64) -> u64) {
         debug_assert!(self.ranks.last().is_none_or(|r| r.rank < p.info.rank));
-        // In order of the raw code address: several may share one canonical
-        // address, and their floating-point times must add up in one order,
+        // In order of the raw code address: several may be one code
+        // location, and their floating-point times must add up in one order,
         // not the hash maps' (which differs from run to run), so the same
         // trace gives the same digits every time.
         for (k, v) in by_address(p.regions) {
@@ -354,7 +355,7 @@ mod tests {
     use super::*;
     use crate::model::ThreadRegionStats;
 
-    /// Many raw addresses of one source location (one canonical address):
+    /// Many raw addresses of one code location (one id):
     /// their floating-point times add up in address order, whatever order
     /// the rank's hash map holds them in, so a report is the same to the last
     /// digit every time.

@@ -50,6 +50,15 @@ pub(super) fn build_loop(
             0
         }
     };
+    // libomp reports a static loop with one dispatch per thread at its
+    // start, of the thread's first chunk: under plain static its whole
+    // block, under a compile-time schedule(static,c) its first c
+    // iterations only, the rest never reported. Those rows then cover
+    // less than the iteration space: the loop is static,c, and where each
+    // thread's time went is unknown (a schedule(runtime) loop under
+    // OMP_SCHEDULE=static,c is dispatched chunk by chunk and is whole).
+    let trip_iters: u64 = a.trips.iter().map(|(t, n)| t * n).sum();
+    let first_chunks_only = variant == 10 && a.any_chunks && a.chunk_iters < trip_iters;
     let per_thread: Vec<LoopThreadStats> = a
         .per_thread
         .iter()
@@ -58,8 +67,9 @@ pub(super) fn build_loop(
             thread,
             time_s: ns_to_s(t.time),
             busy_s: ns_to_s(t.busy),
-            iterations: (a.any_chunks || t.iterations > 0).then_some(t.iterations),
-            chunks: a.any_chunks.then_some(t.chunks),
+            iterations: (!first_chunks_only && (a.any_chunks || t.iterations > 0))
+                .then_some(t.iterations),
+            chunks: (a.any_chunks && !first_chunks_only).then_some(t.chunks),
         })
         .collect();
     let busy: Vec<f64> = per_thread.iter().map(|t| t.busy_s).collect();
@@ -87,7 +97,7 @@ pub(super) fn build_loop(
     let current: Option<Sched> = match variant {
         10 => {
             // One chunk per thread is plain static; more is static,c.
-            if a.any_chunks && a.chunks > a.instances * team as u64 {
+            if first_chunks_only || (a.any_chunks && a.chunks > a.instances * team as u64) {
                 Some(Sched::StaticChunk(mode_chunk))
             } else {
                 Some(Sched::Static)
@@ -100,7 +110,16 @@ pub(super) fn build_loop(
         _ => None,
     };
     let current_text = current.map_or_else(|| "the current schedule".to_string(), |s| s.text());
-    let (cost_profile, simulations, recommendation) = if a.profile_ok && trip > 0 {
+    let (cost_profile, simulations, recommendation) = if first_chunks_only {
+        let why = format!(
+            "the runtime reports only each thread's first chunk of this schedule({current_text}) loop, so where each thread's time went is unknown: compile it with schedule(runtime) and record it with OMP_SCHEDULE={current_text} (chunks reported one by one) to tune it"
+        );
+        (
+            Observable::not(why.clone()),
+            Observable::not(why.clone()),
+            Observable::not(why),
+        )
+    } else if a.profile_ok && trip > 0 {
         let bins: Vec<f64> = a
             .bin_cost
             .iter()
@@ -181,7 +200,11 @@ pub(super) fn build_loop(
         share_of_run: share,
         per_thread,
         imbalance,
-        chunks: if a.any_chunks {
+        chunks: if first_chunks_only {
+            // static,c deals ⌈trip / c⌉ chunks per instance.
+            let c = mode_chunk.max(1);
+            Observable::Observed(a.trips.iter().map(|(t, n)| t.div_ceil(c) * n).sum())
+        } else if a.any_chunks {
             Observable::Observed(a.chunks)
         } else {
             Observable::not(no_chunks())

@@ -19,7 +19,9 @@ pub struct Builder {
     pub mpi: Vec<Vec<MpiRecord>>,
     pub samples: Vec<Vec<SampleRecord>>,
     pub phases: Vec<Vec<PhaseRecord>>,
-    pub symbols: Vec<SymbolRecord>,
+    /// Every rank's `symbols` rows (each rank resolves its own addresses:
+    /// a symbol of the program is in every rank's table).
+    pub symbols: Vec<Vec<SymbolRecord>>,
 }
 
 impl Builder {
@@ -63,12 +65,20 @@ impl Builder {
             mpi: vec![Vec::new(); ranks as usize],
             samples: vec![Vec::new(); ranks as usize],
             phases: vec![Vec::new(); ranks as usize],
-            symbols: Vec::new(),
+            symbols: vec![Vec::new(); ranks as usize],
         }
     }
 
+    /// `address` is `file:line` on every rank (one program, loaded at one address).
     pub fn symbol(&mut self, address: u64, file: &str, line: u32) {
-        self.symbols.push(SymbolRecord {
+        for rank in 0..self.symbols.len() as u32 {
+            self.symbol_on(rank, address, file, line);
+        }
+    }
+
+    /// `address` is `file:line` on `rank` (its own symbols).
+    pub fn symbol_on(&mut self, rank: u32, address: u64, file: &str, line: u32) {
+        self.symbols[rank as usize].push(SymbolRecord {
             address,
             module: "/app".into(),
             function: Some(format!("fn_{line}")),
@@ -108,10 +118,13 @@ impl Builder {
                 w.finish().unwrap();
             }
         }
-        if !self.symbols.is_empty() {
-            let mut w = PartWriter::create(dir, Table::Symbols, 0, opts.clone()).unwrap();
-            w.write_records(&self.symbols).unwrap();
-            w.finish().unwrap();
+        for (r, rows) in self.symbols.iter().enumerate() {
+            if !rows.is_empty() {
+                let mut w =
+                    PartWriter::create(dir, Table::Symbols, r as u32, opts.clone()).unwrap();
+                w.write_records(rows).unwrap();
+                w.finish().unwrap();
+            }
         }
         self.manifest.write(dir).unwrap();
     }

@@ -8,10 +8,32 @@ use std::path::Path;
 
 use hyscope_format::synthetic::{OmpGenerator, OmpTraceSpec};
 use hyscope_format::{
-    Manifest, MpiInfo, MpiRecord, OmpKind, OpenMpInfo, PartWriter, RankInfo, Table, WriterOptions,
-    mpi_call as c,
+    Manifest, MpiInfo, MpiRecord, OmpKind, OpenMpInfo, PartWriter, RankInfo, SymbolRecord, Table,
+    WriterOptions, mpi_call as c,
 };
 use rayon::prelude::*;
+
+/// Every rank's `symbols` rows, as a recording of one program has them: the
+/// generator's 8 loop call sites (`synth.c:101`, `:111`, …) and their
+/// regions (`synth.c:100`, `:110`, …), the `MPI_Allreduce`, `MPI_Send` and
+/// `MPI_Recv` call sites (`synth.c:200` to `:202`).
+fn symbol_rows() -> Vec<SymbolRecord> {
+    let at = |address: u64, line: u32| SymbolRecord {
+        address,
+        module: "/synth/app".into(),
+        function: Some("main".into()),
+        file: Some("/synth/synth.c".into()),
+        line: Some(line),
+    };
+    let mut rows: Vec<SymbolRecord> = (0..8u32)
+        .flat_map(|i| {
+            let base = 0x40_1a00 + u64::from(i) * 0x1c0;
+            [at(base, 100 + 10 * i), at(base + 0x20, 101 + 10 * i)]
+        })
+        .collect();
+    rows.extend([at(0x4000, 200), at(0x4100, 201), at(0x4200, 202)]);
+    rows
+}
 
 /// Write about `events` OpenMP rows over `ranks` ranks of `threads` threads into `out`.
 pub fn write_synth_trace(out: &Path, events: u64, ranks: u32, threads: u32) {
@@ -83,6 +105,10 @@ pub fn write_synth_trace(out: &Path, events: u64, ranks: u32, threads: u32) {
         }
         let so = omp.finish().unwrap();
         let sm = mpi.finish().unwrap();
+        let mut sym =
+            PartWriter::create(out, Table::Symbols, rank, WriterOptions::default()).unwrap();
+        sym.write_records(&symbol_rows()).unwrap();
+        sym.finish().unwrap();
         RankInfo {
             rank,
             host: "node0".into(),

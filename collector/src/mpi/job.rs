@@ -351,6 +351,10 @@ fn wanted(name: &str) -> bool {
         || name.contains("receive_queues")
         || name.contains("rndv")
         || name.contains("max_send_size")
+        // The shared-memory transport's buffers (the analyzer's memory model):
+        // Open MPI's vader/sm segment and fast boxes, MPICH's POSIX iqueue.
+        || (name.starts_with("btl_") && (name.ends_with("_segment_size") || name.contains("_fbox_")))
+        || name.starts_with("MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_")
         || name == "btl"
         || name == "pml"
         || name == "mtl"
@@ -521,6 +525,23 @@ mod tests {
         assert_eq!(mpi.transports, vec!["tcp", "vader"]);
         assert_eq!(mpi.receive_queues.len(), 1);
         assert_eq!(mpi.control_variables.len(), 5);
+    }
+
+    #[test]
+    fn the_shared_memory_transport_s_sizes_are_kept() {
+        for n in [
+            "btl_vader_segment_size",
+            "btl_vader_fbox_size",
+            "btl_vader_fbox_max",
+            "btl_sm_segment_size",
+            "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_NUM_CELLS",
+            "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE",
+        ] {
+            assert!(wanted(n), "{n}");
+        }
+        for n in ["coll_adapt_bcast_segment_size", "btl_vader_free_list_num"] {
+            assert!(!wanted(n), "{n}");
+        }
     }
 
     #[test]

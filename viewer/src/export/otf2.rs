@@ -32,7 +32,11 @@
 //!   any interval.
 //! - a row of folded unsuccessful polls (trace `mpi.calls` > 1) is one
 //!   Enter/Leave pair whose Enter carries the attribute `polls_folded`
-//!   (uint32, attribute 0) with the number of polls.
+//!   (uint32, attribute 0) with the number of polls;
+//! - the run's window ([`super::run_notes`]) and the notes, as archive
+//!   properties (`otf2-print -I`): `HYSCOPE::RUN_WINDOW_START` and
+//!   `HYSCOPE::RUN_WINDOW_END` in the archive's ticks (ns since its time 0),
+//!   `HYSCOPE::RUN_DURATION_NS`, and `HYSCOPE::NOTE_1`, `_2`, … in words.
 
 // The mpi_call codes are named like the MPI functions.
 #![allow(non_upper_case_globals)]
@@ -261,6 +265,7 @@ otf2_api! {
     OTF2_Archive_SetSerialCollectiveCallbacks: fn(P) -> i32;
     OTF2_Archive_SetCreator: fn(P, *const c_char) -> i32;
     OTF2_Archive_SetDescription: fn(P, *const c_char) -> i32;
+    OTF2_Archive_SetProperty: fn(P, *const c_char, *const c_char, bool) -> i32;
     OTF2_Archive_OpenEvtFiles: fn(P) -> i32;
     OTF2_Archive_CloseEvtFiles: fn(P) -> i32;
     OTF2_Archive_OpenDefFiles: fn(P) -> i32;
@@ -563,7 +568,8 @@ pub(crate) fn write(data: &TraceData, out: &Path) -> anyhow::Result<Otf2Stats> {
     if archive.is_null() {
         bail!("OTF2 could not create an archive in {}", out.display());
     }
-    let result = write_archive(&api, archive, data, &comms, &mut defs, &mut stats);
+    let result = write_archive(&api, archive, data, &comms, &mut defs, &mut stats)
+        .and_then(|()| write_properties(&api, archive, data, &stats));
     // SAFETY: archive is open.
     let closed = unsafe { (api.OTF2_Archive_Close)(archive) };
     result?;
@@ -1437,6 +1443,56 @@ impl GlobalDefs<'_> {
         }
         Ok(())
     }
+}
+
+/// What the archive says besides its events, in words: the run's notes and
+/// the intervals this export clipped to nest them.
+pub(crate) fn notes(data: &TraceData, stats: &Otf2Stats) -> Vec<String> {
+    let mut notes = data.run.notes(
+        "; the properties HYSCOPE::RUN_WINDOW_START and HYSCOPE::RUN_WINDOW_END bound the window",
+    );
+    if stats.clipped > 0 {
+        notes.push(format!(
+            "{} intervals were clipped to their enclosing interval (OTF2 needs strict nesting)",
+            stats.clipped
+        ));
+    }
+    notes
+}
+
+/// The run's window (in the archive's ticks) and the notes as archive
+/// properties, set before the archive is closed.
+fn write_properties(
+    api: &Api,
+    archive: P,
+    data: &TraceData,
+    stats: &Otf2Stats,
+) -> anyhow::Result<()> {
+    let mut props: Vec<(String, String)> = Vec::new();
+    if let Some(w) = data.run.window {
+        props.push((
+            "RUN_WINDOW_START".into(),
+            (w.start_ns - data.base_ns).to_string(),
+        ));
+        props.push((
+            "RUN_WINDOW_END".into(),
+            (w.end_ns - data.base_ns).to_string(),
+        ));
+        props.push(("RUN_DURATION_NS".into(), w.duration_ns().to_string()));
+    }
+    for (i, note) in notes(data, stats).into_iter().enumerate() {
+        props.push((format!("NOTE_{}", i + 1), note));
+    }
+    for (name, value) in props {
+        let n = CString::new(format!("HYSCOPE::{name}")).expect("no NUL");
+        let v = CString::new(value.replace('\0', "")).expect("NUL removed");
+        // SAFETY: the live archive handle, opened for writing; C strings that outlive the call.
+        check(
+            unsafe { (api.OTF2_Archive_SetProperty)(archive, n.as_ptr(), v.as_ptr(), true) },
+            "SetProperty",
+        )?;
+    }
+    Ok(())
 }
 
 fn data_description(data: &TraceData) -> String {

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use eframe::egui::{self, Color32, Key, Pos2, Rect, Vec2};
-use hyscope_analyzer::Analysis;
 use hyscope_analyzer::timeline::{RankCells, STATES, State};
+use hyscope_analyzer::{Analysis, RunWindow};
 use hyscope_format::Trace;
 
 use super::data::{self, Progress, TraceData};
@@ -36,6 +36,9 @@ pub struct TraceSlot {
     /// The interval of `phase` the timeline was last zoomed to.
     phase_frame: Option<usize>,
     with_analysis: bool,
+    /// The run's window, from the first analysis loaded (kept while a phase
+    /// is analysed again: the whole run's window does not change).
+    window: Option<RunWindow>,
 }
 
 impl TraceSlot {
@@ -63,7 +66,48 @@ impl TraceSlot {
             phase_names,
             phase_frame: None,
             with_analysis,
+            window: None,
         }
+    }
+
+    /// Take the run's window from the analysis once it is loaded.
+    fn poll_window(&mut self) {
+        if self.window.is_none() {
+            self.window = self
+                .analysis
+                .ready()
+                .map(|a| a.run.window)
+                .filter(|w| !w.is_empty());
+        }
+    }
+
+    /// The run's window ([`hyscope_analyzer::run_window`]: the report's
+    /// duration), once the analysis has given it.
+    pub fn run_window(&self) -> Option<RunWindow> {
+        self.window
+    }
+
+    /// The run's window relative to the origin, once the analysis gave it.
+    fn run_window_view(&self) -> Option<View> {
+        self.run_window()?;
+        self.home_view()
+    }
+
+    /// The view this trace's timeline opens on, relative to its origin (the
+    /// timeline's first event): the run's window, else (before the analysis,
+    /// or without one) the whole timeline. None while nothing is loaded.
+    pub fn home_view(&self) -> Option<View> {
+        let (origin, end) = self.shown_span()?;
+        Some(match self.window {
+            Some(w) => View {
+                t0: (w.start_ns - origin) as f64,
+                t1: (w.end_ns - origin) as f64,
+            },
+            None => View {
+                t0: 0.0,
+                t1: (end - origin) as f64,
+            },
+        })
     }
 
     /// The span of the timeline shown: the index's, else the overview's; None
@@ -140,8 +184,8 @@ pub struct GuiApp {
     pub slots: Vec<TraceSlot>,
     pub view: View,
     view_set: bool,
-    /// The width of the view at the last fit to the run.
-    fitted_width: f64,
+    /// The view at the last fit to the run (the view follows it until moved).
+    fitted: Option<View>,
     pub tl: TimelineState,
     pub tab: Tab,
     /// Whose analysis the side panel shows (0 = A, 1 = B).
@@ -197,7 +241,7 @@ impl GuiApp {
             slots,
             view: View { t0: 0.0, t1: 1.0 },
             view_set: false,
-            fitted_width: f64::NAN,
+            fitted: None,
             tl: TimelineState::default(),
             tab: Tab::Summary,
             analysis_of: 0,
@@ -222,25 +266,27 @@ impl GuiApp {
         for s in &mut self.slots {
             s.data.wait();
             s.analysis.wait();
+            s.poll_window();
         }
     }
 
-    /// The longest span of the loaded traces, in relative ns.
-    fn full_width(&self) -> f64 {
-        self.slots
-            .iter()
-            .filter_map(|s| s.shown_span())
-            .map(|(a, b)| (b - a) as f64)
-            .fold(0.0, f64::max)
-            .max(1.0)
+    /// The view the timelines open on: each trace's run window (relative
+    /// ns, [`TraceSlot::home_view`]), all of them when two are compared.
+    fn home(&self) -> View {
+        let views: Vec<View> = self.slots.iter().filter_map(|s| s.home_view()).collect();
+        let t0 = views.iter().map(|v| v.t0).fold(f64::INFINITY, f64::min);
+        let t1 = views.iter().map(|v| v.t1).fold(f64::NEG_INFINITY, f64::max);
+        if t0.is_finite() && t1 > t0 {
+            View { t0, t1 }
+        } else {
+            View { t0: 0.0, t1: 1.0 }
+        }
     }
 
     pub fn fit(&mut self) {
-        self.fitted_width = self.full_width();
-        self.view = View {
-            t0: 0.0,
-            t1: self.fitted_width,
-        };
+        let home = self.home();
+        self.fitted = Some(home);
+        self.view = home;
     }
 
     /// Time per state of trace `which` over all rows in the range selection.
@@ -271,12 +317,13 @@ impl GuiApp {
             s.overview.poll();
             s.data.poll();
             s.analysis.poll();
+            s.poll_window();
             loading |= s.data.is_pending() || s.analysis.is_pending();
         }
         // Fitted to the run once there is something to show; refitted while
         // the overview grows rank by rank if the user has not moved the
         // view (the whole overview's span is the index's: the view stays).
-        let fitted = self.view.t0 == 0.0 && self.view.t1 == self.fitted_width;
+        let fitted = self.fitted == Some(self.view);
         if (!self.view_set || fitted) && self.slots.iter().all(|s| s.shown_span().is_some()) {
             self.fit();
             self.view_set = true;
@@ -342,10 +389,7 @@ impl GuiApp {
                 self.view.pan(step);
             }
             if i.key_pressed(Key::Home) || i.key_pressed(Key::Num0) {
-                self.view = View {
-                    t0: 0.0,
-                    t1: self.full_width(),
-                };
+                self.fit();
             }
             if i.key_pressed(Key::Z)
                 && let Some((a, b)) = self.tl.range
@@ -881,6 +925,11 @@ impl GuiApp {
                         );
                     }
                     timeline::show(ui, rect, &d, which, &mut self.view, &mut self.tl);
+                    if let (Some(home), Some(body)) =
+                        (self.slots[which].run_window_view(), self.tl.body.get(which))
+                    {
+                        shade_outside_run(ui, *body, &self.view, home);
+                    }
                     if d.profile_mode {
                         // Rows that look idle would otherwise read as serial code.
                         ui.painter().text(
@@ -943,5 +992,28 @@ pub fn write_ppm(path: &Path, image: &egui::ColorImage) -> std::io::Result<()> {
 impl eframe::App for GuiApp {
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         GuiApp::ui(self, ui);
+    }
+}
+
+/// Shade the parts of a timeline's `body` drawn with `view` that lie
+/// outside the run's window `run` (relative ns), and say so: rows drawn
+/// there (samples, rows ended after a rank's exit) are not run time.
+fn shade_outside_run(ui: &egui::Ui, body: Rect, view: &View, run: View) {
+    let x = |t: f64| body.left() + ((t - view.t0) / view.width() * body.width() as f64) as f32;
+    let shade = ui.visuals().text_color().gamma_multiply(0.12);
+    let painter = ui.painter_at(body);
+    for (a, b) in [(body.left(), x(run.t0)), (x(run.t1), body.right())] {
+        let (a, b) = (a.max(body.left()), b.min(body.right()));
+        if b - a >= 1.0 {
+            let r = Rect::from_min_max(Pos2::new(a, body.top()), Pos2::new(b, body.bottom()));
+            painter.rect_filled(r, 0.0, shade);
+            painter.text(
+                r.left_top() + Vec2::new(2.0, 2.0),
+                egui::Align2::LEFT_TOP,
+                "not run time",
+                egui::FontId::proportional(11.0),
+                ui.visuals().weak_text_color(),
+            );
+        }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 use hyscope_analyzer::aligned::series::{SampleSeries, is_energy, sample_series};
+use hyscope_analyzer::code_map::CodeMap;
 use hyscope_analyzer::timeline::TimelineIndex;
 use hyscope_analyzer::{Analysis, AnalyzeOptions};
 use hyscope_format::{
@@ -82,6 +83,9 @@ pub struct TraceData {
     pub index_cached: bool,
     pub index_s: f64,
     pub symbols: HashMap<(u32, u64), SymbolRecord>,
+    /// Which code location each rank's addresses are, by the analysis's rule
+    /// (the ids its locations carry).
+    pub code: CodeMap,
     pub counters: Vec<CounterTrack>,
     pub messages: Vec<Message>,
     /// Recorded in profile mode: OpenMP totals only, no intervals to draw.
@@ -136,9 +140,11 @@ pub fn load_trace(
     let index_s = started.elapsed().as_secs_f64();
     progress.stage("reading symbols, samples, messages and phases");
     let phases = hyscope_analyzer::phases::PhaseLanes::read(&index);
-    let symbols = trace
+    let rows = trace
         .read_records::<SymbolRecord>(&ScanOptions::default())
-        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let code = CodeMap::new(rows.iter().cloned());
+    let symbols = rows
         .into_iter()
         .map(|(rank, s)| ((rank, s.address), s))
         .collect();
@@ -158,6 +164,7 @@ pub fn load_trace(
         index_cached,
         index_s,
         symbols,
+        code,
         counters,
         messages,
         profile_mode: trace.manifest.mode == "profile",
@@ -210,69 +217,16 @@ fn counter_tracks(trace: &Trace, series: Vec<SampleSeries>, end: i64) -> Vec<Cou
     out
 }
 
-/// The source location of a resolved symbol as the analyzer merges ranks by
-/// ([`hyscope_analyzer::load::canonical_addresses`]): file, function and line;
-/// `None` when neither the file nor the function is known.
-type SourceKey<'a> = (&'a Option<String>, &'a Option<String>, Option<u32>);
-
-fn source_key(s: &SymbolRecord) -> Option<SourceKey<'_>> {
-    (s.file.is_some() || s.function.is_some()).then_some((&s.file, &s.function, s.line))
-}
-
-/// Which rows belong to the code location the analysis names by `address`.
-///
-/// The analysis keys a location by one canonical address (the smallest of
-/// the addresses its source location has on any rank), but each rank loads
-/// the program at its own address (ASLR), so its rows carry their own
-/// addresses for the same `file:line`. A row matches when its rank resolves
-/// its address to the same source location as `address`; an address no rank
-/// resolves (and a row whose rank has no symbol for it) matches only itself.
-pub struct LocationMatcher {
-    address: u64,
-    /// (rank, that rank's address) of every address with the location's source.
-    same: std::collections::HashSet<(u32, u64)>,
-    /// (rank, address) pairs with a symbol: these match only through `same`.
-    resolved: std::collections::HashSet<(u32, u64)>,
-}
-
-impl LocationMatcher {
-    pub fn new(symbols: &HashMap<(u32, u64), SymbolRecord>, address: u64) -> LocationMatcher {
-        // The source of `address`, from the lowest rank that resolves it.
-        let key = symbols
-            .iter()
-            .filter(|((_, a), _)| *a == address)
-            .min_by_key(|((rank, _), _)| *rank)
-            .and_then(|(_, s)| source_key(s));
-        let same = match key {
-            Some(key) => symbols
-                .iter()
-                .filter(|(_, s)| source_key(s) == Some(key))
-                .map(|(k, _)| *k)
-                .collect(),
-            None => Default::default(),
-        };
-        LocationMatcher {
-            address,
-            same,
-            resolved: symbols.keys().copied().collect(),
-        }
-    }
-
-    /// Whether `rank`'s code address `address` is this location.
-    pub fn matches(&self, rank: u32, address: u64) -> bool {
-        self.same.contains(&(rank, address))
-            || (address == self.address && !self.resolved.contains(&(rank, address)))
-    }
-}
-
 /// Instances of a code location (loop, region, MPI call site), named by the
-/// analysis's (canonical) address, on every rank ([`LocationMatcher`]):
-/// (rank, thread, start, end) on rank 0's clock, at most `limit`.
+/// id the analysis gives it, on every rank: the rows whose rank's own symbols
+/// make their address that location ([`CodeMap::matches`], the rule the
+/// analysis merges ranks by): (rank, thread, start, end) on rank 0's clock,
+/// at most `limit`.
 pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<Instance>, String> {
     let trace = data.index.trace();
     let clocks = data.index.clocks();
     let global = |rank: u32, t: i64| clocks.to_global(rank, t).ns();
-    let location = LocationMatcher::new(&data.symbols, address);
+    let location = |rank: u32, a: u64| data.code.matches(address, rank, a);
     // The whole trace searched batch by batch, never held.
     let mut out = Vec::new();
     let mut found = |rank: u32, thread: u32, start: i64, end: i64| {
@@ -288,7 +242,7 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
             if matches!(
                 kind,
                 Some(OmpKind::Work | OmpKind::Parallel | OmpKind::ImplicitTask)
-            ) && location.matches(rank, r.codeptr)
+            ) && location(rank, r.codeptr)
             {
                 found(rank, r.thread, r.start_ns, r.end_ns);
                 if kind == Some(OmpKind::Parallel) {
@@ -301,7 +255,7 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
         trace
             .for_each_record::<OmpRecord>(&ScanOptions::default(), |rank, r| {
                 if r.kind == OmpKind::ImplicitTask as u8
-                    && !location.matches(rank, r.codeptr)
+                    && !location(rank, r.codeptr)
                     && regions.contains(&(rank, r.parallel_id))
                 {
                     found(rank, r.thread, r.start_ns, r.end_ns);
@@ -311,7 +265,7 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
     }
     trace
         .for_each_record::<MpiRecord>(&ScanOptions::default(), |rank, r| {
-            if r.end_ns > r.start_ns && location.matches(rank, r.callsite) {
+            if r.end_ns > r.start_ns && location(rank, r.callsite) {
                 found(rank, r.thread, r.start_ns, r.end_ns);
             }
         })

@@ -488,8 +488,8 @@ fn memory(ui: &mut egui::Ui, a: &Analysis) {
                 ui.label(units::bytes(p.value)).on_hover_text(&p.source);
                 ui.end_row();
             }
-            ui.label(crate::report::memory::BUFFER_BYTES_PER_CONNECTION)
-                .on_hover_text("eager RDMA slots + per-peer receive queue");
+            ui.label(report::BUFFER_BYTES_PER_CONNECTION)
+                .on_hover_text(report::BUFFER_BYTES_PER_CONNECTION_MEANS);
             ui.label(units::bytes(m.bytes_per_connection));
             ui.end_row();
             ui.label("group maps per rank")
@@ -518,6 +518,7 @@ fn memory(ui: &mut egui::Ui, a: &Analysis) {
         m.memory_per_core
             .map_or("unknown".into(), |b| units::bytes(b as f64))
     ));
+    ui.label(report::ranks_per_node_assumed(m));
     let (header, rows) = report::projection_table(m);
     let total = header.iter().position(|h| *h == "total/rank");
     let rows = cells(rows)

@@ -335,8 +335,16 @@ fn highlight_instances_and_compare_two_traces() {
     write_trace(&b.0);
     let mut app = GuiApp::new(open(&a.0), Some(open(&b.0)), false, false);
     app.wait_loaded();
-    // Both implicit tasks of rank 0 have the region's code address.
-    app.highlight(0, 0x401a00, "region 0x401a00".into());
+    // Both implicit tasks of rank 0 have the region's code address, which
+    // no symbol resolves: the location is rank 0's own (its id, as the
+    // analysis names it).
+    let id = app.slots[0]
+        .data
+        .ready()
+        .expect("loaded")
+        .code
+        .id(0, 0x401a00);
+    app.highlight(0, id, "region 0x401a00".into());
     let mut h = Harness::builder()
         .with_size([1280.0, 800.0])
         .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
@@ -760,45 +768,75 @@ fn the_trace_is_opened_once() {
     assert_eq!(coarse.overview.rank_rows().len(), 16);
 }
 
-/// A location is matched on every rank by its source, not by one rank's
-/// address: ranks load the program at different addresses (ASLR), and the
-/// analysis names the location by the smallest of them.
+/// An MPMD job (`mpirun -np 1 a : -np 1 b`, two programs built alike): one
+/// address is a.c's region on rank 0 and b.c's on rank 1, and rank 1 also
+/// has an address its symbols do not resolve. Highlighting a region the
+/// analysis lists finds its own program's rows only, by the analysis's rule.
 #[test]
-fn a_location_matches_each_ranks_own_address() {
-    use super::data::LocationMatcher;
-    use hyscope_format::SymbolRecord;
-    let sym = |address: u64, line: u32| SymbolRecord {
-        address,
-        module: "/bin/hybrid".into(),
-        function: Some("main._omp_fn.1".into()),
-        file: Some("/src/hybrid.c".into()),
-        line: Some(line),
+fn highlight_keeps_each_program_s_rows() {
+    let dir = TempDir::new("mpmd");
+    let o = WriterOptions::default();
+    let region = |start: i64, pid: u64, codeptr: u64| OmpRecord {
+        parallel_id: pid,
+        team_size: 1,
+        ..omp(0, OmpKind::Parallel, 0, start, start + SPAN / 10, codeptr)
     };
-    let symbols = [
-        ((0, 0x5600_0000_1000), sym(0x5600_0000_1000, 47)),
-        ((1, 0x5500_0000_1000), sym(0x5500_0000_1000, 47)),
-        ((0, 0x5600_0000_2000), sym(0x5600_0000_2000, 39)),
-        // Rank 1 has another line at rank 0's address of line 47.
-        ((1, 0x5600_0000_1000), sym(0x5600_0000_1000, 12)),
-    ]
-    .into_iter()
-    .collect();
-    // hybrid.c:47 as the analysis names it: the smallest of its addresses.
-    let m = LocationMatcher::new(&symbols, 0x5500_0000_1000);
-    assert!(
-        m.matches(0, 0x5600_0000_1000),
-        "rank 0's address of line 47"
+    for (rank, file, n) in [(0u32, "a.c", 3u64), (1, "b.c", 5)] {
+        let mut rows: Vec<OmpRecord> = (0..n)
+            .map(|i| region(T + i as i64 * SPAN / 5, i + 1, 0x401200))
+            .collect();
+        if rank == 1 {
+            rows.push(region(T + SPAN, 9, 0x5000));
+        }
+        let mut w = PartWriter::create(&dir.0, Table::Omp, rank, o.clone()).unwrap();
+        w.write_omp(&rows).unwrap();
+        w.finish().unwrap();
+        let mut w = PartWriter::create(&dir.0, Table::Symbols, rank, o.clone()).unwrap();
+        w.write_records(&[hyscope_format::SymbolRecord {
+            address: 0x401200,
+            module: format!("/bin/{file}"),
+            function: Some("main".into()),
+            file: Some(format!("/src/{file}")),
+            line: Some(15),
+        }])
+        .unwrap();
+        w.finish().unwrap();
+    }
+    let mut m = Manifest::new();
+    for rank in 0..2 {
+        m.ranks.push(RankInfo {
+            rank,
+            host: "node0".into(),
+            threads: 1,
+            ..RankInfo::default()
+        });
+    }
+    m.write(&dir.0).unwrap();
+    let data = load(&dir.0);
+    let a = hyscope_analyzer::analyze(&dir.0, &Default::default()).unwrap();
+    let mut seen: Vec<(String, Vec<u32>, usize)> = a
+        .regions
+        .get()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let inst = super::data::instances_of(&data, r.location.address, usize::MAX).unwrap();
+            let mut ranks: Vec<u32> = inst.iter().map(|i| i.0).collect();
+            ranks.sort_unstable();
+            ranks.dedup();
+            assert_eq!(inst.len() as u64, r.instances, "{}", r.location.label);
+            (r.location.label.clone(), ranks, inst.len())
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("0x5000 (rank 1, unresolved)".to_string(), vec![1], 1),
+            ("a.c:15".to_string(), vec![0], 3),
+            ("b.c:15".to_string(), vec![1], 5),
+        ]
     );
-    assert!(
-        m.matches(1, 0x5500_0000_1000),
-        "rank 1's address of line 47"
-    );
-    assert!(!m.matches(1, 0x5600_0000_1000), "line 12 on rank 1");
-    assert!(!m.matches(0, 0x5600_0000_2000), "line 39");
-    // An unresolved address matches itself on every rank.
-    let m = LocationMatcher::new(&symbols, 0x401a00);
-    assert!(m.matches(0, 0x401a00) && m.matches(3, 0x401a00));
-    assert!(!m.matches(0, 0x5600_0000_1000));
 }
 
 /// On the recorded 2-rank fixture (a PIE binary: each rank has its own
@@ -915,68 +953,29 @@ fn counts_say_one_in_the_singular() {
     assert_eq!(counted(2, "rank", "ranks"), "2 ranks");
 }
 
-/// Stacked phase bars thinner than a line of text (`step` inside `solver`
-/// in a row 22 px high): every name drawn lies inside its own bar, in a
-/// smaller font, so no two overlap; a name that does not fit is left out.
+/// Nested phases at the default 1280×800 (`solver` around a `step` around
+/// a `halo` too narrow for its name, 10 px, all three starting together):
+/// each depth has a line of its own, so every phase is named, the halo
+/// beside its bar. (Stacked in one 16 px line, only `step` would have room.)
 #[test]
-fn phase_names_never_overlap() {
-    use egui::{FontId, Rect, Vec2, pos2};
-    // Text as egui's proportional font about sets it.
-    let measure =
-        |t: &str, f: &FontId| Vec2::new(0.55 * f.size * t.chars().count() as f32, 1.25 * f.size);
-    let font = FontId::proportional(12.0);
-    let (top, bottom) = (100.0, 122.0);
-    let mid = (top + bottom) / 2.0;
-    let bars = [
-        (
-            Rect::from_min_max(pos2(0.0, mid), pos2(400.0, bottom)),
-            "solver",
-        ),
-        (Rect::from_min_max(pos2(0.0, top), pos2(200.0, mid)), "step"),
-        (
-            Rect::from_min_max(pos2(200.0, top), pos2(400.0, mid)),
-            "step",
-        ),
-        // Too narrow for its name.
-        (
-            Rect::from_min_max(pos2(400.0, mid), pos2(410.0, bottom)),
-            "solver",
-        ),
-    ];
-    let labels = super::timeline::phase_labels(&bars, &font, &measure);
-    assert_eq!(labels.len(), 3, "{labels:?}");
-    for (r, name, _) in &labels {
-        assert!(
-            bars.iter()
-                .any(|(b, n)| n == name && b.expand(0.01).contains_rect(*r)),
-            "{name} at {r:?} leaves its bar"
-        );
-    }
-    for (i, a) in labels.iter().enumerate() {
-        for b in &labels[i + 1..] {
-            assert!(!a.0.intersects(b.0), "{a:?} overlaps {b:?}");
-        }
-    }
-    // Bars too thin for a readable name go without.
-    let thin = [
-        (
-            Rect::from_min_max(pos2(0.0, 8.0), pos2(400.0, 16.0)),
-            "solver",
-        ),
-        (Rect::from_min_max(pos2(0.0, 0.0), pos2(400.0, 8.0)), "step"),
-    ];
-    assert!(super::timeline::phase_labels(&thin, &font, &measure).is_empty());
-    // A bar one full line high keeps the full font.
-    let tall = [(
-        Rect::from_min_max(pos2(0.0, 0.0), pos2(400.0, 16.0)),
-        "solver",
-    )];
-    assert_eq!(
-        super::timeline::phase_labels(&tall, &font, &measure)[0]
-            .2
-            .size,
-        12.0
-    );
+fn nested_phases_are_named_at_the_default_size() {
+    use hyscope_format::PhaseRecord;
+    let dir = TempDir::new("phase-names");
+    write_trace(&dir.0);
+    let phase = |name, start_ns, end_ns, depth| PhaseRecord::api(0, name, start_ns, end_ns, depth);
+    let mut w = PartWriter::create(&dir.0, Table::Phases, 0, WriterOptions::default()).unwrap();
+    w.write_records(&[
+        phase("solver", T, T + SPAN, 0),
+        phase("step", T, T + SPAN / 2, 1),
+        phase("halo", T, T + SPAN / 50, 2),
+    ])
+    .unwrap();
+    w.finish().unwrap();
+    let mut h = harness(&dir.0);
+    h.run_steps(3);
+    let mut names = h.state().tl.phase_labels[0].clone();
+    names.sort();
+    assert_eq!(names, ["halo", "solver", "step"]);
 }
 
 /// At the default 1280×800 the top bar's "? keys" is in the window, and it
@@ -1021,4 +1020,43 @@ fn every_key_is_listed_in_the_keys_window() {
     ] {
         assert!(listed.split(", ").any(|x| x == k), "{k} not in {listed}");
     }
+}
+
+/// The timeline opens on the run's window (`hyscope_analyzer::run_window`,
+/// the report's duration), not on every row: here both ranks exit 3/4 into
+/// the rows, so the analysis ends their rows there, while the timeline still
+/// has them to the end (drawn when zoomed out, shaded as not run time).
+#[test]
+fn the_timeline_opens_on_the_runs_window() {
+    let dir = TempDir::new("run-window");
+    write_trace(&dir.0);
+    let exit = T + SPAN * 3 / 4;
+    let mut m = open(&dir.0).manifest;
+    for r in &mut m.ranks {
+        r.exit_ns = Some(exit);
+    }
+    m.write(&dir.0).unwrap();
+    let mut app = GuiApp::new(open(&dir.0), None, true, false);
+    app.wait_loaded();
+    let w = app.slots[0]
+        .run_window()
+        .expect("the analysis gives the run's window");
+    assert_eq!((w.start_ns, w.end_ns), (T, exit));
+    assert_eq!(app.slots[0].shown_span(), Some((T, T + SPAN)));
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
+    h.run_steps(2);
+    let at = |h: &Harness<'_, GuiApp>| {
+        let v = h.state().view;
+        (origin_ns(v.t0), origin_ns(v.t1))
+    };
+    assert_eq!(at(&h), (T, exit), "the view opens on the run's window");
+    // Zoomed out, then home again: the window, not the rows' span.
+    h.key_press(Key::Minus);
+    h.run_steps(2);
+    assert!(at(&h).1 > exit, "{:?}", at(&h));
+    h.key_press(Key::Home);
+    h.run_steps(2);
+    assert_eq!(at(&h), (T, exit));
 }

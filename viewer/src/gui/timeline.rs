@@ -17,6 +17,10 @@ use crate::aggregate::{self, GroupLines, Request, Source};
 use crate::loading::Coarse;
 use crate::loading::Loading;
 use crate::units;
+use hyscope_format::PhaseRecord;
+
+mod phase_labels;
+use phase_labels::Bar;
 
 /// (trace, row, segment start) of the hovered segment.
 type HoverKey = (usize, usize, i64);
@@ -26,6 +30,9 @@ pub const LABEL_W: f32 = 130.0;
 const RULER_H: f32 = 20.0;
 /// Ranks are aggregated when one line per rank would be thinner than this (px).
 const MIN_LINE_H: f32 = 6.0;
+/// Each nesting depth of a rank's phases gets a line of its own when the lines
+/// are at least this high (px), else one line stacks them all.
+const PHASE_DEPTH_MIN_H: f32 = 12.0;
 /// Draw message lines only when at most this many are in view.
 const MAX_MESSAGES: usize = 400;
 
@@ -124,6 +131,9 @@ pub struct TimelineState {
     /// Per trace: the labels of the aggregated lines drawn last frame (empty
     /// when ranks are not aggregated).
     pub group_labels: Vec<Vec<String>>,
+    /// Per trace: the phase names drawn on the phase rows last frame (a name
+    /// cut to its bar ends in "…").
+    pub phase_labels: Vec<Vec<String>>,
 }
 
 /// `v[which]`, grown with defaults as needed.
@@ -139,8 +149,9 @@ enum Line {
     Group(Entry),
     Host(String),
     Rank(u32, Option<usize>),
-    /// The phase row above a rank's rows (only for ranks with phases).
-    Phases(u32),
+    /// A phase row above a rank's rows (only for ranks with phases): the
+    /// phases of one nesting depth, or of every depth stacked (`None`).
+    Phases(u32, Option<u32>),
     Thread(usize),
 }
 
@@ -229,7 +240,13 @@ pub fn show(
     let lines = if data.index.rank_rows().len() > max_lines {
         group_display_lines(data, which, st, max_lines)
     } else {
-        display_lines(data, which, st)
+        // A line per phase depth where they leave every line readable.
+        let per_depth = display_lines(data, which, st, true);
+        if per_depth.len() as f32 * PHASE_DEPTH_MIN_H <= rect.height() - RULER_H {
+            per_depth
+        } else {
+            display_lines(data, which, st, false)
+        }
     };
     let geo = Geometry::place(rect, lines.len(), *view, data.index.span().0, which, st);
     ruler(
@@ -424,8 +441,10 @@ fn group_display_lines(
     lines
 }
 
-/// Display lines: host and rank headers, then the threads of expanded ranks.
-fn display_lines(data: &TraceData, which: usize, st: &TimelineState) -> Vec<Line> {
+/// Display lines: host and rank headers, then the threads of expanded ranks;
+/// above a rank with phases, a line per phase depth (the outermost first)
+/// when `per_depth`, else one line for all.
+fn display_lines(data: &TraceData, which: usize, st: &TimelineState, per_depth: bool) -> Vec<Line> {
     let index = &data.index;
     let mut lines = Vec::new();
     let mut last_host: Option<&str> = None;
@@ -442,7 +461,17 @@ fn display_lines(data: &TraceData, which: usize, st: &TimelineState) -> Vec<Line
         if last_rank != Some(r.rank) {
             let collapsed = st.collapsed_ranks.contains(&(which, r.rank));
             if data.phases.has(r.rank) {
-                lines.push(Line::Phases(r.rank));
+                if per_depth {
+                    let depths = data
+                        .phases
+                        .in_window(r.rank, i64::MIN, i64::MAX)
+                        .map(|p| p.depth + 1)
+                        .max()
+                        .unwrap_or(1);
+                    lines.extend((0..depths).map(|d| Line::Phases(r.rank, Some(d))));
+                } else {
+                    lines.push(Line::Phases(r.rank, None));
+                }
             }
             lines.push(Line::Rank(r.rank, collapsed.then_some(i)));
             last_rank = Some(r.rank);
@@ -524,19 +553,32 @@ fn draw_rows(
     let dark = ui.visuals().dark_mode;
     let mut placed = Placed::default();
     let mut rects = 0usize;
+    // Each rank's phases in the window, found once for its phase lines.
+    let mut in_window: HashMap<u32, Vec<&PhaseRecord>> = HashMap::new();
+    let mut phase_labels = Vec::new();
     for (k, line) in lines.iter().enumerate() {
         let y = geo.body.top() + k as f32 * geo.line_h;
         let label_rect = Rect::from_min_size(
             Pos2::new(label_left, y),
             Vec2::new(LABEL_W - 4.0, geo.line_h),
         );
-        if let Line::Phases(r) = line {
+        if let Line::Phases(r, depth) = line {
             let lane = Rect::from_min_max(
                 Pos2::new(geo.body.left(), y + 1.0),
                 Pos2::new(geo.body.right(), y + geo.line_h - 1.0),
             );
             let font = FontId::proportional((geo.line_h - 3.0).clamp(7.0, 12.0));
-            rects += draw_phases(painter, data, *r, (abs0, abs1), lane, &font);
+            let phases = in_window
+                .entry(*r)
+                .or_insert_with(|| data.phases.in_window(*r, abs0, abs1).collect());
+            let row = PhaseRow {
+                phases,
+                depth: *depth,
+                window: (abs0, abs1),
+                lane,
+            };
+            let text = ui.visuals().text_color();
+            rects += draw_phases(painter, &row, &font, text, &mut phase_labels);
         }
         let row_rect = Rect::from_min_max(
             Pos2::new(geo.body.left(), y + 1.0),
@@ -583,6 +625,7 @@ fn draw_rows(
         };
     }
     st.rects_drawn = rects;
+    *slot(&mut st.phase_labels, which) = phase_labels;
     placed
 }
 
@@ -626,7 +669,8 @@ fn label(
             placed.row_y.insert((r.rank, r.thread), middle);
             (format!("      thread {}", r.thread), Some(*i), None)
         }
-        Line::Phases(_) => ("    phases".to_string(), None, None),
+        Line::Phases(_, None | Some(0)) => ("    phases".to_string(), None, None),
+        Line::Phases(_, Some(d)) => (format!("      depth {d}"), None, None),
         Line::Group(_) => return None,
     };
     let font = FontId::proportional((rect.height() - 3.0).clamp(7.0, 12.0));
@@ -994,9 +1038,6 @@ fn hover(
     });
 }
 
-/// Stacked shares: each column split vertically by the time share of each
-/// state, quantised to whole pixels; equal neighbouring columns merge into one
-/// rectangle per state band.
 /// Colours of the phase rows, by name (`phases::name_hue`).
 const PHASE_COLORS: [Color32; 6] = [
     Color32::from_rgb(200, 120, 220),
@@ -1007,83 +1048,97 @@ const PHASE_COLORS: [Color32; 6] = [
     Color32::from_rgb(235, 130, 120),
 ];
 
-/// A rank's phase row: each phase in the window as a bar one level high per
-/// nesting depth (outermost at the bottom), named where its name fits the bar.
+/// What one phase line shows: a rank's phases in the time `window`, those
+/// of nesting depth `depth` or of every depth (`None`), drawn in `lane`.
+struct PhaseRow<'a> {
+    phases: &'a [&'a PhaseRecord],
+    depth: Option<u32>,
+    window: (i64, i64),
+    lane: Rect,
+}
+
+/// A phase line: each phase as a bar (stacked one band per nesting depth,
+/// the outermost on top, when the line holds every depth), and the names
+/// where `phase_labels::place` finds room, added to `names`: black on their
+/// bar, in the `text` colour beside it. Returns the bars drawn.
 fn draw_phases(
     painter: &egui::Painter,
-    data: &TraceData,
-    rank: u32,
-    (t0, t1): (i64, i64),
-    lane: Rect,
+    row: &PhaseRow,
     font: &FontId,
+    text: Color32,
+    names: &mut Vec<String>,
 ) -> usize {
-    let phases: Vec<_> = data.phases.in_window(rank, t0, t1).collect();
-    let levels = phases.iter().map(|p| p.depth + 1).max().unwrap_or(1) as f32;
-    let h = lane.height() / levels;
+    let (lane, (t0, t1)) = (row.lane, row.window);
+    let phases: Vec<&PhaseRecord> = row
+        .phases
+        .iter()
+        .copied()
+        .filter(|p| row.depth.is_none_or(|d| p.depth == d))
+        .collect();
+    let levels = match row.depth {
+        Some(_) => 1,
+        None => phases.iter().map(|p| p.depth + 1).max().unwrap_or(1) as usize,
+    };
     let x = |t: i64| {
         lane.left() + ((t - t0) as f64 / (t1 - t0).max(1) as f64 * lane.width() as f64) as f32
     };
-    let mut bars = Vec::with_capacity(phases.len());
-    for p in &phases {
-        let y1 = lane.bottom() - p.depth as f32 * h;
-        let r = Rect::from_min_max(
-            Pos2::new(x(p.start_ns).max(lane.left()), y1 - h),
-            Pos2::new(x(p.end_ns).min(lane.right()).max(x(p.start_ns) + 1.0), y1),
-        );
-        let hue = hyscope_analyzer::phases::name_hue(&p.name, PHASE_COLORS.len());
-        painter.rect_filled(r, 0.0, PHASE_COLORS[hue]);
-        bars.push((r, p.name.as_str()));
+    let bars: Vec<Bar> = phases
+        .iter()
+        .map(|p| {
+            let x0 = x(p.start_ns).max(lane.left());
+            Bar {
+                x0,
+                x1: x(p.end_ns).min(lane.right()).max(x0 + 1.0),
+                level: if row.depth.is_some() {
+                    0
+                } else {
+                    p.depth as usize
+                },
+                name: p.name.as_str(),
+            }
+        })
+        .collect();
+    let color =
+        |b: &Bar| PHASE_COLORS[hyscope_analyzer::phases::name_hue(b.name, PHASE_COLORS.len())];
+    for b in &bars {
+        painter.rect_filled(phase_labels::bar_rect(lane, levels, b), 0.0, color(b));
     }
     let measure = |text: &str, font: &FontId| {
         painter
             .layout_no_wrap(text.to_string(), font.clone(), Color32::BLACK)
             .size()
     };
-    for (rect, name, font) in phase_labels(&bars, font, &measure) {
+    for l in phase_labels::place(&bars, lane, levels, font, &measure) {
+        let bar = &bars[l.bar];
+        let color = if l.beside {
+            text
+        } else {
+            // A name taller than its band stands on the bar's colour.
+            let r = phase_labels::bar_rect(lane, levels, bar);
+            if !r.contains_rect(l.rect) {
+                let plate = Rect::from_x_y_ranges(
+                    (l.rect.left() - 1.0).max(bar.x0)..=(l.rect.right() + 1.0).min(bar.x1),
+                    l.rect.y_range(),
+                );
+                painter.rect_filled(plate, 0.0, color(bar));
+            }
+            Color32::BLACK
+        };
         painter.text(
-            rect.left_center(),
+            l.rect.left_center(),
             Align2::LEFT_CENTER,
-            name,
-            font,
-            Color32::BLACK,
+            &l.text,
+            l.font,
+            color,
         );
+        names.push(l.text);
     }
-    phases.len()
+    bars.len()
 }
 
-/// Phase names smaller than this many points are not drawn.
-const PHASE_LABEL_MIN_SIZE: f32 = 7.0;
-
-/// Where the names of the phase bars go: each inside its own bar, in `font`
-/// or smaller to fit the bar's height (a level of stacked bars is thin), and
-/// only where the whole name fits, so that no two names overlap (the bars of
-/// a row do not). `measure` gives the size of a text in a font.
-pub(super) fn phase_labels<'a>(
-    bars: &[(Rect, &'a str)],
-    font: &FontId,
-    measure: &dyn Fn(&str, &FontId) -> Vec2,
-) -> Vec<(Rect, &'a str, FontId)> {
-    let mut out = Vec::new();
-    for &(bar, name) in bars {
-        let inner = bar.shrink2(Vec2::new(2.0, 0.0));
-        let mut size = font.size.min(bar.height());
-        while size >= PHASE_LABEL_MIN_SIZE {
-            let f = FontId::new(size, font.family.clone());
-            let t = measure(name, &f);
-            if t.y > bar.height() + 0.01 {
-                size -= 1.0;
-                continue;
-            }
-            if t.x <= inner.width() {
-                let r = Rect::from_min_size(Pos2::new(inner.left(), bar.center().y - t.y / 2.0), t);
-                out.push((r, name, f));
-            }
-            break;
-        }
-    }
-    out
-}
-
+/// Stacked shares: each column split vertically by the time share of each
+/// state, quantised to whole pixels; equal neighbouring columns merge into one
+/// rectangle per state band.
 fn draw_shares<C: AsRef<CellSummary>>(
     painter: &egui::Painter,
     cells: &[C],

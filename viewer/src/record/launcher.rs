@@ -78,7 +78,7 @@ pub(super) fn launcher_kind(program: &Path, flavour: Flavour) -> Option<Launcher
 }
 
 /// Arguments that hand `env` to the ranks started by a launcher.
-pub(super) fn launcher_env_args(kind: LauncherKind, env: &BTreeMap<String, String>) -> Vec<String> {
+fn launcher_env_args(kind: LauncherKind, env: &BTreeMap<String, String>) -> Vec<String> {
     match kind {
         LauncherKind::OpenMpi => env
             .iter()
@@ -93,6 +93,30 @@ pub(super) fn launcher_env_args(kind: LauncherKind, env: &BTreeMap<String, Strin
             vec![format!("--export=ALL,{}", list.join(","))]
         }
     }
+}
+
+/// The launcher's arguments `args` with [`launcher_env_args`] in front and,
+/// for Open MPI, after each `:` too: its `-x` holds for one application
+/// context of an MPMD job (`mpirun -np 1 a : -np 1 b`), where a rank of a
+/// context without the collector would be left in `MPI_Init` (in Hydra,
+/// `-genv` and Slurm's `--export` already hold for all).
+pub(super) fn launch_args(
+    kind: LauncherKind,
+    env: &BTreeMap<String, String>,
+    args: &[OsString],
+) -> Vec<OsString> {
+    let env_args: Vec<OsString> = launcher_env_args(kind, env)
+        .into_iter()
+        .map(OsString::from)
+        .collect();
+    let mut out = env_args.clone();
+    for a in args {
+        out.push(a.clone());
+        if kind == LauncherKind::OpenMpi && a == ":" {
+            out.extend(env_args.iter().cloned());
+        }
+    }
+    out
 }
 
 /// The program a launcher command line starts: the first argument that is
@@ -204,6 +228,27 @@ mod tests {
         assert_eq!(
             launcher_env_args(LauncherKind::Srun, &env),
             ["--export=ALL,A=1,B=x y"]
+        );
+    }
+
+    /// Open MPI's `-x` holds for one application context: each context of
+    /// an MPMD command line gets the variables.
+    #[test]
+    fn every_application_context_gets_the_variables() {
+        let env: BTreeMap<String, String> = [("A".to_string(), "1".to_string())].into();
+        let args: Vec<OsString> = ["-np", "1", "a", ":", "-np", "1", "b"]
+            .map(OsString::from)
+            .to_vec();
+        assert_eq!(
+            launch_args(LauncherKind::OpenMpi, &env, &args),
+            [
+                "-x", "A=1", "-np", "1", "a", ":", "-x", "A=1", "-np", "1", "b"
+            ]
+            .map(OsString::from)
+        );
+        assert_eq!(
+            launch_args(LauncherKind::Hydra, &env, &args),
+            ["-genv", "A", "1", "-np", "1", "a", ":", "-np", "1", "b"].map(OsString::from)
         );
     }
 

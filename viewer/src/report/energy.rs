@@ -34,6 +34,9 @@ pub fn energy(out: &mut String, a: &Analysis) {
                 ]);
             }
             t.render(out);
+            if !e.phases.is_empty() {
+                super::phases::missing(out, a, Some(""));
+            }
             let mut t = Table::new(&["phase", "time per rank", "joules"]);
             for p in &e.phases {
                 t.row(vec![

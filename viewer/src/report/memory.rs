@@ -1,5 +1,7 @@
 //! The report's MPI memory footprint: per rank, queue pairs, the model's
-//! parameters and the projection to larger jobs.
+//! parameters and the projection to larger jobs, each rank's connections
+//! and buffers split between its node (shared memory) and the other nodes
+//! (network). The GUI shows these same tables; the TUI these same columns.
 
 use std::fmt::Write as _;
 
@@ -39,9 +41,10 @@ pub fn footprint(out: &mut String, a: &Analysis) {
     }
     let _ = writeln!(
         out,
-        "    {:<36} {:>12}  (eager RDMA slots + per-peer receive queue)",
+        "    {:<36} {:>12}  ({})",
         BUFFER_BYTES_PER_CONNECTION,
-        units::bytes(m.bytes_per_connection)
+        units::bytes(m.bytes_per_connection),
+        BUFFER_BYTES_PER_CONNECTION_MEANS
     );
     let _ = writeln!(
         out,
@@ -64,9 +67,10 @@ pub fn footprint(out: &mut String, a: &Analysis) {
 
 /// The footprint projected to larger jobs, against the memory per core.
 fn projection(out: &mut String, m: &MemoryFootprint) {
+    let _ = writeln!(out, "\n  {}", ranks_per_node_assumed(m));
     let _ = writeln!(
         out,
-        "\n  projection (memory per core: {}):",
+        "  projection (memory per core: {}):",
         m.memory_per_core
             .map_or("unknown".into(), |b| units::bytes(b as f64))
     );
@@ -87,7 +91,19 @@ fn projection(out: &mut String, m: &MemoryFootprint) {
 pub const RANKS_LISTED: usize = 64;
 
 /// What the model's per-connection buffers are called in every view.
-pub const BUFFER_BYTES_PER_CONNECTION: &str = "buffer bytes per connection";
+pub const BUFFER_BYTES_PER_CONNECTION: &str = "network buffer bytes per connection";
+
+/// What they are made of and which connections have them, in every view.
+pub const BUFFER_BYTES_PER_CONNECTION_MEANS: &str =
+    "eager RDMA slots + per-peer receive queue; a peer on the same node uses shared memory instead";
+
+/// The projection's assumption on ranks per node, as every view states it.
+pub fn ranks_per_node_assumed(m: &MemoryFootprint) -> String {
+    format!(
+        "projected at C = {} rank(s) per node ({}): a rank's peers on its node cost shared memory, the others network buffers and queue pairs",
+        m.projection_ranks_per_node, m.projection_ranks_per_node_source
+    )
+}
 
 /// The footprint per rank, the first `listed` ranks: header and cells, as
 /// every view shows them.
@@ -102,13 +118,15 @@ pub fn rank_table(m: &MemoryFootprint, listed: usize) -> (Vec<&'static str>, Vec
                 p.rank.to_string(),
                 p.host.clone(),
                 p.peers_observed.to_string(),
-                p.connections_estimated.to_string(),
+                p.intra_node_connections.to_string(),
+                p.inter_node_connections.to_string(),
                 p.connections_measured
                     .map_or("n/a".into(), |c| c.to_string()),
                 opt(p.mpi_init_delta),
                 opt(p.rss_peak),
                 opt(p.shm_mapped),
-                units::bytes(p.buffer_bytes_observed),
+                units::bytes(p.shm_buffer_bytes),
+                units::bytes(p.network_buffer_bytes),
             ]
         })
         .collect();
@@ -116,12 +134,14 @@ pub fn rank_table(m: &MemoryFootprint, listed: usize) -> (Vec<&'static str>, Vec
         "rank",
         "host",
         "peers",
-        "connections",
+        "conn. in node",
+        "conn. to other nodes",
         "measured",
         "RSS Δ MPI_Init",
         "RSS peak",
         "shm",
-        "buffers (model)",
+        "shm (model)",
+        "network buffers (model)",
     ];
     (header, rows)
 }
@@ -157,11 +177,13 @@ pub fn projection_table(m: &MemoryFootprint) -> (Vec<&'static str>, Vec<Vec<Stri
             vec![
                 count(p.ranks as f64),
                 count(p.nodes as f64),
-                count(p.connections_per_rank),
+                count(p.intra_node_connections_per_rank),
+                count(p.inter_node_connections_per_rank),
                 count(p.qp_rc_per_node),
                 count(p.qp_xrc_per_node),
                 count(p.qp_ud_per_node),
-                units::bytes(p.buffer_bytes_per_rank),
+                units::bytes(p.shm_bytes_per_rank),
+                units::bytes(p.network_buffer_bytes_per_rank),
                 units::bytes(p.qp_bytes_per_rank),
                 units::bytes(p.group_bytes_per_rank),
                 units::bytes(p.total_bytes_per_rank),
@@ -171,11 +193,13 @@ pub fn projection_table(m: &MemoryFootprint) -> (Vec<&'static str>, Vec<Vec<Stri
     let header = vec![
         "ranks",
         "nodes",
-        "conn/rank",
+        "node conn/rank",
+        "net conn/rank",
         "RC QP/node",
         "XRC QP/node",
         "UD QP/node",
-        "buffers/rank",
+        "shm/rank",
+        "net buffers/rank",
         "QPs/rank",
         "groups/rank",
         "total/rank",

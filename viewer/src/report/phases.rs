@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use hyscope_analyzer::{Analysis, FocusInfo, PhaseInside, PhaseStats};
+use hyscope_analyzer::{Analysis, FocusInfo, Observable, PhaseInside, PhaseStats};
 
 use super::table::{Table, section};
 use crate::units;
@@ -55,12 +55,69 @@ fn table(first: &[&str], last: &[&str]) -> Table {
     Table::new(&header)
 }
 
-/// The per-phase table (nothing when the trace has no phases).
-pub fn render_phases(out: &mut String, a: &Analysis) {
-    let Some(phases) = a.phases.get() else {
+/// Files named before they are cut short (the trace's problems list them all).
+const MISSING_NAMED: usize = 3;
+
+/// The ranks whose phases cannot be read, said before a per-phase table or
+/// instead of it (`table` None): `! rank 1's phases are missing: FILE cannot
+/// be read`, then which ranks every number of the table leaves out, and
+/// `table`, what else it says of it (nothing when every rank's phases were
+/// read).
+pub(super) fn missing(out: &mut String, a: &Analysis, table: Option<&str>) {
+    let m = &a.phases_missing;
+    if m.is_empty() {
+        return;
+    }
+    for u in m.iter().take(MISSING_NAMED) {
+        let _ = writeln!(
+            out,
+            "  ! rank {}'s phases are missing: {} cannot be read (listed above)",
+            u.rank, u.file
+        );
+    }
+    if m.len() > MISSING_NAMED {
+        let _ = writeln!(
+            out,
+            "  ! … and {} more damaged phases files (listed above)",
+            m.len() - MISSING_NAMED
+        );
+    }
+    let Some(more) = table else {
         return;
     };
+    let ranks = hyscope_format::rank_ranges::rank_ranges(m.iter().map(|u| u.rank));
+    let plural = if ranks.contains([',', '–']) {
+        "s"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "  ! every number of this table leaves rank{plural} {ranks} out: it covers the other ranks only{more}"
+    );
+}
+
+/// The per-phase table (nothing when the trace has no phases); the ranks
+/// whose phases cannot be read said first.
+pub fn render_phases(out: &mut String, a: &Analysis) {
+    let phases = match &a.phases {
+        Observable::Observed(p) => p,
+        Observable::NotObservable(why) => {
+            // Phases recorded but none read: said, not left out.
+            if !a.phases_missing.is_empty() {
+                section(out, "Phases");
+                missing(out, a, None);
+                let _ = writeln!(out, "  not observable: {why}");
+            }
+            return;
+        }
+    };
     section(out, "Phases");
+    missing(
+        out,
+        a,
+        Some(", and the MPI efficiencies, which compare every rank, are not given"),
+    );
     // Energy columns only where energy was measured.
     let energy = phases.iter().any(|p| p.energy_j.is_some());
     let mut last = vec!["MPI par. eff."];

@@ -73,9 +73,48 @@ impl TableNav {
     }
 }
 
+/// How far the help is scrolled, and what the last frame had room for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HelpScroll {
+    /// The first line shown.
+    pub first: usize,
+    /// The first line that puts the help's end at the bottom of its box (0:
+    /// the help fits and any key closes it).
+    pub last: usize,
+    /// Lines the box shows: a page.
+    pub room: usize,
+}
+
+impl HelpScroll {
+    /// Scroll by `by` lines (negative: up), no further than either end.
+    fn by(&mut self, by: isize) {
+        self.first = self.first.saturating_add_signed(by).min(self.last);
+    }
+
+    /// Scroll for `key` if it is a scrolling key and the help does not fit;
+    /// false for any other key.
+    fn on_key(&mut self, key: KeyCode) -> bool {
+        if self.last == 0 {
+            return false;
+        }
+        let page = self.room.max(1) as isize;
+        match key {
+            KeyCode::Up | KeyCode::Char('k') => self.by(-1),
+            KeyCode::Down | KeyCode::Char('j') => self.by(1),
+            KeyCode::PageUp => self.by(-page),
+            KeyCode::PageDown => self.by(page),
+            KeyCode::Home => self.first = 0,
+            KeyCode::End => self.first = self.last,
+            _ => return false,
+        }
+        true
+    }
+}
+
 pub struct App {
     pub tab: Tab,
     pub help: bool,
+    pub help_scroll: HelpScroll,
     pub filter: String,
     pub filter_editing: bool,
     pub quit: bool,
@@ -92,6 +131,7 @@ impl App {
         App {
             tab: Tab::Summary,
             help: false,
+            help_scroll: HelpScroll::default(),
             filter: String::new(),
             filter_editing: false,
             quit: false,
@@ -139,7 +179,11 @@ impl App {
             return;
         }
         if self.help {
-            // Any key closes the help; q still quits.
+            // A help taller than its box scrolls (its title and markers say
+            // with which keys); any other key closes it, q still quits.
+            if self.help_scroll.on_key(key.code) {
+                return;
+            }
             self.help = false;
             if key.code == KeyCode::Char('q') {
                 self.quit = true;
@@ -148,7 +192,10 @@ impl App {
         }
         match key.code {
             KeyCode::Char('q') => self.quit = true,
-            KeyCode::Char('?') | KeyCode::F(1) => self.help = true,
+            KeyCode::Char('?') | KeyCode::F(1) => {
+                self.help = true;
+                self.help_scroll = HelpScroll::default();
+            }
             KeyCode::Char('/') => {
                 self.filter_editing = true;
                 self.filter.clear();
@@ -325,6 +372,6 @@ pub const HELP: &[(&str, &str)] = &[
         "zoom to the next repetition of the phase chosen with p",
     ),
     ("Timeline click / drag", "place the cursor / select a range"),
-    ("?", "this help (any key closes it)"),
+    ("?", "this help (↑↓ scroll it if cut, other keys close it)"),
     ("q, Ctrl-C", "quit"),
 ];

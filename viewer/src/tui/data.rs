@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use hyscope_analyzer::AnalyzeOptions;
+use hyscope_analyzer::{AnalyzeOptions, RunWindow};
 use hyscope_format::{Manifest, Trace};
 
 use crate::aggregate::Source;
@@ -30,6 +30,9 @@ pub struct Data {
     pub phase: Option<String>,
     /// The trace's phase names in order of first start, for cycling through them.
     pub phase_names: Vec<String>,
+    /// The run's window, from the first analysis loaded (kept while a phase
+    /// is analysed again: the whole run's window does not change).
+    window: Option<RunWindow>,
 }
 
 impl Data {
@@ -54,7 +57,9 @@ impl Data {
             series: Loading::spawn(move || samples::load_series(&s)),
             phase: None,
             phase_names,
-        })
+            window: None,
+        }
+        .with_window())
     }
 
     /// Open the trace and load everything before returning (render tests).
@@ -74,7 +79,9 @@ impl Data {
             series: Loading::from_result(samples::load_series(dir)),
             phase: None,
             phase_names,
-        })
+            window: None,
+        }
+        .with_window())
     }
 
     /// Restrict the analysis to `phase` (None: the whole run): analysed
@@ -114,7 +121,35 @@ impl Data {
             self.timeline.poll(),
             self.series.poll(),
         ];
+        self.window = self.window.or_else(|| self.analysed_window());
         changed.contains(&true)
+    }
+
+    fn with_window(mut self) -> Data {
+        self.window = self.analysed_window();
+        self
+    }
+
+    fn analysed_window(&self) -> Option<RunWindow> {
+        self.analysis()
+            .map(|a| a.run.window)
+            .filter(|w| !w.is_empty())
+    }
+
+    /// The run's window ([`hyscope_analyzer::run_window`]: the report's
+    /// duration), once the analysis has given it.
+    pub fn run_window(&self) -> Option<RunWindow> {
+        self.window
+    }
+
+    /// The time span a view opens on: the run's window, else (before the
+    /// analysis, or without one) the timeline's span.
+    pub fn home_span(&self) -> Option<(i64, i64)> {
+        match (self.window, self.cells()) {
+            (Some(w), _) => Some((w.start_ns, w.end_ns)),
+            (None, Some(t)) => Some(t.span()),
+            (None, None) => None,
+        }
     }
 
     pub fn analysis(&self) -> Option<&Analysis> {
@@ -178,10 +213,11 @@ impl Data {
         }
     }
 
-    /// Time origin of the charts: the start of the timeline, else the first sample.
+    /// Time origin of the timeline's ruler and of the charts: the start of
+    /// the run's window, else of the timeline, else the first sample.
     pub fn origin(&self) -> i64 {
-        if let Some(t) = self.cells() {
-            return t.span().0;
+        if let Some((t0, _)) = self.home_span() {
+            return t0;
         }
         match &self.series {
             Loading::Ready(s) => s
@@ -193,15 +229,13 @@ impl Data {
         }
     }
 
-    /// The run's duration: the analysis', else the timeline's span.
+    /// The run's duration as the report gives it (its window's length, or
+    /// the phase's time under a focus), else the timeline's span.
     pub fn duration_ns(&self) -> Option<f64> {
         if let Some(a) = self.analysis() {
             return Some(a.run.duration_s * 1e9);
         }
-        self.cells().map(|t| {
-            let (a, b) = t.span();
-            (b - a) as f64
-        })
+        self.home_span().map(|(a, b)| (b - a) as f64)
     }
 
     /// Why the timeline index could not be built (the damaged file named),

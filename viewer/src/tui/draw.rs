@@ -5,10 +5,10 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, Tabs};
+use ratatui::widgets::{Clear, Paragraph, Tabs};
 
-use super::app::{App, HELP, Tab, footer_keys};
-use super::{energy, fmt, loops, memory, mpi, openmp, summary, timeline};
+use super::app::{App, HELP, HelpScroll, Tab, footer_keys};
+use super::{energy, fmt, loops, memory, mpi, openmp, scroll, summary, timeline};
 
 pub fn draw(f: &mut Frame, app: &mut App) {
     let [tabs, body, footer] = Layout::vertical([
@@ -77,38 +77,85 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     f.render_widget(Paragraph::new(foot), footer);
 
     if app.help {
-        help(f, f.area());
+        help(f, f.area(), &mut app.help_scroll);
     }
 }
 
 /// Width of the help's key column.
-const HELP_KEYS_W: u16 = 22;
+const HELP_KEYS_W: usize = 22;
+/// The narrowest explanation column of the help in two columns: narrower,
+/// each key goes on its own line with its explanation below it.
+const HELP_TEXT_MIN_W: usize = 16;
+/// The keys that scroll the help, up and down, as its markers name them.
+const HELP_KEYS: scroll::Keys = ("↑ PgUp", "↓ PgDn");
+
+/// The help's lines in `width` columns: each key beside its explanation,
+/// wrapped to the room left, or on a narrow terminal each key on its own
+/// line with its explanation wrapped below it, indented.
+fn help_lines(width: usize) -> Vec<Line<'static>> {
+    let key_style = Style::default().add_modifier(Modifier::BOLD);
+    let mut out = Vec::new();
+    let text_w = width.saturating_sub(HELP_KEYS_W + 1);
+    for (k, v) in HELP {
+        if text_w >= HELP_TEXT_MIN_W {
+            for (i, l) in fmt::wrap(v, text_w).into_iter().enumerate() {
+                let key = if i == 0 { *k } else { "" };
+                out.push(Line::from(vec![
+                    Span::styled(format!("{key:HELP_KEYS_W$} "), key_style),
+                    Span::raw(l),
+                ]));
+            }
+        } else {
+            for l in fmt::wrap(k, width) {
+                out.push(Line::styled(l, key_style));
+            }
+            for l in fmt::wrap(v, width.saturating_sub(2)) {
+                out.push(Line::from(format!("  {l}")));
+            }
+        }
+    }
+    out
+}
 
 /// The keys, in a box as wide as its longest line allows (up to the
-/// terminal's width), each explanation wrapped to the room left.
-fn help(f: &mut Frame, area: Rect) {
-    // Borders, the key column and the space between the columns.
-    let chrome = HELP_KEYS_W + 3;
+/// terminal's width) and as tall as its lines (up to the terminal's height):
+/// a help taller than that scrolls, its title and markers say with which keys.
+fn help(f: &mut Frame, area: Rect, pos: &mut HelpScroll) {
+    // The borders, the key column and the space after it.
     let longest = HELP
         .iter()
         .map(|(_, v)| v.chars().count())
         .max()
         .unwrap_or(0);
-    let w = (chrome as usize + longest).min(area.width as usize) as u16;
-    let text_w = w.saturating_sub(chrome).max(1) as usize;
-    let rows: Vec<Row> = HELP
+    let w = (HELP_KEYS_W + 3 + longest).min(area.width as usize) as u16;
+    let lines = help_lines(w.saturating_sub(2) as usize);
+    let h = (lines.len() + 2).min(area.height as usize) as u16;
+    let room = h.saturating_sub(2) as usize;
+    let window = scroll::Window::from(lines.len(), room, pos.first);
+    *pos = HelpScroll {
+        first: window.first,
+        last: lines.len().saturating_sub(room),
+        room,
+    };
+    let titles: &[&str] = if pos.last > 0 {
+        &[
+            "Keys — ↑↓ PgUp PgDn Home End scroll, any other key closes",
+            "Keys — ↑↓ PgUp PgDn scroll, other keys close",
+            "Keys — ↑↓ scroll, other keys close",
+            "Keys ↑↓ scroll",
+            "Keys ↑↓",
+        ]
+    } else {
+        &["Keys — any key closes", "Keys"]
+    };
+    // The longest title that fits between the corners, and the marker of
+    // the lines above when scrolled.
+    let room =
+        (w.saturating_sub(2) as usize).saturating_sub(if window.above() > 0 { 10 } else { 0 });
+    let title = titles
         .iter()
-        .map(|(k, v)| {
-            let lines = fmt::wrap(v, text_w);
-            let height = lines.len().max(1) as u16;
-            Row::new(vec![k.to_string(), lines.join("\n")]).height(height)
-        })
-        .collect();
-    let needed: u16 = HELP
-        .iter()
-        .map(|(_, v)| fmt::wrap(v, text_w).len().max(1) as u16)
-        .sum();
-    let h = (needed + 2).min(area.height);
+        .find(|t| t.chars().count() <= room)
+        .unwrap_or(&titles[titles.len() - 1]);
     let [r] = Layout::horizontal([Constraint::Length(w)])
         .flex(Flex::Center)
         .areas(area);
@@ -117,11 +164,15 @@ fn help(f: &mut Frame, area: Rect) {
         .areas(r);
     f.render_widget(Clear, r);
     f.render_widget(
-        Table::new(rows, [Constraint::Length(HELP_KEYS_W), Constraint::Min(1)]).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title("Keys — any key closes"),
-        ),
+        Paragraph::new(lines)
+            .scroll((window.first as u16, 0))
+            .block(scroll::titled(
+                title,
+                w,
+                &window,
+                scroll::Noun::Lines,
+                Some(HELP_KEYS),
+            )),
         r,
     );
 }

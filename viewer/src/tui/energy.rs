@@ -19,15 +19,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let e = match &a.energy {
         hyscope_analyzer::Observable::Observed(e) => e,
         hyscope_analyzer::Observable::NotObservable(why) => {
-            f.render_widget(
-                Paragraph::new(vec![
-                    Line::styled("Energy: not measured", Style::default().fg(Color::Yellow)),
-                    Line::from(""),
-                    Line::from(why.clone()),
-                ])
-                .wrap(ratatui::widgets::Wrap { trim: true })
-                .block(widgets::block("Energy")),
+            widgets::text(
+                f,
                 area,
+                "Energy",
+                &[
+                    (
+                        "Energy: not measured".into(),
+                        Style::default().fg(Color::Yellow),
+                    ),
+                    (String::new(), Style::default()),
+                    (why.clone(), Style::default()),
+                ],
             );
             return;
         }
@@ -67,7 +70,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         .fold(0.0, f64::max)
         .max(1e-12);
     let w = phases.width.saturating_sub(36) as usize;
-    let lines: Vec<Line> = e
+    let lines: Vec<Line<'static>> = e
         .phases
         .iter()
         .map(|p| {
@@ -85,10 +88,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             ])
         })
         .collect();
-    f.render_widget(
-        Paragraph::new(lines).block(widgets::block("energy per phase")),
-        phases,
-    );
+    widgets::lines(f, phases, "energy per phase", lines);
     let rows = e
         .domains
         .iter()

@@ -1,4 +1,5 @@
-//! Terminal text shared by every tab: counts, bars, clipping. Times, bytes
+//! Terminal text shared by every tab: counts, bars, clipping, words and
+//! values packed on lines. Times, bytes
 //! and percentages are written by `crate::units`, as in every other view.
 
 /// A count as every view writes it (`crate::units::count`, the report's):
@@ -7,29 +8,69 @@ pub fn count(v: u64) -> String {
     crate::units::count(v as f64)
 }
 
+/// What [`pack`] does with a part longer than a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Long {
+    /// Cut where each line ends, on as many lines as it takes (a word of
+    /// running text).
+    Split,
+    /// Clipped with `…` on one line (a value with its unit: never spread over
+    /// two lines).
+    Clip,
+}
+
 /// `parts` on lines of at most `width` characters, `sep` between two parts
-/// on one line: a part is never split (a value and its unit stay together);
-/// a part longer than a line is clipped with `…`.
-pub fn pack(parts: &[String], sep: &str, width: usize) -> Vec<String> {
+/// on one line: a part is never split across lines unless it is longer than
+/// a line, which `long` then cuts or clips. The one word-packing loop of the
+/// TUI: [`wrap`] is running text packed word by word.
+pub fn pack<S: AsRef<str>>(
+    parts: impl IntoIterator<Item = S>,
+    sep: &str,
+    width: usize,
+    long: Long,
+) -> Vec<String> {
     let width = width.max(1);
+    let sep_len = sep.chars().count();
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
+    let mut len = 0;
     for p in parts {
-        let (len, plen) = (line.chars().count(), p.chars().count());
-        if len > 0 && len + sep.chars().count() + plen <= width {
+        let p = p.as_ref();
+        let plen = p.chars().count();
+        // The part on the current line, after the separator, if it fits.
+        if len > 0 && len + sep_len + plen <= width {
             line.push_str(sep);
             line.push_str(p);
+            len += sep_len + plen;
             continue;
         }
         if len > 0 {
             lines.push(std::mem::take(&mut line));
         }
-        line = clip(p, width);
+        let mut part: Vec<char> = p.chars().collect();
+        match long {
+            Long::Clip => part = clip(p, width).chars().collect(),
+            Long::Split => {
+                while part.len() > width {
+                    let rest = part.split_off(width);
+                    lines.push(part.into_iter().collect());
+                    part = rest;
+                }
+            }
+        }
+        len = part.len();
+        line = part.into_iter().collect();
     }
-    if !line.is_empty() || lines.is_empty() {
+    if len > 0 || lines.is_empty() {
         lines.push(line);
     }
     lines
+}
+
+/// `text` cut into lines of at most `width` characters, at spaces (a word
+/// longer than a line is cut where the line ends): [`pack`] of its words.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    pack(text.split(' '), " ", width, Long::Split)
 }
 
 /// A horizontal bar of `width` cells filled to `frac` with eighth-blocks.
@@ -64,39 +105,6 @@ pub fn clip(s: &str, w: usize) -> String {
     }
 }
 
-/// `text` cut into lines of at most `width` characters, at spaces (a word
-/// longer than a line is cut where the line ends).
-pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    let mut len = 0;
-    for word in text.split(' ') {
-        let mut word: Vec<char> = word.chars().collect();
-        // The word on the current line, after a space, if it fits.
-        if len > 0 && len + 1 + word.len() <= width {
-            line.push(' ');
-            line.extend(&word);
-            len += 1 + word.len();
-            continue;
-        }
-        if len > 0 {
-            lines.push(std::mem::take(&mut line));
-        }
-        while word.len() > width {
-            let rest = word.split_off(width);
-            lines.push(word.into_iter().collect());
-            word = rest;
-        }
-        len = word.len();
-        line = word.into_iter().collect();
-    }
-    if len > 0 || lines.is_empty() {
-        lines.push(line);
-    }
-    lines
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,11 +126,16 @@ mod tests {
             "x".into(),
         ];
         assert_eq!(
-            pack(&parts, "  ", 17),
+            pack(&parts, "  ", 17, Long::Clip),
             ["total 1.00 ms", "inside 2.00 ms  x"]
         );
-        assert_eq!(pack(&parts, "  ", 40), ["total 1.00 ms  inside 2.00 ms  x"]);
-        assert_eq!(pack(&["abcdef".to_string()], " ", 4), ["abc…"]);
+        assert_eq!(
+            pack(&parts, "  ", 40, Long::Clip),
+            ["total 1.00 ms  inside 2.00 ms  x"]
+        );
+        assert_eq!(pack(["abcdef"], " ", 4, Long::Clip), ["abc…"]);
+        // A long part after a short one starts its own line.
+        assert_eq!(pack(["ab", "abcdef"], " ", 4, Long::Clip), ["ab", "abc…"]);
     }
 
     #[test]
@@ -131,5 +144,19 @@ mod tests {
         assert_eq!(wrap("abcdefgh ij", 3), ["abc", "def", "gh", "ij"]);
         assert_eq!(wrap("", 4), [""]);
         assert_eq!(wrap("a b", 10), ["a b"]);
+        // Spaces kept as written inside a line, none at the start of one.
+        assert_eq!(wrap("a  b", 10), ["a  b"]);
+        assert_eq!(wrap("ab cd", 2), ["ab", "cd"]);
+    }
+
+    /// One loop, two treatments of a part longer than a line.
+    #[test]
+    fn pack_splits_or_clips_a_long_part() {
+        let parts = ["x", "abcdefgh", "y"];
+        assert_eq!(
+            pack(parts, "  ", 3, Long::Split),
+            ["x", "abc", "def", "gh", "y"]
+        );
+        assert_eq!(pack(parts, "  ", 3, Long::Clip), ["x", "ab…", "y"]);
     }
 }

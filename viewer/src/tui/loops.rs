@@ -6,7 +6,6 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
 
 use super::app::{App, Tab};
 use super::fmt;
@@ -109,7 +108,7 @@ fn thread_bars(f: &mut Frame, area: Rect, l: &LoopStats) {
         .fold(0.0_f64, f64::max)
         .max(1e-12);
     let w = area.width.saturating_sub(22) as usize;
-    let lines: Vec<Line> = l
+    let lines: Vec<Line<'static>> = l
         .per_thread
         .iter()
         .map(|t| {
@@ -123,20 +122,20 @@ fn thread_bars(f: &mut Frame, area: Rect, l: &LoopStats) {
             ])
         })
         .collect();
-    f.render_widget(
-        Paragraph::new(lines).block(widgets::block(format!(
-            "busy per thread, {}",
-            loc(&l.location)
-        ))),
+    widgets::lines(
+        f,
         area,
+        format!("busy per thread, {}", loc(&l.location)),
+        lines,
     );
 }
 
 fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
-    let mut lines = Vec::new();
+    let plain = Style::default();
+    let mut lines: Vec<(String, Style)> = Vec::new();
     match l.recommendation.get() {
         Some(r) => {
-            lines.push(Line::styled(
+            lines.push((
                 format!(
                     "{}  (OMP_SCHEDULE={})  {:.2}×, saves {}",
                     r.clause,
@@ -146,23 +145,29 @@ fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
                 ),
                 Style::default().fg(Color::Yellow),
             ));
-            lines.push(Line::from(r.evidence.clone()));
-            lines.push(Line::from(format!("rule: {}", r.rule)));
+            lines.push((r.evidence.clone(), plain));
+            lines.push((format!("rule: {}", r.rule), plain));
         }
-        None => lines.push(Line::from(format!(
-            "no recommendation: {}",
-            l.recommendation.reason().unwrap_or("")
-        ))),
+        None => lines.push((
+            format!(
+                "no recommendation: {}",
+                l.recommendation.reason().unwrap_or("")
+            ),
+            plain,
+        )),
     }
-    lines.push(Line::from(format!(
-        "{} instances, trip count {}, team {}, {} of run",
-        fmt::count(l.instances),
-        l.trip_count_text(),
-        l.team_size,
-        units::percent(l.share_of_run)
-    )));
+    lines.push((
+        format!(
+            "{} instances, trip count {}, team {}, {} of run",
+            fmt::count(l.instances),
+            l.trip_count_text(),
+            l.team_size,
+            units::percent(l.share_of_run)
+        ),
+        plain,
+    ));
     if let Some(c) = l.cost_profile.get() {
-        lines.push(Line::from(format!("cost: {} ({})", c.shape, c.source)));
+        lines.push((format!("cost: {} ({})", c.shape, c.source), plain));
     }
     if let Some(sims) = l.simulations.get() {
         let best: Vec<String> = sims
@@ -170,12 +175,7 @@ fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
             .take(4)
             .map(|x| format!("{} {:.2}×", x.schedule, x.speedup))
             .collect();
-        lines.push(Line::from(format!("simulated: {}", best.join(", "))));
+        lines.push((format!("simulated: {}", best.join(", ")), plain));
     }
-    f.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: true })
-            .block(widgets::block("recommendation and evidence")),
-        area,
-    );
+    widgets::text(f, area, "recommendation and evidence", &lines);
 }

@@ -7,7 +7,6 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::app::{App, Tab};
 use super::fmt;
@@ -85,13 +84,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 r.rank.to_string(),
                 r.peers_observed.to_string(),
                 match r.connections_measured {
-                    Some(c) => format!("{c} (meas.)"),
-                    None => format!("{} (est.)", r.connections_estimated),
+                    Some(c) => format!(
+                        "{}+{} ({c} meas.)",
+                        r.intra_node_connections, r.inter_node_connections
+                    ),
+                    None => format!("{}+{}", r.intra_node_connections, r.inter_node_connections),
                 },
                 opt_bytes(r.rss_after_init),
                 opt_bytes(r.mpi_init_delta),
                 opt_bytes(r.rss_peak),
-                units::bytes(r.buffer_bytes_observed),
+                units::bytes(r.shm_buffer_bytes),
+                units::bytes(r.network_buffer_bytes),
                 r.communicators.to_string(),
             ]
         })
@@ -108,11 +111,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         &[
             "rank",
             "peers",
-            "connections",
+            "conn node+net",
             "rss@init",
             "MPI init",
             "peak",
-            "buffers",
+            "shm",
+            "net buf",
             "comms",
         ],
         None,
@@ -120,7 +124,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         &[
             Constraint::Length(4),
             Constraint::Length(5),
-            Constraint::Length(12),
+            Constraint::Length(13),
+            Constraint::Length(10),
             Constraint::Length(10),
             Constraint::Length(10),
             Constraint::Length(10),
@@ -143,8 +148,8 @@ const CHART_MIN_WIDTH: u16 = 56;
 use crate::units::count;
 
 /// Bars of the projected footprint per rank (log scale: rank counts span
-/// decades), each with what it is made of: buffers, queue pairs and group
-/// maps, as the report's projection table.
+/// decades), each with what it is made of: shared-memory and network
+/// buffers, queue pairs and group maps, as the report's projection table.
 fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
     let chart_width = (area.width * 3 / 5).max(CHART_MIN_WIDTH.min(area.width));
     let [chart, side] =
@@ -182,15 +187,17 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
             Span::raw(format!(" {total:>tw$}")),
         ]));
         lines.push(Line::from(format!(
-            "  conn {}  QP/node RC {} XRC {} UD {}",
-            count(p.connections_per_rank),
+            "  conn {}+{}  QP/node RC {} XRC {} UD {}",
+            count(p.intra_node_connections_per_rank),
+            count(p.inter_node_connections_per_rank),
             count(p.qp_rc_per_node),
             count(p.qp_xrc_per_node),
             count(p.qp_ud_per_node)
         )));
         lines.push(Line::from(format!(
-            "  buffers {}  QPs {}  groups {}",
-            units::bytes(p.buffer_bytes_per_rank),
+            "  shm {}  net {}  QPs {}  groups {}",
+            units::bytes(p.shm_bytes_per_rank),
+            units::bytes(p.network_buffer_bytes_per_rank),
             units::bytes(p.qp_bytes_per_rank),
             units::bytes(p.group_bytes_per_rank)
         )));
@@ -202,39 +209,48 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
         ),
         None => "projected MPI memory per rank".to_string(),
     };
-    f.render_widget(Paragraph::new(lines).block(widgets::block(title)), chart);
-    let mut text = vec![Line::from(format!(
-        "buffers per connection {}  groups {}",
-        units::bytes(m.bytes_per_connection),
-        units::bytes(m.group_map_bytes_per_rank)
-    ))];
+    widgets::lines(f, chart, title, lines);
+    let plain = Style::default();
+    let mut text = vec![
+        (crate::report::memory::ranks_per_node_assumed(m), plain),
+        (
+            format!(
+                "network buffers per connection {}  shm per process {}  groups {}",
+                units::bytes(m.bytes_per_connection),
+                units::bytes(m.shm_bytes_per_process),
+                units::bytes(m.group_map_bytes_per_rank)
+            ),
+            plain,
+        ),
+    ];
     for q in &m.qp_table {
-        text.push(Line::from(format!(
-            "{}: {} now, {} full ({})",
-            q.transport,
-            count(q.observed_per_node),
-            count(q.full_per_node),
-            q.formula
-        )));
+        text.push((
+            format!(
+                "{}: {} now, {} full ({})",
+                q.transport,
+                count(q.observed_per_node),
+                count(q.full_per_node),
+                q.formula
+            ),
+            plain,
+        ));
     }
     for c in &m.full_connection_calls {
-        text.push(Line::styled(
+        text.push((
             format!("{} ×{} connects everyone", c.call, c.count),
             Style::default().fg(Color::Yellow),
         ));
     }
     for p in &m.parameters {
-        text.push(Line::from(format!(
-            "{} = {} ({})",
-            p.name,
-            units::quantity(p.value, &p.unit),
-            p.source
-        )));
+        text.push((
+            format!(
+                "{} = {} ({})",
+                p.name,
+                units::quantity(p.value, &p.unit),
+                p.source
+            ),
+            plain,
+        ));
     }
-    f.render_widget(
-        Paragraph::new(text)
-            .wrap(ratatui::widgets::Wrap { trim: true })
-            .block(widgets::block("connections and queue pairs")),
-        side,
-    );
+    widgets::text(f, side, "connections and queue pairs", &text);
 }

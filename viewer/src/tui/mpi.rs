@@ -7,7 +7,6 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
 use super::app::{App, Tab, TableNav, matches_filter};
 use super::fmt;
@@ -125,9 +124,10 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, nav: &mut TableNav, filter
         ],
         "  ",
         inner,
+        fmt::Long::Clip,
     );
     if let Some(d) = &detail {
-        lines.extend(fmt::pack(d, "  ", inner));
+        lines.extend(fmt::pack(d, "  ", inner, fmt::Long::Clip));
     }
     let [top, bottom] = Layout::vertical([
         Constraint::Min(4),
@@ -142,10 +142,11 @@ fn profile(f: &mut Frame, area: Rect, p: &MpiProfile, nav: &mut TableNav, filter
         rows,
         Some(selected),
     );
-    f.render_widget(
-        Paragraph::new(lines.into_iter().map(Line::from).collect::<Vec<_>>())
-            .block(widgets::block("MPI time")),
+    widgets::lines(
+        f,
         bottom,
+        "MPI time",
+        lines.into_iter().map(Line::from).collect(),
     );
 }
 
@@ -191,10 +192,7 @@ fn histogram(f: &mut Frame, area: Rect, p: &MpiProfile) {
             )),
         ]));
     }
-    f.render_widget(
-        Paragraph::new(lines).block(widgets::block("point-to-point message sizes")),
-        area,
-    );
+    widgets::lines(f, area, "point-to-point message sizes", lines);
 }
 
 /// Heat colour for a fraction of the maximum (0 = none).
@@ -247,10 +245,7 @@ fn matrix(f: &mut Frame, area: Rect, p: &MpiProfile) {
         }
         lines.push(Line::from(spans));
     }
-    f.render_widget(
-        Paragraph::new(lines).block(widgets::block("communication matrix")),
-        area,
-    );
+    widgets::lines(f, area, "communication matrix", lines);
 }
 
 fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
@@ -282,10 +277,7 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
             )),
         ]));
     }
-    f.render_widget(
-        Paragraph::new(lines).block(widgets::block("wait states")),
-        top,
-    );
+    widgets::lines(f, top, "wait states", lines);
     let rows = w
         .per_callsite
         .iter()

@@ -6,7 +6,6 @@ use hyscope_analyzer::RegionStats;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::Paragraph;
 
 use super::app::App;
 use super::fmt;
@@ -213,8 +212,5 @@ fn overhead(f: &mut Frame, area: Rect, app: &App) {
                 .unwrap_or_else(|| "none".into())
         )));
     }
-    f.render_widget(
-        Paragraph::new(lines).block(widgets::block("OpenMP runtime")),
-        area,
-    );
+    widgets::lines(f, area, "OpenMP runtime", lines);
 }

@@ -6,42 +6,41 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::app::App;
-use super::fmt;
-use super::widgets;
+use super::{fmt, scroll, widgets};
 use crate::units;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     // What the trace lost or has damaged comes first, so no number below is read as whole.
     let integrity = app.data.analysis().map(|a| &a.integrity);
-    let shown = integrity.map_or(0, |i| i.problems.len().min(6) as u16);
+    let lines = integrity.map_or_else(Vec::new, |i| {
+        problem_lines(&i.problems, area.width.saturating_sub(2) as usize)
+    });
     let [problems, area] = Layout::vertical([
-        Constraint::Length(if shown > 0 { shown + 2 } else { 0 }),
+        Constraint::Length(if lines.is_empty() {
+            0
+        } else {
+            lines.len() as u16 + 2
+        }),
         Constraint::Min(0),
     ])
     .areas(area);
-    if let Some(i) = integrity.filter(|_| shown > 0) {
+    if let Some(i) = integrity.filter(|_| !lines.is_empty()) {
         let color = if i.is_partial() {
             Color::Red
         } else {
             Color::Yellow
         };
-        let mut lines: Vec<Line> = i
-            .problems
-            .iter()
-            .map(|p| Line::from(Span::styled(format!("! {p}"), Style::default().fg(color))))
-            .collect();
-        if lines.len() > shown as usize {
-            lines.truncate(shown as usize - 1);
-            lines.push(Line::from(format!(
-                "… and {} more (hyscope report lists them all)",
-                i.problems.len() - lines.len()
-            )));
-        }
         f.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: false }).block(
+            Paragraph::new(
+                lines
+                    .into_iter()
+                    .map(|l| Line::from(Span::styled(l, Style::default().fg(color))))
+                    .collect::<Vec<_>>(),
+            )
+            .block(
                 Block::default()
                     .borders(Borders::ALL)
                     .border_style(Style::default().fg(color))
@@ -51,23 +50,62 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         );
     }
     let facts_lines = run_facts(app, area.width.saturating_sub(2) as usize);
+    // On a short terminal the facts give way (marked) to a few lines of
+    // the POP tree and the findings.
     let [facts, rest] = Layout::vertical([
         Constraint::Length(facts_lines.len() as u16 + 2),
-        Constraint::Min(0),
+        Constraint::Min(FINDINGS_MIN_H),
     ])
     .areas(area);
-    f.render_widget(
-        Paragraph::new(facts_lines).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title(format!("Run — {}", app.data.dir.display())),
-        ),
+    widgets::lines(
+        f,
         facts,
+        format!("Run — {}", app.data.dir.display()),
+        facts_lines,
     );
     let [pop, findings] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(rest);
     draw_pop(f, pop, app);
     draw_findings(f, findings, app);
+}
+
+/// Rows the POP tree and the findings keep under the run's facts on a
+/// short terminal (borders included): two lines of each.
+const FINDINGS_MIN_H: u16 = 4;
+
+/// Lines the integrity box shows at most: the problems beyond them are
+/// counted on its last line.
+const PROBLEM_LINES: usize = 6;
+
+/// The trace's problems, `! problem`, wrapped to `width`, on at most
+/// [`PROBLEM_LINES`] lines: the problems that do not fit whole are counted
+/// on the last line, never cut silently.
+fn problem_lines(problems: &[impl std::fmt::Display], width: usize) -> Vec<String> {
+    let wrapped: Vec<Vec<String>> = problems
+        .iter()
+        .map(|p| fmt::wrap(&format!("! {p}"), width))
+        .collect();
+    let total: usize = wrapped.iter().map(Vec::len).sum();
+    if total <= PROBLEM_LINES {
+        return wrapped.concat();
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut whole = 0;
+    for w in &wrapped {
+        if lines.len() + w.len() > PROBLEM_LINES - 1 {
+            break;
+        }
+        lines.extend(w.iter().cloned());
+        whole += 1;
+    }
+    lines.push(fmt::clip(
+        &format!(
+            "… and {} more (hyscope report lists them all)",
+            problems.len() - whole
+        ),
+        width,
+    ));
+    lines
 }
 
 /// The run's facts, each on one line of `width` characters: what does not
@@ -245,13 +283,15 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
             )));
         }
     }
-    f.render_widget(
-        Paragraph::new(lines).block(widgets::block(format!(
+    widgets::lines(
+        f,
+        area,
+        format!(
             "POP efficiency ({} cores, {})",
             pop.cores,
             units::ns(pop.elapsed_s * 1e9)
-        ))),
-        area,
+        ),
+        lines,
     );
 }
 
@@ -317,16 +357,20 @@ fn draw_findings(f: &mut Frame, area: Rect, app: &mut App) {
     } else {
         format!("Findings ({})", a.findings.len())
     };
-    let end = lines
-        .len()
-        .saturating_sub(area.height.saturating_sub(2) as usize);
+    let room = area.height.saturating_sub(2) as usize;
     let nav = &mut app.nav[super::app::Tab::Summary.index()];
-    nav.last = Some(end);
-    nav.selected = nav.selected.min(end);
+    let window = scroll::Window::from(lines.len(), room, nav.selected);
+    nav.last = Some(lines.len().saturating_sub(room));
+    nav.selected = window.first;
     f.render_widget(
         Paragraph::new(lines)
-            .scroll((nav.selected as u16, 0))
-            .block(widgets::block(title)),
+            .scroll((window.first as u16, 0))
+            .block(scroll::marked(
+                &title,
+                area.width,
+                &window,
+                scroll::Noun::Lines,
+            )),
         area,
     );
 }

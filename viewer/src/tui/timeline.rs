@@ -16,7 +16,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::data::Data;
-use super::fmt;
+use super::{fmt, scroll};
 use crate::units;
 
 use crate::aggregate::{self, GroupLines, Request};
@@ -173,7 +173,8 @@ pub struct TimelineState {
     /// The trace's phases, read once the index is loaded.
     phases: Option<hyscope_analyzer::phases::PhaseLanes>,
     /// The visible row each drawn line below the ruler shows (None: a phase
-    /// row), for the mouse; empty when every line is a row.
+    /// row; the pinned rank's line shows its rank row), for the mouse; empty
+    /// before the first draw.
     line_rows: Vec<Option<usize>>,
     /// The interval of the chosen phase `f` zoomed to last.
     pub phase_frame: Option<usize>,
@@ -186,9 +187,14 @@ pub struct TimelineState {
     pub group_lines: GroupLines,
     /// Width of the row labels at the last draw.
     label_w: u16,
+    /// The view is the one the timeline opens on (the run's window once the
+    /// analysis gives it, [`Data::home_span`]) and follows it until moved.
+    at_home: bool,
 }
 
 const LABEL_W: u16 = 12;
+/// Lines under the legend for a phases part that cannot be read.
+const NOTE_LINES: usize = 4;
 /// Row labels when ranks are aggregated: `▸ranks 4080–4095 worst 4093`.
 const GROUP_LABEL_W: u16 = 28;
 
@@ -197,12 +203,25 @@ impl TimelineState {
         let mut s = TimelineState {
             columns: 60,
             label_w: LABEL_W,
+            at_home: true,
             ..Default::default()
         };
-        if let Some(ix) = data.cells() {
-            (s.t0, s.t1) = ix.span();
+        if let Some(home) = data.home_span() {
+            (s.t0, s.t1) = home;
         }
         s
+    }
+
+    /// Open on the run's window ([`Data::home_span`]) while the view has
+    /// not been moved (it may come after the timeline: the analysis loads
+    /// on its own thread).
+    pub fn follow_home(&mut self, data: &Data) {
+        if (self.at_home || self.t1 <= self.t0)
+            && let Some(home) = data.home_span()
+        {
+            (self.t0, self.t1) = home;
+            self.at_home = true;
+        }
     }
 
     /// Zoom to the next interval of the phase `name` (all ranks' merged),
@@ -228,8 +247,14 @@ impl TimelineState {
         self.clamp(lo, hi);
     }
 
+    /// How far the view can zoom out and pan: the run's window and every
+    /// row the timeline has (some lie outside the window: the title says so).
     fn full(&self, data: &Data) -> (i64, i64) {
-        data.cells().map_or((0, 1), |s| s.span())
+        let span = data.cells().map(|s| s.span());
+        match (data.home_span(), span) {
+            (Some(h), Some(s)) => (h.0.min(s.0), h.1.max(s.1)),
+            (h, s) => h.or(s).unwrap_or((0, 1)),
+        }
     }
 
     /// Whether ranks are aggregated: more of them than lines, and no filter
@@ -348,6 +373,8 @@ impl TimelineState {
     }
 
     fn clamp(&mut self, lo: i64, hi: i64) {
+        // Every move of the view ends here: it no longer follows the home span.
+        self.at_home = false;
         let w = self.t1 - self.t0;
         if self.t0 < lo {
             self.t0 = lo;
@@ -381,7 +408,8 @@ impl TimelineState {
             KeyCode::Char('+') | KeyCode::Char('=') | KeyCode::Char('i') => self.zoom(0.5, data),
             KeyCode::Char('-') | KeyCode::Char('o') => self.zoom(2.0, data),
             KeyCode::Char('0') => {
-                (self.t0, self.t1) = self.full(data);
+                self.at_home = true;
+                self.follow_home(data);
             }
             KeyCode::Up | KeyCode::Char('k') => self.row = self.row.saturating_sub(1),
             KeyCode::Down | KeyCode::Char('j') => {
@@ -598,6 +626,90 @@ fn group_line(
     Line::from(spans)
 }
 
+/// The rows the timeline draws in `height` lines under its ruler.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowWindow {
+    /// The rank row drawn first, above its threads, when the first row of
+    /// the window is one of them: a thread row never shows without its rank.
+    pub pinned: Option<usize>,
+    /// Rows `first..end` are drawn, each after its phase line if it has one.
+    pub first: usize,
+    pub end: usize,
+    /// Whether the first row's phase line is drawn (left out when the row
+    /// alone fills the lines).
+    pub first_phase: bool,
+    /// Rows left out above (the pinned row is shown) and below.
+    pub above: usize,
+    pub below: usize,
+}
+
+/// The window of `rows` that fits in `height` lines (a row takes two when
+/// `has_phase`, one more for a pinned rank): from `scroll`, moved the least
+/// that shows `selected`, and back up while that leaves no empty line.
+pub fn row_window(
+    rows: &[RowKey],
+    has_phase: &dyn Fn(usize) -> bool,
+    height: usize,
+    selected: usize,
+    scroll: usize,
+) -> RowWindow {
+    let n = rows.len();
+    if n == 0 || height == 0 {
+        return RowWindow {
+            pinned: None,
+            first: 0,
+            end: 0,
+            first_phase: false,
+            above: 0,
+            below: n,
+        };
+    }
+    let lines = |i: usize| 1 + has_phase(i) as usize;
+    // The rank of a thread row, above it.
+    let rank_of = |i: usize| {
+        rows[i].thread?;
+        (0..i).rev().find(|&j| {
+            rows[j].thread.is_none() && rows[j].group.is_none() && rows[j].rank == rows[i].rank
+        })
+    };
+    // Lines taken by rows `first..end`, the rank of the first pinned.
+    let cost = |first: usize, end: usize| -> usize {
+        rank_of(first).map_or(0, |_| 1) + (first..end).map(lines).sum::<usize>()
+    };
+    let selected = selected.min(n - 1);
+    let mut first = scroll.min(selected);
+    while first < selected && cost(first, selected + 1) > height {
+        first += 1;
+    }
+    // Up again while every row from there to the end fits.
+    while first > 0 && cost(first - 1, n) <= height {
+        first -= 1;
+    }
+    let mut pinned = rank_of(first);
+    let mut first_phase = has_phase(first);
+    // A row alone too tall: its pinned rank goes, then its phase line.
+    if pinned.is_some() && 1 + lines(first) > height {
+        pinned = None;
+    }
+    if first_phase && pinned.map_or(0, |_| 1) + 2 > height {
+        first_phase = false;
+    }
+    let mut used = pinned.map_or(0, |_| 1) + 1 + first_phase as usize;
+    let mut end = first + 1;
+    while end < n && used + lines(end) <= height {
+        used += lines(end);
+        end += 1;
+    }
+    RowWindow {
+        pinned,
+        first,
+        end,
+        first_phase,
+        above: first - pinned.map_or(0, |_| 1),
+        below: n - end,
+    }
+}
+
 pub fn row_label(r: &RowKey) -> String {
     match (&r.group, r.thread) {
         (Some((_, ranks)), _) => hyscope_analyzer::timeline::ranks_label(ranks),
@@ -681,15 +793,21 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     }
     // A phases part that cannot be read: named under the legend (its
     // ranks go without their phase row).
-    let note: Vec<String> = st
+    let mut note: Vec<String> = st
         .phases
         .as_ref()
         .and_then(|l| l.problem())
-        .map_or_else(Vec::new, |p| super::fmt::wrap(&p, area.width as usize));
+        .map_or_else(Vec::new, |p| fmt::wrap(&p, area.width as usize));
+    // At most NOTE_LINES lines, the last saying how many more there are.
+    if note.len() > NOTE_LINES {
+        let more = note.len() + 1 - NOTE_LINES;
+        note.truncate(NOTE_LINES - 1);
+        note.push(scroll::more('▼', more, scroll::Noun::Lines));
+    }
     let [main, legend, notes, details] = Layout::vertical([
         Constraint::Min(4),
         Constraint::Length(1),
-        Constraint::Length(note.len().min(4) as u16),
+        Constraint::Length(note.len() as u16),
         Constraint::Length(3),
     ])
     .areas(area);
@@ -698,10 +816,12 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
             .style(Style::default().fg(Color::Red)),
         notes,
     );
+    st.follow_home(data);
     if st.t1 <= st.t0 {
         (st.t0, st.t1) = src.span();
     }
-    let origin = src.span().0;
+    // Times are measured from the run's window's start (the report's time 0).
+    let origin = data.origin();
     let height = main.height.saturating_sub(3) as usize; // borders + ruler
     st.fit = height.max(1);
     let aggregated = st.aggregated(data, filter);
@@ -711,17 +831,15 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     st.cursor = st.cursor.min(st.columns - 1);
     let rows = st.visible_rows(data, filter);
     st.row = st.row.min(rows.len().saturating_sub(1));
-    // Rows that fit: with phase rows, up to two lines per row.
-    let fit = if !aggregated && st.phases.as_ref().is_some_and(|l| !l.is_empty()) {
-        (height / 2).max(1)
-    } else {
-        height
+    // A rank with phases has its phase line above its row.
+    let lanes = st.phases.as_ref().filter(|l| !l.is_empty() && !aggregated);
+    let has_phase = |i: usize| {
+        rows[i].thread.is_none()
+            && rows[i].group.is_none()
+            && lanes.is_some_and(|l| l.has(rows[i].rank))
     };
-    if st.row < st.row_scroll {
-        st.row_scroll = st.row;
-    } else if fit > 0 && st.row >= st.row_scroll + fit {
-        st.row_scroll = st.row + 1 - fit;
-    }
+    let win = row_window(&rows, &has_phase, height, st.row, st.row_scroll);
+    st.row_scroll = win.first;
     let cols = st.columns as usize;
     let (sel_a, sel_b) = st.selection.unwrap_or((i64::MAX, i64::MIN));
 
@@ -754,10 +872,8 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
     st.line_rows.clear();
     // The aggregated lines on screen: the last computed (maybe for another
     // window while the worker catches up).
-    let groups: Vec<Group> = rows
+    let groups: Vec<Group> = rows[win.first..win.end]
         .iter()
-        .skip(st.row_scroll)
-        .take(height)
         .filter_map(|r| r.group.as_ref().map(|(g, _)| *g))
         .collect();
     let request = Request {
@@ -771,20 +887,18 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         Some(source) if lines_wanted => st.group_lines.get(&source, request).unwrap_or_default(),
         _ => Arc::default(),
     };
-    for (i, row) in rows.iter().enumerate().skip(st.row_scroll).take(height) {
-        if let Some(lanes) = st.phases.as_ref().filter(|l| !l.is_empty() && !aggregated) {
-            if row.thread.is_none() && lanes.has(row.rank) {
-                if st.line_rows.len() + 1 >= height {
-                    break;
-                }
-                lines.push(phase_line(lanes, row.rank, st.t0, st.t1, cols, label_w));
-                st.line_rows.push(None);
-            }
-            if st.line_rows.len() >= height {
-                break;
-            }
-            st.line_rows.push(Some(i));
+    // The rank row pinned above its first threads, then the rows of the
+    // window, each after its phase line.
+    let drawn = win.pinned.map(|p| (p, false)).into_iter().chain(
+        (win.first..win.end).map(|i| (i, has_phase(i) && (i != win.first || win.first_phase))),
+    );
+    for (i, phase) in drawn {
+        let row = &rows[i];
+        if let (true, Some(lanes)) = (phase, lanes) {
+            lines.push(phase_line(lanes, row.rank, st.t0, st.t1, cols, label_w));
+            st.line_rows.push(None);
         }
+        st.line_rows.push(Some(i));
         let marker = match row.thread {
             None if row.group.is_none() && st.expanded.contains(&row.rank) => "▾",
             None => "▸",
@@ -839,6 +953,16 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
         rel(st.t1, origin, step),
         units::ns((st.t1 - st.t0) as f64)
     );
+    // Time outside the run's window is shown but is not run time.
+    if let Some(w) = data.run_window()
+        && (st.t0 < w.start_ns || st.t1 > w.end_ns)
+    {
+        title.push_str(&format!(
+            " — run {} – {}: beyond it is not run time",
+            rel(w.start_ns, origin, step),
+            rel(w.end_ns, origin, step)
+        ));
+    }
     if let (None, Some(c)) = (ix, data.coarse()) {
         let read = c.ranks_note();
         let of = if read.is_empty() {
@@ -860,8 +984,19 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
             " — profile mode: OpenMP totals only, no OpenMP intervals (record with --mode trace)",
         );
     }
+    // What the window leaves out above and below (the pinned rank is shown).
+    let shown = scroll::Window {
+        first: win.above,
+        shown: rows.len() - win.above - win.below,
+        total: rows.len(),
+    };
     f.render_widget(
-        Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(title)),
+        Paragraph::new(lines).block(scroll::marked(
+            &title,
+            main.width,
+            &shown,
+            scroll::Noun::Rows,
+        )),
         main,
     );
 

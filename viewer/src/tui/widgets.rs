@@ -5,10 +5,10 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState};
 
 use super::app::{App, TableNav};
-use super::fmt;
+use super::{fmt, scroll};
 
 /// A sort key of a table: the column it marks and the value rows are ordered by.
 pub type SortKey<T> = (usize, fn(&T) -> f64);
@@ -17,16 +17,51 @@ pub fn block(title: impl Into<String>) -> Block<'static> {
     Block::default().borders(Borders::ALL).title(title.into())
 }
 
+/// `lines` in a box titled `title`, from the top: when they do not all fit,
+/// its bottom border says how many are left out.
+pub fn lines(f: &mut Frame, area: Rect, title: impl Into<String>, lines: Vec<Line<'static>>) {
+    let room = area.height.saturating_sub(2) as usize;
+    let w = scroll::Window::from(lines.len(), room, 0);
+    f.render_widget(
+        Paragraph::new(lines).block(scroll::marked(
+            &title.into(),
+            area.width,
+            &w,
+            scroll::Noun::Lines,
+        )),
+        area,
+    );
+}
+
+/// Paragraphs of running text (a line break starts a new one), each in its
+/// style, wrapped at spaces to the box's width and drawn as [`lines`] (what
+/// is cut is marked).
+pub fn text(f: &mut Frame, area: Rect, title: impl Into<String>, paragraphs: &[(String, Style)]) {
+    let width = area.width.saturating_sub(2) as usize;
+    let wrapped = paragraphs
+        .iter()
+        .flat_map(|(t, style)| {
+            t.split('\n')
+                .flat_map(|p| fmt::wrap(p, width))
+                .map(move |l| Line::styled(l, *style))
+        })
+        .collect();
+    lines(f, area, title, wrapped);
+}
+
 /// Draw `not observable: why` in place of a section the trace cannot support.
 pub fn not_observable(f: &mut Frame, area: Rect, title: &str, reason: &str) {
-    f.render_widget(
-        Paragraph::new(vec![
-            Line::styled("not observable", Style::default().fg(Color::Yellow)),
-            Line::from(reason.to_string()),
-        ])
-        .wrap(Wrap { trim: true })
-        .block(block(title)),
+    text(
+        f,
         area,
+        title,
+        &[
+            (
+                "not observable".to_string(),
+                Style::default().fg(Color::Yellow),
+            ),
+            (reason.to_string(), Style::default()),
+        ],
     );
 }
 
@@ -161,23 +196,44 @@ pub fn fit_table(
             .collect()
     };
     let head = keep(header_texts(fit.header, fit.sorted_col, fit.ascending));
-    let n = rows.len();
     let constraints: Vec<Constraint> = widths
         .iter()
         .flatten()
         .map(|&w| Constraint::Length(w as u16))
         .collect();
+    let (block, mut state) = scrolled(area, title, rows.len(), selected);
     let t = Table::new(rows.into_iter().map(|r| Row::new(keep(r))), constraints)
         .header(Row::new(head).style(Style::default().add_modifier(Modifier::BOLD)))
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
         .column_spacing(1)
         .flex(Flex::Start)
-        .block(block(title));
-    let mut state = TableState::default();
+        .block(block);
+    f.render_stateful_widget(t, area, &mut state);
+}
+
+/// The block and the state of a table of `n` one-line rows with a header in
+/// `area`: scrolled to show the selected row, its border marking the rows
+/// left out above and below.
+fn scrolled(
+    area: Rect,
+    title: String,
+    n: usize,
+    selected: Option<usize>,
+) -> (Block<'static>, TableState) {
+    // Borders and the header.
+    let room = area.height.saturating_sub(3) as usize;
+    let w = match selected {
+        Some(s) => scroll::Window::showing(n, room, s),
+        None => scroll::Window::from(n, room, 0),
+    };
+    let mut state = TableState::default().with_offset(w.first);
     if n > 0 {
         state.select(selected.map(|s| s.min(n - 1)));
     }
-    f.render_stateful_widget(t, area, &mut state);
+    (
+        scroll::marked(&title, area.width, &w, scroll::Noun::Rows),
+        state,
+    )
 }
 
 /// A table with a header whose sorted column is marked, the selected row highlighted.
@@ -194,16 +250,12 @@ pub fn table(
     selected: Option<usize>,
 ) {
     let head = header_texts(header, sorted_col, ascending);
-    let n = rows.len();
+    let (block, mut state) = scrolled(area, title, rows.len(), selected);
     let t = Table::new(rows.into_iter().map(Row::new), widths.to_vec())
         .header(Row::new(head).style(Style::default().add_modifier(Modifier::BOLD)))
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
         .column_spacing(1)
-        .block(block(title));
-    let mut state = TableState::default();
-    if n > 0 {
-        state.select(selected.map(|s| s.min(n - 1)));
-    }
+        .block(block);
     f.render_stateful_widget(t, area, &mut state);
 }
 
@@ -218,15 +270,11 @@ pub fn loc(l: &hyscope_analyzer::CodeLocation) -> String {
 
 /// A block with the analysis' loading status when it is not ready yet.
 pub fn not_ready(f: &mut Frame, area: Rect, app: &App, title: &str) {
-    f.render_widget(
-        Paragraph::new(app.data.analysis_status())
-            .wrap(Wrap { trim: true })
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(title.to_string()),
-            ),
+    text(
+        f,
         area,
+        title,
+        &[(app.data.analysis_status(), Style::default())],
     );
 }
 

@@ -1,9 +1,11 @@
 //! A small synthetic hybrid trace with known numbers, written with the format
 //! crate's own writer, shared by the TUI tests (`mod tui_common;`).
 //!
-//! Two ranks on one host, two OpenMP threads each, 10 ms each:
-//! - 4 instances of one parallel region (`0x401000`), 1.5 ms each, team 2; in
-//!   each a static loop (`0x402000`, 1000 iterations) where thread 0 works
+//! Two ranks on one host (or any even number, [`write_trace_ranks`]: each
+//! pair as ranks 0 and 1), two OpenMP threads each, 10 ms each:
+//! - 4 instances of one parallel region (`0x401000`, `hybrid.c:40` on every
+//!   rank), 1.5 ms each, team 2; in each a static loop (`0x402000`,
+//!   `hybrid.c:42`, 1000 iterations) where thread 0 works
 //!   1.19 ms and thread 1 0.78 ms, then the loop's barrier (thread 1 waits
 //!   0.40 ms), then the region's barrier;
 //! - rank 0 sends rank 1 ten 1 KiB messages (`MPI_Send`/`MPI_Recv`, eager under
@@ -20,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use hyscope_format::{
     Manifest, MpiInfo, MpiRecord, OmpKind, OmpRecord, OpenMpInfo, PartWriter, RankInfo,
-    SampleRecord, SamplerInfo, Table, WriterOptions, mpi_call,
+    SampleRecord, SamplerInfo, SymbolRecord, Table, WriterOptions, mpi_call,
 };
 
 pub const MS: i64 = 1_000_000;
@@ -113,11 +115,12 @@ fn omp_rows(rank: u32) -> Vec<OmpRecord> {
 
 fn mpi_rows(rank: u32) -> Vec<MpiRecord> {
     let mut v = vec![mpi(mpi_call::MPI_Init_thread, 0, MS - 100 * US)];
-    let peer = 1 - rank as i32;
+    // Pairs of ranks: the even one sends, the odd one receives.
+    let peer = rank as i32 ^ 1;
     // Between regions: 2.5 ms .. 3 ms after each region start.
     for i in 0..10_i64 {
         let s = region_start(i % 4) + 1550 * US + (i / 4) * 100 * US;
-        let mut r = if rank == 0 {
+        let mut r = if rank.is_multiple_of(2) {
             let mut r = mpi(mpi_call::MPI_Send, s, s + 5 * US);
             r.bytes_sent = 1024;
             r
@@ -132,7 +135,7 @@ fn mpi_rows(rank: u32) -> Vec<MpiRecord> {
         v.push(r);
     }
     let s = 8 * MS + 200 * US;
-    let mut big = if rank == 0 {
+    let mut big = if rank.is_multiple_of(2) {
         let mut r = mpi(mpi_call::MPI_Send, s, s + 300 * US);
         r.bytes_sent = 1 << 20;
         r
@@ -146,7 +149,7 @@ fn mpi_rows(rank: u32) -> Vec<MpiRecord> {
     big.callsite = 0x403100;
     v.push(big);
     for k in 0..2_i64 {
-        let s = 9 * MS + k * 200 * US + rank as i64 * 50 * US;
+        let s = 9 * MS + k * 200 * US + (rank % 2) as i64 * 50 * US;
         let mut r = mpi(mpi_call::MPI_Allreduce, s, 9 * MS + k * 200 * US + 120 * US);
         r.bytes_sent = 8;
         r.bytes_recv = 8;
@@ -193,15 +196,42 @@ fn sample_rows(energy: bool) -> Vec<SampleRecord> {
 
 /// Write the trace into a fresh directory under the target dir and return it.
 pub fn write_trace(name: &str) -> PathBuf {
-    write(name, false)
+    write(name, false, 2)
 }
 
 /// The same trace with RAPL available on rank 0 (100 W for 10 ms).
 pub fn write_trace_with_energy(name: &str) -> PathBuf {
-    write(name, true)
+    write(name, true, 2)
 }
 
-fn write(name: &str, energy: bool) -> PathBuf {
+/// The same trace with `ranks` ranks (an even number): each pair of ranks
+/// exchanges the messages ranks 0 and 1 do.
+pub fn write_trace_ranks(name: &str, ranks: u32) -> PathBuf {
+    write(name, false, ranks)
+}
+
+/// Every rank's `symbols` rows (one program, loaded at one address): the
+/// region is `hybrid.c:40`, the loop `hybrid.c:42`, the MPI call sites
+/// `hybrid.c:60` to `:63`.
+fn symbol_rows() -> Vec<SymbolRecord> {
+    let at = |address: u64, line: u32| SymbolRecord {
+        address,
+        module: "/app/hybrid".into(),
+        function: Some("main".into()),
+        file: Some("/src/hybrid.c".into()),
+        line: Some(line),
+    };
+    vec![
+        at(REGION, 40),
+        at(LOOP, 42),
+        at(0x403000, 60),
+        at(0x403100, 61),
+        at(0x403200, 62),
+        at(0x403300, 63),
+    ]
+}
+
+fn write(name: &str, energy: bool, ranks: u32) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tui-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -210,7 +240,7 @@ fn write(name: &str, energy: bool) -> PathBuf {
     m.start_time = "2026-11-22T07:00:00Z".into();
     m.mode = "trace".into();
     m.hosts = vec!["node0".into()];
-    m.world_size = 2;
+    m.world_size = ranks;
     m.mpi = Some(MpiInfo {
         flavour: "openmpi".into(),
         library_version: "Open MPI v4.1.4".into(),
@@ -242,7 +272,7 @@ fn write(name: &str, energy: bool) -> PathBuf {
             ranks: vec![],
         }
     }];
-    for rank in 0..2_u32 {
+    for rank in 0..ranks {
         let o = omp_rows(rank);
         let mut p = mpi_rows(rank);
         let samples = sample_rows(energy && rank == 0);
@@ -271,6 +301,10 @@ fn write(name: &str, energy: bool) -> PathBuf {
         let mut w =
             PartWriter::create(&dir, Table::Samples, rank, WriterOptions::default()).unwrap();
         w.write_records(&samples).unwrap();
+        w.finish().unwrap();
+        let mut w =
+            PartWriter::create(&dir, Table::Symbols, rank, WriterOptions::default()).unwrap();
+        w.write_records(&symbol_rows()).unwrap();
         w.finish().unwrap();
     }
     m.write(&dir).unwrap();

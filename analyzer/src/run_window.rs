@@ -1,0 +1,67 @@
+//! The run's window: the one time span of a run that every view states.
+//!
+//! It runs from the first to the last event of any rank — an OpenMP or an
+//! MPI row, on rank 0's clock, as the loader leaves it: ended at the rank's
+//! exit (what the runtime closes while the collector encodes the trace is
+//! not run time, [`crate::bounds`]) and bounded to the run. Samples and
+//! phases do not stretch it: the collector samples before the program's
+//! first event and at its exit. The report's duration is its length
+//! ([`crate::model::RunFacts::duration_s`], but under `--phase`); the TUI's
+//! and the GUI's timelines open on it and measure their rulers from its
+//! start; the exports carry it as metadata and mark what lies outside it.
+
+use crate::model::RunWindow;
+use crate::trace_data::RankData;
+
+/// The window of these spans (start, end): the first start to the last
+/// end of those that last (end after start); empty (0, 0) if none does.
+pub fn of_spans(spans: impl IntoIterator<Item = (i64, i64)>) -> RunWindow {
+    spans
+        .into_iter()
+        .filter(|(s, e)| e > s)
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+        .map_or_else(RunWindow::default, |(start_ns, end_ns)| RunWindow {
+            start_ns,
+            end_ns,
+        })
+}
+
+/// The run's window over every rank's whole run (its OpenMP and MPI rows
+/// before a focus cut them: [`RankData::whole_span`]).
+pub fn of_ranks(ranks: &[RankData]) -> RunWindow {
+    of_spans(ranks.iter().filter_map(RankData::whole_span))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace_data::MpiSpans;
+
+    #[test]
+    fn first_to_last_event_of_the_ranks_that_ran() {
+        assert_eq!(of_spans([]), RunWindow::default());
+        // A rank with a single instant (no duration) does not stretch it.
+        let w = of_spans([(100, 900), (50, 50), (120, 1_000)]);
+        assert_eq!((w.start_ns, w.end_ns), (100, 1_000));
+        assert_eq!(w.duration_ns(), 900);
+        assert!(w.contains(100) && w.contains(1_000) && !w.contains(1_001));
+    }
+
+    #[test]
+    fn a_focus_does_not_change_it() {
+        // The whole run's spans, not the focus's compacted axis (first_ns, last_ns).
+        let rd = RankData {
+            omp_whole_span: Some((200, 700)),
+            omp_span: Some((0, 50)),
+            mpi_spans: MpiSpans {
+                whole: Some((150, 800)),
+                ..MpiSpans::default()
+            },
+            first_ns: 0,
+            last_ns: 50,
+            ..RankData::default()
+        };
+        let w = of_ranks(&[rd]);
+        assert_eq!((w.start_ns, w.end_ns), (150, 800));
+    }
+}

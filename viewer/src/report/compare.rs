@@ -1,0 +1,244 @@
+//! `hyscope report A B`: the comparison of two traces as text. Which run
+//! is which first, then what they lost and why they may not compare, the
+//! differences, and what only one of them has.
+
+use std::fmt::Write as _;
+
+use hyscope_analyzer::model::{CompareItem, CompareSide, CompareUnit, Comparison};
+
+use super::table::{Table, section};
+use crate::units;
+
+/// The comparison of two traces as text.
+pub fn render_comparison(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "hyscope report — comparison of two runs");
+    for (name, s) in [("A", &c.side_a), ("B", &c.side_b)] {
+        let _ = writeln!(out, "  {name} = {}", describe(s));
+    }
+    for (name, s) in [("A", &c.side_a), ("B", &c.side_b)] {
+        if !s.integrity.problems.is_empty() {
+            section(&mut out, &format!("{name}: {}", s.integrity.title()));
+            for p in &s.integrity.problems {
+                let _ = writeln!(out, "  ! {p}");
+            }
+        }
+    }
+    if !c.caveats.is_empty() {
+        section(&mut out, "Not comparable as they stand");
+        for w in &c.caveats {
+            let _ = writeln!(out, "  ! {w}");
+        }
+    }
+    section(&mut out, "Differences (B − A)");
+    let mut t = Table::new(&["item", "metric", "A", "B", "B − A", "B / A"]);
+    for r in c.rows.iter().filter(|r| r.a != 0.0 || r.b != 0.0) {
+        t.row(vec![
+            format!("{} {}", r.section, r.item),
+            r.metric.clone(),
+            value(r.unit, r.a),
+            value(r.unit, r.b),
+            difference(r.unit, r.delta),
+            r.ratio.map_or("—".into(), |x| format!("{x:.2}")),
+        ]);
+    }
+    t.render(&mut out);
+    let _ = writeln!(
+        out,
+        "  region, loop, MPI call and wait-state times are sums over ranks (and threads); a phase's time is its slowest rank's;\n  efficiencies in %, their difference in percentage points (pp); rows where both runs have 0 left out"
+    );
+    for (name, items) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
+        if !items.is_empty() {
+            section(&mut out, &format!("Only in {name}"));
+            let _ = writeln!(out, "  {}", listed(items));
+        }
+    }
+    out
+}
+
+/// `DIR: COMMAND (R ranks × T threads, started …)`.
+fn describe(s: &CompareSide) -> String {
+    let mut text = s.trace_dir.clone();
+    if !s.command.is_empty() {
+        let _ = write!(text, ": {}", s.command.join(" "));
+    }
+    let plural = |n: u32, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let _ = write!(
+        text,
+        " ({} × {}",
+        plural(s.ranks, "rank"),
+        plural(s.threads, "thread")
+    );
+    if !s.start_time.is_empty() {
+        let _ = write!(text, ", started {}", s.start_time);
+    }
+    text.push(')');
+    if s.integrity.is_partial() {
+        text.push_str(" — PARTIAL TRACE");
+    }
+    text
+}
+
+/// A value in its unit, as every view writes it.
+fn value(unit: CompareUnit, v: f64) -> String {
+    match unit {
+        CompareUnit::Seconds => units::secs(v),
+        CompareUnit::Bytes => units::bytes(v),
+        CompareUnit::Count => units::quantity(v, ""),
+        CompareUnit::Fraction => units::percent(v),
+        CompareUnit::Ratio => format!("{v:.2}"),
+        CompareUnit::Joules => units::joules(v),
+        CompareUnit::JouleSeconds => units::joule_seconds(v),
+    }
+}
+
+/// A difference: as a value with its sign, a fraction's in percentage
+/// points.
+fn difference(unit: CompareUnit, d: f64) -> String {
+    match unit {
+        CompareUnit::Fraction => units::percent_points(d),
+        _ => {
+            let v = value(unit, d);
+            // A zero, a negative or not a number reads as written.
+            if d > 0.0 && v.starts_with(|c: char| c.is_ascii_digit() && c != '0') {
+                format!("+{v}")
+            } else {
+                v
+            }
+        }
+    }
+}
+
+/// `loop k.c:35, region k.c:33`.
+fn listed(items: &[CompareItem]) -> String {
+    items
+        .iter()
+        .map(|i| format!("{} {}", i.section, i.item))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyscope_analyzer::model::{CompareRow, TraceIntegrity, TraceProblem};
+
+    fn row(section: &str, metric: &str, unit: CompareUnit, a: f64, b: f64) -> CompareRow {
+        CompareRow {
+            section: section.into(),
+            item: "x".into(),
+            metric: metric.into(),
+            a,
+            b,
+            delta: b - a,
+            ratio: Some(b / a),
+            unit,
+        }
+    }
+
+    fn side(dir: &str, problems: Vec<TraceProblem>) -> CompareSide {
+        CompareSide {
+            trace_dir: dir.into(),
+            command: vec!["./k".into(), "100".into()],
+            ranks: 2,
+            threads: 2,
+            start_time: String::new(),
+            integrity: TraceIntegrity { problems },
+        }
+    }
+
+    /// Each unit is written by `units`: bytes in binary units, counts as
+    /// whole numbers, efficiencies in % and their difference in points,
+    /// wait times as times.
+    #[test]
+    fn values_are_written_in_their_units() {
+        let c = Comparison {
+            a: "A".into(),
+            b: "B".into(),
+            side_a: side("A", vec![]),
+            side_b: side("B", vec![]),
+            caveats: vec![],
+            rows: vec![
+                row(
+                    "messages",
+                    "bytes",
+                    CompareUnit::Bytes,
+                    1048576.0,
+                    4194304.0,
+                ),
+                row("mpi", "count", CompareUnit::Count, 2.0, 3.0),
+                row("pop", "efficiency", CompareUnit::Fraction, 0.884, 0.836),
+                row("wait", "time_s", CompareUnit::Seconds, 0.10013, 0.30021),
+                row("energy", "joules", CompareUnit::Joules, 40.0, 30.0),
+            ],
+            only_in_a: vec![CompareItem {
+                section: "loop".into(),
+                item: "k.c:35".into(),
+            }],
+            only_in_b: vec![],
+        };
+        let text = render_comparison(&c);
+        let line = |what: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(what))
+                .unwrap_or_else(|| panic!("no {what} line in\n{text}"))
+                .to_string()
+        };
+        let bytes = line("messages x");
+        for s in ["1.00 MiB", "4.00 MiB", "3.00 MiB", "4.00"] {
+            assert!(bytes.contains(s), "{bytes}");
+        }
+        assert!(!bytes.contains("1048576"), "{bytes}");
+        let count = line("mpi x");
+        assert!(!count.contains(".000"), "{count}");
+        let pop = line("pop x");
+        for s in ["88.4 %", "83.6 %", "-4.8 pp"] {
+            assert!(pop.contains(s), "{pop}");
+        }
+        let wait = line("wait x");
+        for s in ["100.13 ms", "300.21 ms", "200.08 ms"] {
+            assert!(wait.contains(s), "{wait}");
+        }
+        assert!(line("energy x").contains("-10.00 J"), "{text}");
+        assert!(text.contains("Only in A"), "{text}");
+        assert!(text.contains("loop k.c:35"), "{text}");
+        assert!(
+            text.contains("A = A: ./k 100 (2 ranks × 2 threads)"),
+            "{text}"
+        );
+        // Differences carry their sign.
+        assert!(line("mpi x").contains("+1 "), "{text}");
+        assert!(bytes.contains("+3.00 MiB"), "{bytes}");
+    }
+
+    /// A partial trace is named in the header and its problems listed
+    /// before any number, with which run they belong to.
+    #[test]
+    fn a_partial_side_is_named_before_the_numbers() {
+        let lost = TraceProblem {
+            file: Some("ranks".into()),
+            rank: None,
+            what: "the trace is partial: 1 of 2 ranks left no rank file (rank 1)".into(),
+            data_lost: true,
+        };
+        let c = Comparison {
+            a: "A".into(),
+            b: "B".into(),
+            side_a: side("A", vec![]),
+            side_b: side("B", vec![lost]),
+            caveats: vec!["B is a partial trace".into()],
+            rows: vec![row("run", "duration_s", CompareUnit::Seconds, 1.0, 2.0)],
+            only_in_a: vec![],
+            only_in_b: vec![],
+        };
+        let text = render_comparison(&c);
+        let at = |s: &str| {
+            text.find(s)
+                .unwrap_or_else(|| panic!("no {s:?} in\n{text}"))
+        };
+        assert!(text.contains("B = B: ./k 100 (2 ranks × 2 threads) — PARTIAL TRACE"));
+        assert!(at("B: PARTIAL TRACE") < at("Differences"), "{text}");
+        assert!(at("1 of 2 ranks left no rank file") < at("Differences"));
+        assert!(at("! B is a partial trace") < at("Differences"));
+    }
+}

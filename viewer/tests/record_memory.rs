@@ -1,0 +1,181 @@
+//! The MPI memory model on real runs of 2 ranks on one node (Open MPI and
+//! MPICH): each rank's one peer is on its node, so it talks through the
+//! node's shared memory and the model charges no network buffer and no
+//! queue pair, only the shared-memory transport's buffers per process: Open
+//! MPI's vader segment of the size the run reports through MPI_T, UCX's
+//! shared-memory transport under Debian's MPICH (device `ch4:ucx`).
+
+use hyscope_testkit::OutputWithin;
+mod record_support;
+
+use std::path::Path;
+
+use hyscope_format::Trace;
+use record_support::*;
+use serde_json::Value;
+
+/// Ranks 0 and 1 ping-pong 64 times (more than the 16 sends after which
+/// Open MPI's vader gives a peer a fast box): each rank has exactly one
+/// peer, the other.
+const PAIR_SRC: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    int rank, size, x = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 0; i < 64; i++) {
+        if (rank == 0) {
+            MPI_Send(&x, 1, MPI_INT, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(&x, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            x++;
+            MPI_Send(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+    if (rank == 0) printf("round trips %d\n", x);
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
+/// The run's control variable `name`, which the collector must have read.
+fn cvar(trace: &Path, name: &str) -> f64 {
+    let t = Trace::open(trace).unwrap();
+    let mpi = t
+        .manifest
+        .mpi
+        .expect("the manifest describes the MPI library");
+    mpi.control_variables
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} not recorded: {:?}", mpi.control_variables))
+        .parse()
+        .unwrap()
+}
+
+/// `hyscope report --json [extra] TRACE`'s memory footprint.
+fn footprint(trace: &Path, extra: &[&str]) -> Value {
+    let out = run_ok(hyscope().args(["report", "--json"]).args(extra).arg(trace));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("report --json is JSON");
+    v["memory"]["observed"].clone()
+}
+
+/// The footprint of a one-node pair whose shared-memory transport maps
+/// `shm` bytes per process: no network buffer, no queue pair, now or
+/// projected at the run's 2 ranks per node.
+fn check_one_node(trace: &Path, shm: f64) {
+    let host = &Trace::open(trace).unwrap().manifest.ranks[0].host;
+    let m = footprint(trace, &[]);
+    assert_eq!(m["shm_bytes_per_process"], shm, "{m:#}");
+    let ranks = m["per_rank"].as_array().unwrap();
+    assert_eq!(ranks.len(), 2);
+    for r in ranks {
+        assert_eq!(r["host"], host.as_str(), "{r:#}");
+        assert_eq!(r["peers_observed"], 1, "{r:#}");
+        assert_eq!(r["intra_node_connections"], 1, "{r:#}");
+        assert_eq!(r["inter_node_connections"], 0, "{r:#}");
+        assert_eq!(r["network_buffer_bytes"], 0.0, "{r:#}");
+        assert_eq!(r["shm_buffer_bytes"], shm, "{r:#}");
+        assert_eq!(r["buffer_bytes_observed"], shm, "{r:#}");
+    }
+    for q in m["qp_table"].as_array().unwrap() {
+        if q["transport"] != "UD" {
+            assert_eq!(q["observed_per_node"], 0.0, "{q:#}");
+        }
+    }
+    assert_eq!(m["projection_ranks_per_node"], 2);
+    assert_eq!(
+        m["projection_ranks_per_node_source"],
+        format!("as recorded: 2 on {host}")
+    );
+    let projections = m["projections"].as_array().unwrap();
+    assert!(!projections.is_empty());
+    for p in projections {
+        assert_eq!(p["intra_node_connections_per_rank"], 1.0, "{p:#}");
+        assert_eq!(p["inter_node_connections_per_rank"], 0.0, "{p:#}");
+        assert_eq!(p["network_buffer_bytes_per_rank"], 0.0, "{p:#}");
+        assert_eq!(p["qp_bytes_per_rank"], 0.0, "{p:#}");
+        assert_eq!(p["total_bytes_per_rank"], shm, "{p:#}");
+    }
+
+    // At one rank per node, as the user may say where the projection is
+    // asked for, the peer is on another node: the network's buffers (its
+    // connection's and the shared receive queues), a queue pair, no segment.
+    let m = footprint(trace, &["--ranks-per-node", "1", "--project", "1024"]);
+    assert_eq!(m["projection_ranks_per_node"], 1);
+    assert_eq!(
+        m["projection_ranks_per_node_source"],
+        format!("given (recorded: 2 on {host})")
+    );
+    let p = &m["projections"][0];
+    assert_eq!(p["inter_node_connections_per_rank"], 1.0, "{p:#}");
+    assert_eq!(p["shm_bytes_per_rank"], 0.0, "{p:#}");
+    let per_connection = m["bytes_per_connection"].as_f64().unwrap();
+    // Open MPI's default shared receive queues, (2048 + 12288 + 65536) × 1024 B.
+    assert_eq!(
+        p["network_buffer_bytes_per_rank"].as_f64().unwrap(),
+        per_connection + 81_788_928.0,
+        "{p:#}"
+    );
+
+    // The text report states the assumption and shows the split.
+    let out = run_ok(hyscope().arg("report").arg(trace));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "projected at C = 2 rank(s) per node (as recorded: 2 on {host})"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("network buffers (model)"), "{text}");
+    assert!(text.contains("net buffers/rank"), "{text}");
+}
+
+#[test]
+fn open_mpi_pair_on_one_node_costs_no_network_buffers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_mpi(tmp.path(), "pair", PAIR_SRC);
+    let trace = tmp.path().join("trace");
+    let out = run_ok(
+        record_into(&trace)
+            .arg("mpirun")
+            .args(mpirun_args(2))
+            .arg(&exe),
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "round trips 64\n");
+    // The vader segment the run mapped per process (4 MiB by default).
+    let segment = cvar(&trace, "btl_vader_segment_size");
+    assert!(segment >= (2 << 20) as f64, "{segment}");
+    check_one_node(&trace, segment);
+}
+
+#[test]
+fn mpich_pair_on_one_node_costs_no_network_buffers() {
+    beside_hyscope("libhyscope-mpich.so", "run scripts/build-mpich.sh");
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_mpich(tmp.path(), "pair_mpich", PAIR_SRC);
+    let trace = tmp.path().join("trace");
+    let mut cmd = record_into(&trace);
+    cmd.args(["mpiexec.mpich", "-n", "2"]).arg(&exe);
+    let out = cmd.output_within_limit().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "round trips 64\n");
+    let version = Trace::open(&trace)
+        .unwrap()
+        .manifest
+        .mpi
+        .unwrap()
+        .library_version;
+    let shm = if version.contains("MPICH Device:\tch4:ucx") {
+        // UCX 1.13's mm transport: a FIFO of 64 × 128 B and 512 receive
+        // buffers of 8256 B.
+        4_235_264.0
+    } else {
+        // MPICH's POSIX iqueue: its cells per process, as MPICH reports them.
+        cvar(&trace, "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_NUM_CELLS")
+            * cvar(&trace, "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE")
+    };
+    check_one_node(&trace, shm);
+}
