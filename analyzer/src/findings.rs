@@ -222,6 +222,8 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
             }
         }
     }
+    // Stable: findings of equal cost keep the order they were found in,
+    // which follows the sorted lists they come from.
     out.sort_by(|a, b| b.cost_s.total_cmp(&a.cost_s));
     out
 }

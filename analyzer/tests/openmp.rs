@@ -857,3 +857,32 @@ fn profile_mode_placement_gain_from_busy_totals() {
     assert!(close(f.cost_s, 50e-6, 1e-12), "{}", f.cost_s);
     assert!(f.what_to_do.contains("profile mode"), "{}", f.what_to_do);
 }
+
+/// Regions of equal time are listed in one order on every analysis (their
+/// aggregates come from a hash map, whose order changes from map to map).
+#[test]
+fn regions_of_equal_time_keep_one_order() {
+    let mut b = Builder::new(1, 1, 1);
+    for k in 0..8u64 {
+        let at = 0x1000 + 0x100 * k;
+        b.symbol(at, "equal.c", 10 + k as u32);
+        let start = (k as i64) * 200 * US;
+        b.parallel(0, k + 1, at, 1, start, start + 100 * US);
+        b.implicit_task(0, k + 1, 0, start, start + 100 * US);
+    }
+    let order = |a: &hyscope_analyzer::Analysis| -> Vec<String> {
+        a.regions
+            .get()
+            .unwrap()
+            .iter()
+            .map(|r| r.location.label.clone())
+            .collect()
+    };
+    let (_d, first) = b.analyze();
+    let expected: Vec<String> = (0..8).map(|k| format!("equal.c:{}", 10 + k)).collect();
+    assert_eq!(order(&first), expected);
+    for _ in 0..5 {
+        let (_d, again) = b.analyze();
+        assert_eq!(order(&again), expected);
+    }
+}

@@ -232,7 +232,12 @@ pub fn analyze_omp(
             }
         })
         .collect();
-    region_list.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
+    // Equal times keep one order on every run (the aggregates come from a hash map).
+    region_list.sort_by(|a, b| {
+        b.time_s
+            .total_cmp(&a.time_s)
+            .then_with(|| a.location.address.cmp(&b.location.address))
+    });
 
     // Loops.
     let capability = |name: &str| {
@@ -255,7 +260,12 @@ pub fn analyze_omp(
             )
         })
         .collect();
-    loop_list.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
+    // Equal times keep one order on every run (the aggregates come from a hash map).
+    loop_list.sort_by(|a, b| {
+        b.time_s
+            .total_cmp(&a.time_s)
+            .then_with(|| a.location.address.cmp(&b.location.address))
+    });
     let scheduling: f64 = loop_list
         .iter()
         .filter_map(|l| l.scheduling_overhead_s.get())
@@ -274,7 +284,11 @@ pub fn analyze_omp(
                 max_wait_s: ns_to_s(m.max_wait),
             })
             .collect();
-        v.sort_by(|a, b| b.wait_s.total_cmp(&a.wait_s));
+        v.sort_by(|a, b| {
+            b.wait_s
+                .total_cmp(&a.wait_s)
+                .then_with(|| a.location.address.cmp(&b.location.address))
+        });
         v
     };
     let fork_join_s = region_list.iter().map(|r| r.fork_join_s).sum();
