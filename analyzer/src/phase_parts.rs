@@ -100,14 +100,15 @@ pub fn whole_ranks(
 /// be read.
 pub type PhaseRows = (Vec<(u32, PhaseRecord)>, Vec<DamagedPart>);
 
-/// The `phases` rows of `trace`, rank by rank ([`whole_ranks`]).
-pub fn read_phase_rows(trace: &hyscope_format::Trace) -> PhaseRows {
-    let options = ScanOptions::default();
+/// The `phases` rows of `trace` that `options` selects (ranks, time range),
+/// rank by rank ([`whole_ranks`]).
+pub fn read_phase_rows(trace: &hyscope_format::Trace, options: &ScanOptions) -> PhaseRows {
     let (rows, damaged) = whole_ranks(
         trace
             .parts(Table::Phases)
             .iter()
-            .map(|p| (p.rank, read_part(p, &options))),
+            .filter(|p| options.ranks.as_ref().is_none_or(|r| r.contains(&p.rank)))
+            .map(|p| (p.rank, read_part(p, options))),
     );
     let rows = rows
         .into_iter()

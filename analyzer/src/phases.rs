@@ -466,7 +466,10 @@ impl PhaseLanes {
     /// the trace has none). A rank whose phases cannot be read goes without
     /// its phase row, and [`PhaseLanes::problem`] names its file.
     pub fn read(index: &crate::timeline::TimelineIndex) -> PhaseLanes {
-        let (rows, problems) = crate::phase_parts::read_phase_rows(index.trace());
+        let (rows, problems) = crate::phase_parts::read_phase_rows(
+            index.trace(),
+            &hyscope_format::ScanOptions::default(),
+        );
         let mut by_rank: BTreeMap<u32, Vec<PhaseRecord>> = BTreeMap::new();
         for (rank, mut p) in rows {
             if let Some(m) = index.clocks().map(rank) {
@@ -580,7 +583,8 @@ pub fn name_hue(name: &str, n: usize) -> usize {
 pub fn phase_names(trace: &hyscope_format::Trace) -> Vec<String> {
     // The ranks whose phases can be read (a damaged part is named by the
     // timelines' phase rows and the analysis's integrity).
-    let (rows, _) = crate::phase_parts::read_phase_rows(trace);
+    let (rows, _) =
+        crate::phase_parts::read_phase_rows(trace, &hyscope_format::ScanOptions::default());
     names_by_first_start(rows.iter().map(|(_, p)| p))
 }
 

@@ -346,7 +346,13 @@ impl<'t> TraceData<'t> {
             rec.time_ns = data.global(*r, rec.time_ns);
         }
         samples.retain(|(_, r)| data.in_window(r.time_ns, r.time_ns));
-        let mut phases: Vec<(u32, PhaseRecord)> = trace.read_records(&data.scan)?;
+        // A damaged phases part leaves its rank's phases out, said in the
+        // notes, as every other view does (`phase_parts`).
+        let (mut phases, damaged) =
+            hyscope_analyzer::phase_parts::read_phase_rows(trace, &data.scan);
+        for d in &damaged {
+            run.unread_phases(d, &trace.dir);
+        }
         for (r, rec) in &mut phases {
             rec.start_ns = data.global(*r, rec.start_ns);
             rec.end_ns = data.global(*r, rec.end_ns);

@@ -599,6 +599,34 @@ fn a_damaged_phases_part_leaves_its_rank_out_and_says_so() {
         "{}",
         stderr(&out)
     );
+
+    // The Perfetto export: rank 0's phases, none of rank 1's, and a note
+    // naming the file in the export's metadata and on standard error.
+    let json_out = dir.path().join("damaged.json");
+    let out = hyscope()
+        .args(["export", "--format", "perfetto", "-o"])
+        .arg(&json_out)
+        .arg(&trace)
+        .output_within_limit()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let note = format!("the phases of rank 1 cannot be read ({file}: corrupt or truncated");
+    assert!(stderr(&out).contains(&note), "{}", stderr(&out));
+    let export: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json_out).unwrap()).unwrap();
+    let notes = export["metadata"]["hyscope"]["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().contains(&note)),
+        "{notes:?}"
+    );
+    let phase_pids: std::collections::BTreeSet<i64> = export["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "phase")
+        .map(|e| e["pid"].as_i64().unwrap())
+        .collect();
+    assert_eq!(phase_pids.len(), 1, "only rank 0's phases: {phase_pids:?}");
 }
 
 #[test]

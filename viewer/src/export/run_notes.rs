@@ -25,6 +25,9 @@ pub(crate) struct RunNotes {
     exits: HashMap<u32, i64>,
     /// What the export keeps that the analysis does not count as run time.
     pub kept: Kept,
+    /// Phases parts that cannot be read, in words: their ranks' phases are
+    /// not in the export.
+    unread_phases: Vec<String>,
 }
 
 /// Counts of what an export keeps outside the run's window or past a rank's exit.
@@ -53,6 +56,7 @@ impl RunNotes {
                 join_clipped: (a.run.clipped_join_waits, a.run.clipped_join_wait_s),
                 exits,
                 kept: Kept::default(),
+                unread_phases: Vec::new(),
             },
             Err(e) => RunNotes {
                 window: None,
@@ -60,6 +64,7 @@ impl RunNotes {
                 join_clipped: (0, 0.0),
                 exits,
                 kept: Kept::default(),
+                unread_phases: Vec::new(),
             },
         }
     }
@@ -73,6 +78,16 @@ impl RunNotes {
     pub fn tally_row(&mut self, rank: u32, start: i64, end: i64) {
         self.kept.events_outside += u64::from(self.outside(start, end));
         self.kept.past_exit += u64::from(self.exits.get(&rank).is_some_and(|&x| end > x));
+    }
+
+    /// A phases part that cannot be read: its rank's phases are left out.
+    pub fn unread_phases(&mut self, part: &hyscope_analyzer::phase_parts::DamagedPart, dir: &Path) {
+        self.unread_phases.push(format!(
+            "the phases of rank {r} cannot be read ({}: {}): this export has none of rank {r}'s phases",
+            part.file(dir),
+            part.problem,
+            r = part.rank
+        ));
     }
 
     /// Count one phase the export writes.
@@ -118,6 +133,7 @@ impl RunNotes {
                 k.past_exit
             ));
         }
+        out.extend(self.unread_phases.iter().cloned());
         let (n, s) = self.join_clipped;
         if n > 0 {
             out.push(format!(
