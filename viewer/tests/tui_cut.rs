@@ -206,48 +206,31 @@ fn a_list_marks_the_lines_cut() {
     );
 }
 
-/// Both table helpers (`widgets::table`, `widgets::fit_table`) mark the
-/// rows they leave out, above and below the selected row: 10 rows in a box
-/// with room for 3.
+/// The table helper (`widgets::fit_table`, every table of the TUI) marks
+/// the rows it leaves out, above and below the selected row: 10 rows in a
+/// box with room for 3.
 #[test]
-fn both_table_helpers_mark_the_rows_cut() {
+fn the_table_helper_marks_the_rows_cut() {
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
-    use ratatui::layout::Constraint;
     use tui::widgets::{self, Fit};
     let rows = || -> Vec<Vec<String>> {
         (0..10)
             .map(|i| vec![format!("row {i}"), i.to_string()])
             .collect()
     };
-    let draw = |fit: bool, selected: usize| -> String {
+    let draw = |selected: usize| -> String {
         let mut t = Terminal::new(TestBackend::new(40, 6)).unwrap();
         t.draw(|f| {
-            let area = f.area();
-            if fit {
-                let fit = Fit {
-                    header: &["name", "n"],
-                    keep: &[9, 9],
-                    flex: 0,
-                    flex_min: 4,
-                    sorted_col: None,
-                    ascending: false,
-                };
-                widgets::fit_table(f, area, "T".into(), &fit, rows(), Some(selected));
-            } else {
-                let widths = [Constraint::Length(8), Constraint::Length(3)];
-                widgets::table(
-                    f,
-                    area,
-                    "T".into(),
-                    &["name", "n"],
-                    None,
-                    false,
-                    &widths,
-                    rows(),
-                    Some(selected),
-                );
-            }
+            let fit = Fit {
+                header: &["name", "n"],
+                keep: &[9, 9],
+                flex: 0,
+                flex_min: 4,
+                sorted_col: None,
+                ascending: false,
+            };
+            widgets::fit_table(f, f.area(), "T".into(), &fit, rows(), Some(selected));
         })
         .unwrap();
         let b = t.backend().buffer();
@@ -255,20 +238,18 @@ fn both_table_helpers_mark_the_rows_cut() {
             .map(|y| (0..40).map(|x| b[(x, y)].symbol()).collect::<String>() + "\n")
             .collect()
     };
-    for fit in [false, true] {
-        let s = draw(fit, 0);
-        println!("{s}");
-        let (top, inside, bottom) = boxed(&s, "┌T");
-        assert!(inside[1].contains("row 0"), "{s}");
-        assert!(!top.contains("more"), "{s}");
-        assert!(bottom.contains("▼ 7 more rows"), "{s}");
-        let s = draw(fit, 5);
-        println!("{s}");
-        let (top, inside, bottom) = boxed(&s, "┌T");
-        assert!(inside[3].contains("row 5"), "{s}");
-        assert!(top.contains("▲ 3 more rows"), "{s}");
-        assert!(bottom.contains("▼ 4 more rows"), "{s}");
-    }
+    let s = draw(0);
+    println!("{s}");
+    let (top, inside, bottom) = boxed(&s, "┌T");
+    assert!(inside[1].contains("row 0"), "{s}");
+    assert!(!top.contains("more"), "{s}");
+    assert!(bottom.contains("▼ 7 more rows"), "{s}");
+    let s = draw(5);
+    println!("{s}");
+    let (top, inside, bottom) = boxed(&s, "┌T");
+    assert!(inside[3].contains("row 5"), "{s}");
+    assert!(top.contains("▲ 3 more rows"), "{s}");
+    assert!(bottom.contains("▼ 4 more rows"), "{s}");
 }
 
 /// The words of `s`, whitespace and the box's inner borders aside.

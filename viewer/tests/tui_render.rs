@@ -296,6 +296,24 @@ fn memory_tab() {
     let s = render(&mut a, 80, 24);
     println!("{s}");
     projection_rows_are_whole(&a, &s);
+    // and no cell of the per-rank table is cut (a column that does not fit
+    // is left out whole): the connections read whole where they are shown.
+    let m = a.data.analysis().unwrap().memory.get().unwrap().clone();
+    for r in &m.per_rank {
+        let row = s
+            .lines()
+            .find(|l| l.starts_with(&format!("│{} ", r.rank)))
+            .unwrap_or_else(|| panic!("rank {}: {s}", r.rank));
+        let conn = format!("{}+{}", r.intra_node_connections, r.inter_node_connections);
+        let whole = match r.connections_measured {
+            Some(c) => format!("{conn} ({c} meas.)"),
+            None => conn.clone(),
+        };
+        assert!(
+            !row.contains(&format!(" {conn}")) || row.contains(&whole),
+            "connections cut: {row}\n{s}"
+        );
+    }
 }
 
 /// Each projection of the memory tab in the frame `s` reads as the report's

@@ -101,19 +101,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             ]
         })
         .collect();
-    widgets::table(
+    widgets::fit_table(
         f,
         domains,
         "domains".into(),
-        &["host", "domain", "energy", "power"],
-        None,
-        false,
-        &[
-            Constraint::Min(5),
-            Constraint::Length(14),
-            Constraint::Length(8),
-            Constraint::Length(7),
-        ],
+        &widgets::Fit {
+            header: &["host", "domain", "energy", "power"],
+            keep: &[5, 9, 8, 6],
+            flex: 0,
+            flex_min: 5,
+            sorted_col: None,
+            ascending: false,
+        },
         rows,
         None,
     );

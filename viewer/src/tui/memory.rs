@@ -99,7 +99,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             ]
         })
         .collect();
-    widgets::table(
+    widgets::fit_table(
         f,
         now,
         format!(
@@ -108,30 +108,24 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             m.cores_per_node,
             fmt::clip(&m.pattern, 30)
         ),
-        &[
-            "rank",
-            "peers",
-            "conn node+net",
-            "rss@init",
-            "MPI init",
-            "peak",
-            "shm",
-            "net buf",
-            "comms",
-        ],
-        None,
-        false,
-        &[
-            Constraint::Length(4),
-            Constraint::Length(5),
-            Constraint::Length(13),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(5),
-        ],
+        &widgets::Fit {
+            header: &[
+                "rank",
+                "peers",
+                "conn node+net",
+                "rss@init",
+                "MPI init",
+                "peak",
+                "shm",
+                "net buf",
+                "comms",
+            ],
+            keep: &[9, 5, 8, 6, 4, 7, 6, 6, 3],
+            flex: 0,
+            flex_min: 4,
+            sorted_col: None,
+            ascending: false,
+        },
         rows,
         Some(sel),
     );

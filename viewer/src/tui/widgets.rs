@@ -236,29 +236,6 @@ fn scrolled(
     )
 }
 
-/// A table with a header whose sorted column is marked, the selected row highlighted.
-#[allow(clippy::too_many_arguments)]
-pub fn table(
-    f: &mut Frame,
-    area: Rect,
-    title: String,
-    header: &[&str],
-    sorted_col: Option<usize>,
-    ascending: bool,
-    widths: &[Constraint],
-    rows: Vec<Vec<String>>,
-    selected: Option<usize>,
-) {
-    let head = header_texts(header, sorted_col, ascending);
-    let (block, mut state) = scrolled(area, title, rows.len(), selected);
-    let t = Table::new(rows.into_iter().map(Row::new), widths.to_vec())
-        .header(Row::new(head).style(Style::default().add_modifier(Modifier::BOLD)))
-        .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
-        .column_spacing(1)
-        .block(block);
-    f.render_stateful_widget(t, area, &mut state);
-}
-
 /// A location label, or `?`.
 pub fn loc(l: &hyscope_analyzer::CodeLocation) -> String {
     if l.label.is_empty() {
