@@ -149,6 +149,17 @@ fn open_mpi_pair_on_one_node_costs_no_network_buffers() {
     let segment = cvar(&trace, "btl_vader_segment_size");
     assert!(segment >= (2 << 20) as f64, "{segment}");
     check_one_node(&trace, segment);
+    // The segments were measured too, though the run is shorter than the
+    // memory sampler's maps period: it reads the maps at the end of
+    // MPI_Init and at the start of MPI_Finalize. Each process maps its own
+    // segment and its peer's.
+    for r in footprint(&trace, &[])["per_rank"].as_array().unwrap() {
+        let mapped = r["shm_mapped"].as_f64().unwrap_or(0.0);
+        assert!(
+            mapped >= segment,
+            "shm measured {mapped} < {segment}: {r:#}"
+        );
+    }
 }
 
 #[test]

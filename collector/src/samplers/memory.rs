@@ -147,7 +147,7 @@ impl Sampler for Memory {
         ]
     }
 
-    fn last_sample(&mut self, now_ns: i64, emit: &mut Emit<'_>) {
+    fn full_sample(&mut self, now_ns: i64, emit: &mut Emit<'_>) {
         self.ticks = 0;
         self.sample(now_ns, emit);
     }

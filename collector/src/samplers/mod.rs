@@ -99,8 +99,12 @@ pub trait Sampler: Send {
     fn elect(&mut self, _leader: bool, _readers: &[u32]) {}
     /// Release what it holds (MPI_T before MPI_Finalize).
     fn close(&mut self) {}
-    /// The last reading at exit: everything, including what is read only now and then.
-    fn last_sample(&mut self, now_ns: i64, emit: &mut Emit<'_>) {
+    /// A reading of everything, including what is read only now and then:
+    /// at the end of MPI_Init, at the start of MPI_Finalize and at exit, the
+    /// moments MPI's shared-memory segments appear, are all mapped, and go
+    /// (a run shorter than the memory sampler's maps period would else never
+    /// see them).
+    fn full_sample(&mut self, now_ns: i64, emit: &mut Emit<'_>) {
         self.sample(now_ns, emit);
     }
 }
@@ -301,7 +305,7 @@ fn publish(info: SamplerInfo, metrics: &[MetricDef]) {
     });
 }
 
-fn sample_all(st: &mut State) {
+fn sample_all(st: &mut State, full: bool) {
     // A process that records nothing else (a shell or launcher the preload leaked
     // into) must not leave a trace behind just because it was sampled.
     if !spooling::is_active() {
@@ -313,7 +317,13 @@ fn sample_all(st: &mut State) {
         if STUCK.load(Ordering::Relaxed) {
             break;
         }
-        reading(a, |s| s.sample(now, &mut emit));
+        reading(a, |s| {
+            if full {
+                s.full_sample(now, &mut emit)
+            } else {
+                s.sample(now, &mut emit)
+            }
+        });
     }
 }
 
@@ -349,6 +359,15 @@ fn run_job(st: &mut State, job: Job) {
             if !leader {
                 st.samplers.retain(|a| a.sampler.name() != "rapl");
             }
+            // MPI_Init has mapped the shared-memory transport's segment.
+            if spooling::is_active()
+                && let Some(a) = st
+                    .samplers
+                    .iter_mut()
+                    .find(|a| a.sampler.name() == "memory")
+            {
+                reading(a, |s| s.full_sample(now, &mut emit));
+            }
         }
         Job::Finalize { now } => {
             if let Some(pos) = st.samplers.iter().position(|a| a.sampler.name() == "mpi_t") {
@@ -361,7 +380,7 @@ fn run_job(st: &mut State, job: Job) {
                 }
             }
             if !st.stop {
-                sample_all(st);
+                sample_all(st, true);
             }
         }
         Job::Last { now } => {
@@ -370,7 +389,7 @@ fn run_job(st: &mut State, job: Job) {
                     if STUCK.load(Ordering::Relaxed) {
                         break;
                     }
-                    reading(a, |s| s.last_sample(now, &mut emit));
+                    reading(a, |s| s.full_sample(now, &mut emit));
                 }
             }
             st.stop = true;
@@ -485,7 +504,7 @@ fn run(every: Duration) {
             return;
         }
         if Instant::now() >= next_tick {
-            sample_all(&mut st);
+            sample_all(&mut st, false);
             // OpenMP threads are bound at their first fork: their masks, read
             // while the run lasts (a thread gone by exit keeps its reading).
             crate::state::sample_thread_cpus();
@@ -590,12 +609,12 @@ pub fn on_mpi_init_end() {
     });
 }
 
-/// The `mpi_t` sampler's manifest entry while it has no MPI_T, or when
-/// MPI_T was not opened in time (`mpi::mpit_background`): `reason` says why.
 /// The `mpi_t` sampler's status from `MPI_Init` until MPI_T says what it offers.
 pub const MPIT_NOT_REPORTED: &str =
     "not reported: the job ended before MPI_Finalize, where the ranks say whether MPI_T opened";
 
+/// The `mpi_t` sampler's manifest entry while it has no MPI_T, or when
+/// MPI_T was not opened in time (`mpi::mpit_background`): `reason` says why.
 pub fn mpit_unavailable(reason: &str) {
     publish(
         SamplerInfo {
