@@ -3,8 +3,9 @@
 //! Modules: [`data`] loads what the timeline needs in background threads (the
 //! level-of-detail index of `hyscope_analyzer::timeline`, symbols, counters,
 //! matched messages) and the analysis; [`timeline`] draws and drives the
-//! timeline; [`panels`] renders the analysis; [`app`] is the layout, shortcuts,
-//! search, themes, compare mode and the screenshot/benchmark modes.
+//! timeline; [`panels`] renders the analysis (and, with two traces open, their
+//! differences as `hyscope report A B` gives them); [`app`] is the layout,
+//! shortcuts, search, themes, compare mode and the screenshot/benchmark modes.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

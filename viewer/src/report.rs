@@ -9,7 +9,7 @@ use hyscope_analyzer::*;
 
 use crate::units;
 
-mod compare;
+pub(crate) mod compare;
 mod energy;
 pub(crate) mod memory;
 pub(crate) mod mpi;

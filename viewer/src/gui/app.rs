@@ -12,6 +12,7 @@ use hyscope_analyzer::{Analysis, RunWindow};
 use hyscope_format::Trace;
 
 use super::data::{self, Progress, TraceData};
+use super::panels::differences::{self, Differences};
 use super::panels::{self, Action, Tab};
 use super::timeline::{self, TimelineState, View, state_color};
 use crate::loading::{Coarse, Latest, Loading};
@@ -193,7 +194,11 @@ pub struct GuiApp {
     pub search: String,
     search_results: Vec<(String, u64)>,
     pub dark: bool,
-    pending_highlight: Option<(usize, String, Loading<Vec<data::Instance>>)>,
+    /// Instances being found, per trace (both for a location of the
+    /// differences), and what they are.
+    pending_highlight: Vec<(usize, String, Loading<Vec<data::Instance>>)>,
+    /// The "Differences" tab's sort and comparison.
+    pub differences: Differences,
     pub screenshot: Option<Screenshot>,
     pub frames: u64,
     started: Instant,
@@ -237,18 +242,26 @@ impl GuiApp {
         if let Some(b) = b {
             slots.push(TraceSlot::open(b, with_analysis, cache));
         }
+        // Two traces open on what differs between them (and why they may
+        // not compare).
+        let tab = if slots.len() > 1 {
+            Tab::Differences
+        } else {
+            Tab::Summary
+        };
         GuiApp {
             slots,
             view: View { t0: 0.0, t1: 1.0 },
             view_set: false,
             fitted: None,
             tl: TimelineState::default(),
-            tab: Tab::Summary,
+            tab,
             analysis_of: 0,
             search: String::new(),
             search_results: Vec::new(),
             dark: true,
-            pending_highlight: None,
+            pending_highlight: Vec::new(),
+            differences: Differences::default(),
             screenshot: None,
             frames: 0,
             started: Instant::now(),
@@ -328,13 +341,12 @@ impl GuiApp {
             self.fit();
             self.view_set = true;
         }
-        if let Some((which, label, l)) = &mut self.pending_highlight
-            && l.poll()
-        {
-            if let Some(v) = l.ready() {
-                self.tl.highlight = Some((*which, label.clone(), v.clone()));
+        for (which, label, mut l) in std::mem::take(&mut self.pending_highlight) {
+            if !l.poll() {
+                self.pending_highlight.push((which, label, l));
+            } else if let Some(v) = l.ready() {
+                self.tl.highlight.push((which, label, v.clone()));
             }
-            self.pending_highlight = None;
         }
         self.keyboard(&ctx);
 
@@ -342,10 +354,18 @@ impl GuiApp {
         // third and a fifth of its width, however wide their text is.
         let full_w = ui.available_width();
         egui::Panel::top("top").show(ui, |ui| self.top_bar(ui));
-        egui::Panel::left("analysis")
+        // The differences' table has six columns: its panel (one of its
+        // own, so each keeps the width it is dragged to) opens wider, and
+        // may take half the window.
+        let (panel, width, most) = if self.tab == Tab::Differences && self.slots.len() > 1 {
+            ("differences", 600.0_f32, full_w / 2.0)
+        } else {
+            ("analysis", 380.0, full_w / 3.0)
+        };
+        egui::Panel::left(panel)
             .resizable(true)
-            .default_size(380.0)
-            .size_range(220.0..=(full_w / 3.0).max(240.0))
+            .default_size(width.min(most))
+            .size_range(220.0..=most.max(240.0))
             .show(ui, |ui| self.analysis_panel(ui));
         egui::Panel::right("selection")
             .resizable(true)
@@ -361,7 +381,7 @@ impl GuiApp {
         egui::CentralPanel::default_margins().show(ui, |ui| self.timelines(ui));
 
         self.frames += 1;
-        if loading || self.pending_highlight.is_some() {
+        if loading || !self.pending_highlight.is_empty() {
             ctx.request_repaint_after(std::time::Duration::from_millis(100));
         }
         self.keys_window(&ctx);
@@ -400,7 +420,7 @@ impl GuiApp {
             if i.key_pressed(Key::Escape) {
                 self.tl.range = None;
                 self.tl.picked = None;
-                self.tl.highlight = None;
+                self.tl.highlight.clear();
                 self.tl.rank_pair = None;
             }
             if i.key_pressed(Key::T) {
@@ -524,13 +544,25 @@ impl GuiApp {
         }
     }
 
+    /// Highlight the instances of the location `address` (its id) on
+    /// trace `which`'s timeline, in place of any other highlight.
     pub fn highlight(&mut self, which: usize, address: u64, label: String) {
-        if let Some(d) = self.slots.get(which).and_then(|s| s.data.ready()).cloned() {
-            self.pending_highlight = Some((
-                which,
-                label,
-                Loading::spawn(move || data::instances_of(&d, address, 100_000)),
-            ));
+        self.highlight_on(&[(which, address)], label);
+    }
+
+    /// Highlight a location on several timelines, each with its id in that
+    /// trace (the differences' rows: A's and B's), in place of any other.
+    pub fn highlight_on(&mut self, on: &[(usize, u64)], label: String) {
+        self.tl.highlight.clear();
+        self.pending_highlight.clear();
+        for &(which, address) in on {
+            if let Some(d) = self.slots.get(which).and_then(|s| s.data.ready()).cloned() {
+                self.pending_highlight.push((
+                    which,
+                    label.clone(),
+                    Loading::spawn(move || data::instances_of(&d, address, 100_000)),
+                ));
+            }
         }
     }
 
@@ -575,47 +607,48 @@ impl GuiApp {
     }
 
     fn analysis_panel(&mut self, ui: &mut egui::Ui) {
-        ui.horizontal(|ui| {
-            for t in Tab::ALL {
+        let traces = self.slots.len();
+        ui.horizontal_wrapped(|ui| {
+            for t in Tab::ALL.into_iter().filter(|t| t.offered(traces)) {
                 ui.selectable_value(&mut self.tab, t, t.name());
             }
         });
-        if self.slots.len() > 1 {
+        if self.tab == Tab::Differences && traces > 1 {
+            ui.separator();
+            let ready = [0, 1].map(|k| analysis_or_status(ui, &self.slots[k], traces));
+            if let [Some(a), Some(b)] = ready {
+                let action = differences::show(ui, &mut self.differences, &a, &b);
+                self.act(action, 0);
+            }
+            return;
+        }
+        if traces > 1 {
             ui.horizontal(|ui| {
                 ui.label("analysis of");
                 ui.selectable_value(&mut self.analysis_of, 0, "A");
                 ui.selectable_value(&mut self.analysis_of, 1, "B");
             });
         }
-        let which = self.analysis_of.min(self.slots.len() - 1);
+        let which = self.analysis_of.min(traces - 1);
         self.phase_picker(ui, which);
         ui.separator();
-        let action = match &self.slots[which].analysis {
-            Loading::Pending(_) => {
-                ui.horizontal(|ui| {
-                    ui.spinner();
-                    ui.label("analysing...");
-                });
-                None
-            }
-            Loading::Failed(e) if e == NO_ANALYSIS => {
-                ui.weak(NO_ANALYSIS);
-                None
-            }
-            Loading::Failed(e) => {
-                ui.colored_label(
-                    Color32::from_rgb(220, 80, 80),
-                    format!("analysis failed: {e}"),
-                );
-                None
-            }
-            Loading::Ready(a) => {
-                let a = Arc::clone(a);
-                panels::show(ui, self.tab, &a, &self.search)
-            }
-        };
+        let action = analysis_or_status(ui, &self.slots[which], 1)
+            .and_then(|a| panels::show(ui, self.tab, &a, &self.search));
+        self.act(action, which);
+    }
+
+    /// Do what a panel of trace `which`'s analysis asked.
+    fn act(&mut self, action: Option<Action>, which: usize) {
         match action {
             Some(Action::Highlight { address, label }) => self.highlight(which, address, label),
+            Some(Action::HighlightBoth { addresses, label }) => {
+                let on: Vec<(usize, u64)> = addresses
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, a)| Some((k, (*a)?)))
+                    .collect();
+                self.highlight_on(&on, label);
+            }
             Some(Action::RankPair(a, b)) => self.tl.rank_pair = Some((a, b)),
             None => {}
         }
@@ -697,7 +730,10 @@ impl GuiApp {
             }
             ui.separator();
         }
-        if let Some((_, label, inst)) = &self.tl.highlight {
+        for (which, label, inst) in &self.tl.highlight {
+            if self.slots.len() > 1 {
+                ui.strong(if *which == 0 { "A" } else { "B" });
+            }
             // Intervals, not instances: an instance the analysis counts is a
             // row on each thread (and the region's own row) of the trace.
             let ranks: std::collections::BTreeSet<u32> = inst.iter().map(|i| i.0).collect();
@@ -707,7 +743,8 @@ impl GuiApp {
                 panels::counted(ranks.len() as u64, "rank", "ranks")
             ))
             .on_hover_text("one interval per row of the trace: an instance has several");
-        } else if self.pending_highlight.is_some() {
+        }
+        if !self.pending_highlight.is_empty() {
             ui.horizontal(|ui| {
                 ui.spinner();
                 ui.label("finding instances...");
@@ -976,6 +1013,35 @@ impl GuiApp {
             });
         }
     }
+}
+
+/// Slot `s`'s analysis once loaded; else what became of it, said in `ui`
+/// (naming the trace, A or B, when `traces` are shown together).
+fn analysis_or_status(ui: &mut egui::Ui, s: &TraceSlot, traces: usize) -> Option<Arc<Analysis>> {
+    let who = if traces > 1 {
+        format!("{}: ", s.name())
+    } else {
+        String::new()
+    };
+    match &s.analysis {
+        Loading::Ready(a) => return Some(Arc::clone(a)),
+        Loading::Pending(_) => {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label(format!("{who}analysing..."));
+            });
+        }
+        Loading::Failed(e) if e == NO_ANALYSIS => {
+            ui.weak(format!("{who}{NO_ANALYSIS}"));
+        }
+        Loading::Failed(e) => {
+            ui.colored_label(
+                Color32::from_rgb(220, 80, 80),
+                format!("{who}analysis failed: {e}"),
+            );
+        }
+    }
+    None
 }
 
 /// Save an image as binary PPM (P6): no image library needed.

@@ -1,11 +1,14 @@
 //! The analysis panels beside the timeline: summary and POP tree, regions,
-//! loops with recommendations, MPI profile and matrix, memory, energy. Each
-//! returns what the user asked the timeline to show.
+//! loops with recommendations, MPI profile and matrix, memory, energy, and
+//! with two traces open the [`differences`] between them. Each returns what
+//! the user asked the timeline to show.
 
 use eframe::egui::{self, Color32, RichText};
 use hyscope_analyzer::{Analysis, Observable, PopNode};
 
 use crate::units;
+
+pub mod differences;
 
 /// Cells per side of the message matrix at most (ranks are summed in blocks
 /// beyond): a grid of buttons per rank pair of a 4,096-rank job would not draw.
@@ -20,17 +23,25 @@ pub enum Tab {
     Mpi,
     Memory,
     Energy,
+    /// The comparison of the two traces opened (`--compare`).
+    Differences,
 }
 
 impl Tab {
-    pub const ALL: [Tab; 6] = [
+    pub const ALL: [Tab; 7] = [
         Tab::Summary,
         Tab::Regions,
         Tab::Loops,
         Tab::Mpi,
         Tab::Memory,
         Tab::Energy,
+        Tab::Differences,
     ];
+    /// Whether the tab is offered with `traces` traces open: the
+    /// differences with two only.
+    pub fn offered(self, traces: usize) -> bool {
+        self != Tab::Differences || traces > 1
+    }
     pub fn name(self) -> &'static str {
         match self {
             Tab::Summary => "Summary",
@@ -39,6 +50,7 @@ impl Tab {
             Tab::Mpi => "MPI",
             Tab::Memory => "Memory",
             Tab::Energy => "Energy",
+            Tab::Differences => "Differences",
         }
     }
 }
@@ -47,6 +59,12 @@ impl Tab {
 pub enum Action {
     /// Highlight the instances of a code address.
     Highlight { address: u64, label: String },
+    /// Highlight a code location on both timelines: its id in A and in B
+    /// (None where that run does not have it).
+    HighlightBoth {
+        addresses: [Option<u64>; 2],
+        label: String,
+    },
     /// Show only the messages between two ranks.
     RankPair(u32, u32),
 }
@@ -74,6 +92,10 @@ pub fn show(ui: &mut egui::Ui, tab: Tab, a: &Analysis, filter: &str) -> Option<A
                 Tab::Mpi => mpi(ui, a, &mut action),
                 Tab::Memory => memory(ui, a),
                 Tab::Energy => energy(ui, a),
+                // Two analyses: the application draws it (`differences::show`).
+                Tab::Differences => {
+                    ui.weak("open a second trace to compare: hyscope gui A --compare B");
+                }
             }
         });
     action
@@ -421,6 +443,18 @@ fn table(ui: &mut egui::Ui, id: &str, header: &[&str], rows: Vec<Vec<RichText>>)
 /// A table under `header` whose rows `body` adds (cells, then `end_row`),
 /// scrolled sideways when wider than the panel: no column is ever cut.
 fn table_with(ui: &mut egui::Ui, id: &str, header: &[&str], body: impl FnOnce(&mut egui::Ui)) {
+    scrolled_grid(ui, id, header.len(), |ui| {
+        for h in header {
+            ui.strong(*h);
+        }
+        ui.end_row();
+        body(ui);
+    });
+}
+
+/// A striped grid of `columns` whose rows `body` adds, header included,
+/// scrolled sideways when wider than the panel.
+fn scrolled_grid(ui: &mut egui::Ui, id: &str, columns: usize, body: impl FnOnce(&mut egui::Ui)) {
     ui.scope(|ui| {
         // A solid bar, shown when not hovered: it tells that columns are cut.
         ui.spacing_mut().scroll = egui::style::ScrollStyle::solid();
@@ -429,15 +463,9 @@ fn table_with(ui: &mut egui::Ui, id: &str, header: &[&str], body: impl FnOnce(&m
             .auto_shrink([false, true])
             .show(ui, |ui| {
                 egui::Grid::new(id)
-                    .num_columns(header.len())
+                    .num_columns(columns)
                     .striped(true)
-                    .show(ui, |ui| {
-                        for h in header {
-                            ui.strong(*h);
-                        }
-                        ui.end_row();
-                        body(ui);
-                    });
+                    .show(ui, body);
             });
     });
 }

@@ -15,6 +15,8 @@ use hyscope_format::{
 use super::app::GuiApp;
 use crate::units;
 
+mod differences;
+
 const T: i64 = 5_000_000_000;
 const SPAN: i64 = 1_000_000;
 
@@ -350,13 +352,14 @@ fn highlight_instances_and_compare_two_traces() {
         .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
     for _ in 0..200 {
         h.run_steps(1);
-        if h.state().tl.highlight.is_some() {
+        if !h.state().tl.highlight.is_empty() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     h.run_steps(2);
-    let (which, _, inst) = h.state().tl.highlight.clone().expect("instances found");
+    assert_eq!(h.state().tl.highlight.len(), 1, "instances found");
+    let (which, _, inst) = h.state().tl.highlight[0].clone();
     assert_eq!(which, 0);
     assert_eq!(inst, vec![(0, 0, T, T + SPAN), (0, 1, T, T + SPAN)]);
     h.get_by_label("highlighted: region 0x401a00, 2 intervals on 1 rank");

@@ -103,8 +103,9 @@ pub struct TimelineState {
     pub range: Option<(f64, f64)>,
     drag_from: Option<f64>,
     pub picked: Option<Picked>,
-    /// Highlighted instances (rank, thread, start, end) per trace, and what they are.
-    pub highlight: Option<(usize, String, Vec<Instance>)>,
+    /// Highlighted instances (rank, thread, start, end) and what they are,
+    /// per trace: one trace's, or both traces' (a location the two share).
+    pub highlight: Vec<(usize, String, Vec<Instance>)>,
     /// Messages between this rank pair are highlighted.
     pub rank_pair: Option<(u32, u32)>,
     /// Hover details computed in the background, keyed by (trace, row, segment start).
@@ -259,9 +260,7 @@ pub fn show(
         ui.visuals().text_color(),
     );
     let placed = draw_rows(ui, &painter, rect.left(), &geo, data, &lines, which, st);
-    if let Some((t, _, inst)) = &st.highlight
-        && *t == which
-    {
+    for (_, _, inst) in st.highlight.iter().filter(|h| h.0 == which) {
         draw_highlight(&painter, &geo, &placed, inst);
     }
     let dark = ui.visuals().dark_mode;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use hyscope_analyzer::model::{CompareItem, CompareSide, CompareUnit, Comparison};
+use hyscope_analyzer::model::{CompareItem, CompareRow, CompareSide, CompareUnit, Comparison};
 
 use super::table::{Table, section};
 use crate::units;
@@ -25,28 +25,27 @@ pub fn render_comparison(c: &Comparison) -> String {
         }
     }
     if !c.caveats.is_empty() {
-        section(&mut out, "Not comparable as they stand");
+        section(&mut out, NOT_COMPARABLE);
         for w in &c.caveats {
             let _ = writeln!(out, "  ! {w}");
         }
     }
     section(&mut out, "Differences (B − A)");
     let mut t = Table::new(&["item", "metric", "A", "B", "B − A", "B / A"]);
-    for r in c.rows.iter().filter(|r| r.a != 0.0 || r.b != 0.0) {
+    for r in c.rows.iter().filter(|r| shown(r)) {
         t.row(vec![
-            format!("{} {}", r.section, r.item),
+            item(&r.section, &r.item),
             r.metric.clone(),
             value(r.unit, r.a),
             value(r.unit, r.b),
             difference(r.unit, r.delta),
-            r.ratio.map_or("—".into(), |x| format!("{x:.2}")),
+            ratio(r.ratio),
         ]);
     }
     t.render(&mut out);
-    let _ = writeln!(
-        out,
-        "  region, loop, MPI call and wait-state times are sums over ranks (and threads); a phase's time is its slowest rank's;\n  efficiencies in %, their difference in percentage points (pp); rows where both runs have 0 left out"
-    );
+    for line in NOTES {
+        let _ = writeln!(out, "  {line}");
+    }
     for (name, items) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
         if !items.is_empty() {
             section(&mut out, &format!("Only in {name}"));
@@ -56,8 +55,32 @@ pub fn render_comparison(c: &Comparison) -> String {
     out
 }
 
+/// The title over the caveats.
+pub(crate) const NOT_COMPARABLE: &str = "Not comparable as they stand";
+
+/// What the differences' table sums and leaves out, under it.
+pub(crate) const NOTES: [&str; 2] = [
+    "region, loop, MPI call and wait-state times are sums over ranks (and threads); a phase's time is its slowest rank's;",
+    "efficiencies in %, their difference in percentage points (pp); rows where both runs have 0 left out",
+];
+
+/// Whether a row is listed: not where both runs have 0.
+pub(crate) fn shown(r: &CompareRow) -> bool {
+    r.a != 0.0 || r.b != 0.0
+}
+
+/// A row's or an only-in item's name: `loop k.c:35`.
+pub(crate) fn item(section: &str, item: &str) -> String {
+    format!("{section} {item}")
+}
+
+/// B / A, `—` where A is 0.
+pub(crate) fn ratio(r: Option<f64>) -> String {
+    r.map_or("—".into(), |x| format!("{x:.2}"))
+}
+
 /// `DIR: COMMAND (R ranks × T threads, started …)`.
-fn describe(s: &CompareSide) -> String {
+pub(crate) fn describe(s: &CompareSide) -> String {
     let mut text = s.trace_dir.clone();
     if !s.command.is_empty() {
         let _ = write!(text, ": {}", s.command.join(" "));
@@ -80,7 +103,7 @@ fn describe(s: &CompareSide) -> String {
 }
 
 /// A value in its unit, as every view writes it.
-fn value(unit: CompareUnit, v: f64) -> String {
+pub(crate) fn value(unit: CompareUnit, v: f64) -> String {
     match unit {
         CompareUnit::Seconds => units::secs(v),
         CompareUnit::Bytes => units::bytes(v),
@@ -94,7 +117,7 @@ fn value(unit: CompareUnit, v: f64) -> String {
 
 /// A difference: as a value with its sign, a fraction's in percentage
 /// points.
-fn difference(unit: CompareUnit, d: f64) -> String {
+pub(crate) fn difference(unit: CompareUnit, d: f64) -> String {
     match unit {
         CompareUnit::Fraction => units::percent_points(d),
         _ => {
@@ -110,10 +133,10 @@ fn difference(unit: CompareUnit, d: f64) -> String {
 }
 
 /// `loop k.c:35, region k.c:33`.
-fn listed(items: &[CompareItem]) -> String {
+pub(crate) fn listed(items: &[CompareItem]) -> String {
     items
         .iter()
-        .map(|i| format!("{} {}", i.section, i.item))
+        .map(|i| item(&i.section, &i.item))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -121,7 +144,7 @@ fn listed(items: &[CompareItem]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hyscope_analyzer::model::{CompareRow, TraceIntegrity, TraceProblem};
+    use hyscope_analyzer::model::{TraceIntegrity, TraceProblem};
 
     fn row(section: &str, metric: &str, unit: CompareUnit, a: f64, b: f64) -> CompareRow {
         CompareRow {
