@@ -5,9 +5,18 @@
 //! A (rank, address) resolves through that rank's own `symbols` rows only:
 //! each process loads its program where it likes (ASLR), and in an MPMD job
 //! (`mpirun -np 1 a : -np 1 b`) one address is different code on different
-//! ranks. Ranks are merged by the resolved location — file, function and
-//! line — never by raw address. An address its rank does not resolve (its
-//! row has neither file nor function, or the rank has no row for it) is a
+//! ranks. Ranks are merged by the resolved location, never by raw address:
+//! - with a line (debug information): by file, function and line;
+//! - without one (code built without `-g`): by module, function and the
+//!   address's place in the module's link-time layout (`module_offset`, the
+//!   same for the same code on every rank of one binary whatever ASLR did),
+//!   so that the call sites of one function stay apart; in a module without
+//!   symbols (stripped) the offset alone places the code;
+//! - without a line nor an offset (traces before format 1.7): by file,
+//!   function and line, so a function's call sites are one location.
+//!
+//! An address its rank does not resolve (its row has neither file nor
+//! function nor a place in a module, or the rank has no row for it) is a
 //! location of its own, on that rank only, and its label says so.
 //!
 //! Each location has an id, which the analysis keys its aggregates by and
@@ -41,27 +50,82 @@ pub const UNRESOLVED: u64 = 0b10 << 62;
 /// Addresses at or above this are never ids themselves (no user-space code is there).
 const ID_LIMIT: u64 = 1 << 62;
 
-/// Label of a resolved symbol: `file:line` with the file name only, else the
-/// function as its source names it ([`crate::demangle::demangle`]), else the address.
+/// Label of a resolved symbol: `file:line` with the file name only, else
+/// [`code_label`], else the address.
 pub fn label_of(s: &SymbolRecord) -> String {
-    match (&s.file, s.line, &s.function) {
-        (Some(f), Some(l), _) if l > 0 => {
-            let name = Path::new(f)
-                .file_name()
-                .map_or(f.clone(), |n| n.to_string_lossy().into_owned());
-            format!("{name}:{l}")
-        }
-        (_, _, Some(func)) => crate::demangle::demangle(func).into_owned(),
-        _ => format!("{:#x}", s.address),
+    match source_line(s) {
+        Some((file, line)) => format!("{}:{line}", file_name(file)),
+        None => code_label(s).unwrap_or_else(|| format!("{:#x}", s.address)),
     }
 }
 
-/// The source location a symbol resolves to, `None` when it gives neither
-/// file nor function.
-type SourceKey = (Option<String>, Option<String>, Option<u32>);
+/// The code of a symbol, its source line aside: the function as its source
+/// names it ([`crate::demangle::demangle`]); where the symbol has no line,
+/// followed by where the code is in its module, `main (app+0x11a3)` (the
+/// module's file name and `module_offset`, as `addr2line -f -e app 0x11a3`
+/// takes them), or that place alone without a function (a stripped module).
+/// `None` when the symbol names neither.
+pub fn code_label(s: &SymbolRecord) -> Option<String> {
+    let function = s.function.as_deref().map(crate::demangle::demangle);
+    match (function, module_place(s)) {
+        (Some(f), Some((module, offset))) => {
+            Some(format!("{f} ({}+{offset:#x})", file_name(module)))
+        }
+        (None, Some((module, offset))) => Some(format!("{}+{offset:#x}", file_name(module))),
+        (Some(f), None) => Some(f.into_owned()),
+        (None, None) => None,
+    }
+}
 
+/// The file and line of a symbol with debug information (a line of 0 is
+/// none: code the compiler gives no line).
+fn source_line(s: &SymbolRecord) -> Option<(&str, u32)> {
+    match (&s.file, s.line) {
+        (Some(f), Some(l)) if l > 0 => Some((f, l)),
+        _ => None,
+    }
+}
+
+/// Where the code of a symbol without a line is: its module and the offset
+/// in it, where both are known.
+fn module_place(s: &SymbolRecord) -> Option<(&str, u64)> {
+    if source_line(s).is_some() {
+        return None;
+    }
+    let offset = s.module_offset?;
+    (!s.module.is_empty()).then_some((s.module.as_str(), offset))
+}
+
+/// The last component of a path.
+fn file_name(path: &str) -> std::borrow::Cow<'_, str> {
+    Path::new(path)
+        .file_name()
+        .map_or(path.into(), |n| n.to_string_lossy())
+}
+
+/// The code location a symbol resolves to ([`module documentation`](self)).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum SourceKey {
+    /// File, function and line: with a line, or without a place in a module.
+    Source(Option<String>, Option<String>, Option<u32>),
+    /// Module, function and offset in the module: without a line.
+    Place(String, Option<String>, u64),
+}
+
+/// `None` when the symbol gives neither file, function nor a place in a module.
 fn source_key(s: &SymbolRecord) -> Option<SourceKey> {
-    (s.file.is_some() || s.function.is_some()).then(|| (s.file.clone(), s.function.clone(), s.line))
+    let source = || SourceKey::Source(s.file.clone(), s.function.clone(), s.line);
+    if source_line(s).is_some() {
+        return Some(source());
+    }
+    if let Some((module, offset)) = module_place(s) {
+        return Some(SourceKey::Place(
+            module.to_string(),
+            s.function.clone(),
+            offset,
+        ));
+    }
+    (s.file.is_some() || s.function.is_some()).then(source)
 }
 
 /// The id of `address` on `rank` where the rank does not resolve it.
@@ -134,8 +198,15 @@ impl CodeMap {
     /// order). A (rank, address) with several rows (a damaged table) takes
     /// the least of them, so the order the parts are read in never matters.
     pub fn new(symbols: impl IntoIterator<Item = (u32, SymbolRecord)>) -> CodeMap {
-        let least =
-            |s: &SymbolRecord| (s.file.clone(), s.function.clone(), s.line, s.module.clone());
+        let least = |s: &SymbolRecord| {
+            (
+                s.file.clone(),
+                s.function.clone(),
+                s.line,
+                s.module.clone(),
+                s.module_offset,
+            )
+        };
         let mut rows: BTreeMap<(u32, u64), SymbolRecord> = BTreeMap::new();
         for (rank, s) in symbols {
             if s.address == 0 {
@@ -212,6 +283,7 @@ impl CodeMap {
                 map.resolved.entry(rank).or_default().push((address, id));
             }
             let s = g.first.1;
+            let module_offset = module_place(&s).map(|(_, offset)| offset);
             map.locations.insert(
                 id,
                 CodeLocation {
@@ -221,6 +293,7 @@ impl CodeMap {
                     function: s.function,
                     file: s.file,
                     line: s.line,
+                    module_offset,
                 },
             );
         }
@@ -343,6 +416,7 @@ mod tests {
             function: Some("main._omp_fn.1".into()),
             file: Some(format!("/src/{file}")),
             line: Some(line),
+            module_offset: None,
         }
     }
 
@@ -353,7 +427,93 @@ mod tests {
             function: None,
             file: None,
             line: None,
+            module_offset: None,
         }
+    }
+
+    /// `main` of a PIE built without `-g`, loaded at `base`: a function and
+    /// no line, at `offset` in the module.
+    fn no_line(base: u64, offset: u64) -> SymbolRecord {
+        SymbolRecord {
+            address: base + offset,
+            module: "/work/bin/app-nog".into(),
+            function: Some("main".into()),
+            file: None,
+            line: None,
+            module_offset: Some(offset),
+        }
+    }
+
+    /// Code without debug information: two call sites in one function, on
+    /// two ranks loaded at different addresses (ASLR), are two locations,
+    /// each one over both ranks, labelled by function, module and offset.
+    #[test]
+    fn call_sites_without_a_line_stay_apart_and_merge_across_ranks() {
+        let (base0, base1) = (0x5600_0000_0000, 0x5500_0000_0000);
+        let m = CodeMap::new([
+            (0, no_line(base0, 0x11a3)),
+            (0, no_line(base0, 0x1240)),
+            (1, no_line(base1, 0x11a3)),
+            (1, no_line(base1, 0x1240)),
+        ]);
+        let a = m.id(0, base0 + 0x11a3);
+        let b = m.id(0, base0 + 0x1240);
+        assert_ne!(a, b, "two call sites of main are two locations");
+        assert_eq!(m.id(1, base1 + 0x11a3), a, "one call site on both ranks");
+        assert_eq!(m.id(1, base1 + 0x1240), b);
+        assert_eq!(m.location(a).label, "main (app-nog+0x11a3)");
+        assert_eq!(m.location(b).label, "main (app-nog+0x1240)");
+        assert_eq!(m.location(a).module_offset, Some(0x11a3));
+        assert_eq!(m.location(a).function.as_deref(), Some("main"));
+        // A stripped module gives no function: its offset alone places the code.
+        let stripped = |base: u64| SymbolRecord {
+            function: None,
+            ..no_line(base, 0x2000)
+        };
+        let m = CodeMap::new([(0, stripped(base0)), (1, stripped(base1))]);
+        let s = m.id(0, base0 + 0x2000);
+        assert_eq!(s & RENUMBERED, 0, "resolved");
+        assert_eq!(m.id(1, base1 + 0x2000), s);
+        assert_eq!(m.location(s).label, "app-nog+0x2000");
+    }
+
+    /// Without an offset (a trace before format 1.7) a function without a
+    /// line is one location, as it always was; with a line the offset changes
+    /// nothing (two instructions of one line are one location) and the label
+    /// stays `file:line`.
+    #[test]
+    fn without_an_offset_or_with_a_line_the_offset_changes_nothing() {
+        let old = |base: u64, offset: u64| SymbolRecord {
+            module_offset: None,
+            ..no_line(base, offset)
+        };
+        let m = CodeMap::new([
+            (0, old(0x5600_0000_0000, 0x11a3)),
+            (0, old(0x5600_0000_0000, 0x1240)),
+        ]);
+        assert_eq!(m.id(0, 0x5600_0000_11a3), m.id(0, 0x5600_0000_1240));
+        assert_eq!(m.location(m.id(0, 0x5600_0000_11a3)).label, "main");
+        let line = |address: u64, offset: u64| SymbolRecord {
+            module_offset: Some(offset),
+            ..sym(address, "a.c", 47)
+        };
+        let m = CodeMap::new([
+            (0, line(0x5600_0000_1000, 0x1000)),
+            (0, line(0x5600_0000_1008, 0x1008)),
+        ]);
+        let id = m.id(0, 0x5600_0000_1000);
+        assert_eq!(m.id(0, 0x5600_0000_1008), id);
+        assert_eq!(m.location(id).label, "a.c:47");
+        assert_eq!(m.location(id).module_offset, None);
+        // Its code, the line aside, is the function alone (the exports'
+        // names, with the file and line beside them).
+        let with_line = line(0x5600_0000_1000, 0x1000);
+        assert_eq!(code_label(&with_line).as_deref(), Some("main._omp_fn.1"));
+        assert_eq!(
+            code_label(&no_line(0x5600_0000_0000, 0x11a3)).as_deref(),
+            Some("main (app-nog+0x11a3)")
+        );
+        assert_eq!(code_label(&bare(0x401000)), None);
     }
 
     /// ASLR: each rank has its own address for one line; the location is

@@ -29,7 +29,7 @@ fn parts_bytes((omp, mpi): &RankParts) -> u64 {
     omp.iter().chain(mpi).map(|p| p.bytes).sum()
 }
 
-pub use crate::code_map::label_of;
+pub use crate::code_map::{code_label, label_of};
 
 /// Memory one decoded OpenMP row takes while its rank is analysed: the record
 /// and the pass's grouping (a group number and an index per row, [`crate::omp::pass`]).

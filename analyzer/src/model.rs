@@ -61,8 +61,15 @@ pub struct CodeLocation {
     pub function: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
-    /// What to print: `file:line` (file name only), else `function`, else `0x…`.
+    /// What to print: `file:line` (file name only); without a line, the
+    /// function and where it is in its module, `function (module+0x…)`
+    /// ([`crate::code_map::label_of`]); else `0x…`.
     pub label: String,
+    /// The location's place in its module's link-time layout, where it has no
+    /// line (`addr2line -f -e <module> <offset>` finds it); `None` with a line
+    /// and where the trace does not know it (format before 1.7).
+    #[serde(default)]
+    pub module_offset: Option<u64>,
 }
 
 /// Everything the analyzer computes for one trace.

@@ -111,5 +111,13 @@ mod tests {
             row.file.as_deref().unwrap_or("").ends_with("symbols.rs"),
             "{row:?}"
         );
+        // Its place in the module: the address less the load bias, a whole
+        // number of pages; none for the address outside every module.
+        let offset = row.module_offset.expect("an offset in the module");
+        assert!(
+            offset <= addr && (addr - offset).is_multiple_of(4096),
+            "{row:x?}"
+        );
+        assert_eq!(unknown.module_offset, None);
     }
 }

@@ -302,6 +302,7 @@ impl Record for SymbolRecord {
                     rows.iter().map(|r| r.file.as_deref()),
                 )),
                 Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.line))),
+                Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.module_offset))),
             ],
         )
     }
@@ -312,6 +313,11 @@ impl Record for SymbolRecord {
         let function = str_col(b, "function")?;
         let file = str_col(b, "file")?;
         let line = col::<UInt32Type>(b, "line")?;
+        // Format 1.7: a batch without it (an older file's) knows no offset.
+        let offset = match b.column_by_name("module_offset") {
+            Some(_) => Some(col::<UInt64Type>(b, "module_offset")?),
+            None => None,
+        };
         let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_string());
         Ok((0..b.num_rows())
             .map(|i| SymbolRecord {
@@ -320,6 +326,7 @@ impl Record for SymbolRecord {
                 function: opt(function, i),
                 file: opt(file, i),
                 line: (!line.is_null(i)).then(|| line.value(i)),
+                module_offset: offset.and_then(|o| (!o.is_null(i)).then(|| o.value(i))),
             })
             .collect())
     }

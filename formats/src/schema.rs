@@ -120,6 +120,8 @@ impl Table {
                 ("recv_tag", LateDefault::Int32(NO_TAG)),
                 ("calls", LateDefault::UInt32(1)),
             ],
+            // Format 1.7: where the address is in its module's link-time layout.
+            Table::Symbols => &[("module_offset", LateDefault::NullUInt64)],
             _ => &[],
         }
     }
@@ -146,6 +148,8 @@ impl std::fmt::Display for Table {
 pub enum LateDefault {
     Int32(i32),
     UInt32(u32),
+    /// Null: older rows do not know the value (a nullable column).
+    NullUInt64,
 }
 
 impl LateDefault {
@@ -154,6 +158,7 @@ impl LateDefault {
         match self {
             LateDefault::Int32(v) => Arc::new(arrow_array::Int32Array::from_value(v, rows)),
             LateDefault::UInt32(v) => Arc::new(arrow_array::UInt32Array::from_value(v, rows)),
+            LateDefault::NullUInt64 => Arc::new(arrow_array::UInt64Array::new_null(rows)),
         }
     }
 }
@@ -217,6 +222,7 @@ fn symbols_schema() -> Schema {
         Field::new("function", DataType::Utf8, true),
         Field::new("file", DataType::Utf8, true),
         Field::new("line", DataType::UInt32, true),
+        u64_field("module_offset", true),
     ])
 }
 
@@ -709,6 +715,11 @@ pub struct SymbolRecord {
     pub function: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
+    /// The address's place in its module's link-time layout (format 1.7): the
+    /// address less the module's load bias, the same for the same code on every
+    /// rank of one binary whatever ASLR did, and what `addr2line -e <module>`
+    /// takes. `None` outside every module and in traces before 1.7.
+    pub module_offset: Option<u64>,
 }
 
 /// Where a row of the `phases` table comes from (`phases.source`).

@@ -4,7 +4,9 @@
 //! `hyscope record` resolves the addresses of a process that died before
 //! that against the map it recorded early. OMPT code pointers are return
 //! addresses, so the line is looked up at `address - 1` (the call
-//! instruction), while the row keeps the address as recorded.
+//! instruction), while the row keeps the address as recorded, and its
+//! `module_offset` the same return address in the module's link-time layout
+//! (the address less the module's load bias).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -60,6 +62,7 @@ pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecor
                 function: None,
                 file: None,
                 line: None,
+                module_offset: None,
             }),
         }
     }
@@ -80,15 +83,19 @@ pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecor
         };
         let loader = addr2line::Loader::new(module).ok();
         for a in addrs {
+            // The address in the module's link-time layout: the same for the
+            // same code in every process of one binary, whatever ASLR did.
+            let offset = a.wrapping_sub(bias);
             let mut rec = SymbolRecord {
                 address: a,
                 module: module.to_string(),
                 function: None,
                 file: None,
                 line: None,
+                module_offset: Some(offset),
             };
             if let Some(loader) = &loader {
-                let probe = a.wrapping_sub(bias).wrapping_sub(1);
+                let probe = offset.wrapping_sub(1);
                 if let Ok(mut frames) = loader.find_frames(probe) {
                     // The innermost frame is first; its location is the line of the call.
                     while let Ok(Some(frame)) = frames.next() {

@@ -118,14 +118,18 @@ fn symbol_record() -> impl Strategy<Value = SymbolRecord> {
         proptest::option::of("\\PC{0,30}"),
         proptest::option::of("[a-z/._]{0,20}"),
         proptest::option::of(any::<u32>()),
+        proptest::option::of(any::<u64>()),
     )
-        .prop_map(|(address, module, function, file, line)| SymbolRecord {
-            address,
-            module,
-            function,
-            file,
-            line,
-        })
+        .prop_map(
+            |(address, module, function, file, line, module_offset)| SymbolRecord {
+                address,
+                module,
+                function,
+                file,
+                line,
+                module_offset,
+            },
+        )
 }
 
 /// Write `ranks` of rows with the given sizes and read everything back.

@@ -401,6 +401,7 @@ fn mpi_samples_symbols_round_trip() {
             function: Some("main._omp_fn.0".into()),
             file: Some("app.c".into()),
             line: Some(42),
+            module_offset: Some(0x401a20),
         },
         SymbolRecord {
             address: 0x7f00_0000_1000,
@@ -408,6 +409,7 @@ fn mpi_samples_symbols_round_trip() {
             function: None,
             file: None,
             line: None,
+            module_offset: Some(0x1000),
         },
     ];
     let opts = small(16, 8);

@@ -1,15 +1,19 @@
 //! Traces of format 1.0 keep loading: an `mpi` part without the 1.1 columns
 //! (`recv_peer`, `recv_tag`) and rank files without `communicators`, written
-//! here as a 1.0 writer wrote them, read as rows with no receive side.
+//! here as a 1.0 writer wrote them, read as rows with no receive side; a
+//! `symbols` part without the 1.7 column (`module_offset`) reads as rows
+//! whose offset is not known.
 
 use std::fs::File;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int32Type;
+use arrow_array::types::{Int32Type, UInt64Type};
+use arrow_array::{Array, RecordBatch};
 use arrow_schema::Schema;
 use hyscope_format::{
-    FORMAT_VERSION, MpiRecord, NO_RANK, NO_TAG, Record, ScanOptions, Table, Trace, mpi_call,
+    FORMAT_VERSION, MpiRecord, NO_RANK, NO_TAG, Record, ScanOptions, SymbolRecord, Table, Trace,
+    mpi_call,
 };
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
@@ -55,23 +59,46 @@ fn rows() -> Vec<MpiRecord> {
         .collect()
 }
 
-/// A trace as hyscope 1.0 wrote it: one `mpi` part of 1.0's columns, a
-/// manifest and a rank file of 1.0.
-fn write_1_0_trace(dir: &std::path::Path) {
-    let full = MpiRecord::to_batch(&rows());
+/// The `symbols` columns before 1.7 (1.0 to 1.6).
+const SYMBOL_COLUMNS_1_0: [&str; 5] = ["address", "module", "function", "file", "line"];
+
+/// A code address with debug information and one without (a function only).
+fn symbol_rows() -> Vec<SymbolRecord> {
+    vec![
+        SymbolRecord {
+            address: 0x40_1000,
+            module: "/app".into(),
+            function: Some("main".into()),
+            file: Some("/src/app.c".into()),
+            line: Some(12),
+            module_offset: Some(0x40_1000),
+        },
+        SymbolRecord {
+            address: 0x40_1200,
+            module: "/app".into(),
+            function: Some("main".into()),
+            file: None,
+            line: None,
+            module_offset: Some(0x40_1200),
+        },
+    ]
+}
+
+/// `full`'s `columns` only, as part 0 of rank 0 of `table` in a 1.0 trace.
+fn write_1_0_part(dir: &std::path::Path, table: Table, full: &RecordBatch, columns: &[&str]) {
     let schema = full.schema();
-    let keep: Vec<usize> = COLUMNS_1_0
+    let keep: Vec<usize> = columns
         .iter()
         .map(|c| schema.index_of(c).unwrap())
         .collect();
     let batch = full.project(&keep).unwrap();
-    assert_eq!(batch.num_columns(), 13);
-    let part_dir = dir.join("mpi/rank=0");
+    assert_eq!(batch.num_columns(), columns.len());
+    let part_dir = dir.join(format!("{table}/rank=0"));
     std::fs::create_dir_all(&part_dir).unwrap();
     let props = WriterProperties::builder()
         .set_key_value_metadata(Some(vec![
             KeyValue::new("hyscope.format_version".into(), "1.0".to_string()),
-            KeyValue::new("hyscope.table".into(), "mpi".to_string()),
+            KeyValue::new("hyscope.table".into(), table.to_string()),
             KeyValue::new("hyscope.rank".into(), "0".to_string()),
         ]))
         .build();
@@ -80,6 +107,18 @@ fn write_1_0_trace(dir: &std::path::Path) {
     let mut w = ArrowWriter::try_new(file, schema, Some(props)).unwrap();
     w.write(&batch).unwrap();
     w.close().unwrap();
+}
+
+/// A trace as hyscope 1.0 wrote it: one `mpi` and one `symbols` part of
+/// 1.0's columns, a manifest and a rank file of 1.0.
+fn write_1_0_trace(dir: &std::path::Path) {
+    write_1_0_part(dir, Table::Mpi, &MpiRecord::to_batch(&rows()), &COLUMNS_1_0);
+    write_1_0_part(
+        dir,
+        Table::Symbols,
+        &SymbolRecord::to_batch(&symbol_rows()),
+        &SYMBOL_COLUMNS_1_0,
+    );
     std::fs::write(
         dir.join("manifest.json"),
         r#"{"format_version": "1.0", "world_size": 1, "hosts": ["node0"],
@@ -106,7 +145,7 @@ fn mpi_records(trace: &Trace) -> Vec<MpiRecord> {
 
 #[test]
 fn a_1_0_trace_reads_with_no_receive_side() {
-    assert_eq!(FORMAT_VERSION, "1.6");
+    assert_eq!(FORMAT_VERSION, "1.7");
     let dir = tempfile::tempdir().unwrap();
     write_1_0_trace(dir.path());
     let trace = Trace::open(dir.path()).unwrap();
@@ -153,6 +192,67 @@ fn a_1_0_trace_reads_with_no_receive_side() {
     }
     // Rows overlapping [5000, 9000]: those starting at 5000..=9000.
     assert_eq!(n, 5);
+}
+
+#[test]
+fn a_symbols_part_before_1_7_reads_with_no_module_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    write_1_0_trace(dir.path());
+    let trace = Trace::open(dir.path()).unwrap();
+    // Records: every older field as written, the offset not known.
+    let back: Vec<SymbolRecord> = trace
+        .read_records::<SymbolRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    let want: Vec<SymbolRecord> = symbol_rows()
+        .into_iter()
+        .map(|s| SymbolRecord {
+            module_offset: None,
+            ..s
+        })
+        .collect();
+    assert_eq!(back, want);
+    // A scan projecting the column gets it, null.
+    let options = ScanOptions {
+        columns: Some(vec!["address".into(), "module_offset".into()]),
+        ..ScanOptions::default()
+    };
+    let mut n = 0;
+    for batch in trace.scan(Table::Symbols, &options) {
+        let batch = batch.unwrap();
+        let offset = batch
+            .column_by_name("module_offset")
+            .unwrap()
+            .as_primitive::<UInt64Type>();
+        assert_eq!(offset.null_count(), batch.num_rows());
+        n += batch.num_rows();
+    }
+    assert_eq!(n, 2);
+    // Records decoded from a batch without the column (another reader's) too.
+    let old = SymbolRecord::to_batch(&symbol_rows());
+    let old = old.project(&[0, 1, 2, 3, 4]).unwrap();
+    assert_eq!(SymbolRecord::from_batch(&old).unwrap(), want);
+}
+
+#[test]
+fn a_1_7_symbols_part_round_trips_the_module_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w =
+        hyscope_format::PartWriter::create(dir.path(), Table::Symbols, 0, Default::default())
+            .unwrap();
+    w.write_records(&symbol_rows()).unwrap();
+    w.finish().unwrap();
+    hyscope_format::Manifest::new().write(dir.path()).unwrap();
+    let trace = Trace::open(dir.path()).unwrap();
+    let back: Vec<SymbolRecord> = trace
+        .read_records::<SymbolRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(back, symbol_rows());
 }
 
 #[test]

@@ -909,7 +909,8 @@ fn write_phases<W: Write>(
 }
 
 /// What an `omp` row is called: kind and variant, the function of its code
-/// address when known; and its source location (file name, line) if resolved.
+/// address when known (`code_label`); and its source location (file name,
+/// line) if resolved.
 pub(crate) struct OmpLabel<'a> {
     pub name: String,
     pub file: Option<&'a str>,
@@ -928,8 +929,10 @@ fn omp_label<'a>(data: &'a TraceData, rank: u32, rec: &OmpRecord) -> OmpLabel<'a
     let sym = (rec.codeptr != 0)
         .then(|| data.symbols.get(&(rank, rec.codeptr)))
         .flatten();
-    if let Some(f) = sym.and_then(|s| s.function.as_deref()) {
-        name = format!("{name} @ {}", hyscope_analyzer::demangle::demangle(f));
+    // The function; without a line, with its place in the module, so that
+    // the constructs of one function built without `-g` keep apart.
+    if let Some(code) = sym.and_then(hyscope_analyzer::load::code_label) {
+        name = format!("{name} @ {code}");
     }
     OmpLabel {
         name,

@@ -84,6 +84,7 @@ impl Builder {
             function: Some(format!("fn_{line}")),
             file: Some(format!("/src/{file}")),
             line: Some(line),
+            module_offset: None,
         });
     }
 

@@ -24,6 +24,7 @@ fn symbol_rows() -> Vec<SymbolRecord> {
         function: Some("main".into()),
         file: Some("/synth/synth.c".into()),
         line: Some(line),
+        module_offset: Some(address),
     };
     let mut rows: Vec<SymbolRecord> = (0..8u32)
         .flat_map(|i| {

@@ -95,7 +95,8 @@ pub struct TraceData {
 }
 
 impl TraceData {
-    /// `file:line` (file name only), else the readable function name, else the address.
+    /// The analyzer's label of a rank's code address (`label_of`: `file:line`,
+    /// without a line `function (module+0x…)`), else the address.
     pub fn location(&self, rank: u32, address: u64) -> String {
         match self.symbols.get(&(rank, address)) {
             Some(s) => hyscope_analyzer::load::label_of(s),

@@ -457,6 +457,7 @@ fn mangled_symbols_read_as_their_source_names_them() {
         function: Some("_ZN3hal6Solver5relaxEPdi".into()),
         file: None,
         line: None,
+        module_offset: None,
     }])
     .unwrap();
     w.finish().unwrap();
@@ -801,6 +802,7 @@ fn highlight_keeps_each_program_s_rows() {
             function: Some("main".into()),
             file: Some(format!("/src/{file}")),
             line: Some(15),
+            module_offset: Some(0x401200),
         }])
         .unwrap();
         w.finish().unwrap();

@@ -104,12 +104,26 @@ fn run_checked(mut cmd: Command) {
 }
 
 /// Compile `src` as `dir/<name>` with `cmd` (clang-19, or an MPI wrapper
-/// driving it) against libomp 19, with `extra` arguments.
-fn build_c(mut cmd: Command, dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
+/// driving it) against libomp 19, with debug information and `extra` arguments.
+fn build_c(cmd: Command, dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
+    build_c_with(cmd, dir, name, src, &["-g", "-O1"], extra)
+}
+
+/// [`build_c`] with the compiler's `flags` (debug information, optimisation)
+/// in place of `-g -O1`.
+fn build_c_with(
+    mut cmd: Command,
+    dir: &Path,
+    name: &str,
+    src: &str,
+    flags: &[&str],
+    extra: &[&str],
+) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     let exe = dir.join(name);
-    cmd.args(["-fopenmp", "-g", "-O1"])
+    cmd.arg("-fopenmp")
+        .args(flags)
         .args(extra)
         .arg(&c)
         .arg("-o")
@@ -142,6 +156,15 @@ pub fn build_mpi_with(dir: &Path, name: &str, src: &str, extra: &[&str]) -> Path
     let mut cmd = Command::new("mpicc");
     cmd.env("OMPI_CC", "clang-19");
     build_c(cmd, dir, name, src, extra)
+}
+
+/// Build an MPI+OpenMP C program with Open MPI's mpicc driving clang-19 as
+/// production binaries often are: optimised (`-O2`) and without debug
+/// information (no `-g`: functions, no lines).
+pub fn build_mpi_without_debug_info(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let mut cmd = Command::new("mpicc");
+    cmd.env("OMPI_CC", "clang-19");
+    build_c_with(cmd, dir, name, src, &["-O2"], &[])
 }
 
 /// Build an MPI+OpenMP C program with MPICH's mpicc driving clang-19.

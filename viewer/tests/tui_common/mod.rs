@@ -220,6 +220,7 @@ fn symbol_rows() -> Vec<SymbolRecord> {
         function: Some("main".into()),
         file: Some("/src/hybrid.c".into()),
         line: Some(line),
+        module_offset: Some(address),
     };
     vec![
         at(REGION, 40),
