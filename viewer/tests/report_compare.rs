@@ -99,11 +99,11 @@ fn known_differences_in_their_units_with_their_signs() {
         "{text}"
     );
     assert!(!text.contains("1 threads"), "{text}");
-    let wait = line(&text, "wait late sender", "time_s");
+    let wait = line(&text, "wait late sender", "time");
     for s in ["100.00 ms", "300.00 ms", "+200.00 ms", "3.00"] {
         assert!(wait.contains(s), "{wait}");
     }
-    let recv = line(&text, "mpi MPI_Recv", "total_s");
+    let recv = line(&text, "mpi MPI_Recv", "time");
     assert!(
         recv.contains("101.00 ms") && recv.contains("301.00 ms"),
         "{recv}"

@@ -35,7 +35,7 @@ pub fn render_comparison(c: &Comparison) -> String {
     for r in c.rows.iter().filter(|r| shown(r)) {
         t.row(vec![
             item(&r.section, &r.item),
-            r.metric.clone(),
+            metric(&r.metric).to_string(),
             value(r.unit, r.a),
             value(r.unit, r.b),
             difference(r.unit, r.delta),
@@ -53,6 +53,23 @@ pub fn render_comparison(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// A compared metric as the text and the GUI name it: one word, as the
+/// report's own tables say it (`--json` keeps the field's name, `total_s`).
+pub(crate) fn metric(name: &str) -> &str {
+    match name {
+        "duration_s" => "duration",
+        "time_s" | "total_s" => "time",
+        "mpi_s" => "MPI",
+        "fork_join_s" => "fork/join",
+        "bytes_sent" => "sent",
+        "bytes_received" => "received",
+        "send_to_receive_s" => "send→recv",
+        "joules" => "energy",
+        "edp_js" => "EDP",
+        other => other,
+    }
 }
 
 /// The title over the caveats.

@@ -53,7 +53,7 @@ impl Sort {
         out.sort_by(|x, y| {
             let o = match column {
                 0 => report::item(&x.section, &x.item).cmp(&report::item(&y.section, &y.item)),
-                1 => x.metric.cmp(&y.metric),
+                1 => report::metric(&x.metric).cmp(report::metric(&y.metric)),
                 2 => numbers(x.a, y.a),
                 3 => numbers(x.b, y.b),
                 4 => numbers(x.delta, y.delta),
@@ -194,7 +194,7 @@ fn table(
                     label: name,
                 });
             }
-            ui.label(&r.metric);
+            ui.label(report::metric(&r.metric));
             ui.label(report::value(r.unit, r.a));
             ui.label(report::value(r.unit, r.b));
             ui.label(report::difference(r.unit, r.delta));

@@ -179,14 +179,14 @@ fn the_differences_tab_shows_the_reports_comparison() {
     assert!(shown.len() > 5, "{text}");
     for r in &shown {
         let item = report::item(&r.section, &r.item);
-        assert_row(&h, &report_cells(&text, &item, &r.metric));
+        assert_row(&h, &report_cells(&text, &item, report::metric(&r.metric)));
     }
     // Known differences among them, written as the report writes them.
     let region = "region 0x401a00 (rank 0, unresolved)";
     let known = [
         [
             "mpi MPI_Send",
-            "bytes_sent",
+            "sent",
             "1.0 KiB",
             "4.0 KiB",
             "+3.0 KiB",
@@ -194,7 +194,7 @@ fn the_differences_tab_shows_the_reports_comparison() {
         ],
         [
             "mpi MPI_Recv",
-            "total_s",
+            "time",
             "1.00 ms",
             "2.00 ms",
             "+1.00 ms",
@@ -226,14 +226,14 @@ fn the_differences_tab_shows_the_reports_comparison() {
 
     // Sorted by B / A, largest first: the bytes (4.00) before the times (2.00).
     let y = row_y;
-    assert!(y(&h, "mpi MPI_Recv", "total_s") < y(&h, "mpi MPI_Send", "bytes_sent"));
+    assert!(y(&h, "mpi MPI_Recv", "time") < y(&h, "mpi MPI_Send", "sent"));
     // The last column, scrolled into view as a user would.
     h.get_by_label("B / A").scroll_to_me();
     h.run_steps(3);
     h.get_by_label("B / A").click();
     h.run_steps(3);
     h.get_by_label("B / A▼");
-    assert!(y(&h, "mpi MPI_Send", "bytes_sent") < y(&h, "mpi MPI_Recv", "total_s"));
+    assert!(y(&h, "mpi MPI_Send", "sent") < y(&h, "mpi MPI_Recv", "time"));
 
     // The shared region highlighted on both timelines.
     h.get_all_by_label(region).next().unwrap().scroll_to_me();
@@ -295,7 +295,7 @@ fn a_phase_chosen_in_one_run_only_is_a_caveat() {
     let r = c.rows.iter().find(|r| r.section == "run").unwrap();
     let cells = [
         report::item(&r.section, &r.item),
-        r.metric.clone(),
+        report::metric(&r.metric).to_string(),
         report::value(r.unit, r.a),
         report::value(r.unit, r.b),
         report::difference(r.unit, r.delta),
