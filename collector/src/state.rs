@@ -340,7 +340,14 @@ fn rank_from_env() -> u32 {
 fn config_from_env() -> Config {
     let s = settings();
     Config {
-        output: s.output.clone().or_else(default_output),
+        // Resolved against the working directory at load: the application
+        // may change it before the files at its end are written, and a
+        // shell it starts would otherwise name another directory.
+        output: s
+            .output
+            .as_deref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+            .or_else(default_output),
         mode: s.mode.as_str().to_string(),
         buffer_bytes: (s.buffer_mb as usize).saturating_mul(1 << 20),
     }

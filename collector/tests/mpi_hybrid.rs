@@ -66,3 +66,62 @@ fn intervals_closed_before_finalize_are_in_its_checkpoint() {
         assert_eq!(primary(OmpKind::SyncWait, join), 3, "rank {rank}");
     }
 }
+
+/// A relative `HYSCOPE_OUTPUT` names the directory where the job started,
+/// even when the program changes its working directory before it ends and
+/// starts a shell that inherits the preload (`tests/mpi/chdir_exit.c`): the
+/// whole trace is in that one directory, none of it under the new one.
+#[test]
+fn relative_output_stays_where_the_job_started() {
+    let prog = build_env(
+        "chdir_exit.c",
+        "mpicc",
+        &["-fopenmp=libomp", "-Wl,-rpath,/usr/lib/llvm-19/lib"],
+        &[("OMPI_CC", "clang-19")],
+    );
+    let start = tmp().join(format!("chdir-start-{}", std::process::id()));
+    let moved = tmp().join(format!("chdir-moved-{}", std::process::id()));
+    for d in [&start, &moved] {
+        let _ = std::fs::remove_dir_all(d);
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let name = std::path::Path::new("trace-relative");
+    let mut cmd = mpirun(2, Some(&library()), name);
+    cmd.current_dir(&start).arg(&prog).arg(&moved);
+    let out = output_within(&mut cmd, LAUNCH_LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout)
+            .matches("system=0")
+            .count(),
+        2
+    );
+    assert!(
+        !moved.join(name).exists(),
+        "part of the trace went to the new working directory: {:?}",
+        std::fs::read_dir(moved.join(name)).map(|d| d.count())
+    );
+    let dir = start.join(name);
+    let trace = Trace::open(&dir).unwrap();
+    let rows: Vec<(u32, OmpRecord)> = trace
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap();
+    for rank in 0..2 {
+        let regions = rows
+            .iter()
+            .filter(|(r, o)| *r == rank && o.thread == 0 && o.kind == OmpKind::Parallel as u8)
+            .count();
+        assert_eq!(regions, 3, "rank {rank}");
+    }
+    // Every rank's events were encoded into the trace (no spool left over).
+    let leftovers: Vec<_> = std::fs::read_dir(dir.join("spool"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        leftovers
+            .iter()
+            .all(|f| !f.to_string_lossy().ends_with(".end")),
+        "{leftovers:?}"
+    );
+}
