@@ -109,8 +109,13 @@ pub fn rank() -> u32 {
 }
 
 /// The trace directory (`HYSCOPE_OUTPUT`), None only if no directory can be named.
+/// Marked as this run's on the first call ([`hyscope_format::job_dir::mark`]):
+/// every write of the collector names its directory through here first.
 pub fn trace_dir() -> Option<PathBuf> {
-    config().output.clone()
+    let dir = config().output.clone()?;
+    static MARKED: std::sync::Once = std::sync::Once::new();
+    MARKED.call_once(|| hyscope_format::job_dir::mark(&dir));
+    Some(dir)
 }
 
 /// Change this rank's info (e.g. RSS around MPI_Init, clock offsets).
@@ -347,10 +352,29 @@ fn config_from_env() -> Config {
             .output
             .as_deref()
             .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+            .map(|p| own_job_dir(&p))
             .or_else(default_output),
         mode: s.mode.as_str().to_string(),
         buffer_bytes: (s.buffer_mb as usize).saturating_mul(1 << 20),
     }
+}
+
+/// The directory named by `HYSCOPE_OUTPUT`, or a sibling of it when it
+/// holds an earlier run's trace ([`hyscope_format::job_dir`]); said once, by
+/// rank 0.
+fn own_job_dir(asked: &std::path::Path) -> PathBuf {
+    let chosen = hyscope_format::job_dir::job_output_dir(asked, launched_by_mpi());
+    if let Some(from) = &chosen.moved_from
+        && rank_from_env() == 0
+    {
+        crate::diag::warn(&format!(
+            "{} holds an earlier run's trace; this run writes its trace to {} \
+             (remove it, or name another HYSCOPE_OUTPUT, to keep the name)",
+            from.display(),
+            chosen.dir.display()
+        ));
+    }
+    chosen.dir
 }
 
 /// The default trace directory ([`hyscope_format::trace_name`]) in the

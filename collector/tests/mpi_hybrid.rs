@@ -125,3 +125,78 @@ fn relative_output_stays_where_the_job_started() {
         "{leftovers:?}"
     );
 }
+
+/// A second job told to write where an earlier job's trace is writes beside
+/// it (`DIR-2`), says so once, and leaves the earlier trace as it was: its
+/// files had been read as the second job's child processes and parts.
+#[test]
+fn a_second_job_into_the_same_directory_writes_beside_the_first() {
+    let prog = build_env(
+        "hybrid.c",
+        "mpicc",
+        &["-fopenmp=libomp", "-Wl,-rpath,/usr/lib/llvm-19/lib"],
+        &[("OMPI_CC", "clang-19")],
+    );
+    let dir = tmp().join(format!("rerun-{}", std::process::id()));
+    let second = dir.with_file_name(format!("rerun-{}-2", std::process::id()));
+    for d in [&dir, &second] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    let first = output_within(mpirun(2, Some(&library()), &dir).arg(&prog), LAUNCH_LIMIT);
+    assert_eq!(first.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&first.stderr).contains("hyscope:"));
+    let files = |d: &std::path::Path| {
+        let mut v: Vec<_> = walk(d);
+        v.sort();
+        v
+    };
+    let before = files(&dir);
+    let again = output_within(mpirun(2, Some(&library()), &dir).arg(&prog), LAUNCH_LIMIT);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(0), "{stderr}");
+    let warnings: Vec<_> = stderr
+        .lines()
+        .filter(|l| l.starts_with("hyscope:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("earlier run") && warnings[0].contains(&second.display().to_string()),
+        "{stderr}"
+    );
+    assert_eq!(files(&dir), before, "the earlier trace changed");
+    let trace = Trace::open(&second).unwrap();
+    // Two ranks, no process taken for a child of theirs.
+    let mut rank_files: Vec<_> = walk(&second.join("ranks"));
+    rank_files.sort();
+    assert_eq!(
+        rank_files,
+        [
+            std::path::PathBuf::from("rank-0.json"),
+            std::path::PathBuf::from("rank-1.json")
+        ],
+    );
+    let rows = mpi_rows(&trace);
+    for rank in 0..2 {
+        assert_eq!(calls(&rows, rank, "MPI_Send").len(), 2, "rank {rank}");
+    }
+    for d in [&dir, &second] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// Every file under `d` (relative paths).
+fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![d.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        for e in std::fs::read_dir(&p).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(d).unwrap().to_path_buf());
+            }
+        }
+    }
+    out
+}

@@ -76,6 +76,9 @@ pub mod synthetic;
 /// How a trace directory is named by default (`trace_name::default_dir_name`)
 /// and the clock and calendar arithmetic the name uses.
 pub mod trace_name;
+/// Which run a trace directory belongs to (`job_dir::job_output_dir`): a run
+/// never writes into an earlier run's trace.
+pub mod job_dir;
 mod version;
 mod writer;
 

@@ -124,7 +124,7 @@ pub const OUTPUT: Setting = Setting {
     }),
     default: None,
     default_doc: "`hyscope-<program>-<date>-<time>`",
-    meaning: "trace directory; must not exist (record refuses to overwrite). Ranks that name it themselves (`mpirun -np N hyscope record -- ./app`, or the library preloaded by hand) agree on one name across nodes through a link per job in `.hyscope-jobs/` of the working directory (keyed by Slurm's job and step, Open MPI's launcher address, the PMIx namespace or Hydra's control port; links older than a week are removed)",
+    meaning: "trace directory; must not exist (record refuses to overwrite; a run preloaded by hand that finds another run's trace there writes to `DIR-2`, `DIR-3`, … and says so). Ranks that name it themselves (`mpirun -np N hyscope record -- ./app`, or the library preloaded by hand) agree on one name across nodes through a link per job in `.hyscope-jobs/` of the working directory (keyed by Slurm's job and step, Open MPI's launcher address, the PMIx namespace or Hydra's control port; links older than a week are removed)",
     kind: Kind::Text,
     reader: Reader::Collector,
 };
