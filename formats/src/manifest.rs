@@ -208,10 +208,13 @@ impl ProcessEnd {
                 }
             }
             ProcessEnd::Aborted { code } => format!("called MPI_Abort (error code {code})"),
-            ProcessEnd::Killed => {
-                "was killed without warning (e.g. SIGKILL); its last second of events may be lost"
-                    .into()
-            }
+            // Nothing of the collector ran at its end: a SIGKILL (the OOM
+            // killer's too), an exec of another program and an `_exit` all
+            // look alike from the files left behind.
+            ProcessEnd::Killed => "ended without warning (SIGKILL, the OOM killer, an exec of \
+                                   another program or _exit); its last second of events may \
+                                   be lost"
+                .into(),
         }
     }
 }

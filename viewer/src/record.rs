@@ -744,7 +744,9 @@ fn summary(dir: &Path, elapsed: Duration, code: u8) {
     for p in &partial {
         eprintln!("hyscope: {p}");
     }
-    eprintln!("hyscope: next: hyscope report {shown}");
+    // Pasted into a shell: a directory named with spaces stays one word.
+    let word = shlex::try_quote(&shown).unwrap_or_else(|_| shown.clone().into());
+    eprintln!("hyscope: next: hyscope report {word}");
 }
 
 /// The path relative to the working directory when it is inside it.

@@ -84,6 +84,37 @@ fn records_an_openmp_only_program() {
     )));
 }
 
+/// The command `record` suggests runs as printed when pasted into a shell,
+/// for a directory whose name has a space and a quote.
+#[test]
+fn the_suggested_command_is_quoted_for_the_shell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "omp_quoted", OMP_SRC);
+    let out_dir = tmp.path().join("my trace's dir");
+    let out = record_into(&out_dir)
+        .arg(&exe)
+        .output_within_limit()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{err}");
+    let next = err
+        .lines()
+        .find_map(|l| l.strip_prefix("hyscope: next: "))
+        .unwrap_or_else(|| panic!("no next command in:\n{err}"));
+    // `hyscope report` is the command; the shell splits the rest into words.
+    let words = std::process::Command::new("sh")
+        .args(["-c", &format!("printf '%s\\n' {next}")])
+        .output()
+        .unwrap();
+    let words = String::from_utf8_lossy(&words.stdout);
+    let words: Vec<&str> = words.lines().collect();
+    assert_eq!(
+        words,
+        ["hyscope", "report", out_dir.to_str().unwrap()],
+        "{next}"
+    );
+}
+
 #[test]
 fn default_output_name_is_program_date_time() {
     let tmp = tempfile::tempdir().unwrap();
@@ -293,7 +324,7 @@ fn a_killed_programs_spooled_events_are_recovered() {
     // last region's, a few; 99 993 recovered).
     let line = err
         .lines()
-        .find(|l| l.contains("was killed without warning"))
+        .find(|l| l.contains("ended without warning (SIGKILL"))
         .unwrap_or_else(|| panic!("no recovery warning:\n{err}"));
     let recovered: u64 = line
         .split("recovered ")
