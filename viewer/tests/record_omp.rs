@@ -115,6 +115,29 @@ fn the_suggested_command_is_quoted_for_the_shell() {
     );
 }
 
+/// With the OpenMP runtime's tool interface switched off, an OpenMP-only
+/// program records nothing: `record` says so and leaves no directory.
+#[test]
+fn a_run_with_the_tool_interface_off_leaves_no_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_omp(tmp.path(), "omp_tool_off", OMP_SRC);
+    let out_dir = tmp.path().join("trace");
+    let out = record_into(&out_dir)
+        .arg(&exe)
+        .env("OMP_TOOL", "disabled")
+        .output_within_limit()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{err}");
+    assert!(err.contains("OMP_TOOL=disabled"), "{err}");
+    assert!(err.contains("no trace written"), "{err}");
+    assert!(
+        !out_dir.exists(),
+        "{:?}",
+        std::fs::read_dir(&out_dir).map(|d| d.count())
+    );
+}
+
 #[test]
 fn default_output_name_is_program_date_time() {
     let tmp = tempfile::tempdir().unwrap();
