@@ -20,7 +20,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::trace_name::job_key;
+use crate::trace_name::{job_key, parent_of};
 
 /// The mark a run leaves in its trace directory before it writes anything.
 pub const JOB_MARKER: &str = ".hyscope-job";
@@ -77,12 +77,16 @@ impl Mark {
         })
     }
 
-    /// Whether `self` (read from a directory) marks the run of `me`.
+    /// Whether `self` (read from a directory) may mark the run of `me`:
+    /// false only where it shows another run. Two job keys tell; two marks
+    /// without one, by the process that made it (this one or an ancestor on
+    /// this host). One key against none cannot tell (a rank whose launcher
+    /// could not be seen) and is taken for the same run, as before marks.
     fn is_run_of(&self, me: &Mark) -> bool {
         match (&self.key, &me.key) {
             (Some(theirs), Some(mine)) => theirs == mine,
-            (None, _) => self.host == me.host && is_self_or_ancestor(self.pid),
-            (Some(_), None) => false,
+            (None, None) => self.host == me.host && is_self_or_ancestor(self.pid),
+            (Some(_), None) | (None, Some(_)) => true,
         }
     }
 }
@@ -100,16 +104,6 @@ fn is_self_or_ancestor(pid: u32) -> bool {
         }
     }
     false
-}
-
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 4 (ppid), counted after the ")" of the command.
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
 }
 
 /// Whether `dir` holds a trace that no mark claims: files the collector
@@ -342,6 +336,26 @@ mod tests {
         for p in [d, e, f] {
             clean(&p);
         }
+    }
+
+    /// A rank whose launcher it could not see (no key) and one whose it
+    /// could, of one job (MPICH's Hydra behind `hyscope record`): one
+    /// directory.
+    #[test]
+    fn a_key_against_none_cannot_tell_and_keeps_the_directory() {
+        let d = fresh("mixed");
+        let keyless = Mark {
+            key: None,
+            host: "node1".into(),
+            pid: 1,
+        };
+        assert_eq!(start_and_write(&d, &keyless).dir, d);
+        assert_eq!(start_and_write(&d, &job("hydra-vm_1")).dir, d);
+        let e = fresh("mixed-other-way");
+        assert_eq!(start_and_write(&e, &job("hydra-vm_1")).dir, e);
+        assert_eq!(start_and_write(&e, &keyless).dir, e);
+        clean(&d);
+        clean(&e);
     }
 
     #[test]

@@ -109,19 +109,36 @@ pub fn job_key() -> Option<String> {
     Some(safe)
 }
 
-/// The `--control-port` of the parent `hydra_pmi_proxy` (mpiexec's address,
-/// which every proxy of the job is given).
+/// The `--control-port` of the `hydra_pmi_proxy` that started this process
+/// (mpiexec's address, which every proxy of the job is given): the parent,
+/// or a nearer ancestor's parent where a rank runs behind a wrapper (a
+/// script, or `hyscope record`, which starts rank 0's program as a child and
+/// the other ranks' in its own place).
 fn hydra_control_port() -> Option<String> {
-    let ppid = std::os::unix::process::parent_id();
-    let cmdline = std::fs::read(format!("/proc/{ppid}/cmdline")).ok()?;
-    let mut args = cmdline.split(|&b| b == 0).map(String::from_utf8_lossy);
-    let exe = args.next()?;
-    if !exe.ends_with("hydra_pmi_proxy") {
-        return None;
+    let mut pid = std::os::unix::process::parent_id();
+    for _ in 0..4 {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let mut args = cmdline.split(|&b| b == 0).map(String::from_utf8_lossy);
+        if args.next()?.ends_with("hydra_pmi_proxy") {
+            return args
+                .skip_while(|a| a != "--control-port")
+                .nth(1)
+                .map(|p| p.into_owned());
+        }
+        pid = parent_of(pid).filter(|&p| p > 1)?;
     }
-    args.skip_while(|a| a != "--control-port")
-        .nth(1)
-        .map(|p| p.into_owned())
+    None
+}
+
+/// The parent of process `pid` (from `/proc`).
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 4 (ppid), counted after the ")" of the command.
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// The default trace directory name of `program` for a rank of an MPI job,
