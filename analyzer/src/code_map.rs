@@ -7,11 +7,14 @@
 //! (`mpirun -np 1 a : -np 1 b`) one address is different code on different
 //! ranks. Ranks are merged by the resolved location, never by raw address:
 //! - with a line (debug information): by file, function and line;
-//! - without one (code built without `-g`): by module, function and the
+//! - without one (code built without `-g`): by binary, function and the
 //!   address's place in the module's link-time layout (`module_offset`, the
 //!   same for the same code on every rank of one binary whatever ASLR did),
 //!   so that the call sites of one function stay apart; in a module without
-//!   symbols (stripped) the offset alone places the code;
+//!   symbols (stripped) the offset alone places the code. A binary is its
+//!   module's path, or several paths of copies of one program (ranks on
+//!   different nodes running `/scratch/node1/app` and `/scratch/node2/app`),
+//!   told by what their rows say of the code ([`binaries`]);
 //! - without a line nor an offset (traces before format 1.7): by file,
 //!   function and line, so a function's call sites are one location.
 //!
@@ -42,6 +45,8 @@ use std::sync::Mutex;
 use hyscope_format::SymbolRecord;
 
 use crate::model::CodeLocation;
+
+mod binaries;
 
 /// Ids of the resolved locations whose addresses were all taken (top bits 11).
 pub const RENUMBERED: u64 = 0b11 << 62;
@@ -112,15 +117,18 @@ enum SourceKey {
     Place(String, Option<String>, u64),
 }
 
-/// `None` when the symbol gives neither file, function nor a place in a module.
-fn source_key(s: &SymbolRecord) -> Option<SourceKey> {
+/// `None` when the symbol gives neither file, function nor a place in a
+/// module. `binaries` gives the path standing for a module's binary where
+/// another path is one binary with it ([`binaries::same_binaries`]).
+fn source_key(s: &SymbolRecord, binaries: &HashMap<String, String>) -> Option<SourceKey> {
     let source = || SourceKey::Source(s.file.clone(), s.function.clone(), s.line);
     if source_line(s).is_some() {
         return Some(source());
     }
     if let Some((module, offset)) = module_place(s) {
+        let binary = binaries.get(module).map_or(module, String::as_str);
         return Some(SourceKey::Place(
-            module.to_string(),
+            binary.to_string(),
             s.function.clone(),
             offset,
         ));
@@ -223,10 +231,13 @@ impl CodeMap {
                 }
             }
         }
+        let binaries = binaries::same_binaries(rows.values().filter_map(|s| {
+            module_place(s).map(|(module, offset)| (module, s.function.as_deref(), offset))
+        }));
         let mut map = CodeMap::default();
         let mut groups: HashMap<SourceKey, Group> = HashMap::new();
         for ((rank, address), s) in rows {
-            match source_key(&s) {
+            match source_key(&s, &binaries) {
                 Some(key) => {
                     let here = (address, rank);
                     match groups.entry(key) {
@@ -475,6 +486,47 @@ mod tests {
         assert_eq!(s & RENUMBERED, 0, "resolved");
         assert_eq!(m.id(1, base1 + 0x2000), s);
         assert_eq!(m.location(s).label, "app-nog+0x2000");
+    }
+
+    /// One program run from a copy per node (`/scratch/node1/app-nog`,
+    /// `/scratch/node2/app-nog`): its call sites merge over the ranks as in
+    /// one path; the location keeps the least (address, rank)'s path.
+    #[test]
+    fn copies_of_one_binary_at_different_paths_are_one_location() {
+        let (base0, base1) = (0x5600_0000_0000, 0x5500_0000_0000);
+        let at = |path: &str, base: u64, offset: u64| SymbolRecord {
+            module: path.into(),
+            ..no_line(base, offset)
+        };
+        let m = CodeMap::new([
+            (0, at("/scratch/node1/app-nog", base0, 0x11a3)),
+            (0, at("/scratch/node1/app-nog", base0, 0x1240)),
+            (1, at("/scratch/node2/app-nog", base1, 0x11a3)),
+            (1, at("/scratch/node2/app-nog", base1, 0x1240)),
+        ]);
+        let (a, b) = (m.id(0, base0 + 0x11a3), m.id(0, base0 + 0x1240));
+        assert_ne!(a, b);
+        assert_eq!(m.id(1, base1 + 0x11a3), a);
+        assert_eq!(m.id(1, base1 + 0x1240), b);
+        assert_eq!(m.location(a).label, "main (app-nog+0x11a3)");
+        assert_eq!(
+            m.location(a).module.as_deref(),
+            Some("/scratch/node2/app-nog")
+        );
+        // Another program of the same name, `main` elsewhere: its own.
+        let m = CodeMap::new([
+            (0, at("/p1/app-nog", base0, 0x11a3)),
+            (0, at("/p1/app-nog", base0, 0x1240)),
+            (1, at("/p2/app-nog", base1, 0x11a3)),
+            (
+                1,
+                SymbolRecord {
+                    function: Some("solve".into()),
+                    ..at("/p2/app-nog", base1, 0x1200)
+                },
+            ),
+        ]);
+        assert_ne!(m.id(0, base0 + 0x11a3), m.id(1, base1 + 0x11a3));
     }
 
     /// Without an offset (a trace before format 1.7) a function without a

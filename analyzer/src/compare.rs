@@ -2,37 +2,82 @@
 //! the difference (B − A and B / A); what only one run has; and why the two
 //! may not compare as they stand ([`caveats`]: different programs, rank,
 //! thread or host counts, recording modes, partial traces, a section
-//! measured in one run only).
+//! measured in one run only). Each difference says whether it is larger
+//! than the runs' own variability ([`noise`]); runs of different rank
+//! counts compare what sums over ranks per rank.
+
+mod noise;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::model::*;
+use noise::Spread;
+
+/// A run's value of a metric, and what its noise is estimated from.
+#[derive(Debug, Clone, Copy)]
+struct Value {
+    v: f64,
+    spread: Spread,
+}
+
+/// One value per run: a duration, an efficiency, energy.
+fn one(v: f64) -> Value {
+    Value {
+        v,
+        spread: Spread::One,
+    }
+}
+
+/// A count or bytes: not a measured time, no noise estimate.
+fn counted(v: f64) -> Value {
+    Value {
+        v,
+        spread: Spread::Not("a count: no scatter of measured values"),
+    }
+}
+
+/// A total of values whose scatter is `spread`.
+fn total(v: f64, spread: Spread) -> Value {
+    Value { v, spread }
+}
 
 /// Per item of a section (a region, a loop, a call…): its name and the
 /// values of the section's metrics; `Err` with why where the section was
 /// not observed in that run.
-type Items = Result<Vec<(String, Vec<f64>)>, String>;
+type Items = Result<Vec<(String, Vec<Value>)>, String>;
+
+/// A compared metric: its field name, unit, and whether it sums over ranks
+/// (compared per rank when the rank counts differ).
+type Metric<'a> = (&'a str, CompareUnit, bool);
+const SUMMED: bool = true;
+const AS_IS: bool = false;
+
+/// Why regions and loops have no noise estimate.
+const NO_INSTANCE_TIMES: &str =
+    "the analysis keeps no per-instance times of regions and loops to estimate their scatter";
 
 pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
+    let per_rank = a.run.ranks != b.run.ranks && a.run.ranks > 0 && b.run.ranks > 0;
     let mut d = Diff {
         rows: Vec::new(),
         only_in_a: Vec::new(),
         only_in_b: Vec::new(),
         caveats: caveats(a, b),
+        per_rank: per_rank.then(|| (1.0 / a.run.ranks as f64, 1.0 / b.run.ranks as f64)),
     };
     use CompareUnit::*;
     d.section(
         "run",
         "the run",
-        Ok(vec![("job".into(), vec![a.run.duration_s])]),
-        Ok(vec![("job".into(), vec![b.run.duration_s])]),
-        &[("duration_s", Seconds)],
+        Ok(vec![("job".into(), vec![one(a.run.duration_s)])]),
+        Ok(vec![("job".into(), vec![one(b.run.duration_s)])]),
+        &[("duration_s", Seconds, AS_IS)],
     );
     let pop = |x: &Analysis| -> Items {
-        fn walk(n: &PopNode, out: &mut Vec<(String, Vec<f64>)>) {
+        fn walk(n: &PopNode, out: &mut Vec<(String, Vec<Value>)>) {
             if let Some(v) = n.value.get() {
-                out.push((n.name.clone(), vec![*v]));
+                out.push((n.name.clone(), vec![one(*v)]));
             }
             for c in &n.children {
                 walk(c, out);
@@ -49,14 +94,27 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         "POP efficiencies",
         pop(a),
         pop(b),
-        &[("efficiency", Fraction)],
+        &[("efficiency", Fraction, AS_IS)],
     );
-    // Phases by name: their time (the slowest rank's) and the MPI time
-    // inside them (summed over ranks).
+    // Phases by name: their time (the slowest rank's; its scatter that of
+    // its repetitions) and the MPI time inside them (summed over ranks;
+    // its scatter that of the ranks' MPI times).
     let phases = |x: &Analysis| -> Items {
         observed(&x.phases, |v| {
             v.iter()
-                .map(|p| (p.name.clone(), vec![p.time_s, p.inside.mpi_s]))
+                .map(|p| {
+                    let time = match &p.iterations {
+                        Some(it) => {
+                            Spread::of_values("repetitions", it.times_s.iter().map(|t| t.1))
+                        }
+                        None => Spread::One,
+                    };
+                    let mpi = Spread::of_values("ranks", p.ranks.iter().map(|r| r.inside.mpi_s));
+                    (
+                        p.name.clone(),
+                        vec![total(p.time_s, time), total(p.inside.mpi_s, mpi)],
+                    )
+                })
                 .collect()
         })
     };
@@ -67,7 +125,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         "phases",
         none_is_empty(phases(a)),
         none_is_empty(phases(b)),
-        &[("time_s", Seconds), ("mpi_s", Seconds)],
+        &[("time_s", Seconds, AS_IS), ("mpi_s", Seconds, SUMMED)],
     );
     // Their energy and EDP, where both runs measured energy (the energy
     // section says when only one did).
@@ -75,7 +133,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         let energy = |x: &Analysis| -> Items {
             observed(&x.phases, |v| {
                 v.iter()
-                    .filter_map(|p| Some((p.name.clone(), vec![p.energy_j?, p.edp_js?])))
+                    .filter_map(|p| Some((p.name.clone(), vec![one(p.energy_j?), one(p.edp_js?)])))
                     .collect()
             })
             .or_else(|_| Ok(Vec::new()))
@@ -85,13 +143,19 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             "phase energy",
             energy(a),
             energy(b),
-            &[("energy_j", Joules), ("edp_js", JouleSeconds)],
+            &[("energy_j", Joules, AS_IS), ("edp_js", JouleSeconds, AS_IS)],
         );
     }
     let regions = |x: &Analysis| -> Items {
         observed(&x.regions, |v| {
             v.iter()
-                .map(|r| (r.location.label.clone(), vec![r.time_s, r.fork_join_s]))
+                .map(|r| {
+                    let t = |v| total(v, Spread::Not(NO_INSTANCE_TIMES));
+                    (
+                        r.location.label.clone(),
+                        vec![t(r.time_s), t(r.fork_join_s)],
+                    )
+                })
                 .collect()
         })
     };
@@ -100,12 +164,22 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         "OpenMP parallel regions",
         regions(a),
         regions(b),
-        &[("time_s", Seconds), ("fork_join_s", Seconds)],
+        &[
+            ("time_s", Seconds, SUMMED),
+            ("fork_join_s", Seconds, SUMMED),
+        ],
     );
     let loops = |x: &Analysis| -> Items {
         observed(&x.loops, |v| {
             v.iter()
-                .map(|l| (l.location.label.clone(), vec![l.time_s, l.imbalance]))
+                .map(|l| {
+                    let imbalance = total(
+                        l.imbalance,
+                        Spread::Not("a ratio, not a sum of measured values"),
+                    );
+                    let time = total(l.time_s, Spread::Not(NO_INSTANCE_TIMES));
+                    (l.location.label.clone(), vec![time, imbalance])
+                })
                 .collect()
         })
     };
@@ -114,18 +188,19 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         "OpenMP loops",
         loops(a),
         loops(b),
-        &[("time_s", Seconds), ("imbalance", Ratio)],
+        &[("time_s", Seconds, SUMMED), ("imbalance", Ratio, AS_IS)],
     );
     let calls = |x: &Analysis| -> Items {
         observed(&x.mpi, |m| {
             m.calls
                 .iter()
                 .map(|c| {
+                    let rows = c.scatter.map_or(c.count.min(1), |s| s.values);
                     let v = vec![
-                        c.total_s,
-                        c.count as f64,
-                        c.bytes_sent as f64,
-                        c.bytes_recv as f64,
+                        total(c.total_s, Spread::sum("calls", rows, c.scatter)),
+                        counted(c.count as f64),
+                        counted(c.bytes_sent as f64),
+                        counted(c.bytes_recv as f64),
                     ];
                     (c.call.clone(), v)
                 })
@@ -138,10 +213,10 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         calls(a),
         calls(b),
         &[
-            ("total_s", Seconds),
-            ("count", Count),
-            ("bytes_sent", Bytes),
-            ("bytes_received", Bytes),
+            ("total_s", Seconds, SUMMED),
+            ("count", Count, SUMMED),
+            ("bytes_sent", Bytes, SUMMED),
+            ("bytes_received", Bytes, SUMMED),
         ],
     );
     let waits = |x: &Analysis| -> Items {
@@ -151,7 +226,10 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
                 .map(|e| {
                     (
                         e.kind.name().to_string(),
-                        vec![e.seconds, e.instances as f64],
+                        vec![
+                            total(e.seconds, Spread::sum("instances", e.instances, e.scatter)),
+                            counted(e.instances as f64),
+                        ],
                     )
                 })
                 .collect()
@@ -162,7 +240,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         "MPI wait states",
         waits(a),
         waits(b),
-        &[("time_s", Seconds), ("instances", Count)],
+        &[("time_s", Seconds, SUMMED), ("instances", Count, SUMMED)],
     );
     // The matched message lists of the aligned layer: a change of the
     // communication pattern, or of what could not be matched.
@@ -170,15 +248,21 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         let messages = |x: &Analysis| -> Items {
             let m = &x.messages.messages;
             let bytes = m.iter().map(|m| m.bytes as f64).sum();
-            let transit = m
+            let ns: Vec<i64> = m
                 .iter()
-                .map(|m| (m.recv.time - m.send.time).max(0) as f64 * 1e-9)
-                .sum();
+                .map(|m| (m.recv.time - m.send.time).max(0))
+                .collect();
+            let scatter = Scatter::of_ns(
+                ns.len() as u64,
+                ns.iter().map(|&t| t as i128).sum(),
+                ns.iter().map(|&t| (t as u128) * (t as u128)).sum(),
+            );
+            let transit = ns.iter().sum::<i64>() as f64 * 1e-9;
             let v = vec![
-                m.len() as f64,
-                bytes,
-                transit,
-                x.messages.unmatched() as f64,
+                counted(m.len() as f64),
+                counted(bytes),
+                total(transit, Spread::sum("messages", ns.len() as u64, scatter)),
+                counted(x.messages.unmatched() as f64),
             ];
             Ok(vec![("point-to-point".into(), v)])
         };
@@ -188,16 +272,16 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             messages(a),
             messages(b),
             &[
-                ("count", Count),
-                ("bytes", Bytes),
-                ("send_to_receive_s", Seconds),
-                ("unmatched", Count),
+                ("count", Count, SUMMED),
+                ("bytes", Bytes, SUMMED),
+                ("send_to_receive_s", Seconds, SUMMED),
+                ("unmatched", Count, SUMMED),
             ],
         );
     }
     let energy = |x: &Analysis| -> Items {
         observed(&x.energy, |e| {
-            vec![("job".into(), vec![e.total_joules, e.edp_js])]
+            vec![("job".into(), vec![one(e.total_joules), one(e.edp_js)])]
         })
     };
     d.section(
@@ -205,8 +289,17 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         "energy",
         energy(a),
         energy(b),
-        &[("joules", Joules), ("edp_js", JouleSeconds)],
+        &[("joules", Joules, AS_IS), ("edp_js", JouleSeconds, AS_IS)],
     );
+    let mut summary = NoiseSummary::default();
+    for r in d.rows.iter().filter(|r| r.a != 0.0 || r.b != 0.0) {
+        *match r.noise.verdict {
+            NoiseVerdict::BeyondNoise => &mut summary.beyond_noise,
+            NoiseVerdict::WithinNoise => &mut summary.within_noise,
+            NoiseVerdict::TooFewValues => &mut summary.too_few_values,
+            NoiseVerdict::NotEstimated => &mut summary.not_estimated,
+        } += 1;
+    }
     Comparison {
         a: a.trace_dir.clone(),
         b: b.trace_dir.clone(),
@@ -214,13 +307,15 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         side_b: side(b),
         caveats: d.caveats,
         rows: d.rows,
+        per_rank,
+        noise: summary,
         only_in_a: d.only_in_a,
         only_in_b: d.only_in_b,
     }
 }
 
 /// An observed section's items, or why it was not observed.
-fn observed<T>(x: &Observable<T>, f: impl FnOnce(&T) -> Vec<(String, Vec<f64>)>) -> Items {
+fn observed<T>(x: &Observable<T>, f: impl FnOnce(&T) -> Vec<(String, Vec<Value>)>) -> Items {
     match x {
         Observable::Observed(v) => Ok(f(v)),
         Observable::NotObservable(why) => Err(why.clone()),
@@ -233,6 +328,9 @@ struct Diff {
     only_in_a: Vec<CompareItem>,
     only_in_b: Vec<CompareItem>,
     caveats: Vec<String>,
+    /// Different rank counts: what A's and B's summed metrics are scaled
+    /// by (1 / ranks).
+    per_rank: Option<(f64, f64)>,
 }
 
 impl Diff {
@@ -240,14 +338,7 @@ impl Diff {
     /// of a repeated name); the others as
     /// only in A or only in B; a section observed in one run only as a
     /// caveat naming why the other has none.
-    fn section(
-        &mut self,
-        section: &str,
-        what: &str,
-        a: Items,
-        b: Items,
-        metrics: &[(&str, CompareUnit)],
-    ) {
+    fn section(&mut self, section: &str, what: &str, a: Items, b: Items, metrics: &[Metric]) {
         let (xa, xb) = match (a, b) {
             (Ok(xa), Ok(xb)) => (xa, xb),
             (Ok(xa), Err(why)) if !xa.is_empty() => {
@@ -262,7 +353,7 @@ impl Diff {
             }
             _ => return,
         };
-        let in_b: BTreeMap<&str, &[f64]> = xb
+        let in_b: BTreeMap<&str, &[Value]> = xb
             .iter()
             .rev()
             .map(|(k, v)| (k.as_str(), v.as_slice()))
@@ -281,8 +372,12 @@ impl Diff {
                 self.only_in_a.push(item(k));
                 continue;
             };
-            for (i, (metric, unit)) in metrics.iter().enumerate() {
-                let (x, y) = (va[i], vb[i]);
+            for (i, (metric, unit, summed)) in metrics.iter().enumerate() {
+                let (sa, sb) = match self.per_rank {
+                    Some(s) if *summed => s,
+                    _ => (1.0, 1.0),
+                };
+                let (x, y) = (va[i].v * sa, vb[i].v * sb);
                 self.rows.push(CompareRow {
                     section: section.into(),
                     item: k.clone(),
@@ -292,6 +387,8 @@ impl Diff {
                     delta: y - x,
                     ratio: (x != 0.0).then(|| y / x),
                     unit: *unit,
+                    per_rank: self.per_rank.is_some() && *summed,
+                    noise: noise::noise(y - x, (va[i].spread, sa), (vb[i].spread, sb)),
                 });
             }
         }
@@ -333,7 +430,7 @@ fn program(x: &Analysis) -> Option<String> {
 /// change alone: each setup difference that changes the numbers by itself,
 /// and each partial trace. Empty when the two runs compare as they stand.
 pub fn caveats(a: &Analysis, b: &Analysis) -> Vec<String> {
-    caveats_between((a, "A"), (b, "B"), false)
+    caveats_of((a, "A"), (b, "B"), false, true)
 }
 
 /// [`caveats`] with the runs called by other names (`hyscope tune`: "the
@@ -344,6 +441,17 @@ pub fn caveats_between(
     (a, an): (&Analysis, &str),
     (b, bn): (&Analysis, &str),
     same_command: bool,
+) -> Vec<String> {
+    caveats_of((a, an), (b, bn), same_command, false)
+}
+
+/// [`caveats_between`]; `per_rank`: the comparison compares what sums over
+/// ranks per rank when the rank counts differ ([`compare`]), and says so.
+fn caveats_of(
+    (a, an): (&Analysis, &str),
+    (b, bn): (&Analysis, &str),
+    same_command: bool,
+    per_rank: bool,
 ) -> Vec<String> {
     let mut out = Vec::new();
     let (ca, cb) = (a.run.command.join(" "), b.run.command.join(" "));
@@ -359,8 +467,13 @@ pub fn caveats_between(
         ));
     }
     if a.run.ranks != b.run.ranks {
+        let how = if per_rank {
+            "what sums over ranks (the times, counts and bytes of regions, loops, MPI calls, wait states and messages, a phase's MPI time) is compared per rank, the sum / the run's ranks; the run's duration, a phase's time (its slowest rank's), efficiencies and energy as they are"
+        } else {
+            "the times of regions, loops, MPI calls and wait states are sums over ranks"
+        };
         out.push(format!(
-            "different rank counts: {an} has {} ranks, {bn} {}; the times of regions, loops, MPI calls and wait states are sums over ranks",
+            "different rank counts: {an} has {} ranks, {bn} {}; {how}",
             a.run.ranks, b.run.ranks
         ));
     }

@@ -169,7 +169,7 @@ pub fn analyze_energy(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Obse
         .into_iter()
         .map(|(p, s)| EnergyPhase {
             phase: p.to_string(),
-            seconds: s / run.ranks.max(1) as f64,
+            seconds: s / run.ranks_for_means() as f64,
             joules: total * s / sum,
         })
         .collect()

@@ -7,7 +7,7 @@ use crate::units;
 
 pub fn findings(a: &Analysis) -> Vec<Finding> {
     let run_s = a.run.duration_s.max(1e-12);
-    let ranks = a.run.ranks.max(1) as f64;
+    let ranks = a.run.ranks_for_means() as f64;
     let mut out: Vec<Finding> = Vec::new();
     let mut push =
         |title: String, category: &str, location: Option<CodeLocation>, cost: f64, todo: String| {
@@ -203,7 +203,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                     title: format!(
                         "MPI memory at {} ranks: {} per rank exceeds memory per core",
                         p.ranks,
-                        units::bytes(p.total_bytes_per_rank)
+                        units::bytes(p.total_bytes_per_rank.unwrap_or_default())
                     ),
                     category: "memory".into(),
                     location: m
@@ -212,10 +212,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                         .and_then(|c| c.location.clone()),
                     cost_s: 0.0,
                     share_of_run: 0.0,
-                    what_to_do: format!(
-                        "{}; use XRC/UD or shared vrails and avoid calls forcing full connection",
-                        m.pattern
-                    ),
+                    what_to_do: memory_advice(m, p),
                     phase: None,
                 });
                 break;
@@ -235,6 +232,24 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
 /// binding helps; what sharing costs there is measured by the barriers'
 /// synchronisation (a released thread waits for a core). Profile-mode traces
 /// estimate the gain from the threads' busy times over the run.
+/// What to change where the projection `p` exceeds the memory per core:
+/// over queue pairs (openib, UCX rc), XRC, UD or shared vrails and fewer
+/// full connections (Didelot 2014 §3.4, Table 3.4); over a transport
+/// without them (TCP), only fewer connections per rank.
+pub(crate) fn memory_advice(m: &MemoryFootprint, p: &Projection) -> String {
+    if p.qp_bytes_per_rank.is_some_and(|q| q > 0.0) {
+        format!(
+            "{}; use XRC/UD or shared vrails and avoid calls forcing full connection",
+            m.pattern
+        )
+    } else {
+        format!(
+            "{}; over {} every connection to another node costs its buffers: avoid calls forcing full connection, and run fewer ranks with more threads each",
+            m.pattern, m.network_transport
+        )
+    }
+}
+
 fn placement_finding(
     a: &Analysis,
     o: &OpenMpOverhead,

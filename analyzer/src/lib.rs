@@ -18,6 +18,7 @@ pub mod aligned;
 mod bounds;
 pub mod code_map;
 pub mod compare;
+pub mod damaged_parts;
 pub mod demangle;
 pub mod energy;
 mod error;
@@ -32,7 +33,6 @@ mod mpi_rows;
 pub mod omp;
 mod options;
 pub mod parallel;
-pub mod phase_parts;
 pub mod phases;
 pub mod placement;
 pub mod pop;
@@ -58,6 +58,28 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
     Ok(finish(data, merged_omp, merged_mpi, options))
 }
 
+/// The [`run_window::RunExtent`] of the trace in `dir`, the analysis's to the
+/// nanosecond: the same loader ([`crate::load`]) under the same memory
+/// limit (`memory`, bytes: [`crate::AnalyzeOptions::memory`]), with of the
+/// OpenMP pass only its count of clipped ends
+/// ([`crate::omp::pass::join_pass`]) and without the cross-rank analyses
+/// (message matching, wait states, memory, energy, POP, findings), which
+/// neither the window nor the clipped ends depend on.
+pub fn run_extent(dir: &Path, memory: u64) -> Result<run_window::RunExtent, AnalyzeError> {
+    let opts = crate::AnalyzeOptions {
+        memory,
+        ..crate::AnalyzeOptions::default()
+    };
+    timing::start();
+    let (data, omp) = load::load_for_run_window(dir, &opts)?;
+    let (clipped_join_waits, clipped_join_wait_s) = omp.clipped_join_waits();
+    Ok(run_window::RunExtent {
+        window: run_window::of_ranks(&data.ranks),
+        clipped_join_waits,
+        clipped_join_wait_s,
+    })
+}
+
 /// The analysis from the loaded trace and every rank's OpenMP aggregates
 /// (merged in rank order): the cross-rank analyses and everything derived.
 fn finish(
@@ -70,7 +92,9 @@ fn finish(
     timing::step(|| "loaded".into());
     // Matched on the whole run and dropped where a focus left a side out
     // (the sides were restricted where the rows were read).
-    let (messages, collectives) = aligned::match_sides(std::mem::take(&mut data.sides));
+    let left_out: Vec<u32> = data.ranks_left_out.iter().map(|p| p.rank).collect();
+    let (messages, collectives) =
+        aligned::match_sides_without(std::mem::take(&mut data.sides), &left_out);
     timing::step(|| "matched messages and collectives".into());
     let memory_warning = data
         .memory_warning
@@ -79,7 +103,11 @@ fn finish(
     // The collector's own (what it could not record) first, as the loader
     // listed them; the analysis's notes after them, sorted.
     let collector_warnings = data.warnings.clone();
-    let mut warnings: Vec<String> = messages.warning().into_iter().collect();
+    let mut warnings: Vec<String> = messages
+        .warning()
+        .into_iter()
+        .chain(messages.left_out_note())
+        .collect();
     let focus = data.focus.take().map(|f| {
         let run_duration_s = load::restrict(&f, &mut data);
         f.info(run_duration_s)
@@ -130,6 +158,7 @@ fn finish(
         },
         phases,
         phases_missing: data.phases_missing.clone(),
+        ranks_left_out: data.ranks_left_out.clone(),
         focus,
         memory_warning,
     };

@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use crate::aligned::Clocks;
 use crate::bounds::{clip, clip_interval_to_exit};
+use crate::damaged_parts::DamagedPart;
 use crate::error::AnalyzeError;
 use crate::model::RunFacts;
 pub use crate::model::ns_to_s;
@@ -186,7 +187,10 @@ pub(crate) struct OmpSpan {
 /// are restricted to that phase's time ([`crate::focus`]); an unknown phase
 /// name is an error that lists the names, and so is a damaged phases part
 /// (without `options.phase`, its rank's phases are left out and it is a
-/// problem of the trace: [`crate::phase_parts`]).
+/// problem of the trace). A rank with a damaged `omp`, `mpi` or `samples`
+/// part is left out of the analysis as a whole, and the rest is analysed;
+/// when that leaves no rank, the first damaged part is the error
+/// ([`crate::damaged_parts`]).
 pub fn load(
     dir: &Path,
     opts: &crate::AnalyzeOptions,
@@ -202,6 +206,13 @@ pub fn load(
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RankOut {
     rank: u32,
+    /// Its results, or the parts that leave it out of the analysis.
+    read: Result<RankRead, Vec<DamagedPart>>,
+}
+
+/// The results of a rank whose parts were all read.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct RankRead {
     /// Of its OpenMP rows, if it has any.
     omp: Option<OmpOut>,
     /// Of its MPI rows.
@@ -256,11 +267,53 @@ pub(crate) fn encode_handed(
     })
 }
 
+/// What a load reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// Everything the analysis reads.
+    Analysis,
+    /// What the run's window and the worker join-barrier ends the analysis
+    /// clips need ([`crate::run_extent`]): everything read as for
+    /// the analysis (so a damaged part leaves out what it leaves out of the
+    /// analysis), but each rank's OpenMP rows go through
+    /// [`crate::omp::pass::join_pass`] (the clipped ends alone) instead of
+    /// the whole pass.
+    RunWindow,
+}
+
+/// The ranks' data and merged OpenMP aggregates of the trace in `dir` as
+/// [`load`] leaves them, but with only the clipped join-barrier ends of the
+/// OpenMP pass ([`Need::RunWindow`]): what [`crate::run_extent`] reads.
+/// `opts.phase` must be None.
+pub(crate) fn load_for_run_window(
+    dir: &Path,
+    opts: &crate::AnalyzeOptions,
+) -> Result<(TraceData, OmpMerge), AnalyzeError> {
+    debug_assert!(opts.phase.is_none(), "the run's window is the whole run's");
+    match load_reading(dir, opts, Share::Alone, Need::RunWindow)? {
+        Loaded::Whole(whole) => {
+            let (data, omp, _) = *whole;
+            Ok((data, omp))
+        }
+        Loaded::Part => unreachable!("a process analysing alone analyses every rank"),
+    }
+}
+
 /// [`load`] by one process of `share`.
 pub(crate) fn load_in(
     dir: &Path,
     opts: &crate::AnalyzeOptions,
     share: Share,
+) -> Result<Loaded, AnalyzeError> {
+    load_reading(dir, opts, share, Need::Analysis)
+}
+
+/// [`load_in`], reading what `need` says.
+fn load_reading(
+    dir: &Path,
+    opts: &crate::AnalyzeOptions,
+    share: Share,
+    need: Need,
 ) -> Result<Loaded, AnalyzeError> {
     // Process 0 receives from every other process once whatever happens: an
     // error here before that still lets the others finish.
@@ -387,11 +440,12 @@ pub(crate) fn load_in(
         b
     });
     enum Rows {
-        Samples(Vec<SampleRecord>),
+        /// A damaged samples part leaves its rank out of the analysis.
+        Samples(Result<Vec<SampleRecord>, DamagedPart>),
         Symbols(Vec<SymbolRecord>),
         /// A damaged phases part leaves its rank out of the phases only
-        /// ([`crate::phase_parts::whole_ranks`]).
-        Phases(Result<Vec<PhaseRecord>, crate::phase_parts::DamagedPart>),
+        /// ([`crate::damaged_parts`]).
+        Phases(Result<Vec<PhaseRecord>, DamagedPart>),
     }
     let options = ScanOptions::default();
     // Biggest parts first so the two cores finish together.
@@ -400,8 +454,8 @@ pub(crate) fn load_in(
         .par_iter()
         .map(|p| {
             let rows = match p.table {
-                Table::Samples => Rows::Samples(read_part_records(p, &options)?),
-                Table::Phases => Rows::Phases(crate::phase_parts::read_part(p, &options)),
+                Table::Samples => Rows::Samples(crate::damaged_parts::read_part(p, &options)),
+                Table::Phases => Rows::Phases(crate::damaged_parts::read_part(p, &options)),
                 _ => Rows::Symbols(read_part_records(p, &options)?),
             };
             if let Some(b) = &bar {
@@ -434,21 +488,32 @@ pub(crate) fn load_in(
     }
     let mut symbol_rows = Vec::new();
     let mut phase_parts = Vec::new();
+    let mut sample_parts = Vec::new();
     for (rank, rows) in decoded {
-        let rd = by_rank.entry(rank).or_insert_with(|| RankData {
+        by_rank.entry(rank).or_insert_with(|| RankData {
             rank,
             ..RankData::default()
         });
         match rows {
-            Rows::Samples(mut v) => rd.samples.append(&mut v),
+            Rows::Samples(read) => sample_parts.push((rank, read)),
             Rows::Phases(read) => phase_parts.push((rank, read)),
             Rows::Symbols(v) => symbol_rows.extend(v.into_iter().map(|s| (rank, s))),
         }
     }
+    // A rank with a damaged samples part is left out whole: its OpenMP and
+    // MPI rows are not read, and what another process read of them is dropped.
+    let (sample_rows, mut left_out) = crate::damaged_parts::whole_ranks(sample_parts);
+    for (rank, mut v) in sample_rows {
+        if let Some(rd) = by_rank.get_mut(&rank) {
+            rd.samples.append(&mut v);
+        }
+    }
+    let samples_left_out: std::collections::HashSet<u32> =
+        left_out.iter().map(|d| d.rank).collect();
 
     // A rank with a damaged phases part has none: said first, and by the
     // phase table; no phase restriction can be computed without it.
-    let (phase_rows, damaged_phases) = crate::phase_parts::whole_ranks(phase_parts);
+    let (phase_rows, damaged_phases) = crate::damaged_parts::whole_ranks(phase_parts);
     for (rank, mut v) in phase_rows {
         if let Some(rd) = by_rank.get_mut(&rank) {
             rd.phases.append(&mut v);
@@ -466,6 +531,9 @@ pub(crate) fn load_in(
     problems.extend(damaged_phases.iter().map(|d| d.trace_problem(dir)));
     let phases_missing: Vec<crate::model::UnreadPhases> =
         damaged_phases.iter().map(|d| d.unread(dir)).collect();
+    // The ranks with OpenMP or MPI rows: when every one is left out, there
+    // is nothing to analyse.
+    let ranks_with_rows: Vec<u32> = rank_parts.keys().copied().collect();
 
     // Aggregates are merged while loading under the code location each
     // rank's own symbols give its addresses (`code_map`).
@@ -549,7 +617,17 @@ pub(crate) fn load_in(
     let mut sides: std::collections::BTreeMap<u32, crate::aligned::RankSides> = Default::default();
     // A rank's results, added in rank order.
     let mut apply = |out: RankOut| {
-        let RankOut { rank, omp, mpi } = out;
+        let RankOut { rank, read } = out;
+        if samples_left_out.contains(&rank) {
+            return;
+        }
+        let RankRead { omp, mpi } = match read {
+            Ok(r) => r,
+            Err(mut damaged) => {
+                left_out.append(&mut damaged);
+                return;
+            }
+        };
         let MpiOut {
             spans,
             clipped,
@@ -679,7 +757,10 @@ pub(crate) fn load_in(
             ),
         );
         let t_pass = std::time::Instant::now();
-        let pass = rank_pass(rank, rows, threads);
+        let pass = match need {
+            Need::Analysis => rank_pass(rank, rows, threads),
+            Need::RunWindow => crate::omp::pass::join_pass(rank, rows, threads),
+        };
         if crate::timing::ranks() {
             crate::timing::say(&format!(
                 "{}rank {rank}: {} OpenMP rows decoded in {:.2} s, pass {:.2} s",
@@ -730,10 +811,32 @@ pub(crate) fn load_in(
             .into_par_iter()
             .zip(pool.par_iter_mut())
             .map(|((rank, (ps, mpi_ps)), buf)| {
+                if samples_left_out.contains(&rank) {
+                    return Ok(RankOut {
+                        rank,
+                        read: Err(Vec::new()),
+                    });
+                }
+                // A part of the rank that cannot be read leaves it out.
+                let damaged = |e: AnalyzeError| match e {
+                    AnalyzeError::Format(f) => {
+                        match DamagedPart::among(&[ps.as_slice(), mpi_ps.as_slice()].concat(), &f) {
+                            Some(d) => Ok(RankOut {
+                                rank,
+                                read: Err(vec![d]),
+                            }),
+                            None => Err(AnalyzeError::Format(f)),
+                        }
+                    }
+                    e => Err(e),
+                };
                 let omp = if ps.is_empty() {
                     None
                 } else {
-                    Some(omp_rank(rank, &ps, buf)?)
+                    match omp_rank(rank, &ps, buf) {
+                        Ok(o) => Some(o),
+                        Err(e) => return damaged(e),
+                    }
                 };
                 let input = crate::mpi_rows::MpiInputs {
                     clocks: &clocks,
@@ -753,13 +856,20 @@ pub(crate) fn load_in(
                     omp_whole_span: omp.as_ref().and_then(|o| o.span.whole),
                     process,
                 };
-                let mpi = crate::mpi_rows::read_rank_mpi(rank, &mpi_ps, &input, bar.as_ref())?;
-                Ok::<_, AnalyzeError>(RankOut { rank, omp, mpi })
+                let mpi = match crate::mpi_rows::read_rank_mpi(rank, &mpi_ps, &input, bar.as_ref())
+                {
+                    Ok(m) => m,
+                    Err(e) => return damaged(e),
+                };
+                Ok::<_, AnalyzeError>(RankOut {
+                    rank,
+                    read: Ok(RankRead { omp, mpi }),
+                })
             })
             .collect::<Result<_, _>>()?;
         let mut handed = Vec::new();
         for (out, bytes) in done.into_iter().zip(batch_bytes) {
-            if let (Some(o), true) = (&out.omp, bytes > 0) {
+            if let (Ok(RankRead { omp: Some(o), .. }), true) = (&out.read, bytes > 0) {
                 rows_per_byte = rows_per_byte.max(o.span.decoded as f64 / bytes as f64);
             }
             match outgoing {
@@ -809,6 +919,25 @@ pub(crate) fn load_in(
         });
     }
     return_freed_memory();
+    // The ranks left out: named first, before any number, and dropped whole.
+    crate::damaged_parts::sort(&mut left_out);
+    if !left_out.is_empty()
+        && ranks_with_rows
+            .iter()
+            .all(|r| left_out.iter().any(|d| d.rank == *r))
+    {
+        let d = &left_out[0];
+        return Err(AnalyzeError::Invalid {
+            path: d.path.clone(),
+            message: d.problem.clone(),
+        });
+    }
+    for d in &left_out {
+        by_rank.remove(&d.rank);
+    }
+    let ranks_left_out: Vec<crate::model::LeftOutPart> =
+        left_out.iter().map(|d| d.left_out(dir)).collect();
+    problems.extend(left_out.iter().map(|d| d.trace_problem(dir)));
     for rd in by_rank.values_mut() {
         (rd.phase_omp, rd.phase_code) = phase_omp.remove(&rd.rank).unwrap_or_default();
         if let Some(&OmpSpan {
@@ -901,6 +1030,7 @@ pub(crate) fn load_in(
         code,
         problems,
         phases_missing,
+        ranks_left_out,
         focus,
         memory_warning,
         sides: sides.into_values().collect(),
@@ -1232,7 +1362,16 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
                 })
             })
             .collect(),
+        ranks_left_out: left_out_ranks(data),
+        ranks_analysed: data.ranks.len() as u32,
     }
+}
+
+/// The ranks [`TraceData::ranks_left_out`] names, in order, each once.
+fn left_out_ranks(data: &TraceData) -> Vec<u32> {
+    let mut ranks: Vec<u32> = data.ranks_left_out.iter().map(|p| p.rank).collect();
+    ranks.dedup();
+    ranks
 }
 
 /// At process 0: the other processes' results, received from each in

@@ -111,6 +111,12 @@ pub struct Analysis {
     /// energy per phase, the phase a finding names) leaves them out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases_missing: Vec<UnreadPhases>,
+    /// Every part that left its rank out of the analysis as a whole (a part
+    /// of its `omp`, `mpi` or `samples` table cannot be read, also a problem
+    /// of `integrity`; [`crate::damaged_parts`]): every number covers the
+    /// other ranks (`run.ranks_left_out`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks_left_out: Vec<LeftOutPart>,
     /// The phase the analysis is restricted to (`report --phase`), if any:
     /// every other section then describes that phase's time only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -154,12 +160,23 @@ fn no_phases() -> Observable<Vec<PhaseStats>> {
 }
 
 /// A rank whose phases are missing: a part of its `phases` table cannot be
-/// read (`crate::phase_parts`).
+/// read (`crate::damaged_parts`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnreadPhases {
     pub rank: u32,
     /// The damaged file, relative to the trace directory.
     pub file: String,
+}
+
+/// A damaged part that left its rank out of the analysis
+/// (`crate::damaged_parts`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOutPart {
+    pub rank: u32,
+    /// The damaged file, relative to the trace directory.
+    pub file: String,
+    /// What is wrong with it.
+    pub problem: String,
 }
 
 /// One named phase over the run (`crate::phases`). Times are seconds.
@@ -393,6 +410,42 @@ pub struct RunFacts {
     /// each has an id after the job's ranks, counted in `ranks`.
     #[serde(default)]
     pub children: Vec<ChildProcess>,
+    /// Ranks left out of the analysis because a part of theirs cannot be
+    /// read (`Analysis::ranks_left_out` names the files): `ranks` and every
+    /// per-rank list still count their ids, no number covers them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks_left_out: Vec<u32>,
+    /// Ranks analysed (the trace's ranks but those left out).
+    #[serde(default)]
+    pub ranks_analysed: u32,
+}
+
+impl RunFacts {
+    /// "N of M ranks analysed (rank … left out: …)" when ranks were left
+    /// out, as every view says it; None when every rank was analysed.
+    pub fn ranks_analysed_label(&self) -> Option<String> {
+        if self.ranks_left_out.is_empty() {
+            return None;
+        }
+        let n = self.ranks_left_out.len();
+        Some(format!(
+            "{} of {} ranks analysed ({} {} left out: a trace file of {} cannot be read)",
+            self.ranks_analysed,
+            self.ranks_analysed as usize + n,
+            if n == 1 { "rank" } else { "ranks" },
+            hyscope_format::rank_ranges::rank_ranges(self.ranks_left_out.iter().copied()),
+            if n == 1 { "it" } else { "each" },
+        ))
+    }
+
+    /// The ranks the per-rank means divide by: those analysed (at least 1).
+    pub fn ranks_for_means(&self) -> u32 {
+        if self.ranks_left_out.is_empty() {
+            self.ranks.max(1)
+        } else {
+            self.ranks_analysed.max(1)
+        }
+    }
 }
 
 /// A process a rank started, with an id of its own in the trace.
@@ -754,6 +807,10 @@ pub struct MpiCallStats {
     pub folded_polls: u64,
     #[serde(default)]
     pub folded_rows: u64,
+    /// The scatter of its rows' times (a call, or a run of folded polls),
+    /// over all ranks (None below 2 rows).
+    #[serde(default)]
+    pub scatter: Option<Scatter>,
 }
 
 /// One bin of the message-size histogram (point-to-point sends).
@@ -912,6 +969,9 @@ pub struct WaitEntry {
     pub location: Option<CodeLocation>,
     pub seconds: f64,
     pub instances: u64,
+    /// The scatter of its instances' waits (None below 2 instances).
+    #[serde(default)]
+    pub scatter: Option<Scatter>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -978,15 +1038,16 @@ pub struct RankMemory {
     /// Most MPI shared-memory segment bytes mapped at once (`mem.shm_mapped` peak).
     pub shm_mapped: Option<u64>,
     /// Modelled buffer bytes on the observed graph:
-    /// `shm_buffer_bytes + network_buffer_bytes`.
-    pub buffer_bytes_observed: f64,
+    /// `shm_buffer_bytes + network_buffer_bytes` (null where the network's are).
+    pub buffer_bytes_observed: Option<f64>,
     /// The shared-memory transport's buffers of the process (0 alone on its node).
     #[serde(default)]
     pub shm_buffer_bytes: f64,
     /// The network transport's buffers: per connection to another node, and
-    /// the shared receive queues where there is one (0 without).
+    /// the shared receive queues where there is one (0 without; null with
+    /// one where the transport is not modelled).
     #[serde(default)]
-    pub network_buffer_bytes: f64,
+    pub network_buffer_bytes: Option<f64>,
     pub communicators: u32,
 }
 
@@ -1007,19 +1068,22 @@ pub struct Projection {
     pub qp_rc_per_node: f64,
     pub qp_xrc_per_node: f64,
     pub qp_ud_per_node: f64,
-    /// Buffers per rank (bytes): `shm_bytes_per_rank + network_buffer_bytes_per_rank`.
-    pub buffer_bytes_per_rank: f64,
+    /// Buffers per rank (bytes): `shm_bytes_per_rank + network_buffer_bytes_per_rank`
+    /// (null where the network's are).
+    pub buffer_bytes_per_rank: Option<f64>,
     /// The shared-memory transport's buffers per rank (bytes; 0 at one rank per node).
     #[serde(default)]
     pub shm_bytes_per_rank: f64,
-    /// The network transport's buffers per rank (bytes; 0 without a peer on another node).
+    /// The network transport's buffers per rank (bytes; 0 without a peer on
+    /// another node; null where the transport is not modelled).
     #[serde(default)]
-    pub network_buffer_bytes_per_rank: f64,
-    /// QP management memory per rank (bytes).
-    pub qp_bytes_per_rank: f64,
+    pub network_buffer_bytes_per_rank: Option<f64>,
+    /// QP management memory per rank (bytes; null where the transport is not modelled).
+    pub qp_bytes_per_rank: Option<f64>,
     /// Communicator group maps per rank (bytes).
     pub group_bytes_per_rank: f64,
-    pub total_bytes_per_rank: f64,
+    /// Null where the network's share is not modelled.
+    pub total_bytes_per_rank: Option<f64>,
     /// Memory per core the total exceeds, when known.
     pub exceeds_memory_per_core: Option<bool>,
 }
@@ -1041,8 +1105,23 @@ pub struct MemoryFootprint {
     pub per_rank: Vec<RankMemory>,
     pub qp_table: Vec<QpRow>,
     pub parameters: Vec<ModelParam>,
-    /// Network buffer bytes per connection to a peer on another node.
-    pub bytes_per_connection: f64,
+    /// Network buffer bytes per connection to a peer on another node;
+    /// null where the run's transport is not modelled (`network_not_modelled`).
+    pub bytes_per_connection: Option<f64>,
+    /// The network transport between nodes the model charges, in words
+    /// (`Open MPI openib BTL`, `UCX rc (MPICH ch4:ucx)`, `TCP (…)`).
+    #[serde(default)]
+    pub network_transport: String,
+    /// `network buffers: not modelled for <library/transport>` where no
+    /// model applies: then every network buffer and queue-pair figure of a
+    /// rank with a connection to another node, and the totals, are null.
+    #[serde(default)]
+    pub network_not_modelled: Option<String>,
+    /// Whether that transport has queue pairs (openib, UCX rc; not TCP):
+    /// where not, the QP-per-node counts (Didelot 2014 Table 3.4) are
+    /// InfiniBand's, for comparison, and its QP memory is 0.
+    #[serde(default)]
+    pub network_queue_pairs: bool,
     /// Shared-memory buffer bytes per process on a node with other ranks.
     #[serde(default)]
     pub shm_bytes_per_process: f64,
@@ -1132,6 +1211,100 @@ pub struct CompareRow {
     /// What `a`, `b` and `delta` are measured in.
     #[serde(default)]
     pub unit: CompareUnit,
+    /// `a` and `b` are per rank (the sum over ranks / the run's ranks):
+    /// the runs have different rank counts and the metric sums over ranks.
+    #[serde(default)]
+    pub per_rank: bool,
+    /// Whether `delta` is larger than the two runs' own variability
+    /// (`compare::noise`).
+    #[serde(default)]
+    pub noise: Noise,
+}
+
+/// Whether a difference is larger than the runs' own variability: the
+/// scatter of the values each run's total sums (its calls, instances,
+/// messages, repetitions or ranks), weighed by Welch's test (`compare::noise`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    pub verdict: NoiseVerdict,
+    /// What the values are: `calls`, `instances`, `messages`,
+    /// `repetitions`, `ranks`; empty when not estimated.
+    #[serde(default)]
+    pub values: String,
+    /// How many values A's and B's totals sum.
+    #[serde(default)]
+    pub values_a: u64,
+    #[serde(default)]
+    pub values_b: u64,
+    /// The standard error of B − A, in the row's unit (None: not estimated).
+    #[serde(default)]
+    pub standard_error: Option<f64>,
+    /// Welch–Satterthwaite degrees of freedom of that error.
+    #[serde(default)]
+    pub degrees_of_freedom: Option<f64>,
+    /// |B − A| / standard error.
+    #[serde(default)]
+    pub t: Option<f64>,
+    /// The |t| beyond which the difference is called beyond noise
+    /// (two-sided p < 0.001).
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    /// Why there is no estimate, when there is none.
+    #[serde(default)]
+    pub why: Option<String>,
+}
+
+/// The verdict of [`Noise`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseVerdict {
+    /// Larger than the runs' own variability.
+    BeyondNoise,
+    /// Within it: the runs' own scatter explains it.
+    WithinNoise,
+    /// Too few values in a run (one per run: a duration, an efficiency;
+    /// or one call) to estimate the scatter.
+    TooFewValues,
+    /// Not a sum of measured values (a count, bytes, a ratio): no estimate.
+    #[default]
+    NotEstimated,
+}
+
+/// How many differences of a comparison are beyond noise (rows where
+/// either run has a value).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoiseSummary {
+    pub beyond_noise: u64,
+    pub within_noise: u64,
+    pub too_few_values: u64,
+    pub not_estimated: u64,
+}
+
+/// The scatter of the values an item's total sums within one run: how
+/// many (calls, instances) and their sample standard deviation (n − 1),
+/// in the total's unit. What `compare` weighs a difference against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Scatter {
+    pub values: u64,
+    pub sd: f64,
+}
+
+impl Scatter {
+    /// The scatter of `n` integer values (ns) from their sum and the sum of
+    /// their squares, in seconds; exact integer sums, so the same however
+    /// the values were split and merged. None below 2 values.
+    pub fn of_ns(n: u64, sum: i128, sum_sq: u128) -> Option<Scatter> {
+        if n < 2 {
+            return None;
+        }
+        let (n_i, sq) = (n as i128, sum_sq as i128);
+        let ss = (n_i.saturating_mul(sq) - sum.saturating_mul(sum)).max(0) as f64;
+        let var = ss / (n as f64 * (n - 1) as f64);
+        Some(Scatter {
+            values: n,
+            sd: var.sqrt() * 1e-9,
+        })
+    }
 }
 
 /// The unit of a compared metric (how the views write it).
@@ -1185,6 +1358,14 @@ pub struct Comparison {
     #[serde(default)]
     pub caveats: Vec<String>,
     pub rows: Vec<CompareRow>,
+    /// The runs have different rank counts: the rows of metrics summed
+    /// over ranks compare per rank (their `per_rank`).
+    #[serde(default)]
+    pub per_rank: bool,
+    /// How many rows (of those where either run has a value) are beyond
+    /// the runs' own variability, within it, or without an estimate.
+    #[serde(default)]
+    pub noise: NoiseSummary,
     /// What only A has, and only B (matched by name: a renamed source file
     /// or a moved line is another item).
     #[serde(default)]

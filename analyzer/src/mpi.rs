@@ -94,6 +94,12 @@ struct CallAcc {
     max: i64,
     folded_polls: u64,
     folded_rows: u64,
+    /// Rows, and the sum of their times' squares, ns² (their scatter:
+    /// `Scatter::of_ns`).
+    #[serde(default)]
+    rows: u64,
+    #[serde(default)]
+    sum_sq: u128,
 }
 
 impl CallAcc {
@@ -113,6 +119,8 @@ impl CallAcc {
             self.single += 1;
         }
         self.count += u64::from(r.calls.max(1));
+        self.rows += 1;
+        self.sum_sq += (d as u128) * (d as u128);
         *self.per_rank.entry(rank).or_default() += d;
         self.bytes_sent += r.bytes_sent;
         // A probe's bytes are the size of the message it found, which the
@@ -142,6 +150,8 @@ impl CallAcc {
         self.bytes_recv += o.bytes_recv;
         self.folded_polls += o.folded_polls;
         self.folded_rows += o.folded_rows;
+        self.rows += o.rows;
+        self.sum_sq += o.sum_sq;
     }
 
     fn stats(&self, call: &str, location: Option<CodeLocation>, run_s: f64) -> MpiCallStats {
@@ -166,6 +176,11 @@ impl CallAcc {
             share_of_run: if run_s > 0.0 { total / run_s } else { 0.0 },
             folded_polls: self.folded_polls,
             folded_rows: self.folded_rows,
+            scatter: Scatter::of_ns(
+                self.rows,
+                self.per_rank.values().map(|&x| x as i128).sum(),
+                self.sum_sq,
+            ),
         }
     }
 }
@@ -515,10 +530,13 @@ type LateSenderCall = (u32, u32, i64, i64, u16, u64);
 /// the order the matching passes visit messages in (they iterate hash maps),
 /// so the same trace always gives the same report.
 struct WaitAcc {
-    by_kind: BTreeMap<WaitKind, (i64, u64)>,
-    per_rank: BTreeMap<(WaitKind, u32), (i64, u64)>,
-    per_site: BTreeMap<(WaitKind, u16, u64), (i64, u64)>,
+    by_kind: BTreeMap<WaitKind, WaitSum>,
+    per_rank: BTreeMap<(WaitKind, u32), WaitSum>,
+    per_site: BTreeMap<(WaitKind, u16, u64), WaitSum>,
 }
+
+/// Waits: their total (ns), how many, and the sum of their squares (ns²).
+type WaitSum = (i64, u64, u128);
 
 impl WaitAcc {
     fn add(&mut self, kind: WaitKind, rank: u32, call: u16, site: u64, wait_ns: i64) {
@@ -532,6 +550,7 @@ impl WaitAcc {
         ] {
             e.0 += wait_ns;
             e.1 += 1;
+            e.2 += (wait_ns as u128) * (wait_ns as u128);
         }
     }
 }
@@ -655,14 +674,16 @@ pub fn wait_states(
         }
     }
     let unmatched = messages.unmatched();
-    let entry = |kind, rank, call: Option<u16>, site: Option<u64>, (ns, n): (i64, u64)| WaitEntry {
-        kind,
-        rank,
-        call: call.map(|c| call_name(c).to_string()),
-        location: site.map(|a| data.location(a)),
-        seconds: ns_to_s(ns),
-        instances: n,
-    };
+    let entry =
+        |kind, rank, call: Option<u16>, site: Option<u64>, (ns, n, sq): WaitSum| WaitEntry {
+            kind,
+            rank,
+            call: call.map(|c| call_name(c).to_string()),
+            location: site.map(|a| data.location(a)),
+            seconds: ns_to_s(ns),
+            instances: n,
+            scatter: Scatter::of_ns(n, ns as i128, sq),
+        };
     let by_kind: Vec<WaitEntry> = acc
         .by_kind
         .iter()

@@ -399,14 +399,17 @@ fn enclosing(inst: &[Instance], data: &TraceData) -> Option<String> {
     let rd = data.ranks.iter().find(|r| r.rank == x.rank)?;
     rd.phases
         .iter()
-        .filter(|p| {
-            p.thread == x.rec.thread
-                && p.depth + 1 == x.rec.depth
-                && p.start_ns <= x.rec.start_ns
-                && p.end_ns >= x.rec.end_ns
-        })
+        .find(|p| encloses(p, x.rec))
         .map(|p| p.name.clone())
-        .next()
+}
+
+/// Whether `outer` is the phase `inner` was begun in: one thread's, one
+/// depth out, around it (the report's parent, the GUI's tooltip).
+pub fn encloses(outer: &PhaseRecord, inner: &PhaseRecord) -> bool {
+    outer.thread == inner.thread
+        && outer.depth + 1 == inner.depth
+        && outer.start_ns <= inner.start_ns
+        && outer.end_ns >= inner.end_ns
 }
 
 /// A repeated phase's repetitions: by time step when the phases carry one
@@ -457,8 +460,8 @@ fn iterations(inst: &[Instance]) -> Option<PhaseIterations> {
 pub struct PhaseLanes {
     by_rank: BTreeMap<u32, Vec<PhaseRecord>>,
     /// The parts that could not be read: their ranks' phase rows are left
-    /// out ([`crate::phase_parts::whole_ranks`]).
-    problems: Vec<crate::phase_parts::DamagedPart>,
+    /// out ([`crate::damaged_parts::whole_ranks`]).
+    problems: Vec<crate::damaged_parts::DamagedPart>,
 }
 
 impl PhaseLanes {
@@ -466,7 +469,7 @@ impl PhaseLanes {
     /// the trace has none). A rank whose phases cannot be read goes without
     /// its phase row, and [`PhaseLanes::problem`] names its file.
     pub fn read(index: &crate::timeline::TimelineIndex) -> PhaseLanes {
-        let (rows, problems) = crate::phase_parts::read_phase_rows(
+        let (rows, problems) = crate::damaged_parts::read_phase_rows(
             index.trace(),
             &hyscope_format::ScanOptions::default(),
         );
@@ -584,7 +587,7 @@ pub fn phase_names(trace: &hyscope_format::Trace) -> Vec<String> {
     // The ranks whose phases can be read (a damaged part is named by the
     // timelines' phase rows and the analysis's integrity).
     let (rows, _) =
-        crate::phase_parts::read_phase_rows(trace, &hyscope_format::ScanOptions::default());
+        crate::damaged_parts::read_phase_rows(trace, &hyscope_format::ScanOptions::default());
     names_by_first_start(rows.iter().map(|(_, p)| p))
 }
 

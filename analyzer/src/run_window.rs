@@ -13,6 +13,19 @@
 use crate::model::RunWindow;
 use crate::trace_data::RankData;
 
+/// What a view that shows a trace's rows as recorded needs of the analysis
+/// (the exports): the run's window and the worker join-barrier ends the
+/// analysis clips, as [`crate::analyze`] states them in its
+/// [`RunFacts`](crate::model::RunFacts) (`window`, `clipped_join_waits`,
+/// `clipped_join_wait_s`); [`crate::run_extent`] computes it without the
+/// rest of the analysis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunExtent {
+    pub window: RunWindow,
+    pub clipped_join_waits: u64,
+    pub clipped_join_wait_s: f64,
+}
+
 /// The window of these spans (start, end): the first start to the last
 /// end of those that last (end after start); empty (0, 0) if none does.
 pub fn of_spans(spans: impl IntoIterator<Item = (i64, i64)>) -> RunWindow {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use hyscope_format::{Manifest, MpiRecord, PhaseRecord, SampleRecord};
 
-use crate::model::{CodeLocation, TraceProblem, UnreadPhases};
+use crate::model::{CodeLocation, LeftOutPart, TraceProblem, UnreadPhases};
 
 /// One rank's rows, on rank 0's clock.
 #[derive(Debug, Default, Clone)]
@@ -154,6 +154,9 @@ pub struct TraceData {
     /// The ranks whose phases could not be read (becomes
     /// [`crate::Analysis::phases_missing`]): their `phases` are empty.
     pub phases_missing: Vec<UnreadPhases>,
+    /// The parts that left their rank out of the analysis (becomes
+    /// [`crate::Analysis::ranks_left_out`]): those ranks are not in `ranks`.
+    pub ranks_left_out: Vec<LeftOutPart>,
     /// Half the worst clock-offset round trip, ns.
     pub clock_error_ns: i64,
     pub clock_corrected: bool,

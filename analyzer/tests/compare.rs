@@ -5,37 +5,13 @@
 mod common;
 
 use common::*;
-use hyscope_analyzer::model::{CompareUnit, Comparison};
+use hyscope_analyzer::model::{CompareUnit, Comparison, NoiseVerdict};
 use hyscope_format::{SampleRecord, mpi_call as c};
+use hyscope_testkit::late_sender::late_sender;
 
-/// 2 ranks: rank 0 sends `bytes` to rank 1 after `late_ms`; rank 1 waits
-/// in `MPI_Recv` from 0; then both `MPI_Allreduce` when `allreduce`.
+/// `hyscope_testkit::late_sender::late_sender`, run as `./k <late_ms>`.
 fn run(late_ms: i64, bytes: u64, allreduce: bool) -> Builder {
-    let mut b = Builder::new(2, 1, 1);
-    b.manifest.command = vec!["./k".into(), late_ms.to_string()];
-    b.call(
-        0,
-        c::MPI_Send,
-        late_ms * MS,
-        (late_ms + 1) * MS,
-        1,
-        bytes,
-        1,
-    );
-    b.call(1, c::MPI_Recv, 0, (late_ms + 1) * MS, 0, bytes, 2);
-    if allreduce {
-        for r in 0..2 {
-            b.collective(
-                r,
-                c::MPI_Allreduce,
-                (late_ms + 2) * MS,
-                (late_ms + 3) * MS,
-                -1,
-                3,
-            );
-        }
-    }
-    b
+    late_sender(&format!("./k {late_ms}"), late_ms, bytes, allreduce)
 }
 
 fn cmp(a: &Builder, b: &Builder) -> Comparison {
@@ -177,4 +153,97 @@ fn energy_measured_in_one_run_only_is_said_so() {
     );
     let j = row(&c, "energy", "job", "joules");
     assert_eq!((j.a, j.delta, j.unit), (20.0, 0.0, CompareUnit::Joules));
+}
+
+/// `ranks` ranks each doing the same work: 4 `MPI_Allreduce`s of 10 ms.
+fn same_work_per_rank(ranks: u32) -> Builder {
+    let mut b = Builder::new(ranks, 1, 1);
+    b.manifest.command = vec!["./k".into()];
+    for r in 0..ranks {
+        for i in 0..4 {
+            b.collective(r, c::MPI_Allreduce, 20 * i * MS, (20 * i + 10) * MS, -1, 3);
+        }
+    }
+    b
+}
+
+/// 2 ranks against 4, each rank doing the same: what sums over ranks
+/// compares per rank (no difference), the run's duration as it is, and
+/// the caveat and the comparison say so.
+#[test]
+fn different_rank_counts_compare_sums_per_rank() {
+    let c = cmp(&same_work_per_rank(2), &same_work_per_rank(4));
+    assert!(c.per_rank);
+    let time = row(&c, "mpi", "MPI_Allreduce", "total_s");
+    assert!(time.per_rank, "{time:?}");
+    // 2 × 40 ms / 2 ranks and 4 × 40 ms / 4 ranks.
+    assert!(
+        (time.a - 0.040).abs() < 1e-9 && (time.b - 0.040).abs() < 1e-9,
+        "{time:?}"
+    );
+    assert_eq!(time.delta, 0.0, "{time:?}");
+    let count = row(&c, "mpi", "MPI_Allreduce", "count");
+    assert_eq!((count.a, count.b), (4.0, 4.0), "{count:?}");
+    let duration = row(&c, "run", "job", "duration_s");
+    assert!(!duration.per_rank);
+    assert_eq!(duration.a, duration.b);
+    assert!(
+        c.caveats.iter().any(
+            |w| w.starts_with("different rank counts: A has 2 ranks, B 4")
+                && w.contains("compared per rank")
+        ),
+        "{:?}",
+        c.caveats
+    );
+    // The same ranks: totals.
+    let c = cmp(&same_work_per_rank(4), &same_work_per_rank(4));
+    assert!(!c.per_rank && c.rows.iter().all(|r| !r.per_rank));
+    assert!((row(&c, "mpi", "MPI_Allreduce", "total_s").a - 0.160).abs() < 1e-9);
+}
+
+/// `MPI_Allreduce`s of `ms` ms on each of 2 ranks.
+fn calls_of(ms: &[i64]) -> Builder {
+    let mut b = Builder::new(2, 1, 1);
+    b.manifest.command = vec!["./k".into()];
+    for r in 0..2 {
+        for (i, d) in ms.iter().enumerate() {
+            let t = 30 * i as i64 * MS;
+            b.collective(r, c::MPI_Allreduce, t, t + d * MS, -1, 3);
+        }
+    }
+    b
+}
+
+/// A difference is weighed against the scatter of each run's calls:
+/// 10, 12, 14, 16 ms against 1 ms more each (8 ms in all, under one
+/// standard error: within noise), and against 20, 21, 22, 23 ms (68 ms
+/// more, 9 errors: beyond). Counts are not weighed; one duration per run
+/// is too few values.
+#[test]
+fn a_difference_is_weighed_against_the_calls_scatter() {
+    let a = calls_of(&[10, 12, 14, 16]);
+    let c = cmp(&a, &calls_of(&[11, 13, 15, 17]));
+    let n = &row(&c, "mpi", "MPI_Allreduce", "total_s").noise;
+    assert_eq!(
+        (n.values_a, n.values_b, n.values.as_str()),
+        (8, 8, "calls"),
+        "{n:?}"
+    );
+    // 8 calls of sd 2.390 ms (n − 1) in each run: √(8 + 8) × 2.390 ms.
+    assert!(
+        (n.standard_error.unwrap() - 4.0 * 0.0023905).abs() < 1e-6,
+        "{n:?}"
+    );
+    assert_eq!(n.verdict, NoiseVerdict::WithinNoise, "{n:?}");
+    assert_eq!(c.noise.beyond_noise, 0, "{:?}", c.noise);
+
+    let c = cmp(&a, &calls_of(&[20, 21, 22, 23]));
+    let n = &row(&c, "mpi", "MPI_Allreduce", "total_s").noise;
+    assert_eq!(n.verdict, NoiseVerdict::BeyondNoise, "{n:?}");
+    assert!(n.t.unwrap() > 8.0, "{n:?}");
+    assert_eq!(c.noise.beyond_noise, 1, "{:?}", c.noise);
+    let count = row(&c, "mpi", "MPI_Allreduce", "count");
+    assert_eq!(count.noise.verdict, NoiseVerdict::NotEstimated);
+    let duration = row(&c, "run", "job", "duration_s");
+    assert_eq!(duration.noise.verdict, NoiseVerdict::TooFewValues);
 }

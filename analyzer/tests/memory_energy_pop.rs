@@ -64,7 +64,7 @@ fn queue_pairs_follow_table_3_4() {
     assert_eq!(row("RC").observed_per_node, 2.0);
     assert_eq!(row("XRC").observed_per_node, 2.0);
     assert_eq!(row("RC, 4 shared vrails").observed_per_node, 1.0);
-    assert_eq!(m.bytes_per_connection, BYTES_PER_CONNECTION);
+    assert_eq!(m.bytes_per_connection, Some(BYTES_PER_CONNECTION));
     let r0 = &m.per_rank[0];
     assert_eq!(r0.peers_observed, 2);
     assert_eq!(r0.connections_measured, Some(2));
@@ -82,7 +82,7 @@ fn queue_pairs_follow_table_3_4() {
         (1, 1)
     );
     let shared = (2048 * 1024 + 12288 * 1024 + 65536 * 1024) as f64;
-    assert_eq!(r0.network_buffer_bytes, BYTES_PER_CONNECTION + shared);
+    assert_eq!(r0.network_buffer_bytes, Some(BYTES_PER_CONNECTION + shared));
     assert_eq!(r0.shm_buffer_bytes, VADER_SEGMENT);
     let p = m.projections.iter().find(|p| p.ranks == 32_768).unwrap();
     assert_eq!(p.connections_per_rank, 2.0);
@@ -98,12 +98,12 @@ fn queue_pairs_follow_table_3_4() {
     );
     assert_eq!(
         p.buffer_bytes_per_rank,
-        VADER_SEGMENT + BYTES_PER_CONNECTION + shared
+        Some(VADER_SEGMENT + BYTES_PER_CONNECTION + shared)
     );
-    assert_eq!(p.qp_bytes_per_rank, QP_BYTES);
+    assert_eq!(p.qp_bytes_per_rank, Some(QP_BYTES));
     assert!(close(
-        p.total_bytes_per_rank,
-        p.buffer_bytes_per_rank + p.qp_bytes_per_rank + p.group_bytes_per_rank,
+        p.total_bytes_per_rank.unwrap(),
+        p.buffer_bytes_per_rank.unwrap() + p.qp_bytes_per_rank.unwrap() + p.group_bytes_per_rank,
         1e-12
     ));
 }

@@ -9,6 +9,19 @@ use hyscope_format::{OmpKind, OmpRecord};
 const REGION: u64 = 0x1000;
 const LOOP: u64 = 0x2000;
 
+/// What the exports read instead of the analysis
+/// ([`hyscope_analyzer::run_extent`]) states its window and
+/// clipped join-barrier ends exactly.
+fn same_extent_as_the_analysis(dir: &std::path::Path, a: &hyscope_analyzer::Analysis) {
+    let x = hyscope_analyzer::run_extent(dir, hyscope_analyzer::DEFAULT_MEMORY).unwrap();
+    assert_eq!(x.window, a.run.window);
+    assert_eq!(x.clipped_join_waits, a.run.clipped_join_waits);
+    assert_eq!(
+        x.clipped_join_wait_s.to_bits(),
+        a.run.clipped_join_wait_s.to_bits()
+    );
+}
+
 /// One region of 2 threads: master's implicit task starts 3 µs after the fork.
 fn region_with_late_task() -> Builder {
     let mut b = Builder::new(1, 2, 1);
@@ -210,9 +223,10 @@ fn late_worker_join_barrier_is_clipped_at_parallel_end() {
         (90 * US, 1_100 * US),
         Some((90 * US, 1_100 * US)),
     );
-    let (_d, a) = b.analyze();
+    let (d, a) = b.analyze();
     assert_eq!(a.run.clipped_join_waits, 1);
     assert!(close(a.run.clipped_join_wait_s, 1e-3, 1e-9));
+    same_extent_as_the_analysis(d.path(), &a);
     let r = &a.regions.get().unwrap()[0];
     // Worker: 10 µs of barrier, all of it waiting; master 5 µs, 4 waiting.
     assert!(
@@ -730,7 +744,9 @@ fn profile_mode_clips_late_join_ends_from_totals() {
     ] {
         b.omp(0, r);
     }
-    let (_d, a) = b.analyze();
+    let (d, a) = b.analyze();
+    assert_eq!(a.run.clipped_join_waits, 10);
+    same_extent_as_the_analysis(d.path(), &a);
     let regions = a.regions.get().unwrap();
     let r = regions
         .iter()

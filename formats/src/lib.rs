@@ -48,6 +48,9 @@
 //! the feature `synthetic`, the generator `synthetic`.
 
 mod error;
+/// Which run a trace directory belongs to (`job_dir::job_output_dir`): a run
+/// never writes into an earlier run's trace.
+pub mod job_dir;
 mod layout;
 mod manifest;
 /// The names of the sampled metrics (`metrics::MEM_VMRSS`, ...): a namespace
@@ -76,9 +79,6 @@ pub mod synthetic;
 /// How a trace directory is named by default (`trace_name::default_dir_name`)
 /// and the clock and calendar arithmetic the name uses.
 pub mod trace_name;
-/// Which run a trace directory belongs to (`job_dir::job_output_dir`): a run
-/// never writes into an earlier run's trace.
-pub mod job_dir;
 mod version;
 mod writer;
 

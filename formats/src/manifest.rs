@@ -427,6 +427,15 @@ pub struct MpiInfo {
     pub transports: Vec<String>,
     /// Every control variable read that matters for protocols and memory, as text.
     pub control_variables: BTreeMap<String, String>,
+    /// (1.8) The transport components and libraries mapped in rank 0's
+    /// process at the end of `MPI_Init`, which are the ones the library
+    /// selected (Open MPI closes those it did not): Open MPI's
+    /// `pml_<name>`, `btl_<name>`, `mtl_<name>`, and `ucx` or `libfabric`
+    /// where their libraries are loaded. Empty: not known (older traces).
+    pub components: Vec<String>,
+    /// (1.8) The environment variables of rank 0 that configure the network
+    /// transport where no control variable does: `UCX_*` and `FI_*`.
+    pub environment: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -145,7 +145,7 @@ fn mpi_records(trace: &Trace) -> Vec<MpiRecord> {
 
 #[test]
 fn a_1_0_trace_reads_with_no_receive_side() {
-    assert_eq!(FORMAT_VERSION, "1.7");
+    assert_eq!(FORMAT_VERSION, "1.8");
     let dir = tempfile::tempdir().unwrap();
     write_1_0_trace(dir.path());
     let trace = Trace::open(dir.path()).unwrap();

@@ -5,6 +5,26 @@
 //! of `Command::output`): a launcher (`mpirun`, `mpiexec.mpich`, `hyscope
 //! record -- …`) run with a deadline, so that a hung MPI job fails its test,
 //! naming the command, instead of holding the whole test run.
+//!
+//! With the feature `trace` (the analyzer's and the viewer's tests):
+//! [`trace::Builder`], synthetic traces written with the real format writer,
+//! and [`late_sender::late_sender`], the run the comparison tests compare.
+
+#[cfg(feature = "trace")]
+pub mod late_sender;
+#[cfg(feature = "trace")]
+pub mod trace;
+
+/// The line of `hyscope report A B`'s difference table for `item` and
+/// `metric` (the comparison tests read the text as a user does).
+pub fn compare_line<'a>(text: &'a str, item: &str, metric: &str) -> &'a str {
+    text.lines()
+        .find(|l| {
+            let l = l.trim_start();
+            l.starts_with(item) && l.split_whitespace().any(|w| w == metric)
+        })
+        .unwrap_or_else(|| panic!("no {item} {metric} line in\n{text}"))
+}
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;

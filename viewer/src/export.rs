@@ -21,8 +21,9 @@
 //! on global time ([`hyscope_analyzer::aligned::clock`]: every rank's clock
 //! mapped to rank 0's with the offsets at `MPI_Init` and `MPI_Finalize`).
 //!
-//! The run's window ([`hyscope_analyzer::run_window`]), from the analysis
-//! `hyscope report` prints (run first, [`run_notes`]): a track `run window`
+//! The run's window ([`hyscope_analyzer::run_window`]), the one `hyscope
+//! report` prints, computed first by the analysis's loader without the
+//! rest of the analysis ([`run_notes`]): a track `run window`
 //! (process `run (hyscope)`, above the ranks) holding one slice over it, and
 //! the top-level `metadata` object `hyscope` with the window (`start_us`,
 //! `end_us` on the events' time axis, `duration_ns`) and `notes`: what lies
@@ -347,9 +348,9 @@ impl<'t> TraceData<'t> {
         }
         samples.retain(|(_, r)| data.in_window(r.time_ns, r.time_ns));
         // A damaged phases part leaves its rank's phases out, said in the
-        // notes, as every other view does (`phase_parts`).
+        // notes, as every other view does (`damaged_parts`).
         let (mut phases, damaged) =
-            hyscope_analyzer::phase_parts::read_phase_rows(trace, &data.scan);
+            hyscope_analyzer::damaged_parts::read_phase_rows(trace, &data.scan);
         for d in &damaged {
             run.unread_phases(d, &trace.dir);
         }

@@ -1,4 +1,5 @@
-//! `hyscope tui <trace>`: explore a trace in the terminal.
+//! `hyscope tui <trace> [<other>]`: explore a trace in the terminal, and
+//! with a second trace its differences from it (`hyscope report A B`'s).
 //!
 //! The first frame shows the run facts from the manifest at once; the analysis
 //! and the timeline's level-of-detail index are computed on background threads
@@ -16,6 +17,7 @@ use crossterm::execute;
 pub mod app;
 pub mod chart;
 pub mod data;
+pub mod differences;
 pub mod draw;
 pub mod energy;
 pub mod fmt;
@@ -32,6 +34,12 @@ pub mod widgets;
 pub struct Args {
     /// The trace directory (written by `hyscope record`).
     pub trace: PathBuf,
+    /// A second trace (B) to compare the first (A) with: a Differences tab
+    /// shows what `hyscope report A B` prints.
+    pub other: Option<PathBuf>,
+    /// The same as OTHER, as `hyscope gui A --compare B` takes it.
+    #[arg(long, value_name = "B", conflicts_with = "other")]
+    pub compare: Option<PathBuf>,
     /// Print to stderr on exit: the time to the first frame, to the first
     /// frame with the timeline, and of each redraw (BENCHMARKS.md).
     #[arg(long)]
@@ -56,6 +64,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             data.phase_names.join(", ")
         );
         data.set_phase(Some(p.clone()));
+    }
+    if let Some(b) = args.other.as_ref().or(args.compare.as_ref()) {
+        data.compare_with(b, false)?;
     }
     let mut app = app::App::new(data);
 

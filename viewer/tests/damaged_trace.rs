@@ -429,23 +429,77 @@ fn times_outside_the_run_are_clipped_with_a_message() {
     assert!(d > 2.0 && d <= 123.0, "duration {d} s");
 }
 
+/// A rank with a damaged `omp`, `mpi` or `samples` part is left out of the
+/// report whole (`hyscope_analyzer::damaged_parts`): exit 0, the file and
+/// the rank listed first; the exports, which write every rank's rows, stop
+/// with an error naming the file.
 #[test]
-fn a_flipped_byte_in_a_part_is_an_error_naming_it() {
+fn a_flipped_byte_in_a_part_leaves_its_rank_out() {
     for table in ["omp", "mpi", "samples"] {
         let file = format!("{table}/rank=1/part-0.parquet");
-        check(
-            &file,
-            |t| {
-                let path = t.join(&file);
-                let mut bytes = std::fs::read(&path).unwrap();
-                // Inside the first column chunk's data (after the 4-byte magic).
-                bytes[40] ^= 0x10;
-                std::fs::write(&path, bytes).unwrap();
-            },
-            Expect::Error {
-                file: Box::leak(file.clone().into_boxed_str()),
-                message: "checksum mismatch in bytes 0..",
-            },
+        let tmp = tempfile::tempdir().unwrap();
+        let trace = tmp.path().join("trace");
+        copy_fixture(&trace);
+        let path = trace.join(&file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        // Inside the first column chunk's data (after the 4-byte magic).
+        bytes[40] ^= 0x10;
+        std::fs::write(&path, bytes).unwrap();
+        let run = run_all(&trace, tmp.path());
+        for (cmd, out) in [("report", &run.report), ("report --json", &run.json)] {
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{file}: `{cmd}`:\n{}",
+                stderr(out)
+            );
+        }
+        let report = String::from_utf8_lossy(&run.report.stdout);
+        let said = format!(
+            "! rank 1, {file}: a part of rank 1's `{table}` table cannot be read (corrupt or truncated Parquet file: checksum mismatch in bytes 0.."
         );
+        assert!(report.contains(&said), "{file}:\n{report}");
+        assert!(
+            report.contains("1 of 2 ranks analysed (rank 1 left out"),
+            "{file}:\n{report}"
+        );
+        let json: serde_json::Value = serde_json::from_slice(&run.json.stdout).unwrap();
+        assert_eq!(json["ranks_left_out"][0]["rank"], 1, "{file}");
+        assert_eq!(json["ranks_left_out"][0]["file"], file.as_str());
+        for (cmd, out) in [
+            ("export perfetto", &run.perfetto),
+            ("export otf2", &run.otf2),
+        ] {
+            let err = stderr(out);
+            assert_ne!(out.status.code(), Some(0), "{file}: `{cmd}` succeeded");
+            assert!(
+                out.status.code().is_some() && !err.contains("panicked"),
+                "{file}: `{cmd}` crashed:\n{err}"
+            );
+            assert!(
+                err.contains(&file) && err.contains("checksum mismatch in bytes 0.."),
+                "{file}: `{cmd}` does not name the file:\n{err}"
+            );
+        }
     }
+}
+
+/// A damaged `symbols` part is still an error naming it (no rank is left
+/// out for its code labels: every view would label its addresses apart).
+#[test]
+fn a_flipped_byte_in_a_symbols_part_is_an_error_naming_it() {
+    let file = "symbols/rank=1/part-0.parquet";
+    check(
+        file,
+        |t| {
+            let path = t.join(file);
+            let mut bytes = std::fs::read(&path).unwrap();
+            bytes[40] ^= 0x10;
+            std::fs::write(&path, bytes).unwrap();
+        },
+        Expect::Error {
+            file,
+            message: "checksum mismatch in bytes 0..",
+        },
+    );
 }

@@ -67,8 +67,11 @@ fn addr2line_function(exe: &Path, offset: u64) -> String {
         .to_string()
 }
 
-/// (label, ranks, count) of `list`'s locations.
-fn located(list: &serde_json::Value, count: &str) -> Vec<(String, Vec<u64>, u64, u64)> {
+/// A location of the report: label, ranks, count, module offset.
+type Located = (String, Vec<u64>, u64, u64);
+
+/// (label, ranks, count, module offset) of `list`'s locations, by offset.
+fn located(list: &serde_json::Value, count: &str) -> Vec<Located> {
     let mut v: Vec<_> = list
         .as_array()
         .expect("a list")
@@ -87,6 +90,36 @@ fn located(list: &serde_json::Value, count: &str) -> Vec<(String, Vec<u64>, u64,
         .collect();
     v.sort_by_key(|x| x.3);
     v
+}
+
+/// The report's parallel regions and `MPI_Allreduce` call sites (label,
+/// ranks, count, module offset), asserted to be one per construct of `SRC`
+/// over both ranks: two regions with their own instances, two call sites
+/// of one call per rank each.
+fn one_location_per_construct(report: &serde_json::Value) -> (Vec<Located>, Vec<Located>) {
+    // Two regions, each over both ranks with its own instances.
+    let regions = located(&report["regions"]["observed"], "instances");
+    assert_eq!(regions.len(), 2, "{regions:#?}");
+    let mut counts: Vec<(Vec<u64>, u64)> = regions.iter().map(|r| (r.1.clone(), r.2)).collect();
+    counts.sort();
+    assert_eq!(
+        counts,
+        [(vec![0, 1], 2 * REPS), (vec![0, 1], 2 * (REPS + 2))],
+        "{regions:#?}"
+    );
+    // Two MPI_Allreduce call sites, one call per rank each.
+    let sites: Vec<serde_json::Value> = report["mpi"]["observed"]["callsites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["call"] == "MPI_Allreduce")
+        .cloned()
+        .collect();
+    let sites = located(&serde_json::Value::Array(sites), "count");
+    assert_eq!(sites.len(), 2, "{sites:#?}");
+    assert!(sites.iter().all(|s| s.2 == 2), "{sites:#?}");
+
+    (regions, sites)
 }
 
 #[test]
@@ -133,27 +166,7 @@ fn call_sites_of_code_without_debug_info_stay_apart_and_merge_across_ranks() {
     );
 
     let report = report_json(&dir);
-    // Two regions, each over both ranks with its own instances.
-    let regions = located(&report["regions"]["observed"], "instances");
-    assert_eq!(regions.len(), 2, "{regions:#?}");
-    let mut counts: Vec<(Vec<u64>, u64)> = regions.iter().map(|r| (r.1.clone(), r.2)).collect();
-    counts.sort();
-    assert_eq!(
-        counts,
-        [(vec![0, 1], 2 * REPS), (vec![0, 1], 2 * (REPS + 2))],
-        "{regions:#?}"
-    );
-    // Two MPI_Allreduce call sites, one call per rank each.
-    let sites: Vec<serde_json::Value> = report["mpi"]["observed"]["callsites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["call"] == "MPI_Allreduce")
-        .cloned()
-        .collect();
-    let sites = located(&serde_json::Value::Array(sites), "count");
-    assert_eq!(sites.len(), 2, "{sites:#?}");
-    assert!(sites.iter().all(|s| s.2 == 2), "{sites:#?}");
+    let (regions, sites) = one_location_per_construct(&report);
 
     // Each labelled so that a user can find the code: the function, the
     // module's file name and the offset, which addr2line resolves to `main`.
@@ -188,4 +201,61 @@ fn call_sites_of_code_without_debug_info_stay_apart_and_merge_across_ranks() {
         .collect();
     want.sort();
     assert_eq!(names, want);
+}
+
+/// One program copied to a path per node (`p1/nodebug`, `p2/nodebug`, as a
+/// job staging its binary to each node's scratch), run as an MPMD job of the
+/// two copies: the ranks' symbols name different modules, yet each region
+/// and call site is one location over both ranks, as from one path.
+#[test]
+fn copies_of_one_binary_at_two_paths_merge_across_ranks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = build_mpi_without_debug_info(tmp.path(), NAME, SRC);
+    let copies: Vec<std::path::PathBuf> = ["p1", "p2"]
+        .iter()
+        .map(|d| {
+            let dir = tmp.path().join(d);
+            std::fs::create_dir_all(&dir).unwrap();
+            let copy = dir.join(NAME);
+            std::fs::copy(&exe, &copy).unwrap();
+            copy
+        })
+        .collect();
+    let dir = tmp.path().join("trace");
+    let out = run_ok(
+        record_into(&dir)
+            .arg("mpirun")
+            .args(mpirun_args(1))
+            .arg(&copies[0])
+            .arg(REPS.to_string())
+            .args([":", "-np", "1"])
+            .arg(&copies[1])
+            .arg(REPS.to_string()),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(printed(&stdout, "a"), 18.0, "{stdout}");
+    assert_eq!(printed(&stdout, "b"), 300.0, "{stdout}");
+
+    // What the test is about: each rank's code is in its own copy.
+    let trace = Trace::open(&dir).unwrap();
+    let symbols: Vec<(u32, SymbolRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    for (rank, copy) in copies.iter().enumerate() {
+        let mains: Vec<&SymbolRecord> = symbols
+            .iter()
+            .filter(|(r, s)| *r == rank as u32 && s.function.as_deref() == Some("main"))
+            .map(|(_, s)| s)
+            .collect();
+        assert!(!mains.is_empty(), "rank {rank}: {symbols:#?}");
+        assert!(
+            mains
+                .iter()
+                .all(|s| Path::new(&s.module) == copy.as_path() && s.line.is_none()),
+            "rank {rank}: {mains:#?}"
+        );
+    }
+
+    let (regions, sites) = one_location_per_construct(&report_json(&dir));
+    for (label, _, _, offset) in regions.iter().chain(&sites) {
+        assert_eq!(*label, format!("main ({NAME}+{offset:#x})"));
+    }
 }

@@ -1,48 +1,17 @@
 //! `hyscope report A B`, the comparison of two traces, as a user reads it:
 //! synthetic traces whose difference is known (written with the real
-//! format writer by the analyzer's test builder), compared by the real
+//! format writer by `hyscope_testkit`'s builder), compared by the real
 //! binary. Each run is named, a partial trace is said so before any
 //! number, runs that do not compare as they stand are said so, every
 //! number is written in its unit, and what only one run has is listed.
 
-#[path = "../../analyzer/tests/common/mod.rs"]
-mod common;
-
 use std::path::Path;
 
-use common::{Builder, MS};
-use hyscope_format::mpi_call as c;
+use hyscope_testkit::compare_line as line;
 
-/// 2 ranks, one thread each: rank 0 sends `bytes` to rank 1 after
-/// `late_ms`, rank 1 receives from time 0 (a late sender of `late_ms`),
-/// then both meet in an `MPI_Allreduce` when `allreduce`.
-fn run(command: &str, late_ms: i64, bytes: u64, allreduce: bool) -> Builder {
-    let mut b = Builder::new(2, 1, 1);
-    b.manifest.command = command.split(' ').map(String::from).collect();
-    b.call(
-        0,
-        c::MPI_Send,
-        late_ms * MS,
-        (late_ms + 1) * MS,
-        1,
-        bytes,
-        1,
-    );
-    b.call(1, c::MPI_Recv, 0, (late_ms + 1) * MS, 0, bytes, 2);
-    if allreduce {
-        for r in 0..2 {
-            b.collective(
-                r,
-                c::MPI_Allreduce,
-                (late_ms + 2) * MS,
-                (late_ms + 3) * MS,
-                -1,
-                3,
-            );
-        }
-    }
-    b
-}
+use hyscope_format::mpi_call as c;
+use hyscope_testkit::late_sender::late_sender;
+use hyscope_testkit::trace::{Builder, MS};
 
 /// `hyscope report A B`'s standard output (it must succeed).
 fn compare(a: &Builder, b: &Builder) -> String {
@@ -70,24 +39,14 @@ fn report(a: &Path, b: &Path) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The line of the difference table for `item` and `metric`.
-fn line<'a>(text: &'a str, item: &str, metric: &str) -> &'a str {
-    text.lines()
-        .find(|l| {
-            let l = l.trim_start();
-            l.starts_with(item) && l.split_whitespace().any(|w| w == metric)
-        })
-        .unwrap_or_else(|| panic!("no {item} {metric} line in\n{text}"))
-}
-
 /// B's sender is 200 ms later and sends 3 MiB more: the comparison says
 /// +200 ms of late-sender wait and of `MPI_Recv`, 1.00 MiB → 4.00 MiB,
 /// each written by `units` (no raw seconds or byte counts), and names the
 /// two runs with their commands.
 #[test]
 fn known_differences_in_their_units_with_their_signs() {
-    let a = run("./k 100 1048576", 100, 1 << 20, true);
-    let b = run("./k 300 4194304", 300, 4 << 20, true);
+    let a = late_sender("./k 100 1048576", 100, 1 << 20, true);
+    let b = late_sender("./k 300 4194304", 300, 4 << 20, true);
     let text = compare(&a, &b);
     assert!(text.contains("A = "), "{text}");
     assert!(
@@ -126,8 +85,8 @@ fn known_differences_in_their_units_with_their_signs() {
 /// number of the comparison.
 #[test]
 fn a_partial_trace_is_named_before_any_number() {
-    let a = run("./k 100 1048576", 100, 1 << 20, true);
-    let mut b = run("./k 100 1048576", 100, 1 << 20, true);
+    let a = late_sender("./k 100 1048576", 100, 1 << 20, true);
+    let mut b = late_sender("./k 100 1048576", 100, 1 << 20, true);
     b.manifest.ranks[1].dropped_events = 7;
     let text = compare(&a, &b);
     let at = |s: &str| {
@@ -144,7 +103,7 @@ fn a_partial_trace_is_named_before_any_number() {
 /// Another program, another rank count: said before the numbers.
 #[test]
 fn runs_that_do_not_compare_as_they_stand_are_said_so() {
-    let a = run("./k 100 1048576", 100, 1 << 20, true);
+    let a = late_sender("./k 100 1048576", 100, 1 << 20, true);
     let mut b = Builder::new(3, 1, 1);
     b.manifest.command = vec!["/tmp/p3".into()];
     b.call(0, c::MPI_Send, 0, MS, 1, 100, 1);
@@ -165,12 +124,38 @@ fn runs_that_do_not_compare_as_they_stand_are_said_so() {
 /// What one run has and the other has not is listed, not dropped.
 #[test]
 fn what_only_one_run_has_is_listed() {
-    let a = run("./k 100 1048576", 100, 1 << 20, true);
-    let b = run("./k 100 1048576", 100, 1 << 20, false);
+    let a = late_sender("./k 100 1048576", 100, 1 << 20, true);
+    let b = late_sender("./k 100 1048576", 100, 1 << 20, false);
     let text = compare(&a, &b);
     let only = text
         .find("Only in A")
         .unwrap_or_else(|| panic!("no Only in A in\n{text}"));
     assert!(text[only..].contains("mpi MPI_Allreduce"), "{text}");
     assert!(!text.contains("Only in B"), "{text}");
+}
+
+/// 2 ranks against 3, the same exchange between ranks 0 and 1: the text
+/// says that what sums over ranks is per rank, in the title, the caveat
+/// and each such row's metric; the run's duration stays a total.
+#[test]
+fn different_rank_counts_are_compared_per_rank() {
+    let a = late_sender("./k 100 1048576", 100, 1 << 20, false);
+    let mut b = Builder::new(3, 1, 1);
+    b.manifest.command = vec!["./k".into(), "100".into(), "1048576".into()];
+    b.call(0, c::MPI_Send, 100 * MS, 101 * MS, 1, 1 << 20, 1);
+    b.call(1, c::MPI_Recv, 0, 101 * MS, 0, 1 << 20, 2);
+    let text = compare(&a, &b);
+    assert!(
+        text.contains("Differences (B − A), per rank where summed over ranks (A / 2 ranks, B / 3)"),
+        "{text}"
+    );
+    assert!(text.contains("compared per rank"), "{text}");
+    // 1 Recv of 101 ms over 2 ranks, then over 3: 50.50 ms, 33.67 ms a rank.
+    let recv = line(&text, "mpi MPI_Recv", "time/rank");
+    assert!(
+        recv.contains("50.50 ms") && recv.contains("33.67 ms"),
+        "{recv}"
+    );
+    line(&text, "run job", "duration");
+    assert!(!text.contains("duration/rank"), "{text}");
 }

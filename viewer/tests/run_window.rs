@@ -146,9 +146,19 @@ fn perfetto(dir: &Path, out: &Path, r: &Reported) {
         .args(["export", "--format", "perfetto", "-o"])
         .arg(out)
         .arg(dir)
+        .env("HYSCOPE_TIMING", "1")
         .output_within_limit()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
+    // The window and the clipped ends come from the analysis's loader and
+    // per-rank passes alone: no cross-rank analysis (its first step is the
+    // matching) runs for an export.
+    assert!(
+        stderr(&o).contains("OpenMP and MPI rows analysed")
+            && !stderr(&o).contains("matched messages and collectives"),
+        "{}",
+        stderr(&o)
+    );
     let v: Value = serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap();
     let meta = &v["metadata"]["hyscope"];
     let w = &meta["run_window"];
@@ -156,7 +166,8 @@ fn perfetto(dir: &Path, out: &Path, r: &Reported) {
     assert_eq!(w["duration_ns"].as_i64(), Some(r.end - r.start), "{meta}");
     assert_eq!(end - start, r.end - r.start, "{meta}");
     let notes: Vec<String> = serde_json::from_value(meta["notes"].clone()).unwrap();
-    assert!(join_note(&notes, r.clipped).is_some(), "{notes:#?}");
+    let note = join_note(&notes, r.clipped).unwrap_or_else(|| panic!("{notes:#?}"));
+    assert!(note.contains(&units::secs(r.clipped_s)), "{note}");
     assert!(
         notes
             .iter()

@@ -184,6 +184,97 @@ fn a_table_marks_the_rows_cut() {
     assert!(!bottom.contains("more"), "{s}");
 }
 
+/// A table without a selection scrolls with the keys that move a
+/// selection elsewhere, and its markers follow: the 16 threads of the
+/// region (8 ranks × 2) at 80 × 24, then the wait states per call site.
+#[test]
+fn a_table_without_a_selection_scrolls() {
+    let mut a = app("cut-plain", 8);
+    key(&mut a, KeyCode::Char('3'));
+    key(&mut a, KeyCode::Enter);
+    let title = "┌threads of hybrid.c:40";
+    let s = render(&mut a, 80, 24);
+    println!("{s}");
+    let (top, inside, bottom) = boxed(&s, title);
+    let shown = inside.len() - 1;
+    assert!(shown < 16, "{s}");
+    assert!(inside[1].starts_with("0    0 "), "{s}");
+    assert!(!top.contains("more"), "{s}");
+    assert!(
+        bottom.contains(&format!("▼ {} more rows (↓ PgDn)", 16 - shown)),
+        "{s}"
+    );
+    for _ in 0..3 {
+        key(&mut a, KeyCode::Down);
+    }
+    let s = render(&mut a, 80, 24);
+    println!("{s}");
+    let (top, inside, bottom) = boxed(&s, title);
+    // Rank 1's second thread first: three rows scrolled off.
+    assert!(inside[1].starts_with("1    1 "), "{s}");
+    assert!(top.contains("▲ 3 more rows (↑ PgUp)"), "{s}");
+    assert!(
+        bottom.contains(&format!("▼ {} more rows", 16 - shown - 3)),
+        "{s}"
+    );
+    // End: the last thread at the bottom, nothing further.
+    key(&mut a, KeyCode::End);
+    key(&mut a, KeyCode::Down);
+    let s = render(&mut a, 80, 24);
+    let (top, inside, bottom) = boxed(&s, title);
+    assert!(inside.last().unwrap().starts_with("7    1 "), "{s}");
+    assert!(top.contains(&format!("▲ {} more rows", 16 - shown)), "{s}");
+    assert!(!bottom.contains("more"), "{s}");
+    // Esc and Enter again: the threads from the top.
+    key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Enter);
+    let s = render(&mut a, 80, 24);
+    assert!(boxed(&s, title).1[1].starts_with("0    0 "), "{s}");
+
+    // The wait states per call site (one per rank pair at least).
+    key(&mut a, KeyCode::Char('5'));
+    for _ in 0..3 {
+        key(&mut a, KeyCode::Right);
+    }
+    let s = render(&mut a, 80, 16);
+    println!("{s}");
+    let (_, inside, bottom) = boxed(&s, "┌per call site");
+    let total = inside.len() - 1 + bottom_count(&bottom);
+    assert!(bottom_count(&bottom) > 0, "{s}");
+    let first = inside[1].clone();
+    key(&mut a, KeyCode::PageDown);
+    let s = render(&mut a, 80, 16);
+    println!("{s}");
+    let (top, inside, bottom) = boxed(&s, "┌per call site");
+    assert!(top.contains("▲"), "{s}");
+    assert_ne!(inside[1], first, "{s}");
+    assert_eq!(
+        inside.len() - 1 + bottom_count(&bottom) + top_count(&top),
+        total
+    );
+}
+
+/// N of the `▼ N more` marker on a bottom border (0 without one).
+fn bottom_count(border: &str) -> usize {
+    count_after(border, "▼ ")
+}
+
+/// N of the `▲ N more` marker on a top border (0 without one).
+fn top_count(border: &str) -> usize {
+    count_after(border, "▲ ")
+}
+
+fn count_after(border: &str, arrow: &str) -> usize {
+    border.find(arrow).map_or(0, |i| {
+        border[i + arrow.len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    })
+}
+
 /// A list that does not fit says how many lines it leaves out: the
 /// selected loop's evidence on the Loops tab at 100 × 14, wrapped on as
 /// many lines as at 100 × 50.

@@ -131,3 +131,41 @@ fn real_terminal_through_every_tab() {
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "0");
 }
+
+/// `hyscope tui A B` in a real terminal: an eighth tab, the Differences,
+/// with the caveat of the other rank count before the rows.
+#[test]
+fn two_traces_open_a_differences_tab() {
+    let a = tui_common::write_trace("tmux-cmp-a");
+    let b = tui_common::write_trace_ranks("tmux-cmp-b", 4);
+    let name = format!("hyscope-tui-cmp-{}", std::process::id());
+    let cmd = format!(
+        "{} tui {} {}; sleep 30",
+        env!("CARGO_BIN_EXE_hyscope"),
+        a.display(),
+        b.display()
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &cmd,
+    ]);
+    let s = Session(name);
+    expect(&s, &[], "8 Differences");
+    expect_all(
+        &s,
+        &["8"],
+        &[
+            "! different rank counts: A has 2 ranks, B 4",
+            "Differences (B − A)",
+            "run job",
+            "Tab/1-8 tabs",
+        ],
+    );
+}

@@ -37,6 +37,18 @@ pub struct MessageList {
     pub unmatched_sends: u64,
     /// Receives no send was found for (or whose source stayed unknown).
     pub unmatched_recvs: u64,
+    /// Sends to a rank left out of the analysis (a part of it cannot be
+    /// read, `crate::damaged_parts`): their other side is not read, so they
+    /// are not in `messages`, nor counted as unmatched.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub partner_left_out_sends: u64,
+    /// Receives from a rank left out of the analysis.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub partner_left_out_recvs: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl MessageList {
@@ -55,6 +67,41 @@ impl MessageList {
             )
         })
     }
+
+    /// One note when messages had their other side on a rank left out of
+    /// the analysis, None otherwise.
+    pub fn left_out_note(&self) -> Option<String> {
+        let (s, r) = (self.partner_left_out_sends, self.partner_left_out_recvs);
+        (s + r > 0).then(|| {
+            format!(
+                "{s} point-to-point sends and {r} receives have their other side on a rank left out of the analysis \
+                 (a part of it cannot be read: see the trace's problems); they are left out of the message list and the wait states"
+            )
+        })
+    }
+}
+
+/// Match the messages of the ranks analysed (`ranks`) when the ranks
+/// `left_out` were left out of the analysis: a send to or a receive from
+/// one of them has no other side to find, and is counted apart from the
+/// unmatched ([`MessageList::partner_left_out_sends`]).
+pub fn match_messages_without(ranks: &mut [RankSides], left_out: &[u32]) -> MessageList {
+    let (mut sends, mut recvs) = (0u64, 0u64);
+    for rs in ranks.iter() {
+        sends += rs.sends.iter().filter(|s| left_out.contains(&s.to)).count() as u64;
+        recvs += rs
+            .recvs
+            .iter()
+            .filter(|r| left_out.contains(&r.from))
+            .count() as u64;
+    }
+    let mut out = match_messages(ranks);
+    // Those sides found no match (their partner's sides are not read).
+    out.unmatched_sends = out.unmatched_sends.saturating_sub(sends);
+    out.unmatched_recvs = out.unmatched_recvs.saturating_sub(recvs);
+    out.partner_left_out_sends = sends;
+    out.partner_left_out_recvs = recvs;
+    out
 }
 
 /// (source, destination, communicator, tag).

@@ -31,8 +31,19 @@ pub use sides::RankSides;
 
 /// Messages and collective instances of every rank from their sides (in
 /// rank order).
-pub fn match_sides(mut sides: Vec<RankSides>) -> (MessageList, Vec<CollectiveInstance>) {
-    let messages = match_messages(&mut sides);
+pub fn match_sides(sides: Vec<RankSides>) -> (MessageList, Vec<CollectiveInstance>) {
+    match_sides_without(sides, &[])
+}
+
+/// [`match_sides`] of the ranks analysed when the ranks `left_out` were left
+/// out of the analysis ([`messages::match_messages_without`]). Collective
+/// instances are those of the ranks analysed: a left-out member is missing
+/// from each, so no wait is attributed to it.
+pub fn match_sides_without(
+    mut sides: Vec<RankSides>,
+    left_out: &[u32],
+) -> (MessageList, Vec<CollectiveInstance>) {
+    let messages = messages::match_messages_without(&mut sides, left_out);
     let collectives = match_collectives(&mut sides);
     (messages, collectives)
 }

@@ -13,6 +13,7 @@ mod network;
 mod projection;
 mod qp;
 mod shm;
+mod transport;
 
 pub use graph::GraphPart;
 pub use network::{OPENMPI_DEFAULT_RECEIVE_QUEUES, receive_queue_bytes};
@@ -135,6 +136,9 @@ pub fn analyze_memory(
         qp_table,
         parameters,
         bytes_per_connection: network.bytes_per_connection,
+        network_transport: network.transport.clone(),
+        network_not_modelled: network.not_modelled.clone(),
+        network_queue_pairs: network.qp_bytes > 0.0,
         shm_bytes_per_process: shm.bytes_per_process,
         projection_ranks_per_node: per_node,
         projection_ranks_per_node_source: per_node_source,
@@ -190,7 +194,11 @@ fn per_rank_memory(
             .map(|s| s.value)
             .reduce(f64::max)
     };
+    // A rank left out of the analysis (a damaged part) is left out here too:
+    // its peers are unknown, and its manifest entry alone is half a rank.
+    let left_out: BTreeSet<u32> = data.ranks_left_out.iter().map(|p| p.rank).collect();
     (0..n_ranks)
+        .filter(|rank| !left_out.contains(rank))
         .map(|rank| {
             let info = data.manifest.ranks.iter().find(|r| r.rank == rank);
             let observed = peers.get(&rank).map_or(0, |s| s.len() as u32);
@@ -200,7 +208,7 @@ fn per_rank_memory(
                 loc.split(rank, peers.get(&rank).into_iter().flatten().copied())
             };
             let shm_bytes = shm.bytes(loc.ranks_beside(rank) as f64);
-            let network_bytes = network.bytes(split.inter as f64);
+            let network_bytes = network.bytes(u64::from(n_ranks), split.inter as f64);
             let before = info.and_then(|i| i.rss_before_init);
             let after = info.and_then(|i| i.rss_after_init);
             RankMemory {
@@ -223,7 +231,7 @@ fn per_rank_memory(
                 rss_last: sample_last(rank, metrics::MEM_VMRSS).map(|v| v as u64),
                 // The peak: MPI_Finalize unmaps the segments, so the last sample is 0.
                 shm_mapped: sample_max(rank, metrics::MEM_SHM_MAPPED).map(|v| v as u64),
-                buffer_bytes_observed: shm_bytes + network_bytes,
+                buffer_bytes_observed: network_bytes.map(|n| shm_bytes + n),
                 shm_buffer_bytes: shm_bytes,
                 network_buffer_bytes: network_bytes,
                 communicators: comm_members.values().filter(|m| m.contains(&rank)).count() as u32,

@@ -63,12 +63,13 @@ pub(super) fn projections(
             let (intra, inter) = projected_split(g, r, c);
             let (intra, inter) = (intra as f64, inter as f64);
             let shm_bytes = shm.bytes(c.min(r) as f64);
-            let network_bytes = network.bytes(inter);
-            let buffer = shm_bytes + network_bytes;
-            let qp = inter * hf * p.qp_bytes as f64;
+            let network_bytes = network.bytes(r, inter);
+            let buffer = network_bytes.map(|n| shm_bytes + n);
+            let qp = network.qp(r, inter, hf);
             let group = g.world_sized * r as f64 * p.group_entry_bytes as f64 + g.fixed_group;
-            // `bytes_per_connection` holds no QP memory: `qp` is the only QP share.
-            let total = buffer + qp + group;
+            // `bytes_per_connection` holds no QP memory: `qp` is the only QP
+            // share. No total where the network's share is not modelled.
+            let total = buffer.zip(qp).map(|(b, q)| b + q + group);
             let remote_nodes = (nodes_p - 1) as f64;
             Projection {
                 ranks: r,
@@ -93,7 +94,7 @@ pub(super) fn projections(
                 qp_bytes_per_rank: qp,
                 group_bytes_per_rank: group,
                 total_bytes_per_rank: total,
-                exceeds_memory_per_core: g.mem_per_core.map(|m| total > m as f64),
+                exceeds_memory_per_core: g.mem_per_core.zip(total).map(|(m, t)| t > m as f64),
             }
         })
         .collect()
@@ -126,18 +127,20 @@ mod tests {
         let network = NetworkBuffers::new(&options.buffers, OPENMPI_DEFAULT_RECEIVE_QUEUES, "test");
         assert_eq!(
             (network.bytes_per_connection, network.rq_shared as f64),
-            (CONN, SRQ)
+            (Some(CONN), SRQ)
         );
         let shm = ShmBuffers::of(None);
         assert_eq!(shm.bytes_per_process, SHM);
         let p = projections(&options, c, &network, &shm, &g).remove(0);
         assert_eq!(
-            p.total_bytes_per_rank,
-            p.buffer_bytes_per_rank + p.qp_bytes_per_rank + p.group_bytes_per_rank
+            p.total_bytes_per_rank.unwrap(),
+            p.buffer_bytes_per_rank.unwrap()
+                + p.qp_bytes_per_rank.unwrap()
+                + p.group_bytes_per_rank
         );
         assert_eq!(
-            p.buffer_bytes_per_rank,
-            p.shm_bytes_per_rank + p.network_buffer_bytes_per_rank
+            p.buffer_bytes_per_rank.unwrap(),
+            p.shm_bytes_per_rank + p.network_buffer_bytes_per_rank.unwrap()
         );
         p
     }
@@ -167,10 +170,10 @@ mod tests {
             (0.0, 1023.0)
         );
         assert_eq!(p.shm_bytes_per_rank, 0.0);
-        assert_eq!(p.network_buffer_bytes_per_rank, SRQ + 1023.0 * CONN);
-        assert_eq!(p.qp_bytes_per_rank, 1023.0 * QP);
+        assert_eq!(p.network_buffer_bytes_per_rank, Some(SRQ + 1023.0 * CONN));
+        assert_eq!(p.qp_bytes_per_rank, Some(1023.0 * QP));
         // total = SRQ + (N − 1) × (buffers + one QP) = 551 223 168 B.
-        assert_eq!(p.total_bytes_per_rank, 551_223_168.0);
+        assert_eq!(p.total_bytes_per_rank, Some(551_223_168.0));
 
         // 16 ranks per node, 2 HCAs: 15 peers on the node through the
         // segment, 1008 on the other 63 nodes with 2 QPs each.
@@ -184,10 +187,10 @@ mod tests {
         );
         assert_eq!(p.nodes, 64);
         assert_eq!(p.shm_bytes_per_rank, SHM);
-        assert_eq!(p.network_buffer_bytes_per_rank, SRQ + 1008.0 * CONN);
-        assert_eq!(p.qp_bytes_per_rank, 1008.0 * 2.0 * QP);
+        assert_eq!(p.network_buffer_bytes_per_rank, Some(SRQ + 1008.0 * CONN));
+        assert_eq!(p.qp_bytes_per_rank, Some(1008.0 * 2.0 * QP));
         // 4 194 304 + 81 788 928 + 429 391 872 + 66 318 336 B.
-        assert_eq!(p.total_bytes_per_rank, 581_693_440.0);
+        assert_eq!(p.total_bytes_per_rank, Some(581_693_440.0));
         // Didelot 2014 Table 3.4, RC fully connected: (N − 1) × C² × H.
         assert_eq!(p.qp_rc_per_node, 63.0 * 256.0 * 2.0);
     }
@@ -206,10 +209,10 @@ mod tests {
             ),
             (1.0, 0.0)
         );
-        assert_eq!(p.network_buffer_bytes_per_rank, 0.0);
-        assert_eq!(p.qp_bytes_per_rank, 0.0);
+        assert_eq!(p.network_buffer_bytes_per_rank, Some(0.0));
+        assert_eq!(p.qp_bytes_per_rank, Some(0.0));
         assert_eq!((p.qp_rc_per_node, p.qp_xrc_per_node), (0.0, 0.0));
-        assert_eq!(p.total_bytes_per_rank, SHM);
+        assert_eq!(p.total_bytes_per_rank, Some(SHM));
 
         // A halo of 2 peers on the node and 2 on others, at 2 ranks per
         // node: the node holds 1 of them, the other 3 are remote.
@@ -221,11 +224,14 @@ mod tests {
             ),
             (1.0, 3.0)
         );
-        assert_eq!(p.total_bytes_per_rank, SHM + SRQ + 3.0 * CONN + 3.0 * QP);
+        assert_eq!(
+            p.total_bytes_per_rank,
+            Some(SHM + SRQ + 3.0 * CONN + 3.0 * QP)
+        );
         // At 1 rank per node every peer is remote and no segment is mapped.
         let p = projected(32_768, 1, 1, growth(false, 2, 2));
         assert_eq!(p.inter_node_connections_per_rank, 4.0);
-        assert_eq!(p.total_bytes_per_rank, SRQ + 4.0 * CONN + 4.0 * QP);
+        assert_eq!(p.total_bytes_per_rank, Some(SRQ + 4.0 * CONN + 4.0 * QP));
         // A job of one node: everything on it.
         let p = projected(4, 8, 1, growth(false, 2, 2));
         assert_eq!(
@@ -235,6 +241,6 @@ mod tests {
             ),
             (3.0, 0.0)
         );
-        assert_eq!(p.total_bytes_per_rank, SHM);
+        assert_eq!(p.total_bytes_per_rank, Some(SHM));
     }
 }

@@ -29,6 +29,7 @@
 
 use hyscope_format::MpiInfo;
 
+use super::transport::mpich_device;
 use crate::model::ModelParam;
 
 /// What a process's shared-memory transport costs.
@@ -51,7 +52,7 @@ const UCX_MM: (u64, u64, u64, u64) = (64, 128, 512, 8256);
 const IQUEUE: (u64, u64) = (64, 69_632);
 
 /// One line of the model's parameters, in bytes.
-fn param(name: &str, value: f64, source: String) -> ModelParam {
+pub(super) fn param(name: &str, value: f64, source: String) -> ModelParam {
     ModelParam {
         name: name.into(),
         value,
@@ -177,14 +178,6 @@ impl ShmBuffers {
             0.0
         }
     }
-}
-
-/// The device of an MPICH library version text (`MPICH Device:\tch4:ucx`).
-fn mpich_device(library_version: &str) -> Option<&str> {
-    library_version
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("MPICH Device:"))
-        .map(str::trim)
 }
 
 #[cfg(test)]

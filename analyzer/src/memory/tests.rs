@@ -11,17 +11,51 @@ const SRQ: f64 = 81_788_928.0;
 /// Open MPI 4.1's vader segment per process.
 const SHM: f64 = 4_194_304.0;
 
-/// `hosts[r]` is rank r's host; each rank talks to `peers(r)`.
+/// Open MPI's ob1 PML over the openib BTL, as a 1.8 trace records it.
+fn openib() -> MpiInfo {
+    MpiInfo {
+        flavour: "openmpi".into(),
+        components: ["btl_openib", "btl_self", "btl_vader", "pml_ob1"]
+            .map(String::from)
+            .to_vec(),
+        ..MpiInfo::default()
+    }
+}
+
+/// `hosts[r]` is rank r's host; each rank talks to `peers(r)`; Open MPI over openib.
 fn footprint(
     hosts: &[&str],
     peers: impl Fn(u32) -> Vec<u32>,
     ranks_per_node: Option<u32>,
 ) -> MemoryFootprint {
-    let mut data = TraceData::default();
-    data.manifest.mpi = Some(MpiInfo {
-        flavour: "openmpi".into(),
-        ..MpiInfo::default()
-    });
+    footprint_of(openib(), hosts, peers, ranks_per_node)
+}
+
+/// The same, of the MPI `mpi`.
+fn footprint_of(
+    mpi: MpiInfo,
+    hosts: &[&str],
+    peers: impl Fn(u32) -> Vec<u32>,
+    ranks_per_node: Option<u32>,
+) -> MemoryFootprint {
+    let manifest = hyscope_format::Manifest {
+        mpi: Some(mpi),
+        ..Default::default()
+    };
+    footprint_in(manifest, hosts, peers, ranks_per_node)
+}
+
+/// The same, of the run `manifest` describes (its MPI, its samplers).
+fn footprint_in(
+    manifest: hyscope_format::Manifest,
+    hosts: &[&str],
+    peers: impl Fn(u32) -> Vec<u32>,
+    ranks_per_node: Option<u32>,
+) -> MemoryFootprint {
+    let mut data = TraceData {
+        manifest,
+        ..TraceData::default()
+    };
     let mut run = RunFacts {
         ranks: hosts.len() as u32,
         ..RunFacts::default()
@@ -75,13 +109,19 @@ fn a_ring_on_two_nodes_charges_the_network_only_across_them() {
             "rank {}",
             r.rank
         );
-        assert_eq!(r.network_buffer_bytes, CONN + SRQ);
+        assert_eq!(r.network_buffer_bytes, Some(CONN + SRQ));
         assert_eq!(r.shm_buffer_bytes, SHM);
         // Both peers were charged network buffers before: 2 × CONN + SRQ.
-        assert_eq!(r.buffer_bytes_observed, 86_409_216.0);
+        assert_eq!(r.buffer_bytes_observed, Some(86_409_216.0));
     }
     assert_eq!(m.shm_bytes_per_process, SHM);
-    assert_eq!(m.bytes_per_connection, CONN);
+    assert_eq!(m.bytes_per_connection, Some(CONN));
+    assert_eq!(m.network_transport, "Open MPI openib BTL");
+    assert_eq!(m.network_not_modelled, None);
+    assert!(m.network_queue_pairs);
+    // Over queue pairs, the advice names the transports that share them.
+    let advice = crate::findings::memory_advice(&m, &m.projections[0]);
+    assert!(advice.contains("XRC/UD or shared vrails"), "{advice}");
     // Didelot 2014 Table 3.4 on the ring: 2 RC QPs per node (one remote
     // peer per rank), 1 remote node.
     let rc = m.qp_table.iter().find(|q| q.transport == "RC").unwrap();
@@ -100,7 +140,7 @@ fn a_ring_on_two_nodes_charges_the_network_only_across_them() {
         ),
         (1.0, 1.0)
     );
-    assert_eq!(p.total_bytes_per_rank, SHM + SRQ + CONN + 32_896.0);
+    assert_eq!(p.total_bytes_per_rank, Some(SHM + SRQ + CONN + 32_896.0));
 
     // One rank per node, as the user says: both peers remote, no segment.
     let m = footprint(
@@ -115,7 +155,10 @@ fn a_ring_on_two_nodes_charges_the_network_only_across_them() {
     );
     let p = &m.projections[0];
     assert_eq!(p.inter_node_connections_per_rank, 2.0);
-    assert_eq!(p.total_bytes_per_rank, SRQ + 2.0 * CONN + 2.0 * 32_896.0);
+    assert_eq!(
+        p.total_bytes_per_rank,
+        Some(SRQ + 2.0 * CONN + 2.0 * 32_896.0)
+    );
 }
 
 #[test]
@@ -123,8 +166,8 @@ fn a_pair_on_one_node_has_no_network_buffers() {
     let m = footprint(&["vm", "vm"], |r| vec![1 - r], None);
     for r in &m.per_rank {
         assert_eq!((r.intra_node_connections, r.inter_node_connections), (1, 0));
-        assert_eq!(r.network_buffer_bytes, 0.0);
-        assert_eq!(r.buffer_bytes_observed, SHM);
+        assert_eq!(r.network_buffer_bytes, Some(0.0));
+        assert_eq!(r.buffer_bytes_observed, Some(SHM));
     }
     assert!(
         m.qp_table
@@ -133,8 +176,11 @@ fn a_pair_on_one_node_has_no_network_buffers() {
     );
     assert_eq!(m.projection_ranks_per_node_source, "as recorded: 2 on vm");
     let p = &m.projections[0];
-    assert_eq!(p.network_buffer_bytes_per_rank + p.qp_bytes_per_rank, 0.0);
-    assert_eq!(p.total_bytes_per_rank, SHM);
+    assert_eq!(
+        (p.network_buffer_bytes_per_rank, p.qp_bytes_per_rank),
+        (Some(0.0), Some(0.0))
+    );
+    assert_eq!(p.total_bytes_per_rank, Some(SHM));
 }
 
 #[test]
@@ -147,7 +193,7 @@ fn a_rank_without_a_host_is_charged_as_remote() {
         (r0.intra_node_connections, r0.inter_node_connections),
         (0, 1)
     );
-    assert_eq!(r0.network_buffer_bytes, CONN + SRQ);
+    assert_eq!(r0.network_buffer_bytes, Some(CONN + SRQ));
     assert_eq!(r0.shm_buffer_bytes, 0.0);
     assert!(
         m.projection_ranks_per_node_source
@@ -155,4 +201,180 @@ fn a_rank_without_a_host_is_charged_as_remote() {
         "{}",
         m.projection_ranks_per_node_source
     );
+}
+
+/// MPICH over libfabric, which no model describes.
+fn mpich_ofi() -> MpiInfo {
+    MpiInfo {
+        flavour: "mpich".into(),
+        library_version: "MPICH Version:\t4.1\nMPICH Device:\tch4:ofi\n".into(),
+        ..MpiInfo::default()
+    }
+}
+
+#[test]
+fn a_transport_without_a_model_gets_no_network_figure() {
+    // The ring across two nodes: each rank has a peer on the other node.
+    // Before, MPICH's libfabric connections were charged Open MPI's openib
+    // receive queues: CONN + SRQ per rank.
+    let m = footprint_of(
+        mpich_ofi(),
+        &["a", "a", "b", "b"],
+        |r| vec![(r + 3) % 4, (r + 1) % 4],
+        None,
+    );
+    assert_eq!(m.bytes_per_connection, None);
+    assert_eq!(
+        m.network_not_modelled.as_deref(),
+        Some("network buffers: not modelled for MPICH ch4:ofi (libfabric)")
+    );
+    for r in &m.per_rank {
+        assert_eq!(r.network_buffer_bytes, None, "rank {}", r.rank);
+        assert_eq!(r.buffer_bytes_observed, None, "rank {}", r.rank);
+        // Shared memory is still MPICH's own (its POSIX iqueue).
+        assert!(r.shm_buffer_bytes > 0.0);
+    }
+    let p = &m.projections[0];
+    assert_eq!(p.network_buffer_bytes_per_rank, None);
+    assert_eq!(p.qp_bytes_per_rank, None);
+    assert_eq!(p.total_bytes_per_rank, None);
+    assert_eq!(p.exceeds_memory_per_core, None);
+    // Its parameters name nothing of the network's.
+    assert!(m.parameters.iter().all(|q| !q.source.contains("openib")));
+
+    // On one node there is no connection to another: no network buffers,
+    // whatever the transport.
+    let m = footprint_of(mpich_ofi(), &["vm", "vm"], |r| vec![1 - r], None);
+    for r in &m.per_rank {
+        assert_eq!(r.network_buffer_bytes, Some(0.0));
+    }
+    assert_eq!(
+        m.projections[0].total_bytes_per_rank,
+        Some(m.shm_bytes_per_process)
+    );
+}
+
+#[test]
+fn tcp_between_nodes_costs_each_connection_its_endpoint_cache() {
+    // This machine's Open MPI as format 1.8 records it: ob1 over tcp. Its
+    // tcp BTL mallocs btl_tcp_endpoint_cache (30 720 B by default) per
+    // connection, and has no receive queue or queue pair.
+    let mut mpi = MpiInfo {
+        flavour: "openmpi".into(),
+        components: ["btl_self", "btl_tcp", "btl_vader", "pml_ob1"]
+            .map(String::from)
+            .to_vec(),
+        ..MpiInfo::default()
+    };
+    let ring = |r: u32| vec![(r + 3) % 4, (r + 1) % 4];
+    let m = footprint_of(mpi.clone(), &["a", "a", "b", "b"], ring, None);
+    assert_eq!(m.network_transport, "TCP (Open MPI ob1, tcp BTL)");
+    assert_eq!(m.network_not_modelled, None);
+    assert!(!m.network_queue_pairs);
+    assert_eq!(m.bytes_per_connection, Some(30_720.0));
+    for r in &m.per_rank {
+        // One peer on the other node.
+        assert_eq!(r.inter_node_connections, 1);
+        assert_eq!(r.network_buffer_bytes, Some(30_720.0));
+    }
+    let p = &m.projections[0];
+    assert_eq!(p.inter_node_connections_per_rank, 1.0);
+    assert_eq!(
+        (p.network_buffer_bytes_per_rank, p.qp_bytes_per_rank),
+        (Some(30_720.0), Some(0.0))
+    );
+    assert_eq!(p.total_bytes_per_rank, Some(SHM + 30_720.0));
+    assert!(m.parameters.iter().all(|q| !q.source.contains("openib")));
+    // Where this exceeds the memory per core, the advice is no InfiniBand
+    // transport's: TCP has no XRC, UD or shared vrails.
+    let advice = crate::findings::memory_advice(&m, p);
+    assert!(!advice.contains("XRC"), "{advice}");
+    assert!(
+        advice.contains("over TCP (Open MPI ob1, tcp BTL)"),
+        "{advice}"
+    );
+
+    // The run's own settings: 64 KiB caches over 2 links.
+    mpi.control_variables = [("btl_tcp_endpoint_cache", "65536"), ("btl_tcp_links", "2")]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .into();
+    let m = footprint_of(mpi, &["a", "a", "b", "b"], ring, None);
+    assert_eq!(m.bytes_per_connection, Some(131_072.0));
+    assert!(
+        m.parameters[0]
+            .source
+            .contains("manifest: btl_tcp_endpoint_cache"),
+        "{:?}",
+        m.parameters
+    );
+}
+
+#[test]
+fn ucx_rc_is_modelled_only_at_the_sizes_ucx_selects_it() {
+    // MPICH over UCX on nodes with an RDMA device: UCX's rc transport, one
+    // shared receive queue of 4095 × 8256 B per process and a queue pair
+    // per endpoint, but only for jobs of at most UCX_RC_MAX_NUM_EPS (256)
+    // ranks: above, UCX takes dc or ud, which have no model here.
+    let ucx = |env: &[(&str, &str)]| hyscope_format::Manifest {
+        mpi: Some(MpiInfo {
+            flavour: "mpich".into(),
+            library_version: "MPICH Version:\t4.0.2\nMPICH Device:\tch4:ucx\n".into(),
+            environment: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..MpiInfo::default()
+        }),
+        samplers: vec![hyscope_format::SamplerInfo {
+            name: "rdma".into(),
+            available: false,
+            reason: "RDMA devices mlx5_0 present but the `rdma` tool (iproute2) is not installed"
+                .into(),
+            ranks: vec![],
+        }],
+        ..Default::default()
+    };
+    let ring = |r: u32| vec![(r + 3) % 4, (r + 1) % 4];
+    let srq = 4095.0 * 8256.0;
+    let m = footprint_in(ucx(&[]), &["a", "a", "b", "b"], ring, None);
+    assert!(
+        m.network_transport
+            .starts_with("UCX rc (MPICH ch4:ucx), jobs of at most 256 ranks")
+    );
+    assert_eq!(m.network_not_modelled, None);
+    // The recorded 4 ranks: rc, one peer on the other node each.
+    for r in &m.per_rank {
+        assert_eq!(r.network_buffer_bytes, Some(srq), "rank {}", r.rank);
+    }
+    // 1024 ranks: not rc, so no figure (before: rc's, as if UCX kept it).
+    let p = &m.projections[0];
+    assert_eq!(p.ranks, 1024);
+    assert!(p.inter_node_connections_per_rank > 0.0);
+    assert_eq!(
+        (
+            p.network_buffer_bytes_per_rank,
+            p.qp_bytes_per_rank,
+            p.total_bytes_per_rank
+        ),
+        (None, None, None)
+    );
+    // Told to keep rc at any size, UCX does: rc's figures.
+    let m = footprint_in(
+        ucx(&[("UCX_RC_MAX_NUM_EPS", "inf")]),
+        &["a", "a", "b", "b"],
+        ring,
+        None,
+    );
+    let p = &m.projections[0];
+    assert_eq!(p.network_buffer_bytes_per_rank, Some(srq));
+    assert!(p.qp_bytes_per_rank.unwrap() > 0.0);
+    // A limit the run set is the one applied.
+    let m = footprint_in(
+        ucx(&[("UCX_RC_MAX_NUM_EPS", "2048")]),
+        &["a", "a", "b", "b"],
+        ring,
+        None,
+    );
+    assert!(m.projections[0].total_bytes_per_rank.is_some());
+    assert!(m.network_transport.contains("at most 2048 ranks"));
 }

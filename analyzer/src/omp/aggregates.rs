@@ -70,6 +70,21 @@ pub struct RankPass {
 }
 
 impl RankPass {
+    /// An empty pass of `rank` with `threads` threads, its per-thread
+    /// totals at zero.
+    pub(super) fn new(rank: u32, threads: u32) -> RankPass {
+        RankPass {
+            info: RankOmp {
+                rank,
+                threads,
+                busy_ns: vec![0; threads as usize],
+                runtime_ns: vec![0; threads as usize],
+                ..RankOmp::default()
+            },
+            ..RankPass::default()
+        }
+    }
+
     pub fn rank(&self) -> u32 {
         self.info.rank
     }

@@ -50,6 +50,13 @@ impl OmpMerge {
         &self.ranks
     }
 
+    /// The worker join-barrier ends clipped at their region's end (trace
+    /// mode) or taken out of the totals (profile mode): how many, and the
+    /// serial time past the ends (seconds), as [`RunFacts`] states them.
+    pub fn clipped_join_waits(&self) -> (u64, f64) {
+        (self.clipped, ns_to_s(self.clipped_ns))
+    }
+
     /// Add the next rank's aggregates (ranks in increasing order), keyed by
     /// the id of the code location each of the rank's addresses is (`canon`,
     /// the rank's own symbols: [`crate::code_map`]).
@@ -127,13 +134,14 @@ pub fn analyze_omp(
     merged: OmpMerge,
     warnings: &mut Vec<String>,
 ) -> OmpResult {
+    let (clipped_join_waits, clipped_join_wait_s) = merged.clipped_join_waits();
     let OmpMerge {
         regions,
         loops,
         mutexes,
         serialized,
-        clipped,
-        clipped_ns,
+        clipped: _,
+        clipped_ns: _,
         mut barrier,
         created,
         run_ns,
@@ -325,15 +333,15 @@ pub fn analyze_omp(
         },
         fine_grain: Vec::new(), // filled by mpi-aware pass in `fine_grain`
     };
-    if clipped > 0 {
+    if clipped_join_waits > 0 {
         let at = if profile_mode {
             "from the totals (profile mode: the workers' implicit tasks less the rank's region time)"
         } else {
             "at the master's parallel end"
         };
         warnings.push(format!(
-            "clipped {clipped} worker join-barrier intervals {at} ({} of serial time not booked as barrier wait)",
-            units::secs(ns_to_s(clipped_ns))
+            "clipped {clipped_join_waits} worker join-barrier intervals {at} ({} of serial time not booked as barrier wait)",
+            units::secs(clipped_join_wait_s)
         ));
     }
     let mut result = OmpResult {
@@ -353,8 +361,8 @@ pub fn analyze_omp(
             Observable::not(no_omp())
         },
         serialized_regions: serialized,
-        clipped_join_waits: clipped,
-        clipped_join_wait_s: ns_to_s(clipped_ns),
+        clipped_join_waits,
+        clipped_join_wait_s,
         ranks,
     };
     let fg = fine_grain(data, &result.ranks);

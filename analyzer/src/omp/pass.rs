@@ -10,7 +10,7 @@ use super::aggregates::RankOmp;
 pub use super::aggregates::RankPass;
 use super::kinds::*;
 use super::profile::profile_summaries;
-use super::regions::Block;
+use super::regions::{Block, late_join_ends_of};
 
 /// Rows of region instances processed per parallel wave (bounds the memory of
 /// the per-instance results waiting to be applied).
@@ -38,16 +38,7 @@ pub(super) fn rank_pass_in(
     block_rows: usize,
     wave_rows: usize,
 ) -> RankPass {
-    let mut out = RankPass {
-        info: RankOmp {
-            rank,
-            threads,
-            busy_ns: vec![0; threads as usize],
-            runtime_ns: vec![0; threads as usize],
-            ..RankOmp::default()
-        },
-        ..RankPass::default()
-    };
+    let mut out = RankPass::new(rank, threads);
     let ((mut idx, offsets), summaries) =
         rayon::join(|| group_rows(rows), || ungrouped_stats(rows, &mut out));
     if !summaries.is_empty() {
@@ -119,6 +110,36 @@ pub(super) fn rank_pass_in(
         }
     }
     out.info.regions = merged;
+    out
+}
+
+/// Of [`rank_pass`], only the worker join-barrier ends it clips (trace
+/// mode, [`Block::add`]) or takes out of the totals (profile mode,
+/// [`profile_summaries`]), by the same rules: a [`RankPass`] holding these
+/// and the rank's number and threads, nothing else. What the run's window
+/// needs of the OpenMP pass ([`crate::run_extent`]).
+pub fn join_pass(rank: u32, rows: &[OmpRecord], threads: u32) -> RankPass {
+    let mut out = RankPass {
+        info: RankOmp {
+            rank,
+            threads,
+            ..RankOmp::default()
+        },
+        ..RankPass::default()
+    };
+    let summaries: Vec<&OmpRecord> = rows.iter().filter(|r| r.kind == K_SUMMARY).collect();
+    if !summaries.is_empty() {
+        let mut profile = RankPass::new(rank, threads);
+        profile_summaries(rank, &summaries, &mut profile);
+        (out.clipped, out.clipped_ns) = (profile.clipped, profile.clipped_ns);
+    }
+    let (idx, offsets) = group_rows(rows);
+    let (n, ns) = offsets
+        .par_windows(2)
+        .map(|w| late_join_ends_of(rows, &idx[w[0] as usize..w[1] as usize]))
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    out.clipped += n;
+    out.clipped_ns += ns;
     out
 }
 

@@ -67,6 +67,41 @@ pub(super) struct Instance {
     pub(super) loops: std::ops::Range<usize>,
 }
 
+/// The parallel row of a region instance's rows (`group`, indices into
+/// `rows`): the first by (thread, start); None where it is missing (a
+/// truncated trace).
+pub(super) fn parallel_row<'a>(rows: &'a [OmpRecord], group: &[u32]) -> Option<&'a OmpRecord> {
+    group
+        .iter()
+        .map(|&i| &rows[i as usize])
+        .filter(|r| r.kind == K_PARALLEL)
+        .min_by_key(|r| (r.thread, r.start_ns))
+}
+
+/// Whether `r`, a row of the region instance of parallel row `par`, is a
+/// worker's join-barrier end that runs past the region's end `re` (libomp
+/// dispatches it only when the worker wakes for the next region; module
+/// documentation of [`super`]): the time past the end, which the analysis
+/// clips and does not book as barrier wait.
+pub(super) fn late_join_end(r: &OmpRecord, par: &OmpRecord, re: i64) -> Option<i64> {
+    (r.kind == K_SYNC && r.end_ns > re && r.thread != par.thread)
+        .then(|| r.end_ns - re.max(r.start_ns))
+}
+
+/// The late join-barrier ends of one region instance (`group`, indices
+/// into `rows`): how many, and their ns past the region's end, as
+/// [`Block::add`] counts them.
+pub(super) fn late_join_ends_of(rows: &[OmpRecord], group: &[u32]) -> (u64, i64) {
+    let Some(par) = parallel_row(rows, group) else {
+        return (0, 0);
+    };
+    let re = par.end_ns.max(par.start_ns);
+    group
+        .iter()
+        .filter_map(|&i| late_join_end(&rows[i as usize], par, re))
+        .fold((0, 0), |(n, ns), d| (n + 1, ns + d))
+}
+
 pub(super) fn clip(r: &OmpRecord, lo: i64, hi: i64) -> i64 {
     (r.end_ns.min(hi) - r.start_ns.max(lo)).max(0)
 }
@@ -103,11 +138,7 @@ impl Block {
             arrival_idle,
             last_arrival,
         } = self;
-        let Some(par) = group
-            .iter()
-            .map(|&i| &rows[i as usize])
-            .find(|r| r.kind == K_PARALLEL)
-        else {
+        let Some(par) = parallel_row(rows, group) else {
             return; // Rows of a region whose parallel row is missing (truncated trace).
         };
         let (rs, re) = (par.start_ns, par.end_ns.max(par.start_ns));
@@ -167,9 +198,9 @@ impl Block {
                     }
                 }
                 K_SYNC | K_SYNCWAIT => {
-                    if r.end_ns > re && r.thread != par.thread && r.kind == K_SYNC {
+                    if let Some(ns) = late_join_end(r, par, re) {
                         inst.clipped += 1;
-                        inst.clipped_ns += r.end_ns - re.max(r.start_ns);
+                        inst.clipped_ns += ns;
                     }
                     let e = entry(threads);
                     let t = &mut threads[e];

@@ -48,6 +48,17 @@ pub fn at_init(levels: (c_int, c_int)) {
         thread_level_provided: Some(level_name(levels.1)),
         ..MpiInfo::default()
     };
+    // Rank 0's describes the job (the manifest's); read before the
+    // collector's MPI_T opens every component again.
+    let info = if world_rank() == 0 {
+        MpiInfo {
+            components: super::stack::components_now(),
+            environment: super::stack::environment_now(),
+            ..info
+        }
+    } else {
+        info
+    };
     state::with_manifest(|m| m.mpi = Some(info));
     // A draft manifest, so that a job that never reaches MPI_Finalize (MPI_Abort,
     // a crash, a kill) still leaves an openable trace. Replaced at MPI_Finalize.
@@ -355,6 +366,11 @@ fn wanted(name: &str) -> bool {
         // Open MPI's vader/sm segment and fast boxes, MPICH's POSIX iqueue.
         || (name.starts_with("btl_") && (name.ends_with("_segment_size") || name.contains("_fbox_")))
         || name.starts_with("MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_")
+        // MPICH's libfabric provider (the memory model names it).
+        || name == "MPIR_CVAR_OFI_USE_PROVIDER"
+        // Open MPI's tcp BTL buffer per connection (the memory model's).
+        || name == "btl_tcp_endpoint_cache"
+        || name == "btl_tcp_links"
         || name == "btl"
         || name == "pml"
         || name == "mtl"

@@ -9,6 +9,7 @@
 //! - [`table`]: the lock-free handle map (requests, communicators, windows, files);
 //! - [`job`]: clock offsets to rank 0, MPI_T control variables, the job manifest;
 //! - [`keep_loaded`]: libraries `MPI_Init` unloads held loaded for MPI_T;
+//! - [`stack`]: the transport components and settings the run selected;
 //! - [`tree`]: the binomial tree the job-level work runs along.
 //!
 //! Hot path of a wrapper: two clock reads, the PMPI call, a few loads to
@@ -38,6 +39,7 @@ pub mod keep_loaded;
 pub mod mpit_background;
 pub mod polls;
 pub mod shim;
+pub mod stack;
 pub mod table;
 pub mod tree;
 pub mod wrappers;

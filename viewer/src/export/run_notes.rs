@@ -1,13 +1,14 @@
 //! What an export says about the run besides its events: the run's window
-//! ([`hyscope_analyzer::run_window`], taken from the analysis the report
-//! prints, so an export states the report's duration to the nanosecond),
-//! what lies outside it, and the intervals the analysis clips but an export
-//! keeps as recorded, each with why.
+//! ([`hyscope_analyzer::run_window`], computed by the analysis's own
+//! loader, [`hyscope_analyzer::run_extent`], so an export states the
+//! report's duration to the nanosecond without running the rest of the
+//! analysis), what lies outside it, and the intervals the analysis clips but
+//! an export keeps as recorded, each with why.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use hyscope_analyzer::{AnalyzeOptions, RunWindow};
+use hyscope_analyzer::{DEFAULT_MEMORY, RunWindow};
 
 use crate::units;
 
@@ -42,18 +43,18 @@ pub(crate) struct Kept {
 }
 
 impl RunNotes {
-    /// Analyse the trace in `dir` as `hyscope report` does, for its window
-    /// and what it clips. `exits`: each rank's exit on rank 0's clock.
+    /// The window of the trace in `dir` and what the analysis clips, as
+    /// `hyscope report` states them (under the report's default memory
+    /// limit). `exits`: each rank's exit on rank 0's clock.
     pub fn analyse(dir: &Path, exits: HashMap<u32, i64>) -> RunNotes {
-        match hyscope_analyzer::analyze(dir, &AnalyzeOptions::default()) {
-            Ok(a) => RunNotes {
-                window: Some(a.run.window).filter(|w| !w.is_empty()),
-                unknown: a
-                    .run
+        match hyscope_analyzer::run_extent(dir, DEFAULT_MEMORY) {
+            Ok(x) => RunNotes {
+                window: Some(x.window).filter(|w| !w.is_empty()),
+                unknown: x
                     .window
                     .is_empty()
                     .then(|| "no OpenMP or MPI event in the trace".to_string()),
-                join_clipped: (a.run.clipped_join_waits, a.run.clipped_join_wait_s),
+                join_clipped: (x.clipped_join_waits, x.clipped_join_wait_s),
                 exits,
                 kept: Kept::default(),
                 unread_phases: Vec::new(),
@@ -81,7 +82,11 @@ impl RunNotes {
     }
 
     /// A phases part that cannot be read: its rank's phases are left out.
-    pub fn unread_phases(&mut self, part: &hyscope_analyzer::phase_parts::DamagedPart, dir: &Path) {
+    pub fn unread_phases(
+        &mut self,
+        part: &hyscope_analyzer::damaged_parts::DamagedPart,
+        dir: &Path,
+    ) {
         self.unread_phases.push(format!(
             "the phases of rank {r} cannot be read ({}: {}): this export has none of rank {r}'s phases",
             part.file(dir),

@@ -119,6 +119,9 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
                 "ranks",
                 hyscope_analyzer::model::ranks_label(r.ranks, r.children.len()),
             );
+            if let Some(analysed) = r.ranks_analysed_label() {
+                row("ranks analysed", analysed);
+            }
             for c in &r.children {
                 row("child process", c.describe());
             }
@@ -489,6 +492,11 @@ fn memory(ui: &mut egui::Ui, a: &Analysis) {
         m.nodes, m.cores_per_node, m.hcas_per_node
     ));
     ui.label(format!("pattern: {}", m.pattern));
+    if m.network_not_modelled.is_some() {
+        ui.colored_label(ui.visuals().warn_fg_color, report::network_statement(m));
+    } else {
+        ui.label(report::network_statement(m));
+    }
     let (header, rows) = report::rank_table(m, report::RANKS_LISTED);
     table(ui, "memory_ranks", &header, cells(rows));
     if m.per_rank.len() > report::RANKS_LISTED {
@@ -518,7 +526,8 @@ fn memory(ui: &mut egui::Ui, a: &Analysis) {
             }
             ui.label(report::BUFFER_BYTES_PER_CONNECTION)
                 .on_hover_text(report::BUFFER_BYTES_PER_CONNECTION_MEANS);
-            ui.label(units::bytes(m.bytes_per_connection));
+            ui.label(report::modelled_bytes(m.bytes_per_connection))
+                .on_hover_text(report::network_statement(m));
             ui.end_row();
             ui.label("group maps per rank")
                 .on_hover_text("Kamal 2013 §3.1");

@@ -20,6 +20,7 @@ use crate::units;
 use hyscope_format::PhaseRecord;
 
 mod phase_labels;
+mod phase_tip;
 use phase_labels::Bar;
 
 /// (trace, row, segment start) of the hovered segment.
@@ -215,6 +216,8 @@ struct Placed {
     row_y: HashMap<(u32, u32), f32>,
     rank_y: HashMap<u32, f32>,
     hit_rows: Vec<(Rect, usize)>,
+    /// The phase bars without their whole name inside (their tooltips).
+    phase_hits: Vec<phase_tip::Hit>,
 }
 
 impl Placed {
@@ -571,13 +574,20 @@ fn draw_rows(
                 .entry(*r)
                 .or_insert_with(|| data.phases.in_window(*r, abs0, abs1).collect());
             let row = PhaseRow {
+                rank: *r,
                 phases,
                 depth: *depth,
                 window: (abs0, abs1),
                 lane,
             };
             let text = ui.visuals().text_color();
-            rects += draw_phases(painter, &row, &font, text, &mut phase_labels);
+            rects += draw_phases(
+                painter,
+                &row,
+                &font,
+                text,
+                (&mut phase_labels, &mut placed.phase_hits),
+            );
         }
         let row_rect = Rect::from_min_max(
             Pos2::new(geo.body.left(), y + 1.0),
@@ -976,9 +986,17 @@ fn input(
             stack,
         });
     }
-    match hovered_row {
-        Some((row, t)) => hover(ui, &resp, data, (which, row, t), st),
-        None => st.hover = None,
+    // A phase bar's tooltip first: the row above a phase line reaches 2 px into it.
+    let phase_hit = resp
+        .hover_pos()
+        .and_then(|p| phase_tip::at(&placed.phase_hits, p));
+    match (phase_hit, hovered_row) {
+        (Some(hit), _) => {
+            st.hover = None;
+            phase_tip::show(&resp, &data.phases, hit);
+        }
+        (None, Some((row, t))) => hover(ui, &resp, data, (which, row, t), st),
+        (None, None) => st.hover = None,
     }
 }
 
@@ -1047,9 +1065,10 @@ const PHASE_COLORS: [Color32; 6] = [
     Color32::from_rgb(235, 130, 120),
 ];
 
-/// What one phase line shows: a rank's phases in the time `window`, those
+/// What one phase line shows: `rank`'s phases in the time `window`, those
 /// of nesting depth `depth` or of every depth (`None`), drawn in `lane`.
 struct PhaseRow<'a> {
+    rank: u32,
     phases: &'a [&'a PhaseRecord],
     depth: Option<u32>,
     window: (i64, i64),
@@ -1059,13 +1078,14 @@ struct PhaseRow<'a> {
 /// A phase line: each phase as a bar (stacked one band per nesting depth,
 /// the outermost on top, when the line holds every depth), and the names
 /// where `phase_labels::place` finds room, added to `names`: black on their
-/// bar, in the `text` colour beside it. Returns the bars drawn.
+/// bar, in the `text` colour beside it. The bars that do not hold their
+/// whole name are added to `hits` (their tooltips). Returns the bars drawn.
 fn draw_phases(
     painter: &egui::Painter,
     row: &PhaseRow,
     font: &FontId,
     text: Color32,
-    names: &mut Vec<String>,
+    (names, hits): (&mut Vec<String>, &mut Vec<phase_tip::Hit>),
 ) -> usize {
     let (lane, (t0, t1)) = (row.lane, row.window);
     let phases: Vec<&PhaseRecord> = row
@@ -1107,7 +1127,21 @@ fn draw_phases(
             .layout_no_wrap(text.to_string(), font.clone(), Color32::BLACK)
             .size()
     };
-    for l in phase_labels::place(&bars, lane, levels, font, &measure) {
+    let labels = phase_labels::place(&bars, lane, levels, font, &measure);
+    let mut whole_inside = vec![false; bars.len()];
+    for l in &labels {
+        whole_inside[l.bar] |= !l.beside && l.text == bars[l.bar].name;
+    }
+    for (i, b) in bars.iter().enumerate() {
+        if !whole_inside[i] {
+            hits.push(phase_tip::Hit {
+                rect: phase_labels::bar_rect(lane, levels, b),
+                rank: row.rank,
+                phase: phases[i].clone(),
+            });
+        }
+    }
+    for l in labels {
         let bar = &bars[l.bar];
         let color = if l.beside {
             text

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use hyscope_analyzer::model::{CompareItem, CompareRow, CompareSide, CompareUnit, Comparison};
+use hyscope_analyzer::model::{
+    CompareItem, CompareRow, CompareSide, CompareUnit, Comparison, Noise, NoiseVerdict,
+};
 
 use super::table::{Table, section};
 use crate::units;
@@ -30,20 +32,14 @@ pub fn render_comparison(c: &Comparison) -> String {
             let _ = writeln!(out, "  ! {w}");
         }
     }
-    section(&mut out, "Differences (B − A)");
-    let mut t = Table::new(&["item", "metric", "A", "B", "B − A", "B / A"]);
+    section(&mut out, &heading(c));
+    let mut t = Table::new(&COLUMNS);
     for r in c.rows.iter().filter(|r| shown(r)) {
-        t.row(vec![
-            item(&r.section, &r.item),
-            metric(&r.metric).to_string(),
-            value(r.unit, r.a),
-            value(r.unit, r.b),
-            difference(r.unit, r.delta),
-            ratio(r.ratio),
-        ]);
+        t.row(cells(r));
     }
     t.render(&mut out);
-    for line in NOTES {
+    let _ = writeln!(out, "  {}", noise_summary(c));
+    for line in notes(c) {
         let _ = writeln!(out, "  {line}");
     }
     for (name, items) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
@@ -53,6 +49,79 @@ pub fn render_comparison(c: &Comparison) -> String {
         }
     }
     out
+}
+
+/// The differences' columns, as the text, the TUI and the GUI head them.
+pub(crate) const COLUMNS: [&str; 7] = ["item", "metric", "A", "B", "B − A", "B / A", "noise"];
+
+/// A row of the differences as the text and the TUI write it: one cell
+/// per column of [`COLUMNS`].
+pub(crate) fn cells(r: &CompareRow) -> Vec<String> {
+    vec![
+        item(&r.section, &r.item),
+        row_metric(r),
+        value(r.unit, r.a),
+        value(r.unit, r.b),
+        difference(r.unit, r.delta),
+        ratio(r.ratio),
+        noise(&r.noise),
+    ]
+}
+
+/// A row's metric as written: `time/rank` where it compares per rank.
+pub(crate) fn row_metric(r: &CompareRow) -> String {
+    let m = metric(&r.metric);
+    if r.per_rank {
+        format!("{m}/rank")
+    } else {
+        m.to_string()
+    }
+}
+
+/// The title over the differences: what sums over ranks is per rank when
+/// the runs' rank counts differ.
+pub(crate) fn heading(c: &Comparison) -> String {
+    if c.per_rank {
+        format!(
+            "Differences (B − A), per rank where summed over ranks (A / {} ranks, B / {})",
+            c.side_a.ranks, c.side_b.ranks
+        )
+    } else {
+        "Differences (B − A)".into()
+    }
+}
+
+/// Whether a row's difference is beyond the runs' own variability, in its
+/// noise column: `beyond`, `within`, `too few` (a run has under 2 values),
+/// `—` (a count or a ratio: not estimated).
+pub(crate) fn noise(n: &Noise) -> String {
+    match n.verdict {
+        NoiseVerdict::BeyondNoise => "beyond".into(),
+        NoiseVerdict::WithinNoise => "within".into(),
+        NoiseVerdict::TooFewValues => "too few".into(),
+        NoiseVerdict::NotEstimated => "—".into(),
+    }
+}
+
+/// How many differences are beyond noise, under the table.
+pub(crate) fn noise_summary(c: &Comparison) -> String {
+    let n = &c.noise;
+    let estimated = n.beyond_noise + n.within_noise;
+    let mut text = format!(
+        "beyond noise: {} of the {estimated} differences with a noise estimate",
+        n.beyond_noise
+    );
+    if n.too_few_values > 0 {
+        let _ = write!(
+            text,
+            "; {} with too few values to estimate",
+            n.too_few_values
+        );
+    }
+    if n.not_estimated > 0 {
+        let _ = write!(text, "; {} counts or ratios not estimated", n.not_estimated);
+    }
+    text
 }
 
 /// A compared metric as the text and the GUI name it: one word, as the
@@ -75,11 +144,22 @@ pub(crate) fn metric(name: &str) -> &str {
 /// The title over the caveats.
 pub(crate) const NOT_COMPARABLE: &str = "Not comparable as they stand";
 
-/// What the differences' table sums and leaves out, under it.
-pub(crate) const NOTES: [&str; 2] = [
+/// What the differences' table sums, leaves out and calls noise, under it
+/// (as [`notes`] writes them when the rank counts are the same).
+pub(crate) const NOTES: [&str; 3] = [
     "region, loop, MPI call and wait-state times are sums over ranks (and threads); a phase's time is its slowest rank's;",
-    "efficiencies in %, their difference in percentage points (pp); rows where both runs have 0 left out",
+    "efficiencies in %, their difference in percentage points (pp); rows where both runs have 0 left out;",
+    "noise: `beyond` when B − A exceeds what the scatter of each run's calls, instances, messages or repetitions explains (Welch's test, p < 0.001), `within` when not, `too few` when a run has under 2 values",
 ];
+
+/// [`NOTES`] for `c`: its sums per rank when the rank counts differ.
+pub(crate) fn notes(c: &Comparison) -> [&'static str; 3] {
+    let mut n = NOTES;
+    if c.per_rank {
+        n[0] = "region, loop, MPI call and wait-state times are sums over ranks (and threads), here / the run's ranks (`/rank`); a phase's time is its slowest rank's;";
+    }
+    n
+}
 
 /// Whether a row is listed: not where both runs have 0.
 pub(crate) fn shown(r: &CompareRow) -> bool {
@@ -173,6 +253,8 @@ mod tests {
             delta: b - a,
             ratio: Some(b / a),
             unit,
+            per_rank: false,
+            noise: Noise::default(),
         }
     }
 
@@ -211,6 +293,8 @@ mod tests {
                 row("wait", "time_s", CompareUnit::Seconds, 0.10013, 0.30021),
                 row("energy", "joules", CompareUnit::Joules, 40.0, 30.0),
             ],
+            per_rank: false,
+            noise: Default::default(),
             only_in_a: vec![CompareItem {
                 section: "loop".into(),
                 item: "k.c:35".into(),
@@ -268,6 +352,8 @@ mod tests {
             side_b: side("B", vec![lost]),
             caveats: vec!["B is a partial trace".into()],
             rows: vec![row("run", "duration_s", CompareUnit::Seconds, 1.0, 2.0)],
+            per_rank: false,
+            noise: Default::default(),
             only_in_a: vec![],
             only_in_b: vec![],
         };

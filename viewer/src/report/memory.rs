@@ -20,6 +20,9 @@ pub fn footprint(out: &mut String, a: &Analysis) {
         "  job: N = {} node(s), C = {} rank(s) per node, H = {} HCA(s); pattern: {}",
         m.nodes, m.cores_per_node, m.hcas_per_node, m.pattern
     );
+    if let Some(s) = &m.network_not_modelled {
+        let _ = writeln!(out, "  {s}");
+    }
     let (header, rows) = rank_table(m, RANKS_LISTED);
     let mut t = Table::new(&header);
     rows.into_iter().for_each(|r| t.row(r));
@@ -39,13 +42,21 @@ pub fn footprint(out: &mut String, a: &Analysis) {
             p.source
         );
     }
-    let _ = writeln!(
-        out,
-        "    {:<36} {:>12}  ({})",
-        BUFFER_BYTES_PER_CONNECTION,
-        units::bytes(m.bytes_per_connection),
-        BUFFER_BYTES_PER_CONNECTION_MEANS
-    );
+    match m.bytes_per_connection {
+        Some(b) => {
+            let _ = writeln!(
+                out,
+                "    {:<36} {:>12}  ({}; {})",
+                BUFFER_BYTES_PER_CONNECTION,
+                units::bytes(b),
+                m.network_transport,
+                BUFFER_BYTES_PER_CONNECTION_MEANS
+            );
+        }
+        None => {
+            let _ = writeln!(out, "    {}", network_statement(m));
+        }
+    }
     let _ = writeln!(
         out,
         "    communicators: {}, group maps {} per rank (Kamal 2013 §3.1)",
@@ -68,6 +79,10 @@ pub fn footprint(out: &mut String, a: &Analysis) {
 /// The footprint projected to larger jobs, against the memory per core.
 fn projection(out: &mut String, m: &MemoryFootprint) {
     let _ = writeln!(out, "\n  {}", ranks_per_node_assumed(m));
+    // Where it is not modelled, the section's first lines said so.
+    if m.network_not_modelled.is_none() {
+        let _ = writeln!(out, "  {}", network_statement(m));
+    }
     let _ = writeln!(
         out,
         "  projection (memory per core: {}):",
@@ -94,8 +109,36 @@ pub const RANKS_LISTED: usize = 64;
 pub const BUFFER_BYTES_PER_CONNECTION: &str = "network buffer bytes per connection";
 
 /// What they are made of and which connections have them, in every view.
-pub const BUFFER_BYTES_PER_CONNECTION_MEANS: &str =
-    "eager RDMA slots + per-peer receive queue; a peer on the same node uses shared memory instead";
+pub const BUFFER_BYTES_PER_CONNECTION_MEANS: &str = "the transport's buffers per connection to another node (openib: eager RDMA slots + per-peer receive queue); a peer on the same node uses shared memory instead";
+
+/// What a figure the network model does not give reads in every view.
+pub const NOT_MODELLED: &str = "not modelled";
+
+/// A byte figure of the model, or [`NOT_MODELLED`].
+pub fn modelled_bytes(v: Option<f64>) -> String {
+    v.map_or(NOT_MODELLED.into(), units::bytes)
+}
+
+/// The network model's statement, as every view writes it: the transport
+/// and its buffers per connection, or `network buffers: not modelled for …`.
+pub fn network_statement(m: &MemoryFootprint) -> String {
+    match (&m.network_not_modelled, m.bytes_per_connection) {
+        (Some(s), _) => format!(
+            "{s} (the figures that depend on it are left out, never another library's defaults)"
+        ),
+        (None, Some(b)) => format!(
+            "network: {}, {} buffers per connection to another node{}",
+            m.network_transport,
+            units::bytes(b),
+            if m.network_queue_pairs {
+                ""
+            } else {
+                "; no queue pairs (the QP counts per node are InfiniBand's, Didelot 2014 Table 3.4, for comparison)"
+            }
+        ),
+        (None, None) => format!("network buffers: not modelled for {}", m.network_transport),
+    }
+}
 
 /// The projection's assumption on ranks per node, as every view states it.
 pub fn ranks_per_node_assumed(m: &MemoryFootprint) -> String {
@@ -126,7 +169,7 @@ pub fn rank_table(m: &MemoryFootprint, listed: usize) -> (Vec<&'static str>, Vec
                 opt(p.rss_peak),
                 opt(p.shm_mapped),
                 units::bytes(p.shm_buffer_bytes),
-                units::bytes(p.network_buffer_bytes),
+                modelled_bytes(p.network_buffer_bytes),
             ]
         })
         .collect();
@@ -183,10 +226,10 @@ pub fn projection_table(m: &MemoryFootprint) -> (Vec<&'static str>, Vec<Vec<Stri
                 count(p.qp_xrc_per_node),
                 count(p.qp_ud_per_node),
                 units::bytes(p.shm_bytes_per_rank),
-                units::bytes(p.network_buffer_bytes_per_rank),
-                units::bytes(p.qp_bytes_per_rank),
+                modelled_bytes(p.network_buffer_bytes_per_rank),
+                modelled_bytes(p.qp_bytes_per_rank),
                 units::bytes(p.group_bytes_per_rank),
-                units::bytes(p.total_bytes_per_rank),
+                modelled_bytes(p.total_bytes_per_rank),
             ]
         })
         .collect();

@@ -44,6 +44,9 @@ pub fn facts(out: &mut String, a: &Analysis) {
             r.hosts.join(", ")
         ),
     );
+    if let Some(analysed) = r.ranks_analysed_label() {
+        kv("ranks analysed", analysed);
+    }
     for c in &r.children {
         kv("child process", c.describe());
     }

@@ -15,9 +15,12 @@ pub enum Tab {
     Mpi,
     Memory,
     Energy,
+    /// Only with a second trace (`hyscope tui A B`): the comparison.
+    Differences,
 }
 
 impl Tab {
+    /// The tabs of one trace.
     pub const ALL: [Tab; 7] = [
         Tab::Summary,
         Tab::Timeline,
@@ -26,6 +29,18 @@ impl Tab {
         Tab::Mpi,
         Tab::Memory,
         Tab::Energy,
+    ];
+
+    /// The tabs of two traces compared: [`Tab::ALL`] and the differences.
+    pub const COMPARED: [Tab; 8] = [
+        Tab::Summary,
+        Tab::Timeline,
+        Tab::OpenMp,
+        Tab::Loops,
+        Tab::Mpi,
+        Tab::Memory,
+        Tab::Energy,
+        Tab::Differences,
     ];
 
     pub fn title(self) -> &'static str {
@@ -37,13 +52,18 @@ impl Tab {
             Tab::Mpi => "MPI",
             Tab::Memory => "Memory",
             Tab::Energy => "Energy",
+            Tab::Differences => "Differences",
         }
     }
 
     pub fn index(self) -> usize {
-        Tab::ALL.iter().position(|&t| t == self).unwrap_or(0)
+        Tab::COMPARED.iter().position(|&t| t == self).unwrap_or(0)
     }
 }
+
+/// The MPI tab's view of the wait states (its table per call site has no
+/// selection: the scrolling keys scroll it).
+pub const MPI_WAITS_VIEW: usize = 3;
 
 /// Selection and sorting of one table-like tab.
 #[derive(Debug, Clone, Default)]
@@ -61,6 +81,10 @@ pub struct TableNav {
     /// a table, the summary's findings scrolled to their end); `None` before
     /// the tab is drawn.
     pub last: Option<usize>,
+    /// The tab's table without a selection (threads of a region, wait
+    /// states per call site, energy domains, differences), scrolled by
+    /// the keys that move a selection elsewhere.
+    pub scroll: Scroll,
 }
 
 impl TableNav {
@@ -73,9 +97,10 @@ impl TableNav {
     }
 }
 
-/// How far the help is scrolled, and what the last frame had room for.
+/// How far a list without a selection (the help, a table of values) is
+/// scrolled, and what the last frame had room for.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HelpScroll {
+pub struct Scroll {
     /// The first line shown.
     pub first: usize,
     /// The first line that puts the help's end at the bottom of its box (0:
@@ -85,15 +110,15 @@ pub struct HelpScroll {
     pub room: usize,
 }
 
-impl HelpScroll {
+impl Scroll {
     /// Scroll by `by` lines (negative: up), no further than either end.
     fn by(&mut self, by: isize) {
         self.first = self.first.saturating_add_signed(by).min(self.last);
     }
 
-    /// Scroll for `key` if it is a scrolling key and the help does not fit;
+    /// Scroll for `key` if it is a scrolling key and the list does not fit;
     /// false for any other key.
-    fn on_key(&mut self, key: KeyCode) -> bool {
+    pub fn on_key(&mut self, key: KeyCode) -> bool {
         if self.last == 0 {
             return false;
         }
@@ -114,12 +139,12 @@ impl HelpScroll {
 pub struct App {
     pub tab: Tab,
     pub help: bool,
-    pub help_scroll: HelpScroll,
+    pub help_scroll: Scroll,
     pub filter: String,
     pub filter_editing: bool,
     pub quit: bool,
     pub data: Data,
-    pub nav: [TableNav; 7],
+    pub nav: [TableNav; 8],
     pub timeline: TimelineState,
     /// Size of the last drawn frame's timeline area, for mouse mapping.
     pub last_timeline_area: ratatui::layout::Rect,
@@ -131,7 +156,7 @@ impl App {
         App {
             tab: Tab::Summary,
             help: false,
-            help_scroll: HelpScroll::default(),
+            help_scroll: Scroll::default(),
             filter: String::new(),
             filter_editing: false,
             quit: false,
@@ -140,6 +165,28 @@ impl App {
             timeline,
             last_timeline_area: Default::default(),
         }
+    }
+
+    /// The tabs shown: with a second trace, the differences too.
+    pub fn tabs(&self) -> &'static [Tab] {
+        if self.data.other.is_some() {
+            &Tab::COMPARED
+        } else {
+            &Tab::ALL
+        }
+    }
+
+    /// The table without a selection that the scrolling keys move in the
+    /// current tab and view, if it has one.
+    fn plain_table(&mut self) -> Option<&mut Scroll> {
+        let nav = &mut self.nav[self.tab.index()];
+        let plain = match self.tab {
+            Tab::Energy | Tab::Differences => true,
+            Tab::OpenMp => nav.detail,
+            Tab::Mpi => nav.view == MPI_WAITS_VIEW,
+            _ => false,
+        };
+        plain.then_some(&mut nav.scroll)
     }
 
     pub fn nav(&self) -> &TableNav {
@@ -194,7 +241,7 @@ impl App {
             KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('?') | KeyCode::F(1) => {
                 self.help = true;
-                self.help_scroll = HelpScroll::default();
+                self.help_scroll = Scroll::default();
             }
             KeyCode::Char('/') => {
                 self.filter_editing = true;
@@ -214,7 +261,11 @@ impl App {
             }
             KeyCode::Tab => self.switch(1),
             KeyCode::BackTab => self.switch(-1),
-            KeyCode::Char(c @ '1'..='7') => self.tab = Tab::ALL[c as usize - '1' as usize],
+            KeyCode::Char(c @ '1'..='9') => {
+                if let Some(&t) = self.tabs().get(c as usize - '1' as usize) {
+                    self.tab = t;
+                }
+            }
             KeyCode::Char('p') => self.cycle_phase(1),
             KeyCode::Char('P') => self.cycle_phase(-1),
             KeyCode::Char('f') if self.tab == Tab::Timeline => {
@@ -223,6 +274,22 @@ impl App {
                 }
             }
             _ if self.tab == Tab::Timeline => self.timeline.on_key(key, &self.data, &self.filter),
+            // A table without a selection scrolls (no further than its end)
+            // where the others move their selection.
+            KeyCode::Up
+            | KeyCode::Char('k')
+            | KeyCode::Down
+            | KeyCode::Char('j')
+            | KeyCode::PageUp
+            | KeyCode::PageDown
+            | KeyCode::Home
+            | KeyCode::End
+                if self.plain_table().is_some() =>
+            {
+                if let Some(s) = self.plain_table() {
+                    s.on_key(key.code);
+                }
+            }
             KeyCode::Up | KeyCode::Char('k') => {
                 let n = self.nav_mut();
                 n.selected = n.selected.saturating_sub(1);
@@ -240,6 +307,7 @@ impl App {
             KeyCode::Enter if self.tab == Tab::OpenMp => {
                 let n = self.nav_mut();
                 n.detail = !n.detail;
+                n.scroll = Scroll::default();
             }
             KeyCode::Char('s') => {
                 let n = self.nav_mut();
@@ -266,6 +334,14 @@ impl App {
             self.timeline.on_mouse(m, area, &self.data);
             return;
         }
+        if let Some(s) = self.plain_table() {
+            match m.kind {
+                MouseEventKind::ScrollDown => s.on_key(KeyCode::Down),
+                MouseEventKind::ScrollUp => s.on_key(KeyCode::Up),
+                _ => false,
+            };
+            return;
+        }
         match m.kind {
             MouseEventKind::ScrollDown => self.nav_mut().down(1),
             MouseEventKind::ScrollUp => {
@@ -284,15 +360,17 @@ impl App {
     }
 
     fn switch(&mut self, by: isize) {
-        let n = Tab::ALL.len() as isize;
+        let tabs = self.tabs();
+        let n = tabs.len() as isize;
         let i = (self.tab.index() as isize + by).rem_euclid(n);
-        self.tab = Tab::ALL[i as usize];
+        self.tab = tabs[i as usize];
     }
 
     fn reset_selection(&mut self) {
         for n in &mut self.nav {
             n.selected = 0;
             n.last = None;
+            n.scroll = Scroll::default();
         }
         self.timeline.row_scroll = 0;
     }
@@ -304,30 +382,33 @@ pub fn matches_filter(filter: &str, text: &str) -> bool {
     filter.is_empty() || text.to_lowercase().contains(&filter.to_lowercase())
 }
 
-/// The keys of the footer, per tab (the help overlay lists them all).
-pub fn footer_keys(tab: Tab) -> &'static str {
-    match tab {
+/// The keys of the footer, per tab, with `tabs` tabs (the help overlay
+/// lists them all).
+pub fn footer_keys(tab: Tab, tabs: usize) -> String {
+    let keys = match tab {
         Tab::Timeline => {
-            "←→ cursor H/L pan +/- zoom 0 all ↑↓ row ⏎ threads v range / filter ? help q quit"
+            return "←→ cursor H/L pan +/- zoom 0 all ↑↓ row ⏎ threads v range / filter ? help q quit"
+                .into();
         }
-        Tab::Mpi => "Tab/1-7 tabs  ←→ view  ↑↓ select  s sort  S order  / filter  ? help  q quit",
-        Tab::Memory => "Tab/1-7 tabs  ←→ view  ↑↓ select  p phase  / filter  ? help  q quit",
-        Tab::Summary | Tab::Energy => "Tab/1-7 tabs  ↑↓ scroll  p phase  / filter  ? help  q quit",
-        Tab::OpenMp => {
-            "Tab/1-7 tabs  ↑↓ select  s sort  S order  ⏎ threads  p phase  / filter  ? help  q quit"
+        Tab::Mpi => "←→ view  ↑↓ select  s sort  S order  / filter  ? help  q quit",
+        Tab::Memory => "←→ view  ↑↓ select  p phase  / filter  ? help  q quit",
+        Tab::Summary | Tab::Energy | Tab::Differences => {
+            "↑↓ scroll  p phase  / filter  ? help  q quit"
         }
-        Tab::Loops => "Tab/1-7 tabs  ↑↓ select  s sort  S order  p phase  / filter  ? help  q quit",
-    }
+        Tab::OpenMp => "↑↓ select  s sort  S order  ⏎ threads  p phase  / filter  ? help  q quit",
+        Tab::Loops => "↑↓ select  s sort  S order  p phase  / filter  ? help  q quit",
+    };
+    format!("Tab/1-{tabs} tabs  {keys}")
 }
 
 pub const HELP: &[(&str, &str)] = &[
     (
-        "Tab / Shift-Tab, 1-7",
-        "next / previous tab, or go to tab N",
+        "Tab / Shift-Tab, 1-8",
+        "next / previous tab, or tab N (8: Differences, tui A B)",
     ),
     (
         "↑ ↓  j k  PgUp PgDn",
-        "move the selection (rows, loops, regions)",
+        "move the selection, or scroll a table without one",
     ),
     ("s / S", "sort by the next column / reverse the order"),
     (

@@ -14,6 +14,64 @@ use crate::samples::{self, Series};
 use hyscope_analyzer::timeline::{Overview, RankCells, TimelineIndex};
 
 pub use hyscope_analyzer::Analysis;
+use hyscope_analyzer::model::Comparison;
+
+/// The second trace of `hyscope tui A B` (B): its analysis only, restricted
+/// to the phase the first one is (as `report --phase P A B`), and its
+/// comparison with the first ([`hyscope_analyzer::compare()`]), computed
+/// once both analyses are there.
+pub struct Other {
+    pub dir: PathBuf,
+    pub analysis: Loading<Box<Analysis>>,
+    /// B's phase names: a phase B does not have is said so, not analysed.
+    pub phase_names: Vec<String>,
+    /// The phase A is restricted to that B does not have: no comparison.
+    pub missing_phase: Option<String>,
+    comparison: Option<Comparison>,
+}
+
+impl Other {
+    fn open(dir: &Path, blocking: bool) -> anyhow::Result<Other> {
+        let trace = Trace::open(dir)?;
+        let d = dir.to_path_buf();
+        Ok(Other {
+            dir: d.clone(),
+            analysis: if blocking {
+                Loading::from_result(load_analysis(dir, None))
+            } else {
+                Loading::spawn(move || load_analysis(&d, None))
+            },
+            phase_names: hyscope_analyzer::phases::phase_names(&trace),
+            missing_phase: None,
+            comparison: None,
+        })
+    }
+
+    /// Analyse B again restricted to `phase` (None: the whole run), unless
+    /// B has no phase of that name.
+    fn set_phase(&mut self, phase: Option<&str>) {
+        self.comparison = None;
+        self.missing_phase = phase
+            .filter(|p| !self.phase_names.iter().any(|x| x == p))
+            .map(str::to_string);
+        if self.missing_phase.is_some() {
+            return;
+        }
+        let dir = self.dir.clone();
+        let p = phase.map(str::to_string);
+        self.analysis = Loading::spawn(move || load_analysis(&dir, p.as_deref()));
+    }
+
+    /// The comparison of `a` (A's analysis) with B's, once both are there.
+    fn compare(&mut self, a: Option<&Analysis>) {
+        if self.missing_phase.is_some() {
+            return;
+        }
+        if let (None, Some(a), Some(b)) = (&self.comparison, a, self.analysis.ready()) {
+            self.comparison = Some(hyscope_analyzer::compare(a, b));
+        }
+    }
+}
 
 pub struct Data {
     pub dir: PathBuf,
@@ -33,6 +91,8 @@ pub struct Data {
     /// The run's window, from the first analysis loaded (kept while a phase
     /// is analysed again: the whole run's window does not change).
     window: Option<RunWindow>,
+    /// The trace compared with this one (`hyscope tui A B`), if any.
+    pub other: Option<Other>,
 }
 
 impl Data {
@@ -58,8 +118,48 @@ impl Data {
             phase: None,
             phase_names,
             window: None,
+            other: None,
         }
         .with_window())
+    }
+
+    /// Compare this trace (A) with the one in `dir` (B): B's analysis is
+    /// started on its own thread (`blocking`: computed before returning,
+    /// for the render tests); the Differences tab shows the comparison.
+    pub fn compare_with(&mut self, dir: &Path, blocking: bool) -> anyhow::Result<()> {
+        let mut other = Other::open(dir, blocking)?;
+        if self.phase.is_some() {
+            other.set_phase(self.phase.as_deref());
+        }
+        other.compare(self.analysis());
+        self.other = Some(other);
+        Ok(())
+    }
+
+    /// The comparison of the two traces, once both are analysed.
+    pub fn comparison(&self) -> Option<&Comparison> {
+        self.other.as_ref()?.comparison.as_ref()
+    }
+
+    /// Why there is no comparison (yet): B still analysed, its analysis
+    /// failed, B without the phase A is restricted to, or A's analysis
+    /// not there.
+    pub fn comparison_status(&self) -> String {
+        let Some(o) = &self.other else {
+            return "no second trace: `hyscope tui A B` compares A with B".into();
+        };
+        if let Some(p) = &o.missing_phase {
+            return format!(
+                "{} has no phase \"{p}\": p / P for another phase or the whole run",
+                o.dir.display()
+            );
+        }
+        match &o.analysis {
+            Loading::Pending(_) => format!("analysing {}…", o.dir.display()),
+            Loading::Failed(e) => format!("analysis of {} failed: {e}", o.dir.display()),
+            Loading::Ready(_) if self.analysis().is_none() => self.analysis_status(),
+            Loading::Ready(_) => String::new(),
+        }
     }
 
     /// Open the trace and load everything before returning (render tests).
@@ -80,6 +180,7 @@ impl Data {
             phase: None,
             phase_names,
             window: None,
+            other: None,
         }
         .with_window())
     }
@@ -90,6 +191,9 @@ impl Data {
         let dir = self.dir.clone();
         let p = phase.clone();
         self.analysis = Loading::spawn(move || load_analysis(&dir, p.as_deref()));
+        if let Some(o) = &mut self.other {
+            o.set_phase(phase.as_deref());
+        }
         self.phase = phase;
     }
 
@@ -120,8 +224,13 @@ impl Data {
             self.overview.poll(),
             self.timeline.poll(),
             self.series.poll(),
+            self.other.as_mut().is_some_and(|o| o.analysis.poll()),
         ];
         self.window = self.window.or_else(|| self.analysed_window());
+        let a = self.analysis.ready().map(|a| a.as_ref());
+        if let Some(o) = &mut self.other {
+            o.compare(a);
+        }
         changed.contains(&true)
     }
 

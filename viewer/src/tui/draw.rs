@@ -7,8 +7,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Tabs};
 
-use super::app::{App, HELP, HelpScroll, Tab, footer_keys};
-use super::{energy, fmt, loops, memory, mpi, openmp, scroll, summary, timeline};
+use super::app::{App, HELP, Scroll, Tab, footer_keys};
+use super::{differences, energy, fmt, loops, memory, mpi, openmp, scroll, summary, timeline};
 
 pub fn draw(f: &mut Frame, app: &mut App) {
     let [tabs, body, footer] = Layout::vertical([
@@ -18,7 +18,8 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     ])
     .areas(f.area());
 
-    let titles: Vec<Line> = Tab::ALL
+    let titles: Vec<Line> = app
+        .tabs()
         .iter()
         .enumerate()
         .map(|(i, t)| Line::from(format!("{} {}", i + 1, t.title())))
@@ -43,6 +44,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         Tab::Mpi => mpi::draw(f, body, app),
         Tab::Memory => memory::draw(f, body, app),
         Tab::Energy => energy::draw(f, body, app),
+        Tab::Differences => differences::draw(f, body, app),
     }
 
     let foot = if app.filter_editing {
@@ -69,7 +71,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
             ));
         }
         spans.push(Span::styled(
-            footer_keys(app.tab),
+            footer_keys(app.tab, app.tabs().len()),
             Style::default().fg(Color::Gray),
         ));
         Line::from(spans)
@@ -120,7 +122,7 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
 /// The keys, in a box as wide as its longest line allows (up to the
 /// terminal's width) and as tall as its lines (up to the terminal's height):
 /// a help taller than that scrolls, its title and markers say with which keys.
-fn help(f: &mut Frame, area: Rect, pos: &mut HelpScroll) {
+fn help(f: &mut Frame, area: Rect, pos: &mut Scroll) {
     // The borders, the key column and the space after it.
     let longest = HELP
         .iter()
@@ -132,7 +134,7 @@ fn help(f: &mut Frame, area: Rect, pos: &mut HelpScroll) {
     let h = (lines.len() + 2).min(area.height as usize) as u16;
     let room = h.saturating_sub(2) as usize;
     let window = scroll::Window::from(lines.len(), room, pos.first);
-    *pos = HelpScroll {
+    *pos = Scroll {
         first: window.first,
         last: lines.len().saturating_sub(room),
         room,

@@ -7,7 +7,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::app::App;
+use super::app::{App, Tab};
 use super::fmt;
 use super::widgets;
 use crate::units;
@@ -101,7 +101,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             ]
         })
         .collect();
-    widgets::fit_table(
+    widgets::scroll_table(
         f,
         domains,
         "domains".into(),
@@ -114,6 +114,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             ascending: false,
         },
         rows,
-        None,
+        &mut app.nav[Tab::Energy.index()].scroll,
     );
 }

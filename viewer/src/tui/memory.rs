@@ -94,7 +94,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 opt_bytes(r.mpi_init_delta),
                 opt_bytes(r.rss_peak),
                 units::bytes(r.shm_buffer_bytes),
-                units::bytes(r.network_buffer_bytes),
+                crate::report::memory::modelled_bytes(r.network_buffer_bytes),
                 r.communicators.to_string(),
             ]
         })
@@ -151,7 +151,7 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
     let max = m
         .projections
         .iter()
-        .map(|p| p.total_bytes_per_rank)
+        .filter_map(|p| p.total_bytes_per_rank)
         .fold(0.0_f64, f64::max)
         .max(1.0);
     let labels: Vec<String> = m
@@ -162,7 +162,7 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
     let totals: Vec<String> = m
         .projections
         .iter()
-        .map(|p| units::bytes(p.total_bytes_per_rank))
+        .map(|p| crate::report::memory::modelled_bytes(p.total_bytes_per_rank))
         .collect();
     let width = |v: &[String]| v.iter().map(|s| s.chars().count()).max().unwrap_or(0);
     let (lw, tw) = (width(&labels), width(&totals));
@@ -171,7 +171,10 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
     let mut lines = Vec::new();
     for ((p, label), total) in m.projections.iter().zip(&labels).zip(&totals) {
         let over = p.exceeds_memory_per_core == Some(true);
-        let frac = (1.0 + p.total_bytes_per_rank).ln() / (1.0 + max).ln();
+        // No bar where the total is not modelled.
+        let frac = p
+            .total_bytes_per_rank
+            .map_or(0.0, |t| (1.0 + t).ln() / (1.0 + max).ln());
         lines.push(Line::from(vec![
             Span::raw(format!("{label:>lw$} rk ")),
             Span::styled(
@@ -191,8 +194,8 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
         lines.push(Line::from(format!(
             "  shm {}  net {}  QPs {}  groups {}",
             units::bytes(p.shm_bytes_per_rank),
-            units::bytes(p.network_buffer_bytes_per_rank),
-            units::bytes(p.qp_bytes_per_rank),
+            crate::report::memory::modelled_bytes(p.network_buffer_bytes_per_rank),
+            crate::report::memory::modelled_bytes(p.qp_bytes_per_rank),
             units::bytes(p.group_bytes_per_rank)
         )));
     }
@@ -208,9 +211,16 @@ fn projection(f: &mut Frame, area: Rect, m: &MemoryFootprint) {
     let mut text = vec![
         (crate::report::memory::ranks_per_node_assumed(m), plain),
         (
+            crate::report::memory::network_statement(m),
+            if m.network_not_modelled.is_some() {
+                Style::default().fg(Color::Yellow)
+            } else {
+                plain
+            },
+        ),
+        (
             format!(
-                "network buffers per connection {}  shm per process {}  groups {}",
-                units::bytes(m.bytes_per_connection),
+                "shm per process {}  groups {}",
                 units::bytes(m.shm_bytes_per_process),
                 units::bytes(m.group_map_bytes_per_rank)
             ),

@@ -8,7 +8,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 
-use super::app::{App, Tab, TableNav, matches_filter};
+use super::app::{App, MPI_WAITS_VIEW, Scroll, Tab, TableNav, matches_filter};
 use super::fmt;
 use super::widgets;
 use crate::units;
@@ -32,9 +32,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     app.nav[Tab::Mpi.index()].view = view;
     let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(3)]).areas(area);
     widgets::view_bar(f, head, &VIEWS, view);
-    if view == 3 {
+    if view == MPI_WAITS_VIEW {
         if let Some(w) = widgets::observed(f, body, "Wait states", &a.wait_states) {
-            waits(f, body, w, app);
+            let (filter, nav) = (&app.filter, &mut app.nav[Tab::Mpi.index()]);
+            waits(f, body, w, filter, &mut nav.scroll);
         }
         return;
     }
@@ -248,7 +249,7 @@ fn matrix(f: &mut Frame, area: Rect, p: &MpiProfile) {
     widgets::lines(f, area, "communication matrix", lines);
 }
 
-fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
+fn waits(f: &mut Frame, area: Rect, w: &WaitStates, filter: &str, scroll: &mut Scroll) {
     let [top, bottom] = Layout::vertical([Constraint::Length(9), Constraint::Min(3)]).areas(area);
     let max = w
         .by_kind
@@ -281,7 +282,7 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
     let rows = w
         .per_callsite
         .iter()
-        .filter(|e| app.matches(e.call.as_deref().unwrap_or("")))
+        .filter(|e| matches_filter(filter, e.call.as_deref().unwrap_or("")))
         .map(|e| {
             vec![
                 e.kind.name().to_string(),
@@ -292,7 +293,7 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
             ]
         })
         .collect();
-    widgets::fit_table(
+    widgets::scroll_table(
         f,
         bottom,
         "per call site".into(),
@@ -305,6 +306,6 @@ fn waits(f: &mut Frame, area: Rect, w: &WaitStates, app: &App) {
             ascending: false,
         },
         rows,
-        None,
+        scroll,
     );
 }

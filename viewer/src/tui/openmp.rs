@@ -7,7 +7,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 
-use super::app::App;
+use super::app::{App, Scroll, Tab};
 use super::fmt;
 use super::widgets::{self, loc};
 use crate::units;
@@ -48,7 +48,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         .iter()
         .filter(|r| app.matches(&loc(&r.location)))
         .collect();
-    let nav = &mut app.nav[super::app::Tab::OpenMp.index()];
+    let nav = &mut app.nav[Tab::OpenMp.index()];
     let keys: Vec<fn(&RegionStats) -> f64> = KEYS.iter().map(|k| k.1).collect();
     widgets::sort_by(&mut items, nav, &keys);
     let sorted_col = KEYS[nav.sort % KEYS.len()].0;
@@ -102,13 +102,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
         Some(selected),
     );
     if let (Some(d), Some(r)) = (detail_area, items.get(selected)) {
-        threads(f, d, r);
+        threads(f, d, r, &mut nav.scroll);
     }
     overhead(f, bottom, app);
 }
 
-/// The threads of one region.
-fn threads(f: &mut Frame, area: Rect, r: &RegionStats) {
+/// The threads of one region (the scrolling keys scroll them).
+fn threads(f: &mut Frame, area: Rect, r: &RegionStats, scroll: &mut Scroll) {
     let rows = r
         .per_thread
         .iter()
@@ -125,7 +125,7 @@ fn threads(f: &mut Frame, area: Rect, r: &RegionStats) {
             ]
         })
         .collect();
-    widgets::fit_table(
+    widgets::scroll_table(
         f,
         area,
         format!("threads of {}  (Esc: back)", loc(&r.location)),
@@ -140,7 +140,7 @@ fn threads(f: &mut Frame, area: Rect, r: &RegionStats) {
             ascending: false,
         },
         rows,
-        None,
+        scroll,
     );
 }
 

@@ -21,10 +21,10 @@ pub struct Window {
 impl Window {
     /// From `first`, as far as it can scroll: the last item at the bottom at
     /// most (a list that fits is never scrolled; without room, nothing is
-    /// shown and everything is below).
+    /// shown: the items before `first` are above, the others below).
     pub fn from(total: usize, room: usize, first: usize) -> Window {
         let first = if room == 0 {
-            0
+            first.min(total)
         } else {
             first.min(total.saturating_sub(room))
         };
@@ -40,7 +40,13 @@ impl Window {
     /// the first screen).
     pub fn showing(total: usize, room: usize, selected: usize) -> Window {
         let selected = selected.min(total.saturating_sub(1));
-        Window::from(total, room, (selected + 1).saturating_sub(room))
+        // Without room, as from the top: everything below.
+        let first = if room == 0 {
+            0
+        } else {
+            (selected + 1).saturating_sub(room)
+        };
+        Window::from(total, room, first)
     }
 
     /// Items left out above the window.
@@ -142,8 +148,11 @@ mod tests {
         let w = Window::from(3, 4, 2);
         assert_eq!((w.first, w.shown, w.above(), w.below()), (0, 3, 0, 0));
         assert_eq!(Window::showing(0, 4, 0), Window::default());
-        // No room: everything is left out below.
+        // No room: everything is left out below, or above what is
+        // scrolled past.
         assert_eq!(Window::showing(5, 0, 0).below(), 5);
+        let w = Window::from(5, 0, 5);
+        assert_eq!((w.above(), w.below()), (5, 0));
     }
 
     #[test]

@@ -204,6 +204,14 @@ fn run_facts(app: &App, width: usize) -> Vec<Line<'static>> {
             },
         )),
     ];
+    // Ranks a damaged part left out of the analysis, as the report says it.
+    if let Some(analysed) = app
+        .data
+        .analysis()
+        .and_then(|a| a.run.ranks_analysed_label())
+    {
+        lines.insert(2, Line::from(fact("analysed  ", &analysed)));
+    }
     // The collector's own work at the end of MPI_Init, as the report says it.
     let init_ns = m.collector_init_ns();
     if init_ns > 0 {

@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, TableState};
 
-use super::app::{App, TableNav};
+use super::app::{App, Scroll, TableNav};
 use super::{fmt, scroll};
 
 /// A sort key of a table: the column it marks and the value rows are ordered by.
@@ -20,17 +20,47 @@ pub fn block(title: impl Into<String>) -> Block<'static> {
 /// `lines` in a box titled `title`, from the top: when they do not all fit,
 /// its bottom border says how many are left out.
 pub fn lines(f: &mut Frame, area: Rect, title: impl Into<String>, lines: Vec<Line<'static>>) {
+    lines_from(f, area, &title.into(), lines, 0, None);
+}
+
+/// `lines` in a box titled `title` from line `first` (no further than the
+/// last line at the bottom), its border marking what is left out, with the
+/// keys that scroll it when given.
+fn lines_from(
+    f: &mut Frame,
+    area: Rect,
+    title: &str,
+    lines: Vec<Line<'static>>,
+    first: usize,
+    keys: Option<scroll::Keys>,
+) {
     let room = area.height.saturating_sub(2) as usize;
-    let w = scroll::Window::from(lines.len(), room, 0);
+    let w = scroll::Window::from(lines.len(), room, first);
     f.render_widget(
-        Paragraph::new(lines).block(scroll::marked(
-            &title.into(),
-            area.width,
-            &w,
-            scroll::Noun::Lines,
-        )),
+        Paragraph::new(lines)
+            .scroll((w.first as u16, 0))
+            .block(scroll::titled(
+                title,
+                area.width,
+                &w,
+                scroll::Noun::Lines,
+                keys,
+            )),
         area,
     );
+}
+
+/// Paragraphs of running text (a line break starts a new one), each in its
+/// style, wrapped at spaces to `width` columns: the lines [`text`] draws.
+pub fn wrap_text(paragraphs: &[(String, Style)], width: usize) -> Vec<Line<'static>> {
+    paragraphs
+        .iter()
+        .flat_map(|(t, style)| {
+            t.split('\n')
+                .flat_map(|p| fmt::wrap(p, width))
+                .map(move |l| Line::styled(l, *style))
+        })
+        .collect()
 }
 
 /// Paragraphs of running text (a line break starts a new one), each in its
@@ -38,15 +68,21 @@ pub fn lines(f: &mut Frame, area: Rect, title: impl Into<String>, lines: Vec<Lin
 /// is cut is marked).
 pub fn text(f: &mut Frame, area: Rect, title: impl Into<String>, paragraphs: &[(String, Style)]) {
     let width = area.width.saturating_sub(2) as usize;
-    let wrapped = paragraphs
-        .iter()
-        .flat_map(|(t, style)| {
-            t.split('\n')
-                .flat_map(|p| fmt::wrap(p, width))
-                .map(move |l| Line::styled(l, *style))
-        })
-        .collect();
-    lines(f, area, title, wrapped);
+    lines(f, area, title, wrap_text(paragraphs, width));
+}
+
+/// [`text`] from its line `first`, scrolled by the keys that scroll a
+/// table without a selection (its markers name them).
+pub fn text_from(
+    f: &mut Frame,
+    area: Rect,
+    title: &str,
+    paragraphs: &[(String, Style)],
+    first: usize,
+) {
+    let width = area.width.saturating_sub(2) as usize;
+    let lines = wrap_text(paragraphs, width);
+    lines_from(f, area, title, lines, first, Some(SCROLL_KEYS));
 }
 
 /// Draw `not observable: why` in place of a section the trace cannot support.
@@ -183,6 +219,62 @@ pub fn fit_table(
     rows: Vec<Vec<String>>,
     selected: Option<usize>,
 ) {
+    // Borders and the header.
+    let room = area.height.saturating_sub(3) as usize;
+    let n = rows.len();
+    let w = match selected {
+        Some(s) => scroll::Window::showing(n, room, s),
+        None => scroll::Window::from(n, room, 0),
+    };
+    let block = scroll::marked(&title, area.width, &w, scroll::Noun::Rows);
+    let selected = selected.filter(|_| n > 0).map(|s| s.min(n - 1));
+    draw_table(f, area, block, fit, rows, w.first, selected);
+}
+
+/// The keys that scroll a table without a selection, as its markers name
+/// them.
+const SCROLL_KEYS: scroll::Keys = ("↑ PgUp", "↓ PgDn");
+
+/// A table laid out as [`fit_table`] with no row selected, scrolled from
+/// `pos.first` (the keys that move a selection elsewhere scroll it: its
+/// markers name them), no further than its last row at the bottom; `pos`
+/// keeps what this frame had room for.
+pub fn scroll_table(
+    f: &mut Frame,
+    area: Rect,
+    title: String,
+    fit: &Fit,
+    rows: Vec<Vec<String>>,
+    pos: &mut Scroll,
+) {
+    let room = area.height.saturating_sub(3) as usize;
+    let w = scroll::Window::from(rows.len(), room, pos.first);
+    *pos = Scroll {
+        first: w.first,
+        last: rows.len().saturating_sub(room),
+        room,
+    };
+    let block = scroll::titled(
+        &title,
+        area.width,
+        &w,
+        scroll::Noun::Rows,
+        Some(SCROLL_KEYS),
+    );
+    draw_table(f, area, block, fit, rows, w.first, None);
+}
+
+/// The table of [`fit_table`] and [`scroll_table`] in `block`, from row
+/// `first`, `selected` highlighted.
+fn draw_table(
+    f: &mut Frame,
+    area: Rect,
+    block: Block<'static>,
+    fit: &Fit,
+    rows: Vec<Vec<String>>,
+    first: usize,
+    selected: Option<usize>,
+) {
     let widths = fit.widths(area.width, &rows);
     let keep = |cells: Vec<String>| -> Vec<String> {
         cells
@@ -201,7 +293,9 @@ pub fn fit_table(
         .flatten()
         .map(|&w| Constraint::Length(w as u16))
         .collect();
-    let (block, mut state) = scrolled(area, title, rows.len(), selected);
+    let mut state = TableState::default()
+        .with_offset(first)
+        .with_selected(selected);
     let t = Table::new(rows.into_iter().map(|r| Row::new(keep(r))), constraints)
         .header(Row::new(head).style(Style::default().add_modifier(Modifier::BOLD)))
         .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
@@ -209,31 +303,6 @@ pub fn fit_table(
         .flex(Flex::Start)
         .block(block);
     f.render_stateful_widget(t, area, &mut state);
-}
-
-/// The block and the state of a table of `n` one-line rows with a header in
-/// `area`: scrolled to show the selected row, its border marking the rows
-/// left out above and below.
-fn scrolled(
-    area: Rect,
-    title: String,
-    n: usize,
-    selected: Option<usize>,
-) -> (Block<'static>, TableState) {
-    // Borders and the header.
-    let room = area.height.saturating_sub(3) as usize;
-    let w = match selected {
-        Some(s) => scroll::Window::showing(n, room, s),
-        None => scroll::Window::from(n, room, 0),
-    };
-    let mut state = TableState::default().with_offset(w.first);
-    if n > 0 {
-        state.select(selected.map(|s| s.min(n - 1)));
-    }
-    (
-        scroll::marked(&title, area.width, &w, scroll::Noun::Rows),
-        state,
-    )
 }
 
 /// A location label, or `?`.

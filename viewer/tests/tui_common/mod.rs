@@ -245,6 +245,10 @@ fn write(name: &str, energy: bool, ranks: u32) -> PathBuf {
     m.mpi = Some(MpiInfo {
         flavour: "openmpi".into(),
         library_version: "Open MPI v4.1.4".into(),
+        // Open MPI's ob1 over openib (format 1.8): the memory model's openib receive queues.
+        components: ["btl_openib", "btl_self", "btl_vader", "pml_ob1"]
+            .map(String::from)
+            .to_vec(),
         standard_version: "3.1".into(),
         thread_level_requested: Some("funneled".into()),
         thread_level_provided: Some("funneled".into()),

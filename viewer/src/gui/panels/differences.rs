@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use eframe::egui::{self, RichText};
 use hyscope_analyzer::Analysis;
-use hyscope_analyzer::model::{CompareRow, Comparison};
+use hyscope_analyzer::model::{CompareRow, Comparison, NoiseVerdict};
 
 use super::{Action, scrolled_grid};
 use crate::report::compare as report;
@@ -19,7 +19,7 @@ use crate::report::compare as report;
 const ITEM_WIDTH: f32 = 170.0;
 
 /// The table's columns, as the report heads them.
-pub const COLUMNS: [&str; 6] = ["item", "metric", "A", "B", "B − A", "B / A"];
+pub const COLUMNS: [&str; 7] = report::COLUMNS;
 
 /// What the table is sorted by: a column of [`COLUMNS`] and the direction;
 /// None: the report's order (section by section).
@@ -57,6 +57,11 @@ impl Sort {
                 2 => numbers(x.a, y.a),
                 3 => numbers(x.b, y.b),
                 4 => numbers(x.delta, y.delta),
+                // Beyond noise, then within, then without an estimate;
+                // by how far beyond (t) within each.
+                6 => noise_rank(x)
+                    .cmp(&noise_rank(y))
+                    .then_with(|| numbers(x.noise.t.unwrap_or(0.0), y.noise.t.unwrap_or(0.0))),
                 // No ratio (A is 0) last either way.
                 _ => {
                     return match (x.ratio, y.ratio) {
@@ -115,9 +120,10 @@ pub fn show(
                 ui.label(format!("{name} = {}", report::describe(side)));
             }
             ui.separator();
-            ui.strong("Differences (B − A)");
+            ui.strong(report::heading(&c));
             table(ui, &c, &mut state.sort, [a, b], &mut action);
-            ui.weak(report::NOTES.join(" "));
+            ui.label(report::noise_summary(&c));
+            ui.weak(report::notes(&c).join(" "));
             for (name, items) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
                 if !items.is_empty() {
                     ui.separator();
@@ -194,17 +200,41 @@ fn table(
                     label: name,
                 });
             }
-            ui.label(report::metric(&r.metric));
+            ui.label(report::row_metric(r));
             ui.label(report::value(r.unit, r.a));
             ui.label(report::value(r.unit, r.b));
             ui.label(report::difference(r.unit, r.delta));
             ui.label(report::ratio(r.ratio));
+            let noise = ui.label(report::noise(&r.noise));
+            if let Some(why) = &r.noise.why {
+                noise.on_hover_text(why);
+            } else if let (Some(t), Some(se)) = (r.noise.t, r.noise.standard_error) {
+                noise.on_hover_text(format!(
+                    "|B − A| = {t:.1} standard errors of {} ({} and {} {}); beyond from {:.1}",
+                    report::value(r.unit, se),
+                    r.noise.values_a,
+                    r.noise.values_b,
+                    r.noise.values,
+                    r.noise.threshold.unwrap_or(f64::NAN)
+                ));
+            }
             ui.end_row();
         }
         if let Some(k) = clicked {
             sort.click(k);
         }
     });
+}
+
+/// A row's noise verdict in ascending order: without an estimate, within
+/// noise, beyond it.
+fn noise_rank(r: &CompareRow) -> u8 {
+    match r.noise.verdict {
+        NoiseVerdict::NotEstimated => 0,
+        NoiseVerdict::TooFewValues => 1,
+        NoiseVerdict::WithinNoise => 2,
+        NoiseVerdict::BeyondNoise => 3,
+    }
 }
 
 /// An item's name, wrapped on more lines where wider than [`ITEM_WIDTH`]
@@ -278,6 +308,8 @@ mod tests {
             delta: b - a,
             ratio: (a != 0.0).then(|| b / a),
             unit,
+            per_rank: false,
+            noise: Default::default(),
         }
     }
 

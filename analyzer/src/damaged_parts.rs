@@ -1,20 +1,33 @@
-//! The `phases` table read rank by rank, as every view reads it: a rank with
-//! a part that cannot be read is left out whole (never half of its phases)
-//! and the file is named; the other ranks' phases are kept. The analysis
-//! ([`crate::load`]) decodes the parts in parallel and the timelines
-//! ([`crate::phases::PhaseLanes`]) one after another; both keep ranks by
-//! [`whole_ranks`].
+//! Parts of a trace that cannot be read, and the one rule every reader of
+//! them follows: a rank with a damaged part is left out whole (never half of
+//! its rows), the file and its problem are named, and the other ranks are
+//! read. What "whole" covers depends on the table:
+//!
+//! - `omp`, `mpi`, `samples`: the rank is left out of the analysis as a
+//!   whole ([`crate::load`]): a rank with half its intervals would give wrong
+//!   imbalance and efficiency numbers, so every number covers the other
+//!   ranks (`Analysis::ranks_left_out`, "N of M ranks analysed");
+//! - `phases`: the rank's phases only (every other number of the rank is
+//!   whole without them; `Analysis::phases_missing`). The analysis decodes
+//!   the parts in parallel and the timelines ([`crate::phases::PhaseLanes`])
+//!   one after another; both keep ranks by [`whole_ranks`].
+//!
+//! A trace whose every rank is damaged, or whose manifest or rank files are,
+//! stays an error.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hyscope_format::{FormatError, PartFile, PhaseRecord, ScanOptions, Table};
 
-use crate::model::{TraceProblem, UnreadPhases};
+use crate::model::{LeftOutPart, TraceProblem, UnreadPhases};
 
-/// A part of the `phases` table that could not be read.
-#[derive(Debug, Clone, PartialEq)]
+/// A part of a trace that could not be read.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DamagedPart {
+    /// Its table.
+    #[serde(with = "table_name")]
+    pub table: Table,
     pub rank: u32,
     /// The file, as the trace's listing gives it.
     pub path: PathBuf,
@@ -22,17 +35,45 @@ pub struct DamagedPart {
     pub problem: String,
 }
 
+/// A [`Table`] as its directory name (the exchange between the processes of
+/// a parallel analysis carries damaged parts).
+mod table_name {
+    use hyscope_format::Table;
+
+    pub fn serialize<S: serde::Serializer>(t: &Table, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.dir_name())
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Table, D::Error> {
+        let name: String = serde::Deserialize::deserialize(d)?;
+        Table::ALL
+            .into_iter()
+            .find(|t| t.dir_name() == name)
+            .ok_or_else(|| serde::de::Error::custom(format!("no table named {name}")))
+    }
+}
+
 impl DamagedPart {
-    fn new(part: &PartFile, e: &FormatError) -> DamagedPart {
+    /// `part`, which `e` says cannot be read.
+    pub fn new(part: &PartFile, e: &FormatError) -> DamagedPart {
         let text = e.to_string();
         let problem = text
             .strip_prefix(&format!("{}: ", e.path().display()))
             .map_or_else(|| text.clone(), str::to_string);
         DamagedPart {
+            table: part.table,
             rank: part.rank,
             path: part.path.clone(),
             problem,
         }
+    }
+
+    /// The part of `parts` that `e` is about, if it is one of them.
+    pub fn among(parts: &[&PartFile], e: &FormatError) -> Option<DamagedPart> {
+        parts
+            .iter()
+            .find(|p| p.path == e.path())
+            .map(|p| DamagedPart::new(p, e))
     }
 
     /// The file relative to the trace directory `dir`.
@@ -52,36 +93,55 @@ impl DamagedPart {
         }
     }
 
-    /// The trace problem that says it, before any number: the rank's phases
-    /// are missing from everything the phases give.
+    /// Its entry in [`crate::model::Analysis::ranks_left_out`].
+    pub fn left_out(&self, dir: &Path) -> LeftOutPart {
+        LeftOutPart {
+            rank: self.rank,
+            file: self.file(dir),
+            problem: self.problem.clone(),
+        }
+    }
+
+    /// The trace problem that says it, before any number: what of the rank
+    /// every number leaves out.
     pub fn trace_problem(&self, dir: &Path) -> TraceProblem {
+        let r = self.rank;
+        let what = match self.table {
+            Table::Phases => format!(
+                "the phases of rank {r} cannot be read ({}): the Phases table, the energy per phase and the phases that findings name leave rank {r} out",
+                self.problem
+            ),
+            t => format!(
+                "a part of rank {r}'s `{}` table cannot be read ({}): rank {r} is left out of the analysis as a whole, every number below covers the other ranks only",
+                t.dir_name(),
+                self.problem
+            ),
+        };
         TraceProblem {
             file: Some(self.file(dir)),
-            rank: Some(self.rank),
-            what: format!(
-                "the phases of rank {r} cannot be read ({}): the Phases table, the energy per phase and the phases that findings name leave rank {r} out",
-                self.problem,
-                r = self.rank
-            ),
+            rank: Some(r),
+            what,
             data_lost: true,
         }
     }
 }
 
-/// One part of the `phases` table, or what is wrong with it.
-pub fn read_part(part: &PartFile, options: &ScanOptions) -> Result<Vec<PhaseRecord>, DamagedPart> {
-    debug_assert_eq!(part.table, Table::Phases);
+/// One part, or what is wrong with it.
+pub fn read_part<R: hyscope_format::Record>(
+    part: &PartFile,
+    options: &ScanOptions,
+) -> Result<Vec<R>, DamagedPart> {
     hyscope_format::read_part_records(part, options).map_err(|e| DamagedPart::new(part, &e))
 }
 
-/// Each rank's phases from its parts as read (`(rank, rows or damage)`, in
+/// Each rank's rows from its parts as read (`(rank, rows or damage)`, in
 /// any order; a rank's rows keep the order of its parts): the ranks whose
 /// parts were all read, and every part that was not, in (rank, file) order.
 /// A rank with a damaged part keeps none of its rows.
-pub fn whole_ranks(
-    read: impl IntoIterator<Item = (u32, Result<Vec<PhaseRecord>, DamagedPart>)>,
-) -> (BTreeMap<u32, Vec<PhaseRecord>>, Vec<DamagedPart>) {
-    let mut rows: BTreeMap<u32, Vec<PhaseRecord>> = BTreeMap::new();
+pub fn whole_ranks<R>(
+    read: impl IntoIterator<Item = (u32, Result<Vec<R>, DamagedPart>)>,
+) -> (BTreeMap<u32, Vec<R>>, Vec<DamagedPart>) {
+    let mut rows: BTreeMap<u32, Vec<R>> = BTreeMap::new();
     let mut damaged: Vec<DamagedPart> = Vec::new();
     for (rank, part) in read {
         match part {
@@ -92,8 +152,13 @@ pub fn whole_ranks(
     for d in &damaged {
         rows.remove(&d.rank);
     }
-    damaged.sort_by(|a, b| (a.rank, &a.path).cmp(&(b.rank, &b.path)));
+    sort(&mut damaged);
     (rows, damaged)
+}
+
+/// Damaged parts in (rank, file) order, as every view lists them.
+pub fn sort(damaged: &mut [DamagedPart]) {
+    damaged.sort_by(|a, b| (a.rank, &a.path).cmp(&(b.rank, &b.path)));
 }
 
 /// The `phases` rows of a trace with their ranks, and the parts that cannot
@@ -108,7 +173,7 @@ pub fn read_phase_rows(trace: &hyscope_format::Trace, options: &ScanOptions) -> 
             .parts(Table::Phases)
             .iter()
             .filter(|p| options.ranks.as_ref().is_none_or(|r| r.contains(&p.rank)))
-            .map(|p| (p.rank, read_part(p, options))),
+            .map(|p| (p.rank, read_part::<PhaseRecord>(p, options))),
     );
     let rows = rows
         .into_iter()
@@ -123,6 +188,7 @@ mod tests {
 
     fn damage(rank: u32, file: &str) -> DamagedPart {
         DamagedPart {
+            table: Table::Phases,
             rank,
             path: PathBuf::from(file),
             problem: "truncated".into(),
@@ -152,6 +218,7 @@ mod tests {
     #[test]
     fn the_problem_names_the_file_relative_to_the_trace() {
         let d = DamagedPart {
+            table: Table::Phases,
             rank: 3,
             path: PathBuf::from("/t/trace/phases/rank=3/part-0.parquet"),
             problem: "corrupt or truncated Parquet file: bad footer".into(),
