@@ -135,13 +135,23 @@ enum Verdict {
 /// process that never records, such as a shell the program starts, leaves
 /// no trace directory behind).
 fn judge(dir: &Path, me: &Mark) -> Verdict {
-    match std::fs::read_to_string(dir.join(JOB_MARKER)) {
-        Ok(text) => match Mark::parse(&text) {
-            Some(mark) if mark.is_run_of(me) => Verdict::Ours,
-            _ => Verdict::Theirs,
-        },
-        Err(_) if holds_unmarked_trace(dir) => Verdict::Theirs,
-        Err(_) => Verdict::Ours,
+    let by_mark = |text: String| match Mark::parse(&text) {
+        Some(mark) if mark.is_run_of(me) => Verdict::Ours,
+        _ => Verdict::Theirs,
+    };
+    let marker = dir.join(JOB_MARKER);
+    if let Ok(text) = std::fs::read_to_string(&marker) {
+        return by_mark(text);
+    }
+    if !holds_unmarked_trace(dir) {
+        return Verdict::Ours;
+    }
+    // A process of the run may have marked the directory and written its
+    // first files since the mark was read: every file follows its writer's
+    // mark, so a trace seen now has its mark by now, if it has one.
+    match std::fs::read_to_string(&marker) {
+        Ok(text) => by_mark(text),
+        Err(_) => Verdict::Theirs,
     }
 }
 
@@ -160,7 +170,7 @@ fn mark_as(dir: &Path, me: &Mark) {
     // which fails if another process marked first: a reader never sees half
     // a mark. A directory that cannot be written is said by the writes that
     // follow.
-    let tmp = dir.join(format!("{JOB_MARKER}.{}", std::process::id()));
+    let tmp = dir.join(format!("{JOB_MARKER}.{}", me.pid));
     if std::fs::File::create(&tmp)
         .and_then(|mut f| f.write_all(me.to_text().as_bytes()))
         .is_ok()
@@ -356,6 +366,31 @@ mod tests {
         assert_eq!(start_and_write(&e, &keyless).dir, e);
         clean(&d);
         clean(&e);
+    }
+
+    /// Ranks of one job starting while others already write: every one
+    /// keeps the directory (a rank that read no mark, then saw the files
+    /// another rank wrote after marking, took it for an earlier run's).
+    #[test]
+    fn ranks_starting_while_others_write_keep_the_directory() {
+        for round in 0..1000 {
+            let d = fresh(&format!("race-{round}"));
+            let moved: usize = std::thread::scope(|s| {
+                let ranks: Vec<_> = (0..6)
+                    .map(|pid| {
+                        let rank = Mark { pid, ..job("a") };
+                        let d = &d;
+                        s.spawn(move || start_and_write(d, &rank).moved_from.is_some())
+                    })
+                    .collect();
+                ranks
+                    .into_iter()
+                    .map(|r| usize::from(r.join().unwrap()))
+                    .sum()
+            });
+            clean(&d);
+            assert_eq!(moved, 0, "round {round}: {moved} of 6 ranks moved");
+        }
     }
 
     #[test]
