@@ -8,8 +8,11 @@
 //!
 //! With the feature `trace` (the analyzer's and the viewer's tests):
 //! [`trace::Builder`], synthetic traces written with the real format writer,
-//! and [`late_sender::late_sender`], the run the comparison tests compare.
+//! [`late_sender::late_sender`], the run the comparison tests compare, and
+//! [`fixtures::over_openib`], a recorded trace said to have run over openib.
 
+#[cfg(feature = "trace")]
+pub mod fixtures;
 #[cfg(feature = "trace")]
 pub mod late_sender;
 #[cfg(feature = "trace")]

@@ -710,31 +710,11 @@ fn recorded() -> App {
 }
 
 /// The recorded trace as if its manifest said Open MPI ran ob1 over openib
-/// (format 1.8's `mpi.components`; the fixture, format 1.0, does not say
-/// which PML was selected, so its network buffers are not modelled and its
-/// projection has no total): the projection charges Open MPI's receive
-/// queues and queue pairs, which at 1 M ranks exceed any memory per core.
+/// ([`hyscope_testkit::fixtures::over_openib`]).
 fn recorded_over_openib() -> (App, tempfile::TempDir) {
     let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../analyzer/tests/fixtures/hybrid-2x2");
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("trace");
-    fn copy(from: &std::path::Path, to: &std::path::Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &to.join(e.file_name()));
-            } else {
-                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-            }
-        }
-    }
-    copy(&from, &dir);
-    let path = dir.join("manifest.json");
-    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    m["mpi"]["components"] = serde_json::json!(["btl_openib", "btl_self", "btl_vader", "pml_ob1"]);
-    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    let (tmp, dir) = hyscope_testkit::fixtures::over_openib(&from);
     let app = App::new(tui::data::Data::open_blocking(&dir).expect("open trace"));
     (app, tmp)
 }

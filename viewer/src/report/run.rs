@@ -291,7 +291,10 @@ mod tests {
     /// cost reads `—`, not `0 ns`.
     #[test]
     fn a_finding_without_a_time_cost_says_so() {
-        let a = fixture();
+        let from =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2");
+        let (_tmp, dir) = hyscope_testkit::fixtures::over_openib(&from);
+        let a = hyscope_analyzer::analyze(&dir, &Default::default()).unwrap();
         let i = a
             .findings
             .iter()
