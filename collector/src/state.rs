@@ -28,6 +28,9 @@ pub struct Config {
     pub mode: String,
     /// `HYSCOPE_BUFFER_MB` (default 64: about 0.8 s of events at 1 M events/s, so a writer that falls behind on a busy node rarely drops) in bytes: the cap on event buffer memory.
     pub buffer_bytes: usize,
+    /// The directory `HYSCOPE_OUTPUT` named, when it held an earlier run's
+    /// trace and [`Config::output`] is a sibling of it.
+    pub output_moved_from: Option<PathBuf>,
 }
 
 struct Session {
@@ -114,7 +117,21 @@ pub fn rank() -> u32 {
 pub fn trace_dir() -> Option<PathBuf> {
     let dir = config().output.clone()?;
     static MARKED: std::sync::Once = std::sync::Once::new();
-    MARKED.call_once(|| hyscope_format::job_dir::mark(&dir));
+    MARKED.call_once(|| {
+        hyscope_format::job_dir::mark(&dir);
+        // Said when the run first writes there, by rank 0: not by every
+        // process that loads the library (a shell the program starts).
+        if let Some(from) = &config().output_moved_from
+            && rank() == 0
+        {
+            crate::diag::warn(&format!(
+                "{} holds an earlier run's trace; this run writes its trace to {} \
+                 (remove it, or name another HYSCOPE_OUTPUT, to keep the name)",
+                from.display(),
+                dir.display()
+            ));
+        }
+    });
     Some(dir)
 }
 
@@ -344,37 +361,23 @@ fn rank_from_env() -> u32 {
 
 fn config_from_env() -> Config {
     let s = settings();
+    // Resolved against the working directory at load: the application may
+    // change it before the files at its end are written, and a shell it
+    // starts would otherwise name another directory. A directory holding an
+    // earlier run's trace gives way to a sibling ([`hyscope_format::job_dir`]).
+    let chosen = s.output.as_deref().map(|p| {
+        let asked = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        hyscope_format::job_dir::job_output_dir(&asked, launched_by_mpi())
+    });
     Config {
-        // Resolved against the working directory at load: the application
-        // may change it before the files at its end are written, and a
-        // shell it starts would otherwise name another directory.
-        output: s
-            .output
-            .as_deref()
-            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
-            .map(|p| own_job_dir(&p))
+        output: chosen
+            .as_ref()
+            .map(|c| c.dir.clone())
             .or_else(default_output),
+        output_moved_from: chosen.and_then(|c| c.moved_from),
         mode: s.mode.as_str().to_string(),
         buffer_bytes: (s.buffer_mb as usize).saturating_mul(1 << 20),
     }
-}
-
-/// The directory named by `HYSCOPE_OUTPUT`, or a sibling of it when it
-/// holds an earlier run's trace ([`hyscope_format::job_dir`]); said once, by
-/// rank 0.
-fn own_job_dir(asked: &std::path::Path) -> PathBuf {
-    let chosen = hyscope_format::job_dir::job_output_dir(asked, launched_by_mpi());
-    if let Some(from) = &chosen.moved_from
-        && rank_from_env() == 0
-    {
-        crate::diag::warn(&format!(
-            "{} holds an earlier run's trace; this run writes its trace to {} \
-             (remove it, or name another HYSCOPE_OUTPUT, to keep the name)",
-            from.display(),
-            chosen.dir.display()
-        ));
-    }
-    chosen.dir
 }
 
 /// The default trace directory ([`hyscope_format::trace_name`]) in the

@@ -127,12 +127,13 @@ fn relative_output_stays_where_the_job_started() {
 }
 
 /// A second job told to write where an earlier job's trace is writes beside
-/// it (`DIR-2`), says so once, and leaves the earlier trace as it was: its
-/// files had been read as the second job's child processes and parts.
+/// it (`DIR-2`), says so once (rank 0, not the shell each rank starts), and
+/// leaves the earlier trace as it was: its files had been read as the
+/// second job's child processes and parts.
 #[test]
 fn a_second_job_into_the_same_directory_writes_beside_the_first() {
     let prog = build_env(
-        "hybrid.c",
+        "chdir_exit.c",
         "mpicc",
         &["-fopenmp=libomp", "-Wl,-rpath,/usr/lib/llvm-19/lib"],
         &[("OMPI_CC", "clang-19")],
@@ -142,7 +143,12 @@ fn a_second_job_into_the_same_directory_writes_beside_the_first() {
     for d in [&dir, &second] {
         let _ = std::fs::remove_dir_all(d);
     }
-    let first = output_within(mpirun(2, Some(&library()), &dir).arg(&prog), LAUNCH_LIMIT);
+    let elsewhere = tmp().join(format!("rerun-cwd-{}", std::process::id()));
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let first = output_within(
+        mpirun(2, Some(&library()), &dir).arg(&prog).arg(&elsewhere),
+        LAUNCH_LIMIT,
+    );
     assert_eq!(first.status.code(), Some(0));
     assert!(!String::from_utf8_lossy(&first.stderr).contains("hyscope:"));
     let files = |d: &std::path::Path| {
@@ -151,7 +157,10 @@ fn a_second_job_into_the_same_directory_writes_beside_the_first() {
         v
     };
     let before = files(&dir);
-    let again = output_within(mpirun(2, Some(&library()), &dir).arg(&prog), LAUNCH_LIMIT);
+    let again = output_within(
+        mpirun(2, Some(&library()), &dir).arg(&prog).arg(&elsewhere),
+        LAUNCH_LIMIT,
+    );
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert_eq!(again.status.code(), Some(0), "{stderr}");
     let warnings: Vec<_> = stderr
@@ -175,11 +184,17 @@ fn a_second_job_into_the_same_directory_writes_beside_the_first() {
             std::path::PathBuf::from("rank-1.json")
         ],
     );
-    let rows = mpi_rows(&trace);
+    let rows: Vec<(u32, OmpRecord)> = trace
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap();
     for rank in 0..2 {
-        assert_eq!(calls(&rows, rank, "MPI_Send").len(), 2, "rank {rank}");
+        let regions = rows
+            .iter()
+            .filter(|(r, o)| *r == rank && o.thread == 0 && o.kind == OmpKind::Parallel as u8)
+            .count();
+        assert_eq!(regions, 3, "rank {rank}");
     }
-    for d in [&dir, &second] {
+    for d in [&dir, &second, &elsewhere] {
         let _ = std::fs::remove_dir_all(d);
     }
 }
