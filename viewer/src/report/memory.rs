@@ -109,7 +109,7 @@ pub const RANKS_LISTED: usize = 64;
 pub const BUFFER_BYTES_PER_CONNECTION: &str = "network buffer bytes per connection";
 
 /// What they are made of and which connections have them, in every view.
-pub const BUFFER_BYTES_PER_CONNECTION_MEANS: &str = "the transport's buffers per connection to another node (openib: eager RDMA slots + per-peer receive queue); a peer on the same node uses shared memory instead";
+pub const BUFFER_BYTES_PER_CONNECTION_MEANS: &str = "the buffers the run's transport gives each connection to another node (openib: eager RDMA slots and a per-peer receive queue; Open MPI tcp: its endpoint cache); a peer on the same node uses shared memory instead";
 
 /// What a figure the network model does not give reads in every view.
 pub const NOT_MODELLED: &str = "not modelled";
