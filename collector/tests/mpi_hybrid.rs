@@ -73,12 +73,7 @@ fn intervals_closed_before_finalize_are_in_its_checkpoint() {
 /// whole trace is in that one directory, none of it under the new one.
 #[test]
 fn relative_output_stays_where_the_job_started() {
-    let prog = build_env(
-        "chdir_exit.c",
-        "mpicc",
-        &["-fopenmp=libomp", "-Wl,-rpath,/usr/lib/llvm-19/lib"],
-        &[("OMPI_CC", "clang-19")],
-    );
+    let prog = build_chdir_exit();
     let start = tmp().join(format!("chdir-start-{}", std::process::id()));
     let moved = tmp().join(format!("chdir-moved-{}", std::process::id()));
     for d in [&start, &moved] {
@@ -104,16 +99,7 @@ fn relative_output_stays_where_the_job_started() {
     );
     let dir = start.join(name);
     let trace = Trace::open(&dir).unwrap();
-    let rows: Vec<(u32, OmpRecord)> = trace
-        .read_records::<OmpRecord>(&ScanOptions::default())
-        .unwrap();
-    for rank in 0..2 {
-        let regions = rows
-            .iter()
-            .filter(|(r, o)| *r == rank && o.thread == 0 && o.kind == OmpKind::Parallel as u8)
-            .count();
-        assert_eq!(regions, 3, "rank {rank}");
-    }
+    assert_eq!(primary_regions(&trace, 2), [3, 3]);
     // Every rank's events were encoded into the trace (no spool left over).
     let leftovers: Vec<_> = std::fs::read_dir(dir.join("spool"))
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
@@ -132,12 +118,7 @@ fn relative_output_stays_where_the_job_started() {
 /// second job's child processes and parts.
 #[test]
 fn a_second_job_into_the_same_directory_writes_beside_the_first() {
-    let prog = build_env(
-        "chdir_exit.c",
-        "mpicc",
-        &["-fopenmp=libomp", "-Wl,-rpath,/usr/lib/llvm-19/lib"],
-        &[("OMPI_CC", "clang-19")],
-    );
+    let prog = build_chdir_exit();
     let dir = tmp().join(format!("rerun-{}", std::process::id()));
     let second = dir.with_file_name(format!("rerun-{}-2", std::process::id()));
     for d in [&dir, &second] {
@@ -184,16 +165,7 @@ fn a_second_job_into_the_same_directory_writes_beside_the_first() {
             std::path::PathBuf::from("rank-1.json")
         ],
     );
-    let rows: Vec<(u32, OmpRecord)> = trace
-        .read_records::<OmpRecord>(&ScanOptions::default())
-        .unwrap();
-    for rank in 0..2 {
-        let regions = rows
-            .iter()
-            .filter(|(r, o)| *r == rank && o.thread == 0 && o.kind == OmpKind::Parallel as u8)
-            .count();
-        assert_eq!(regions, 3, "rank {rank}");
-    }
+    assert_eq!(primary_regions(&trace, 2), [3, 3]);
     for d in [&dir, &second, &elsewhere] {
         let _ = std::fs::remove_dir_all(d);
     }
@@ -214,4 +186,28 @@ fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// `tests/mpi/chdir_exit.c`, built with clang-19 and libomp through mpicc.
+fn build_chdir_exit() -> std::path::PathBuf {
+    build_env(
+        "chdir_exit.c",
+        "mpicc",
+        &["-fopenmp=libomp", "-Wl,-rpath,/usr/lib/llvm-19/lib"],
+        &[("OMPI_CC", "clang-19")],
+    )
+}
+
+/// The parallel regions each of the first `ranks` ranks' primary thread ran.
+fn primary_regions(trace: &Trace, ranks: u32) -> Vec<usize> {
+    let rows: Vec<(u32, OmpRecord)> = trace
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap();
+    (0..ranks)
+        .map(|rank| {
+            rows.iter()
+                .filter(|(r, o)| *r == rank && o.thread == 0 && o.kind == OmpKind::Parallel as u8)
+                .count()
+        })
+        .collect()
 }
