@@ -28,11 +28,8 @@ pub fn unix_secs() -> i64 {
 /// The start time of the calling process's parent, seconds since the epoch
 /// (from `/proc`; `None` where it cannot be read).
 pub fn parent_start_unix_secs() -> Option<i64> {
-    let ppid = std::os::unix::process::parent_id();
-    let stat = std::fs::read_to_string(format!("/proc/{ppid}/stat")).ok()?;
-    // Field 22 (starttime, clock ticks since boot), counted after the ")" of the command.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let ticks: i64 = rest.split_whitespace().nth(19)?.parse().ok()?;
+    // Field 22: starttime, clock ticks since boot.
+    let ticks: i64 = stat_field(std::os::unix::process::parent_id(), 22)?;
     let btime: i64 = std::fs::read_to_string("/proc/stat")
         .ok()?
         .lines()
@@ -132,11 +129,16 @@ fn hydra_control_port() -> Option<String> {
 
 /// The parent of process `pid` (from `/proc`).
 pub fn parent_of(pid: u32) -> Option<u32> {
+    stat_field(pid, 4)
+}
+
+/// Field `n` (from 1, as `proc(5)` numbers them; n ≥ 3) of `/proc/<pid>/stat`,
+/// counted after the ")" that ends the command, which may hold spaces.
+fn stat_field<T: std::str::FromStr>(pid: u32, n: usize) -> Option<T> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Field 4 (ppid), counted after the ")" of the command.
     stat[stat.rfind(')')? + 1..]
         .split_whitespace()
-        .nth(1)?
+        .nth(n.checked_sub(3)?)?
         .parse()
         .ok()
 }
@@ -211,6 +213,18 @@ fn remove_stale_links(jobs: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_stat_fields_read_back() {
+        assert_eq!(
+            parent_of(std::process::id()),
+            Some(std::os::unix::process::parent_id())
+        );
+        // The parent started before this process, after the epoch.
+        let started = parent_start_unix_secs().expect("the parent's start time");
+        assert!(started > 0 && started <= unix_secs(), "{started}");
+        assert_eq!(stat_field::<u32>(std::process::id(), 2), None);
+    }
 
     #[test]
     fn civil_dates() {
