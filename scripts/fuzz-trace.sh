@@ -6,4 +6,4 @@
 #   scripts/fuzz-trace.sh [CASES]     (default 5000 per property)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-HYSCOPE_FUZZ_CASES="${1:-5000}" cargo test --release -p hyscope-viewer --test fuzz_trace -- --test-threads=1
+HYSCOPE_FUZZ_CASES="${1:-5000}" cargo test --release -p hyscope-viewer --test system fuzz_trace:: -- --test-threads=1

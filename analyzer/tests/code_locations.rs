@@ -4,7 +4,7 @@
 //! ranks (an MPMD job, plugins loaded in another order) and where ranks have
 //! the same code at different addresses.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hyscope_analyzer::code_map::{CodeMap, RENUMBERED, UNRESOLVED};

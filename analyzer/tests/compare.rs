@@ -2,7 +2,7 @@
 //! row (values, signs, units), with what only one run has and why two runs
 //! may not compare as they stand.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hyscope_analyzer::model::{CompareUnit, Comparison, NoiseVerdict};

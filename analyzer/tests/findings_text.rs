@@ -1,7 +1,7 @@
 //! The words of the findings and of the OpenMP pass's notes: the figures they
 //! quote (idle threads, times) and what they say where a trace has no OpenMP.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! Memory footprint, energy, POP metrics, findings, compare and bad input.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hyscope_analyzer::{AnalyzeOptions, Observable};

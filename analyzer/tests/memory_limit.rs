@@ -8,8 +8,7 @@ use std::path::Path;
 
 use hyscope_analyzer::{AnalyzeOptions, analyze};
 
-#[path = "common/synth.rs"]
-mod synth;
+use crate::synth;
 
 /// The JSON of `dir`'s analysis with `memory` bytes, and whether it warned.
 fn json(dir: &Path, memory: u64) -> (String, bool) {

@@ -1,6 +1,6 @@
 //! MPI profile and wait states on synthetic two-rank traces with known answers.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hyscope_analyzer::WaitKind;

@@ -3,7 +3,7 @@
 //! `MPI_Startall` of a persistent receive), not the wait's; a blocking
 //! receive keeps its own.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hyscope_analyzer::MpiCallStats;

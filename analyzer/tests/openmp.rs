@@ -1,6 +1,6 @@
 //! OpenMP metrics on synthetic traces with analytic answers.
 
-mod common;
+use crate::common;
 
 use common::*;
 use hyscope_analyzer::Observable;

@@ -11,8 +11,7 @@ use std::path::Path;
 use hyscope_analyzer::run_window::RunExtent;
 use hyscope_analyzer::{AnalyzeOptions, DEFAULT_MEMORY, analyze};
 
-#[path = "common/synth.rs"]
-mod synth;
+use crate::synth;
 
 /// The analysis's own statement of the run's extent.
 fn analysed(dir: &Path) -> RunExtent {

@@ -1,7 +1,7 @@
 //! MPI_Abort (tests/mpi/abort.c): the job fails with the abort's error code,
 //! and the trace written so far stays readable.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use hyscope_format::Trace;

@@ -2,7 +2,7 @@
 //! 10 ints per block, root 0): exact counts and bytes per rank, and each
 //! nonblocking collective's request completed once.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use hyscope_format::{NO_RANK, Trace, mpi_call};

@@ -3,7 +3,7 @@
 //! program gets MPI's answers, exit status 0 and no collector message. The
 //! wrappers' code is the same for both MPI flavours; the test's debug build
 //! checks the slice preconditions that a null array used to violate.
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 const EXPECTED: &str = "Testall rc 0 flag 1\nWaitall rc 0\nTestany rc 0 flag 1 index_undefined 1\n\

@@ -1,7 +1,7 @@
 //! Fortran (tests/mpi/fortran.f90 at 4 ranks): Open MPI's Fortran bindings
 //! call PMPI directly, so these counts prove the exported `mpi_*_` symbols.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use hyscope_format::Trace;

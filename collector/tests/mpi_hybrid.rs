@@ -1,7 +1,7 @@
 //! Hybrid MPI + OpenMP (tests/mpi/hybrid.c, clang + libomp): `in_parallel`
 //! says whether the call was made inside an OpenMP parallel region (from OMPT).
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use hyscope_format::{OmpKind, OmpRecord, ScanOptions, Trace};

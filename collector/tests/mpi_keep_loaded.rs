@@ -12,8 +12,8 @@
 //! off opens no MPI_T of its own, so what it sees is `MPI_Init`'s and the
 //! collector's doing alone.
 
+use crate::mpi_common;
 use hyscope_testkit::OutputWithin;
-mod mpi_common;
 use mpi_common::*;
 
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! requests, probes and sendrecv (tests/mpi/nonblocking.c): every completion
 //! is linked to its creating call with the peer, tag and bytes of its status.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use hyscope_format::Trace;

@@ -2,7 +2,7 @@
 //! (tests/mpi/isend_stress.c, MPI_THREAD_MULTIPLE): every completion is
 //! linked to the call that created its request, and nothing is reported lost.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use std::collections::BTreeMap;

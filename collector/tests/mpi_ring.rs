@@ -2,7 +2,7 @@
 //! exact counts, bytes and peers per rank, peer samples, the job manifest,
 //! clock offsets, and the program's exit code.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use hyscope_format::{ANY, ScanOptions, SymbolRecord, Trace};

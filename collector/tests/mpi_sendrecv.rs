@@ -3,7 +3,7 @@
 //! the receive in `recv_peer`/`recv_tag`/`bytes_recv`, wildcards resolved
 //! from the status.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use hyscope_format::{Endpoint, NO_RANK, NO_TAG, Trace, mpi_call};

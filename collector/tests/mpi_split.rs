@@ -2,7 +2,7 @@
 //! equal on all members and distinct between communicators, peers and roots
 //! are world ranks.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use hyscope_format::{Trace, communicators};

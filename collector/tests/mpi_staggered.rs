@@ -3,7 +3,7 @@
 //! others are writing to, so every rank's events are in the trace and the
 //! collector says nothing.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use hyscope_format::Trace;

@@ -1,7 +1,7 @@
 //! MPI_THREAD_MULTIPLE (tests/mpi/threads.c): 4 threads per rank, each doing
 //! K exchanges at once with the partner rank; nothing is lost.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use std::collections::{BTreeMap, BTreeSet};

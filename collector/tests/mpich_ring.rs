@@ -4,7 +4,7 @@
 //! bytes and peers per rank; and each flavour refuses the other MPI with one
 //! `hyscope:` warning, leaving the program's output and exit code alone.
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! field (call, peer, tag, bytes, root, communicator id), as must the exit code.
 //! Only the number of MPI_Test*/MPI_Waitsome calls may differ (it depends on the MPI's progress).
 
-mod mpi_common;
+use crate::mpi_common;
 use mpi_common::*;
 
 use std::path::{Path, PathBuf};

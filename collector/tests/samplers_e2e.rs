@@ -1,8 +1,8 @@
 //! End to end: real programs under `LD_PRELOAD=libhyscope.so`; the trace has the
 //! sampler's rows and the manifest its table. MPI cases run with the real `mpirun`.
 
+use crate::mpi_common;
 use hyscope_testkit::OutputWithin;
-mod mpi_common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,6 +1,6 @@
 //! Bad input gives the right `FormatError`, naming the file, and never a panic.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! same rows through pyarrow's Hive partitioning, and a killed rank's spools
 //! are recovered into its block.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! Hive-partitioned dataset. CI installs pyarrow (scripts/install-deps.sh);
 //! without python3 or pyarrow this test fails, it does not skip.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! writes it becomes a part that reads back row for row, both at the end of
 //! a run and when `hyscope record` recovers a killed process's spool.
 
-mod common;
+use crate::common;
 
 use hyscope_format::spool::phases::{self as phase_journal, HEADER, PhaseRow};
 use hyscope_format::{Layout, NO_ITERATION, PhaseRecord, ScanOptions, Table, Trace, phase_source};

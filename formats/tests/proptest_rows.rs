@@ -2,7 +2,7 @@
 //! row-group sizes, read back equal; random time windows return exactly the
 //! overlapping rows.
 
-mod common;
+use crate::common;
 
 use hyscope_format::{
     MpiRecord, OmpRecord, PartWriter, Record, SampleRecord, ScanOptions, SymbolRecord, Trace,

@@ -1,7 +1,7 @@
 //! Write with the writer, read back with the reader: equal, with parts, ranks,
 //! projection, rank filter and time-range filter (row-group pruning included).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

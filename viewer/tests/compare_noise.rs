@@ -10,7 +10,7 @@
 //! delay (rank 0's receives are short, rank 1's wait the delay: the
 //! scatter grows with it), so a slower machine does not bring it down.
 
-mod record_support;
+use crate::record_support;
 
 use std::path::Path;
 

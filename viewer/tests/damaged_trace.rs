@@ -5,9 +5,9 @@
 //! (`ulimit -v`), so a count taken from a damaged file that sizes memory
 //! fails the test instead of swapping the machine.
 
+use crate::damage_support;
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod damage_support;
-mod record_support;
 
 use std::path::Path;
 use std::process::Output;

@@ -2,8 +2,8 @@
 //! an OTF2 archive and read back by Debian's `otf2-print` (package `otf2-tools`),
 //! with exact event counts.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,8 +2,8 @@
 //! exported and parsed back, with exact counts per rank and thread and one flow
 //! per point-to-point message.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

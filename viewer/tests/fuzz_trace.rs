@@ -7,7 +7,7 @@
 //! Bounded for the test suite (48 cases per property); longer runs:
 //! `scripts/fuzz-trace.sh [CASES]` (`HYSCOPE_FUZZ_CASES`).
 
-mod damage_support;
+use crate::damage_support;
 
 use std::path::{Path, PathBuf};
 

@@ -5,8 +5,8 @@
 //! prints) and 1.5 s of waiting; rank 0 waits for it in `MPI_Barrier` until
 //! the launcher ends it. Also: a full disk (a 1 MiB tmpfs, as root).
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -7,9 +7,9 @@
 
 #![allow(dead_code)]
 
+use crate::record_support;
+use crate::tui_frame;
 use hyscope_testkit::OutputWithin;
-mod record_support;
-mod tui_frame;
 
 use hyscope_viewer::tui;
 

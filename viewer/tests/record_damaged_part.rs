@@ -6,8 +6,8 @@
 //! apart from the unmatched, and gives rank 1 the numbers of the undamaged
 //! trace.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::path::Path;
 

@@ -3,8 +3,8 @@
 //! and records ~1 M OpenMP events (whose encoding at exit takes a good part
 //! of a second in a debug build).
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use record_support::*;
 

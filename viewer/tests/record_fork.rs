@@ -5,9 +5,9 @@
 //! are under its own id (none mixed into its parent's files), the children
 //! say which rank started them, and the report lists them.
 
+use crate::record_support;
+use crate::tui_frame;
 use hyscope_testkit::OutputWithin;
-mod record_support;
-mod tui_frame;
 
 use std::collections::BTreeMap;
 use std::path::Path;

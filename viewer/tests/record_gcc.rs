@@ -2,8 +2,8 @@
 //! warns and writes nothing; with `--openmp-runtime=llvm` it runs on libomp
 //! through the GOMP ABI and the regions and loop chunks are recorded.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! `hyscope install --prefix DIR`, then `DIR/bin/hyscope record` finds `DIR/lib/libhyscope.so`.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::process::Command;
 

@@ -5,8 +5,8 @@
 //! MPI's vader segment of the size the run reports through MPI_T, UCX's
 //! shared-memory transport under Debian's MPICH (device `ch4:ucx`).
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::path::Path;
 

@@ -1,8 +1,8 @@
 //! `hyscope record` with Open MPI at 2 ranks, in both positions:
 //! `hyscope record -- mpirun -np 2 ./app` and `mpirun -np 2 hyscope record -- ./app`.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::path::Path;
 

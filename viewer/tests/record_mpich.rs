@@ -2,7 +2,7 @@
 //! `-genv`; an MPICH program is never given the Open MPI build of the collector
 //! (their ABIs differ: it would crash).
 
-mod record_support;
+use crate::record_support;
 
 use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace, mpi_call};
 use record_support::*;

@@ -11,8 +11,8 @@
 //!   odd ones: the address of A's region on rank 0 is B's on rank 1. Each
 //!   plugin's region is one location over both ranks.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! ranks (loaded at their own addresses), labelled by function, module and
 //! offset in the module, which `addr2line` takes.
 
-mod record_support;
+use crate::record_support;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,8 +1,8 @@
 //! `hyscope record` with an OpenMP-only program, the exit code, and the checks
 //! made before the run (unwritable or existing output directory).
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use hyscope_analyzer::timeline::{State, TimelineIndex};
 use hyscope_format::{OmpKind, OmpRecord, ScanOptions, Trace};

@@ -3,8 +3,8 @@
 //! and exported to OTF2 read back by `otf2-print`, against answers the
 //! programs know (`tests/mpi/late_sender.c`, `tests/mpi/two_comms.c`).
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

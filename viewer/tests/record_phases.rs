@@ -4,8 +4,8 @@
 //! run without hyscope, and `MPI_Pcontrol` levels and `omp_control_tool`
 //! pause/start with exact counts of what is inside and outside the pause.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -10,8 +10,8 @@
 //! the writer spooled before is kept; with `segv`, by SIGSEGV: the crash
 //! handler spools the open run too, and every poll is kept.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

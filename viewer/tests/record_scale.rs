@@ -5,8 +5,8 @@
 //! offsets (measured along the binomial tree, within their bound), and the
 //! trace has no problem.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::path::Path;
 use std::process::Command;

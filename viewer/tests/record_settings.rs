@@ -4,8 +4,8 @@
 //! unless `record`'s own option is given; the options and `--help` come from
 //! the settings table.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::path::Path;
 use std::process::{Command, Output};

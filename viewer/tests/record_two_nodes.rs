@@ -18,7 +18,7 @@
 //! Where this machine cannot make the namespaces (not root, a container
 //! without `CAP_SYS_ADMIN`), the tests say why and check nothing.
 
-mod record_support;
+use crate::record_support;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

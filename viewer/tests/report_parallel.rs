@@ -11,8 +11,8 @@
 //! for MPICH, `scripts/build-mpich.sh` (libhyscope_par-mpich.so), as
 //! scripts/test.sh does.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 #[path = "../../analyzer/tests/common/synth.rs"]
 mod synth;

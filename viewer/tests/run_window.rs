@@ -14,9 +14,9 @@
 //! past its region's end. The workers' last ends come at shutdown, after the
 //! collector took the rank's exit: the timeline has rows past the window.
 
+use crate::record_support;
+use crate::tui_frame;
 use hyscope_testkit::OutputWithin;
-mod record_support;
-mod tui_frame;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

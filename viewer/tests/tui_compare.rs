@@ -15,9 +15,9 @@
 
 use std::path::Path;
 
+use crate::record_support;
+use crate::tui_frame;
 use hyscope_testkit::OutputWithin;
-mod record_support;
-mod tui_frame;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use hyscope_viewer::tui;

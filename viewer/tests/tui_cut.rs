@@ -6,8 +6,8 @@
 
 #![allow(dead_code)]
 
-mod tui_common;
-mod tui_frame;
+use crate::tui_common;
+use crate::tui_frame;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use hyscope_viewer::tui;

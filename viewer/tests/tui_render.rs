@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
-mod tui_common;
-mod tui_frame;
+use crate::tui_common;
+use crate::tui_frame;
 
 use hyscope_viewer::{tui, units};
 use tui::fmt;

@@ -3,8 +3,8 @@
 
 #![allow(dead_code)]
 
+use crate::tui_common;
 use hyscope_testkit::OutputWithin;
-mod tui_common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

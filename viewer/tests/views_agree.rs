@@ -6,8 +6,8 @@
 //! Then the same for a copy of the trace whose rank 1 sits on a second host
 //! whose clock drifts by 50 µs between `MPI_Init` and `MPI_Finalize`.
 
+use crate::record_support;
 use hyscope_testkit::OutputWithin;
-mod record_support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
