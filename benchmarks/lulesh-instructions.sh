@@ -7,9 +7,10 @@
 # tool, trace mode, profile mode — and prints, per application thread (the
 # main thread up to the return of `main`, so the encoding at exit is left
 # out; each OpenMP worker in full): the instructions, the difference to no
-# tool, and how much of it is hyscope's own code (functions of the
-# hyscope crates) and how much the OpenMP runtime's tool support (libomp's
-# own functions).
+# tool, and how much of it is hyscope's own code (every instruction in the
+# collector library, HYSCOPE_LIB) and how much the OpenMP runtime's tool
+# support (libomp's own instructions over its no-tool count), counted per
+# object from callgrind's files.
 #
 # Instructions are not time: a descheduled thread, a cache miss or a
 # writer thread competing for a core costs time without instructions. This
@@ -83,10 +84,10 @@ for mode in none trace profile; do
     if [ "$mode" = none ]; then echo "-s $size -i $iters $ranks×$threads" >"$work/none.args"; fi
 done
 echo "LULESH -s $size -i $iters, $ranks rank(s) × $threads thread(s), callgrind; $(valgrind --version)"
-python3 - "$work" <<'PY'
+python3 - "$work" "$lib" <<'PY'
 import glob, os, re, subprocess, sys
 
-work = sys.argv[1]
+work, lib = sys.argv[1], sys.argv[2]
 line = re.compile(r"^\s*([\d,]+) \([ \d.]+%\)\s+(\S.*)$")
 
 def annotate(path, inclusive):
@@ -100,10 +101,36 @@ def annotate(path, inclusive):
             rows.append((int(m.group(1).replace(",", "")), m.group(2)))
     return rows
 
-def fn(desc):
-    # "file:function [object]" -> function
-    d = re.sub(r" \[[^\]]*\]$", "", desc)
-    return d.split(":", 1)[1] if ":" in d else d
+def per_object(path):
+    """Each object's own instructions (self cost), read from callgrind's
+    file itself: `callgrind_annotate` names a function without a symbol by
+    its offset and merges such functions of different objects under one
+    object (libomp's allocator, 6 M instructions of the 1 × 1 run, once came
+    out under another library)."""
+    names, cost = {}, {}
+    ob, skip, npos = None, False, 1
+    for l in open(path):
+        if l.startswith("positions:"):
+            npos = len(l.split()) - 1
+        elif l.startswith("ob="):
+            m = re.match(r"\((\d+)\)(?:\s+(.*))?", l[3:].strip())
+            if m.group(2):
+                names[m.group(1)] = m.group(2)
+            ob = names.get(m.group(1))
+        elif l.startswith("cob="):
+            m = re.match(r"\((\d+)\)(?:\s+(.*))?", l[4:].strip())
+            if m.group(2):
+                names[m.group(1)] = m.group(2)
+        elif l.startswith("calls="):
+            skip = True  # the next cost line is the call's inclusive cost
+        elif l[:1] in "0123456789+-*":
+            if skip:
+                skip = False
+                continue
+            parts = l.split()
+            if len(parts) > npos:
+                cost[ob] = cost.get(ob, 0) + int(parts[npos])
+    return cost
 
 def threads(mode):
     """(label, instructions, hyscope's, libomp's) per kind of application
@@ -120,9 +147,9 @@ def threads(mode):
         if label == "OpenMP worker" and not any("__kmp_invoke_microtask" in d for _, d in incl):
             continue  # MPI's, the collector's own threads
         total = int(re.search(r"^summary: (\d+)", open(path).read(), re.M).group(1))
-        own = annotate(path, False)
-        tool = sum(n for n, d in own if "hyscope" in fn(d) or "libhyscope" in d)
-        omp = sum(n for n, d in own if "libomp" in d)
+        own = per_object(path)
+        tool = sum(n for o, n in own.items() if o and (o == lib or "libhyscope" in o))
+        omp = sum(n for o, n in own.items() if o and "libomp" in o)
         count, t0, t1, t2 = res.get(label, (0, 0, 0, 0))
         res[label] = (count + 1, t0 + total, t1 + tool, t2 + omp)
     plural = {"main thread, to MPI_Finalize": "main threads, to MPI_Finalize", "OpenMP worker": "OpenMP workers"}

@@ -1,10 +1,16 @@
 //! Picks the MPI flavour the collector is built for: `cfg(hyscope_mpich)` when
 //! `MPICC` (the variable mpi-sys also reads) is an MPICH compiler wrapper.
-//! Unset or Open MPI's wrapper: the default Open MPI build.
+//! Unset or Open MPI's wrapper: the default Open MPI build. Compiles the
+//! variadic exec calls' shim (`src/exec_variadic.c`, see `src/exec.rs`).
 
 use std::process::Command;
 
 fn main() {
+    println!("cargo::rerun-if-changed=src/exec_variadic.c");
+    cc::Build::new()
+        .file("src/exec_variadic.c")
+        .flag_if_supported("-fvisibility=hidden")
+        .compile("hyscope_exec_variadic");
     println!("cargo::rustc-check-cfg=cfg(hyscope_mpich)");
     println!("cargo::rerun-if-env-changed=MPICC");
     println!("cargo::rerun-if-changed=build.rs");

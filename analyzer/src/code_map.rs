@@ -11,10 +11,13 @@
 //!   address's place in the module's link-time layout (`module_offset`, the
 //!   same for the same code on every rank of one binary whatever ASLR did),
 //!   so that the call sites of one function stay apart; in a module without
-//!   symbols (stripped) the offset alone places the code. A binary is its
-//!   module's path, or several paths of copies of one program (ranks on
-//!   different nodes running `/scratch/node1/app` and `/scratch/node2/app`),
-//!   told by what their rows say of the code ([`binaries`]);
+//!   symbols (stripped) the offset alone places the code. A binary is every
+//!   module with one GNU build-id, whatever its path (ranks on different
+//!   nodes running copies `/scratch/node1/app` and `/scratch/node2/app`),
+//!   and two builds are two binaries even where their code is laid out
+//!   alike; a module without a build-id (`--build-id=none`, traces before
+//!   format 1.9) is its path, or several paths of one file name whose rows
+//!   place the code alike, said in a note ([`binaries`], [`CodeMap::notes`]);
 //! - without a line nor an offset (traces before format 1.7): by file,
 //!   function and line, so a function's call sites are one location.
 //!
@@ -47,6 +50,8 @@ use hyscope_format::SymbolRecord;
 use crate::model::CodeLocation;
 
 mod binaries;
+
+use binaries::{Binaries, Binary};
 
 /// Ids of the resolved locations whose addresses were all taken (top bits 11).
 pub const RENUMBERED: u64 = 0b11 << 62;
@@ -113,25 +118,20 @@ fn file_name(path: &str) -> std::borrow::Cow<'_, str> {
 enum SourceKey {
     /// File, function and line: with a line, or without a place in a module.
     Source(Option<String>, Option<String>, Option<u32>),
-    /// Module, function and offset in the module: without a line.
-    Place(String, Option<String>, u64),
+    /// Binary, function and offset in the module: without a line.
+    Place(Binary, Option<String>, u64),
 }
 
 /// `None` when the symbol gives neither file, function nor a place in a
-/// module. `binaries` gives the path standing for a module's binary where
-/// another path is one binary with it ([`binaries::same_binaries`]).
-fn source_key(s: &SymbolRecord, binaries: &HashMap<String, String>) -> Option<SourceKey> {
+/// module. `binaries` tells which binary a module is ([`binaries`]).
+fn source_key(s: &SymbolRecord, binaries: &Binaries) -> Option<SourceKey> {
     let source = || SourceKey::Source(s.file.clone(), s.function.clone(), s.line);
     if source_line(s).is_some() {
         return Some(source());
     }
     if let Some((module, offset)) = module_place(s) {
-        let binary = binaries.get(module).map_or(module, String::as_str);
-        return Some(SourceKey::Place(
-            binary.to_string(),
-            s.function.clone(),
-            offset,
-        ));
+        let binary = binaries.binary(module, s.module_build_id.as_deref());
+        return Some(SourceKey::Place(binary, s.function.clone(), offset));
     }
     (s.file.is_some() || s.function.is_some()).then(source)
 }
@@ -173,6 +173,8 @@ pub struct CodeMap {
     met: Mutex<HashMap<u64, Unresolved>>,
     /// Two unresolved (rank, address) pairs whose ids coincide, each pair once.
     clashes: Mutex<BTreeSet<(RankAddress, RankAddress)>>,
+    /// Module paths taken for one binary without a build-id to prove it.
+    notes: Vec<String>,
 }
 
 impl Clone for CodeMap {
@@ -183,6 +185,7 @@ impl Clone for CodeMap {
             unresolved: self.unresolved.clone(),
             met: Mutex::new(lock(&self.met).clone()),
             clashes: Mutex::new(lock(&self.clashes).clone()),
+            notes: self.notes.clone(),
         }
     }
 }
@@ -213,6 +216,7 @@ impl CodeMap {
                 s.line,
                 s.module.clone(),
                 s.module_offset,
+                s.module_build_id.clone(),
             )
         };
         let mut rows: BTreeMap<(u32, u64), SymbolRecord> = BTreeMap::new();
@@ -231,10 +235,16 @@ impl CodeMap {
                 }
             }
         }
-        let binaries = binaries::same_binaries(rows.values().filter_map(|s| {
-            module_place(s).map(|(module, offset)| (module, s.function.as_deref(), offset))
+        let binaries = Binaries::new(rows.values().filter_map(|s| {
+            module_place(s).map(|(module, offset)| {
+                let build_id = s.module_build_id.as_deref();
+                (module, build_id, s.function.as_deref(), offset)
+            })
         }));
-        let mut map = CodeMap::default();
+        let mut map = CodeMap {
+            notes: binaries.notes(),
+            ..CodeMap::default()
+        };
         let mut groups: HashMap<SourceKey, Group> = HashMap::new();
         for ((rank, address), s) in rows {
             match source_key(&s, &binaries) {
@@ -402,6 +412,13 @@ impl CodeMap {
             .collect()
     }
 
+    /// How the code locations were told apart where that is not proven: the
+    /// module paths without a GNU build-id taken for copies of one binary
+    /// by file name and code layout ([`binaries`]), one sentence each.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
     fn add_unresolved(&mut self, u: Unresolved) {
         let id = unresolved_id(u.rank, u.address);
         match self.unresolved.get(&id) {
@@ -428,6 +445,7 @@ mod tests {
             file: Some(format!("/src/{file}")),
             line: Some(line),
             module_offset: None,
+            module_build_id: None,
         }
     }
 
@@ -439,6 +457,7 @@ mod tests {
             file: None,
             line: None,
             module_offset: None,
+            module_build_id: None,
         }
     }
 
@@ -452,6 +471,7 @@ mod tests {
             file: None,
             line: None,
             module_offset: Some(offset),
+            module_build_id: None,
         }
     }
 
@@ -527,6 +547,76 @@ mod tests {
             ),
         ]);
         assert_ne!(m.id(0, base0 + 0x11a3), m.id(1, base1 + 0x11a3));
+    }
+
+    /// `main` of a build whose GNU build-id is `id`, at `path`, loaded at
+    /// `base`, at `offset` in the module.
+    fn built(id: Option<&str>, path: &str, base: u64, offset: u64) -> SymbolRecord {
+        SymbolRecord {
+            module: path.into(),
+            module_build_id: id.map(str::to_string),
+            ..no_line(base, offset)
+        }
+    }
+
+    /// Two builds of one program that differ by a constant: one file name,
+    /// the code laid out alike (same functions at the same offsets), other
+    /// build-ids. Their call sites are two locations, each on its own rank,
+    /// at two paths or at one (a program rebuilt on one node). Without the
+    /// build-ids, the same rows would be one location.
+    #[test]
+    fn two_builds_laid_out_alike_are_two_locations() {
+        let (base0, base1) = (0x5600_0000_0000, 0x5500_0000_0000);
+        let (x, y) = (Some("41a9"), Some("702d"));
+        for (p0, p1) in [("/a/app-nog", "/b/app-nog"), ("/a/app-nog", "/a/app-nog")] {
+            let m = CodeMap::new([
+                (0, built(x, p0, base0, 0x11a3)),
+                (0, built(x, p0, base0, 0x1240)),
+                (1, built(y, p1, base1, 0x11a3)),
+                (1, built(y, p1, base1, 0x1240)),
+            ]);
+            for offset in [0x11a3, 0x1240] {
+                let (a, b) = (m.id(0, base0 + offset), m.id(1, base1 + offset));
+                assert_ne!(a, b, "{p0} and {p1} at {offset:#x}");
+                assert_eq!(m.location(a).label, m.location(b).label);
+            }
+            assert!(m.notes().is_empty(), "{:?}", m.notes());
+        }
+        let m = CodeMap::new([
+            (0, built(None, "/a/app-nog", base0, 0x11a3)),
+            (1, built(None, "/b/app-nog", base1, 0x11a3)),
+        ]);
+        assert_eq!(m.id(0, base0 + 0x11a3), m.id(1, base1 + 0x11a3));
+    }
+
+    /// Copies of one build (one build-id) are one location per call site,
+    /// also under another file name, which the layout rule would not join;
+    /// a copy without a build-id is not that build's. Only copies joined by
+    /// the layout rule give a note.
+    #[test]
+    fn one_build_id_at_any_path_is_one_location() {
+        let (base0, base1, base2) = (0x5600_0000_0000, 0x5500_0000_0000, 0x5400_0000_0000);
+        let x = Some("41a9");
+        let m = CodeMap::new([
+            (0, built(x, "/n1/app-nog", base0, 0x11a3)),
+            (0, built(x, "/n1/app-nog", base0, 0x1240)),
+            (1, built(x, "/n2/renamed", base1, 0x11a3)),
+            (1, built(x, "/n2/renamed", base1, 0x1240)),
+            (2, built(None, "/n3/app-nog", base2, 0x11a3)),
+        ]);
+        let (a, b) = (m.id(0, base0 + 0x11a3), m.id(0, base0 + 0x1240));
+        assert_ne!(a, b);
+        assert_eq!(m.id(1, base1 + 0x11a3), a);
+        assert_eq!(m.id(1, base1 + 0x1240), b);
+        assert_ne!(m.id(2, base2 + 0x11a3), a, "no build-id: not that build");
+        assert!(m.notes().is_empty(), "{:?}", m.notes());
+        let m = CodeMap::new([
+            (0, built(None, "/n1/app-nog", base0, 0x11a3)),
+            (1, built(None, "/n2/app-nog", base1, 0x11a3)),
+        ]);
+        assert_eq!(m.id(0, base0 + 0x11a3), m.id(1, base1 + 0x11a3));
+        assert_eq!(m.notes().len(), 1, "{:?}", m.notes());
+        assert!(m.notes()[0].contains("/n2/app-nog counted as a copy of /n1/app-nog"));
     }
 
     /// Without an offset (a trace before format 1.7) a function without a

@@ -4,9 +4,15 @@
 //! thread or host counts, recording modes, partial traces, a section
 //! measured in one run only). Each difference says whether it is larger
 //! than the runs' own variability ([`noise`]); runs of different rank
-//! counts compare what sums over ranks per rank.
+//! counts compare what sums over ranks per rank. Where an item's count
+//! (calls, instances, messages) differs between the runs, its times are
+//! compared per count too, so a change in the count is not read as a
+//! change in the time of each ([`Per`]). Items are named by [`label`].
 
+mod label;
 mod noise;
+
+pub use label::label;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -15,7 +21,7 @@ use crate::model::*;
 use noise::Spread;
 
 /// A run's value of a metric, and what its noise is estimated from.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Value {
     v: f64,
     spread: Spread,
@@ -29,11 +35,11 @@ fn one(v: f64) -> Value {
     }
 }
 
-/// A count or bytes: not a measured time, no noise estimate.
+/// A count or bytes: exact, not a measured time.
 fn counted(v: f64) -> Value {
     Value {
         v,
-        spread: Spread::Not("a count: no scatter of measured values"),
+        spread: Spread::Exact,
     }
 }
 
@@ -53,9 +59,24 @@ type Metric<'a> = (&'a str, CompareUnit, bool);
 const SUMMED: bool = true;
 const AS_IS: bool = false;
 
-/// Why regions and loops have no noise estimate.
-const NO_INSTANCE_TIMES: &str =
-    "the analysis keeps no per-instance times of regions and loops to estimate their scatter";
+/// An item's count and the totals that sum over it (its calls' times, its
+/// instances'…): where the counts differ between the runs, each total is
+/// also compared per count, in a row of its own after them.
+struct Per<'a> {
+    /// The count's index among the section's metrics.
+    count: usize,
+    /// Each total's index and the name of its per-count metric.
+    totals: &'a [(usize, &'a str)],
+}
+
+/// The total of values whose scatter is `s` (or why it is not known),
+/// `n` of them where `s` does not say (below 2).
+fn scattered(v: f64, of: &'static str, n: u64, s: &Observable<Option<Scatter>>) -> Value {
+    match s {
+        Observable::Observed(s) => total(v, Spread::sum(of, s.map_or(n.min(1), |s| s.values), *s)),
+        Observable::NotObservable(why) => total(v, Spread::Not(why.clone())),
+    }
+}
 
 pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
     let per_rank = a.run.ranks != b.run.ranks && a.run.ranks > 0 && b.run.ranks > 0;
@@ -73,6 +94,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         Ok(vec![("job".into(), vec![one(a.run.duration_s)])]),
         Ok(vec![("job".into(), vec![one(b.run.duration_s)])]),
         &[("duration_s", Seconds, AS_IS)],
+        None,
     );
     let pop = |x: &Analysis| -> Items {
         fn walk(n: &PopNode, out: &mut Vec<(String, Vec<Value>)>) {
@@ -95,6 +117,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         pop(a),
         pop(b),
         &[("efficiency", Fraction, AS_IS)],
+        None,
     );
     // Phases by name: their time (the slowest rank's; its scatter that of
     // its repetitions) and the MPI time inside them (summed over ranks;
@@ -126,6 +149,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         none_is_empty(phases(a)),
         none_is_empty(phases(b)),
         &[("time_s", Seconds, AS_IS), ("mpi_s", Seconds, SUMMED)],
+        None,
     );
     // Their energy and EDP, where both runs measured energy (the energy
     // section says when only one did).
@@ -144,17 +168,22 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             energy(a),
             energy(b),
             &[("energy_j", Joules, AS_IS), ("edp_js", JouleSeconds, AS_IS)],
+            None,
         );
     }
+    // Regions and loops: their times sum their instances' (whose scatter
+    // the OpenMP pass keeps), their imbalance is one ratio per run.
     let regions = |x: &Analysis| -> Items {
         observed(&x.regions, |v| {
             v.iter()
                 .map(|r| {
-                    let t = |v| total(v, Spread::Not(NO_INSTANCE_TIMES));
-                    (
-                        r.location.label.clone(),
-                        vec![t(r.time_s), t(r.fork_join_s)],
-                    )
+                    let n = r.instances;
+                    let v = vec![
+                        scattered(r.time_s, "instances", n, &r.time_scatter),
+                        scattered(r.fork_join_s, "instances", n, &r.fork_join_scatter),
+                        counted(n as f64),
+                    ];
+                    (r.location.label.clone(), v)
                 })
                 .collect()
         })
@@ -167,18 +196,23 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         &[
             ("time_s", Seconds, SUMMED),
             ("fork_join_s", Seconds, SUMMED),
+            ("instances", Count, SUMMED),
         ],
+        Some(&Per {
+            count: 2,
+            totals: &[(0, "time_per_instance_s")],
+        }),
     );
     let loops = |x: &Analysis| -> Items {
         observed(&x.loops, |v| {
             v.iter()
                 .map(|l| {
-                    let imbalance = total(
-                        l.imbalance,
-                        Spread::Not("a ratio, not a sum of measured values"),
-                    );
-                    let time = total(l.time_s, Spread::Not(NO_INSTANCE_TIMES));
-                    (l.location.label.clone(), vec![time, imbalance])
+                    let v = vec![
+                        scattered(l.time_s, "instances", l.instances, &l.time_scatter),
+                        counted(l.instances as f64),
+                        total(l.imbalance, Spread::One),
+                    ];
+                    (l.location.label.clone(), v)
                 })
                 .collect()
         })
@@ -188,7 +222,15 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         "OpenMP loops",
         loops(a),
         loops(b),
-        &[("time_s", Seconds, SUMMED), ("imbalance", Ratio, AS_IS)],
+        &[
+            ("time_s", Seconds, SUMMED),
+            ("instances", Count, SUMMED),
+            ("imbalance", Ratio, AS_IS),
+        ],
+        Some(&Per {
+            count: 1,
+            totals: &[(0, "time_per_instance_s")],
+        }),
     );
     let calls = |x: &Analysis| -> Items {
         observed(&x.mpi, |m| {
@@ -218,6 +260,10 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             ("bytes_sent", Bytes, SUMMED),
             ("bytes_received", Bytes, SUMMED),
         ],
+        Some(&Per {
+            count: 1,
+            totals: &[(0, "time_per_call_s")],
+        }),
     );
     let waits = |x: &Analysis| -> Items {
         observed(&x.wait_states, |w| {
@@ -241,6 +287,10 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         waits(a),
         waits(b),
         &[("time_s", Seconds, SUMMED), ("instances", Count, SUMMED)],
+        Some(&Per {
+            count: 1,
+            totals: &[(0, "time_per_instance_s")],
+        }),
     );
     // The matched message lists of the aligned layer: a change of the
     // communication pattern, or of what could not be matched.
@@ -277,6 +327,10 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
                 ("send_to_receive_s", Seconds, SUMMED),
                 ("unmatched", Count, SUMMED),
             ],
+            Some(&Per {
+                count: 0,
+                totals: &[(2, "send_to_receive_per_message_s")],
+            }),
         );
     }
     let energy = |x: &Analysis| -> Items {
@@ -290,6 +344,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
         energy(a),
         energy(b),
         &[("joules", Joules, AS_IS), ("edp_js", JouleSeconds, AS_IS)],
+        None,
     );
     let mut summary = NoiseSummary::default();
     for r in d.rows.iter().filter(|r| r.a != 0.0 || r.b != 0.0) {
@@ -297,6 +352,7 @@ pub fn compare(a: &Analysis, b: &Analysis) -> Comparison {
             NoiseVerdict::BeyondNoise => &mut summary.beyond_noise,
             NoiseVerdict::WithinNoise => &mut summary.within_noise,
             NoiseVerdict::TooFewValues => &mut summary.too_few_values,
+            NoiseVerdict::Exact => &mut summary.exact,
             NoiseVerdict::NotEstimated => &mut summary.not_estimated,
         } += 1;
     }
@@ -338,7 +394,15 @@ impl Diff {
     /// of a repeated name); the others as
     /// only in A or only in B; a section observed in one run only as a
     /// caveat naming why the other has none.
-    fn section(&mut self, section: &str, what: &str, a: Items, b: Items, metrics: &[Metric]) {
+    fn section(
+        &mut self,
+        section: &str,
+        what: &str,
+        a: Items,
+        b: Items,
+        metrics: &[Metric],
+        per: Option<&Per>,
+    ) {
         let (xa, xb) = match (a, b) {
             (Ok(xa), Ok(xb)) => (xa, xb),
             (Ok(xa), Err(why)) if !xa.is_empty() => {
@@ -372,24 +436,29 @@ impl Diff {
                 self.only_in_a.push(item(k));
                 continue;
             };
+            let first = self.rows.len();
             for (i, (metric, unit, summed)) in metrics.iter().enumerate() {
                 let (sa, sb) = match self.per_rank {
                     Some(s) if *summed => s,
                     _ => (1.0, 1.0),
                 };
                 let (x, y) = (va[i].v * sa, vb[i].v * sb);
-                self.rows.push(CompareRow {
-                    section: section.into(),
-                    item: k.clone(),
-                    metric: (*metric).into(),
-                    a: x,
-                    b: y,
-                    delta: y - x,
-                    ratio: (x != 0.0).then(|| y / x),
-                    unit: *unit,
-                    per_rank: self.per_rank.is_some() && *summed,
-                    noise: noise::noise(y - x, (va[i].spread, sa), (vb[i].spread, sb)),
-                });
+                let noise = noise::noise(
+                    y - x,
+                    (va[i].spread.clone(), sa),
+                    (vb[i].spread.clone(), sb),
+                );
+                self.rows
+                    .push(row(section, k, metric, (x, y), *unit, noise));
+                self.rows[first + i].per_rank = self.per_rank.is_some() && *summed;
+            }
+            if let Some(per) = per {
+                let counted = &self.rows[first + per.count];
+                if counted.a != counted.b {
+                    let at = first + 1 + per.totals.iter().fold(per.count, |m, t| m.max(t.0));
+                    let rows = per_count(section, k, (va, vb), metrics, per);
+                    self.rows.splice(at..at, rows);
+                }
             }
         }
         let mut seen = BTreeSet::new();
@@ -399,6 +468,57 @@ impl Diff {
             }
         }
     }
+}
+
+/// A row of `item`'s `metric`, A's value `x` and B's `y` (not per rank).
+fn row(
+    section: &str,
+    item: &str,
+    metric: &str,
+    (x, y): (f64, f64),
+    unit: CompareUnit,
+    noise: Noise,
+) -> CompareRow {
+    CompareRow {
+        section: section.into(),
+        item: item.into(),
+        metric: metric.into(),
+        a: x,
+        b: y,
+        delta: y - x,
+        ratio: (x != 0.0).then(|| y / x),
+        unit,
+        per_rank: false,
+        noise,
+    }
+}
+
+/// The rows of an item's totals per count ([`Per`]): each run's total over
+/// its own count (never per rank: a time per call is one whatever the
+/// ranks), its noise that of the total scaled by 1 / count.
+fn per_count(
+    section: &str,
+    item: &str,
+    (va, vb): (&[Value], &[Value]),
+    metrics: &[Metric],
+    per: &Per,
+) -> Vec<CompareRow> {
+    let (ca, cb) = (va[per.count].v, vb[per.count].v);
+    if ca <= 0.0 || cb <= 0.0 {
+        return Vec::new();
+    }
+    per.totals
+        .iter()
+        .map(|&(t, name)| {
+            let (x, y) = (va[t].v / ca, vb[t].v / cb);
+            let noise = noise::noise(
+                y - x,
+                (va[t].spread.clone(), 1.0 / ca),
+                (vb[t].spread.clone(), 1.0 / cb),
+            );
+            row(section, item, name, (x, y), metrics[t].1, noise)
+        })
+        .collect()
 }
 
 /// Which run `x` is.

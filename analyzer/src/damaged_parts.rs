@@ -14,13 +14,27 @@
 //!
 //! A trace whose every rank is damaged, or whose manifest or rank files are,
 //! stays an error.
+//!
+//! The views that read a rank's rows another way than the analysis (the
+//! timelines' index reads a few columns of `omp` and `mpi`, no samples) ask
+//! [`check_rank`] first: every part of [`RANK_TABLES`] opened and its
+//! checksums verified as the analysis's reading verifies them, so a rank
+//! the analysis leaves out is left out there too ([`crate::timeline`]). The
+//! exports take the analysis's own list ([`crate::run_extent`]). Every view
+//! says it with [`LeftOutPart::says`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use hyscope_format::{FormatError, PartFile, PhaseRecord, ScanOptions, Table};
+use hyscope_format::{FormatError, PartFile, PartScan, PhaseRecord, ScanOptions, Table, Trace};
+use rayon::prelude::*;
 
 use crate::model::{LeftOutPart, TraceProblem, UnreadPhases};
+
+/// The tables a damaged part of which leaves its rank out whole (a damaged
+/// `phases` part leaves out the rank's phases only; a damaged `symbols`
+/// part is an error).
+pub const RANK_TABLES: [Table; 3] = [Table::Omp, Table::Mpi, Table::Samples];
 
 /// A part of a trace that could not be read.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -102,6 +116,15 @@ impl DamagedPart {
         }
     }
 
+    /// The error it is when no rank is left to show (the reader's own text:
+    /// the file, then the problem).
+    pub fn error(&self) -> FormatError {
+        FormatError::Invalid {
+            path: self.path.clone(),
+            message: self.problem.clone(),
+        }
+    }
+
     /// The trace problem that says it, before any number: what of the rank
     /// every number leaves out.
     pub fn trace_problem(&self, dir: &Path) -> TraceProblem {
@@ -124,6 +147,62 @@ impl DamagedPart {
             data_lost: true,
         }
     }
+}
+
+impl LeftOutPart {
+    /// The rank, its file and the problem, as every view that leaves the
+    /// rank out says it (the timelines' row of the rank, the exports'
+    /// `hyscope:` line): `rank 0 left out: omp/rank=0/part-0.parquet cannot
+    /// be read (corrupt or truncated Parquet file: …)`.
+    pub fn says(&self) -> String {
+        format!(
+            "rank {} left out: {} cannot be read ({})",
+            self.rank, self.file, self.problem
+        )
+    }
+}
+
+/// What the views say of the ranks `parts` leave out, in one line: the
+/// rank's [`LeftOutPart::says`] for one rank; for more, their ranks and
+/// the first's file and problem. None when no rank is left out.
+pub fn left_out_summary(parts: &[LeftOutPart]) -> Option<String> {
+    let mut ranks: Vec<u32> = parts.iter().map(|p| p.rank).collect();
+    ranks.dedup();
+    match ranks.len() {
+        0 => None,
+        1 => Some(parts[0].says()),
+        n => Some(format!(
+            "{n} ranks left out ({}): a trace file of each cannot be read, e.g. {}",
+            hyscope_format::rank_ranges::rank_ranges(ranks.iter().copied()),
+            parts[0].says()
+        )),
+    }
+}
+
+/// Whether `part` can be read, checked as reading it checks before decoding
+/// any row: its footer, version, schema, row counts and the checksums of
+/// all its data (every column, every row group).
+pub fn check_part(part: &PartFile) -> Result<(), DamagedPart> {
+    PartScan::open(part, &ScanOptions::default())
+        .map(drop)
+        .map_err(|e| DamagedPart::new(part, &e))
+}
+
+/// The parts of `rank` in [`RANK_TABLES`] that cannot be read
+/// ([`check_part`], in parallel), in file order: the rank is left out whole
+/// when there is one.
+pub fn check_rank(trace: &Trace, rank: u32) -> Vec<DamagedPart> {
+    let parts: Vec<&PartFile> = RANK_TABLES
+        .iter()
+        .flat_map(|&t| trace.parts(t))
+        .filter(|p| p.rank == rank)
+        .collect();
+    let mut damaged: Vec<DamagedPart> = parts
+        .par_iter()
+        .filter_map(|p| check_part(p).err())
+        .collect();
+    sort(&mut damaged);
+    damaged
 }
 
 /// One part, or what is wrong with it.
@@ -213,6 +292,34 @@ mod tests {
             .collect();
         assert_eq!(names, [(0, vec!["a0", "a1"]), (2, vec!["c"])]);
         assert_eq!(damaged, [damage(1, "phases/rank=1/part-1.parquet")]);
+    }
+
+    /// One rank: its own line; several: their ranks and the first's file.
+    #[test]
+    fn the_ranks_left_out_are_said_in_one_line() {
+        let part = |rank: u32, file: &str| LeftOutPart {
+            rank,
+            file: file.into(),
+            problem: "corrupt or truncated Parquet file: bad footer".into(),
+        };
+        assert_eq!(left_out_summary(&[]), None);
+        let one = [
+            part(3, "omp/rank=3/part-0.parquet"),
+            part(3, "mpi/rank=3/part-0.parquet"),
+        ];
+        assert_eq!(
+            left_out_summary(&one).unwrap(),
+            "rank 3 left out: omp/rank=3/part-0.parquet cannot be read (corrupt or truncated Parquet file: bad footer)"
+        );
+        let more = [
+            part(3, "omp/rank=3/part-0.parquet"),
+            part(4, "samples/rank=4/part-1.parquet"),
+            part(5, "omp/rank=5/part-0.parquet"),
+        ];
+        assert_eq!(
+            left_out_summary(&more).unwrap(),
+            "3 ranks left out (3–5): a trace file of each cannot be read, e.g. rank 3 left out: omp/rank=3/part-0.parquet cannot be read (corrupt or truncated Parquet file: bad footer)"
+        );
     }
 
     #[test]

@@ -169,7 +169,7 @@ pub fn analyze_energy(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Obse
         .into_iter()
         .map(|(p, s)| EnergyPhase {
             phase: p.to_string(),
-            seconds: s / run.ranks_for_means() as f64,
+            seconds: s / crate::processes::Processes::of(&run.children).for_means(run) as f64,
             joules: total * s / sum,
         })
         .collect()

@@ -7,7 +7,11 @@ use crate::units;
 
 pub fn findings(a: &Analysis) -> Vec<Finding> {
     let run_s = a.run.duration_s.max(1e-12);
-    let ranks = a.run.ranks_for_means() as f64;
+    // Means over ranks are over processes: a rank's programs (exec) once
+    // (`processes`), never as ranks that ran at the same time.
+    let procs = crate::processes::Processes::of(&a.run.children);
+    let ranks = procs.for_means(&a.run) as f64;
+    let threads_in_job = procs.threads_at_once(&a.run) as f64;
     let mut out: Vec<Finding> = Vec::new();
     let mut push =
         |title: String, category: &str, location: Option<CodeLocation>, cost: f64, todo: String| {
@@ -44,7 +48,9 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
     }
     if let Some(regions) = a.regions.get() {
         for r in regions {
-            let wall = r.fork_join_s / r.ranks.len().max(1) as f64;
+            // The processes that ran the region (its programs' totals add up on each).
+            let ran = procs.count(r.ranks.iter().copied()).max(1) as f64;
+            let wall = r.fork_join_s / ran;
             push(
                 format!("fork/join overhead of region {} ({} instances)", r.location.label, r.instances),
                 "region",
@@ -53,7 +59,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 "fuse neighbouring parallel regions or move the parallel region outside the enclosing loop (Mahéo 2015 §3.3.1: fork/join adds to sequential time)".into(),
             );
             let team = r.team_size.max(1) as f64;
-            let wait = r.barrier.wait_s / team / r.ranks.len().max(1) as f64;
+            let wait = r.barrier.wait_s / team / ran;
             // Threads that took turns on CPUs wait at a barrier for the
             // others' turns, not for more work: a schedule cannot help there.
             let took_turns = a
@@ -75,7 +81,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 },
             );
             if r.barrier.wait_observed && r.barrier.count > 0 {
-                let sync = r.barrier.sync_overhead_s / team / r.ranks.len().max(1) as f64;
+                let sync = r.barrier.sync_overhead_s / team / ran;
                 let per_barrier = r.barrier.sync_overhead_s / r.barrier.count as f64;
                 push(
                     format!("barrier synchronisation in region {}", r.location.label),
@@ -141,7 +147,6 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
             .get()
             .is_some_and(|r| r.iter().any(|x| x.per_thread_observed()));
         if a.run.mode == "profile" && !per_region {
-            let threads_in_job = a.run.threads_per_rank.iter().sum::<u32>().max(1) as f64;
             push(
                 "barriers (profile mode: all regions, wait and synchronisation together)".into(),
                 "openmp",
@@ -150,7 +155,7 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
                 "threads wait at barriers for the slowest (load imbalance) or for the barrier itself: re-record with --mode trace to see which region and how much of it is imbalance (balance the work, a dynamic schedule, `nowait`) or synchronisation (fewer barriers, a core per thread)".into(),
             );
         }
-        placement_finding(a, o, ranks, &mut push);
+        placement_finding(a, o, (&procs, ranks, threads_in_job), &mut push);
         if let Some(m) = o.mutexes.get() {
             for x in m.iter().take(3) {
                 push(
@@ -253,7 +258,7 @@ pub(crate) fn memory_advice(m: &MemoryFootprint, p: &Projection) -> String {
 fn placement_finding(
     a: &Analysis,
     o: &OpenMpOverhead,
-    ranks: f64,
+    (procs, ranks, threads_in_job): (&crate::processes::Processes, f64, f64),
     push: &mut impl FnMut(String, &str, Option<CodeLocation>, f64, String),
 ) {
     let sharing: Vec<&RankPlacement> = a
@@ -265,7 +270,9 @@ fn placement_finding(
     let Some(first) = sharing.first() else {
         return;
     };
-    let who = if sharing.len() == 1 {
+    // A rank's programs (exec) are one rank here too.
+    let ranks_sharing = procs.count(sharing.iter().map(|p| p.rank));
+    let who = if ranks_sharing == 1 {
         format!(
             "rank {} runs {} threads on CPU {}",
             first.rank,
@@ -275,7 +282,7 @@ fn placement_finding(
     } else {
         format!(
             "{} ranks run more threads than CPUs (rank {}: {} threads on CPU {})",
-            sharing.len(),
+            ranks_sharing,
             first.rank,
             first.threads,
             first.cpu_list()
@@ -317,20 +324,21 @@ fn placement_finding(
             format!("{advice}{estimate}"),
         );
     } else {
-        // Σ over every thread of every rank: the average thread's share.
+        // Σ over every thread of every rank, over the threads that ran at
+        // once (a rank's exec'd programs' once): the average thread's share.
         // (None in profile mode, where the barriers' synchronisation is not
         // told from their wait: the profile-mode barrier finding covers it.)
-        let threads_in_job = a.run.threads_per_rank.iter().sum::<u32>().max(1) as f64;
         let cost = o.barrier.sync_overhead_s / threads_in_job;
-        let ranks_on_host = a
-            .run
-            .hosts
-            .iter()
-            .position(|h| *h == first.host)
-            .and_then(|i| a.run.ranks_per_host.get(i).copied())
-            .unwrap_or(1)
-            .max(1);
-        let fit = (first.host_cpus / ranks_on_host).max(1);
+        // The processes that share the host's CPUs at once: its ranks and
+        // their child processes, a rank's exec'd programs once.
+        let ranks_on_host = procs.count(
+            a.run
+                .placement
+                .iter()
+                .filter(|p| p.host == first.host)
+                .map(|p| p.rank),
+        );
+        let fit = (first.host_cpus / (ranks_on_host as u32).max(1)).max(1);
         push(
             format!("OpenMP threads share CPUs: {who}"),
             "placement",

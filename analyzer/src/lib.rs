@@ -36,6 +36,7 @@ pub mod parallel;
 pub mod phases;
 pub mod placement;
 pub mod pop;
+pub mod processes;
 pub mod rank_mpi;
 pub mod run_window;
 pub mod timeline;
@@ -59,7 +60,7 @@ pub fn analyze(trace_dir: &Path, options: &AnalyzeOptions) -> Result<Analysis, A
 }
 
 /// The [`run_window::RunExtent`] of the trace in `dir`, the analysis's to the
-/// nanosecond: the same loader ([`crate::load`]) under the same memory
+/// nanosecond (and its ranks left out, the same list): the same loader ([`crate::load`]) under the same memory
 /// limit (`memory`, bytes: [`crate::AnalyzeOptions::memory`]), with of the
 /// OpenMP pass only its count of clipped ends
 /// ([`crate::omp::pass::join_pass`]) and without the cross-rank analyses
@@ -77,6 +78,7 @@ pub fn run_extent(dir: &Path, memory: u64) -> Result<run_window::RunExtent, Anal
         window: run_window::of_ranks(&data.ranks),
         clipped_join_waits,
         clipped_join_wait_s,
+        ranks_left_out: data.ranks_left_out,
     })
 }
 

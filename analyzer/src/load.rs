@@ -1022,6 +1022,7 @@ fn load_reading(
     problems.extend(completeness_problems(dir, &manifest));
     let mut warnings = collector_warnings(&manifest);
     warnings.extend(code.clashes());
+    warnings.extend(code.notes().iter().cloned());
     let mut data = TraceData {
         dir: dir.to_path_buf(),
         warnings,
@@ -1099,7 +1100,7 @@ pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::mode
             what,
             data_lost: true,
         };
-        if let Some(end) = r.end.filter(|e| e.is_partial()) {
+        if let Some(end) = r.end.as_ref().filter(|e| e.is_partial()) {
             let recovered = if r.recovered {
                 "; its events up to then were recovered from its spool"
             } else {
@@ -1130,8 +1131,8 @@ pub fn completeness_problems(dir: &Path, manifest: &Manifest) -> Vec<crate::mode
         }
     }
     for p in leftovers {
-        let note = p.end_note.as_ref().and_then(|(_, n)| *n);
-        let how = match note.map(|n| n.end) {
+        let note = p.end_note.as_ref().and_then(|(_, n)| n.as_ref());
+        let how = match note.map(|n| &n.end) {
             Some(hyscope_format::ProcessEnd::Running) | None => String::new(),
             Some(e) => format!("; it {}", e.describe()),
         };
@@ -1246,17 +1247,20 @@ pub fn rank_spans(rd: &mut RankData) {
 }
 
 /// The job's hosts (the manifest's, then any only a rank names) and the
-/// ranks on each.
+/// job's ranks on each.
 pub fn run_hosts(m: &hyscope_format::Manifest) -> (Vec<String>, Vec<u32>) {
     let mut hosts = m.hosts.clone();
     let mut ranks_per_host = vec![0u32; hosts.len()];
     for r in &m.ranks {
-        match hosts.iter().position(|h| *h == r.host) {
-            Some(i) => ranks_per_host[i] += 1,
-            None => {
-                hosts.push(r.host.clone());
-                ranks_per_host.push(1);
-            }
+        let i = hosts.iter().position(|h| *h == r.host).unwrap_or_else(|| {
+            hosts.push(r.host.clone());
+            ranks_per_host.push(0);
+            hosts.len() - 1
+        });
+        // A child process and a program exec'd (`processes`) run on their
+        // rank's host, as no rank of the job.
+        if r.child_of.is_none() {
+            ranks_per_host[i] += 1;
         }
     }
     (hosts, ranks_per_host)
@@ -1306,9 +1310,14 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
             missing.push(format!("sampler `{}` unavailable: {}", s.name, s.reason));
         }
     }
+    // The manifest's counts of the ranks analysed: a rank left out for a
+    // damaged part is in no number (`damaged_parts`).
+    let kept =
+        |r: &&hyscope_format::RankInfo| !data.ranks_left_out.iter().any(|p| p.rank == r.rank);
     let counts = |f: fn(&hyscope_format::EventCounts) -> u64| -> u64 {
         m.ranks
             .iter()
+            .filter(kept)
             .fold(0u64, |n, r| n.saturating_add(f(&r.events)))
     };
     let omp_rows: u64 = data.ranks.iter().map(|r| r.omp_rows).sum();
@@ -1339,6 +1348,7 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         dropped_events: m
             .ranks
             .iter()
+            .filter(kept)
             .fold(0u64, |n, r| n.saturating_add(r.dropped_events)),
         missing,
         clock_corrected: data.clock_corrected,
@@ -1348,20 +1358,8 @@ pub fn run_facts(data: &TraceData) -> RunFacts {
         clipped_join_wait_s: 0.0,
         placement: Vec::new(),
         collector_init_s: ns_to_s(i64::try_from(m.collector_init_ns()).unwrap_or(i64::MAX)),
-        children: m
-            .ranks
-            .iter()
-            .filter_map(|r| {
-                let of = r.child_of?;
-                Some(crate::model::ChildProcess {
-                    rank: r.rank,
-                    of_rank: of.rank,
-                    pid: r.pid,
-                    parent_pid: of.parent_pid,
-                    command: r.command.clone(),
-                })
-            })
-            .collect(),
+        children: crate::processes::children(&m.ranks),
+        execs: crate::processes::execs(&m.ranks),
         ranks_left_out: left_out_ranks(data),
         ranks_analysed: data.ranks.len() as u32,
     }

@@ -406,10 +406,14 @@ pub struct RunFacts {
     /// `MPI_Init` returned after it, and the `MPI_Init` rows include it.
     #[serde(default)]
     pub collector_init_s: f64,
-    /// Processes that ranks started (fork, exec) and that recorded events:
-    /// each has an id after the job's ranks, counted in `ranks`.
+    /// Processes that ranks started (fork, exec) and that recorded events,
+    /// and programs that an exec put in a recording program's place: each
+    /// has an id after the job's ranks, counted in `ranks`.
     #[serde(default)]
     pub children: Vec<ChildProcess>,
+    /// The programs of the trace that ended by an exec (`crate::processes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub execs: Vec<ExecEnd>,
     /// Ranks left out of the analysis because a part of theirs cannot be
     /// read (`Analysis::ranks_left_out` names the files): `ranks` and every
     /// per-rank list still count their ids, no number covers them.
@@ -438,17 +442,26 @@ impl RunFacts {
         ))
     }
 
-    /// The ranks the per-rank means divide by: those analysed (at least 1).
-    pub fn ranks_for_means(&self) -> u32 {
+    /// What the run's counts over ranks (events, CPU placement) cover when
+    /// ranks were left out, as every view says it: `1 of 2 ranks, rank 0
+    /// left out`; None when every rank was analysed.
+    pub fn counted_ranks(&self) -> Option<String> {
         if self.ranks_left_out.is_empty() {
-            self.ranks.max(1)
-        } else {
-            self.ranks_analysed.max(1)
+            return None;
         }
+        let n = self.ranks_left_out.len();
+        Some(format!(
+            "{} of {} ranks, {} {} left out",
+            self.ranks_analysed,
+            self.ranks_analysed as usize + n,
+            if n == 1 { "rank" } else { "ranks" },
+            hyscope_format::rank_ranges::rank_ranges(self.ranks_left_out.iter().copied()),
+        ))
     }
 }
 
-/// A process a rank started, with an id of its own in the trace.
+/// A process a rank started, or a program an exec put in the place of one
+/// that recorded, with an id of its own in the trace.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChildProcess {
     /// Its id in the trace (where a rank number goes).
@@ -458,34 +471,96 @@ pub struct ChildProcess {
     pub pid: u32,
     pub parent_pid: u32,
     pub command: Vec<String>,
+    /// The id of the program it replaced by an exec (the same process, with
+    /// the same pid); None for a process a rank started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec_of: Option<u32>,
 }
 
 impl ChildProcess {
     /// One line for it, as every view writes it: its id, where it comes
     /// from, its command.
     pub fn describe(&self) -> String {
+        match self.exec_of {
+            Some(of) => format!(
+                "rank {} is pid {}, the program rank {of} exec'd: {}",
+                self.rank,
+                self.pid,
+                self.command.join(" ")
+            ),
+            None => format!(
+                "rank {} is pid {}, started by rank {} (parent pid {}): {}",
+                self.rank,
+                self.pid,
+                self.of_rank,
+                self.parent_pid,
+                self.command.join(" ")
+            ),
+        }
+    }
+}
+
+/// A program that ended by an exec: it wrote everything it recorded first,
+/// and its process went on, under the same pid, as another program.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecEnd {
+    /// Its id in the trace.
+    pub rank: u32,
+    pub pid: u32,
+    /// The program the exec named (empty where the trace does not say).
+    pub path: String,
+    /// The id the next program of the process recorded under; None when it
+    /// recorded nothing.
+    pub next: Option<u32>,
+}
+
+impl ExecEnd {
+    /// One line for it, as every view writes it.
+    pub fn describe(&self) -> String {
+        let program = if self.path.is_empty() {
+            "another program".to_string()
+        } else {
+            self.path.clone()
+        };
+        let then = match self.next {
+            Some(next) => format!("which recorded as rank {next}"),
+            None => "which recorded nothing".to_string(),
+        };
         format!(
-            "rank {} is pid {}, started by rank {} (parent pid {}): {}",
-            self.rank,
-            self.pid,
-            self.of_rank,
-            self.parent_pid,
-            self.command.join(" ")
+            "rank {} (pid {}) exec'd {program}, {then}; everything rank {} recorded before is in the trace",
+            self.rank, self.pid, self.rank
         )
     }
 }
 
 /// The number of ranks as every view writes it: the ids in the trace, with
-/// the child processes among them said apart (`2 (+ 4 child processes)`).
-pub fn ranks_label(ids: u32, children: usize) -> String {
-    if children == 0 {
-        ids.to_string()
-    } else {
-        format!(
-            "{} (+ {children} child processes)",
-            (ids as usize).saturating_sub(children)
-        )
+/// the child processes and the programs exec'd among them said apart
+/// (`2 (+ 4 child processes)`, `1 (+ 2 exec'd programs)`): neither is a
+/// rank of the job.
+pub fn ranks_label(ids: u32, children: &[ChildProcess]) -> String {
+    if children.is_empty() {
+        return ids.to_string();
     }
+    let execd = children.iter().filter(|c| c.exec_of.is_some()).count();
+    let forked = children.len() - execd;
+    let mut apart = Vec::new();
+    if forked > 0 {
+        apart.push(match forked {
+            1 => "1 child process".to_string(),
+            n => format!("{n} child processes"),
+        });
+    }
+    if execd > 0 {
+        apart.push(match execd {
+            1 => "1 exec'd program".to_string(),
+            n => format!("{n} exec'd programs"),
+        });
+    }
+    format!(
+        "{} (+ {})",
+        (ids as usize).saturating_sub(children.len()),
+        apart.join(", ")
+    )
 }
 
 /// The CPUs a rank may run on, against the OpenMP threads it runs.
@@ -530,12 +605,86 @@ pub struct Pop {
     pub tree: PopNode,
     /// Additive model: `1 = parallel efficiency + Σ losses`, each a fraction of all core-time.
     pub additive: Vec<PopLoss>,
-    /// Useful compute time per (rank, thread), seconds.
+    /// Useful compute time per (rank, thread), seconds: one row per
+    /// process of `scope.processes`, its programs' threads added by index.
     pub useful_s: Vec<Vec<f64>>,
-    /// Cores (threads) counted: Σ over ranks of threads.
+    /// Cores (threads) counted: Σ over the ranks' processes of the most
+    /// threads of any of its programs.
     pub cores: u32,
     /// Elapsed time the efficiencies refer to.
     pub elapsed_s: f64,
+    /// What the metrics count as the job's ranks, and what they leave out.
+    #[serde(default)]
+    pub scope: PopScope,
+}
+
+/// Which of the trace's ids the POP metrics count, and as what
+/// (`crate::processes::Processes`): POP's processes are the job's ranks,
+/// each observed over the whole elapsed time; the programs a rank's process
+/// ran one after the other (exec) are that one process's time line, and a
+/// child process a rank started is not a rank of the job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PopScope {
+    /// The ranks counted, one per row of [`Pop::useful_s`]: each one's
+    /// programs inside the window, in the order they ran (the rank's own
+    /// first; more than one where its process exec'd).
+    pub processes: Vec<Vec<u32>>,
+    /// Programs of those processes that ran outside the window (exec'd
+    /// after `MPI_Finalize`): not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_window: Vec<u32>,
+    /// Child processes ranks started (`fork`), with the programs they
+    /// exec'd: not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub child_processes: Vec<u32>,
+}
+
+impl PopScope {
+    /// What the metrics count and leave out, one line each, as every view
+    /// writes it under the POP metrics; none when every id is a rank.
+    pub fn lines(&self) -> Vec<String> {
+        let ranks = |ids: &[u32]| {
+            let list = hyscope_format::rank_ranges::rank_ranges(ids.iter().copied());
+            if ids.len() == 1 {
+                format!("rank {list}")
+            } else {
+                format!("ranks {list}")
+            }
+        };
+        let mut out = Vec::new();
+        let joined: Vec<&Vec<u32>> = self.processes.iter().filter(|p| p.len() > 1).collect();
+        if !joined.is_empty() {
+            let shown: Vec<String> = joined
+                .iter()
+                .take(4)
+                .map(|p| {
+                    let chain: Vec<String> = p.iter().map(u32::to_string).collect();
+                    format!("rank {} (programs {})", p[0], chain.join(", "))
+                })
+                .collect();
+            let more = match joined.len() {
+                n if n > 4 => format!(" and {} more", n - 4),
+                _ => String::new(),
+            };
+            out.push(format!(
+                "one process per rank, its exec'd programs joined: {}{more}",
+                shown.join(", ")
+            ));
+        }
+        if !self.outside_window.is_empty() {
+            out.push(format!(
+                "not counted: {}, exec'd after MPI_Finalize (outside the window)",
+                ranks(&self.outside_window)
+            ));
+        }
+        if !self.child_processes.is_empty() {
+            out.push(format!(
+                "not counted: {}, child processes (not ranks of the job)",
+                ranks(&self.child_processes)
+            ));
+        }
+        out
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -594,6 +743,10 @@ pub struct RegionStats {
     pub team_size: u32,
     /// Σ of the encountering thread's region durations.
     pub time_s: f64,
+    /// The scatter of the instances' durations `time_s` sums (None below 2
+    /// instances), or why the trace cannot give it.
+    #[serde(default)]
+    pub time_scatter: Observable<Option<Scatter>>,
     pub share_of_run: f64,
     /// Σ master implicit-task time.
     pub implicit_task_s: f64,
@@ -605,6 +758,10 @@ pub struct RegionStats {
     /// Mean and max fork/join overhead per instance.
     pub fork_join_mean_s: f64,
     pub fork_join_max_s: f64,
+    /// The scatter of the instances' fork/join `fork_join_s` sums, or why
+    /// the trace cannot give it (profile mode: a difference of totals).
+    #[serde(default)]
+    pub fork_join_scatter: Observable<Option<Scatter>>,
     /// Team totals.
     pub barrier: BarrierStats,
     /// max/mean of per-thread busy time (1 = balanced).
@@ -691,6 +848,10 @@ pub struct LoopStats {
     pub team_size: u32,
     /// Σ loop time (per instance: first thread in → last thread out).
     pub time_s: f64,
+    /// The scatter of the instances' times `time_s` sums (profile mode:
+    /// of its slowest thread's), or why the trace cannot give it.
+    #[serde(default)]
+    pub time_scatter: Observable<Option<Scatter>>,
     pub share_of_run: f64,
     pub per_thread: Vec<LoopThreadStats>,
     /// max/mean of per-thread busy time.
@@ -1262,10 +1423,14 @@ pub enum NoiseVerdict {
     BeyondNoise,
     /// Within it: the runs' own scatter explains it.
     WithinNoise,
-    /// Too few values in a run (one per run: a duration, an efficiency;
-    /// or one call) to estimate the scatter.
+    /// Too few values in a run (one per run: a duration, an efficiency,
+    /// a ratio; or one call) to estimate the scatter.
     TooFewValues,
-    /// Not a sum of measured values (a count, bytes, a ratio): no estimate.
+    /// A count or bytes: counted without error, no scatter of measured
+    /// values; any difference is what the runs did.
+    Exact,
+    /// Measured values whose scatter the trace does not keep (`why` says
+    /// why): no estimate.
     #[default]
     NotEstimated,
 }
@@ -1277,6 +1442,9 @@ pub struct NoiseSummary {
     pub beyond_noise: u64,
     pub within_noise: u64,
     pub too_few_values: u64,
+    /// Counts and bytes.
+    #[serde(default)]
+    pub exact: u64,
     pub not_estimated: u64,
 }
 
@@ -1287,6 +1455,14 @@ pub struct NoiseSummary {
 pub struct Scatter {
     pub values: u64,
     pub sd: f64,
+}
+
+/// A scatter not yet measured: no values (an analysis written before it
+/// was kept reads so).
+impl Default for Observable<Option<Scatter>> {
+    fn default() -> Self {
+        Observable::Observed(None)
+    }
 }
 
 impl Scatter {

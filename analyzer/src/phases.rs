@@ -211,6 +211,12 @@ pub fn mpi_in_phases(
 /// One instance of a phase on one rank, with its metrics.
 struct Instance<'a> {
     rank: u32,
+    /// The process it ran in (`crate::processes::Processes`): a rank's
+    /// programs (exec) are one rank of the phase's table, one after the
+    /// other, never ranks that ran at the same time.
+    process: u32,
+    /// Whether that process is one of the job's ranks (not a child process).
+    in_job_rank: bool,
     rec: &'a PhaseRecord,
     omp: PhaseOmp,
     mpi_ns: i64,
@@ -222,6 +228,7 @@ struct Instance<'a> {
 pub fn analyze_phases(data: &TraceData, run: &RunFacts) -> Observable<Vec<PhaseStats>> {
     let mut by_name: BTreeMap<&str, Vec<Instance>> = BTreeMap::new();
     let mut first: BTreeMap<&str, (i64, u32)> = BTreeMap::new();
+    let procs = crate::processes::Processes::of(&run.children);
     for rd in &data.ranks {
         for (i, rec) in rd.phases.iter().enumerate() {
             let PhaseMpi {
@@ -240,6 +247,8 @@ pub fn analyze_phases(data: &TraceData, run: &RunFacts) -> Observable<Vec<PhaseS
                 .or_default()
                 .push(Instance {
                     rank: rd.rank,
+                    process: procs.process_of(rd.rank),
+                    in_job_rank: procs.in_job_rank(rd.rank),
                     rec,
                     omp: rd.phase_omp.get(i).copied().unwrap_or_default(),
                     mpi_ns,
@@ -291,8 +300,8 @@ fn phase_stats(name: &str, inst: &[Instance], data: &TraceData, run: &RunFacts) 
     let mut outside_mpi: BTreeMap<u32, i64> = BTreeMap::new();
     for x in inst {
         let d = x.rec.end_ns - x.rec.start_ns;
-        let r = ranks.entry(x.rank).or_insert_with(|| PhaseRank {
-            rank: x.rank,
+        let r = ranks.entry(x.process).or_insert_with(|| PhaseRank {
+            rank: x.process,
             ..PhaseRank::default()
         });
         r.instances += 1;
@@ -304,7 +313,10 @@ fn phase_stats(name: &str, inst: &[Instance], data: &TraceData, run: &RunFacts) 
             mpi_s: ns_to_s(x.mpi_ns),
             mpi_calls: x.mpi_calls,
         });
-        *outside_mpi.entry(x.rank).or_default() += (d - x.master_mpi_ns).max(0);
+        // POP's MPI level compares the job's ranks (as `crate::pop`).
+        if x.in_job_rank {
+            *outside_mpi.entry(x.process).or_default() += (d - x.master_mpi_ns).max(0);
+        }
     }
     let ranks: Vec<PhaseRank> = ranks.into_values().collect();
     let time_s = ranks.iter().map(|r| r.time_s).fold(0.0, f64::max);
@@ -314,7 +326,8 @@ fn phase_stats(name: &str, inst: &[Instance], data: &TraceData, run: &RunFacts) 
         inside.add(&r.inside);
     }
     let outside: Vec<f64> = outside_mpi.values().map(|&n| ns_to_s(n)).collect();
-    let mpi = (time_s > 0.0).then(|| crate::pop::mpi_efficiencies(&outside, time_s));
+    let mpi = (time_s > 0.0 && !outside.is_empty())
+        .then(|| crate::pop::mpi_efficiencies(&outside, time_s));
     let min_depth = inst.iter().map(|x| x.rec.depth).min().unwrap_or(0);
     let parent = enclosing(inst, data);
     let mut sources: Vec<&str> = inst
@@ -419,12 +432,12 @@ fn iterations(inst: &[Instance]) -> Option<PhaseIterations> {
     let mut steps: BTreeMap<i64, i64> = BTreeMap::new();
     let mut order: BTreeMap<(u32, u32), i64> = BTreeMap::new();
     let mut sorted: Vec<&Instance> = inst.iter().collect();
-    sorted.sort_by_key(|x| (x.rank, x.rec.thread, x.rec.start_ns));
+    sorted.sort_by_key(|x| (x.process, x.rec.thread, x.rec.start_ns));
     for x in sorted {
         let key = if stepped {
             x.rec.iteration
         } else {
-            let n = order.entry((x.rank, x.rec.thread)).or_default();
+            let n = order.entry((x.process, x.rec.thread)).or_default();
             *n += 1;
             *n - 1
         };
@@ -467,14 +480,16 @@ pub struct PhaseLanes {
 impl PhaseLanes {
     /// The `phases` table of the index's trace with its clocks (empty when
     /// the trace has none). A rank whose phases cannot be read goes without
-    /// its phase row, and [`PhaseLanes::problem`] names its file.
+    /// its phase row, and [`PhaseLanes::problem`] names its file; so does a
+    /// rank the index leaves out ([`crate::timeline::TimelineIndex::left_out`]).
     pub fn read(index: &crate::timeline::TimelineIndex) -> PhaseLanes {
         let (rows, problems) = crate::damaged_parts::read_phase_rows(
             index.trace(),
             &hyscope_format::ScanOptions::default(),
         );
         let mut by_rank: BTreeMap<u32, Vec<PhaseRecord>> = BTreeMap::new();
-        for (rank, mut p) in rows {
+        // A rank left out of the index is left out whole: no phase row.
+        for (rank, mut p) in rows.into_iter().filter(|(r, _)| !index.is_left_out(*r)) {
             if let Some(m) = index.clocks().map(rank) {
                 p.start_ns = m.to_global(p.start_ns);
                 p.end_ns = m.to_global(p.end_ns);
@@ -616,6 +631,7 @@ pub fn names_sentence<'a>(phases: impl Iterator<Item = &'a PhaseRecord>) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace_data::RankData;
 
     /// Two ranks, each with `step` twice back to back, rank 1 lagging by
     /// 5: one window per step over both ranks, not their union.
@@ -639,6 +655,61 @@ mod tests {
         assert_eq!(lanes.windows("step"), [(100, 205), (200, 305)]);
         assert_eq!(lanes.windows("solver"), [(100, 300)]);
         assert!(lanes.windows("halo").is_empty());
+    }
+
+    /// MPI ranks 0 and 1; rank 0's process exec'd a program (id 2) and
+    /// rank 1 forked a child (id 3), each with a `step`: rank 0's process
+    /// ran its two steps one after the other (200 ns, two repetitions), and
+    /// the MPI efficiencies compare the job's two ranks (outside MPI 200
+    /// and 100 − 20 ns), not the child.
+    #[test]
+    fn a_process_s_programs_are_one_rank_of_the_phase() {
+        let rank = |rank: u32, (a, b): (i64, i64), master_mpi_ns: i64| RankData {
+            rank,
+            phases: vec![PhaseRecord::api(0, "step", a, b, 0)],
+            phase_mpi: vec![PhaseMpi {
+                mpi_ns: master_mpi_ns,
+                master_mpi_ns,
+                mpi_calls: 1,
+            }],
+            ..RankData::default()
+        };
+        let data = TraceData {
+            ranks: vec![
+                rank(0, (0, 100), 0),
+                rank(1, (0, 100), 20),
+                rank(2, (200, 300), 0),
+                rank(3, (10, 50), 0),
+            ],
+            ..TraceData::default()
+        };
+        let child = |rank: u32, of_rank: u32, exec_of: Option<u32>| ChildProcess {
+            rank,
+            of_rank,
+            exec_of,
+            ..ChildProcess::default()
+        };
+        let run = RunFacts {
+            ranks: 4,
+            children: vec![child(2, 0, Some(0)), child(3, 1, None)],
+            duration_s: 300e-9,
+            ..RunFacts::default()
+        };
+        let phases = analyze_phases(&data, &run);
+        let step = &phases.get().expect("observed")[0];
+        let ns = |s: f64| (s * 1e9).round() as i64;
+        let per_rank: Vec<(u32, u64, i64)> = step
+            .ranks
+            .iter()
+            .map(|r| (r.rank, r.instances, ns(r.time_s)))
+            .collect();
+        assert_eq!(per_rank, [(0, 2, 200), (1, 1, 100), (3, 1, 40)]);
+        assert_eq!(ns(step.time_s), 200);
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-12);
+        assert!(close(step.mpi_parallel_efficiency, 0.7), "{step:?}");
+        assert!(close(step.mpi_load_balance, 0.7), "{step:?}");
+        assert!(close(step.mpi_communication_efficiency, 1.0), "{step:?}");
+        assert_eq!(step.iterations.as_ref().map(|i| i.count), Some(2));
     }
 
     fn row(kind: OmpKind, start: i64, end: i64, count: u64) -> OmpRecord {

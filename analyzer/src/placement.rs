@@ -13,24 +13,33 @@ use crate::model::{RankPlacement, RunFacts};
 use crate::omp::RankOmp;
 use hyscope_format::Manifest;
 
-/// One row per rank that recorded its affinity.
+/// One row per rank analysed that recorded its affinity: a rank left out
+/// for a damaged part (`run.ranks_left_out`) is in no row and in no host's
+/// thread count, as in every other number.
 pub fn rank_placement(m: &Manifest, run: &RunFacts, omp: &[RankOmp]) -> Vec<RankPlacement> {
-    let threads_on_host = |host: &str| -> u32 {
+    let analysed = || {
         m.ranks
             .iter()
-            .filter(|r| r.host == host)
-            .map(|r| {
-                run.threads_per_rank
-                    .get(r.rank as usize)
-                    .copied()
-                    .unwrap_or(1)
-                    .max(1)
-            })
-            .sum()
+            .filter(|r| !run.ranks_left_out.contains(&r.rank))
     };
-    let mut out: Vec<RankPlacement> = m
-        .ranks
-        .iter()
+    let procs = crate::processes::Processes::of(&run.children);
+    let threads_on_host = |host: &str| -> u32 {
+        // The programs of one process (each exec'd by the one before,
+        // `processes`) never run at once: the most threads of any of them.
+        let mut per_process: std::collections::BTreeMap<u32, u32> = Default::default();
+        for r in analysed().filter(|r| r.host == host) {
+            let threads = run
+                .threads_per_rank
+                .get(r.rank as usize)
+                .copied()
+                .unwrap_or(1)
+                .max(1);
+            let most = per_process.entry(procs.process_of(r.rank)).or_default();
+            *most = (*most).max(threads);
+        }
+        per_process.values().sum()
+    };
+    let mut out: Vec<RankPlacement> = analysed()
         .filter(|r| !r.cores.is_empty())
         .map(|r| {
             let threads = run

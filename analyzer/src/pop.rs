@@ -22,13 +22,29 @@
 //! - L_omp = (Σ OpenMP runtime time of all threads + Σ fork/join) / (C · T)
 //! - L_serial = Σ_r (P_r − 1) · T_seq,r / (C · T)  (idle threads during serial code)
 //! - L_other = the rest (ranks finishing early, unattributed time).
+//!
+//! POP's processes are the job's ranks, each observed over the whole
+//! elapsed time T (the POP Centre of Excellence's definitions: load balance
+//! and parallel efficiency compare the processes that ran at the same
+//! time). The programs a rank's process ran one after the other, each put
+//! in the place of the one before by an exec, are that one process: their
+//! intervals are joined on its time line (its window runs from its first
+//! program's start to its last one's end, or is the MPI program's
+//! `MPI_Init`–`MPI_Finalize`), their threads are its P_r cores (the most of
+//! any of them) and their useful time adds up, thread by thread. A child
+//! process a rank started (`fork`) is not a rank of the job and is left
+//! out, said in [`PopScope`] (`crate::processes::Processes`, the one rule
+//! every per-rank figure reads).
+
+use std::collections::BTreeMap;
 
 use hyscope_format::MpiRecord;
 
 use crate::model::ns_to_s;
 use crate::model::*;
-use crate::omp::{OmpResult, inside};
-use crate::trace_data::{TraceData, WindowMpi};
+use crate::omp::{OmpResult, RankOmp, inside};
+use crate::processes::Processes;
+use crate::trace_data::{RankData, TraceData, WindowMpi};
 
 /// The MPI time of a rank's application window `(w0, w1)` ([`WindowMpi`]),
 /// from its `rows` and its master's parallel regions (sorted, disjoint),
@@ -65,39 +81,132 @@ pub fn mpi_efficiencies(outside_mpi: &[f64], t: f64) -> (f64, f64, f64) {
     (mean_o / t, mpi_lb, max_o / t)
 }
 
-pub fn analyze_pop(data: &TraceData, _run: &RunFacts, omp: &OmpResult) -> Observable<Pop> {
-    // Elapsed time of the application windows (MPI_Init end → MPI_Finalize start).
-    let active = data.ranks.iter().filter(|r| r.app_end_ns > r.app_start_ns);
-    let t0 = active.clone().map(|r| r.app_start_ns).min().unwrap_or(0);
-    let t1 = active.map(|r| r.app_end_ns).max().unwrap_or(0);
+/// One of the job's ranks as POP counts it: its process's programs, in
+/// the order they ran, and the window they are measured in.
+struct Process<'a> {
+    programs: Vec<(&'a RankData, &'a RankOmp)>,
+    /// Empty (start = end) when no program of it has events.
+    window: (i64, i64),
+}
+
+/// A program's application window, if it has events in it.
+fn window_of(rd: &RankData) -> Option<(i64, i64)> {
+    (rd.app_end_ns > rd.app_start_ns).then_some((rd.app_start_ns, rd.app_end_ns))
+}
+
+fn union(a: (i64, i64), b: (i64, i64)) -> (i64, i64) {
+    (a.0.min(b.0), a.1.max(b.1))
+}
+
+/// The job's ranks, each its programs joined on its process's time line
+/// ([`Processes`]): the window is the MPI program's (`MPI_Init` to
+/// `MPI_Finalize`; programs exec'd after it are outside) or, without MPI,
+/// from the first program's first event to the last one's last; what is
+/// left out goes to `scope`.
+fn processes<'a>(
+    data: &'a TraceData,
+    run: &RunFacts,
+    omp: &'a OmpResult,
+    scope: &mut PopScope,
+) -> Vec<Process<'a>> {
+    let procs = Processes::of(&run.children);
+    let mut by: BTreeMap<u32, Vec<(&RankData, &RankOmp)>> = BTreeMap::new();
+    for (rd, ro) in data.ranks.iter().zip(&omp.ranks) {
+        if procs.in_job_rank(rd.rank) {
+            by.entry(procs.process_of(rd.rank))
+                .or_default()
+                .push((rd, ro));
+        } else {
+            scope.child_processes.push(rd.rank);
+        }
+    }
+    let mut out = Vec::with_capacity(by.len());
+    for (_, mut programs) in by {
+        programs.sort_by_key(|(rd, _)| rd.rank);
+        let with_mpi = programs
+            .iter()
+            .filter(|(rd, _)| rd.mpi_spans.init_end.is_some())
+            .filter_map(|(rd, _)| window_of(rd))
+            .reduce(union);
+        let window = with_mpi
+            .or_else(|| {
+                programs
+                    .iter()
+                    .filter_map(|(rd, _)| window_of(rd))
+                    .reduce(union)
+            })
+            .unwrap_or((0, 0));
+        let (inside, outside): (Vec<_>, Vec<_>) = programs
+            .into_iter()
+            .partition(|(rd, _)| window_of(rd).is_none_or(|w| w.0 >= window.0 && w.1 <= window.1));
+        scope
+            .outside_window
+            .extend(outside.iter().map(|(rd, _)| rd.rank));
+        scope
+            .processes
+            .push(inside.iter().map(|(rd, _)| rd.rank).collect());
+        out.push(Process {
+            programs: inside,
+            window,
+        });
+    }
+    // Ids are taken as programs start: another rank's may come between.
+    scope.outside_window.sort_unstable();
+    out
+}
+
+pub fn analyze_pop(data: &TraceData, run: &RunFacts, omp: &OmpResult) -> Observable<Pop> {
+    let mut scope = PopScope::default();
+    let processes = processes(data, run, omp, &mut scope);
+    // Elapsed time of the ranks' windows (MPI_Init end → MPI_Finalize start).
+    let active = processes.iter().filter(|p| p.window.1 > p.window.0);
+    let t0 = active.clone().map(|p| p.window.0).min().unwrap_or(0);
+    let t1 = active.map(|p| p.window.1).max().unwrap_or(0);
     let t = ns_to_s(t1 - t0);
-    if t <= 0.0 || data.ranks.is_empty() {
+    if t <= 0.0 || processes.is_empty() {
         return Observable::not("empty trace: no elapsed time");
     }
     let mut useful: Vec<Vec<f64>> = Vec::new();
     let mut outside_mpi: Vec<f64> = Vec::new();
     let (mut l_mpi, mut l_omp, mut l_serial) = (0.0, 0.0, 0.0);
     let mut cores = 0u32;
-    for (rd, ro) in data.ranks.iter().zip(&omp.ranks) {
-        let p = ro.threads.max(1) as usize;
+    for proc in &processes {
+        let programs = &proc.programs;
+        let p = programs
+            .iter()
+            .map(|(_, ro)| ro.threads.max(1))
+            .max()
+            .unwrap_or(1) as usize;
         cores += p as u32;
-        let total = rd.app_end_ns - rd.app_start_ns;
-        let w = &rd.mpi_window;
-        let mpi_in: Vec<i64> = (0..p as u32)
-            .map(|t| w.in_parallel.get(&t).copied().unwrap_or(0))
-            .collect();
-        let (master_out, mpi_all) = (w.master_outside, w.all);
-        let seq = (total - ro.region_ns.min(total) - master_out).max(0);
+        let total = proc.window.1 - proc.window.0;
+        // Its programs' times, thread by thread (a program's thread t ran
+        // on the process's t-th core, as the others' did before or after).
+        let (mut master_out, mut mpi_all, mut region_ns) = (0, 0, 0);
+        let (mut mpi_in, mut busy) = (vec![0i64; p], vec![0i64; p]);
+        for (rd, ro) in programs {
+            let w = &rd.mpi_window;
+            master_out += w.master_outside;
+            mpi_all += w.all;
+            region_ns += ro.region_ns;
+            l_omp +=
+                ro.runtime_ns.iter().map(|&x| ns_to_s(x)).sum::<f64>() + ns_to_s(ro.fork_join_ns);
+            for th in 0..p {
+                mpi_in[th] += w.in_parallel.get(&(th as u32)).copied().unwrap_or(0);
+                busy[th] += ro.busy_ns.get(th).copied().unwrap_or(0);
+            }
+        }
+        // Serial code: the process's window outside its parallel regions
+        // and its master's MPI (between its programs too: the exec and the
+        // next program's start are the process's serial time).
+        let seq = (total - region_ns.min(total) - master_out).max(0);
         let mut u = Vec::with_capacity(p);
-        for (th, mpi) in mpi_in.iter().enumerate() {
-            let busy = ro.busy_ns.get(th).copied().unwrap_or(0);
+        for th in 0..p {
             let serial = if th == 0 { seq } else { 0 };
-            u.push(ns_to_s((busy + serial - mpi).max(0)));
+            u.push(ns_to_s((busy[th] + serial - mpi_in[th]).max(0)));
         }
         outside_mpi.push(ns_to_s((total - master_out - mpi_in[0]).max(0)));
         useful.push(u);
         l_mpi += ns_to_s(mpi_all) + ns_to_s(master_out) * (p - 1) as f64;
-        l_omp += ro.runtime_ns.iter().map(|&x| ns_to_s(x)).sum::<f64>() + ns_to_s(ro.fork_join_ns);
         l_serial += ns_to_s(seq) * (p - 1) as f64;
     }
     let ct = cores as f64 * t;
@@ -215,5 +324,160 @@ pub fn analyze_pop(data: &TraceData, _run: &RunFacts, omp: &OmpResult) -> Observ
         useful_s: useful,
         cores,
         elapsed_s: t,
+        scope,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::omp::OmpResult;
+    use crate::trace_data::{MpiSpans, RankData};
+
+    /// A program `rank` with one OpenMP thread whose window is `(w0, w1)`
+    /// (ns), 50 ns of parallel regions: 40 busy, 5 in the runtime, 5 of
+    /// fork/join.
+    fn program(rank: u32, (w0, w1): (i64, i64), mpi: bool) -> (RankData, RankOmp) {
+        let rd = RankData {
+            rank,
+            first_ns: w0,
+            last_ns: w1,
+            app_start_ns: w0,
+            app_end_ns: w1,
+            mpi_spans: MpiSpans {
+                init_end: mpi.then_some(w0),
+                finalize_start: mpi.then_some(w1),
+                whole: mpi.then_some((w0, w1)),
+            },
+            ..RankData::default()
+        };
+        let ro = RankOmp {
+            rank,
+            threads: 1,
+            region_ns: 50,
+            fork_join_ns: 5,
+            busy_ns: vec![40],
+            runtime_ns: vec![5],
+            ..RankOmp::default()
+        };
+        (rd, ro)
+    }
+
+    fn analyse(programs: Vec<(RankData, RankOmp)>, children: Vec<ChildProcess>) -> Pop {
+        let (ranks, omp): (Vec<RankData>, Vec<RankOmp>) = programs.into_iter().unzip();
+        let data = TraceData {
+            ranks,
+            ..TraceData::default()
+        };
+        let omp = OmpResult {
+            regions: Observable::not("-"),
+            loops: Observable::not("-"),
+            overhead: Observable::not("-"),
+            serialized_regions: 0,
+            clipped_join_waits: 0,
+            clipped_join_wait_s: 0.0,
+            ranks: omp,
+        };
+        let run = RunFacts {
+            ranks: data.ranks.len() as u32,
+            children,
+            ..RunFacts::default()
+        };
+        analyze_pop(&data, &run, &omp)
+            .get()
+            .cloned()
+            .expect("observed")
+    }
+
+    fn exec(rank: u32, of: u32) -> ChildProcess {
+        ChildProcess {
+            rank,
+            of_rank: 0,
+            exec_of: Some(of),
+            ..ChildProcess::default()
+        }
+    }
+
+    fn value(p: &Pop, path: &[usize]) -> f64 {
+        let mut n = &p.tree;
+        for &i in path {
+            n = &n.children[i];
+        }
+        *n.value.get().expect("observed")
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    /// Three single-thread programs of one process, each exec'd by the one
+    /// before, 10 ns apart: one process of one core over 300 ns, with the
+    /// useful time of the three (3 × 40 busy + 150 serial, the gaps
+    /// between the programs included), never three ranks at once (which
+    /// read 3 cores and 250 / 900 = 27.8 %).
+    #[test]
+    fn the_programs_of_one_process_are_its_time_line() {
+        let p = analyse(
+            vec![
+                program(0, (0, 100), false),
+                program(1, (110, 200), false),
+                program(2, (210, 300), false),
+            ],
+            vec![exec(1, 0), exec(2, 1)],
+        );
+        assert_eq!(p.cores, 1);
+        assert!(close(p.elapsed_s, 300e-9), "{}", p.elapsed_s);
+        assert_eq!(p.scope.processes, vec![vec![0, 1, 2]]);
+        assert_eq!(p.useful_s.len(), 1);
+        assert!(close(p.useful_s[0][0], 270e-9), "{:?}", p.useful_s);
+        assert!(close(value(&p, &[]), 0.9), "{}", value(&p, &[]));
+        // No MPI, one process: the MPI level and the OpenMP load balance are 1.
+        for path in [&[0][..], &[0, 0], &[0, 1], &[1, 0]] {
+            assert!(close(value(&p, path), 1.0), "{path:?}: {}", value(&p, path));
+        }
+        let loss = |n: &str| p.additive.iter().find(|l| l.name == n).unwrap().fraction;
+        assert!(close(loss("OpenMP runtime"), 0.1));
+        assert!(close(loss("serial code (idle threads)"), 0.0));
+        assert!(loss("other").abs() < 1e-12, "{}", loss("other"));
+        assert_eq!(
+            p.scope.lines(),
+            ["one process per rank, its exec'd programs joined: rank 0 (programs 0, 1, 2)"]
+        );
+    }
+
+    /// MPI ranks 0 and 1; rank 0's process exec'd a program (id 2) after
+    /// `MPI_Finalize` and forked a child (id 3) during the run: POP counts
+    /// the two ranks over their MPI window, and says what it leaves out.
+    #[test]
+    fn programs_after_finalize_and_child_processes_are_not_ranks() {
+        let child = ChildProcess {
+            rank: 3,
+            of_rank: 0,
+            ..ChildProcess::default()
+        };
+        let p = analyse(
+            vec![
+                program(0, (0, 100), true),
+                program(1, (0, 100), true),
+                program(2, (150, 1000), false),
+                program(3, (20, 60), false),
+            ],
+            vec![exec(2, 0), child],
+        );
+        assert_eq!(p.cores, 2);
+        assert!(close(p.elapsed_s, 100e-9), "{}", p.elapsed_s);
+        assert_eq!(p.scope.processes, vec![vec![0], vec![1]]);
+        assert_eq!(p.scope.outside_window, vec![2]);
+        assert_eq!(p.scope.child_processes, vec![3]);
+        // Each rank: 40 busy + 50 serial over 100 ns.
+        assert!(close(value(&p, &[]), 0.9), "{}", value(&p, &[]));
+        assert!(close(value(&p, &[0, 0]), 1.0));
+        assert_eq!(
+            p.scope.lines(),
+            [
+                "not counted: rank 2, exec'd after MPI_Finalize (outside the window)",
+                "not counted: rank 3, child processes (not ranks of the job)",
+            ]
+        );
+    }
 }

@@ -14,16 +14,20 @@ use crate::model::RunWindow;
 use crate::trace_data::RankData;
 
 /// What a view that shows a trace's rows as recorded needs of the analysis
-/// (the exports): the run's window and the worker join-barrier ends the
-/// analysis clips, as [`crate::analyze`] states them in its
-/// [`RunFacts`](crate::model::RunFacts) (`window`, `clipped_join_waits`,
-/// `clipped_join_wait_s`); [`crate::run_extent`] computes it without the
-/// rest of the analysis.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// (the exports): the run's window, the worker join-barrier ends the
+/// analysis clips and the ranks it leaves out for a damaged part, as
+/// [`crate::analyze`] states them in its [`RunFacts`](crate::model::RunFacts)
+/// (`window`, `clipped_join_waits`, `clipped_join_wait_s`) and
+/// [`crate::Analysis::ranks_left_out`]; [`crate::run_extent`] computes it
+/// without the rest of the analysis.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunExtent {
     pub window: RunWindow,
     pub clipped_join_waits: u64,
     pub clipped_join_wait_s: f64,
+    /// The ranks left out, each damaged file with its problem
+    /// ([`crate::damaged_parts`]): a view leaves them out too.
+    pub ranks_left_out: Vec<crate::model::LeftOutPart>,
 }
 
 /// The window of these spans (start, end): the first start to the last

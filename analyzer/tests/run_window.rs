@@ -20,6 +20,7 @@ fn analysed(dir: &Path) -> RunExtent {
         window: a.run.window,
         clipped_join_waits: a.run.clipped_join_waits,
         clipped_join_wait_s: a.run.clipped_join_wait_s,
+        ranks_left_out: a.ranks_left_out,
     }
 }
 
@@ -29,6 +30,7 @@ fn same_as_the_analysis(dir: &Path) -> RunExtent {
         let got = hyscope_analyzer::run_extent(dir, memory).unwrap();
         assert_eq!(got.window, want.window, "memory {memory}");
         assert_eq!(got.clipped_join_waits, want.clipped_join_waits);
+        assert_eq!(got.ranks_left_out, want.ranks_left_out, "memory {memory}");
         assert_eq!(
             got.clipped_join_wait_s.to_bits(),
             want.clipped_join_wait_s.to_bits(),

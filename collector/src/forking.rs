@@ -86,6 +86,7 @@ extern "C" fn child() {
     diag::guarded(|| {
         release();
         spooling::forget_parents_events();
+        state::note_forked_child();
     });
 }
 

@@ -16,6 +16,8 @@
 //!   [`nvtx`]: NVTX ranges as phases, through NVTX's injection (`InitializeInjectionNvtx2`);
 //! - [`lifecycle`]: the start and exit paths;
 //! - [`samplers`]: sampled metrics; [`mpi`]: PMPI wrappers;
+//! - [`exec`]: the exec calls, which write the program's end before another
+//!   program takes the process over;
 //! - [`forking`]: every lock held across a `fork`, so that the child finds them free.
 //!
 //! The OMPT adapter lives in the `hyscope-ompt` crate; this crate exports
@@ -24,6 +26,7 @@
 pub mod clock;
 pub mod crash;
 pub mod diag;
+pub mod exec;
 pub mod forking;
 pub mod lifecycle;
 pub mod mpi;
@@ -126,6 +129,7 @@ fn start() {
             // SAFETY: registering a plain extern "C" function.
             unsafe { libc::atexit(at_exit) };
             forking::install();
+            exec::install();
             crash::install();
             samplers::start();
         });

@@ -37,10 +37,23 @@ pub fn init() {
 /// MPI_Init confirms the rank and the world size.
 pub fn set_mpi_world(rank: u32, size: u32) {
     state::init();
-    if rank != RANK.load(Ordering::Relaxed) {
+    let had = RANK.load(Ordering::Relaxed);
+    let child_of = with_rank_info(|r| r.child_of);
+    if rank != had && child_of.is_some_and(|c| c.rank == rank) {
+        // A program that an exec put in place of one that recorded under
+        // its rank (or a child of the rank) took an id of its own; MPI makes
+        // it the rank (unsupported: `exec`). Its id's early rank file goes,
+        // so that no id is left saying it is still running.
         warn(&format!(
-            "MPI rank {rank} differs from the launcher's rank {}; parts written before MPI_Init are under the latter",
-            RANK.load(Ordering::Relaxed)
+            "this program recorded as id {had} (its rank's files were another program's of this process, or its parent's); MPI_Init makes it rank {rank}: both programs' events are rank {rank}'s from here"
+        ));
+        if let Some(dir) = trace_dir() {
+            let _ = std::fs::remove_file(state::layout().rank_file(&dir, had));
+        }
+        RANK.store(rank, Ordering::Relaxed);
+    } else if rank != had {
+        warn(&format!(
+            "MPI rank {rank} differs from the launcher's rank {had}; parts written before MPI_Init are under the latter"
         ));
         RANK.store(rank, Ordering::Relaxed);
     }
@@ -205,15 +218,29 @@ pub fn abort(code: i32) {
 /// `manifest.json`. Runs at `atexit` and at OMPT finalize; later runs add what
 /// arrived in between. Does nothing in processes that recorded nothing.
 pub fn finish() {
+    end_program(ProcessEnd::Finished);
+}
+
+/// The end of the program this process runs: at its exit (`Finished`, see
+/// [`finish`]) and before an exec puts another in its place (`Exec`, see
+/// `exec`), which takes the collector's state and threads with it. Every
+/// thread's events are spooled and encoded, the phases still open end here,
+/// and the rank file says how the program ended. True when it wrote that
+/// end; false when the process recorded nothing or a crash handler (or
+/// `MPI_Abort`) already spooled everything.
+pub(crate) fn end_program(end: ProcessEnd) -> bool {
     let _guard = lock(&FINISH);
     if !spooling::is_active() {
-        return;
+        return false;
     }
     if spooling::spool_closed() {
         // A crash handler or MPI_Abort spooled everything and wrote the end
         // note; `hyscope record` encodes the spools.
-        return;
+        return false;
     }
+    // A forked child takes its own identity first: the claim forgets what
+    // is its parent's, the end stamped below among it.
+    state::claim_identity();
     if !EXITING.swap(true, Ordering::Relaxed) {
         // The application's end: what comes after is the collector's.
         phases::close_open(state::stamp_exit());
@@ -221,18 +248,18 @@ pub fn finish() {
     hyscope_ompt::before_exit_flush();
     spooling::flush_all();
     let Some(dir) = trace_dir() else {
-        return;
+        return true;
     };
     if spooling::output_failed() {
         // Already reported once; the application's output stays untouched
-        // otherwise. The end note says the process finished (and why its
+        // otherwise. The end note says how the process ended (and why its
         // trace is short); so does the rank file if there is room for it.
-        spooling::write_end_note(ProcessEnd::Finished);
+        spooling::write_end_note(end.clone());
         // The note stays: the spools it left are for `hyscope record`.
         let mut info = rank_info_snapshot();
-        info.end = Some(ProcessEnd::Finished);
+        info.end = Some(end);
         let _ = info.write_in(&dir, state::layout());
-        return;
+        return true;
     }
     symbols::write_new(
         &dir,
@@ -242,14 +269,14 @@ pub fn finish() {
     );
     let mut info = rank_info_snapshot();
     info.finished = true;
-    info.end = Some(ProcessEnd::Finished);
+    info.end = Some(end.clone());
     if let Err(e) = info.write_in(&dir, state::layout()) {
         // The end note (written in place, no new blocks) says it instead.
-        spooling::write_end_note(ProcessEnd::Finished);
+        spooling::write_end_note(end);
         if !info.disk_full {
             warn(&format!("cannot write the rank file ({e})"));
         }
-        return;
+        return true;
     }
     spooling::remove_end_note();
     if rank() == 0 && !MANIFEST_BY_MPI.load(Ordering::Relaxed) {
@@ -264,4 +291,21 @@ pub fn finish() {
             warn(&format!("cannot write the manifest ({e})"));
         }
     }
+    true
+}
+
+/// The exec that [`end_program`] wrote the program's end for failed: the
+/// program goes on, and so does its recording. Its end is undone: the
+/// application's end is not stamped any more, and the rank file and the
+/// end note say `running` again (the caller has put the end note back in
+/// place, `exec::reopen_end_note`), with the module map copied again for
+/// recovery after a kill. What the end encoded stays in the trace, once;
+/// the next flush adds what follows. The phases it ended stay ended.
+pub(crate) fn resume_after_failed_exec() {
+    let _guard = lock(&FINISH);
+    EXITING.store(false, Ordering::Relaxed);
+    with_rank_info(|r| r.exit_ns = None);
+    spooling::write_end_note(ProcessEnd::Running);
+    spooling::refresh_maps();
+    write_early_rank_file();
 }

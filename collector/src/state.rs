@@ -63,6 +63,7 @@ fn session() -> &'static Session {
     SESSION.get_or_init(|| {
         // Index 0 goes to the thread that initialises: the initial thread.
         slots::thread_index();
+        OWNER.store(std::process::id(), Ordering::Relaxed);
         let rank = rank_from_env();
         RANK.store(rank, Ordering::Relaxed);
         let config = config_from_env();
@@ -198,16 +199,46 @@ pub fn sample_thread_cpus() -> Vec<ThreadCpus> {
 static CLAIMING: AtomicU32 = AtomicU32::new(0);
 static CLAIMED: AtomicU32 = AtomicU32::new(0);
 
+/// The process that started the session (loaded the library in this
+/// program): the identity the session holds is its own, claimed or about to
+/// be. A forked child's is its parent's until the child claims its own.
+static OWNER: AtomicU32 = AtomicU32::new(0);
+/// A child made by `fork`, set right after the fork (`forking`); a `vfork`
+/// child, which shares its parent's memory, never sets it.
+static FORKED: AtomicU32 = AtomicU32::new(0);
+
+/// Whether process `pid` holds the identity this state describes: it
+/// started the session or claimed its own id. False in a child made by
+/// `fork` or `vfork` that has not claimed one yet. Atomics only: safe in a
+/// `vfork` child.
+pub(crate) fn holds_identity(pid: u32) -> bool {
+    OWNER.load(Ordering::Relaxed) == pid || CLAIMED.load(Ordering::Acquire) == pid
+}
+
+/// In a child right after `fork` (called by `forking`).
+pub(crate) fn note_forked_child() {
+    FORKED.store(std::process::id(), Ordering::Relaxed);
+}
+
+/// Whether process `pid` is a child made by `fork` (not `vfork`), whose
+/// memory is its own.
+pub(crate) fn is_forked_child(pid: u32) -> bool {
+    FORKED.load(Ordering::Relaxed) == pid
+}
+
 /// The most children of one job that take an id of their own.
 const MAX_CHILDREN: u32 = 1 << 16;
 
 /// Take this process's id in the trace, once per process, before anything
 /// is written under it: its launcher rank, unless another process already
-/// holds that rank's file. Then the process is a child that a rank forked or
-/// exec'd (it inherited the rank's environment, and with it the rank
-/// number): it takes the first free id after the job's ranks and records
-/// which rank it comes from, so that nothing it writes lands in the rank's
-/// files. True when this call wrote the process's (early) rank file.
+/// holds that rank's file, or this process's earlier program did and ended
+/// by an exec (the rank file says `exec`, with this pid: `exec`). Then the
+/// process is a child that a rank forked or exec'd, or the program an exec
+/// put in the place of the one that recorded (either inherited the rank's
+/// environment, and with it the rank number): it takes the first free id
+/// after the job's ranks and records which rank it comes from, so that
+/// nothing it writes lands in the rank's files. True when this call wrote
+/// the process's (early) rank file.
 pub(crate) fn claim_identity() -> bool {
     let pid = std::process::id();
     if CLAIMED.load(Ordering::Acquire) == pid {
@@ -248,7 +279,9 @@ pub(crate) fn claim_identity() -> bool {
         Err(_) => return false,
     }
     let path = layout().rank_file(&dir, info.rank);
-    if RankInfo::read(&path).is_ok_and(|holder| holder.pid == pid) {
+    let earlier_program = |end: &Option<ProcessEnd>| matches!(end, Some(ProcessEnd::Exec { .. }));
+    if RankInfo::read(&path).is_ok_and(|holder| holder.pid == pid && !earlier_program(&holder.end))
+    {
         return false;
     }
     let of_rank = info.rank;

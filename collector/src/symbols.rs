@@ -2,7 +2,9 @@
 //!
 //! At exit (when the module map is final) we read `/proc/self/maps` and
 //! resolve every distinct address the trace holds with
-//! `hyscope_format::symbolize`. The map is also copied into the spool
+//! `hyscope_format::resolve_with_maps`, which also gives each row its
+//! module's place (`module_offset`) and GNU build-id (`module_build_id`),
+//! read from the module's headers and note segments once per module. The map is also copied into the spool
 //! directory early ([`write_maps`]), so that `hyscope record` can resolve the
 //! addresses of a process that died before its exit.
 
@@ -119,5 +121,18 @@ mod tests {
             "{row:x?}"
         );
         assert_eq!(unknown.module_offset, None);
+        // Its module's build-id, as `readelf -n` prints it (the test binary
+        // is linked with one: `cc`'s default), none outside every module.
+        let readelf = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&row.module)
+            .output()
+            .expect("readelf runs");
+        let want = String::from_utf8_lossy(&readelf.stdout)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string));
+        assert!(want.is_some(), "{}: no build-id", row.module);
+        assert_eq!(row.module_build_id, want, "{row:?}");
+        assert_eq!(unknown.module_build_id, None);
     }
 }

@@ -11,7 +11,8 @@
 //! - `reader`: open a trace, list ranks and parts, scan tables with projection,
 //!   rank and time-range filters;
 //! - `record_batch`: conversions between Arrow record batches and records;
-//! - `symbolize`: code addresses → function, file:line from a module map;
+//! - `symbolize`: code addresses → function, file:line from a module map
+//!   (with `elf`: what it reads of a module's ELF headers, its build-id too);
 //! - `synthetic` (feature `synthetic`): realistic synthetic OpenMP traces for
 //!   benchmarks and tests;
 //! - [`spool`]: the compact raw record file the collector appends to during the
@@ -47,6 +48,8 @@
 //! [`trace_name`] (how a trace directory is named by default); and, behind
 //! the feature `synthetic`, the generator `synthetic`.
 
+/// What the symbolizer reads of a module's ELF headers: link base, build-id.
+mod elf;
 mod error;
 /// Which run a trace directory belongs to (`job_dir::job_output_dir`): a run
 /// never writes into an earlier run's trace.
@@ -100,11 +103,11 @@ pub use reader::{
 pub use record_batch::Record;
 pub use schema::{
     ANY, Endpoint, Endpoints, LateDefault, MpiRecord, NO_ITERATION, NO_RANK, NO_TAG, OmpKind,
-    OmpRecord, PROC_NULL, PhaseRecord, SampleRecord, SymbolRecord, Table, mpi_call, phase_source,
-    sort_phases, variant_name,
+    OmpRecord, PROC_NULL, PhaseRecord, SUMMARY_SUM_SQ_MAX, SUMMARY_SUM_SQ_SINCE, SampleRecord,
+    SymbolRecord, Table, mpi_call, phase_source, sort_phases, variant_name,
 };
 pub use settings::{Setting, Settings};
 pub use spool::{SpoolReader, SpoolRecord, SpoolWriter};
 pub use symbolize::{Mapping, parse_maps, resolve_with_maps};
-pub use version::FORMAT_VERSION;
+pub use version::{FORMAT_VERSION, version_at_least};
 pub use writer::{PartWriter, WriterOptions, WriterStats, part_path};

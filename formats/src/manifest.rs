@@ -166,14 +166,22 @@ pub struct ChildOf {
 
 /// How a process ended, as its rank file tells it: the collector writes
 /// `running` early (at `MPI_Init`, or when it starts writing), the exit path
-/// `finished`, its crash handler `signal` or `aborted`; `hyscope record`
-/// turns a `running` left behind into `killed` (ended without a word: SIGKILL,
-/// or the node went away).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// `finished`, the end before an `exec` `exec`, its crash handler `signal`
+/// or `aborted`; `hyscope record` turns a `running` left behind into
+/// `killed` (ended without a word: SIGKILL, or the node went away).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ProcessEnd {
     Running,
     Finished,
+    /// The program replaced itself by another (`execve` and the calls built
+    /// on it): the collector wrote everything recorded first, as at an exit.
+    /// The process goes on under the same pid as the program `path` (as the
+    /// call named it; empty where only the end note told it), which records
+    /// under an id of its own.
+    Exec {
+        path: String,
+    },
     /// Ended by a signal the collector caught (its handler flushed the events first).
     Signal {
         signal: i32,
@@ -188,9 +196,10 @@ pub enum ProcessEnd {
 }
 
 impl ProcessEnd {
-    /// True when the process did not reach its normal end.
+    /// True when the process did not reach its normal end (an exec is one:
+    /// everything it recorded was written first).
     pub fn is_partial(&self) -> bool {
-        !matches!(self, ProcessEnd::Finished)
+        !matches!(self, ProcessEnd::Finished | ProcessEnd::Exec { .. })
     }
 
     /// What happened, as a user reads it after "rank N ": e.g. "crashed with
@@ -199,6 +208,8 @@ impl ProcessEnd {
         match *self {
             ProcessEnd::Running => "did not finish (its trace says it was still running)".into(),
             ProcessEnd::Finished => "finished".into(),
+            ProcessEnd::Exec { ref path } if path.is_empty() => "exec'd another program".into(),
+            ProcessEnd::Exec { ref path } => format!("exec'd {path}"),
             ProcessEnd::Signal { signal } => {
                 let name = signal_name(signal);
                 if matches!(signal, 4 | 6 | 7 | 8 | 11) {
@@ -209,10 +220,11 @@ impl ProcessEnd {
             }
             ProcessEnd::Aborted { code } => format!("called MPI_Abort (error code {code})"),
             // Nothing of the collector ran at its end: a SIGKILL (the OOM
-            // killer's too), an exec of another program and an `_exit` all
-            // look alike from the files left behind.
-            ProcessEnd::Killed => "ended without warning (SIGKILL, the OOM killer, an exec of \
-                                   another program or _exit); its last second of events may \
+            // killer's too), an `_exit` and an exec made by a raw system call
+            // (the C library's exec functions are the collector's: `Exec`)
+            // all look alike from the files left behind.
+            ProcessEnd::Killed => "ended without warning (SIGKILL, the OOM killer, _exit, or an \
+                                   exec by a raw system call); its last second of events may \
                                    be lost"
                 .into(),
         }

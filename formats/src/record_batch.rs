@@ -303,6 +303,9 @@ impl Record for SymbolRecord {
                 )),
                 Arc::new(UInt32Array::from_iter(rows.iter().map(|r| r.line))),
                 Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.module_offset))),
+                Arc::new(StringArray::from_iter(
+                    rows.iter().map(|r| r.module_build_id.as_deref()),
+                )),
             ],
         )
     }
@@ -318,6 +321,11 @@ impl Record for SymbolRecord {
             Some(_) => Some(col::<UInt64Type>(b, "module_offset")?),
             None => None,
         };
+        // Format 1.9: a batch without it knows no build-id.
+        let build_id = match b.column_by_name("module_build_id") {
+            Some(_) => Some(str_col(b, "module_build_id")?),
+            None => None,
+        };
         let opt = |a: &StringArray, i: usize| (!a.is_null(i)).then(|| a.value(i).to_string());
         Ok((0..b.num_rows())
             .map(|i| SymbolRecord {
@@ -327,6 +335,7 @@ impl Record for SymbolRecord {
                 file: opt(file, i),
                 line: (!line.is_null(i)).then(|| line.value(i)),
                 module_offset: offset.and_then(|o| (!o.is_null(i)).then(|| o.value(i))),
+                module_build_id: build_id.and_then(|a| opt(a, i)),
             })
             .collect())
     }

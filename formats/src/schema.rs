@@ -120,8 +120,12 @@ impl Table {
                 ("recv_tag", LateDefault::Int32(NO_TAG)),
                 ("calls", LateDefault::UInt32(1)),
             ],
-            // Format 1.7: where the address is in its module's link-time layout.
-            Table::Symbols => &[("module_offset", LateDefault::NullUInt64)],
+            // Format 1.7: where the address is in its module's link-time
+            // layout; 1.9: the module's GNU build-id.
+            Table::Symbols => &[
+                ("module_offset", LateDefault::NullUInt64),
+                ("module_build_id", LateDefault::NullUtf8),
+            ],
             _ => &[],
         }
     }
@@ -150,6 +154,8 @@ pub enum LateDefault {
     UInt32(u32),
     /// Null: older rows do not know the value (a nullable column).
     NullUInt64,
+    /// Null (not known), in a nullable `Utf8` column.
+    NullUtf8,
 }
 
 impl LateDefault {
@@ -159,6 +165,7 @@ impl LateDefault {
             LateDefault::Int32(v) => Arc::new(arrow_array::Int32Array::from_value(v, rows)),
             LateDefault::UInt32(v) => Arc::new(arrow_array::UInt32Array::from_value(v, rows)),
             LateDefault::NullUInt64 => Arc::new(arrow_array::UInt64Array::new_null(rows)),
+            LateDefault::NullUtf8 => Arc::new(arrow_array::StringArray::new_null(rows)),
         }
     }
 }
@@ -223,6 +230,7 @@ fn symbols_schema() -> Schema {
         Field::new("file", DataType::Utf8, true),
         Field::new("line", DataType::UInt32, true),
         u64_field("module_offset", true),
+        Field::new("module_build_id", DataType::Utf8, true),
     ])
 }
 
@@ -460,6 +468,33 @@ pub struct OmpRecord {
     pub chunk_start: u64,
     /// Kind-specific flags.
     pub flags: u32,
+}
+
+/// The largest Σ of squared durations a `summary` row holds (96 bits):
+/// a row that reached it has lost its sum ([`OmpRecord::summary_sum_sq`]).
+pub const SUMMARY_SUM_SQ_MAX: u128 = (1 << 96) - 1;
+
+/// The format version (major, minor) from which `summary` rows carry
+/// [`OmpRecord::summary_sum_sq`]; before it, both of its columns are 0.
+pub const SUMMARY_SUM_SQ_SINCE: (u32, u32) = (1, 10);
+
+impl OmpRecord {
+    /// A `summary` row's Σ of its intervals' squared durations, ns² (the
+    /// scatter of the intervals it sums): `task_id` holds its low 64 bits
+    /// and `requested_team_size` the next 32, columns a summary row has no
+    /// other use for. [`SUMMARY_SUM_SQ_MAX`] where it overflowed; 0 in
+    /// traces before [`SUMMARY_SUM_SQ_SINCE`].
+    pub fn summary_sum_sq(&self) -> u128 {
+        u128::from(self.task_id) | (u128::from(self.requested_team_size) << 64)
+    }
+
+    /// Set a `summary` row's Σ of squared durations (ns²), saturated at
+    /// [`SUMMARY_SUM_SQ_MAX`].
+    pub fn set_summary_sum_sq(&mut self, sum_sq: u128) {
+        let v = sum_sq.min(SUMMARY_SUM_SQ_MAX);
+        self.task_id = v as u64;
+        self.requested_team_size = (v >> 64) as u32;
+    }
 }
 
 /// The MPI calls and events of the `mpi` table's `call` column.
@@ -720,6 +755,12 @@ pub struct SymbolRecord {
     /// rank of one binary whatever ASLR did, and what `addr2line -e <module>`
     /// takes. `None` outside every module and in traces before 1.7.
     pub module_offset: Option<u64>,
+    /// The module's GNU build-id (format 1.9: its `NT_GNU_BUILD_ID` note in
+    /// lowercase hex, as `readelf -n` prints it): two modules with the same
+    /// one are one build, whatever their paths. `None` outside every module,
+    /// for a module linked without one (`--build-id=none`) or not readable
+    /// at exit, and in traces before 1.9.
+    pub module_build_id: Option<String>,
 }
 
 /// Where a row of the `phases` table comes from (`phases.source`).

@@ -119,15 +119,19 @@ fn symbol_record() -> impl Strategy<Value = SymbolRecord> {
         proptest::option::of("[a-z/._]{0,20}"),
         proptest::option::of(any::<u32>()),
         proptest::option::of(any::<u64>()),
+        proptest::option::of("[0-9a-f]{0,40}"),
     )
         .prop_map(
-            |(address, module, function, file, line, module_offset)| SymbolRecord {
-                address,
-                module,
-                function,
-                file,
-                line,
-                module_offset,
+            |(address, module, function, file, line, module_offset, module_build_id)| {
+                SymbolRecord {
+                    address,
+                    module,
+                    function,
+                    file,
+                    line,
+                    module_offset,
+                    module_build_id,
+                }
             },
         )
 }

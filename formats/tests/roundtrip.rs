@@ -402,6 +402,7 @@ fn mpi_samples_symbols_round_trip() {
             file: Some("app.c".into()),
             line: Some(42),
             module_offset: Some(0x401a20),
+            module_build_id: Some("9f2c6a0e4b1d".into()),
         },
         SymbolRecord {
             address: 0x7f00_0000_1000,
@@ -410,6 +411,7 @@ fn mpi_samples_symbols_round_trip() {
             file: None,
             line: None,
             module_offset: Some(0x1000),
+            module_build_id: None,
         },
     ];
     let opts = small(16, 8);

@@ -230,10 +230,13 @@ fn end_notes_round_trip_at_their_fixed_size() {
         ProcessEnd::Killed,
         ProcessEnd::Signal { signal: 11 },
         ProcessEnd::Aborted { code: -3 },
+        ProcessEnd::Exec {
+            path: String::new(),
+        },
     ] {
         let note = EndNote {
-            end,
             disk_full: end == ProcessEnd::Finished,
+            end,
             dropped: u64::MAX,
         };
         let bytes = note.encode();
@@ -248,4 +251,60 @@ fn end_notes_round_trip_at_their_fixed_size() {
         );
     }
     assert_eq!(EndNote::parse("not a note"), None);
+    // An exec's path does not fit the note: its rank file has it.
+    let exec = EndNote {
+        end: ProcessEnd::Exec {
+            path: "/usr/bin/next-program".into(),
+        },
+        disk_full: false,
+        dropped: 0,
+    };
+    let back = EndNote::parse(std::str::from_utf8(&exec.encode()).unwrap()).unwrap();
+    assert_eq!(
+        back.end,
+        ProcessEnd::Exec {
+            path: String::new()
+        }
+    );
+}
+
+/// A program that ended by an exec but could not encode its spool (a full
+/// disk) left it with an end note saying `exec`, and a rank file that names
+/// the program it exec'd: recovery encodes the spool and keeps that path.
+#[test]
+fn a_spool_left_at_an_exec_keeps_the_programs_path() {
+    use hyscope_format::spool::to_parquet::{
+        EndNote, end_note_name, leftover_processes, recover_process,
+    };
+    use hyscope_format::{Layout, ProcessEnd, RankInfo};
+    let dir = tempfile::tempdir().unwrap();
+    let spool = dir.path().join("spool");
+    std::fs::create_dir_all(&spool).unwrap();
+    let rows = omp_rows(1, 100);
+    let mut w = SpoolWriter::<OmpRecord>::create(&spool.join("omp-rank0-pid4242.spool")).unwrap();
+    w.append(&rows).unwrap();
+    drop(w);
+    let exec = |path: &str| ProcessEnd::Exec { path: path.into() };
+    let note = EndNote {
+        end: exec("/usr/bin/next"),
+        disk_full: true,
+        dropped: 0,
+    };
+    std::fs::write(spool.join(end_note_name(0, 4242)), note.encode()).unwrap();
+    RankInfo {
+        rank: 0,
+        pid: 4242,
+        end: Some(exec("/usr/bin/next")),
+        ..RankInfo::default()
+    }
+    .write_in(dir.path(), Layout::Flat)
+    .unwrap();
+    let left = leftover_processes(dir.path());
+    assert_eq!(left.len(), 1);
+    let got = recover_process(dir.path(), &left[0], 1).unwrap();
+    assert_eq!(got.events.omp, 100);
+    assert_eq!(got.end, Some(exec("/usr/bin/next")));
+    let info = RankInfo::read(&Layout::Flat.rank_file(dir.path(), 0)).unwrap();
+    assert_eq!(info.end, Some(exec("/usr/bin/next")));
+    assert!(info.disk_full && info.recovered);
 }

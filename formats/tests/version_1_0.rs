@@ -2,7 +2,8 @@
 //! (`recv_peer`, `recv_tag`) and rank files without `communicators`, written
 //! here as a 1.0 writer wrote them, read as rows with no receive side; a
 //! `symbols` part without the 1.7 column (`module_offset`) reads as rows
-//! whose offset is not known.
+//! whose offset is not known, one without the 1.9 column (`module_build_id`)
+//! as rows whose module's build-id is not known.
 
 use std::fs::File;
 use std::sync::Arc;
@@ -61,6 +62,15 @@ fn rows() -> Vec<MpiRecord> {
 
 /// The `symbols` columns before 1.7 (1.0 to 1.6).
 const SYMBOL_COLUMNS_1_0: [&str; 5] = ["address", "module", "function", "file", "line"];
+/// The `symbols` columns of 1.7 and 1.8.
+const SYMBOL_COLUMNS_1_7: [&str; 6] = [
+    "address",
+    "module",
+    "function",
+    "file",
+    "line",
+    "module_offset",
+];
 
 /// A code address with debug information and one without (a function only).
 fn symbol_rows() -> Vec<SymbolRecord> {
@@ -72,6 +82,7 @@ fn symbol_rows() -> Vec<SymbolRecord> {
             file: Some("/src/app.c".into()),
             line: Some(12),
             module_offset: Some(0x40_1000),
+            module_build_id: Some("0123456789abcdef0123456789abcdef01234567".into()),
         },
         SymbolRecord {
             address: 0x40_1200,
@@ -80,12 +91,24 @@ fn symbol_rows() -> Vec<SymbolRecord> {
             file: None,
             line: None,
             module_offset: Some(0x40_1200),
+            module_build_id: None,
         },
     ]
 }
 
 /// `full`'s `columns` only, as part 0 of rank 0 of `table` in a 1.0 trace.
 fn write_1_0_part(dir: &std::path::Path, table: Table, full: &RecordBatch, columns: &[&str]) {
+    write_old_part(dir, table, full, columns, "1.0");
+}
+
+/// `full`'s `columns` only, as part 0 of rank 0 of `table` written by `version`.
+fn write_old_part(
+    dir: &std::path::Path,
+    table: Table,
+    full: &RecordBatch,
+    columns: &[&str],
+    version: &str,
+) {
     let schema = full.schema();
     let keep: Vec<usize> = columns
         .iter()
@@ -97,7 +120,7 @@ fn write_1_0_part(dir: &std::path::Path, table: Table, full: &RecordBatch, colum
     std::fs::create_dir_all(&part_dir).unwrap();
     let props = WriterProperties::builder()
         .set_key_value_metadata(Some(vec![
-            KeyValue::new("hyscope.format_version".into(), "1.0".to_string()),
+            KeyValue::new("hyscope.format_version".into(), version.to_string()),
             KeyValue::new("hyscope.table".into(), table.to_string()),
             KeyValue::new("hyscope.rank".into(), "0".to_string()),
         ]))
@@ -145,7 +168,7 @@ fn mpi_records(trace: &Trace) -> Vec<MpiRecord> {
 
 #[test]
 fn a_1_0_trace_reads_with_no_receive_side() {
-    assert_eq!(FORMAT_VERSION, "1.8");
+    assert_eq!(FORMAT_VERSION, "1.10");
     let dir = tempfile::tempdir().unwrap();
     write_1_0_trace(dir.path());
     let trace = Trace::open(dir.path()).unwrap();
@@ -210,6 +233,7 @@ fn a_symbols_part_before_1_7_reads_with_no_module_offset() {
         .into_iter()
         .map(|s| SymbolRecord {
             module_offset: None,
+            module_build_id: None,
             ..s
         })
         .collect();
@@ -236,8 +260,63 @@ fn a_symbols_part_before_1_7_reads_with_no_module_offset() {
     assert_eq!(SymbolRecord::from_batch(&old).unwrap(), want);
 }
 
+/// A `symbols` part of 1.7 or 1.8 (an offset, no build-id) reads with the
+/// offsets as written and no build-id, also projected.
 #[test]
-fn a_1_7_symbols_part_round_trips_the_module_offset() {
+fn a_symbols_part_before_1_9_reads_with_no_build_id() {
+    let dir = tempfile::tempdir().unwrap();
+    write_1_0_trace(dir.path());
+    std::fs::remove_dir_all(dir.path().join("symbols")).unwrap();
+    write_old_part(
+        dir.path(),
+        Table::Symbols,
+        &SymbolRecord::to_batch(&symbol_rows()),
+        &SYMBOL_COLUMNS_1_7,
+        "1.8",
+    );
+    let trace = Trace::open(dir.path()).unwrap();
+    let back: Vec<SymbolRecord> = trace
+        .read_records::<SymbolRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    let want: Vec<SymbolRecord> = symbol_rows()
+        .into_iter()
+        .map(|s| SymbolRecord {
+            module_build_id: None,
+            ..s
+        })
+        .collect();
+    assert_eq!(back, want);
+    let options = ScanOptions {
+        columns: Some(vec!["module_offset".into(), "module_build_id".into()]),
+        ..ScanOptions::default()
+    };
+    let mut n = 0;
+    for batch in trace.scan(Table::Symbols, &options) {
+        let batch = batch.unwrap();
+        let id = batch
+            .column_by_name("module_build_id")
+            .unwrap()
+            .as_string::<i32>();
+        assert_eq!(id.null_count(), batch.num_rows());
+        let offset = batch
+            .column_by_name("module_offset")
+            .unwrap()
+            .as_primitive::<UInt64Type>();
+        assert_eq!(offset.null_count(), 0);
+        n += batch.num_rows();
+    }
+    assert_eq!(n, 2);
+    let old = SymbolRecord::to_batch(&symbol_rows())
+        .project(&[0, 1, 2, 3, 4, 5])
+        .unwrap();
+    assert_eq!(SymbolRecord::from_batch(&old).unwrap(), want);
+}
+
+#[test]
+fn a_symbols_part_round_trips_the_module_offset_and_build_id() {
     let dir = tempfile::tempdir().unwrap();
     let mut w =
         hyscope_format::PartWriter::create(dir.path(), Table::Symbols, 0, Default::default())

@@ -118,6 +118,12 @@ fn shares_time(kind: c_uint) -> bool {
 #[inline(always)]
 fn enter(this: u32, after: u32) -> (i64, &'static mut ThreadState) {
     let st = current();
+    (stamp(st, this, after), st)
+}
+
+/// [`enter`] of a thread's state already found: the time of callback `this`.
+#[inline(always)]
+fn stamp(st: &mut ThreadState, this: u32, after: u32) -> i64 {
     let t = if after != NO_EVENT && st.last_event == after {
         st.last_t
     } else {
@@ -125,7 +131,7 @@ fn enter(this: u32, after: u32) -> (i64, &'static mut ThreadState) {
     };
     st.last_event = this;
     st.last_t = t;
-    (t, st)
+    t
 }
 
 /// [`enter`], unless the thread's previous callback was `closed_by`: then
@@ -140,14 +146,13 @@ fn enter_open(
     closed_by: u32,
     then: u32,
 ) -> Option<(i64, &'static mut ThreadState)> {
-    if closed_by != NO_EVENT {
-        let st = current();
-        if st.last_event == closed_by {
-            st.last_event = then;
-            return None;
-        }
+    // One lookup of the state for both (not `enter`'s own).
+    let st = current();
+    if closed_by != NO_EVENT && st.last_event == closed_by {
+        st.last_event = then;
+        return None;
     }
-    Some(enter(this, after))
+    Some((stamp(st, this, after), st))
 }
 
 /// `value` of a runtime-owned `ompt_data_t`, 0 for null.
@@ -388,7 +393,7 @@ pub unsafe extern "C" fn parallel_end(
         // The encoding waits for this thread's slack (`ThreadState::close_held`).
         st.close_held(t, pred);
     } else {
-        st.close(t, pred);
+        st.close_inline(t, pred);
     }
 }
 
@@ -397,6 +402,78 @@ pub unsafe extern "C" fn implicit_task(
     parallel_data: *mut ompt_data_t,
     task_data: *mut ompt_data_t,
     actual_parallelism: c_uint,
+    index: c_uint,
+    flags: c_int,
+) {
+    // The begin and the end apart (see `work`).
+    if endpoint == OMPT_SCOPE_BEGIN {
+        // SAFETY: as the callback's.
+        unsafe { implicit_task_begin(parallel_data, task_data, actual_parallelism, index, flags) }
+    } else {
+        // SAFETY: as the callback's.
+        unsafe { implicit_task_end(endpoint, task_data, index, flags) }
+    }
+}
+
+/// [`implicit_task`]'s begin.
+#[inline(never)]
+unsafe fn implicit_task_begin(
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    actual_parallelism: c_uint,
+    index: c_uint,
+    flags: c_int,
+) {
+    let initial = flags & OMPT_TASK_INITIAL != 0;
+    let (t, st) = enter(event(CB_IMPLICIT_TASK, OMPT_SCOPE_BEGIN, 0), NO_EVENT);
+    let kind = if initial {
+        OmpKind::InitialTask
+    } else {
+        OmpKind::ImplicitTask
+    };
+    let id = st.new_id();
+    set_data(task_data, id);
+    let pid = if initial { 0 } else { data(parallel_data) };
+    let mut codeptr = 0;
+    if !initial {
+        let d = st.implicit_depth;
+        d.store(d.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        // The team size of a region is what its primary thread's implicit
+        // task reports; and the primary's implicit task carries its
+        // region's code address (OMPT gives it none), so that profile
+        // mode's per-address totals give each region's fork/join overhead.
+        if index == 0
+            && let Some(p) = st.find(|r| r.kind == OmpKind::Parallel as u8 && r.parallel_id == pid)
+        {
+            p.team_size = actual_parallelism;
+            codeptr = p.codeptr;
+        }
+    }
+    let rec = st.open(kind as u8, 0, t);
+    rec.parallel_id = pid;
+    rec.task_id = id;
+    rec.team_size = actual_parallelism;
+    rec.count = index as u64;
+    rec.flags = flags as u32;
+    rec.codeptr = codeptr;
+    if !initial {
+        // A team of one (a serialized region) wakes no worker: there is
+        // no slack for holding to use, only a copy per held interval
+        // before the next fork encodes it on the same path.
+        st.primary_holds = index == 0 && actual_parallelism > 1;
+        if index == 0 && !FIRST_TEAM.load(Ordering::Relaxed) {
+            FIRST_TEAM.store(true, Ordering::Release);
+        }
+    }
+    // The primary's slack: the workers are released and wake later.
+    st.release_held();
+}
+
+/// [`implicit_task`]'s end (any endpoint but the begin).
+#[inline(never)]
+unsafe fn implicit_task_end(
+    endpoint: c_uint,
+    task_data: *mut ompt_data_t,
     index: c_uint,
     flags: c_int,
 ) {
@@ -429,62 +506,24 @@ pub unsafe extern "C" fn implicit_task(
     } else {
         OmpKind::ImplicitTask
     };
-    if endpoint == OMPT_SCOPE_BEGIN {
-        let id = st.new_id();
-        set_data(task_data, id);
-        let pid = if initial { 0 } else { data(parallel_data) };
-        let mut codeptr = 0;
-        if !initial {
-            let d = st.implicit_depth;
-            d.store(d.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-            // The team size of a region is what its primary thread's implicit
-            // task reports; and the primary's implicit task carries its
-            // region's code address (OMPT gives it none), so that profile
-            // mode's per-address totals give each region's fork/join overhead.
-            if index == 0
-                && let Some(p) =
-                    st.find(|r| r.kind == OmpKind::Parallel as u8 && r.parallel_id == pid)
-            {
-                p.team_size = actual_parallelism;
-                codeptr = p.codeptr;
-            }
-        }
-        let rec = st.open(kind as u8, 0, t);
-        rec.parallel_id = pid;
-        rec.task_id = id;
-        rec.team_size = actual_parallelism;
-        rec.count = index as u64;
-        rec.flags = flags as u32;
-        rec.codeptr = codeptr;
-        if !initial {
-            // A team of one (a serialized region) wakes no worker: there is
-            // no slack for holding to use, only a copy per held interval
-            // before the next fork encodes it on the same path.
-            st.primary_holds = index == 0 && actual_parallelism > 1;
-            if index == 0 && !FIRST_TEAM.load(Ordering::Relaxed) {
-                FIRST_TEAM.store(true, Ordering::Release);
-            }
-        }
-        // The primary's slack: the workers are released and wake later.
-        st.release_held();
+    let id = data(task_data);
+    let k = kind as u8;
+    let closed = if index == 0 && !initial && st.primary_holds {
+        // The primary's implicit task ends after the join: held.
+        st.close_held(t, |r| r.kind == k && r.task_id == id)
+            .is_some()
+            || st.close_held(t, |r| r.kind == k).is_some()
     } else {
-        let id = data(task_data);
-        let k = kind as u8;
-        let closed = if index == 0 && !initial && st.primary_holds {
-            // The primary's implicit task ends after the join: held.
-            st.close_held(t, |r| r.kind == k && r.task_id == id)
-                .or_else(|| st.close_held(t, |r| r.kind == k))
-        } else {
-            st.close(t, |r| r.kind == k && r.task_id == id)
-                .or_else(|| st.close(t, |r| r.kind == k))
-        };
-        if closed.is_some() && !initial {
-            let d = st.implicit_depth;
-            d.store(
-                d.load(Ordering::Relaxed).saturating_sub(1),
-                Ordering::Relaxed,
-            );
-        }
+        st.close_inline(t, |r| r.kind == k && r.task_id == id)
+            .is_some()
+            || st.close(t, |r| r.kind == k).is_some()
+    };
+    if closed && !initial {
+        let d = st.implicit_depth;
+        d.store(
+            d.load(Ordering::Relaxed).saturating_sub(1),
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -498,6 +537,87 @@ pub unsafe extern "C" fn work(
     count: u64,
     codeptr_ra: *const c_void,
 ) {
+    // The begin and the end apart, each compiled with what its own path
+    // needs: the end encodes the loop inline (`ThreadState::close_inline`),
+    // and the begin, sharing its function, paid the end's register saves.
+    // (As `extern "C"` functions taking the callback's arguments, which
+    // makes the calls jumps, the halves cost ≈ 6 instructions more each
+    // than the frame and the moves they spare.)
+    if endpoint == OMPT_SCOPE_BEGIN || endpoint == OMPT_SCOPE_BEGINEND {
+        // SAFETY: as the callback's.
+        unsafe {
+            work_begin(
+                work_type,
+                endpoint,
+                parallel_data,
+                task_data,
+                count,
+                codeptr_ra,
+            )
+        }
+    } else {
+        work_end(work_type, endpoint);
+    }
+}
+
+/// [`work`]'s begin (or a begin-end).
+#[inline(never)]
+unsafe fn work_begin(
+    work_type: c_uint,
+    endpoint: c_uint,
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    count: u64,
+    codeptr_ra: *const c_void,
+) {
+    let (t, st) = enter(event(CB_WORK, endpoint, work_type), NO_EVENT);
+    if work_type == OMPT_WORK_LOOP && !GENERIC_LOOP_SEEN.load(Ordering::Relaxed) {
+        GENERIC_LOOP_SEEN.store(true, Ordering::Relaxed);
+    }
+    if endpoint == OMPT_SCOPE_BEGINEND {
+        // Opened and closed at once (out of line: its record on the stack
+        // would cost every begin a larger frame).
+        work_instant(
+            st,
+            work_type,
+            t,
+            parallel_data,
+            task_data,
+            count,
+            codeptr_ra,
+        );
+        return;
+    }
+    let rec = st.open(OmpKind::Work as u8, work_type as u8, t);
+    rec.parallel_id = data(parallel_data);
+    rec.task_id = data(task_data);
+    rec.codeptr = codeptr_ra as u64;
+    rec.count = count;
+}
+
+/// [`work`]'s begin-end: an interval of no length.
+#[cold]
+#[inline(never)]
+fn work_instant(
+    st: &mut ThreadState,
+    work_type: c_uint,
+    t: i64,
+    parallel_data: *mut ompt_data_t,
+    task_data: *mut ompt_data_t,
+    count: u64,
+    codeptr_ra: *const c_void,
+) {
+    let mut rec = st.rec(OmpKind::Work, work_type, t);
+    rec.parallel_id = data(parallel_data);
+    rec.task_id = data(task_data);
+    rec.codeptr = codeptr_ra as u64;
+    rec.count = count;
+    st.emit(&rec);
+}
+
+/// [`work`]'s end (any endpoint but a begin).
+#[inline(never)]
+fn work_end(work_type: c_uint, endpoint: c_uint) {
     // A `single` another thread executes begins and ends back to back.
     let after = if endpoint == OMPT_SCOPE_END && work_type == OMPT_WORK_SINGLE_OTHER {
         event(CB_WORK, OMPT_SCOPE_BEGIN, work_type)
@@ -505,28 +625,8 @@ pub unsafe extern "C" fn work(
         NO_EVENT
     };
     let (t, st) = enter(event(CB_WORK, endpoint, work_type), after);
-    if endpoint == OMPT_SCOPE_BEGIN || endpoint == OMPT_SCOPE_BEGINEND {
-        if work_type == OMPT_WORK_LOOP && !GENERIC_LOOP_SEEN.load(Ordering::Relaxed) {
-            GENERIC_LOOP_SEEN.store(true, Ordering::Relaxed);
-        }
-        if endpoint == OMPT_SCOPE_BEGINEND {
-            let mut rec = st.rec(OmpKind::Work, work_type, t);
-            rec.parallel_id = data(parallel_data);
-            rec.task_id = data(task_data);
-            rec.codeptr = codeptr_ra as u64;
-            rec.count = count;
-            st.emit(&rec);
-        } else {
-            let rec = st.open(OmpKind::Work as u8, work_type as u8, t);
-            rec.parallel_id = data(parallel_data);
-            rec.task_id = data(task_data);
-            rec.codeptr = codeptr_ra as u64;
-            rec.count = count;
-        }
-    } else {
-        let v = work_type as u8;
-        st.close(t, |r| r.kind == OmpKind::Work as u8 && r.variant == v);
-    }
+    let v = work_type as u8;
+    st.close_inline(t, |r| r.kind == OmpKind::Work as u8 && r.variant == v);
 }
 
 pub unsafe extern "C" fn dispatch(

@@ -36,11 +36,16 @@ struct Aggregate {
     first_start: i64,
     last_end: i64,
     total_ns: u64,
+    /// Σ of the intervals' squared durations, ns² (their scatter, for
+    /// comparisons: `OmpRecord::summary_sum_sq`).
+    sum_sq: u128,
 }
 
 pub(crate) struct ThreadState {
     pub index: u32,
-    seq: u64,
+    /// The latest id [`ThreadState::new_id`] gave: `(index + 1) << 40` and
+    /// the count in the low 40 bits (a count of 0 before the first).
+    last_id: u64,
     stack: [OmpRecord; STACK_CAP],
     depth: usize,
     /// Implicit tasks of parallel regions open on this thread (leaked and
@@ -122,7 +127,7 @@ fn create() -> &'static mut ThreadState {
     THREADS.fetch_add(1, Ordering::Relaxed);
     let state = Box::leak(Box::new(ThreadState {
         index,
-        seq: 0,
+        last_id: (index as u64 + 1) << 40,
         stack: [OmpRecord::default(); STACK_CAP],
         depth: 0,
         implicit_depth,
@@ -134,7 +139,7 @@ fn create() -> &'static mut ThreadState {
         profile: profile_mode().then(|| {
             Box::new(Profile {
                 table: [Aggregate::default(); PROFILE_CAP],
-                last: [0; 32],
+                last: [0; RECENT],
             })
         }),
         held: [OmpRecord::default(); HELD_CAP],
@@ -203,11 +208,27 @@ impl ThreadState {
         }
     }
 
-    /// A new process-unique id.
+    /// A new process-unique id: `(index + 1) << 40 | n`, n = 1, 2, … in the
+    /// low 40 bits (after 2^40 - 1 it wraps to 0). One add to the latest id,
+    /// not the id rebuilt from the index and a count (≈ 6 instructions less
+    /// per region and implicit task).
     #[inline]
     pub fn new_id(&mut self) -> u64 {
-        self.seq += 1;
-        ((self.index as u64 + 1) << 40) | (self.seq & ((1 << 40) - 1))
+        const LOW: u64 = (1 << 40) - 1;
+        let mut id = self.last_id.wrapping_add(1);
+        if id & LOW == 0 {
+            id = self.ids_wrapped();
+        }
+        self.last_id = id;
+        id
+    }
+
+    /// [`ThreadState::new_id`] where the count's 40 bits are used up: the
+    /// thread's ids start again from n = 0.
+    #[cold]
+    #[inline(never)]
+    fn ids_wrapped(&self) -> u64 {
+        (self.index as u64 + 1) << 40
     }
 
     /// A record of this thread with kind and start set.
@@ -264,6 +285,12 @@ impl ThreadState {
     /// Innermost open interval matching `pred`.
     #[inline]
     pub fn find(&mut self, pred: impl Fn(&OmpRecord) -> bool) -> Option<&mut OmpRecord> {
+        // The innermost first, as in `close` (a primary's region, just
+        // opened, when its implicit task begins).
+        let top = self.depth.wrapping_sub(1);
+        if self.stack.get(top).is_some_and(&pred) {
+            return Some(&mut self.stack[top]);
+        }
         let i = (0..self.depth).rev().find(|&i| pred(&self.stack[i]))?;
         Some(&mut self.stack[i])
     }
@@ -274,6 +301,64 @@ impl ThreadState {
     /// 80-byte return value costs every caller its copy.
     #[inline]
     pub fn close(&mut self, end_ns: i64, pred: impl Fn(&OmpRecord) -> bool) -> Option<(u8, u32)> {
+        // The innermost interval first (nearly always the one): one bounds
+        // test for the empty stack too, and no search.
+        let top = self.depth.wrapping_sub(1);
+        if self.stack.get(top).is_some_and(&pred) {
+            return Some(self.close_top(top, end_ns));
+        }
+        let i = (0..self.depth).rev().find(|&i| pred(&self.stack[i]))?;
+        self.close_at(i, end_ns)
+    }
+
+    /// [`ThreadState::close`] with the innermost interval's encoding
+    /// inlined in the caller, for the callbacks that close an interval in
+    /// every region or loop (`parallel_end`, `implicit_task`'s end, `work`'s
+    /// end): the call of the encoder, its register saves and its loads of
+    /// the state cost ≈ 8 instructions per interval (`benchmarks/ompt.md`).
+    #[inline(always)]
+    pub fn close_inline(
+        &mut self,
+        end_ns: i64,
+        pred: impl Fn(&OmpRecord) -> bool,
+    ) -> Option<(u8, u32)> {
+        let top = self.depth.wrapping_sub(1);
+        if self.stack.get(top).is_some_and(&pred) {
+            self.depth = top;
+            let entry = &mut self.stack[top];
+            entry.end_ns = end_ns;
+            let done = (entry.variant, entry.flags);
+            if kind_enabled(entry.kind) {
+                store(
+                    &mut self.profile,
+                    self.stream,
+                    self.sink_handle,
+                    &self.stack[top],
+                );
+            }
+            return Some(done);
+        }
+        // A loop's end with its last chunk above it (both end here): not
+        // through the search (≈ 50 instructions a loop on a team).
+        let chunk_above = top.checked_sub(1).is_some_and(|below| {
+            self.stack
+                .get(top)
+                .is_some_and(|r| r.kind == OmpKind::Chunk as u8)
+                && pred(&self.stack[below])
+        });
+        if chunk_above {
+            return Some(self.close_with_chunk(top - 1, end_ns));
+        }
+        self.close_searching(end_ns, pred)
+    }
+
+    /// [`ThreadState::close`] of an interval below the top.
+    #[inline(never)]
+    fn close_searching(
+        &mut self,
+        end_ns: i64,
+        pred: impl Fn(&OmpRecord) -> bool,
+    ) -> Option<(u8, u32)> {
         let i = (0..self.depth).rev().find(|&i| pred(&self.stack[i]))?;
         self.close_at(i, end_ns)
     }
@@ -282,26 +367,31 @@ impl ThreadState {
     #[inline(always)]
     fn close_at(&mut self, i: usize, end_ns: i64) -> Option<(u8, u32)> {
         if i + 1 == self.depth {
-            // The common case: the innermost interval ends; nothing above it to fix up.
-            // Emitted from the entry itself, not from a copy: the copy cost
-            // every close ten instructions, and callgrind shows fewer in all
-            // (`benchmarks/ompt.md`).
-            self.depth = i;
-            let entry = &mut self.stack[i];
-            entry.end_ns = end_ns;
-            let done = (entry.variant, entry.flags);
-            emit_to(
-                &mut self.profile,
-                self.stream,
-                self.sink_handle,
-                &self.stack[i],
-            );
-            return Some(done);
+            return Some(self.close_top(i, end_ns));
         }
         if i + 2 == self.depth && self.stack[i + 1].kind == OmpKind::Chunk as u8 {
             return Some(self.close_with_chunk(i, end_ns));
         }
         self.close_nested(i, end_ns)
+    }
+
+    /// [`ThreadState::close`] of the innermost interval, entry `top` (=
+    /// depth - 1): nothing above it to fix up. Emitted from the entry itself,
+    /// not from a copy: the copy cost every close ten instructions, and
+    /// callgrind shows fewer in all (`benchmarks/ompt.md`).
+    #[inline(always)]
+    fn close_top(&mut self, top: usize, end_ns: i64) -> (u8, u32) {
+        self.depth = top;
+        let entry = &mut self.stack[top];
+        entry.end_ns = end_ns;
+        let done = (entry.variant, entry.flags);
+        emit_to(
+            &mut self.profile,
+            self.stream,
+            self.sink_handle,
+            &self.stack[top],
+        );
+        done
     }
 
     /// [`ThreadState::close`], but the interval is held back instead of
@@ -591,13 +681,20 @@ fn store(
     }
 }
 
-/// Profile aggregates of one thread: an open-addressing table, and the slot
-/// each kind hit last (consecutive intervals of a kind are mostly of the same
-/// construct, e.g. the chunks of one loop: one compare instead of a hash).
+/// Profile aggregates of one thread: an open-addressing table, and, per
+/// hash, the slot the last interval of that hash hit (its home slot or one
+/// probed after it): an interval of a construct seen before finds its
+/// aggregate with one compare and no probing, unless another construct of
+/// the same hash came in between. (A cache of the last slot per kind, which
+/// LULESH's consecutive loops and regions of different sites always missed,
+/// cost ≈ 25 instructions more per interval, `benchmarks/ompt.md`.)
 struct Profile {
     table: [Aggregate; PROFILE_CAP],
-    last: [u16; 32],
+    last: [u16; RECENT],
 }
+
+/// Entries of [`Profile::last`]: one per hash.
+const RECENT: usize = PROFILE_CAP;
 
 impl Aggregate {
     /// The code address first: it tells most aggregates apart (one per
@@ -620,21 +717,24 @@ impl Aggregate {
         }
         self.first_start = self.first_start.min(rec.start_ns);
         self.last_end = self.last_end.max(rec.end_ns);
-        self.total_ns += (rec.end_ns - rec.start_ns).max(0) as u64;
+        let d = (rec.end_ns - rec.start_ns).max(0) as u64;
+        self.total_ns += d;
+        self.sum_sq += u128::from(d) * u128::from(d);
     }
 }
 
 /// Add an interval to its aggregate; false when the table is full.
 #[inline]
 fn aggregate(profile: &mut Profile, rec: &OmpRecord) -> bool {
-    let last = &mut profile.last[rec.kind as usize % 32];
+    let key = rec.codeptr ^ ((rec.kind as u64) << 56) ^ ((rec.variant as u64) << 48);
+    let home = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % PROFILE_CAP;
+    let last = &mut profile.last[home % RECENT];
     let hit = &mut profile.table[*last as usize];
     if hit.is(rec) {
         hit.add(rec);
         return true;
     }
-    let key = rec.codeptr ^ ((rec.kind as u64) << 56) ^ ((rec.variant as u64) << 48);
-    let mut i = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % PROFILE_CAP;
+    let mut i = home;
     for _ in 0..PROFILE_CAP {
         let a = &mut profile.table[i];
         if !a.used {
@@ -648,6 +748,7 @@ fn aggregate(profile: &mut Profile, rec: &OmpRecord) -> bool {
                 first_start: rec.start_ns,
                 last_end: rec.end_ns,
                 total_ns: 0,
+                sum_sq: 0,
             };
         }
         if a.is(rec) {
@@ -748,6 +849,7 @@ pub(crate) fn emit_all_summaries() {
             s.record(summary_row(index, a));
             a.count = 0;
             a.total_ns = 0;
+            a.sum_sq = 0;
             a.first_start = i64::MAX;
             a.last_end = i64::MIN;
         }
@@ -756,9 +858,10 @@ pub(crate) fn emit_all_summaries() {
 
 /// Summary row: variant = the aggregated kind, flags = its variant, count = intervals,
 /// start/end = first start and last end, chunk_start = summed duration in ns,
-/// team_size = the largest team (parallel regions).
+/// team_size = the largest team (parallel regions), the summed squared
+/// durations in `task_id` and `requested_team_size` (`set_summary_sum_sq`).
 fn summary_row(thread: u32, a: &Aggregate) -> OmpRecord {
-    OmpRecord {
+    let mut row = OmpRecord {
         thread,
         kind: OmpKind::Summary as u8,
         variant: a.kind,
@@ -770,7 +873,9 @@ fn summary_row(thread: u32, a: &Aggregate) -> OmpRecord {
         flags: a.variant as u32,
         team_size: a.team_size,
         ..OmpRecord::default()
-    }
+    };
+    row.set_summary_sum_sq(a.sum_sq);
+    row
 }
 
 #[cfg(test)]
@@ -816,6 +921,64 @@ mod tests {
             .iter()
             .map(|r| (r.kind, r.end_ns))
             .collect()
+    }
+
+    /// A thread's ids: its index + 1 above bit 40, a count from 1 below it,
+    /// which wraps to 0 after 2^40 - 1 without touching the index bits.
+    #[test]
+    fn ids_count_per_thread_and_wrap_below_the_index() {
+        std::thread::spawn(|| {
+            let st = current();
+            let base = (st.index as u64 + 1) << 40;
+            assert_eq!(
+                [st.new_id(), st.new_id(), st.new_id()],
+                [base | 1, base | 2, base | 3]
+            );
+            st.last_id = base | ((1 << 40) - 2);
+            assert_eq!(st.new_id(), base | ((1 << 40) - 1));
+            assert_eq!([st.new_id(), st.new_id()], [base, base | 1]);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// Profile mode: intervals of many constructs, interleaved (as a
+    /// program's loops and regions of different sites follow each other),
+    /// each add to their own aggregate, whichever slot the cache of recent
+    /// slots points at.
+    #[test]
+    fn interleaved_constructs_keep_their_own_aggregates() {
+        let mut profile = Box::new(Profile {
+            table: [Aggregate::default(); PROFILE_CAP],
+            last: [0; RECENT],
+        });
+        let (kinds, sites) = (
+            [OmpKind::Work, OmpKind::Parallel, OmpKind::ImplicitTask],
+            300u64,
+        );
+        for round in 0..7i64 {
+            for site in 0..sites {
+                for (k, kind) in kinds.iter().enumerate() {
+                    let rec = OmpRecord {
+                        kind: *kind as u8,
+                        variant: (site % 2) as u8,
+                        codeptr: 0x40_1000 + 24 * site,
+                        start_ns: 1_000 * round,
+                        end_ns: 1_000 * round + site as i64 + k as i64,
+                        ..OmpRecord::default()
+                    };
+                    assert!(aggregate(&mut profile, &rec));
+                }
+            }
+        }
+        let used: Vec<&Aggregate> = profile.table.iter().filter(|a| a.used).collect();
+        assert_eq!(used.len(), kinds.len() * sites as usize);
+        for a in used {
+            let site = (a.codeptr - 0x40_1000) / 24;
+            let k = kinds.iter().position(|k| *k as u8 == a.kind).unwrap() as u64;
+            assert_eq!((a.count, a.variant), (7, (site % 2) as u8));
+            assert_eq!(a.total_ns, 7 * (site + k), "{site} {k}");
+        }
     }
 
     #[test]
@@ -942,6 +1105,50 @@ mod late_join_tests {
         .unwrap();
     }
 
+    /// The closes with the encoding inlined (`close_inline`): the innermost
+    /// interval, a loop with its last chunk above it (both, the chunk first,
+    /// as `close`), a task with an unterminated loop above it (the loop
+    /// dropped, as `close`), and none on an empty or unmatched stack,
+    /// without a panic.
+    #[test]
+    fn inlined_closes_end_what_close_ends() {
+        let _serial = super::tests::serial();
+        std::thread::spawn(|| {
+            let (st, block) = with_a_block();
+            let k = |kind: OmpKind| kind as u8;
+            let is = |kind: OmpKind| move |r: &OmpRecord| r.kind == kind as u8;
+            assert_eq!(st.close_inline(50, is(OmpKind::Work)), None, "empty stack");
+            st.open(k(OmpKind::Work), 2, 100).flags = 5;
+            st.open(k(OmpKind::Chunk), 2, 110);
+            assert_eq!(st.close_inline(200, is(OmpKind::Work)), Some((2, 5)));
+            assert_eq!(st.depth, 0);
+            st.open(k(OmpKind::ImplicitTask), 0, 300);
+            st.open(k(OmpKind::Work), 1, 310);
+            st.open(k(OmpKind::Sync), 9, 320);
+            assert_eq!(st.close_inline(330, is(OmpKind::Parallel)), None);
+            assert_eq!(st.close_inline(340, is(OmpKind::Sync)), Some((9, 0)));
+            assert_eq!(
+                st.close_inline(350, is(OmpKind::ImplicitTask)),
+                Some((0, 0))
+            );
+            assert_eq!(
+                st.depth, 0,
+                "the loop left open in the task dropped with it"
+            );
+            assert_eq!(
+                encoded(block),
+                [
+                    (k(OmpKind::Chunk), 110, 200),
+                    (k(OmpKind::Work), 100, 200),
+                    (k(OmpKind::Sync), 320, 340),
+                    (k(OmpKind::ImplicitTask), 300, 350),
+                ]
+            );
+        })
+        .join()
+        .unwrap();
+    }
+
     /// Profile mode holds the primary's join-time intervals back as trace
     /// mode does, and adds them to their aggregates at the release; a
     /// worker's late join-barrier ends go to their three aggregates at once.
@@ -953,7 +1160,7 @@ mod late_join_tests {
             st.stream = None;
             st.profile = Some(Box::new(super::Profile {
                 table: [super::Aggregate::default(); super::PROFILE_CAP],
-                last: [0; 32],
+                last: [0; super::RECENT],
             }));
             // (count, summed duration) of the aggregate of `kind`.
             let totals = |st: &super::ThreadState, kind: OmpKind| {
@@ -992,6 +1199,14 @@ mod late_join_tests {
             assert_eq!(totals(st, OmpKind::SyncWait), (1, 340));
             assert_eq!(totals(st, OmpKind::Sync), (1, 350));
             assert_eq!(totals(st, OmpKind::ImplicitTask), (2, 490));
+            // Their squares too, as the summary row carries them: 90² + 400².
+            let profile = st.profile.as_deref().unwrap();
+            let a = profile
+                .table
+                .iter()
+                .find(|a| a.used && a.kind == k(OmpKind::ImplicitTask));
+            let row = super::summary_row(0, a.unwrap());
+            assert_eq!(row.summary_sum_sq(), 90 * 90 + 400 * 400);
         })
         .join()
         .unwrap();

@@ -89,6 +89,7 @@ impl Builder {
             file: Some(format!("/src/{file}")),
             line: Some(line),
             module_offset: None,
+            module_build_id: None,
         });
     }
 

@@ -37,6 +37,15 @@
 //! ([`TraceData::rank_rows`]): the export's memory is the largest rank's
 //! rows, the samples, phases and symbols, and the matched messages (matched
 //! from each rank's message sides, [`hyscope_analyzer::aligned::sides`]).
+//!
+//! A rank the analysis leaves out for a damaged part (the list
+//! [`hyscope_analyzer::run_extent`] gives, the analysis's own) is left out
+//! here too: none of its rows, samples or phases are read or written, its
+//! process (Perfetto) or rank (OTF2) stays, named as left out, empty; a
+//! message whose other side is there gets no flow and no message event,
+//! counted in a note as the analysis counts it; stderr says which rank and
+//! file in one `hyscope:` line each, and the export ends with status 0, as
+//! `hyscope report` does for a partial trace.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -45,7 +54,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::ValueEnum;
-use hyscope_analyzer::aligned::{Clocks, Message, RankSides, match_sides};
+use hyscope_analyzer::aligned::{Clocks, Message, RankSides, match_sides_without};
+use hyscope_analyzer::model::LeftOutPart;
 use hyscope_format::{
     MpiRecord, NO_RANK, OmpKind, OmpRecord, PhaseRecord, SELF_COMM_ID, SampleRecord, ScanOptions,
     SymbolRecord, Table, Trace, mpi_call, mpi_call::is_send, variant_name,
@@ -147,6 +157,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     keep_freed_memory();
     let data = TraceData::load(&trace, args.from, args.to)?;
+    // Ranks left out for a damaged part: one line each, the file named.
+    for p in &data.run.left_out {
+        eprintln!("hyscope: {}; this export has every other rank", p.says());
+    }
     if args.format == Format::Otf2 {
         let stats = otf2::write(&data, &args.output)?;
         let archive = args.output.join("traces.otf2");
@@ -239,6 +253,20 @@ struct RankRows {
 struct RankMeta {
     rank: u32,
     host: String,
+    /// Left out for a damaged part (the first of its files): none of its
+    /// rows are read, its process or rank is named so and stays empty.
+    left_out: Option<LeftOutPart>,
+}
+
+impl RankMeta {
+    /// What the export adds to the name of the rank's process (Perfetto)
+    /// or rank (OTF2) when it is left out, saying why it is empty: `: rank 0
+    /// left out: omp/rank=0/part-0.parquet cannot be read (…)`.
+    fn left_out_note(&self) -> String {
+        self.left_out
+            .as_ref()
+            .map_or(String::new(), |p| format!(": {}", p.says()))
+    }
 }
 
 impl<'t> TraceData<'t> {
@@ -248,6 +276,14 @@ impl<'t> TraceData<'t> {
     /// memory at a time.
     fn load(trace: &'t Trace, from: Option<i64>, to: Option<i64>) -> anyhow::Result<TraceData<'t>> {
         let m = &trace.manifest;
+        let clocks = Clocks::from_manifest(m);
+        // Each rank's exit on rank 0's clock: the analysis ends its rows there.
+        let exits = m
+            .ranks
+            .iter()
+            .filter_map(|r| Some((r.rank, clocks.to_global(r.rank, r.exit_ns?).ns())))
+            .collect();
+        let mut run = RunNotes::analyse(&trace.dir, exits);
         let ranks: Vec<RankMeta> = trace
             .ranks()
             .into_iter()
@@ -259,16 +295,22 @@ impl<'t> TraceData<'t> {
                     .find(|i| i.rank == r)
                     .map(|i| i.host.clone())
                     .unwrap_or_default(),
+                left_out: run.left_out.iter().find(|p| p.rank == r).cloned(),
             })
             .collect();
-        let clocks = Clocks::from_manifest(m);
-        // Each rank's exit on rank 0's clock: the analysis ends its rows there.
-        let exits = m
-            .ranks
+        let left_out: Vec<u32> = ranks
             .iter()
-            .filter_map(|r| Some((r.rank, clocks.to_global(r.rank, r.exit_ns?).ns())))
+            .filter(|r| r.left_out.is_some())
+            .map(|r| r.rank)
             .collect();
-        let mut run = RunNotes::analyse(&trace.dir, exits);
+        // The samples and phases of the ranks kept only.
+        let kept = (!left_out.is_empty()).then(|| {
+            ranks
+                .iter()
+                .filter(|r| r.left_out.is_none())
+                .map(|r| r.rank)
+                .collect()
+        });
 
         // The window is relative to the trace start on global time; the scan
         // filters on rank clocks, so it is widened by the largest offset (and
@@ -283,6 +325,7 @@ impl<'t> TraceData<'t> {
         });
         let scan = ScanOptions {
             time_range: window,
+            ranks: kept,
             ..ScanOptions::default()
         };
         let mut data = TraceData {
@@ -308,7 +351,8 @@ impl<'t> TraceData<'t> {
         // are kept.
         let mut sides = Vec::with_capacity(data.ranks.len());
         let mut first: Option<i64> = None;
-        for rank in data.ranks.iter().map(|r| r.rank) {
+        let read = data.ranks.iter().filter(|r| r.left_out.is_none());
+        for rank in read.map(|r| r.rank) {
             let mut mpi = data.mpi_rows(rank)?;
             sides.push(RankSides::of(rank, &mpi));
             mpi.retain(|r| data.in_window(r.start_ns, r.end_ns));
@@ -333,7 +377,13 @@ impl<'t> TraceData<'t> {
                 }
             })?;
         }
-        let (messages, _) = match_sides(sides);
+        // A message whose other side is on a rank left out is counted
+        // apart, as the analysis counts it: no flow, no message event.
+        let (messages, _) = match_sides_without(sides, &left_out);
+        run.partner_left_out(
+            messages.partner_left_out_sends,
+            messages.partner_left_out_recvs,
+        );
         data.messages = messages
             .messages
             .into_iter()
@@ -408,10 +458,25 @@ impl<'t> TraceData<'t> {
         )?)
     }
 
-    /// Rank `rank`'s OpenMP and MPI rows in the window.
+    /// Rank `rank`'s OpenMP and MPI rows in the window (none of a rank
+    /// left out).
     fn rank_rows(&self, rank: u32) -> anyhow::Result<RankRows> {
+        if self.is_left_out(rank) {
+            return Ok(RankRows {
+                rank,
+                omp: Vec::new(),
+                mpi: Vec::new(),
+            });
+        }
         let mpi = self.mpi_rows(rank)?;
         self.rank_rows_from(rank, mpi)
+    }
+
+    /// Whether `rank` is left out for a damaged part.
+    fn is_left_out(&self, rank: u32) -> bool {
+        self.ranks
+            .iter()
+            .any(|r| r.rank == rank && r.left_out.is_some())
     }
 
     /// [`Self::rank_rows`] with the rank's MPI rows read already.
@@ -645,7 +710,7 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
     w.write_all(b",\"traceEvents\":[\n")?;
     let mut o = EventsOut { w, first: true };
     let mut stats = Stats {
-        ranks: data.ranks.len(),
+        ranks: data.ranks.iter().filter(|r| r.left_out.is_none()).count(),
         ..Stats::default()
     };
     let base = data.base_ns;
@@ -653,9 +718,9 @@ fn write_perfetto(data: &TraceData, out: &Path) -> anyhow::Result<Stats> {
     // Names of processes.
     for rm in &data.ranks {
         let name = if rm.host.is_empty() {
-            format!("rank {}", rm.rank)
+            format!("rank {}{}", rm.rank, rm.left_out_note())
         } else {
-            format!("rank {} ({})", rm.rank, rm.host)
+            format!("rank {} ({}){}", rm.rank, rm.host, rm.left_out_note())
         };
         o.value(&json!({"ph": "M", "name": "process_name", "pid": pid(rm.rank), "args": {"name": name}}))?;
         o.value(&json!({"ph": "M", "name": "process_sort_index", "pid": pid(rm.rank), "args": {"sort_index": rm.rank}}))?;

@@ -22,12 +22,23 @@ pub struct Series {
 }
 
 /// Every plotted metric ([`hyscope_analyzer::aligned::series::plotted`]) of
-/// the trace, on global time.
+/// the trace, on global time. A rank with a damaged `samples` part has no
+/// series: it is left out whole ([`hyscope_analyzer::damaged_parts`]), as
+/// the analysis, which names the file, leaves it out.
 pub fn load_series(dir: &Path) -> Result<Vec<Series>, String> {
+    use hyscope_analyzer::damaged_parts::{read_part, whole_ranks};
     let trace = Trace::open(dir).map_err(|e| e.to_string())?;
-    let rows = trace
-        .read_records::<SampleRecord>(&ScanOptions::default())
-        .map_err(|e| e.to_string())?;
+    let options = ScanOptions::default();
+    let (by_rank, _) = whole_ranks(
+        trace
+            .parts(hyscope_format::Table::Samples)
+            .iter()
+            .map(|p| (p.rank, read_part::<SampleRecord>(p, &options))),
+    );
+    let rows: Vec<(u32, SampleRecord)> = by_rank
+        .into_iter()
+        .flat_map(|(rank, v)| v.into_iter().map(move |s| (rank, s)))
+        .collect();
     let clocks = Clocks::from_manifest(&trace.manifest);
     let mut by: BTreeMap<(String, u32), BTreeMap<i64, f64>> = BTreeMap::new();
     for s in sample_series(&clocks, rows) {

@@ -431,8 +431,11 @@ fn times_outside_the_run_are_clipped_with_a_message() {
 
 /// A rank with a damaged `omp`, `mpi` or `samples` part is left out of the
 /// report whole (`hyscope_analyzer::damaged_parts`): exit 0, the file and
-/// the rank listed first; the exports, which write every rank's rows, stop
-/// with an error naming the file.
+/// the rank listed first; the run header counts rank 0's events only. The
+/// timeline index leaves it out by the same rule (its list is the
+/// analysis's, though it reads no samples and a few columns of the rest),
+/// and so do the exports: exit 0, one `hyscope:` line naming the rank and
+/// the file, no event of rank 1 (Perfetto `pid` 2).
 #[test]
 fn a_flipped_byte_in_a_part_leaves_its_rank_out() {
     for table in ["omp", "mpi", "samples"] {
@@ -446,7 +449,12 @@ fn a_flipped_byte_in_a_part_leaves_its_rank_out() {
         bytes[40] ^= 0x10;
         std::fs::write(&path, bytes).unwrap();
         let run = run_all(&trace, tmp.path());
-        for (cmd, out) in [("report", &run.report), ("report --json", &run.json)] {
+        for (cmd, out) in [
+            ("report", &run.report),
+            ("report --json", &run.json),
+            ("export perfetto", &run.perfetto),
+            ("export otf2", &run.otf2),
+        ] {
             assert_eq!(
                 out.status.code(),
                 Some(0),
@@ -466,21 +474,43 @@ fn a_flipped_byte_in_a_part_leaves_its_rank_out() {
         let json: serde_json::Value = serde_json::from_slice(&run.json.stdout).unwrap();
         assert_eq!(json["ranks_left_out"][0]["rank"], 1, "{file}");
         assert_eq!(json["ranks_left_out"][0]["file"], file.as_str());
+        // The run header: rank 0's events (the rank files' counts), of 1 of 2 ranks.
+        assert_eq!(json["run"]["omp_events"], OMP_ROWS[0], "{file}");
+        assert_eq!(json["run"]["mpi_events"], MPI_ROWS[0], "{file}");
+        assert!(
+            report.contains(" MPI, ")
+                && report.contains(" samples — 1 of 2 ranks, rank 1 left out"),
+            "{file}:\n{report}"
+        );
+        // The timeline index: the analysis's list, the same rule.
+        let index = hyscope_analyzer::timeline::TimelineIndex::build(&Trace::open(&trace).unwrap())
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let listed: Vec<hyscope_analyzer::model::LeftOutPart> =
+            serde_json::from_value(json["ranks_left_out"].clone()).unwrap();
+        assert_eq!(index.left_out(), &listed[..], "{file}");
+        assert!(index.rows().iter().all(|r| r.rank == 0), "{file}");
+        let says = listed[0].says();
         for (cmd, out) in [
             ("export perfetto", &run.perfetto),
             ("export otf2", &run.otf2),
         ] {
             let err = stderr(out);
-            assert_ne!(out.status.code(), Some(0), "{file}: `{cmd}` succeeded");
             assert!(
-                out.status.code().is_some() && !err.contains("panicked"),
-                "{file}: `{cmd}` crashed:\n{err}"
-            );
-            assert!(
-                err.contains(&file) && err.contains("checksum mismatch in bytes 0.."),
-                "{file}: `{cmd}` does not name the file:\n{err}"
+                err.contains(&format!(
+                    "hyscope: {says}; this export has every other rank"
+                )),
+                "{file}: `{cmd}` does not name the rank and file:\n{err}"
             );
         }
+        let perfetto: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("out.json")).unwrap()).unwrap();
+        let of_rank1 = perfetto["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["pid"] == 2 && e["ph"] != "M")
+            .count();
+        assert_eq!(of_rank1, 0, "{file}: rank 1's events exported");
     }
 }
 

@@ -72,7 +72,7 @@ fn end_of(dir: &Path, rank: u32) -> Option<ProcessEnd> {
         .ranks
         .iter()
         .find(|r| r.rank == rank)
-        .and_then(|r| r.end)
+        .and_then(|r| r.end.clone())
 }
 
 /// Every rank printed its 100 iterations, and the trace has all of them:

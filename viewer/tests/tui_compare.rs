@@ -135,16 +135,70 @@ fn differences_of_two_recorded_runs() {
             .unwrap_or_else(|| panic!("no {item} {metric} row in\n{s}"))
             .clone()
     };
-    let send = row("mpi MPI_Send", "count");
-    assert_eq!(send[3..7], ["5", "8", "+3", "1.60"], "{send:?}");
-    let sent = row("mpi MPI_Send", "sent");
+    let send = row("MPI_Send", "count");
     assert_eq!(
-        sent[3..8],
+        send[..7],
+        ["MPI_Send", "count", "5", "8", "+3", "1.60", "exact"],
+        "{send:?}"
+    );
+    let sent = row("MPI_Send", "sent");
+    assert_eq!(
+        sent[2..7],
         ["9.8", "KiB", "15.6", "KiB", "+5.9"],
         "{sent:?}"
     );
-    let p2p = row("messages point-to-point", "count");
-    assert_eq!(p2p[3..7], ["5", "8", "+3", "1.60"], "{p2p:?}");
+    let p2p = row("point-to-point messages", "count");
+    assert_eq!(p2p[3..8], ["5", "8", "+3", "1.60", "exact"], "{p2p:?}");
+    // The counts differ: each call's time beside them, in the next row,
+    // with its verdict (5 and 8 calls: a scatter to weigh it against).
+    let next = |item: &str, metric: &str| -> Vec<String> {
+        let at = tui
+            .iter()
+            .position(|w| w.join(" ").starts_with(item) && w.contains(&metric.to_string()))
+            .unwrap_or_else(|| panic!("no {item} {metric} row in\n{s}"));
+        tui[at + 1].clone()
+    };
+    for (item, count, per) in [
+        ("MPI_Send", "count", "time/call"),
+        ("MPI_Recv", "count", "time/call"),
+        (
+            "point-to-point messages",
+            "send-to-recv",
+            "send-to-recv/msg",
+        ),
+    ] {
+        let w = next(item, count);
+        assert!(
+            w.join(" ").starts_with(item) && w.contains(&per.to_string()),
+            "{w:?}"
+        );
+        let verdict = w.last().unwrap();
+        assert!(verdict == "within" || verdict == "beyond", "{w:?}");
+    }
+    // Regions and loops: their instances (3 on each rank in both runs,
+    // exact) and their times weighed against them.
+    for (item, count) in [
+        ("region cmp.c:12", "instances"),
+        ("loop cmp.c:14", "instances"),
+    ] {
+        let w = row(item, count);
+        assert_eq!(
+            w[2..],
+            ["instances", "6", "6", "0", "1.00", "exact"],
+            "{w:?}"
+        );
+        let time = row(item, "time");
+        let verdict = time.last().unwrap();
+        assert!(verdict == "within" || verdict == "beyond", "{time:?}");
+    }
+    assert!(
+        !tui.iter().any(|w| {
+            w.first().is_some_and(|i| i == "region" || i == "loop")
+                && w.contains(&"time/instance".to_string())
+        }),
+        "the same instances: {s}"
+    );
+    assert!(!s.contains("`—` on"), "every row has a verdict: {s}");
     // The caveat first, then the rows, then what only B has.
     let at = |what: &str| {
         s.find(what)
@@ -182,7 +236,11 @@ fn differences_of_two_recorded_runs() {
         .position(|l| l.starts_with('└'))
         .unwrap();
     let row = s.lines().nth(end + bottom - 1).unwrap();
-    assert!(words(row)[0] == *last, "{last:?} not last in\n{s}");
+    let first = words(row)[0].clone();
+    assert!(
+        last.starts_with(first.trim_end_matches('…')),
+        "{last:?} not last in\n{s}"
+    );
     assert!(!s.contains("more rows (↓ PgDn)"), "{s}");
     assert!(s.contains("more rows (↑ PgUp)"), "{s}");
 }

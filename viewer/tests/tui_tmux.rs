@@ -164,7 +164,7 @@ fn two_traces_open_a_differences_tab() {
         &[
             "! different rank counts: A has 2 ranks, B 4",
             "Differences (B − A)",
-            "run job",
+            "duration",
             "Tab/1-8 tabs",
         ],
     );

@@ -70,12 +70,20 @@ pub fn align_rows(clocks: &Clocks, rank: u32, rows: &mut [MpiRecord]) {
 /// MPI rows read one rank at a time: what a view that draws messages but
 /// not every MPI row needs, without holding the rows.
 pub fn read_messages(trace: &Trace) -> Result<MessageList, FormatError> {
+    read_messages_without(trace, &[])
+}
+
+/// [`read_messages`] of every rank but those `left_out` (for a damaged
+/// part, [`crate::damaged_parts`]): their rows are not read, and a message
+/// with its other side there is counted apart, as the analysis counts it
+/// ([`messages::match_messages_without`]).
+pub fn read_messages_without(trace: &Trace, left_out: &[u32]) -> Result<MessageList, FormatError> {
     let clocks = Clocks::from_manifest(&trace.manifest);
     let mut sides = Vec::new();
-    for rank in trace.ranks() {
+    for rank in trace.ranks().into_iter().filter(|r| !left_out.contains(r)) {
         sides.push(RankSides::of(rank, &rank_rows(trace, &clocks, rank)?));
     }
-    Ok(match_sides(sides).0)
+    Ok(match_sides_without(sides, left_out).0)
 }
 
 /// Rank `rank`'s `mpi` rows, parts in index order, on global time in

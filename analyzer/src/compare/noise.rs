@@ -17,11 +17,15 @@
 //! in both runs (rank 0's calls always longer) widen the scatter, which
 //! errs towards "within noise". Below two values a run has no scatter to
 //! estimate, and the verdict says so.
+//!
+//! A mean per call (a total over its count, where the counts differ) is
+//! the same total scaled by 1 / count: its error is √(n·s²) / count, which
+//! for n = count is Welch's test on the two means, s_A²/n_A + s_B²/n_B.
 
 use crate::model::{Noise, NoiseVerdict, Scatter};
 
 /// What a run's value of a metric is, for its noise.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum Spread {
     /// A sum of `values` values (`of`: calls, instances…) with sample
     /// standard deviation `sd`, in the metric's unit.
@@ -30,12 +34,13 @@ pub(crate) enum Spread {
         values: u64,
         sd: f64,
     },
-    /// One value per run (a duration, an efficiency, energy): nothing to
-    /// estimate its scatter from.
+    /// One value per run (a duration, an efficiency, a ratio, energy):
+    /// nothing to estimate its scatter from.
     One,
-    /// Not a sum of measured values, or values the analysis does not keep:
-    /// why there is no estimate.
-    Not(&'static str),
+    /// A count or bytes: exact.
+    Exact,
+    /// Measured values whose scatter the analysis does not have: why.
+    Not(String),
 }
 
 impl Spread {
@@ -71,7 +76,14 @@ pub(crate) fn noise(delta: f64, (a, scale_a): (Spread, f64), (b, scale_b): (Spre
         (Spread::Not(why), _) | (_, Spread::Not(why)) => {
             return Noise {
                 verdict: NoiseVerdict::NotEstimated,
-                why: Some(why.into()),
+                why: Some(why),
+                ..Noise::default()
+            };
+        }
+        (Spread::Exact, _) | (_, Spread::Exact) => {
+            return Noise {
+                verdict: NoiseVerdict::Exact,
+                why: Some("counted without error: no scatter of measured values, any difference is what the runs did".into()),
                 ..Noise::default()
             };
         }
@@ -213,7 +225,27 @@ mod tests {
         let n = noise(5.0, (Spread::One, 1.0), (Spread::One, 1.0));
         assert_eq!(n.verdict, NoiseVerdict::TooFewValues);
         assert!(n.standard_error.is_none());
-        let n = noise(5.0, (Spread::Not("a count"), 1.0), sum(9, 1.0));
+        let n = noise(5.0, (Spread::Not("not kept".into()), 1.0), sum(9, 1.0));
         assert_eq!(n.verdict, NoiseVerdict::NotEstimated);
+        assert_eq!(n.why.as_deref(), Some("not kept"));
+        let n = noise(5.0, (Spread::Exact, 1.0), (Spread::Exact, 1.0));
+        assert_eq!(n.verdict, NoiseVerdict::Exact);
+    }
+
+    /// 100 calls of sd 1 ms in A, 50 in B: the means per call differ by
+    /// √(1/100 + 1/50) ms ≈ 0.173 ms of error (Welch on the means), the
+    /// totals scaled by 1 / count; 0.5 ms per call is within p < 0.001's
+    /// 3.3 errors, 1 ms beyond.
+    #[test]
+    fn welch_on_means_per_call() {
+        let per = |n: u64| (sum(n, 1e-3).0, 1.0 / n as f64);
+        let n = noise(0.5e-3, per(100), per(50));
+        assert!(
+            (n.standard_error.unwrap() - 1.7321e-4).abs() < 1e-8,
+            "{n:?}"
+        );
+        assert_eq!(n.verdict, NoiseVerdict::WithinNoise, "{n:?}");
+        let n = noise(1e-3, per(100), per(50));
+        assert_eq!(n.verdict, NoiseVerdict::BeyondNoise, "{n:?}");
     }
 }

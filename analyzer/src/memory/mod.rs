@@ -42,7 +42,9 @@ pub fn analyze_memory(
     if mpi_rows == 0 && data.manifest.mpi.is_none() {
         return Observable::not("not an MPI run: no MPI runtime memory to model");
     }
-    let n_ranks = run.ranks.max(1);
+    // The job's MPI ranks: child processes and programs exec'd have ids
+    // after them and no MPI (`processes`).
+    let n_ranks = crate::processes::job_ranks(run);
     let host_of = data.manifest.rank_hosts();
     let loc = Locality::of(n_ranks, &host_of);
     let nodes = run.hosts.len().max(1) as u32;

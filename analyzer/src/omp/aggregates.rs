@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::loops::LoopAcc;
+use super::sum_sq::SumSq;
 use crate::model::*;
 
 /// Per-rank facts other passes need (POP, energy, findings).
@@ -32,10 +33,15 @@ pub(super) struct RegionAcc {
     pub(super) ranks: Vec<u32>,
     pub(super) team: u32,
     pub(super) time: i64,
+    /// Σ of its instances' times squared (`time` sums `instances` of them).
+    pub(super) time_sq: SumSq,
     pub(super) itask: i64,
     pub(super) fork_join: i64,
     pub(super) fj_max: i64,
     pub(super) fj_observed: u64,
+    /// Σ of its instances' fork/join squared (`fork_join` sums
+    /// `fj_observed` of them; trace mode only).
+    pub(super) fj_sq: SumSq,
     pub(super) per_thread: BTreeMap<(u32, u32), ThreadRegionStats>,
 }
 

@@ -73,10 +73,12 @@ impl OmpMerge {
             e.ranks.extend(v.ranks);
             e.team = e.team.max(v.team);
             e.time += v.time;
+            e.time_sq.add(v.time_sq);
             e.itask += v.itask;
             e.fork_join += v.fork_join;
             e.fj_max = e.fj_max.max(v.fj_max);
             e.fj_observed += v.fj_observed;
+            e.fj_sq.add(v.fj_sq);
             for (key, t) in v.per_thread {
                 let x = e
                     .per_thread
@@ -119,6 +121,9 @@ impl OmpMerge {
         self.ranks.push(p.info);
     }
 }
+
+/// Why a profile-mode region's fork/join has no scatter.
+const PROFILE_FORK_JOIN: &str = "profile mode: a region's fork/join is its time less its primary thread's implicit tasks, both totals over the run, with no fork/join per instance to scatter";
 
 /// A rank's aggregates in order of their code address.
 fn by_address<V>(map: HashMap<u64, V>) -> Vec<(u64, V)> {
@@ -194,6 +199,7 @@ pub fn analyze_omp(
     };
 
     // Regions.
+    let version = data.manifest.format_version.as_str();
     let mut region_list: Vec<RegionStats> = regions
         .into_iter()
         .map(|(codeptr, a)| {
@@ -220,6 +226,7 @@ pub fn analyze_omp(
                 },
                 team_size: a.team,
                 time_s: ns_to_s(a.time),
+                time_scatter: a.time_sq.observed(a.instances, a.time, version),
                 share_of_run: ns_to_s(a.time) / total_rank_s,
                 implicit_task_s: ns_to_s(a.itask),
                 fork_join_s: ns_to_s(a.fork_join),
@@ -234,6 +241,11 @@ pub fn analyze_omp(
                     0.0
                 },
                 fork_join_max_s: ns_to_s(a.fj_max),
+                fork_join_scatter: if profile_mode {
+                    Observable::not(PROFILE_FORK_JOIN)
+                } else {
+                    a.fj_sq.observed(a.fj_observed, a.fork_join, version)
+                },
                 barrier: b,
                 imbalance: max_over_mean(&busy),
                 per_thread,

@@ -197,6 +197,9 @@ pub(super) fn build_loop(
         trip_count: trip,
         team_size: team,
         time_s,
+        time_scatter: a
+            .time_sq
+            .observed(a.time_n, a.time, &data.manifest.format_version),
         share_of_run: share,
         per_thread,
         imbalance,

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::sum_sq::SumSq;
+
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(super) struct LoopThreadAcc {
     pub(super) time: i64,
@@ -22,6 +24,10 @@ pub(super) struct LoopAcc {
     pub(super) team: u32,
     pub(super) ranks: Vec<u32>,
     pub(super) time: i64,
+    /// How many values `time` sums (its instances; in profile mode its
+    /// slowest thread's intervals), and their squares.
+    pub(super) time_n: u64,
+    pub(super) time_sq: SumSq,
     pub(super) per_thread: BTreeMap<(u32, u32), LoopThreadAcc>,
     pub(super) any_chunks: bool,
     pub(super) chunks: u64,
@@ -57,6 +63,8 @@ impl LoopAcc {
         self.team = self.team.max(o.team);
         self.ranks.extend(o.ranks);
         self.time += o.time;
+        self.time_n += o.time_n;
+        self.time_sq.add(o.time_sq);
         for (k, v) in o.per_thread {
             let e = self.per_thread.entry(k).or_default();
             e.time += v.time;

@@ -17,6 +17,7 @@ mod loops;
 pub mod pass;
 mod profile;
 mod regions;
+mod sum_sq;
 
 use crate::model::*;
 

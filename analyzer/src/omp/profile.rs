@@ -6,11 +6,14 @@ use hyscope_format::OmpRecord;
 
 use super::aggregates::RankPass;
 use super::kinds::*;
+use super::sum_sq::SumSq;
 use crate::model::*;
 
 /// Profile mode (`summary` rows: variant = kind, flags = its variant, count =
-/// intervals, chunk_start = summed ns). Only totals exist: no join-barrier
-/// clipping, no per-instance times, no chunks. Rows with the same key add up.
+/// intervals, chunk_start = summed ns, and from format 1.10 their summed
+/// squares). Only totals exist: no join-barrier clipping, no per-instance
+/// times (but their scatter, from the squares), no chunks. Rows with the
+/// same key add up.
 pub(super) fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPass) {
     out.profile_mode = true;
     let total = |r: &OmpRecord| r.chunk_start as i64;
@@ -22,6 +25,8 @@ pub(super) fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPa
     // Regions with a team (not serialized, e.g. `if(0)`): time and
     // instances; and whether any was forked by another thread than 0.
     let (mut teamed, mut nested) = ((0i64, 0u64), false);
+    // Per loop and thread: its intervals and their squares.
+    let mut loop_sq: HashMap<(u64, u32), (u64, SumSq)> = HashMap::new();
     for r in rows.iter().filter(|r| r.variant == K_PARALLEL) {
         master.entry(r.codeptr).or_insert(r.thread);
         nested |= r.thread != 0;
@@ -36,6 +41,7 @@ pub(super) fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPa
             acc.ranks.push(rank);
         }
         acc.time += total(r);
+        acc.time_sq.add_summary(r);
         out.info.region_ns += total(r);
         out.info.region_count += r.count;
     }
@@ -99,6 +105,9 @@ pub(super) fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPa
                 let ta = la.per_thread.entry((rank, r.thread)).or_default();
                 ta.time += total(r);
                 ta.busy += total(r);
+                let sq = loop_sq.entry((r.codeptr, r.thread)).or_default();
+                sq.0 += r.count;
+                sq.1.add_summary(r);
                 // Per-thread intervals: instances counted on the master only.
                 if r.thread == 0 {
                     la.instances += r.count;
@@ -109,9 +118,16 @@ pub(super) fn profile_summaries(rank: u32, rows: &[&OmpRecord], out: &mut RankPa
     }
     // A loop lasts until its last thread leaves it: per instance that is the
     // slowest thread, which under a static schedule is the same one each
-    // time, so the longest thread total stands for the loop's.
-    for la in out.loops.values_mut() {
-        la.time = la.per_thread.values().map(|t| t.time).max().unwrap_or(0);
+    // time, so the longest thread total stands for the loop's, and its
+    // intervals' scatter for the scatter of the loop's instances.
+    for (codeptr, la) in out.loops.iter_mut() {
+        let slowest = la.per_thread.iter().max_by_key(|(_, t)| t.time);
+        la.time = slowest.map_or(0, |(_, t)| t.time);
+        if let Some(&(n, sq)) =
+            slowest.and_then(|((_, thread), _)| loop_sq.get(&(*codeptr, *thread)))
+        {
+            (la.time_n, la.time_sq) = (n, sq);
+        }
     }
     if !nested {
         late_join_ends(teamed, &itask_by_thread, &barrier_by_thread, out);

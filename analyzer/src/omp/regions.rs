@@ -421,6 +421,7 @@ impl Block {
                 acc.ranks.push(rank);
             }
             acc.time += re - rs;
+            acc.time_sq.add_ns(re - rs);
             out.info.region_ns += re - rs;
             out.info.region_count += 1;
             out.info.regions.push((rs, re));
@@ -434,6 +435,7 @@ impl Block {
                 acc.fork_join += fj;
                 acc.fj_max = acc.fj_max.max(fj);
                 acc.fj_observed += 1;
+                acc.fj_sq.add_ns(fj);
                 acc.itask += task;
                 out.info.fork_join_ns += fj;
             }
@@ -479,6 +481,8 @@ impl Block {
                     *la.variants.entry(v).or_default() += 1;
                 }
                 la.time += li.time;
+                la.time_n += 1;
+                la.time_sq.add_ns(li.time);
                 if li.any_chunks {
                     la.any_chunks = true;
                     la.profile_from_chunks = true;

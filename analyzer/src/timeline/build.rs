@@ -12,6 +12,7 @@ use super::{
     TimelineIndex, mpi_layer, omp_layer,
 };
 use crate::aligned::{ClockMap, Clocks};
+use crate::damaged_parts::{DamagedPart, check_rank};
 use crate::omp::{is_barrier, last_arrivals, split_by_arrivals};
 
 /// A compact interval: start, end (rank clock), priority layer.
@@ -48,7 +49,33 @@ pub(super) fn build(
     trace: &Trace,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<TimelineIndex, FormatError> {
-    build_ranks(trace, &trace.ranks(), progress)
+    let index = build_ranks(trace, &trace.ranks(), progress)?;
+    some_rank_left(trace, &index.left_out)?;
+    Ok(index)
+}
+
+/// The error of a timeline whose every rank with OpenMP or MPI rows is left
+/// out (the first file's, as the analysis's): nothing is left to show.
+pub(super) fn some_rank_left(
+    trace: &Trace,
+    left_out: &[crate::model::LeftOutPart],
+) -> Result<(), FormatError> {
+    let Some(first) = left_out.first() else {
+        return Ok(());
+    };
+    let mut with_rows = trace
+        .parts(Table::Omp)
+        .iter()
+        .chain(trace.parts(Table::Mpi))
+        .map(|p| p.rank);
+    let left = |r: u32| left_out.iter().any(|p| p.rank == r);
+    match with_rows.all(left) {
+        true => Err(FormatError::Invalid {
+            path: trace.dir.join(&first.file),
+            message: first.problem.clone(),
+        }),
+        false => Ok(()),
+    }
 }
 
 /// The index of `ranks` only: one pass over their parts, rank by rank, so
@@ -61,7 +88,7 @@ pub(super) fn build_ranks(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<TimelineIndex, FormatError> {
     let mut rows: Vec<(RowInfo, RowData)> = Vec::new();
-    for_each_rank(trace, ranks, progress, |rank| {
+    let left_out = for_each_rank(trace, ranks, progress, |rank| {
         let clock = rank.clock;
         let built: Vec<(u32, RowData)> = rank
             .threads
@@ -79,7 +106,7 @@ pub(super) fn build_ranks(
             )
         }));
     })?;
-    Ok(TimelineIndex::from_parts(trace, rows))
+    Ok(TimelineIndex::from_parts(trace, rows, left_out))
 }
 
 /// A rank's rows before flattening: each thread's compact intervals (rank
@@ -93,19 +120,25 @@ pub(super) struct RankIntervals<'a> {
 
 /// Read `ranks` rank by rank (a rank's parts in parallel) and hand each
 /// rank's intervals to `each`: the one reading pass of the index and of the
-/// coarse overview.
+/// coarse overview. A rank the analysis leaves out is left out here, by the
+/// same rule ([`crate::damaged_parts`]): one of its `omp`, `mpi` or
+/// `samples` parts fails [`check_rank`] (every checksum, though the index
+/// decodes a few columns only), or cannot be decoded. Its parts are named
+/// in what is returned (file relative to the trace, in rank order), and
+/// `each` never sees it.
 pub(super) fn for_each_rank(
     trace: &Trace,
     ranks: &[u32],
     progress: &(dyn Fn(usize, usize) + Sync),
     mut each: impl FnMut(RankIntervals<'_>),
-) -> Result<(), FormatError> {
+) -> Result<Vec<crate::model::LeftOutPart>, FormatError> {
     let mine = |p: &&PartFile| ranks.contains(&p.rank);
     let total = trace.parts(Table::Omp).iter().filter(mine).count()
         + trace.parts(Table::Mpi).iter().filter(mine).count();
     let done = AtomicUsize::new(0);
     progress(0, total);
     let clocks = Clocks::from_manifest(&trace.manifest);
+    let mut left_out: Vec<DamagedPart> = Vec::new();
     for &rank in ranks {
         let parts: Vec<&PartFile> = trace
             .parts(Table::Omp)
@@ -113,23 +146,40 @@ pub(super) fn for_each_rank(
             .chain(trace.parts(Table::Mpi))
             .filter(|p| p.rank == rank)
             .collect();
-        let per_part: Vec<Result<PartRows, FormatError>> = parts
-            .par_iter()
-            .map(|p| {
-                let r = read_part(p);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-                r
-            })
-            .collect();
+        let mut damaged = check_rank(trace, rank);
+        let per_part: Vec<Result<PartRows, FormatError>> = if damaged.is_empty() {
+            parts
+                .par_iter()
+                .map(|p| {
+                    let r = read_part(p);
+                    progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                    r
+                })
+                .collect()
+        } else {
+            progress(
+                done.fetch_add(parts.len(), Ordering::Relaxed) + parts.len(),
+                total,
+            );
+            Vec::new()
+        };
         let info = trace.manifest.ranks.iter().find(|r| r.rank == rank);
         let mut threads: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
         let mut team: Vec<TeamRow> = Vec::new();
-        for part in per_part {
-            let mut part = part?;
-            for (thread, mut ivs) in part.threads {
-                threads.entry(thread).or_default().append(&mut ivs);
+        for (p, part) in parts.iter().zip(per_part) {
+            match part {
+                Ok(mut part) => {
+                    for (thread, mut ivs) in part.threads {
+                        threads.entry(thread).or_default().append(&mut ivs);
+                    }
+                    team.append(&mut part.team);
+                }
+                Err(e) => damaged.push(DamagedPart::new(p, &e)),
             }
-            team.append(&mut part.team);
+        }
+        if !damaged.is_empty() {
+            left_out.append(&mut damaged);
+            continue;
         }
         split_barriers(team, &mut threads);
         each(RankIntervals {
@@ -139,7 +189,8 @@ pub(super) fn for_each_rank(
             threads,
         });
     }
-    Ok(())
+    crate::damaged_parts::sort(&mut left_out);
+    Ok(left_out.iter().map(|d| d.left_out(&trace.dir)).collect())
 }
 
 /// The columns the timeline reads of the `omp` table.

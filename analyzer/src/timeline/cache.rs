@@ -4,16 +4,18 @@
 //!
 //! The cache file lives in `$HYSCOPE_CACHE_DIR`, else `$XDG_CACHE_HOME/hyscope`,
 //! else `~/.cache/hyscope`. Its name hashes the trace's canonical path; inside,
-//! a key lists every part file (path, size, modification time) of the `omp`
-//! and `mpi` tables plus each rank's clock map (the offsets as mapped), and
-//! the cache is used only when the key matches exactly. Any problem reading
-//! it means a rebuild.
+//! a key lists every part file (path, size, modification time) of the `omp`,
+//! `mpi` and `samples` tables (a damaged part of any leaves its rank out,
+//! [`crate::damaged_parts::RANK_TABLES`]) plus each rank's clock map (the
+//! offsets as mapped), and the cache is used only when the key matches
+//! exactly. Any problem reading it means a rebuild. An index with ranks left
+//! out is not cached: it is built again at each open.
 
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use hyscope_format::{Table, Trace};
+use hyscope_format::Trace;
 
 use super::{Block, RowData, RowInfo, STATES, TimelineIndex};
 
@@ -40,7 +42,8 @@ pub(super) fn key(trace: &Trace) -> String {
             .unwrap_or_else(|_| trace.dir.clone())
             .display()
     );
-    for table in [Table::Omp, Table::Mpi] {
+    // The samples too: a damaged part of theirs leaves the rank out.
+    for table in crate::damaged_parts::RANK_TABLES {
         for p in trace.parts(table) {
             let mtime = std::fs::metadata(&p.path)
                 .and_then(|m| m.modified())
@@ -211,7 +214,7 @@ pub(super) fn load(trace: &Trace, path: &Path, key: &str) -> std::io::Result<Tim
         .map(|m| load_row(path, m))
         .collect::<std::io::Result<_>>()?;
     let rows = metas.into_iter().map(|m| m.info).zip(data).collect();
-    Ok(TimelineIndex::from_parts(trace, rows))
+    Ok(TimelineIndex::from_parts(trace, rows, Vec::new()))
 }
 
 fn load_row(path: &Path, m: &RowMeta) -> std::io::Result<RowData> {

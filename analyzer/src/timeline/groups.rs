@@ -267,6 +267,11 @@ pub trait RankCells: Sync {
     /// First start and last end over all rows (rank 0's clock), (0, 0) if empty.
     fn span(&self) -> (i64, i64);
 
+    /// The ranks left out for a damaged part, with their files, in rank
+    /// order: in no row of [`RankCells::rank_rows`] (a viewer marks their
+    /// lines, [`crate::model::LeftOutPart::says`]).
+    fn left_out(&self) -> &[crate::model::LeftOutPart];
+
     /// The time per state of every thread of the rank at position `pos` of
     /// [`RankCells::rank_rows`], summed, in `columns` equal cells of `[t0, t1)`.
     fn rank_query(&self, pos: usize, t0: i64, t1: i64, columns: usize) -> Vec<CellSummary>;
@@ -354,6 +359,10 @@ impl RankCells for TimelineIndex {
 
     fn span(&self) -> (i64, i64) {
         self.span
+    }
+
+    fn left_out(&self) -> &[crate::model::LeftOutPart] {
+        TimelineIndex::left_out(self)
     }
 
     fn rank_query(&self, pos: usize, t0: i64, t1: i64, columns: usize) -> Vec<CellSummary> {

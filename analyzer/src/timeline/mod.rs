@@ -49,6 +49,7 @@ mod tests;
 use hyscope_format::{FormatError, MpiRecord, OmpKind, OmpRecord, ScanOptions, Trace, mpi_call};
 
 use crate::aligned::{Clocks, GlobalNs};
+use crate::model::LeftOutPart;
 
 pub use cache::cache_dir;
 pub use groups::{
@@ -505,10 +506,16 @@ pub struct TimelineIndex {
     span: (i64, i64),
     segments: usize,
     clocks: Clocks,
+    /// The ranks left out for a damaged part, with their files
+    /// ([`crate::damaged_parts`]): no row, in rank order.
+    left_out: Vec<LeftOutPart>,
 }
 
 impl TimelineIndex {
-    /// Read the `omp` and `mpi` tables of `trace` (parts in parallel) and build the index.
+    /// Read the `omp` and `mpi` tables of `trace` (parts in parallel) and
+    /// build the index. A rank with a damaged part is left out whole, as the
+    /// analysis leaves it out ([`TimelineIndex::left_out`]); when that
+    /// leaves no rank, the first damaged file is the error.
     pub fn build(trace: &Trace) -> Result<TimelineIndex, FormatError> {
         build::build(trace, &|_, _| {})
     }
@@ -533,16 +540,23 @@ impl TimelineIndex {
     /// The index of a trace from the indexes of disjoint sets of its ranks
     /// ([`TimelineIndex::build_ranks`]): the same as building it whole.
     pub fn merge(trace: &Trace, parts: Vec<TimelineIndex>) -> TimelineIndex {
-        let rows = parts
-            .into_iter()
-            .flat_map(|p| p.rows.into_iter().zip(p.data))
-            .collect();
-        TimelineIndex::from_parts(trace, rows)
+        let mut left_out = Vec::new();
+        let mut rows = Vec::new();
+        for p in parts {
+            left_out.extend(p.left_out);
+            rows.extend(p.rows.into_iter().zip(p.data));
+        }
+        TimelineIndex::from_parts(trace, rows, left_out)
     }
 
     /// Assemble an index from its rows, in any order (sorted into display
-    /// order; span and counts derived).
-    pub(crate) fn from_parts(trace: &Trace, mut rows: Vec<(RowInfo, RowData)>) -> TimelineIndex {
+    /// order; span and counts derived), and the ranks left out.
+    pub(crate) fn from_parts(
+        trace: &Trace,
+        mut rows: Vec<(RowInfo, RowData)>,
+        mut left_out: Vec<LeftOutPart>,
+    ) -> TimelineIndex {
+        left_out.sort_by(|a, b| (a.rank, &a.file).cmp(&(b.rank, &b.file)));
         rows.sort_by(|a, b| {
             (&a.0.host, a.0.rank, a.0.thread).cmp(&(&b.0.host, b.0.rank, b.0.thread))
         });
@@ -564,7 +578,20 @@ impl TimelineIndex {
             span,
             segments,
             clocks: Clocks::from_manifest(&trace.manifest),
+            left_out,
         }
+    }
+
+    /// The ranks left out for a damaged part (no row of theirs is in the
+    /// index), each file with its problem, in rank order: the analysis's
+    /// [`crate::Analysis::ranks_left_out`] for the same trace.
+    pub fn left_out(&self) -> &[LeftOutPart] {
+        &self.left_out
+    }
+
+    /// Whether `rank` is left out ([`TimelineIndex::left_out`]).
+    pub fn is_left_out(&self, rank: u32) -> bool {
+        self.left_out.iter().any(|p| p.rank == rank)
     }
 
     /// The trace the index was built from.

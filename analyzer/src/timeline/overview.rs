@@ -29,6 +29,7 @@ use rayon::prelude::*;
 use super::build::{for_each_rank, sweep};
 use super::groups::{RankCells, RankRows, rank_rows_of};
 use super::{CellSummary, RowInfo, STATES, State, cell_bounds, empty_cells};
+use crate::model::LeftOutPart;
 
 /// Sums per state in aligned power-of-two bins, at most `limit` of them.
 #[derive(Debug, Clone)]
@@ -208,6 +209,8 @@ pub(super) struct Partial {
     per_rank: HashMap<u32, Bins>,
     span: Option<(i64, i64)>,
     limit: usize,
+    /// Ranks left out for a damaged part ([`crate::damaged_parts`]).
+    left_out: Vec<LeftOutPart>,
 }
 
 impl Partial {
@@ -217,7 +220,13 @@ impl Partial {
             per_rank: HashMap::new(),
             span: None,
             limit,
+            left_out: Vec::new(),
         }
+    }
+
+    /// The ranks the reading pass left out.
+    pub(super) fn set_left_out(&mut self, parts: Vec<LeftOutPart>) {
+        self.left_out = parts;
     }
 
     /// Add a rank's threads (in thread order).
@@ -244,21 +253,27 @@ impl Partial {
 
     /// The overview of the ranks added so far (they stay for more).
     pub(super) fn snapshot(&self) -> Overview {
-        Overview::assemble(
-            self.rows.clone(),
-            self.per_rank.clone(),
-            self.span.unwrap_or((0, 0)),
-            self.limit,
-        )
+        Overview {
+            left_out: self.left_out.clone(),
+            ..Overview::assemble(
+                self.rows.clone(),
+                self.per_rank.clone(),
+                self.span.unwrap_or((0, 0)),
+                self.limit,
+            )
+        }
     }
 
     pub(super) fn finish(self) -> Overview {
-        Overview::assemble(
-            self.rows,
-            self.per_rank,
-            self.span.unwrap_or((0, 0)),
-            self.limit,
-        )
+        Overview {
+            left_out: self.left_out,
+            ..Overview::assemble(
+                self.rows,
+                self.per_rank,
+                self.span.unwrap_or((0, 0)),
+                self.limit,
+            )
+        }
     }
 }
 
@@ -273,6 +288,9 @@ pub struct Overview {
     bins: usize,
     /// `time[pos * bins + i]`: the rank at display position `pos`, bin `i`.
     time: Vec<[u64; STATES]>,
+    /// Ranks left out for a damaged part (none in a cached overview: one
+    /// with ranks left out is not cached).
+    left_out: Vec<LeftOutPart>,
 }
 
 impl Overview {
@@ -294,7 +312,7 @@ impl Overview {
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> Result<Overview, FormatError> {
         let mut partial = Partial::new(limit);
-        for_each_rank(trace, ranks, progress, |r| {
+        let left_out = for_each_rank(trace, ranks, progress, |r| {
             let clock = r.clock;
             let threads: Vec<(u32, ThreadSweep)> = r
                 .threads
@@ -307,6 +325,7 @@ impl Overview {
                 .collect();
             partial.add_rank(r.rank, &r.host, threads);
         })?;
+        partial.set_left_out(left_out);
         Ok(partial.finish())
     }
 
@@ -346,6 +365,7 @@ impl Overview {
             first: grid.first,
             bins,
             time,
+            left_out: Vec::new(),
         }
     }
 
@@ -424,6 +444,10 @@ impl RankCells for Overview {
 
     fn span(&self) -> (i64, i64) {
         self.span
+    }
+
+    fn left_out(&self) -> &[LeftOutPart] {
+        &self.left_out
     }
 
     /// Each cell gets every bin it overlaps, in proportion to the overlap
@@ -667,5 +691,6 @@ fn load(path: &Path, key: &str) -> Result<Overview, Problem> {
         first,
         bins,
         time,
+        left_out: Vec::new(),
     })
 }

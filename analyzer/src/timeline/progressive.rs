@@ -63,7 +63,7 @@ pub fn build_with_overview(
         cached: false,
         warning: None,
     };
-    for_each_rank(trace, &ranks, progress, |r| {
+    let left_out = for_each_rank(trace, &ranks, progress, |r| {
         let clock = r.clock;
         let built: Vec<(u32, RowData, ThreadSweep)> = r
             .threads
@@ -93,9 +93,14 @@ pub fn build_with_overview(
             last = Some(Instant::now());
         }
     })?;
-    let loaded = partial.ranks();
+    super::build::some_rank_left(trace, &left_out)?;
+    // The ranks left out count as read: the overview is complete.
+    let mut gone: Vec<u32> = left_out.iter().map(|p| p.rank).collect();
+    gone.dedup();
+    let loaded = partial.ranks() + gone.len();
+    partial.set_left_out(left_out.clone());
     publish(update(partial.finish(), loaded));
-    Ok(TimelineIndex::from_parts(trace, rows))
+    Ok(TimelineIndex::from_parts(trace, rows, left_out))
 }
 
 impl TimelineIndex {
@@ -165,7 +170,10 @@ pub(super) fn open_progressive_at(
     } else {
         build_with_overview(trace, progress, every, &mut |mut u| {
             u.warning = warning.take();
+            // A trace with ranks left out is read again at each open: the
+            // caches would not say which (nor see a part damaged since).
             if u.complete()
+                && u.overview.left_out().is_empty()
                 && let (Some(f), Some(k)) = (&overview_file, &key)
             {
                 let _ = super::overview::save(&u.overview, f, k);
@@ -173,7 +181,7 @@ pub(super) fn open_progressive_at(
             publish(u);
         })?
     };
-    if let (Some(f), Some(k)) = (&index_file, &key) {
+    if let (Some(f), Some(k), true) = (&index_file, &key, index.left_out().is_empty()) {
         let _ = cache::save(&index, f, k);
     }
     Ok((index, false))

@@ -331,6 +331,7 @@ fn many_segments_and_long_gaps_cross_blocks_exactly() {
         span: (first, t),
         segments: expected.len(),
         clocks: Default::default(),
+        left_out: Vec::new(),
     };
     let mut x = 12345u64;
     for _ in 0..2000 {
@@ -1225,4 +1226,63 @@ fn progressive_open_writes_then_reads_both_caches() {
     let mut fourth = Vec::new();
     open(&mut fourth);
     assert!(fourth.len() == 1 && fourth[0].cached && fourth[0].overview == whole);
+}
+
+/// Rank 2's OpenMP part truncated: the viewers' progressive open leaves it
+/// out as the index build does ([`crate::damaged_parts`]), the last
+/// overview complete (the rank left out counts as read) and naming it, the
+/// other ranks' lines exactly the undamaged trace's; neither cache is
+/// written, so every open reads the parts again and says it again.
+#[test]
+fn a_rank_left_out_is_in_the_progressive_open_and_never_cached() {
+    use super::progressive::open_progressive_at;
+    let dir = TempDir::new("progressive-left-out");
+    let trace = overview_trace(&dir.0);
+    let whole = TimelineIndex::build(&trace).unwrap();
+    let part = trace
+        .parts(hyscope_format::Table::Omp)
+        .iter()
+        .find(|p| p.rank == 2)
+        .unwrap()
+        .path
+        .clone();
+    hyscope_testkit::truncate_to_half(&part);
+    let trace = Trace::open(&dir.0).unwrap();
+    let files = (
+        dir.0.join("c").join("t.idx"),
+        dir.0.join("c").join("t.overview"),
+    );
+    for _ in 0..2 {
+        let mut updates = Vec::new();
+        let (index, cached) = open_progressive_at(
+            &trace,
+            Some(files.clone()),
+            &|_, _| {},
+            std::time::Duration::ZERO,
+            &mut |u| updates.push(u),
+        )
+        .unwrap();
+        assert!(!cached);
+        assert!(
+            !files.0.exists() && !files.1.exists(),
+            "a cache was written"
+        );
+        let left: Vec<(u32, &str)> = index
+            .left_out()
+            .iter()
+            .map(|p| (p.rank, p.file.as_str()))
+            .collect();
+        assert_eq!(left, [(2, "omp/rank=2/part-0.parquet")]);
+        assert!(index.left_out()[0].problem.contains("corrupt or truncated"));
+        let last = updates.last().unwrap();
+        assert!(last.complete(), "{} of {}", last.ranks_loaded, last.ranks);
+        assert_eq!(last.overview.left_out(), index.left_out());
+        let ranks: Vec<u32> = index.rank_rows().iter().map(|r| r.rank).collect();
+        assert_eq!(ranks, [0, 1, 3]);
+        let (t0, t1) = whole.span();
+        for (i, row) in index.rows().iter().enumerate() {
+            let j = whole.row_of(row.rank, row.thread).unwrap();
+            assert_eq!(index.query(i, t0, t1, 300), whole.query(j, t0, t1, 300));
+        }
+    }
 }

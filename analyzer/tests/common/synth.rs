@@ -25,6 +25,7 @@ fn symbol_rows() -> Vec<SymbolRecord> {
         file: Some("/synth/synth.c".into()),
         line: Some(line),
         module_offset: Some(address),
+        module_build_id: None,
     };
     let mut rows: Vec<SymbolRecord> = (0..8u32)
         .flat_map(|i| {

@@ -370,35 +370,49 @@ impl<'a> Put<'a> {
     }
 
     /// A field widened to 64 bits (signed ones sign-extended): its change.
+    ///
+    /// # Safety
+    /// As for [`Put::put`].
     #[inline(always)]
-    fn field(&mut self, k: u32, prev: u64, cur: u64) {
+    unsafe fn field(&mut self, k: u32, prev: u64, cur: u64) {
         if prev != cur {
-            self.put(k, delta(prev, cur));
+            // SAFETY: guaranteed by the caller.
+            unsafe { self.put(k, delta(prev, cur)) };
         }
     }
 
     /// A field written as its value when it changes (the bool).
+    ///
+    /// # Safety
+    /// As for [`Put::put`].
     #[inline(always)]
-    fn raw(&mut self, k: u32, prev: u64, cur: u64) {
+    unsafe fn raw(&mut self, k: u32, prev: u64, cur: u64) {
         if prev != cur {
-            self.put(k, cur);
+            // SAFETY: guaranteed by the caller.
+            unsafe { self.put(k, cur) };
         }
     }
 
+    /// Put field `k`'s varint `v`.
+    ///
+    /// # Safety
+    /// The record's fields are put in bit order, each at most once, and `k <
+    /// FIELDS`: then each of the at most FIELDS varints takes at most
+    /// MAX_VARINT bytes after the key and mask, a varint starts at most at
+    /// 3 + (FIELDS - 1) * MAX_VARINT, and the stores below, which are not
+    /// bounds-checked, stay inside the room. (A clamp of the position, one
+    /// `cmov`, or a bounds check per field cost 3–4 instructions of every
+    /// changed field, ≈ 15 of a fully coded record: `benchmarks/ompt.md`.)
     #[inline(always)]
-    fn put(&mut self, k: u32, v: u64) {
+    unsafe fn put(&mut self, k: u32, v: u64) {
         debug_assert!(self.mask >> k == 0, "fields are put in bit order");
+        debug_assert!(k < FIELDS as u32);
         self.mask |= 1 << k;
-        // Each of the at most FIELDS fields takes at most MAX_VARINT bytes
-        // after the key and mask, and is put once, so a varint starts at most
-        // at 3 + (FIELDS - 1) * MAX_VARINT: the clamp never changes pos, it
-        // only lets the stores below go without bounds checks (one `cmov`
-        // instead of a compare and branch per field).
-        debug_assert!(self.pos + MAX_VARINT <= RECORD_ROOM);
-        let pos = self.pos.min(RECORD_ROOM - MAX_VARINT);
+        let pos = self.pos;
+        debug_assert!(pos + MAX_VARINT <= RECORD_ROOM);
         let at = self.room.as_mut_ptr();
         if v < 1 << 7 {
-            // SAFETY: pos + MAX_VARINT <= RECORD_ROOM (the clamp).
+            // SAFETY: pos + MAX_VARINT <= RECORD_ROOM (the caller's contract).
             unsafe { at.add(pos).write(v as u8) };
             self.pos = pos + 1;
         } else if v < 1 << 14 {
@@ -525,28 +539,61 @@ mod omp {
 #[inline(always)]
 fn put_omp(p: &OmpRecord, c: &OmpRecord, room: &mut [u8; RECORD_ROOM]) -> usize {
     use omp::*;
+    // The small fields that change only between constructs (thread, kind,
+    // variant, team sizes, flags) are mostly all equal to the base's: one
+    // test for the six, and a record where one differs is coded out of line,
+    // which keeps the registers of the common path free.
+    if !small_fields_same(p, c) {
+        return put_omp_all(p, c, room);
+    }
     let mut e = Put::begin_keyed(room, c.kind);
-    e.field(START, wide(p.start_ns), wide(c.start_ns));
-    e.field(
-        DURATION,
-        duration(p.start_ns, p.end_ns),
-        duration(c.start_ns, c.end_ns),
-    );
-    e.field(CHUNK_START, p.chunk_start, c.chunk_start);
-    e.field(COUNT, p.count, c.count);
-    e.field(THREAD, p.thread.into(), c.thread.into());
-    e.field(KIND, p.kind.into(), c.kind.into());
-    e.field(VARIANT, p.variant.into(), c.variant.into());
-    e.field(PARALLEL_ID, p.parallel_id, c.parallel_id);
-    e.field(TASK_ID, p.task_id, c.task_id);
-    e.field(CODEPTR, p.codeptr, c.codeptr);
-    e.field(TEAM_SIZE, p.team_size.into(), c.team_size.into());
-    e.field(
-        REQUESTED_TEAM_SIZE,
-        p.requested_team_size.into(),
-        c.requested_team_size.into(),
-    );
-    e.field(FLAGS, p.flags.into(), c.flags.into());
+    // SAFETY: each field once, in bit order (the small fields are equal).
+    unsafe {
+        e.field(START, wide(p.start_ns), wide(c.start_ns));
+        e.field(
+            DURATION,
+            duration(p.start_ns, p.end_ns),
+            duration(c.start_ns, c.end_ns),
+        );
+        e.field(CHUNK_START, p.chunk_start, c.chunk_start);
+        e.field(COUNT, p.count, c.count);
+        e.field(PARALLEL_ID, p.parallel_id, c.parallel_id);
+        e.field(TASK_ID, p.task_id, c.task_id);
+        e.field(CODEPTR, p.codeptr, c.codeptr);
+    }
+    e.end()
+}
+
+/// [`put_omp`] of every field.
+#[cold]
+#[inline(never)]
+fn put_omp_all(p: &OmpRecord, c: &OmpRecord, room: &mut [u8; RECORD_ROOM]) -> usize {
+    use omp::*;
+    let mut e = Put::begin_keyed(room, c.kind);
+    // SAFETY: each field once, in bit order.
+    unsafe {
+        e.field(START, wide(p.start_ns), wide(c.start_ns));
+        e.field(
+            DURATION,
+            duration(p.start_ns, p.end_ns),
+            duration(c.start_ns, c.end_ns),
+        );
+        e.field(CHUNK_START, p.chunk_start, c.chunk_start);
+        e.field(COUNT, p.count, c.count);
+        e.field(THREAD, p.thread.into(), c.thread.into());
+        e.field(KIND, p.kind.into(), c.kind.into());
+        e.field(VARIANT, p.variant.into(), c.variant.into());
+        e.field(PARALLEL_ID, p.parallel_id, c.parallel_id);
+        e.field(TASK_ID, p.task_id, c.task_id);
+        e.field(CODEPTR, p.codeptr, c.codeptr);
+        e.field(TEAM_SIZE, p.team_size.into(), c.team_size.into());
+        e.field(
+            REQUESTED_TEAM_SIZE,
+            p.requested_team_size.into(),
+            c.requested_team_size.into(),
+        );
+        e.field(FLAGS, p.flags.into(), c.flags.into());
+    }
     e.end()
 }
 
@@ -584,6 +631,67 @@ const JOIN: u16 = 1 << 14;
 /// (they use bits 0 to 12).
 const REGION: u16 = 1 << 13;
 
+/// Whether two records are equal, field by field: what the derived `==`
+/// does, but always inlined, so that the short forms' checks below, which
+/// compare a record built from the bases with `cur`, compile to the compares
+/// of the fields the bases give and nothing else (an outlined `==` on a
+/// record built on the stack cost ≈ 40 instructions more per record).
+#[inline(always)]
+fn same(a: &OmpRecord, b: &OmpRecord) -> bool {
+    // Every field named (no `..`): a field added to the record is a compile
+    // error here until it is compared.
+    let OmpRecord {
+        start_ns,
+        end_ns,
+        parallel_id,
+        task_id,
+        codeptr,
+        count,
+        chunk_start,
+        thread: _,
+        team_size: _,
+        requested_team_size: _,
+        flags: _,
+        kind: _,
+        variant: _,
+    } = *a;
+    start_ns == b.start_ns
+        && end_ns == b.end_ns
+        && parallel_id == b.parallel_id
+        && task_id == b.task_id
+        && codeptr == b.codeptr
+        && count == b.count
+        && chunk_start == b.chunk_start
+        && small_fields_same(a, b)
+}
+
+/// Whether the small fields that change only between constructs (thread,
+/// team sizes, flags, kind, variant) are all equal in `a` and `b`.
+#[inline(always)]
+fn small_fields_same(a: &OmpRecord, b: &OmpRecord) -> bool {
+    use std::mem::offset_of;
+    const AT: usize = offset_of!(OmpRecord, thread);
+    // The four 32-bit fields side by side, as the compiler lays them out
+    // today: one 16-byte compare for all four; field by field otherwise.
+    const TOGETHER: bool = offset_of!(OmpRecord, team_size) == AT + 4
+        && offset_of!(OmpRecord, requested_team_size) == AT + 8
+        && offset_of!(OmpRecord, flags) == AT + 12;
+    let u32s_same = if TOGETHER {
+        // SAFETY: the 16 bytes from AT are the four u32 fields (TOGETHER),
+        // inside the record.
+        let wide = |r: &OmpRecord| unsafe {
+            std::ptr::read_unaligned((r as *const OmpRecord as *const u8).add(AT) as *const u128)
+        };
+        wide(a) == wide(b)
+    } else {
+        a.thread == b.thread
+            && a.team_size == b.team_size
+            && a.requested_team_size == b.requested_team_size
+            && a.flags == b.flags
+    };
+    u32s_same && a.kind == b.kind && a.variant == b.variant
+}
+
 /// Whether `cur` is a parallel region coded just after its primary thread's
 /// implicit task: its region id, code address and team size are those of
 /// the frame's last `ImplicitTask` record, and every other field but the
@@ -600,7 +708,7 @@ fn is_region(bases: &[OmpRecord], cur: &OmpRecord) -> bool {
         team_size: task.team_size,
         ..bases[omp_key(OmpKind::Parallel as u8)]
     };
-    region == *cur
+    same(&region, cur)
 }
 
 /// Whether `cur` is an implicit task that ends with the join barrier just
@@ -609,6 +717,11 @@ fn is_region(bases: &[OmpRecord], cur: &OmpRecord) -> bool {
 #[inline(always)]
 fn is_join(bases: &[OmpRecord], cur: &OmpRecord) -> bool {
     let wait = &bases[omp_key(OmpKind::SyncWait as u8)];
+    // The end first: one compare rejects the implicit tasks of regions
+    // without a join barrier (serialized ones).
+    if cur.end_ns != wait.end_ns {
+        return false;
+    }
     let joined = OmpRecord {
         start_ns: cur.start_ns,
         end_ns: wait.end_ns,
@@ -616,20 +729,23 @@ fn is_join(bases: &[OmpRecord], cur: &OmpRecord) -> bool {
         task_id: wait.task_id,
         ..bases[omp_key(OmpKind::ImplicitTask as u8)]
     };
-    joined == *cur
+    same(&joined, cur)
 }
 
 /// Whether `cur` (a `Sync`) is the twin of the frame's last record of its
 /// twin kind: equal to it in every field but the kind.
 #[inline(always)]
 fn is_twin(bases: &[OmpRecord], cur: &OmpRecord) -> bool {
-    twin_of(cur.kind).is_some_and(|twin| {
-        let of = OmpRecord {
-            kind: cur.kind,
-            ..bases[omp_key(twin)]
-        };
-        of == *cur
-    })
+    match twin_of(cur.kind) {
+        Some(twin) => {
+            let of = OmpRecord {
+                kind: cur.kind,
+                ..bases[omp_key(twin)]
+            };
+            same(&of, cur)
+        }
+        None => false,
+    }
 }
 
 /// The kind an OpenMP record of `kind` may be the twin of: a barrier's (or
@@ -670,6 +786,11 @@ impl SpoolRecord for OmpRecord {
         const SYNC: u8 = OmpKind::Sync as u8;
         const IMPLICIT_TASK: u8 = OmpKind::ImplicitTask as u8;
         const PARALLEL: u8 = OmpKind::Parallel as u8;
+        // As an array of the KEYS bases a stream keeps: no bounds check per
+        // base below (`omp_key` < KEYS).
+        let Ok(bases) = <&[Self; OMP_KEYS]>::try_from(bases) else {
+            return put_omp(&bases[omp_key(cur.kind)], cur, room);
+        };
         match cur.kind {
             SYNC if is_twin(bases, cur) => {
                 room[0] = cur.kind;
@@ -680,7 +801,8 @@ impl SpoolRecord for OmpRecord {
                 // Only the start's change: the Put of one field, JOIN as the mask.
                 let base = &bases[omp_key(cur.kind)];
                 let mut e = Put::begin_keyed(room, cur.kind);
-                e.put(omp::START, delta(wide(base.start_ns), wide(cur.start_ns)));
+                // SAFETY: one field.
+                unsafe { e.put(omp::START, delta(wide(base.start_ns), wide(cur.start_ns))) };
                 e.mask = JOIN as u32;
                 e.end()
             }
@@ -689,8 +811,11 @@ impl SpoolRecord for OmpRecord {
                 // the mask: the bits of the two fields are only the Put's.
                 let task = &bases[omp_key(OmpKind::ImplicitTask as u8)];
                 let mut e = Put::begin_keyed(room, cur.kind);
-                e.put(omp::START, delta(wide(task.start_ns), wide(cur.start_ns)));
-                e.put(omp::DURATION, delta(wide(task.end_ns), wide(cur.end_ns)));
+                // SAFETY: two fields, in bit order.
+                unsafe {
+                    e.put(omp::START, delta(wide(task.start_ns), wide(cur.start_ns)));
+                    e.put(omp::DURATION, delta(wide(task.end_ns), wide(cur.end_ns)));
+                }
                 e.mask = REGION as u32;
                 e.end()
             }
@@ -804,30 +929,33 @@ mod mpi {
 fn put_mpi(p: &MpiRecord, c: &MpiRecord, room: &mut [u8; RECORD_ROOM]) -> usize {
     use mpi::*;
     let mut e = Put::begin(room);
-    e.field(START, wide(p.start_ns), wide(c.start_ns));
-    e.field(
-        DURATION,
-        duration(p.start_ns, p.end_ns),
-        duration(c.start_ns, c.end_ns),
-    );
-    e.field(CALL, p.call.into(), c.call.into());
-    e.field(CALLSITE, p.callsite, c.callsite);
-    e.field(PEER, wide(p.peer.into()), wide(c.peer.into()));
-    e.field(TAG, wide(p.tag.into()), wide(c.tag.into()));
-    e.field(BYTES_SENT, p.bytes_sent, c.bytes_sent);
-    e.field(BYTES_RECV, p.bytes_recv, c.bytes_recv);
-    e.field(REQUEST_ID, p.request_id, c.request_id);
-    e.field(THREAD, p.thread.into(), c.thread.into());
-    e.field(COMM_ID, p.comm_id, c.comm_id);
-    e.field(ROOT, wide(p.root.into()), wide(c.root.into()));
-    e.raw(IN_PARALLEL, p.in_parallel.into(), c.in_parallel.into());
-    e.field(
-        RECV_PEER,
-        wide(p.recv_peer.into()),
-        wide(c.recv_peer.into()),
-    );
-    e.field(RECV_TAG, wide(p.recv_tag.into()), wide(c.recv_tag.into()));
-    e.field(CALLS, p.calls.into(), c.calls.into());
+    // SAFETY: each field once, in bit order.
+    unsafe {
+        e.field(START, wide(p.start_ns), wide(c.start_ns));
+        e.field(
+            DURATION,
+            duration(p.start_ns, p.end_ns),
+            duration(c.start_ns, c.end_ns),
+        );
+        e.field(CALL, p.call.into(), c.call.into());
+        e.field(CALLSITE, p.callsite, c.callsite);
+        e.field(PEER, wide(p.peer.into()), wide(c.peer.into()));
+        e.field(TAG, wide(p.tag.into()), wide(c.tag.into()));
+        e.field(BYTES_SENT, p.bytes_sent, c.bytes_sent);
+        e.field(BYTES_RECV, p.bytes_recv, c.bytes_recv);
+        e.field(REQUEST_ID, p.request_id, c.request_id);
+        e.field(THREAD, p.thread.into(), c.thread.into());
+        e.field(COMM_ID, p.comm_id, c.comm_id);
+        e.field(ROOT, wide(p.root.into()), wide(c.root.into()));
+        e.raw(IN_PARALLEL, p.in_parallel.into(), c.in_parallel.into());
+        e.field(
+            RECV_PEER,
+            wide(p.recv_peer.into()),
+            wide(c.recv_peer.into()),
+        );
+        e.field(RECV_TAG, wide(p.recv_tag.into()), wide(c.recv_tag.into()));
+        e.field(CALLS, p.calls.into(), c.calls.into());
+    }
     e.end()
 }
 
@@ -1372,7 +1500,8 @@ mod tests {
             // The record writer's paths (one to three bytes, then the loop).
             let mut room = [0u8; RECORD_ROOM];
             let mut put = Put::begin(&mut room);
-            put.put(0, v);
+            // SAFETY: one field.
+            unsafe { put.put(0, v) };
             let len = put.end();
             assert_eq!(&room[2..len], &plain[..], "{v:#x}");
             // Fast read with and without bytes after, and cut.
@@ -1687,5 +1816,234 @@ mod tests {
         // region mask is malformed.
         let bad = [OmpKind::ImplicitTask as u8, 0, 0x20, 0, 0];
         assert_eq!(decode_payload::<OmpRecord>(&bad, &mut Vec::new()), None);
+    }
+
+    /// One OpenMP record as the module documentation describes its bytes,
+    /// written the plain way (a `Vec`, a loop per varint, each short form's
+    /// condition spelled out): the reference for the encoder's fast paths.
+    fn described(bases: &[OmpRecord], c: &OmpRecord) -> Vec<u8> {
+        fn varint(out: &mut Vec<u8>, mut v: u64) {
+            while v >= 0x80 {
+                out.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+        }
+        let change = |p: u64, q: u64| zigzag(q.wrapping_sub(p) as i64);
+        let at = |kind: OmpKind| &bases[omp_key(kind as u8)];
+        let base = &bases[omp_key(c.kind)];
+        let mut out = vec![c.kind];
+        let (wait, task) = (at(OmpKind::SyncWait), at(OmpKind::ImplicitTask));
+        if c.kind == OmpKind::Sync as u8
+            && (OmpRecord {
+                kind: c.kind,
+                ..*wait
+            }) == *c
+        {
+            out.extend(TWIN.to_le_bytes());
+            return out;
+        }
+        let joined = OmpRecord {
+            start_ns: c.start_ns,
+            end_ns: wait.end_ns,
+            parallel_id: wait.parallel_id,
+            task_id: wait.task_id,
+            ..*base
+        };
+        if c.kind == OmpKind::ImplicitTask as u8 && joined == *c {
+            out.extend(JOIN.to_le_bytes());
+            varint(&mut out, change(base.start_ns as u64, c.start_ns as u64));
+            return out;
+        }
+        let region = OmpRecord {
+            start_ns: c.start_ns,
+            end_ns: c.end_ns,
+            kind: c.kind,
+            parallel_id: task.parallel_id,
+            codeptr: task.codeptr,
+            team_size: task.team_size,
+            ..*base
+        };
+        if c.kind == OmpKind::Parallel as u8 && region == *c {
+            out.extend(REGION.to_le_bytes());
+            varint(&mut out, change(task.start_ns as u64, c.start_ns as u64));
+            varint(&mut out, change(task.end_ns as u64, c.end_ns as u64));
+            return out;
+        }
+        let dur = |r: &OmpRecord| r.end_ns.wrapping_sub(r.start_ns) as u64;
+        let fields = |r: &OmpRecord| {
+            [
+                r.start_ns as u64,
+                dur(r),
+                r.chunk_start,
+                r.count,
+                r.thread.into(),
+                r.kind.into(),
+                r.variant.into(),
+                r.parallel_id,
+                r.task_id,
+                r.codeptr,
+                r.team_size.into(),
+                r.requested_team_size.into(),
+                r.flags.into(),
+            ]
+        };
+        let (mut mask, mut body) = (0u16, Vec::new());
+        for (k, (p, q)) in fields(base).into_iter().zip(fields(c)).enumerate() {
+            if p != q {
+                mask |= 1 << k;
+                varint(&mut body, change(p, q));
+            }
+        }
+        out.extend(mask.to_le_bytes());
+        out.extend(body);
+        out
+    }
+
+    /// Every form and field path of the OpenMP encoder gives the bytes the
+    /// format documentation describes: serialized regions with loops (region
+    /// records, implicit tasks without a join), teams with join barriers
+    /// (twins, joins), and records whose fields change by every varint length
+    /// (one to ten bytes), each field alone and several together, the small
+    /// fields (thread, kind, variant, team sizes, flags) too.
+    #[test]
+    fn the_encoder_writes_the_bytes_the_format_describes() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut rows: Vec<OmpRecord> = Vec::new();
+        let mut t = 7_000_000_000_000i64;
+        for r in 0..200u64 {
+            let id = (1 << 40) | (4 * r);
+            t += 900 + (next() % 40_000) as i64;
+            // Serialized regions of three sites, then a team's of one.
+            let team = if r < 100 { 1 } else { 2 };
+            let site = 0x40_1000 + 0x100 * (next() % 3) * u64::from(2 - team);
+            let task = OmpRecord {
+                kind: OmpKind::ImplicitTask as u8,
+                start_ns: t + 150,
+                end_ns: t + 150 + (next() % 9_000) as i64,
+                parallel_id: id,
+                task_id: id + 1,
+                team_size: team,
+                flags: 2,
+                codeptr: site,
+                ..OmpRecord::default()
+            };
+            let lp = OmpRecord {
+                kind: OmpKind::Work as u8,
+                variant: if r % 7 == 0 { 2 } else { 1 },
+                start_ns: task.start_ns + 50,
+                end_ns: task.end_ns - 40,
+                count: 1_000 + next() % 3,
+                codeptr: site + 40,
+                ..task
+            };
+            rows.push(lp);
+            if team > 1 {
+                // The join barrier (a twin of its wait) and a task ending with it.
+                let wait = OmpRecord {
+                    kind: OmpKind::SyncWait as u8,
+                    variant: 9,
+                    start_ns: lp.end_ns,
+                    end_ns: task.end_ns,
+                    team_size: 0,
+                    count: 0,
+                    codeptr: 0,
+                    ..task
+                };
+                rows.push(wait);
+                rows.push(OmpRecord {
+                    kind: OmpKind::Sync as u8,
+                    ..wait
+                });
+            }
+            rows.push(task);
+            rows.push(OmpRecord {
+                kind: OmpKind::Parallel as u8,
+                start_ns: t,
+                end_ns: task.end_ns + 200 + (next() % 300) as i64,
+                task_id: 7,
+                requested_team_size: team,
+                flags: 0x8000_0001,
+                ..task
+            });
+        }
+        // Each field alone, then several, by changes of every length.
+        let template = rows[0];
+        let mut base = template;
+        for i in 0..2_000u64 {
+            let mut rec = base;
+            let bits = 1 + next() % 63;
+            let big = next() & ((1u64 << bits) - 1);
+            let change = if next() % 2 == 0 {
+                big
+            } else {
+                big.wrapping_neg()
+            };
+            let fields = if i % 3 == 0 { 1 + next() % 5 } else { 1 };
+            for _ in 0..fields {
+                match next() % 13 {
+                    0 => rec.start_ns = rec.start_ns.wrapping_add(change as i64),
+                    1 => rec.end_ns = rec.end_ns.wrapping_add(change as i64),
+                    2 => rec.chunk_start = rec.chunk_start.wrapping_add(change),
+                    3 => rec.count = rec.count.wrapping_add(change),
+                    4 => rec.thread = rec.thread.wrapping_add(change as u32),
+                    5 => rec.kind = (change % 20) as u8,
+                    6 => rec.variant = rec.variant.wrapping_add(change as u8),
+                    7 => rec.parallel_id = rec.parallel_id.wrapping_add(change),
+                    8 => rec.task_id = rec.task_id.wrapping_add(change),
+                    9 => rec.codeptr = rec.codeptr.wrapping_add(change),
+                    10 => rec.team_size = rec.team_size.wrapping_add(change as u32),
+                    11 => {
+                        rec.requested_team_size =
+                            rec.requested_team_size.wrapping_add(change as u32)
+                    }
+                    _ => rec.flags = rec.flags.wrapping_add(change as u32),
+                }
+            }
+            rows.push(rec);
+            base = if i % 50 == 49 { template } else { rec };
+        }
+        let mut bases = vec![OmpRecord::default(); OMP_KEYS];
+        let mut want = Vec::new();
+        for row in &rows {
+            want.extend(described(&bases, row));
+            bases[row.key()] = *row;
+        }
+        let mut buf = Vec::new();
+        let end = OmpRecord::encode_rows(&rows, &mut buf, 0);
+        let sizes = record_sizes(&rows);
+        let mut at = 0;
+        for (i, size) in sizes.iter().enumerate() {
+            assert_eq!(
+                buf[at..at + size],
+                want[at..(at + size).min(want.len())],
+                "record {i}: {:?}",
+                rows[i]
+            );
+            at += size;
+        }
+        assert_eq!(buf[..end], want[..]);
+        let forms = |mask: u16| {
+            let mut at = 0;
+            sizes
+                .iter()
+                .filter(|&&size| {
+                    let hit = u16::from_le_bytes([buf[at + 1], buf[at + 2]]) == mask;
+                    at += size;
+                    hit
+                })
+                .count()
+        };
+        let counts = (forms(TWIN), forms(JOIN), forms(REGION));
+        assert!(
+            counts.0 > 90 && counts.1 > 90 && counts.2 > 150,
+            "{counts:?}"
+        );
     }
 }

@@ -362,7 +362,9 @@ pub const END_NOTE_BYTES: usize = 128;
 
 /// What a process's end note says: how it ended as far as its collector saw
 /// (`Running` until it saw an end), whether its disk was full, events dropped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An `exec` keeps no path here (the note has a fixed size; the rank file
+/// has it).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndNote {
     pub end: crate::manifest::ProcessEnd,
     pub disk_full: bool,
@@ -391,6 +393,7 @@ impl EndNote {
         match self.end {
             ProcessEnd::Running => put(b"running"),
             ProcessEnd::Finished => put(b"finished"),
+            ProcessEnd::Exec { .. } => put(b"exec"),
             ProcessEnd::Killed => put(b"killed"),
             ProcessEnd::Signal { signal } => {
                 put(b"signal ");
@@ -426,6 +429,11 @@ impl EndNote {
             match (f.next(), f.next(), f.next()) {
                 (Some("state"), Some("running"), None) => note.end = ProcessEnd::Running,
                 (Some("state"), Some("finished"), None) => note.end = ProcessEnd::Finished,
+                (Some("state"), Some("exec"), None) => {
+                    note.end = ProcessEnd::Exec {
+                        path: String::new(),
+                    }
+                }
                 (Some("state"), Some("killed"), None) => note.end = ProcessEnd::Killed,
                 (Some("state"), Some("signal"), Some(n)) => {
                     note.end = ProcessEnd::Signal {
@@ -516,7 +524,7 @@ impl LeftoverProcess {
         let ended = self
             .end_note
             .as_ref()
-            .and_then(|(_, n)| *n)
+            .and_then(|(_, n)| n.as_ref())
             .is_some_and(|n| n.end != crate::manifest::ProcessEnd::Running);
         if ended {
             return false;
@@ -666,14 +674,19 @@ pub fn recover_process(
         pid: process.pid,
         ..RankInfo::default()
     });
-    let note = process.end_note.as_ref().and_then(|(_, n)| *n);
-    let end = match note.map(|n| n.end) {
+    let note = process.end_note.as_ref().and_then(|(_, n)| n.clone());
+    let end = match note.as_ref().map(|n| &n.end) {
         Some(ProcessEnd::Running) | None => ProcessEnd::Killed,
-        Some(e) => e,
+        Some(e) => e.clone(),
     };
     // A rank file that says the process finished is newer than its spools'
-    // story (a forked child may have left these): only add the rows.
-    if info.end != Some(ProcessEnd::Finished) {
+    // story (a forked child may have left these): only add the rows. So is
+    // one that says it exec'd (with the program's path, which the note has
+    // no room for).
+    if !matches!(
+        info.end,
+        Some(ProcessEnd::Finished | ProcessEnd::Exec { .. })
+    ) {
         info.end = Some(end);
         info.finished = false;
     }
@@ -688,7 +701,7 @@ pub fn recover_process(
     info.events.mpi += out.events.mpi;
     info.events.samples += out.events.samples;
     info.recovered = true;
-    out.end = info.end;
+    out.end = info.end.clone();
     out.addresses = addresses.into_iter().collect();
     if let Some(maps) = &process.maps
         && !out.addresses.is_empty()

@@ -145,6 +145,9 @@ struct Comms<'a> {
     self_used: bool,
     /// OTF2 id of the first of `TraceData::communicators`.
     first: u32,
+    /// World ranks left out for a damaged part: a message to or from one
+    /// gets no message event (its other side is not read).
+    left_out: Vec<u32>,
 }
 
 impl<'a> Comms<'a> {
@@ -160,7 +163,18 @@ impl<'a> Comms<'a> {
                 .collect(),
             self_used,
             first,
+            left_out: data
+                .ranks
+                .iter()
+                .filter(|r| r.left_out.is_some())
+                .map(|r| r.rank)
+                .collect(),
         }
+    }
+
+    /// Whether the world rank `peer` is left out for a damaged part.
+    fn left_out(&self, peer: i32) -> bool {
+        u32::try_from(peer).is_ok_and(|p| self.left_out.contains(&p))
     }
 
     /// The OTF2 communicator of `comm_id` (self, a defined one, else world).
@@ -710,6 +724,7 @@ impl Events {
             _ => sides.send,
         };
         if let Some(s) = send
+            && !comms.left_out(s.peer)
             && let (comm, Some(peer)) = comms.place(s.comm_id, s.peer)
         {
             let (tag, bytes) = (s.tag as u32, s.bytes);
@@ -734,6 +749,7 @@ impl Events {
             after_enter.push(Ev::IrecvRequest { req: r.request_id });
         } else if let Some(recv) = sides.recv
             && r.call != MPI_Imrecv
+            && !comms.left_out(recv.peer)
             && let (comm, Some(peer)) = comms.place(recv.comm_id, recv.peer)
         {
             before_leave.push(Ev::Recv {
@@ -829,7 +845,9 @@ fn completion(r: &MpiRecord, req: &MpiRecord, comms: &Comms, stats: &mut Otf2Sta
         endpoints(req).request,
         Some(RequestKind::Recv | RequestKind::PersistentRecv)
     ) {
-        return Some(Ev::IsendComplete { req: r.request_id });
+        // No Isend was written to a rank left out: no completion either.
+        let to = endpoints(req).send.map_or(req.peer, |s| s.peer);
+        return (!comms.left_out(to)).then_some(Ev::IsendComplete { req: r.request_id });
     }
     // The status names the real source and tag.
     let (src, tag) = if r.peer >= 0 {
@@ -837,6 +855,9 @@ fn completion(r: &MpiRecord, req: &MpiRecord, comms: &Comms, stats: &mut Otf2Sta
     } else {
         (req.peer, req.tag)
     };
+    if comms.left_out(src) {
+        return None;
+    }
     let (comm, Some(peer)) = comms.place(req.comm_id, src) else {
         return None;
     };
@@ -893,6 +914,13 @@ fn write_archive(
     let mut metric_ids: BTreeMap<String, u32> = BTreeMap::new();
     let mut trace_end = 0u64;
     for rm in &data.ranks {
+        if rm.left_out.is_some() {
+            // Its thread 0 stays, empty: the groups and communicators keep
+            // every world rank, numbered as recorded.
+            let empty = BTreeMap::from([((rm.rank, 0), Vec::new())]);
+            write_events(api, archive, &empty, stats, &mut counts)?;
+            continue;
+        }
         let rows = data.rank_rows(rm.rank)?;
         let mut events = Events {
             base: data.base_ns,
@@ -1103,7 +1131,7 @@ impl Names {
         let rank_names = data
             .ranks
             .iter()
-            .map(|r| defs.string(&format!("MPI Rank {}", r.rank)))
+            .map(|r| defs.string(&format!("MPI Rank {}{}", r.rank, r.left_out_note())))
             .collect();
         let thread_names = locations
             .keys()

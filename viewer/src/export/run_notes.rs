@@ -29,6 +29,11 @@ pub(crate) struct RunNotes {
     /// Phases parts that cannot be read, in words: their ranks' phases are
     /// not in the export.
     unread_phases: Vec<String>,
+    /// The ranks the analysis leaves out for a damaged part, with their
+    /// files ([`hyscope_analyzer::damaged_parts`]): the export leaves them out.
+    pub left_out: Vec<hyscope_analyzer::model::LeftOutPart>,
+    /// Sends and receives whose other side is on a rank left out.
+    partner_left_out: (u64, u64),
 }
 
 /// Counts of what an export keeps outside the run's window or past a rank's exit.
@@ -56,16 +61,13 @@ impl RunNotes {
                     .then(|| "no OpenMP or MPI event in the trace".to_string()),
                 join_clipped: (x.clipped_join_waits, x.clipped_join_wait_s),
                 exits,
-                kept: Kept::default(),
-                unread_phases: Vec::new(),
+                left_out: x.ranks_left_out,
+                ..RunNotes::default()
             },
             Err(e) => RunNotes {
-                window: None,
                 unknown: Some(format!("the analysis of the trace failed: {e}")),
-                join_clipped: (0, 0.0),
                 exits,
-                kept: Kept::default(),
-                unread_phases: Vec::new(),
+                ..RunNotes::default()
             },
         }
     }
@@ -93,6 +95,12 @@ impl RunNotes {
             part.problem,
             r = part.rank
         ));
+    }
+
+    /// Sends and receives whose other side is on a rank left out: no flow
+    /// and no message event of theirs is written.
+    pub fn partner_left_out(&mut self, sends: u64, recvs: u64) {
+        self.partner_left_out = (sends, recvs);
     }
 
     /// Count one phase the export writes.
@@ -139,6 +147,14 @@ impl RunNotes {
             ));
         }
         out.extend(self.unread_phases.iter().cloned());
+        let (s, r) = self.partner_left_out;
+        if s + r > 0 {
+            out.push(format!(
+                "{s} point-to-point sends and {r} receives have their other side on a rank left out \
+                 (a part of it cannot be read): this export has no message for them, as the \
+                 analysis counts them apart from its message list"
+            ));
+        }
         let (n, s) = self.join_clipped;
         if n > 0 {
             out.push(format!(

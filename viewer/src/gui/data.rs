@@ -140,6 +140,10 @@ pub fn load_trace(
     let (index, index_cached) = open_timeline(trace, cache, &report, overviews)?;
     let index_s = started.elapsed().as_secs_f64();
     progress.stage("reading symbols, samples, messages and phases");
+    // A rank the index leaves out for a damaged part is left out whole:
+    // none of its samples or MPI rows are read, and a message with its other
+    // side there is counted apart, as the analysis does (no dangling line).
+    let kept = kept_ranks(&index);
     let phases = hyscope_analyzer::phases::PhaseLanes::read(&index);
     let rows = trace
         .read_records::<SymbolRecord>(&ScanOptions::default())
@@ -150,11 +154,12 @@ pub fn load_trace(
         .map(|(rank, s)| ((rank, s.address), s))
         .collect();
     let samples = trace
-        .read_records::<SampleRecord>(&ScanOptions::default())
+        .read_records::<SampleRecord>(&kept)
         .map_err(|e| e.to_string())?;
     let series = sample_series(index.clocks(), samples);
     let counters = counter_tracks(trace, series, index.span().1);
-    let messages = hyscope_analyzer::aligned::read_messages(trace)
+    let left_out: Vec<u32> = index.left_out().iter().map(|p| p.rank).collect();
+    let messages = hyscope_analyzer::aligned::read_messages_without(trace, &left_out)
         .map_err(|e| e.to_string())?
         .messages
         .iter()
@@ -171,6 +176,23 @@ pub fn load_trace(
         profile_mode: trace.manifest.mode == "profile",
         phases,
     })
+}
+
+/// What reads every rank's rows reads: every rank but those the index
+/// leaves out (all of them when none is).
+fn kept_ranks(index: &TimelineIndex) -> ScanOptions {
+    let ranks = (!index.left_out().is_empty()).then(|| {
+        index
+            .trace()
+            .ranks()
+            .into_iter()
+            .filter(|&r| !index.is_left_out(r))
+            .collect()
+    });
+    ScanOptions {
+        ranks,
+        ..ScanOptions::default()
+    }
 }
 
 /// The sample series as step tracks ([`steps`]) up to `end`; cumulative
@@ -228,6 +250,8 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
     let clocks = data.index.clocks();
     let global = |rank: u32, t: i64| clocks.to_global(rank, t).ns();
     let location = |rank: u32, a: u64| data.code.matches(address, rank, a);
+    // The ranks left out are not read (their parts are damaged).
+    let kept = kept_ranks(&data.index);
     // The whole trace searched batch by batch, never held.
     let mut out = Vec::new();
     let mut found = |rank: u32, thread: u32, start: i64, end: i64| {
@@ -238,7 +262,7 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
     // second pass when a region matched.
     let mut regions: std::collections::HashSet<(u32, u64)> = std::collections::HashSet::new();
     trace
-        .for_each_record::<OmpRecord>(&ScanOptions::default(), |rank, r| {
+        .for_each_record::<OmpRecord>(&kept, |rank, r| {
             let kind = OmpKind::from_u8(r.kind);
             if matches!(
                 kind,
@@ -254,7 +278,7 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
         .map_err(|e| e.to_string())?;
     if !regions.is_empty() {
         trace
-            .for_each_record::<OmpRecord>(&ScanOptions::default(), |rank, r| {
+            .for_each_record::<OmpRecord>(&kept, |rank, r| {
                 if r.kind == OmpKind::ImplicitTask as u8
                     && !location(rank, r.codeptr)
                     && regions.contains(&(rank, r.parallel_id))
@@ -265,7 +289,7 @@ pub fn instances_of(data: &TraceData, address: u64, limit: usize) -> Result<Vec<
             .map_err(|e| e.to_string())?;
     }
     trace
-        .for_each_record::<MpiRecord>(&ScanOptions::default(), |rank, r| {
+        .for_each_record::<MpiRecord>(&kept, |rank, r| {
             if r.end_ns > r.start_ns && location(rank, r.callsite) {
                 found(rank, r.thread, r.start_ns, r.end_ns);
             }

@@ -117,13 +117,16 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
             row("command", r.command.join(" "));
             row(
                 "ranks",
-                hyscope_analyzer::model::ranks_label(r.ranks, r.children.len()),
+                hyscope_analyzer::model::ranks_label(r.ranks, &r.children),
             );
             if let Some(analysed) = r.ranks_analysed_label() {
                 row("ranks analysed", analysed);
             }
             for c in &r.children {
                 row("child process", c.describe());
+            }
+            for e in &r.execs {
+                row("exec", e.describe());
             }
             row("threads per rank", threads_per_rank(&r.threads_per_rank));
             row("hosts", r.hosts.join(", "));
@@ -173,7 +176,12 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
     ui.separator();
     ui.heading("POP efficiencies");
     match &a.pop {
-        Observable::Observed(p) => pop_node(ui, &p.tree),
+        Observable::Observed(p) => {
+            pop_node(ui, &p.tree);
+            for line in p.scope.lines() {
+                ui.label(line);
+            }
+        }
         Observable::NotObservable(r) => {
             ui.weak(format!("not observable: {r}"));
         }

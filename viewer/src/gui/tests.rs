@@ -458,6 +458,7 @@ fn mangled_symbols_read_as_their_source_names_them() {
         file: None,
         line: None,
         module_offset: None,
+        module_build_id: None,
     }])
     .unwrap();
     w.finish().unwrap();
@@ -532,6 +533,47 @@ fn a_partial_trace_is_said_in_the_top_bar() {
     h.get_by_label_contains(
         "! rank 1, mpi/rank=1: ranks/rank-1.json lists 23 MPI rows but mpi/rank=1 has no part: 23 missing",
     );
+}
+
+/// A rank with a damaged part (rank 1's OpenMP part of the recorded
+/// fixture, truncated) is left out of the timeline as the analysis leaves
+/// it out: its line says so with the file and the problem, rank 0's threads
+/// are drawn, and neither a message with rank 1 on a side (every one of the
+/// ring's) nor a counter of rank 1's is.
+#[test]
+fn a_rank_with_a_damaged_part_is_marked_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("trace");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../analyzer/tests/fixtures/hybrid-2x2");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&fixture)
+        .arg(&trace)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    hyscope_testkit::truncate_to_half(&trace.join("omp/rank=1/part-0.parquet"));
+    let whole = load(&fixture);
+    assert_eq!(whole.messages.len(), 8);
+    assert!(whole.counters.iter().any(|c| c.name.contains(" rank 1")));
+    let mut app = GuiApp::new(open(&trace), None, true, false);
+    app.wait_loaded();
+    let a = app.slots[0].analysis.ready().cloned().expect("analysed");
+    let d = app.slots[0].data.ready().cloned().expect("loaded");
+    assert_eq!(d.index.left_out(), &a.ranks_left_out[..]);
+    assert_eq!(d.index.left_out()[0].rank, 1);
+    assert!(d.index.rows().iter().all(|r| r.rank == 0));
+    assert_eq!(d.messages, [], "a message with rank 1 on a side");
+    assert!(!d.counters.iter().any(|c| c.name.contains(" rank 1")));
+    let mut h = Harness::builder()
+        .with_size([1280.0, 800.0])
+        .build_ui_state(|ui, app: &mut GuiApp| app.ui(ui), app);
+    h.run_steps(3);
+    h.get_by_label_contains(
+        "rank 1 left out: omp/rank=1/part-0.parquet cannot be read (corrupt or truncated Parquet file",
+    );
+    assert!(h.state().tl.rects_drawn > 0, "rank 0 is not drawn");
 }
 
 #[test]
@@ -803,6 +845,7 @@ fn highlight_keeps_each_program_s_rows() {
             file: Some(format!("/src/{file}")),
             line: Some(15),
             module_offset: Some(0x401200),
+            module_build_id: None,
         }])
         .unwrap();
         w.finish().unwrap();

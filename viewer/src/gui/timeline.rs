@@ -155,6 +155,10 @@ enum Line {
     /// phases of one nesting depth, or of every depth stacked (`None`).
     Phases(u32, Option<u32>),
     Thread(usize),
+    /// A rank left out for a damaged part (no row in the index): what it
+    /// says in place of cells ([`hyscope_analyzer::model::LeftOutPart::says`];
+    /// above aggregated lines, every rank left out in one line).
+    LeftOut(u32, String),
 }
 
 /// Where a trace's timeline is drawn this frame: its body (right of the
@@ -354,8 +358,11 @@ pub fn show_coarse(
     st.rects_drawn = rects;
     // The note (and a damaged cache's warning) as labels over the body's top.
     let warn = ui.visuals().warn_fg_color;
+    // The ranks left out (known once every rank is read) are said there too.
+    let left_out = hyscope_analyzer::damaged_parts::left_out_summary(ov.overview.left_out());
     for (i, text) in std::iter::once(note)
         .chain(ov.warning.as_deref())
+        .chain(left_out.as_deref())
         .enumerate()
     {
         let at = Rect::from_min_size(
@@ -433,6 +440,10 @@ fn group_display_lines(
 ) -> Vec<Line> {
     let ranks = data.index.rank_rows();
     let mut lines = Vec::new();
+    let left_out = data.index.left_out();
+    if let Some(text) = hyscope_analyzer::damaged_parts::left_out_summary(left_out) {
+        lines.push(Line::LeftOut(left_out[0].rank, text));
+    }
     for e in slot(&mut st.grouping, which).tree(ranks.len(), max_lines) {
         lines.push(Line::Group(e));
         let r = &ranks[e.group.start];
@@ -449,12 +460,41 @@ fn group_display_lines(
 fn display_lines(data: &TraceData, which: usize, st: &TimelineState, per_depth: bool) -> Vec<Line> {
     let index = &data.index;
     let mut lines = Vec::new();
-    let mut last_host: Option<&str> = None;
+    let mut last_host: Option<String> = None;
     let mut last_rank: Option<u32> = None;
+    // The ranks left out, each in its place (host, then rank) with no row.
+    let host_of = |rank: u32| {
+        let m = &index.trace().manifest;
+        m.ranks
+            .iter()
+            .find(|r| r.rank == rank)
+            .map_or(String::new(), |r| r.host.clone())
+    };
+    let mut left_out: Vec<(String, u32, String)> = Vec::new();
+    for p in index.left_out() {
+        if !left_out.iter().any(|l| l.1 == p.rank) {
+            left_out.push((host_of(p.rank), p.rank, p.says()));
+        }
+    }
+    left_out.sort();
+    let mut left_out = left_out.into_iter().peekable();
+    let mark = |lines: &mut Vec<Line>,
+                last_host: &mut Option<String>,
+                (host, rank, says): (String, u32, String)| {
+        if last_host.as_deref() != Some(host.as_str()) {
+            lines.push(Line::Host(host.clone()));
+            *last_host = Some(host);
+        }
+        lines.push(Line::LeftOut(rank, says));
+    };
     for (i, r) in index.rows().iter().enumerate() {
-        if last_host != Some(r.host.as_str()) {
+        while let Some(l) = left_out.next_if(|l| (l.0.as_str(), l.1) < (r.host.as_str(), r.rank)) {
+            mark(&mut lines, &mut last_host, l);
+            last_rank = None;
+        }
+        if last_host.as_deref() != Some(r.host.as_str()) {
             lines.push(Line::Host(r.host.clone()));
-            last_host = Some(&r.host);
+            last_host = Some(r.host.clone());
             last_rank = None;
         }
         if st.collapsed_hosts.contains(&(which, r.host.clone())) {
@@ -484,6 +524,9 @@ fn display_lines(data: &TraceData, which: usize, st: &TimelineState, per_depth: 
         if !st.collapsed_ranks.contains(&(which, r.rank)) {
             lines.push(Line::Thread(i));
         }
+    }
+    for l in left_out {
+        mark(&mut lines, &mut last_host, l);
     }
     lines
 }
@@ -593,6 +636,10 @@ fn draw_rows(
             Pos2::new(geo.body.left(), y + 1.0),
             Pos2::new(geo.body.right(), y + geo.line_h - 1.0),
         );
+        if let Line::LeftOut(rank, says) = line {
+            left_out_line(ui, painter, (label_rect, row_rect), *rank, says);
+            continue;
+        }
         if let Line::Group(e) = line {
             let computed = aggregate::line(&groups, e.group);
             let worst_row = group_label(
@@ -680,7 +727,7 @@ fn label(
         }
         Line::Phases(_, None | Some(0)) => ("    phases".to_string(), None, None),
         Line::Phases(_, Some(d)) => (format!("      depth {d}"), None, None),
-        Line::Group(_) => return None,
+        Line::Group(_) | Line::LeftOut(..) => return None,
     };
     let font = FontId::proportional((rect.height() - 3.0).clamp(7.0, 12.0));
     painter.text(
@@ -704,6 +751,38 @@ fn label(
         }
     }
     data_row
+}
+
+/// The line of a rank left out for a damaged part: `× rank 0` (`× left
+/// out` for every rank left out above aggregated lines), and across the
+/// body what cannot be read, in the warning colour; hovering shows all of it.
+fn left_out_line(
+    ui: &mut egui::Ui,
+    painter: &egui::Painter,
+    (label, body): (Rect, Rect),
+    rank: u32,
+    says: &str,
+) {
+    let font = FontId::proportional((label.height() - 3.0).clamp(7.0, 12.0));
+    let warn = ui.visuals().warn_fg_color;
+    let name = if says.starts_with(&format!("rank {rank} ")) {
+        format!("  × rank {rank}")
+    } else {
+        "× left out".to_string()
+    };
+    painter.text(
+        label.left_center(),
+        Align2::LEFT_CENTER,
+        name,
+        font.clone(),
+        warn,
+    );
+    let text = egui::RichText::new(says).color(warn).font(font);
+    ui.put(
+        body.shrink2(Vec2::new(4.0, 0.0)),
+        egui::Label::new(text).truncate().halign(egui::Align::LEFT),
+    )
+    .on_hover_text(says);
 }
 
 /// The label of an aggregated line: which ranks it holds and the worst one

@@ -39,7 +39,7 @@ pub fn render_comparison(c: &Comparison) -> String {
     }
     t.render(&mut out);
     let _ = writeln!(out, "  {}", noise_summary(c));
-    for line in notes(c) {
+    for line in notes(c).iter().map(|l| l.to_string()).chain(unestimated(c)) {
         let _ = writeln!(out, "  {line}");
     }
     for (name, items) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
@@ -55,10 +55,11 @@ pub fn render_comparison(c: &Comparison) -> String {
 pub(crate) const COLUMNS: [&str; 7] = ["item", "metric", "A", "B", "B − A", "B / A", "noise"];
 
 /// A row of the differences as the text and the TUI write it: one cell
-/// per column of [`COLUMNS`].
+/// per column of [`COLUMNS`], its item named by the analyzer's
+/// [`hyscope_analyzer::compare::label`].
 pub(crate) fn cells(r: &CompareRow) -> Vec<String> {
     vec![
-        item(&r.section, &r.item),
+        r.label(),
         row_metric(r),
         value(r.unit, r.a),
         value(r.unit, r.b),
@@ -93,12 +94,14 @@ pub(crate) fn heading(c: &Comparison) -> String {
 
 /// Whether a row's difference is beyond the runs' own variability, in its
 /// noise column: `beyond`, `within`, `too few` (a run has under 2 values),
-/// `—` (a count or a ratio: not estimated).
+/// `exact` (a count or bytes), `—` (the trace keeps no scatter of the
+/// values: the row's `why` says why).
 pub(crate) fn noise(n: &Noise) -> String {
     match n.verdict {
         NoiseVerdict::BeyondNoise => "beyond".into(),
         NoiseVerdict::WithinNoise => "within".into(),
         NoiseVerdict::TooFewValues => "too few".into(),
+        NoiseVerdict::Exact => "exact".into(),
         NoiseVerdict::NotEstimated => "—".into(),
     }
 }
@@ -118,8 +121,15 @@ pub(crate) fn noise_summary(c: &Comparison) -> String {
             n.too_few_values
         );
     }
+    if n.exact > 0 {
+        let _ = write!(text, "; {} exact counts or bytes", n.exact);
+    }
     if n.not_estimated > 0 {
-        let _ = write!(text, "; {} counts or ratios not estimated", n.not_estimated);
+        let _ = write!(
+            text,
+            "; {} whose scatter the traces do not keep (`—`)",
+            n.not_estimated
+        );
     }
     text
 }
@@ -130,11 +140,14 @@ pub(crate) fn metric(name: &str) -> &str {
     match name {
         "duration_s" => "duration",
         "time_s" | "total_s" => "time",
+        "time_per_call_s" => "time/call",
+        "time_per_instance_s" => "time/instance",
+        "send_to_receive_per_message_s" => "send-to-recv/msg",
         "mpi_s" => "MPI",
         "fork_join_s" => "fork/join",
         "bytes_sent" => "sent",
         "bytes_received" => "received",
-        "send_to_receive_s" => "send→recv",
+        "send_to_receive_s" => "send-to-recv",
         "joules" => "energy",
         "edp_js" => "EDP",
         other => other,
@@ -146,14 +159,15 @@ pub(crate) const NOT_COMPARABLE: &str = "Not comparable as they stand";
 
 /// What the differences' table sums, leaves out and calls noise, under it
 /// (as [`notes`] writes them when the rank counts are the same).
-pub(crate) const NOTES: [&str; 3] = [
+pub(crate) const NOTES: [&str; 4] = [
     "region, loop, MPI call and wait-state times are sums over ranks (and threads); a phase's time is its slowest rank's;",
+    "where an item's count differs, `time/call` (`time/instance`, `send-to-recv/msg`) is each run's time over its own count: the change per call, apart from the change in calls;",
     "efficiencies in %, their difference in percentage points (pp); rows where both runs have 0 left out;",
-    "noise: `beyond` when B − A exceeds what the scatter of each run's calls, instances, messages or repetitions explains (Welch's test, p < 0.001), `within` when not, `too few` when a run has under 2 values",
+    "noise: `beyond` when B − A exceeds what the scatter of each run's calls, instances, messages or repetitions explains (Welch's test, p < 0.001), `within` when not, `too few` when a run has under 2 values, `exact` for counts and bytes, `—` where the traces keep no scatter (and why, below)",
 ];
 
 /// [`NOTES`] for `c`: its sums per rank when the rank counts differ.
-pub(crate) fn notes(c: &Comparison) -> [&'static str; 3] {
+pub(crate) fn notes(c: &Comparison) -> [&'static str; 4] {
     let mut n = NOTES;
     if c.per_rank {
         n[0] = "region, loop, MPI call and wait-state times are sums over ranks (and threads), here / the run's ranks (`/rank`); a phase's time is its slowest rank's;";
@@ -161,14 +175,32 @@ pub(crate) fn notes(c: &Comparison) -> [&'static str; 3] {
     n
 }
 
+/// Why the rows listed without a noise estimate (`—`) have none: each
+/// reason once, with how many rows it stands for.
+pub(crate) fn unestimated(c: &Comparison) -> Vec<String> {
+    let mut reasons: Vec<(&str, usize)> = Vec::new();
+    for r in c.rows.iter().filter(|r| shown(r)) {
+        if r.noise.verdict != NoiseVerdict::NotEstimated {
+            continue;
+        }
+        let why = r.noise.why.as_deref().unwrap_or("no estimate");
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((why, 1)),
+        }
+    }
+    reasons
+        .into_iter()
+        .map(|(why, n)| {
+            let rows = if n == 1 { "row" } else { "rows" };
+            format!("`—` on {n} {rows}: {why}")
+        })
+        .collect()
+}
+
 /// Whether a row is listed: not where both runs have 0.
 pub(crate) fn shown(r: &CompareRow) -> bool {
     r.a != 0.0 || r.b != 0.0
-}
-
-/// A row's or an only-in item's name: `loop k.c:35`.
-pub(crate) fn item(section: &str, item: &str) -> String {
-    format!("{section} {item}")
 }
 
 /// B / A, `—` where A is 0.
@@ -233,7 +265,7 @@ pub(crate) fn difference(unit: CompareUnit, d: f64) -> String {
 pub(crate) fn listed(items: &[CompareItem]) -> String {
     items
         .iter()
-        .map(|i| item(&i.section, &i.item))
+        .map(CompareItem::label)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -288,7 +320,10 @@ mod tests {
                     1048576.0,
                     4194304.0,
                 ),
-                row("mpi", "count", CompareUnit::Count, 2.0, 3.0),
+                CompareRow {
+                    item: "MPI_X".into(),
+                    ..row("mpi", "count", CompareUnit::Count, 2.0, 3.0)
+                },
                 row("pop", "efficiency", CompareUnit::Fraction, 0.884, 0.836),
                 row("wait", "time_s", CompareUnit::Seconds, 0.10013, 0.30021),
                 row("energy", "joules", CompareUnit::Joules, 40.0, 30.0),
@@ -308,22 +343,22 @@ mod tests {
                 .unwrap_or_else(|| panic!("no {what} line in\n{text}"))
                 .to_string()
         };
-        let bytes = line("messages x");
+        let bytes = line("x messages");
         for s in ["1.00 MiB", "4.00 MiB", "3.00 MiB", "4.00"] {
             assert!(bytes.contains(s), "{bytes}");
         }
         assert!(!bytes.contains("1048576"), "{bytes}");
-        let count = line("mpi x");
+        let count = line("MPI_X");
         assert!(!count.contains(".000"), "{count}");
-        let pop = line("pop x");
+        let pop = line("POP x");
         for s in ["88.4 %", "83.6 %", "-4.8 pp"] {
             assert!(pop.contains(s), "{pop}");
         }
-        let wait = line("wait x");
+        let wait = line("MPI x");
         for s in ["100.13 ms", "300.21 ms", "200.08 ms"] {
             assert!(wait.contains(s), "{wait}");
         }
-        assert!(line("energy x").contains("-10.00 J"), "{text}");
+        assert!(line("run ").contains("-10.00 J"), "{text}");
         assert!(text.contains("Only in A"), "{text}");
         assert!(text.contains("loop k.c:35"), "{text}");
         assert!(
@@ -331,7 +366,7 @@ mod tests {
             "{text}"
         );
         // Differences carry their sign.
-        assert!(line("mpi x").contains("+1 "), "{text}");
+        assert!(line("MPI_X").contains("+1 "), "{text}");
         assert!(bytes.contains("+3.00 MiB"), "{bytes}");
     }
 

@@ -33,7 +33,7 @@ pub fn facts(out: &mut String, a: &Analysis) {
         kv("started", r.start_time.clone());
     }
     let threads = r.threads_per_rank.iter().copied().max().unwrap_or(1);
-    let ranks = hyscope_analyzer::model::ranks_label(r.ranks, r.children.len());
+    let ranks = hyscope_analyzer::model::ranks_label(r.ranks, &r.children);
     kv(
         "ranks × threads",
         format!(
@@ -50,9 +50,16 @@ pub fn facts(out: &mut String, a: &Analysis) {
     for c in &r.children {
         kv("child process", c.describe());
     }
+    for e in &r.execs {
+        kv("exec", e.describe());
+    }
     kv("duration", units::secs(r.duration_s));
+    // Of the ranks analysed only: "— 1 of 2 ranks, rank 0 left out".
+    let of = r
+        .counted_ranks()
+        .map_or(String::new(), |c| format!(" — {c}"));
     for p in r.placement.iter().filter(|p| p.threads_share_cpus()) {
-        kv("CPU placement", placement(p));
+        kv("CPU placement", format!("{}{of}", placement(p)));
     }
     if let Some(m) = &r.mpi_library {
         kv("MPI", m.lines().next().unwrap_or("").to_string());
@@ -164,6 +171,9 @@ pub fn pop(out: &mut String, a: &Analysis) {
         }
     }
     walk(&p.tree, 0, out);
+    for line in p.scope.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
     let _ = writeln!(
         out,
         "\n  additive (fractions of {} cores × {}):",
@@ -228,10 +238,11 @@ fn placement(p: &RankPlacement) -> String {
 }
 
 /// A run's events as every view writes them: `16.2 k OpenMP, 46 MPI, 212
-/// samples`, and the dropped ones if any.
+/// samples`, and the dropped ones if any; those of the ranks analysed, and
+/// which they are when ranks were left out (`— 1 of 2 ranks, rank 0 left out`).
 pub fn events_text(r: &hyscope_analyzer::RunFacts) -> String {
     format!(
-        "{} OpenMP, {} MPI, {} samples{}",
+        "{} OpenMP, {} MPI, {} samples{}{}",
         count(r.omp_events as f64),
         count(r.mpi_events as f64),
         count(r.sample_events as f64),
@@ -239,7 +250,9 @@ pub fn events_text(r: &hyscope_analyzer::RunFacts) -> String {
             format!(", {} DROPPED", r.dropped_events)
         } else {
             String::new()
-        }
+        },
+        r.counted_ranks()
+            .map_or(String::new(), |c| format!(" — {c}"))
     )
 }
 

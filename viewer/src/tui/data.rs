@@ -314,12 +314,29 @@ impl Data {
         self.timeline.ready()
     }
 
-    /// Series of metrics whose name starts with `prefix`.
+    /// Series of metrics whose name starts with `prefix`, of the ranks not
+    /// left out for a damaged part ([`Data::left_out`]).
     pub fn series(&self, prefix: &str) -> Vec<&Series> {
+        let left_out = self.left_out();
         match &self.series {
-            Loading::Ready(s) => s.iter().filter(|x| x.metric.starts_with(prefix)).collect(),
+            Loading::Ready(s) => s
+                .iter()
+                .filter(|x| x.metric.starts_with(prefix) && !left_out.contains(&x.rank))
+                .collect(),
             _ => Vec::new(),
         }
+    }
+
+    /// The ranks left out for a damaged part, by the one rule
+    /// (`hyscope_analyzer::damaged_parts`): as the timeline's reading pass
+    /// found them, and as the analysis did once it is there.
+    pub fn left_out(&self) -> Vec<u32> {
+        let timeline = self.cells().map_or(&[][..], |c| c.left_out());
+        let analysis = self.analysis().map_or(&[][..], |a| &a.ranks_left_out[..]);
+        let mut ranks: Vec<u32> = timeline.iter().chain(analysis).map(|p| p.rank).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        ranks
     }
 
     /// Time origin of the timeline's ruler and of the charts: the start of

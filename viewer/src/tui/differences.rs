@@ -76,6 +76,7 @@ fn below(c: &Comparison) -> Vec<(String, Style)> {
     let gray = Style::default().fg(Color::Gray);
     out.push((report::noise_summary(c), gray));
     out.extend(report::notes(c).iter().map(|n| (n.to_string(), gray)));
+    out.extend(report::unestimated(c).into_iter().map(|n| (n, gray)));
     out
 }
 
@@ -112,7 +113,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
     let all: Vec<_> = c.rows.iter().filter(|r| report::shown(r)).collect();
     let rows: Vec<Vec<String>> = all
         .iter()
-        .filter(|r| app.matches(&report::item(&r.section, &r.item)))
+        .filter(|r| app.matches(&r.label()))
         .map(|r| report::cells(r))
         .collect();
     let pos = app.nav[Tab::Differences.index()].scroll;

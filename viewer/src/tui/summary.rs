@@ -125,9 +125,9 @@ fn run_facts(app: &App, width: usize) -> Vec<Line<'static>> {
     } else {
         format!("{tmin}–{tmax}")
     };
-    let children = m.ranks.iter().filter(|r| r.child_of.is_some()).count();
+    let children = hyscope_analyzer::processes::children(&m.ranks);
     let ranks =
-        hyscope_analyzer::model::ranks_label(m.world_size.max(m.ranks.len() as u32), children);
+        hyscope_analyzer::model::ranks_label(m.world_size.max(m.ranks.len() as u32), &children);
     let mpi = m.mpi.as_ref().map_or("none".to_string(), |x| {
         let lvl = x
             .thread_level_provided
@@ -157,12 +157,25 @@ fn run_facts(app: &App, width: usize) -> Vec<Line<'static>> {
             .filter(|s| !s.available)
             .map(|s| format!("{} ({})", s.name, s.reason)),
     );
-    let dropped: u64 = m.ranks.iter().map(|r| r.dropped_events).sum();
-    let events: u64 = m
-        .ranks
-        .iter()
-        .map(|r| r.events.omp + r.events.mpi + r.events.samples)
-        .sum();
+    // The analysis's counts once it is there (those of the ranks analysed,
+    // and which they are when ranks were left out), the manifest's before.
+    let run = app.data.analysis().map(|a| &a.run);
+    let (events, dropped) = match run {
+        Some(r) => (
+            r.omp_events + r.mpi_events + r.sample_events,
+            r.dropped_events,
+        ),
+        None => (
+            m.ranks
+                .iter()
+                .map(|r| r.events.omp + r.events.mpi + r.events.samples)
+                .sum(),
+            m.ranks.iter().map(|r| r.dropped_events).sum(),
+        ),
+    };
+    let counted = run
+        .and_then(|r| r.counted_ranks())
+        .map_or(String::new(), |c| format!(" — {c}"));
     let duration = app
         .data
         .duration_ns()
@@ -190,7 +203,7 @@ fn run_facts(app: &App, width: usize) -> Vec<Line<'static>> {
         Line::from(fact("MPI       ", &mpi)),
         Line::from(fact("OpenMP    ", &omp)),
         Line::from(format!(
-            "events    {}  dropped {}  started {}",
+            "events    {}  dropped {}{counted}  started {}",
             fmt::count(events),
             fmt::count(dropped),
             m.start_time
@@ -281,6 +294,9 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
         }
     }
     walk(&pop.tree, 0, width, &mut lines);
+    for line in pop.scope.lines() {
+        lines.push(Line::from(fmt::clip(&line, width)));
+    }
     if !pop.additive.is_empty() {
         lines.push(Line::from("losses (share of core-time):"));
         for l in &pop.additive {

@@ -36,6 +36,11 @@ pub struct RowKey {
     pub index_rows: Vec<usize>,
     /// Several ranks aggregated on one line (more ranks than lines), with their numbers.
     pub group: Option<(Group, Vec<u32>)>,
+    /// The rank is left out for a damaged part (no index row): what its
+    /// line says instead of cells, the file and the problem
+    /// ([`hyscope_analyzer::model::LeftOutPart::says`]; for aggregated
+    /// lines, every rank left out, `damaged_parts::left_out_summary`).
+    pub left_out: Option<String>,
 }
 
 /// Colour of each state of the analyzer's classification.
@@ -276,6 +281,7 @@ impl TimelineState {
             thread: None,
             index_rows: ranks[pos].rows.clone().collect(),
             group: None,
+            left_out: None,
         };
         let f = filter.to_lowercase();
         let mut rows = Vec::new();
@@ -290,6 +296,7 @@ impl TimelineState {
                         thread: Some(ix.rows()[i].thread),
                         index_rows: vec![i],
                         group: None,
+                        left_out: None,
                     })
                     .collect()
             } else {
@@ -309,18 +316,47 @@ impl TimelineState {
                         index_rows: (ranks[g.start].rows.start..ranks[g.end - 1].rows.end)
                             .collect(),
                         group: Some((g, ranks[g.start..g.end].iter().map(|r| r.rank).collect())),
+                        left_out: None,
                     });
                 }
             }
+            // The ranks left out: one line above the groups, saying which.
+            if let Some(text) = hyscope_analyzer::damaged_parts::left_out_summary(ix.left_out()) {
+                rows.insert(0, left_out_row(ix.left_out()[0].rank, text));
+            }
             return rows;
         }
-        for pos in 0..ranks.len() {
+        // Each rank's rows, and each rank left out, in display order (by
+        // host, then rank).
+        let host_of = |rank: u32| {
+            data.manifest
+                .ranks
+                .iter()
+                .find(|r| r.rank == rank)
+                .map_or(String::new(), |r| r.host.clone())
+        };
+        let mut chunks: Vec<((String, u32), Vec<RowKey>)> = Vec::new();
+        for (pos, r) in ranks.iter().enumerate() {
             let k = rank_row(pos);
             if f.is_empty() || row_label(&k).to_lowercase().contains(&f) {
-                push_rank(k, &mut rows);
+                let mut chunk = Vec::new();
+                push_rank(k, &mut chunk);
+                let host = ix.rows()[r.rows.start].host.clone();
+                chunks.push(((host, r.rank), chunk));
             }
         }
-        rows
+        let mut marked: Vec<u32> = Vec::new();
+        for p in ix.left_out() {
+            let k = left_out_row(p.rank, p.says());
+            if !marked.contains(&p.rank)
+                && (f.is_empty() || row_label(&k).to_lowercase().contains(&f))
+            {
+                marked.push(p.rank);
+                chunks.push(((host_of(p.rank), p.rank), vec![k]));
+            }
+        }
+        chunks.sort_by(|a, b| a.0.cmp(&b.0));
+        chunks.into_iter().flat_map(|(_, c)| c).collect()
     }
 
     /// ns per character cell.
@@ -710,6 +746,38 @@ pub fn row_window(
     }
 }
 
+/// The line of a rank left out for a damaged part, saying `text`.
+fn left_out_row(rank: u32, text: String) -> RowKey {
+    RowKey {
+        rank,
+        thread: None,
+        index_rows: Vec::new(),
+        group: None,
+        left_out: Some(text),
+    }
+}
+
+/// A left-out rank's line (`✗rank 0`; `✗left out` above aggregated lines,
+/// for every rank left out), then what it says in place of cells.
+fn left_out_line(
+    row: &RowKey,
+    text: &str,
+    (selected, aggregated): (bool, bool),
+    label_w: usize,
+    cols: usize,
+) -> Line<'static> {
+    let label = match aggregated {
+        false => format!("✗{}", fmt::clip(&row_label(row), label_w - 2)),
+        true => "✗left out".to_string(),
+    };
+    let mut spans = label_spans(label, selected, label_w, cols);
+    spans.push(Span::styled(
+        fmt::clip(text, cols),
+        Style::default().fg(Color::Red),
+    ));
+    Line::from(spans)
+}
+
 pub fn row_label(r: &RowKey) -> String {
     match (&r.group, r.thread) {
         (Some((_, ranks)), _) => hyscope_analyzer::timeline::ranks_label(ranks),
@@ -899,6 +967,11 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
             st.line_rows.push(None);
         }
         st.line_rows.push(Some(i));
+        if let Some(text) = &row.left_out {
+            let how = (i == st.row, aggregated);
+            lines.push(left_out_line(row, text, how, label_w as usize, cols));
+            continue;
+        }
         let marker = match row.thread {
             None if row.group.is_none() && st.expanded.contains(&row.rank) => "▾",
             None => "▸",
@@ -1009,6 +1082,15 @@ pub fn draw(f: &mut Frame, area: Rect, st: &mut TimelineState, data: &Data, filt
 
     // Details: the interval under the cursor, and the selected range's statistics.
     let mut text: Vec<Line> = Vec::new();
+    // A rank left out: what cannot be read, in full.
+    if let Some(said) = rows.get(st.row).and_then(|r| r.left_out.as_ref()) {
+        text = fmt::wrap(said, details.width as usize)
+            .into_iter()
+            .map(|l| Line::styled(l, Style::default().fg(Color::Red)))
+            .collect();
+        f.render_widget(Paragraph::new(text), details);
+        return;
+    }
     let Some(ix) = ix else {
         if let Some(row) = rows.get(st.row) {
             text = coarse_details(src, row, &group_lines, st.cursor_time(), data);

@@ -162,9 +162,20 @@ pub fn build_mpi_with(dir: &Path, name: &str, src: &str, extra: &[&str]) -> Path
 /// production binaries often are: optimised (`-O2`) and without debug
 /// information (no `-g`: functions, no lines).
 pub fn build_mpi_without_debug_info(dir: &Path, name: &str, src: &str) -> PathBuf {
+    build_mpi_without_debug_info_with(dir, name, src, &[])
+}
+
+/// [`build_mpi_without_debug_info`] with more compiler arguments (e.g.
+/// `-Wl,--build-id=none`).
+pub fn build_mpi_without_debug_info_with(
+    dir: &Path,
+    name: &str,
+    src: &str,
+    extra: &[&str],
+) -> PathBuf {
     let mut cmd = Command::new("mpicc");
     cmd.env("OMPI_CC", "clang-19");
-    build_c_with(cmd, dir, name, src, &["-O2"], &[])
+    build_c_with(cmd, dir, name, src, &["-O2"], extra)
 }
 
 /// Build an MPI+OpenMP C program with MPICH's mpicc driving clang-19.

@@ -221,6 +221,7 @@ fn symbol_rows() -> Vec<SymbolRecord> {
         file: Some("/src/hybrid.c".into()),
         line: Some(line),
         module_offset: Some(address),
+        module_build_id: None,
     };
     vec![
         at(REGION, 40),

@@ -52,7 +52,7 @@ impl Sort {
         let numbers = |x: f64, y: f64| x.total_cmp(&y);
         out.sort_by(|x, y| {
             let o = match column {
-                0 => report::item(&x.section, &x.item).cmp(&report::item(&y.section, &y.item)),
+                0 => x.label().cmp(&y.label()),
                 1 => report::metric(&x.metric).cmp(report::metric(&y.metric)),
                 2 => numbers(x.a, y.a),
                 3 => numbers(x.b, y.b),
@@ -124,6 +124,9 @@ pub fn show(
             table(ui, &c, &mut state.sort, [a, b], &mut action);
             ui.label(report::noise_summary(&c));
             ui.weak(report::notes(&c).join(" "));
+            for line in report::unestimated(&c) {
+                ui.weak(line);
+            }
             for (name, items) in [("A", &c.only_in_a), ("B", &c.only_in_b)] {
                 if !items.is_empty() {
                     ui.separator();
@@ -192,7 +195,7 @@ fn table(
         }
         ui.end_row();
         for r in rows {
-            let name = report::item(&r.section, &r.item);
+            let name = r.label();
             let addresses = analyses.map(|x| location(x, &r.section, &r.item));
             if item_cell(ui, &name, addresses.iter().any(Option::is_some)) {
                 *action = Some(Action::HighlightBoth {
@@ -226,14 +229,15 @@ fn table(
     });
 }
 
-/// A row's noise verdict in ascending order: without an estimate, within
-/// noise, beyond it.
+/// A row's noise verdict in ascending order: without an estimate, too
+/// few values, exact (a count), within noise, beyond it.
 fn noise_rank(r: &CompareRow) -> u8 {
     match r.noise.verdict {
         NoiseVerdict::NotEstimated => 0,
         NoiseVerdict::TooFewValues => 1,
-        NoiseVerdict::WithinNoise => 2,
-        NoiseVerdict::BeyondNoise => 3,
+        NoiseVerdict::Exact => 2,
+        NoiseVerdict::WithinNoise => 3,
+        NoiseVerdict::BeyondNoise => 4,
     }
 }
 

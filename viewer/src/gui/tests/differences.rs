@@ -182,30 +182,18 @@ fn the_differences_tab_shows_the_reports_comparison() {
     let shown: Vec<_> = c.rows.iter().filter(|r| report::shown(r)).collect();
     assert!(shown.len() > 5, "{text}");
     for r in &shown {
-        let item = report::item(&r.section, &r.item);
+        let item = r.label();
         assert_row(&h, &report_cells(&text, &item, report::metric(&r.metric)));
     }
     // Known differences among them, written as the report writes them.
     let region = "region 0x401a00 (rank 0, unresolved)";
     let known = [
         [
-            "mpi MPI_Send",
-            "sent",
-            "1.0 KiB",
-            "4.0 KiB",
-            "+3.0 KiB",
-            "4.00",
-            "—",
+            "MPI_Send", "sent", "1.0 KiB", "4.0 KiB", "+3.0 KiB", "4.00", "exact",
         ],
         // One receive a run: too few values to weigh the difference.
         [
-            "mpi MPI_Recv",
-            "time",
-            "1.00 ms",
-            "2.00 ms",
-            "+1.00 ms",
-            "2.00",
-            "too few",
+            "MPI_Recv", "time", "1.00 ms", "2.00 ms", "+1.00 ms", "2.00", "too few",
         ],
     ];
     for cells in known {
@@ -213,12 +201,7 @@ fn the_differences_tab_shows_the_reports_comparison() {
         assert_eq!(report_cells(&text, &cells[0], &cells[1]), cells);
         assert_row(&h, &cells);
     }
-    assert!(
-        shown
-            .iter()
-            .any(|r| report::item(&r.section, &r.item) == region),
-        "{text}"
-    );
+    assert!(shown.iter().any(|r| r.label() == region), "{text}");
 
     // What only B has.
     assert!(c.only_in_a.is_empty());
@@ -233,14 +216,14 @@ fn the_differences_tab_shows_the_reports_comparison() {
 
     // Sorted by B / A, largest first: the bytes (4.00) before the times (2.00).
     let y = row_y;
-    assert!(y(&h, "mpi MPI_Recv", "time") < y(&h, "mpi MPI_Send", "sent"));
+    assert!(y(&h, "MPI_Recv", "time") < y(&h, "MPI_Send", "sent"));
     // The last column, scrolled into view as a user would.
     h.get_by_label("B / A").scroll_to_me();
     h.run_steps(3);
     h.get_by_label("B / A").click();
     h.run_steps(3);
     h.get_by_label("B / A▼");
-    assert!(y(&h, "mpi MPI_Send", "sent") < y(&h, "mpi MPI_Recv", "time"));
+    assert!(y(&h, "MPI_Send", "sent") < y(&h, "MPI_Recv", "time"));
 
     // The shared region highlighted on both timelines.
     h.get_all_by_label(region).next().unwrap().scroll_to_me();
@@ -301,7 +284,7 @@ fn a_phase_chosen_in_one_run_only_is_a_caveat() {
     let c = hyscope_analyzer::compare(&a, &b);
     let r = c.rows.iter().find(|r| r.section == "run").unwrap();
     let cells = [
-        report::item(&r.section, &r.item),
+        r.label(),
         report::metric(&r.metric).to_string(),
         report::value(r.unit, r.a),
         report::value(r.unit, r.b),
