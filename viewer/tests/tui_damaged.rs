@@ -61,6 +61,13 @@ fn a_rank_with_a_damaged_part_is_marked_left_out_and_the_others_drawn() {
         "{marked}"
     );
     assert!(line("▸rank 0").contains('█'), "rank 0 has no cells:\n{s}");
+    // Every tab but the Summary says on its first line that the trace is partial.
+    assert!(
+        s.lines().nth(1).is_some_and(|l| l.starts_with(
+            "PARTIAL TRACE (the Summary tab lists it): rank 1, omp/rank=1/part-0.parquet"
+        )),
+        "{s}"
+    );
     assert!(!s.contains("timeline unavailable"), "{s}");
     // Rank 1's line selected: the details say it whole.
     a.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));

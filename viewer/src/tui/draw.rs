@@ -33,6 +33,18 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         tabs,
     );
 
+    let body = match partial_line(app, body.width as usize) {
+        Some(line) => {
+            let [banner, rest] =
+                Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(body);
+            f.render_widget(
+                Paragraph::new(Line::styled(line, Style::default().fg(Color::Red))),
+                banner,
+            );
+            rest
+        }
+        None => body,
+    };
     match app.tab {
         Tab::Summary => summary::draw(f, body, app),
         Tab::Timeline => {
@@ -199,4 +211,23 @@ pub fn render_text(app: &mut App, w: u16, h: u16) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Every tab but the Summary (which lists the problems in full under the
+/// PARTIAL TRACE title) starts with one line saying the trace is partial and
+/// what it lost first, as the GUI's bar does above every view: no tab's
+/// numbers are read as the whole run's.
+fn partial_line(app: &App, width: usize) -> Option<String> {
+    if app.tab == Tab::Summary {
+        return None;
+    }
+    let integrity = &app.data.analysis()?.integrity;
+    let mut lost = integrity.problems.iter().filter(|p| p.data_lost);
+    let first = lost.next()?;
+    // The count and where to read the rest first: a long problem is clipped.
+    let rest = match lost.count() {
+        0 => "the Summary tab lists it".to_string(),
+        n => format!("the Summary tab lists all {}", n + 1),
+    };
+    fmt::clip(&format!("PARTIAL TRACE ({rest}): {first}"), width).into()
 }
