@@ -17,6 +17,10 @@
 #   defaults: 11 rounds, 2 threads, 1000 µs per measurement (syncbench's default)
 # HYSCOPE_LIB: the collector (default target/release/libhyscope.so):
 #   cargo build --release -p hyscope-collector --lib
+# BASE_TOOL: the C source of the OMPT tool run as the second variant
+#   (default tests/omp/empty_tool.c, which does nothing in its callbacks);
+#   BASE_TOOL=benchmarks/raw_log_tool.c takes the floor of a per-event tracer
+#   (a TSC read and a 24-byte store per callback) instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 src=$(realpath "$1")
@@ -34,7 +38,9 @@ printf '#define min(a, b) ((a) < (b) ? (a) : (b))\n#define max(a, b) ((a) > (b) 
 # The OpenMP 3 constructs, as the repository's Makefile.defs builds them.
 clang-19 -fopenmp -O3 -DOMPVER2 -DOMPVER3 -I"$work/include" "$src/syncbench.c" "$src/common.c" \
     -o "$work/syncbench" -lm -Wl,-rpath,/usr/lib/llvm-19/lib -L/usr/lib/llvm-19/lib
-clang-19 -O2 -shared -fPIC "$root/tests/omp/empty_tool.c" -o "$work/empty_tool.so"
+base_tool=$(realpath "${BASE_TOOL:-$root/tests/omp/empty_tool.c}")
+base_name=$(basename "$base_tool" .c | tr _ ' ')
+clang-19 -O2 -shared -fPIC "$base_tool" -o "$work/base_tool.so"
 export OMP_NUM_THREADS=$threads
 unset HYSCOPE_MODE HYSCOPE_OUTPUT OMP_TOOL
 
@@ -51,14 +57,14 @@ run() {
 : >"$work/none" ; : >"$work/empty-tool" ; : >"$work/trace-mode" ; : >"$work/profile-mode"
 for r in $(seq "$rounds"); do
     run none "$r" env
-    run empty-tool "$r" env LD_PRELOAD="$work/empty_tool.so"
+    run empty-tool "$r" env LD_PRELOAD="$work/base_tool.so"
     run trace-mode "$r" env LD_PRELOAD="$lib" HYSCOPE_OUTPUT="$work/trace"
     run profile-mode "$r" env LD_PRELOAD="$lib" HYSCOPE_OUTPUT="$work/trace" HYSCOPE_MODE=profile
 done
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 echo "EPCC syncbench, $threads threads, $rounds alternating rounds, µs per construct; $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| construct | no tool | empty tool | added (median / median of pairs) | trace | added | profile | added |"
+echo "| construct | no tool | $base_name | added (median / median of pairs) | trace | added | profile | added |"
 echo "|---|---|---|---|---|---|---|---|"
 for c in $(awk '{print $2}' "$work/none" | awk '!seen[$0]++'); do
     none=$(awk -v c="$c" '$2 == c {print $3}' "$work/none" | median)
