@@ -7,6 +7,7 @@
 //! checks it).
 //!
 //! - [`settings`]: the `HYSCOPE_*` settings; [`diag`]: warnings, `guarded`, `lock`;
+//!   [`threads`]: the collector's own threads, started with the process's signals blocked;
 //! - [`clock`]: the one monotonic clock (`now_ns`); [`slots`]: the per-thread
 //!   slots; [`symbols`]: code addresses → function, file:line;
 //! - [`state`]: configuration, rank and identity, trace directory, manifest, rank info;
@@ -38,6 +39,7 @@ pub mod slots;
 pub mod spooling;
 pub mod state;
 pub mod symbols;
+pub mod threads;
 
 use std::ffi::{c_char, c_uint};
 

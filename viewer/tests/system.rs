@@ -34,6 +34,7 @@ mod record_phases;
 mod record_polls;
 mod record_scale;
 mod record_settings;
+mod record_signals;
 mod record_two_nodes;
 mod report_compare;
 mod report_parallel;

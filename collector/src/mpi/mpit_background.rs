@@ -102,9 +102,7 @@ pub fn begin() {
         open_now(pvars);
         return;
     }
-    let spawned = std::thread::Builder::new()
-        .name("hyscope-mpit".into())
-        .spawn(move || diag::guarded(|| open(pvars)));
+    let spawned = crate::threads::spawn("hyscope-mpit", move || diag::guarded(|| open(pvars)));
     match spawned {
         Ok(h) => *worker() = Some(h),
         Err(_) => open_now(pvars),

@@ -461,9 +461,7 @@ pub fn start() {
     register(&mut st, Box::new(rdma::Rdma::new(rapl::sysfs_root())));
     // Replaced at MPI_Init by what MPI_T offers.
     mpit_unavailable("no MPI_Init in this process");
-    let spawned = std::thread::Builder::new()
-        .name("hyscope-sampler".into())
-        .spawn(move || run(every));
+    let spawned = crate::threads::spawn("hyscope-sampler", move || run(every));
     match spawned {
         Ok(h) => {
             st.thread = Some(h);
@@ -487,7 +485,6 @@ extern "C" fn stop_at_exit() {
 }
 
 fn run(every: Duration) {
-    crate::diag::mark_collector_thread();
     let mut st = state();
     let mut next_tick = Instant::now();
     loop {

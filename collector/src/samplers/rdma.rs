@@ -160,13 +160,11 @@ impl Rdma {
         // the pipe would otherwise stall the tool.
         let mut stdout = child.stdout.take().ok_or(DumpError::Failed)?;
         let (done, output) = std::sync::mpsc::channel();
-        let reader = std::thread::Builder::new()
-            .name("hyscope-rdma".into())
-            .spawn(move || {
-                let mut bytes = Vec::new();
-                let read = std::io::Read::read_to_end(&mut stdout, &mut bytes);
-                let _ = done.send(read.map(|_| bytes));
-            });
+        let reader = crate::threads::spawn("hyscope-rdma", move || {
+            let mut bytes = Vec::new();
+            let read = std::io::Read::read_to_end(&mut stdout, &mut bytes);
+            let _ = done.send(read.map(|_| bytes));
+        });
         let deadline = Instant::now() + Self::TOOL_TIMEOUT;
         let status = loop {
             match child.try_wait() {

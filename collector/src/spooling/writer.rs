@@ -194,16 +194,12 @@ pub(super) fn ensure_writer() {
     {
         return;
     }
-    if let Err(e) = std::thread::Builder::new()
-        .name("hyscope-writer".into())
-        .spawn(writer_loop)
-    {
+    if let Err(e) = crate::threads::spawn("hyscope-writer", writer_loop) {
         warn(&format!("cannot start the writer thread: {e}"));
     }
 }
 
 fn writer_loop() {
-    crate::diag::mark_collector_thread();
     guarded(|| companion(|c| c.at_start));
     let mut flushed = std::time::Instant::now();
     loop {
