@@ -179,19 +179,7 @@ fn regions_and_loops_have_a_noise_verdict_and_a_time_per_instance() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build_mpi(tmp.path(), "regions", REGIONS_SRC);
     let record = |name: &str, mode: &str, args: [&str; 2]| {
-        let dir = tmp.path().join(name);
-        run_ok(
-            hyscope()
-                .env("OMP_WAIT_POLICY", "passive")
-                .args(["record", "--mode", mode, "-o"])
-                .arg(&dir)
-                .arg("--")
-                .arg("mpirun")
-                .args(mpirun_args(2))
-                .arg(&exe)
-                .args(args),
-        );
-        dir
+        record_two_ranks_in_mode(tmp.path(), name, mode, &exe, &args)
     };
     let a = record("a", "trace", ["20", "0"]);
     let again = record("again", "trace", ["20", "0"]);

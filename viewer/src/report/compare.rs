@@ -142,6 +142,8 @@ pub(crate) fn metric(name: &str) -> &str {
         "time_s" | "total_s" => "time",
         "time_per_call_s" => "time/call",
         "time_per_instance_s" => "time/instance",
+        "fork_join_per_instance_s" => "fork/join/instance",
+        "mpi_per_instance_s" => "MPI/instance",
         "send_to_receive_per_message_s" => "send-to-recv/msg",
         "mpi_s" => "MPI",
         "fork_join_s" => "fork/join",
@@ -161,7 +163,7 @@ pub(crate) const NOT_COMPARABLE: &str = "Not comparable as they stand";
 /// (as [`notes`] writes them when the rank counts are the same).
 pub(crate) const NOTES: [&str; 4] = [
     "region, loop, MPI call and wait-state times are sums over ranks (and threads); a phase's time is its slowest rank's;",
-    "where an item's count differs, `time/call` (`time/instance`, `send-to-recv/msg`) is each run's time over its own count: the change per call, apart from the change in calls;",
+    "where an item's count differs, `time/call` (`time/instance`, `fork/join/instance`, `MPI/instance`, `send-to-recv/msg`) is each run's time over its own count (a phase's time over its slowest rank's instances): the change per call, apart from the change in calls;",
     "efficiencies in %, their difference in percentage points (pp); rows where both runs have 0 left out;",
     "noise: `beyond` when B − A exceeds what the scatter of each run's calls, instances, messages or repetitions explains (Welch's test, p < 0.001), `within` when not, `too few` when a run has under 2 values, `exact` for counts and bytes, `—` where the traces keep no scatter (and why, below)",
 ];
