@@ -192,10 +192,22 @@ pub fn check_part(part: &PartFile) -> Result<(), DamagedPart> {
 /// ([`check_part`], in parallel), in file order: the rank is left out whole
 /// when there is one.
 pub fn check_rank(trace: &Trace, rank: u32) -> Vec<DamagedPart> {
+    check_ranks_where(trace, |r| r == rank)
+}
+
+/// [`check_rank`] of every rank at once (all parts in parallel), in
+/// (rank, file) order: what a cache of something built from the parts must
+/// pass before it is used, since a part can rot in place and keep its size
+/// and modification time ([`crate::timeline`]'s caches).
+pub fn check_ranks(trace: &Trace) -> Vec<DamagedPart> {
+    check_ranks_where(trace, |_| true)
+}
+
+fn check_ranks_where(trace: &Trace, rank: impl Fn(u32) -> bool) -> Vec<DamagedPart> {
     let parts: Vec<&PartFile> = RANK_TABLES
         .iter()
         .flat_map(|&t| trace.parts(t))
-        .filter(|p| p.rank == rank)
+        .filter(|p| rank(p.rank))
         .collect();
     let mut damaged: Vec<DamagedPart> = parts
         .par_iter()

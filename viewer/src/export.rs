@@ -43,9 +43,10 @@
 //! here too: none of its rows, samples or phases are read or written, its
 //! process (Perfetto) or rank (OTF2) stays, named as left out, empty; a
 //! message whose other side is there gets no flow and no message event,
-//! counted in a note as the analysis counts it; stderr says which rank and
-//! file in one `hyscope:` line each, and the export ends with status 0, as
-//! `hyscope report` does for a partial trace.
+//! counted in a note as the analysis counts it; stderr names the first
+//! rank and file left out (or other loss) in one `hyscope:` line, and the
+//! export ends with status 0: the rule of every subcommand on a partial
+//! trace ([`crate::partial`]).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -150,16 +151,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let trace = Trace::open(&args.trace)
         .with_context(|| format!("cannot open the trace {}", args.trace.display()))?;
-    // A partial or damaged trace is said, never exported as if whole.
-    for p in trace.problems() {
-        let lost = if p.data_lost { " (data lost)" } else { "" };
-        eprintln!("hyscope: {}: {}{lost}", p.path.display(), p.what);
+    // A partial or damaged trace is said, never exported as if whole: its
+    // notices one line each, its losses (rows lost, ranks left out for a
+    // damaged part) in the one line of `crate::partial`.
+    let (lost, notices): (Vec<_>, Vec<_>) = trace.problems().iter().partition(|p| p.data_lost);
+    for p in notices {
+        eprintln!("hyscope: {}: {}", p.path.display(), p.what);
     }
     keep_freed_memory();
     let data = TraceData::load(&trace, args.from, args.to)?;
-    // Ranks left out for a damaged part: one line each, the file named.
-    for p in &data.run.left_out {
-        eprintln!("hyscope: {}; this export has every other rank", p.says());
+    let losses: Vec<String> = lost
+        .iter()
+        .map(|p| format!("{}: {}", p.path.display(), p.what))
+        .chain(data.run.left_out.iter().map(LeftOutPart::says))
+        .collect();
+    if let Some(line) = crate::partial::losses_line(&args.trace, &losses) {
+        eprintln!("{line}; this export has the rest");
     }
     if args.format == Format::Otf2 {
         let stats = otf2::write(&data, &args.output)?;

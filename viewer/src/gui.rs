@@ -64,7 +64,7 @@ pub struct Args {
 #[cfg(not(feature = "gui"))]
 pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
     eprintln!("hyscope: this hyscope was built without the `gui` feature");
-    Ok(ExitCode::from(2))
+    Ok(ExitCode::from(crate::partial::FAILED))
 }
 
 #[cfg(feature = "gui")]

@@ -8,6 +8,7 @@ pub mod export;
 pub mod gui;
 pub mod install;
 pub mod loading;
+pub mod partial;
 pub mod record;
 pub mod recover;
 pub mod report;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use hyscope_viewer::{export, gui, install, record, recover, report, tui, tune};
+use hyscope_viewer::{export, gui, install, partial, record, recover, report, tui, tune};
 
 /// Performance analysis for hybrid MPI+OpenMP applications.
 #[derive(Parser)]
@@ -47,11 +47,7 @@ fn main() -> ExitCode {
         Command::Export(args) => export::run(args),
         Command::Install(args) => install::run(args),
     };
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("hyscope: error: {err:#}");
-            ExitCode::from(2)
-        }
-    }
+    // How every subcommand ends on an error, a trace with nothing to
+    // analyse included: `hyscope_viewer::partial`.
+    result.unwrap_or_else(|err| partial::failed(&err))
 }

@@ -166,6 +166,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(other) => Some(analyze(other, &options)?),
         None => None,
     };
+    // A partial trace: one line each, then the report of what is left.
+    crate::partial::say(&args.trace, &a);
+    if let (Some(dir), Some(b)) = (&args.other, &b) {
+        crate::partial::say(dir, b);
+    }
     let warned = [Some(&a), b.as_ref()]
         .into_iter()
         .flatten()

@@ -70,6 +70,7 @@ pub struct TuneReport {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let options = AnalyzeOptions::default();
     let before = analyze(&args.trace, &options)?;
+    crate::partial::say(&args.trace, &before);
     let schedule = match &args.schedule {
         Some(s) => s.clone(),
         None => pick_schedule(&before, args.loop_label.as_deref())?,
@@ -114,6 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let after = analyze(&output, &options)?;
+    crate::partial::say(&output, &after);
     let report = compare_runs(&before, &after, &args.trace, &output, &schedule);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

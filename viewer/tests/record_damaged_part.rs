@@ -371,7 +371,10 @@ fn a_flipped_byte_leaves_the_rank_out_of_the_timelines_exports_and_header() {
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("left out: ")).collect();
     assert_eq!(
         lines,
-        [format!("hyscope: {says}; this export has every other rank")],
+        [format!(
+            "hyscope: partial trace {}: {says}; this export has the rest",
+            damaged.display()
+        )],
         "{err}"
     );
     assert!(
@@ -404,7 +407,8 @@ fn a_flipped_byte_leaves_the_rank_out_of_the_timelines_exports_and_header() {
     let out = export("otf2", &od, &damaged);
     assert!(
         stderr(&out).contains(&format!(
-            "hyscope: {says}; this export has every other rank"
+            "hyscope: partial trace {}: {says}; this export has the rest",
+            damaged.display()
         )),
         "{}",
         stderr(&out)

@@ -9,7 +9,11 @@
 //! [`crate::damaged_parts::RANK_TABLES`]) plus each rank's clock map (the
 //! offsets as mapped), and the cache is used only when the key matches
 //! exactly. Any problem reading it means a rebuild. An index with ranks left
-//! out is not cached: it is built again at each open.
+//! out is not cached: it is built again at each open. The key cannot see a
+//! part that rotted in place (a flipped bit, its size and modification time
+//! kept): before a cache is used, every part's checksums are verified
+//! ([`crate::damaged_parts::check_ranks`], in `progressive`), and a damaged
+//! one makes both caches stale.
 
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
@@ -72,11 +76,15 @@ pub(super) fn key(trace: &Trace) -> String {
 /// The cache file of `trace` with extension `ext` (`idx`: the index,
 /// `overview`: its coarse overview).
 pub(super) fn cache_file(trace: &Trace, ext: &str) -> Option<PathBuf> {
-    let dir = cache_dir()?;
+    Some(cache_file_in(&cache_dir()?, trace, ext))
+}
+
+/// [`cache_file`] in the cache directory `dir`.
+pub(super) fn cache_file_in(dir: &Path, trace: &Trace, ext: &str) -> PathBuf {
     let canonical = std::fs::canonicalize(&trace.dir).unwrap_or_else(|_| trace.dir.clone());
     let mut h = std::collections::hash_map::DefaultHasher::new();
     canonical.hash(&mut h);
-    Some(dir.join(format!("timeline-{:016x}.{ext}", h.finish())))
+    dir.join(format!("timeline-{:016x}.{ext}", h.finish()))
 }
 
 fn put_u64(w: &mut impl Write, v: u64) -> std::io::Result<()> {

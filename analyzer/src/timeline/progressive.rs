@@ -11,7 +11,7 @@
 //! the whole trace's, equal to [`Overview::build`]); the index is exactly
 //! [`TimelineIndex::build`]'s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hyscope_format::{FormatError, Trace};
@@ -124,6 +124,22 @@ impl TimelineIndex {
         };
         open_progressive_at(trace, files, progress, every, publish)
     }
+
+    /// [`TimelineIndex::open_progressive`] with its caches in the directory
+    /// `dir` instead of [`super::cache_dir`]'s.
+    pub fn open_progressive_in(
+        trace: &Trace,
+        dir: &Path,
+        progress: &(dyn Fn(usize, usize) + Sync),
+        every: Duration,
+        publish: &mut dyn FnMut(OverviewUpdate),
+    ) -> Result<(TimelineIndex, bool), FormatError> {
+        let files = (
+            cache::cache_file_in(dir, trace, "idx"),
+            cache::cache_file_in(dir, trace, "overview"),
+        );
+        open_progressive_at(trace, Some(files), progress, every, publish)
+    }
 }
 
 /// [`TimelineIndex::open_progressive`] with the cache files (index,
@@ -137,10 +153,36 @@ pub(super) fn open_progressive_at(
 ) -> Result<(TimelineIndex, bool), FormatError> {
     let key = files.as_ref().map(|_| cache::key(trace));
     let (index_file, overview_file) = files.unzip();
+    // The key (sizes and modification times) does not see a part that rotted
+    // in place: before either cache is used, every part is checked as the
+    // build checks it ([`crate::damaged_parts::check_ranks`], its checksums
+    // only, no decoding). A damaged part makes both caches stale: they are
+    // removed and the build leaves its rank out, naming the file.
+    let mut sound: Option<bool> = None;
+    let mut still_sound = || {
+        *sound.get_or_insert_with(|| {
+            let at = Instant::now();
+            let ok = crate::damaged_parts::check_ranks(trace).is_empty();
+            if crate::timing::enabled() {
+                crate::timing::say(&format!(
+                    "timeline caches: every part's checksums verified in {:.1} ms ({})",
+                    at.elapsed().as_secs_f64() * 1e3,
+                    if ok { "sound" } else { "damaged: rebuilt" }
+                ));
+            }
+            if !ok {
+                for f in index_file.iter().chain(&overview_file) {
+                    let _ = std::fs::remove_file(f);
+                }
+            }
+            ok
+        })
+    };
     let mut warning = None;
     let mut have_overview = false;
     if let (Some(f), Some(k)) = (&overview_file, &key) {
         match super::overview::load_cached(f, k) {
+            Ok(Some(_)) if !still_sound() => {}
             Ok(Some(overview)) => {
                 let ranks = overview.rank_rows().len();
                 publish(OverviewUpdate {
@@ -162,6 +204,7 @@ pub(super) fn open_progressive_at(
     if warning.is_none()
         && let (Some(f), Some(k)) = (&index_file, &key)
         && let Ok(index) = cache::load(trace, f, k)
+        && still_sound()
     {
         return Ok((index, true));
     }
