@@ -547,6 +547,102 @@ fn profile_mode_writes_only_summaries() {
     }
 }
 
+/// Format 1.11: each summary row's Σ of squared durations is in its own
+/// column, as a Parquet reader sees it, exact (a single interval's is its
+/// duration squared, more than one's between (Σd)²/n and (Σd)²), and the
+/// row's `task_id`, `parallel_id` and `requested_team_size` are 0; the
+/// records read the same sums. A trace-mode run has the column all null.
+#[test]
+fn profile_mode_sums_of_squares_have_their_own_column() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Decimal128Type, UInt8Type, UInt32Type, UInt64Type};
+    use arrow_array::{Array, RecordBatch};
+    use hyscope_format::{SUMMARY_SUM_SQ_COLUMN, Table};
+
+    let columns = |trace: &Trace| -> Vec<RecordBatch> {
+        let names = [
+            "kind",
+            "count",
+            "chunk_start",
+            "task_id",
+            "parallel_id",
+            "requested_team_size",
+            SUMMARY_SUM_SQ_COLUMN,
+        ];
+        let options = ScanOptions {
+            columns: Some(names.iter().map(|n| n.to_string()).collect()),
+            ..ScanOptions::default()
+        };
+        trace
+            .scan(Table::Omp, &options)
+            .map(Result::unwrap)
+            .collect()
+    };
+    let run = record("regions", &[("HYSCOPE_MODE", "profile")]);
+    let mut from_column = Vec::new();
+    for b in columns(&run.trace) {
+        let u64s = |n: &str| {
+            b.column_by_name(n)
+                .unwrap()
+                .as_primitive::<UInt64Type>()
+                .clone()
+        };
+        let (count, total, task, parallel) = (
+            u64s("count"),
+            u64s("chunk_start"),
+            u64s("task_id"),
+            u64s("parallel_id"),
+        );
+        let kind = b
+            .column_by_name("kind")
+            .unwrap()
+            .as_primitive::<UInt8Type>();
+        let requested = b
+            .column_by_name("requested_team_size")
+            .unwrap()
+            .as_primitive::<UInt32Type>();
+        let sums = b
+            .column_by_name(SUMMARY_SUM_SQ_COLUMN)
+            .unwrap()
+            .as_primitive::<Decimal128Type>();
+        for i in 0..b.num_rows() {
+            assert_eq!(kind.value(i), OmpKind::Summary as u8);
+            assert_eq!(
+                (task.value(i), parallel.value(i), requested.value(i)),
+                (0, 0, 0)
+            );
+            assert!(sums.is_valid(i), "row {i}: no sum");
+            let (n, d, sq) = (
+                u128::from(count.value(i)),
+                u128::from(total.value(i)),
+                sums.value(i) as u128,
+            );
+            if n == 1 {
+                assert_eq!(sq, d * d, "row {i}");
+            } else {
+                assert!(n * sq >= d * d && sq <= d * d, "row {i}: {n} {d} {sq}");
+            }
+            from_column.push((count.value(i), total.value(i), sq));
+        }
+    }
+    assert_eq!(from_column.len(), run.omp.len());
+    assert!(from_column.iter().any(|&(n, d, _)| n > 1 && d > 0));
+    let mut from_records: Vec<(u64, u64, u128)> = run
+        .omp
+        .iter()
+        .map(|r| (r.count, r.chunk_start, r.summary_sum_sq()))
+        .collect();
+    from_column.sort();
+    from_records.sort();
+    assert_eq!(from_column, from_records);
+
+    let traced = record("regions", &[]);
+    for b in columns(&traced.trace) {
+        let sums = b.column_by_name(SUMMARY_SUM_SQ_COLUMN).unwrap();
+        assert_eq!(sums.null_count(), b.num_rows());
+    }
+}
+
 #[test]
 fn groups_and_dispatch_switches() {
     let run = record("loops", &[("HYSCOPE_GROUPS", "parallel,work")]);

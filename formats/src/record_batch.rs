@@ -5,14 +5,18 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Float64Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    Decimal128Type, Float64Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type,
+    UInt64Type,
 };
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
-    UInt8Array, UInt16Array, UInt32Array, UInt64Array,
+    Array, ArrayRef, BooleanArray, Decimal128Array, Float64Array, Int32Array, Int64Array,
+    RecordBatch, StringArray, UInt8Array, UInt16Array, UInt32Array, UInt64Array,
 };
 
-use crate::schema::{MpiRecord, OmpRecord, PhaseRecord, SampleRecord, SymbolRecord, Table};
+use crate::schema::{
+    MpiRecord, OmpKind, OmpRecord, PhaseRecord, SUMMARY_SUM_SQ_COLUMN, SUMMARY_SUM_SQ_MAX,
+    SUMMARY_SUM_SQ_MAX_1_10, SampleRecord, SymbolRecord, Table, summary_sum_sq_type,
+};
 
 /// A row type of one table.
 pub trait Record: Sized {
@@ -80,20 +84,30 @@ impl OmpColumns {
     /// `write` of the batch of `rows`, in the iterator's order (a writer's
     /// sorted rows, read where they are). The buffers come back when `write`
     /// kept no reference to them, else the next batch allocates its own.
+    ///
+    /// A `summary` row's Σ of squared durations goes to its own column
+    /// ([`SUMMARY_SUM_SQ_COLUMN`], null on other rows), and the fields that
+    /// hold it in memory ([`OmpRecord::summary_sum_sq`]) are written 0.
     pub fn write<'a, T>(
         &mut self,
         rows: impl Iterator<Item = &'a OmpRecord> + Clone,
         write: impl FnOnce(&RecordBatch) -> T,
     ) -> T {
+        // 0 for a summary row, whose in-memory value is part of its sum.
+        let unless_summary = |r: &OmpRecord, v| if r.kind == SUMMARY { 0 } else { v };
         macro_rules! columns {
-            ($($f:ident: $ty:ident),* $(,)?) => {{
+            ($($f:ident: $ty:ident = $get:expr),* $(,)?) => {{
                 $(
                     let mut values = std::mem::take(&mut self.$f);
                     values.clear();
-                    values.extend(rows.clone().map(|r| r.$f));
+                    values.extend(rows.clone().map($get));
                     let $f = $ty::new(values.into(), None);
                 )*
-                let batch = batch(Table::Omp, vec![$(Arc::new($f.clone()) as ArrayRef),*]);
+                let sum_sq = summary_sum_sq_column(rows.clone());
+                let batch = batch(
+                    Table::Omp,
+                    vec![$(Arc::new($f.clone()) as ArrayRef,)* Arc::new(sum_sq)],
+                );
                 let result = write(&batch);
                 drop(batch);
                 $(
@@ -103,20 +117,66 @@ impl OmpColumns {
             }};
         }
         columns!(
-            thread: UInt32Array,
-            kind: UInt8Array,
-            variant: UInt8Array,
-            start_ns: Int64Array,
-            end_ns: Int64Array,
-            parallel_id: UInt64Array,
-            task_id: UInt64Array,
-            codeptr: UInt64Array,
-            team_size: UInt32Array,
-            requested_team_size: UInt32Array,
-            count: UInt64Array,
-            chunk_start: UInt64Array,
-            flags: UInt32Array,
+            thread: UInt32Array = |r| r.thread,
+            kind: UInt8Array = |r| r.kind,
+            variant: UInt8Array = |r| r.variant,
+            start_ns: Int64Array = |r| r.start_ns,
+            end_ns: Int64Array = |r| r.end_ns,
+            parallel_id: UInt64Array = |r| unless_summary(r, r.parallel_id),
+            task_id: UInt64Array = |r| unless_summary(r, r.task_id),
+            codeptr: UInt64Array = |r| r.codeptr,
+            team_size: UInt32Array = |r| r.team_size,
+            requested_team_size: UInt32Array =
+                |r| unless_summary(r, u64::from(r.requested_team_size)) as u32,
+            count: UInt64Array = |r| r.count,
+            chunk_start: UInt64Array = |r| r.chunk_start,
+            flags: UInt32Array = |r| r.flags,
         )
+    }
+}
+
+const SUMMARY: u8 = OmpKind::Summary as u8;
+
+/// The [`SUMMARY_SUM_SQ_COLUMN`] of `rows`: each `summary` row's sum, null
+/// elsewhere (all null, without a pass over the rows' values, in a batch
+/// without summary rows: trace mode).
+fn summary_sum_sq_column<'a>(rows: impl Iterator<Item = &'a OmpRecord> + Clone) -> Decimal128Array {
+    let array = if rows.clone().any(|r| r.kind == SUMMARY) {
+        rows.map(|r| (r.kind == SUMMARY).then(|| r.summary_sum_sq() as i128))
+            .collect::<Decimal128Array>()
+    } else {
+        Decimal128Array::new_null(rows.count())
+    };
+    array.with_data_type(summary_sum_sq_type())
+}
+
+/// Each `summary` row's sum of squares from [`SUMMARY_SUM_SQ_COLUMN`]
+/// (format 1.11), or, where the column is null or absent, from the form of
+/// format 1.10 the row was read with (`task_id` + 2^64 × `requested_team_size`,
+/// [`SUMMARY_SUM_SQ_MAX_1_10`] where it overflowed; 0 before 1.10). A value
+/// the column cannot mean (negative, or above [`SUMMARY_SUM_SQ_MAX`]) reads
+/// as lost.
+fn read_summary_sums(rows: &mut [OmpRecord], column: Option<&Decimal128Array>) {
+    for (i, r) in rows.iter_mut().enumerate() {
+        if r.kind != SUMMARY {
+            continue;
+        }
+        let sum_sq = match column.filter(|c| c.is_valid(i)) {
+            Some(c) => {
+                u128::try_from(c.value(i)).map_or(SUMMARY_SUM_SQ_MAX, |v| v.min(SUMMARY_SUM_SQ_MAX))
+            }
+            None => {
+                // 1.10: 96 bits; the reader's in-memory form adds the low
+                // half of `parallel_id`, which such a row has as 0.
+                let old = r.summary_sum_sq() & SUMMARY_SUM_SQ_MAX_1_10;
+                if old == SUMMARY_SUM_SQ_MAX_1_10 {
+                    SUMMARY_SUM_SQ_MAX
+                } else {
+                    old
+                }
+            }
+        };
+        r.set_summary_sum_sq(sum_sq);
     }
 }
 
@@ -142,7 +202,13 @@ impl Record for OmpRecord {
         let count = col::<UInt64Type>(b, "count")?.values();
         let chunk_start = col::<UInt64Type>(b, "chunk_start")?.values();
         let flags = col::<UInt32Type>(b, "flags")?.values();
-        Ok((0..b.num_rows())
+        // Absent from a projection without it (and from parts before 1.11
+        // read without the scan, which fills it with nulls).
+        let sum_sq = match b.column_by_name(SUMMARY_SUM_SQ_COLUMN) {
+            Some(_) => Some(col::<Decimal128Type>(b, SUMMARY_SUM_SQ_COLUMN)?),
+            None => None,
+        };
+        let mut rows: Vec<OmpRecord> = (0..b.num_rows())
             .map(|i| OmpRecord {
                 thread: thread[i],
                 kind: kind[i],
@@ -158,7 +224,9 @@ impl Record for OmpRecord {
                 chunk_start: chunk_start[i],
                 flags: flags[i],
             })
-            .collect())
+            .collect();
+        read_summary_sums(&mut rows, sum_sq);
+        Ok(rows)
     }
 }
 

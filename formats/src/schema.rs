@@ -126,6 +126,10 @@ impl Table {
                 ("module_offset", LateDefault::NullUInt64),
                 ("module_build_id", LateDefault::NullUtf8),
             ],
+            // Format 1.11: a `summary` row's Σ of squared durations in a
+            // column of its own (1.10 kept it in `task_id` and
+            // `requested_team_size`, which `OmpRecord::from_batch` still reads).
+            Table::Omp => &[(SUMMARY_SUM_SQ_COLUMN, LateDefault::NullDecimal128)],
             _ => &[],
         }
     }
@@ -156,6 +160,8 @@ pub enum LateDefault {
     NullUInt64,
     /// Null (not known), in a nullable `Utf8` column.
     NullUtf8,
+    /// Null, in a nullable column of [`summary_sum_sq_type`].
+    NullDecimal128,
 }
 
 impl LateDefault {
@@ -166,6 +172,9 @@ impl LateDefault {
             LateDefault::UInt32(v) => Arc::new(arrow_array::UInt32Array::from_value(v, rows)),
             LateDefault::NullUInt64 => Arc::new(arrow_array::UInt64Array::new_null(rows)),
             LateDefault::NullUtf8 => Arc::new(arrow_array::StringArray::new_null(rows)),
+            LateDefault::NullDecimal128 => Arc::new(
+                arrow_array::Decimal128Array::new_null(rows).with_data_type(summary_sum_sq_type()),
+            ),
         }
     }
 }
@@ -189,7 +198,18 @@ fn omp_schema() -> Schema {
         u64_field("count", false),
         u64_field("chunk_start", false),
         Field::new("flags", DataType::UInt32, false),
+        Field::new(SUMMARY_SUM_SQ_COLUMN, summary_sum_sq_type(), true),
     ])
+}
+
+/// The type of [`SUMMARY_SUM_SQ_COLUMN`]: an integer of up to 38 decimal
+/// digits (Parquet `FIXED_LEN_BYTE_ARRAY(16)` annotated `DECIMAL(38, 0)`),
+/// exact, which pyarrow, pandas, DuckDB and Polars read as a number. A sum
+/// of squares never exceeds the square of its sum (`chunk_start`, u64 ns):
+/// 38 digits hold it for any sum below 10^19 ns (317 years), where a u64
+/// would overflow at one interval of 4.3 s and an f64 would round it.
+pub fn summary_sum_sq_type() -> DataType {
+    DataType::Decimal128(38, 0)
 }
 
 fn mpi_schema() -> Schema {
@@ -452,15 +472,19 @@ pub struct OmpRecord {
     pub start_ns: i64,
     /// End, ns on the node's monotonic clock (= start for instants).
     pub end_ns: i64,
-    /// Process-unique id of the parallel region (0 = none/serial).
+    /// Process-unique id of the parallel region (0 = none/serial). In
+    /// memory, part of a `summary` row's [`OmpRecord::summary_sum_sq`].
     pub parallel_id: u64,
-    /// Process-unique id of the task (implicit or explicit) the interval belongs to.
+    /// Process-unique id of the task (implicit or explicit) the interval
+    /// belongs to. In memory, part of a `summary` row's
+    /// [`OmpRecord::summary_sum_sq`].
     pub task_id: u64,
     /// Code address (`codeptr_ra`) of the construct; resolve through the `symbols` table.
     pub codeptr: u64,
     /// Team size (actual).
     pub team_size: u32,
-    /// Team size requested (parallel regions).
+    /// Team size requested (parallel regions). In memory, part of a
+    /// `summary` row's [`OmpRecord::summary_sum_sq`].
     pub requested_team_size: u32,
     /// Kind-specific count: trip count, chunk iterations, wait id, thread index in team...
     pub count: u64,
@@ -470,22 +494,46 @@ pub struct OmpRecord {
     pub flags: u32,
 }
 
-/// The largest Σ of squared durations a `summary` row holds (96 bits):
-/// a row that reached it has lost its sum ([`OmpRecord::summary_sum_sq`]).
-pub const SUMMARY_SUM_SQ_MAX: u128 = (1 << 96) - 1;
+/// The `omp` column of a `summary` row's Σ of its intervals' squared
+/// durations, ns² (format 1.11; null on every other row).
+pub const SUMMARY_SUM_SQ_COLUMN: &str = "duration_sq_sum_ns2";
+
+/// The largest Σ of squared durations a `summary` row holds, 10^38 − 1 (the
+/// largest value of [`SUMMARY_SUM_SQ_COLUMN`]): a row at it has lost its sum
+/// ([`OmpRecord::summary_sum_sq`]). Not reached below a summed duration of
+/// 10^19 ns (317 years).
+pub const SUMMARY_SUM_SQ_MAX: u128 = 10u128.pow(38) - 1;
+
+/// Where format 1.10's `summary` rows saturated their sum of squares
+/// (2^96 − 1, the 96 bits of `task_id` and `requested_team_size`): such a
+/// row has lost its sum.
+pub const SUMMARY_SUM_SQ_MAX_1_10: u128 = (1 << 96) - 1;
 
 /// The format version (major, minor) from which `summary` rows carry
-/// [`OmpRecord::summary_sum_sq`]; before it, both of its columns are 0.
+/// [`OmpRecord::summary_sum_sq`]; before it, they have none (0).
 pub const SUMMARY_SUM_SQ_SINCE: (u32, u32) = (1, 10);
+
+/// The format version from which the sum has its own column,
+/// [`SUMMARY_SUM_SQ_COLUMN`] (1.10: in `task_id` and `requested_team_size`).
+pub const SUMMARY_SUM_SQ_COLUMN_SINCE: (u32, u32) = (1, 11);
 
 impl OmpRecord {
     /// A `summary` row's Σ of its intervals' squared durations, ns² (the
-    /// scatter of the intervals it sums): `task_id` holds its low 64 bits
-    /// and `requested_team_size` the next 32, columns a summary row has no
-    /// other use for. [`SUMMARY_SUM_SQ_MAX`] where it overflowed; 0 in
-    /// traces before [`SUMMARY_SUM_SQ_SINCE`].
+    /// scatter of the intervals it sums). In the trace it is the column
+    /// [`SUMMARY_SUM_SQ_COLUMN`], and the row's `task_id`, `parallel_id`
+    /// and `requested_team_size` are 0. In memory (the collector's spool and
+    /// the records this crate reads) the record has no field of its own for
+    /// it, which would widen every record of the collector's hot path for
+    /// the few rows of profile mode: `task_id` holds its bits 0–63,
+    /// `requested_team_size` bits 64–95 and the low half of `parallel_id`
+    /// bits 96–127, fields a summary row has no other use for (the spools of
+    /// format 1.10's collectors fill the first two alike). Read and set it
+    /// through these two functions only. [`SUMMARY_SUM_SQ_MAX`] where it was
+    /// lost; 0 in traces before [`SUMMARY_SUM_SQ_SINCE`].
     pub fn summary_sum_sq(&self) -> u128 {
-        u128::from(self.task_id) | (u128::from(self.requested_team_size) << 64)
+        u128::from(self.task_id)
+            | (u128::from(self.requested_team_size) << 64)
+            | (u128::from(self.parallel_id as u32) << 96)
     }
 
     /// Set a `summary` row's Σ of squared durations (ns²), saturated at
@@ -494,6 +542,7 @@ impl OmpRecord {
         let v = sum_sq.min(SUMMARY_SUM_SQ_MAX);
         self.task_id = v as u64;
         self.requested_team_size = (v >> 64) as u32;
+        self.parallel_id = (v >> 96) as u64;
     }
 }
 

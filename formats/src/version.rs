@@ -2,7 +2,7 @@
 //! the readers (apart from the manifest, so the errors can name it too).
 
 /// `major.minor`. Readers refuse a different major version.
-pub const FORMAT_VERSION: &str = "1.10";
+pub const FORMAT_VERSION: &str = "1.11";
 /// The major part of [`FORMAT_VERSION`].
 pub const FORMAT_MAJOR: u32 = 1;
 
@@ -29,6 +29,6 @@ mod tests {
         assert!(version_at_least("2.0", (1, 10)));
         assert!(!version_at_least("1", (1, 0)));
         assert!(!version_at_least("", (1, 0)));
-        assert!(version_at_least(FORMAT_VERSION, (1, 10)));
+        assert!(version_at_least(FORMAT_VERSION, (1, 11)));
     }
 }

@@ -49,6 +49,17 @@ fn omp_record() -> impl Strategy<Value = OmpRecord> {
                 flags,
             },
         )
+        .prop_map(|mut r| {
+            // A `summary` row's `task_id`, `requested_team_size` and
+            // `parallel_id` hold its sum of squares (`summary_sum_sq`),
+            // which is what it keeps.
+            if r.kind == hyscope_format::OmpKind::Summary as u8 {
+                let sum_sq = r.summary_sum_sq();
+                r.parallel_id = 0;
+                r.set_summary_sum_sq(sum_sq);
+            }
+            r
+        })
 }
 
 fn mpi_record() -> impl Strategy<Value = MpiRecord> {

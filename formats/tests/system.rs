@@ -13,5 +13,6 @@ mod proptest_rows;
 mod roundtrip;
 mod settings_readme;
 mod spool;
+mod summary_sum_sq;
 mod unspool;
 mod version_1_0;

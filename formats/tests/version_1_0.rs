@@ -168,7 +168,7 @@ fn mpi_records(trace: &Trace) -> Vec<MpiRecord> {
 
 #[test]
 fn a_1_0_trace_reads_with_no_receive_side() {
-    assert_eq!(FORMAT_VERSION, "1.10");
+    assert_eq!(FORMAT_VERSION, "1.11");
     let dir = tempfile::tempdir().unwrap();
     write_1_0_trace(dir.path());
     let trace = Trace::open(dir.path()).unwrap();
@@ -361,4 +361,141 @@ fn a_1_1_part_round_trips_the_receive_side() {
         sides.send.map(|e| (e.peer, e.tag, e.bytes)),
         Some((1, 4, 64))
     );
+}
+
+/// The `omp` columns of formats 1.0 to 1.10 (1.11 added the sum of squares').
+const OMP_COLUMNS_1_10: [&str; 13] = [
+    "thread",
+    "kind",
+    "variant",
+    "start_ns",
+    "end_ns",
+    "parallel_id",
+    "task_id",
+    "codeptr",
+    "team_size",
+    "requested_team_size",
+    "count",
+    "chunk_start",
+    "flags",
+];
+
+/// Format 1.10 kept a `summary` row's Σ of squared durations in `task_id`
+/// (bits 0–63) and `requested_team_size` (bits 64–95), 2^96 − 1 where it
+/// overflowed: such a part reads with its sums, the overflowed one lost,
+/// and a parallel region's fields as they are.
+#[test]
+fn a_1_10_trace_reads_its_sums_of_squares() {
+    use arrow_array::{ArrayRef, UInt32Array, UInt64Array};
+    use hyscope_format::{OmpKind, OmpRecord, SUMMARY_SUM_SQ_COLUMN, SUMMARY_SUM_SQ_MAX};
+
+    let region = OmpRecord {
+        kind: OmpKind::Parallel as u8,
+        start_ns: 5,
+        end_ns: 50,
+        parallel_id: 3,
+        task_id: 11,
+        team_size: 2,
+        requested_team_size: 4,
+        codeptr: 0x40_1000,
+        ..OmpRecord::default()
+    };
+    // (code address, sum as 1.10 wrote it, sum read)
+    let sums: [(u64, u128, u128); 3] = [
+        (0x40_2000, 56_000_000_000_000, 56_000_000_000_000),
+        (0x40_3000, (1 << 70) + 5, (1 << 70) + 5),
+        (0x40_4000, (1 << 96) - 1, SUMMARY_SUM_SQ_MAX),
+    ];
+    let mut rows = vec![region];
+    for (codeptr, written, _) in sums {
+        rows.push(OmpRecord {
+            kind: OmpKind::Summary as u8,
+            variant: OmpKind::Parallel as u8,
+            codeptr,
+            count: 3,
+            chunk_start: 12_000_000,
+            task_id: written as u64,
+            requested_team_size: (written >> 64) as u32,
+            ..OmpRecord::default()
+        });
+    }
+    // The 1.10 writer wrote every field as the record held it.
+    let full = OmpRecord::to_batch(&rows);
+    let mut columns: Vec<ArrayRef> = full.columns().to_vec();
+    let at = |name: &str| full.schema().index_of(name).unwrap();
+    columns[at("task_id")] = Arc::new(UInt64Array::from_iter_values(
+        rows.iter().map(|r| r.task_id),
+    ));
+    columns[at("requested_team_size")] = Arc::new(UInt32Array::from_iter_values(
+        rows.iter().map(|r| r.requested_team_size),
+    ));
+    let full = RecordBatch::try_new(full.schema(), columns).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    write_old_part(dir.path(), Table::Omp, &full, &OMP_COLUMNS_1_10, "1.10");
+    std::fs::write(
+        dir.path().join("manifest.json"),
+        r#"{"format_version": "1.10", "mode": "profile", "world_size": 1, "hosts": ["node0"],
+            "ranks": [{"rank": 0, "host": "node0", "pid": 10, "threads": 1}]}"#,
+    )
+    .unwrap();
+    let trace = Trace::open(dir.path()).unwrap();
+    let back: Vec<OmpRecord> = trace
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    assert_eq!(back[0], region);
+    for (codeptr, _, read) in sums {
+        let r = back.iter().find(|r| r.codeptr == codeptr).unwrap();
+        assert_eq!(r.summary_sum_sq(), read, "{codeptr:#x}");
+    }
+    // A scan of the 1.11 column gets it, null: the part predates it.
+    for batch in trace.scan(
+        Table::Omp,
+        &ScanOptions {
+            columns: Some(vec![SUMMARY_SUM_SQ_COLUMN.into()]),
+            ..ScanOptions::default()
+        },
+    ) {
+        let batch = batch.unwrap();
+        let column = batch.column_by_name(SUMMARY_SUM_SQ_COLUMN).unwrap();
+        assert_eq!(column.null_count(), batch.num_rows());
+    }
+}
+
+/// A profile-mode trace the collector of format 1.10 recorded
+/// (`tests/omp/regions.c`, kept in `tests/fixtures/profile-1.10`): every
+/// summary row reads a sum of squares its intervals can have, a single
+/// interval's exactly its duration squared.
+#[test]
+fn a_recorded_1_10_profile_reads_its_sums_of_squares() {
+    use hyscope_format::{OmpKind, OmpRecord};
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/profile-1.10");
+    let trace = Trace::open(&dir).unwrap();
+    assert_eq!(trace.manifest.format_version, "1.10");
+    assert_eq!(trace.manifest.mode, "profile");
+    let rows: Vec<OmpRecord> = trace
+        .read_records::<OmpRecord>(&ScanOptions::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    assert!(rows.len() > 10, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r.kind, OmpKind::Summary as u8);
+        let (n, total, sq) = (
+            u128::from(r.count),
+            u128::from(r.chunk_start),
+            r.summary_sum_sq(),
+        );
+        if n == 1 {
+            assert_eq!(sq, total * total, "{r:?}");
+        } else {
+            // Cauchy–Schwarz: (Σd)² / n ≤ Σd² ≤ (Σd)².
+            assert!(n * sq >= total * total && sq <= total * total, "{r:?}");
+        }
+    }
+    assert!(rows.iter().any(|r| r.count > 1 && r.chunk_start > 0));
 }

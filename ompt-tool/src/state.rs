@@ -859,7 +859,8 @@ pub(crate) fn emit_all_summaries() {
 /// Summary row: variant = the aggregated kind, flags = its variant, count = intervals,
 /// start/end = first start and last end, chunk_start = summed duration in ns,
 /// team_size = the largest team (parallel regions), the summed squared
-/// durations in `task_id` and `requested_team_size` (`set_summary_sum_sq`).
+/// durations through `set_summary_sum_sq` (the trace's column
+/// `duration_sq_sum_ns2`, format 1.11).
 fn summary_row(thread: u32, a: &Aggregate) -> OmpRecord {
     let mut row = OmpRecord {
         thread,

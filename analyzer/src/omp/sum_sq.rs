@@ -10,7 +10,10 @@ use crate::model::{Observable, Scatter};
 /// Σ of an item's per-instance times squared (ns², exact: the same however
 /// the ranks were split and merged); `None` where some of them came from
 /// rows that do not carry it (profile-mode `summary` rows of traces before
-/// format 1.10, or one whose sum does not fit its total).
+/// format 1.10, or one whose sum does not fit its total). A row's sum is
+/// its column `duration_sq_sum_ns2` (format 1.11), or in a 1.10 trace its
+/// `task_id` and `requested_team_size`: `OmpRecord::summary_sum_sq` reads
+/// either, as `hyscope_format` read the row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct SumSq(Option<u128>);
 
@@ -38,7 +41,8 @@ impl SumSq {
 
     /// A profile-mode `summary` row's intervals: their sum of squares where
     /// the row carries one that fits its count and total (n · Σd² ≥ (Σd)²,
-    /// Cauchy–Schwarz; traces before 1.10 carry 0), else unknown.
+    /// Cauchy–Schwarz; traces before 1.10 carry 0, and a lost one, overflowed
+    /// or null in its column, reads as `SUMMARY_SUM_SQ_MAX`), else unknown.
     pub(super) fn add_summary(&mut self, r: &OmpRecord) {
         let sq = r.summary_sum_sq();
         let total = u128::from(r.chunk_start);
@@ -116,5 +120,18 @@ mod tests {
         let mut zero = SumSq::default();
         zero.add_summary(&summary(5, 0, 0));
         assert_eq!(zero.scatter(5, 0), Some(Scatter::of_ns(5, 0, 0)));
+    }
+
+    /// A region of one instance of 100 h and one of 101 h: their squares
+    /// (2.6e29 ns²) pass the 96 bits format 1.10 held, not format 1.11's
+    /// column; the scatter is that of the two, sd √0.5 h.
+    #[test]
+    fn sums_beyond_96_bits_are_known() {
+        let h = 3_600_000_000_000u128;
+        let (a, b) = (100 * h, 101 * h);
+        let mut sq = SumSq::default();
+        sq.add_summary(&summary(2, (a + b) as u64, a * a + b * b));
+        let s = sq.scatter(2, (a + b) as i64).unwrap().unwrap();
+        assert!((s.sd - 0.5f64.sqrt() * 3600.0).abs() < 1e-6, "{s:?}");
     }
 }
