@@ -14,61 +14,57 @@
 
 /* 0: execv, 1: execvp, 2: execve (exec.rs). */
 int hyscope_exec_variadic(int how, const char *path, char *const argv[], char *const envp[]);
+#define EXECV 0
+#define EXECVP 1
+#define EXECVE 2
 
 extern char **environ;
 
-/* The arguments from `first` up to the null pointer (not counted); -1 with
- * E2BIG past INT_MAX - 1, as glibc. */
-#define COUNT_ARGS(first, argc)                                                                    \
-  do {                                                                                             \
-    va_list count;                                                                                 \
-    va_start(count, first);                                                                        \
-    for (argc = 1; va_arg(count, const char *) != NULL; argc++) {                                  \
-      if (argc == INT_MAX - 1) {                                                                   \
-        va_end(count);                                                                             \
-        errno = E2BIG;                                                                             \
-        return -1;                                                                                 \
-      }                                                                                            \
-    }                                                                                              \
-    va_end(count);                                                                                 \
-  } while (0)
+/* The exec `how` of `path` with `first` and the arguments after it in
+ * `*args` up to the null pointer, and for EXECVE the environment after
+ * that (the others: `environ`). The arguments are counted first (-1 with
+ * E2BIG past INT_MAX - 1, as glibc), then gathered into a vector on the
+ * stack: no allocation, nothing but `va_*` between a `fork` and the exec. */
+static int exec_list(int how, const char *path, const char *first, va_list *args) {
+  va_list count;
+  va_copy(count, *args);
+  int argc = 1;
+  for (; va_arg(count, const char *) != NULL; argc++) {
+    if (argc == INT_MAX - 1) {
+      va_end(count);
+      errno = E2BIG;
+      return -1;
+    }
+  }
+  va_end(count);
+  char *argv[argc + 1];
+  argv[0] = (char *)first;
+  for (int i = 1; i <= argc; i++)
+    argv[i] = va_arg(*args, char *);
+  char *const *envp = how == EXECVE ? va_arg(*args, char *const *) : environ;
+  return hyscope_exec_variadic(how, path, argv, envp);
+}
 
 HIDDEN int hyscope_execl(const char *path, const char *arg, ...) {
-  int argc;
-  COUNT_ARGS(arg, argc);
-  char *argv[argc + 1];
   va_list args;
   va_start(args, arg);
-  argv[0] = (char *)arg;
-  for (int i = 1; i <= argc; i++)
-    argv[i] = va_arg(args, char *);
+  int result = exec_list(EXECV, path, arg, &args);
   va_end(args);
-  return hyscope_exec_variadic(0, path, argv, environ);
+  return result;
 }
 
 HIDDEN int hyscope_execlp(const char *file, const char *arg, ...) {
-  int argc;
-  COUNT_ARGS(arg, argc);
-  char *argv[argc + 1];
   va_list args;
   va_start(args, arg);
-  argv[0] = (char *)arg;
-  for (int i = 1; i <= argc; i++)
-    argv[i] = va_arg(args, char *);
+  int result = exec_list(EXECVP, file, arg, &args);
   va_end(args);
-  return hyscope_exec_variadic(1, file, argv, environ);
+  return result;
 }
 
 HIDDEN int hyscope_execle(const char *path, const char *arg, ...) {
-  int argc;
-  COUNT_ARGS(arg, argc);
-  char *argv[argc + 1];
   va_list args;
   va_start(args, arg);
-  argv[0] = (char *)arg;
-  for (int i = 1; i <= argc; i++)
-    argv[i] = va_arg(args, char *);
-  char *const *envp = va_arg(args, char *const *);
+  int result = exec_list(EXECVE, path, arg, &args);
   va_end(args);
-  return hyscope_exec_variadic(2, path, argv, envp);
+  return result;
 }

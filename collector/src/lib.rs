@@ -9,7 +9,8 @@
 //! - [`settings`]: the `HYSCOPE_*` settings; [`diag`]: warnings, `guarded`, `lock`;
 //!   [`threads`]: the collector's own threads, started with the process's signals blocked;
 //! - [`clock`]: the one monotonic clock (`now_ns`); [`slots`]: the per-thread
-//!   slots; [`symbols`]: code addresses → function, file:line;
+//!   slots; [`symbols`]: code addresses → function, file:line, with
+//!   [`loaded_images`]: the modules as the loader mapped them (bias, build-id);
 //! - [`state`]: configuration, rank and identity, trace directory, manifest, rank info;
 //! - [`spooling`]: the spool, the writer thread that fills it, `flush_all`, the hot path;
 //! - [`crash`]: fatal-signal handlers that spool every recorded event first;
@@ -30,6 +31,7 @@ pub mod diag;
 pub mod exec;
 pub mod forking;
 pub mod lifecycle;
+pub mod loaded_images;
 pub mod mpi;
 pub mod nvtx;
 pub mod phases;

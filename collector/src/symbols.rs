@@ -4,7 +4,8 @@
 //! resolve every distinct address the trace holds with
 //! `hyscope_format::resolve_with_maps`, which also gives each row its
 //! module's place (`module_offset`) and GNU build-id (`module_build_id`),
-//! read from the module's headers and note segments once per module. The map is also copied into the spool
+//! both of the image the loader mapped ([`crate::loaded_images`]): the file
+//! at the module's path may have been replaced since it was loaded. The map is also copied into the spool
 //! directory early ([`write_maps`]), so that `hyscope record` can resolve the
 //! addresses of a process that died before its exit.
 
@@ -12,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Mutex;
 
-pub use hyscope_format::{Mapping, parse_maps, resolve_with_maps};
+pub use hyscope_format::{Mapping, parse_maps, resolve_with_images, resolve_with_maps};
 use hyscope_format::{PartWriter, SymbolRecord, Table, WriterOptions};
 
 use crate::diag::{self, lock};
@@ -33,10 +34,15 @@ pub(crate) fn forget_written() {
     }
 }
 
-/// Resolve addresses of this process against its current module map.
+/// Resolve addresses of this process against its current module map and
+/// the images its loader mapped.
 pub fn resolve(addresses: &[u64]) -> Vec<SymbolRecord> {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
-    resolve_with_maps(addresses, &parse_maps(&maps))
+    resolve_with_images(
+        addresses,
+        &parse_maps(&maps),
+        &crate::loaded_images::images(),
+    )
 }
 
 /// Copy this process's module map to `path` (early: a process killed later

@@ -80,8 +80,8 @@ pub(crate) fn facts_of(read_at: impl Fn(u64, &mut [u8]) -> Option<()>) -> Option
     Some(facts)
 }
 
-/// The build-id in the note segment of `size` bytes at `offset` (notes
-/// padded to `align`: 8 or 4), if it holds one.
+/// The build-id in the note segment of `size` bytes at `offset` of the
+/// file (notes padded to `align`), if it holds one.
 fn build_id_in(
     read_at: &impl Fn(u64, &mut [u8]) -> Option<()>,
     offset: u64,
@@ -93,21 +93,29 @@ fn build_id_in(
     }
     let mut notes = vec![0u8; usize::try_from(size).ok()?];
     read_at(offset, &mut notes)?;
+    build_id_in_notes(&notes, align)
+}
+
+/// The `NT_GNU_BUILD_ID` note's bytes in lowercase hex, if `notes` (the
+/// bytes of one `PT_NOTE` segment, read from the file or from the image
+/// the loader mapped, notes padded to `align`: 8 or 4) holds one. Notes cut
+/// short or claiming more than `notes` holds give none, never a panic.
+pub fn build_id_in_notes(notes: &[u8], align: u64) -> Option<String> {
     let pad = |n: usize| {
         if align == 8 {
-            n.next_multiple_of(8)
+            n.checked_next_multiple_of(8)
         } else {
-            n.next_multiple_of(4)
+            n.checked_next_multiple_of(4)
         }
     };
     let mut at = 0usize;
     while at.checked_add(12)? <= notes.len() {
-        let namesz = u32_at(&notes, at) as usize;
-        let descsz = u32_at(&notes, at + 4) as usize;
-        let kind = u32_at(&notes, at + 8);
+        let namesz = u32_at(notes, at) as usize;
+        let descsz = u32_at(notes, at + 4) as usize;
+        let kind = u32_at(notes, at + 8);
         let name = at + 12;
-        let desc = name.checked_add(pad(namesz))?;
-        let end = desc.checked_add(pad(descsz))?;
+        let desc = name.checked_add(pad(namesz)?)?;
+        let end = desc.checked_add(pad(descsz)?)?;
         if desc.checked_add(descsz)? > notes.len() {
             return None;
         }
@@ -134,7 +142,7 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{ElfFacts, facts_of, read};
+    use super::{ElfFacts, build_id_in_notes, facts_of, read};
     use std::path::{Path, PathBuf};
     use std::process::Command;
 
@@ -252,6 +260,18 @@ mod tests {
         // The segment past the end of the file.
         let whole = elf_with(&[(0, 0)], Some(&id));
         assert_eq!(facts(&whole[..whole.len() - 4]).unwrap().build_id, None);
+    }
+
+    /// The note parser over bytes alone (a note segment as mapped in
+    /// memory): the build-id after another note; none
+    /// in bytes cut short or empty.
+    #[test]
+    fn the_build_id_is_found_in_the_bytes_of_a_note_segment() {
+        let id = note(b"GNU\0", 3, &[0xab, 0xcd]);
+        let notes = [note(b"GNU\0", 1, &[0; 16]), id.clone()].concat();
+        assert_eq!(build_id_in_notes(&notes, 4).as_deref(), Some("abcd"));
+        assert_eq!(build_id_in_notes(&notes[..notes.len() - 4], 4), None);
+        assert_eq!(build_id_in_notes(&[], 4), None);
     }
 
     /// `cc` run in `dir` on `source` (written as `name.c`) with `args`.

@@ -38,18 +38,22 @@
 //! - where a rank's files go: [`Layout`] ([`RANK_BLOCK`], [`FLAT_MAX_RANKS`]);
 //! - reading: [`Trace`] with [`ScanOptions`], [`PartFile`], [`PartScan`],
 //!   [`read_part_records`]; writing: [`PartWriter`] with [`WriterOptions`];
-//! - code addresses: [`Mapping`], [`parse_maps`], [`resolve_with_maps`];
+//! - code addresses: [`Mapping`], [`parse_maps`], [`resolve_with_maps`],
+//!   [`resolve_with_images`] with [`LoadedImage`];
 //! - errors: [`FormatError`].
 //!
-//! Four modules stay public because each is a namespace of its own rather
-//! than a part of the trace API: [`metrics`] (the names of sampled metrics),
+//! Five modules stay public because each is a namespace of its own rather
+//! than a part of the trace API: [`elf`] (what is read of a module's ELF
+//! headers and notes), [`metrics`] (the names of sampled metrics),
 //! [`settings`] (the table of `HYSCOPE_*` variables), [`spool`] (the
 //! collector's raw record files and their encoding into parts) and
 //! [`trace_name`] (how a trace directory is named by default); and, behind
 //! the feature `synthetic`, the generator `synthetic`.
 
-/// What the symbolizer reads of a module's ELF headers: link base, build-id.
-mod elf;
+/// What the symbolizer reads of a module's ELF headers: link base, build-id
+/// (`elf::read` from the file; `elf::build_id_in_notes` from the bytes of a
+/// note segment, which the collector reads from the image the loader mapped).
+pub mod elf;
 mod error;
 /// Which run a trace directory belongs to (`job_dir::job_output_dir`): a run
 /// never writes into an earlier run's trace.
@@ -103,11 +107,12 @@ pub use reader::{
 pub use record_batch::Record;
 pub use schema::{
     ANY, Endpoint, Endpoints, LateDefault, MpiRecord, NO_ITERATION, NO_RANK, NO_TAG, OmpKind,
-    OmpRecord, PROC_NULL, PhaseRecord, SUMMARY_SUM_SQ_MAX, SUMMARY_SUM_SQ_SINCE, SampleRecord,
-    SymbolRecord, Table, mpi_call, phase_source, sort_phases, variant_name,
+    OmpRecord, PROC_NULL, PhaseRecord, SUMMARY_SUM_SQ_COLUMN, SUMMARY_SUM_SQ_COLUMN_SINCE,
+    SUMMARY_SUM_SQ_MAX, SUMMARY_SUM_SQ_MAX_1_10, SUMMARY_SUM_SQ_SINCE, SampleRecord, SymbolRecord,
+    Table, mpi_call, phase_source, sort_phases, summary_sum_sq_type, variant_name,
 };
 pub use settings::{Setting, Settings};
 pub use spool::{SpoolReader, SpoolRecord, SpoolWriter};
-pub use symbolize::{Mapping, parse_maps, resolve_with_maps};
+pub use symbolize::{LoadedImage, Mapping, parse_maps, resolve_with_images, resolve_with_maps};
 pub use version::{FORMAT_VERSION, version_at_least};
 pub use writer::{PartWriter, WriterOptions, WriterStats, part_path};

@@ -8,6 +8,12 @@
 //! `module_offset` the same return address in the module's link-time layout
 //! (the address less the module's load bias), and its `module_build_id` the
 //! module's GNU build-id (both from the module's headers, [`crate::elf`]).
+//! A live process also gives each module as its loader mapped it
+//! ([`LoadedImage`]): then the load bias and the build-id are those of the
+//! image that ran, not of whatever file is at the path by the time of the
+//! exit (a binary replaced on disk during the run, by a rebuild or an
+//! installation, is another file, and its path in the map then ends in
+//! ` (deleted)`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -48,9 +54,33 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         .collect()
 }
 
+/// A module as the dynamic loader of a live process mapped it: the address
+/// ranges of its loadable segments, its load bias (`dlpi_addr`) and the
+/// build-id of the note segments mapped with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedImage {
+    pub ranges: Vec<std::ops::Range<u64>>,
+    pub bias: u64,
+    pub build_id: Option<String>,
+}
+
 /// Resolve addresses against a module map (addresses outside every module get a row
-/// with an empty module and no source).
+/// with an empty module and no source), every module's bias and build-id
+/// read from its file's headers: for a process that is gone (`hyscope
+/// record` resolving what a dead rank left).
 pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecord> {
+    resolve_with_images(addresses, maps, &[])
+}
+
+/// [`resolve_with_maps`] for a live process, with the `images` its loader
+/// mapped: a module holding an address of one of them takes that image's
+/// bias and build-id; only a module not among them (mapped some other way
+/// than by the loader) is read from its file.
+pub fn resolve_with_images(
+    addresses: &[u64],
+    maps: &[Mapping],
+    images: &[LoadedImage],
+) -> Vec<SymbolRecord> {
     // Group the addresses by module so each file is loaded once.
     let mut by_module: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
     let mut out = Vec::new();
@@ -69,20 +99,12 @@ pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecor
         }
     }
     for (module, addrs) in by_module {
-        let elf = crate::elf::read(Path::new(module));
-        // Load bias: shared objects and PIEs are mapped at the start of their
-        // offset-0 mapping, less the address they were linked at (0 but for
-        // one linked at a base of its own, `-Wl,-Ttext-segment`: its first
-        // segment's); fixed-address executables (ET_EXEC) have none.
-        let bias = if elf.exec {
-            0
-        } else {
-            maps.iter()
-                .filter(|m| m.path == module)
-                .map(|m| m.start - m.offset)
-                .min()
-                .unwrap_or(0)
-                .wrapping_sub(elf.link_base)
+        let image = images
+            .iter()
+            .find(|i| i.ranges.iter().any(|r| r.contains(&addrs[0])));
+        let (bias, build_id) = match image {
+            Some(image) => (image.bias, image.build_id.clone()),
+            None => file_bias_and_build_id(module, maps),
         };
         let loader = addr2line::Loader::new(module).ok();
         for a in addrs {
@@ -96,7 +118,7 @@ pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecor
                 file: None,
                 line: None,
                 module_offset: Some(offset),
-                module_build_id: elf.build_id.clone(),
+                module_build_id: build_id.clone(),
             };
             if let Some(loader) = &loader {
                 let probe = offset.wrapping_sub(1);
@@ -129,4 +151,25 @@ pub fn resolve_with_maps(addresses: &[u64], maps: &[Mapping]) -> Vec<SymbolRecor
     }
     out.sort_by_key(|r| r.address);
     out
+}
+
+/// The load bias and build-id of `module` from its file's headers and its
+/// mappings in `maps`.
+fn file_bias_and_build_id(module: &str, maps: &[Mapping]) -> (u64, Option<String>) {
+    let elf = crate::elf::read(Path::new(module));
+    // Load bias: shared objects and PIEs are mapped at the start of their
+    // offset-0 mapping, less the address they were linked at (0 but for
+    // one linked at a base of its own, `-Wl,-Ttext-segment`: its first
+    // segment's); fixed-address executables (ET_EXEC) have none.
+    let bias = if elf.exec {
+        0
+    } else {
+        maps.iter()
+            .filter(|m| m.path == module)
+            .map(|m| m.start - m.offset)
+            .min()
+            .unwrap_or(0)
+            .wrapping_sub(elf.link_base)
+    };
+    (bias, elf.build_id)
 }

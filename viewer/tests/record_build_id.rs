@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hyscope_format::{ScanOptions, SymbolRecord, Trace};
+use hyscope_format::{SymbolRecord, elf};
 use record_support::*;
 
 /// `argv[1]` parallel regions of 2 threads, each thread adding `K` times
@@ -58,13 +58,6 @@ fn build(dir: &Path, k: u32, build_id: &str) -> PathBuf {
     build_mpi_without_debug_info_with(dir, "app", &src, &[build_id])
 }
 
-/// `exe` copied to `to`.
-fn copy(exe: &Path, to: &Path) -> PathBuf {
-    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-    std::fs::copy(exe, to).unwrap();
-    to.to_path_buf()
-}
-
 /// The build-id `readelf -n` prints for `exe`, if any.
 fn readelf_build_id(exe: &Path) -> Option<String> {
     let out = Command::new("readelf")
@@ -79,17 +72,9 @@ fn readelf_build_id(exe: &Path) -> Option<String> {
 }
 
 /// Record the MPMD job `-np 1 a REPS : -np 1 b REPS` into `dir`; its output.
-fn record_mpmd(dir: &Path, a: &Path, b: &Path) -> String {
-    let out = run_ok(
-        record_into(dir)
-            .arg("mpirun")
-            .args(mpirun_args(1))
-            .arg(a)
-            .arg(REPS.to_string())
-            .args([":", "-np", "1"])
-            .arg(b)
-            .arg(REPS.to_string()),
-    );
+fn record_both(dir: &Path, a: &Path, b: &Path) -> String {
+    let reps = REPS.to_string();
+    let out = record_mpmd(dir, (a, &reps), (b, &reps));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -148,34 +133,14 @@ fn build_id_of(symbols: &[(u32, SymbolRecord)], rank: u32) -> (Option<String>, S
 type Sites = Vec<(String, Vec<u64>, u64)>;
 
 fn regions_and_sites(report: &serde_json::Value) -> (Sites, Sites) {
-    let rows = |list: &serde_json::Value, count: &str| -> Sites {
-        let mut v: Sites = list
-            .as_array()
-            .expect("a list")
-            .iter()
-            .map(|r| {
-                (
-                    r["location"]["label"].as_str().unwrap().to_string(),
-                    r["ranks"].as_array().map_or_else(Vec::new, |a| {
-                        a.iter().map(|x| x.as_u64().unwrap()).collect()
-                    }),
-                    r[count].as_u64().unwrap(),
-                )
-            })
-            .collect();
+    let sorted = |list: Vec<Located>| -> Sites {
+        let mut v: Sites = list.into_iter().map(|(l, r, n, _)| (l, r, n)).collect();
         v.sort();
         v
     };
-    let sites: Vec<serde_json::Value> = report["mpi"]["observed"]["callsites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["call"] == "MPI_Allreduce")
-        .cloned()
-        .collect();
     (
-        rows(&report["regions"]["observed"], "instances"),
-        rows(&serde_json::Value::Array(sites), "count"),
+        sorted(report_regions(report)),
+        sorted(allreduce_sites(report)),
     )
 }
 
@@ -197,7 +162,7 @@ fn two_builds_laid_out_alike_are_two_locations() {
     let one = build(&tmp.path().join("b1"), 1, "-Wl,--build-id");
     let two = build(&tmp.path().join("b2"), 2, "-Wl,--build-id");
     let dir = tmp.path().join("trace");
-    let stdout = record_mpmd(&dir, &one, &two);
+    let stdout = record_both(&dir, &one, &two);
     // Each rank ran its own build: 3 regions × K × (1 + 2); 9 + 18 in all.
     assert_eq!(printed_by(&stdout, 0), "K 1 sum 27", "{stdout}");
     assert_eq!(printed_by(&stdout, 1), "K 2 sum 27", "{stdout}");
@@ -206,8 +171,7 @@ fn two_builds_laid_out_alike_are_two_locations() {
     // same functions at the same offsets of one file name, which file name
     // and layout alone take for one binary) and their build-ids, those
     // `readelf` prints, differ.
-    let trace = Trace::open(&dir).unwrap();
-    let symbols: Vec<(u32, SymbolRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    let symbols: Vec<(u32, SymbolRecord)> = trace_rows(&dir);
     assert_eq!(layout(&symbols, 0), layout(&symbols, 1));
     let (id0, module0) = build_id_of(&symbols, 0);
     let (id1, module1) = build_id_of(&symbols, 1);
@@ -239,17 +203,16 @@ fn two_builds_laid_out_alike_are_two_locations() {
 fn one_build_at_two_paths_and_names_is_one_location() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build(&tmp.path().join("build"), 1, "-Wl,--build-id");
-    let a = copy(&exe, &tmp.path().join("p1/app"));
-    let b = copy(&exe, &tmp.path().join("p2/renamed"));
+    let a = copy_to(&exe, &tmp.path().join("p1/app"));
+    let b = copy_to(&exe, &tmp.path().join("p2/renamed"));
     let dir = tmp.path().join("trace");
-    let stdout = record_mpmd(&dir, &a, &b);
+    let stdout = record_both(&dir, &a, &b);
     assert_eq!(printed_by(&stdout, 0), "K 1 sum 18", "{stdout}");
     assert_eq!(printed_by(&stdout, 1), "K 1 sum 18", "{stdout}");
 
     // Each rank's code is in its own copy, under its own name, with the
     // build's one build-id.
-    let trace = Trace::open(&dir).unwrap();
-    let symbols: Vec<(u32, SymbolRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    let symbols: Vec<(u32, SymbolRecord)> = trace_rows(&dir);
     let (id0, module0) = build_id_of(&symbols, 0);
     let (id1, module1) = build_id_of(&symbols, 1);
     assert_eq!(
@@ -274,14 +237,13 @@ fn without_a_build_id_copies_merge_by_layout_and_the_report_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let exe = build(&tmp.path().join("build"), 1, "-Wl,--build-id=none");
     assert_eq!(readelf_build_id(&exe), None);
-    let a = copy(&exe, &tmp.path().join("p1/app"));
-    let b = copy(&exe, &tmp.path().join("p2/app"));
+    let a = copy_to(&exe, &tmp.path().join("p1/app"));
+    let b = copy_to(&exe, &tmp.path().join("p2/app"));
     let dir = tmp.path().join("trace");
-    let stdout = record_mpmd(&dir, &a, &b);
+    let stdout = record_both(&dir, &a, &b);
     assert_eq!(printed_by(&stdout, 1), "K 1 sum 18", "{stdout}");
 
-    let trace = Trace::open(&dir).unwrap();
-    let symbols: Vec<(u32, SymbolRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    let symbols: Vec<(u32, SymbolRecord)> = trace_rows(&dir);
     assert_eq!(build_id_of(&symbols, 0), (None, a.display().to_string()));
     assert_eq!(build_id_of(&symbols, 1), (None, b.display().to_string()));
 
@@ -307,4 +269,78 @@ fn without_a_build_id_copies_merge_by_layout_and_the_report_says_so() {
         "{}",
         String::from_utf8_lossy(&text.stdout)
     );
+}
+
+/// One parallel region of 2 threads adding `K`; then it creates the file
+/// `argv[1]` and waits (60 s at most) for the file `argv[2]`; then exits.
+const WAITS_SRC: &str = r#"#include <omp.h>
+#include <stdio.h>
+#include <unistd.h>
+static volatile int K = 1;
+int main(int argc, char **argv) {
+    double s = 0;
+#pragma omp parallel num_threads(2) reduction(+ : s)
+    s += K * (omp_get_thread_num() + 1);
+    FILE *ready = fopen(argv[1], "w");
+    if (ready) fclose(ready);
+    for (int i = 0; i < 6000 && access(argv[2], F_OK) != 0; i++) usleep(10000);
+    printf("K %d sum %g\n", K, s);
+    return 0;
+}
+"#;
+
+/// A program whose file is replaced on disk while it runs (a rebuild, an
+/// installation: a new file renamed over the path, as `install` and the
+/// linkers do) has the build-id of the binary that ran, not of the file at
+/// its path by the time of its exit.
+#[test]
+fn a_binary_replaced_while_it_runs_has_the_build_id_that_ran() {
+    let tmp = tempfile::tempdir().unwrap();
+    let build = |k: u32| {
+        let dir = tmp.path().join(format!("b{k}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        build_omp(
+            &dir,
+            "app",
+            &WAITS_SRC.replace("K = 1;", &format!("K = {k};")),
+        )
+    };
+    let (ran, other) = (build(1), build(2));
+    let (ran_id, other_id) = (elf::read(&ran).build_id, elf::read(&other).build_id);
+    assert!(
+        ran_id.is_some() && ran_id != other_id,
+        "{ran_id:?} {other_id:?}"
+    );
+    let exe = copy_to(&ran, &tmp.path().join("run/app"));
+    let (ready, go) = (tmp.path().join("ready"), tmp.path().join("go"));
+    let dir = tmp.path().join("trace");
+    let mut record = record_into(&dir);
+    record.arg(&exe).arg(&ready).arg(&go);
+    let recording = std::thread::spawn(move || run_ok(&mut record));
+
+    let start = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(
+            start.elapsed() < hyscope_testkit::LAUNCH_LIMIT && !recording.is_finished(),
+            "the program never got past its parallel region"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let new = copy_to(&other, &tmp.path().join("run/app.new"));
+    std::fs::rename(&new, &exe).unwrap();
+    assert_eq!(elf::read(&exe).build_id, other_id, "the file is replaced");
+    std::fs::write(&go, "").unwrap();
+    let out = recording.join().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "K 1 sum 3\n");
+
+    let symbols: Vec<(u32, SymbolRecord)> = trace_rows(&dir);
+    let rows: Vec<&SymbolRecord> = symbols
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.module.starts_with(&exe.display().to_string()))
+        .collect();
+    assert!(!rows.is_empty(), "{symbols:#?}");
+    for row in rows {
+        assert_eq!(row.module_build_id, ran_id, "{row:?}");
+    }
 }

@@ -6,7 +6,7 @@ use hyscope_testkit::OutputWithin;
 
 use std::path::Path;
 
-use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace, mpi_call};
+use hyscope_format::{MpiRecord, OmpKind, ScanOptions, Trace};
 use record_support::*;
 
 /// Both ranks wrote their part of the trace, with the OpenMP regions the program has.
@@ -31,22 +31,7 @@ fn check_trace(dir: &Path) {
     // The MPI calls of the program, per rank.
     let mpi: Vec<(u32, MpiRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
     for rank in [0, 1] {
-        let calls = |c: u16| {
-            mpi.iter()
-                .filter(|(r, m)| *r == rank && m.call == c)
-                .count()
-        };
-        for (call, n) in [
-            (mpi_call::MPI_Init_thread, 1),
-            (mpi_call::MPI_Irecv, 1),
-            (mpi_call::MPI_Isend, 1),
-            (mpi_call::MPI_Waitall, 1),
-            (mpi_call::MPI_Allreduce, 1),
-            (mpi_call::MPI_Finalize, 1),
-            (mpi_call::REQUEST_COMPLETE, 2),
-        ] {
-            assert_eq!(calls(call), n, "rank {rank}: {}", mpi_call::name(call));
-        }
+        assert_mpi_src_calls(&mpi, rank);
     }
 }
 

@@ -59,22 +59,7 @@ fn mpich_program_needs_the_mpich_build_of_the_collector() {
         assert_eq!(trace.manifest.mpi.as_ref().unwrap().flavour, "mpich");
         let mpi: Vec<(u32, MpiRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
         for rank in [0, 1] {
-            let calls = |c: u16| {
-                mpi.iter()
-                    .filter(|(r, m)| *r == rank && m.call == c)
-                    .count()
-            };
-            for (call, n) in [
-                (mpi_call::MPI_Init_thread, 1),
-                (mpi_call::MPI_Irecv, 1),
-                (mpi_call::MPI_Isend, 1),
-                (mpi_call::MPI_Waitall, 1),
-                (mpi_call::MPI_Allreduce, 1),
-                (mpi_call::MPI_Finalize, 1),
-                (mpi_call::REQUEST_COMPLETE, 2),
-            ] {
-                assert_eq!(calls(call), n, "rank {rank}: {}", mpi_call::name(call));
-            }
+            assert_mpi_src_calls(&mpi, rank);
             let isend = mpi
                 .iter()
                 .find(|(r, m)| *r == rank && m.call == mpi_call::MPI_Isend)

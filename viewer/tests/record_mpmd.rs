@@ -143,17 +143,7 @@ fn mpmd_programs_with_code_at_one_address_stay_apart() {
     let b_src = MPMD_SRC.replace("\"A rank", "\"B rank");
     let b = build_mpi_with(tmp.path(), "mpmd_b", &b_src, &["-no-pie"]);
     let dir = tmp.path().join("trace");
-    let out = record_into(&dir)
-        .arg("mpirun")
-        .args(mpirun_args(1))
-        .arg(&a)
-        .arg("3")
-        .args([":", "-np", "1"])
-        .arg(&b)
-        .arg("5")
-        .output_within_limit()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = record_mpmd(&dir, (&a, "3"), (&b, "5"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     // 3 regions × (1 + 2) + 5 × (1 + 2), on both ranks.
     assert!(stdout.contains("A rank 0 sum 24"), "{stdout}");

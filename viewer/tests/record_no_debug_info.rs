@@ -67,38 +67,13 @@ fn addr2line_function(exe: &Path, offset: u64) -> String {
         .to_string()
 }
 
-/// A location of the report: label, ranks, count, module offset.
-type Located = (String, Vec<u64>, u64, u64);
-
-/// (label, ranks, count, module offset) of `list`'s locations, by offset.
-fn located(list: &serde_json::Value, count: &str) -> Vec<Located> {
-    let mut v: Vec<_> = list
-        .as_array()
-        .expect("a list")
-        .iter()
-        .map(|r| {
-            let ranks = r["ranks"].as_array().map_or_else(Vec::new, |a| {
-                a.iter().map(|x| x.as_u64().unwrap()).collect()
-            });
-            (
-                r["location"]["label"].as_str().unwrap().to_string(),
-                ranks,
-                r[count].as_u64().unwrap(),
-                r["location"]["module_offset"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
-    v.sort_by_key(|x| x.3);
-    v
-}
-
 /// The report's parallel regions and `MPI_Allreduce` call sites (label,
 /// ranks, count, module offset), asserted to be one per construct of `SRC`
 /// over both ranks: two regions with their own instances, two call sites
 /// of one call per rank each.
 fn one_location_per_construct(report: &serde_json::Value) -> (Vec<Located>, Vec<Located>) {
     // Two regions, each over both ranks with its own instances.
-    let regions = located(&report["regions"]["observed"], "instances");
+    let regions = report_regions(report);
     assert_eq!(regions.len(), 2, "{regions:#?}");
     let mut counts: Vec<(Vec<u64>, u64)> = regions.iter().map(|r| (r.1.clone(), r.2)).collect();
     counts.sort();
@@ -108,14 +83,7 @@ fn one_location_per_construct(report: &serde_json::Value) -> (Vec<Located>, Vec<
         "{regions:#?}"
     );
     // Two MPI_Allreduce call sites, one call per rank each.
-    let sites: Vec<serde_json::Value> = report["mpi"]["observed"]["callsites"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["call"] == "MPI_Allreduce")
-        .cloned()
-        .collect();
-    let sites = located(&serde_json::Value::Array(sites), "count");
+    let sites = allreduce_sites(report);
     assert_eq!(sites.len(), 2, "{sites:#?}");
     assert!(sites.iter().all(|s| s.2 == 2), "{sites:#?}");
 
@@ -213,32 +181,17 @@ fn copies_of_one_binary_at_two_paths_merge_across_ranks() {
     let exe = build_mpi_without_debug_info(tmp.path(), NAME, SRC);
     let copies: Vec<std::path::PathBuf> = ["p1", "p2"]
         .iter()
-        .map(|d| {
-            let dir = tmp.path().join(d);
-            std::fs::create_dir_all(&dir).unwrap();
-            let copy = dir.join(NAME);
-            std::fs::copy(&exe, &copy).unwrap();
-            copy
-        })
+        .map(|d| copy_to(&exe, &tmp.path().join(d).join(NAME)))
         .collect();
     let dir = tmp.path().join("trace");
-    let out = run_ok(
-        record_into(&dir)
-            .arg("mpirun")
-            .args(mpirun_args(1))
-            .arg(&copies[0])
-            .arg(REPS.to_string())
-            .args([":", "-np", "1"])
-            .arg(&copies[1])
-            .arg(REPS.to_string()),
-    );
+    let reps = REPS.to_string();
+    let out = record_mpmd(&dir, (&copies[0], &reps), (&copies[1], &reps));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(printed(&stdout, "a"), 18.0, "{stdout}");
     assert_eq!(printed(&stdout, "b"), 300.0, "{stdout}");
 
     // What the test is about: each rank's code is in its own copy.
-    let trace = Trace::open(&dir).unwrap();
-    let symbols: Vec<(u32, SymbolRecord)> = trace.read_records(&ScanOptions::default()).unwrap();
+    let symbols: Vec<(u32, SymbolRecord)> = trace_rows(&dir);
     for (rank, copy) in copies.iter().enumerate() {
         let mains: Vec<&SymbolRecord> = symbols
             .iter()

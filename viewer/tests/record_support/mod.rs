@@ -10,7 +10,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hyscope_format::{OmpKind, OmpRecord, ScanOptions, Trace};
+use hyscope_format::{MpiRecord, OmpKind, OmpRecord, Record, ScanOptions, Trace, mpi_call};
+
+mod located;
+pub use located::{Located, allreduce_sites, report_regions};
 
 pub const LLVM_LIB: &str = "/usr/lib/llvm-19/lib";
 
@@ -203,6 +206,32 @@ pub fn build_phase_program(dir: &Path, name: &str) -> PathBuf {
     build_mpi_with(dir, name, &text, &[&include])
 }
 
+/// `hyscope record --mode <mode> -o <dir>/<name> -- mpirun -np 2 <exe>
+/// <args>` with passive OpenMP waits (a loaded machine's spinning threads
+/// would otherwise widen every scatter), which must succeed; the trace's
+/// directory. For comparisons of runs that differ by their arguments.
+pub fn record_two_ranks_in_mode(
+    dir: &Path,
+    name: &str,
+    mode: &str,
+    exe: &Path,
+    args: &[&str],
+) -> PathBuf {
+    let trace = dir.join(name);
+    run_ok(
+        hyscope()
+            .env("OMP_WAIT_POLICY", "passive")
+            .args(["record", "--mode", mode, "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg("mpirun")
+            .args(mpirun_args(2))
+            .arg(exe)
+            .args(args),
+    );
+    trace
+}
+
 /// `hyscope record -o <trace> -- mpirun -np <np> <exe>`, which must succeed.
 pub fn record_mpi_job(trace: &Path, exe: &Path, np: u32) {
     let out = record_into(trace)
@@ -212,6 +241,58 @@ pub fn record_mpi_job(trace: &Path, exe: &Path, np: u32) {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// `hyscope record -o <trace> -- mpirun -np 1 <a> <a's argument> : -np 1
+/// <b> <b's argument>` (an MPMD job of one rank per program), which must
+/// succeed; its output.
+pub fn record_mpmd(trace: &Path, a: (&Path, &str), b: (&Path, &str)) -> Output {
+    run_ok(
+        record_into(trace)
+            .arg("mpirun")
+            .args(mpirun_args(1))
+            .arg(a.0)
+            .arg(a.1)
+            .args([":", "-np", "1"])
+            .arg(b.0)
+            .arg(b.1),
+    )
+}
+
+/// The MPI calls of a rank of [`MPI_SRC`], each as often as the program
+/// makes it (and its two requests' completions), in `mpi` (a trace's rows).
+pub fn assert_mpi_src_calls(mpi: &[(u32, MpiRecord)], rank: u32) {
+    let calls = |c: u16| {
+        mpi.iter()
+            .filter(|(r, m)| *r == rank && m.call == c)
+            .count()
+    };
+    for (call, n) in [
+        (mpi_call::MPI_Init_thread, 1),
+        (mpi_call::MPI_Irecv, 1),
+        (mpi_call::MPI_Isend, 1),
+        (mpi_call::MPI_Waitall, 1),
+        (mpi_call::MPI_Allreduce, 1),
+        (mpi_call::MPI_Finalize, 1),
+        (mpi_call::REQUEST_COMPLETE, 2),
+    ] {
+        assert_eq!(calls(call), n, "rank {rank}: {}", mpi_call::name(call));
+    }
+}
+
+/// Every row of the table of `R` in the trace at `dir`, with its rank.
+pub fn trace_rows<R: Record>(dir: &Path) -> Vec<(u32, R)> {
+    let trace = Trace::open(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    trace
+        .read_records(&ScanOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+}
+
+/// `exe` copied to `to` (its directory made first).
+pub fn copy_to(exe: &Path, to: &Path) -> PathBuf {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(exe, to).unwrap();
+    to.to_path_buf()
 }
 
 /// `mpirun` arguments for 2 ranks on this machine (as root too).
