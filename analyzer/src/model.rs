@@ -442,6 +442,11 @@ impl RunFacts {
         ))
     }
 
+    /// The lines about its processes beyond the ranks ([`process_lines`]).
+    pub fn process_lines(&self) -> Vec<ProcessLine> {
+        process_lines(&self.children, &self.execs)
+    }
+
     /// What the run's counts over ranks (events, CPU placement) cover when
     /// ranks were left out, as every view says it: `1 of 2 ranks, rank 0
     /// left out`; None when every rank was analysed.
@@ -531,6 +536,46 @@ impl ExecEnd {
             self.rank, self.pid, self.rank
         )
     }
+}
+
+/// One line about a run's processes beyond its ranks, as every view lists
+/// it (the report's Run section, the TUI's and the GUI's summaries): what
+/// it tells of ([`ProcessLine::CHILD`], [`ProcessLine::PROGRAM`],
+/// [`ProcessLine::EXEC`]) and the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessLine {
+    pub label: &'static str,
+    pub text: String,
+}
+
+impl ProcessLine {
+    /// A process a rank started.
+    pub const CHILD: &'static str = "child process";
+    /// A program an exec put in the place of one that recorded (the same
+    /// process: not a child).
+    pub const PROGRAM: &'static str = "new program";
+    /// A program that ended by an exec.
+    pub const EXEC: &'static str = "exec";
+}
+
+/// The lines about the run's processes beyond its ranks, in the order every
+/// view lists them: each child process and program exec'd
+/// ([`ChildProcess::describe`]), then each program that ended by an exec
+/// ([`ExecEnd::describe`]), in id order; none when every id is a rank.
+pub fn process_lines(children: &[ChildProcess], execs: &[ExecEnd]) -> Vec<ProcessLine> {
+    let children = children.iter().map(|c| ProcessLine {
+        label: if c.exec_of.is_some() {
+            ProcessLine::PROGRAM
+        } else {
+            ProcessLine::CHILD
+        },
+        text: c.describe(),
+    });
+    let execs = execs.iter().map(|e| ProcessLine {
+        label: ProcessLine::EXEC,
+        text: e.describe(),
+    });
+    children.chain(execs).collect()
 }
 
 /// The number of ranks as every view writes it: the ids in the trace, with

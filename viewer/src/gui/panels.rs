@@ -107,42 +107,54 @@ fn summary(ui: &mut egui::Ui, a: &Analysis, action: &mut Option<Action>) {
         .num_columns(2)
         .striped(true)
         .show(ui, |ui| {
-            let mut row = |k: &str, v: String| {
+            let row = |ui: &mut egui::Ui, k: &str, v: String| {
                 ui.label(k);
                 // Long values (the MPI library string) end in "…"; hover for all of it.
                 ui.add(egui::Label::new(v.as_str()).truncate())
                     .on_hover_text(v);
                 ui.end_row();
             };
-            row("command", r.command.join(" "));
+            row(ui, "command", r.command.join(" "));
             row(
+                ui,
                 "ranks",
                 hyscope_analyzer::model::ranks_label(r.ranks, &r.children),
             );
             if let Some(analysed) = r.ranks_analysed_label() {
-                row("ranks analysed", analysed);
+                row(ui, "ranks analysed", analysed);
             }
-            for c in &r.children {
-                row("child process", c.describe());
+            // The processes beyond the ranks, as the report lists them:
+            // whole, wrapped at the panel's edge.
+            for p in r.process_lines() {
+                ui.label(p.label);
+                ui.add(egui::Label::new(p.text).wrap());
+                ui.end_row();
             }
-            for e in &r.execs {
-                row("exec", e.describe());
-            }
-            row("threads per rank", threads_per_rank(&r.threads_per_rank));
-            row("hosts", r.hosts.join(", "));
-            row("duration", units::secs(r.duration_s));
-            row("MPI", r.mpi_library.clone().unwrap_or_else(|| "-".into()));
+            row(
+                ui,
+                "threads per rank",
+                threads_per_rank(&r.threads_per_rank),
+            );
+            row(ui, "hosts", r.hosts.join(", "));
+            row(ui, "duration", units::secs(r.duration_s));
+            row(
+                ui,
+                "MPI",
+                r.mpi_library.clone().unwrap_or_else(|| "-".into()),
+            );
             if r.collector_init_s > 0.0 {
                 row(
+                    ui,
                     "collector in MPI_Init",
                     crate::report::collector_in_mpi_init(r.collector_init_s),
                 );
             }
             row(
+                ui,
                 "OpenMP",
                 r.openmp_runtime.clone().unwrap_or_else(|| "-".into()),
             );
-            row("events", crate::report::run::events_text(r));
+            row(ui, "events", crate::report::run::events_text(r));
         });
     ui.separator();
     ui.heading("Findings");

@@ -16,6 +16,7 @@ use super::app::GuiApp;
 use crate::units;
 
 mod differences;
+mod processes;
 
 const T: i64 = 5_000_000_000;
 const SPAN: i64 = 1_000_000;

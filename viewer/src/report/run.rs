@@ -47,11 +47,8 @@ pub fn facts(out: &mut String, a: &Analysis) {
     if let Some(analysed) = r.ranks_analysed_label() {
         kv("ranks analysed", analysed);
     }
-    for c in &r.children {
-        kv("child process", c.describe());
-    }
-    for e in &r.execs {
-        kv("exec", e.describe());
+    for p in r.process_lines() {
+        kv(p.label, p.text);
     }
     kv("duration", units::secs(r.duration_s));
     // Of the ranks analysed only: "— 1 of 2 ranks, rank 0 left out".

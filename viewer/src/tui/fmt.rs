@@ -73,6 +73,33 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     pack(text.split(' '), " ", width, Long::Split)
 }
 
+/// Entries of one or more lines each (wrapped to `width`) on at most `max`
+/// lines: the entries that do not fit whole are counted on the last line,
+/// `… and N more (hyscope report lists them all)`, never cut silently.
+pub fn capped(entries: &[Vec<String>], max: usize, width: usize) -> Vec<String> {
+    let total: usize = entries.iter().map(Vec::len).sum();
+    if total <= max {
+        return entries.concat();
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut whole = 0;
+    for e in entries {
+        if lines.len() + e.len() > max.saturating_sub(1) {
+            break;
+        }
+        lines.extend(e.iter().cloned());
+        whole += 1;
+    }
+    lines.push(clip(
+        &format!(
+            "… and {} more (hyscope report lists them all)",
+            entries.len() - whole
+        ),
+        width,
+    ));
+    lines
+}
+
 /// A horizontal bar of `width` cells filled to `frac` with eighth-blocks.
 pub fn bar(frac: f64, width: usize) -> String {
     let frac = if frac.is_finite() {
@@ -147,6 +174,27 @@ mod tests {
         // Spaces kept as written inside a line, none at the start of one.
         assert_eq!(wrap("a  b", 10), ["a  b"]);
         assert_eq!(wrap("ab cd", 2), ["ab", "cd"]);
+    }
+
+    /// Entries that do not fit whole are counted on the last line.
+    #[test]
+    fn capped_counts_the_entries_left_out() {
+        let e = |n: usize| vec!["x".to_string(); n];
+        let entries = [e(2), e(1), e(2)];
+        assert_eq!(capped(&entries, 5, 80).len(), 5);
+        assert_eq!(
+            capped(&entries, 4, 80),
+            [
+                "x",
+                "x",
+                "x",
+                "… and 1 more (hyscope report lists them all)"
+            ]
+        );
+        assert_eq!(
+            capped(&entries, 2, 80),
+            ["… and 3 more (hyscope report lists them all)"]
+        );
     }
 
     /// One loop, two treatments of a part longer than a line.

@@ -49,7 +49,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
             problems,
         );
     }
-    let facts_lines = run_facts(app, area.width.saturating_sub(2) as usize);
+    let width = area.width.saturating_sub(2) as usize;
+    let mut facts_lines = run_facts(app, width);
+    // The lines about the processes beyond the ranks, last: the run's
+    // facts take at most two thirds of the tab, the POP tree and the
+    // findings keep the rest.
+    let room = (area.height as usize * 2 / 3).saturating_sub(2 + facts_lines.len());
+    facts_lines.extend(
+        process_lines(&app.data.manifest, width, room)
+            .into_iter()
+            .map(Line::from),
+    );
     // On a short terminal the facts give way (marked) to a few lines of
     // the POP tree and the findings.
     let [facts, rest] = Layout::vertical([
@@ -78,34 +88,43 @@ const FINDINGS_MIN_H: u16 = 4;
 const PROBLEM_LINES: usize = 6;
 
 /// The trace's problems, `! problem`, wrapped to `width`, on at most
-/// [`PROBLEM_LINES`] lines: the problems that do not fit whole are counted
-/// on the last line, never cut silently.
+/// [`PROBLEM_LINES`] lines ([`fmt::capped`]: those that do not fit whole
+/// are counted on the last line, never cut silently).
 fn problem_lines(problems: &[impl std::fmt::Display], width: usize) -> Vec<String> {
     let wrapped: Vec<Vec<String>> = problems
         .iter()
         .map(|p| fmt::wrap(&format!("! {p}"), width))
         .collect();
-    let total: usize = wrapped.iter().map(Vec::len).sum();
-    if total <= PROBLEM_LINES {
-        return wrapped.concat();
-    }
-    let mut lines: Vec<String> = Vec::new();
-    let mut whole = 0;
-    for w in &wrapped {
-        if lines.len() + w.len() > PROBLEM_LINES - 1 {
-            break;
-        }
-        lines.extend(w.iter().cloned());
-        whole += 1;
-    }
-    lines.push(fmt::clip(
-        &format!(
-            "… and {} more (hyscope report lists them all)",
-            problems.len() - whole
-        ),
-        width,
-    ));
-    lines
+    fmt::capped(&wrapped, PROBLEM_LINES, width)
+}
+
+/// The width of the labels of the process lines (`child process`, `exec`):
+/// each line's text wraps under its own start.
+const PROCESS_LABEL_W: usize = hyscope_analyzer::ProcessLine::CHILD.len() + 1;
+
+/// The run's lines about its processes beyond the ranks, as the report's
+/// Run section lists them ([`hyscope_analyzer::process_lines`], from the
+/// manifest, before the analysis is there): each after its label, wrapped
+/// to `width` under the start of its text, on at most `room` lines (at
+/// least 2; [`fmt::capped`] counts those that do not fit on the last).
+fn process_lines(m: &hyscope_format::Manifest, width: usize, room: usize) -> Vec<String> {
+    let children = hyscope_analyzer::processes::children(&m.ranks);
+    let execs = hyscope_analyzer::processes::execs(&m.ranks);
+    let text_w = width.saturating_sub(PROCESS_LABEL_W).max(20);
+    let wrapped: Vec<Vec<String>> = hyscope_analyzer::process_lines(&children, &execs)
+        .iter()
+        .map(|p| {
+            fmt::wrap(&p.text, text_w)
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let label = if i == 0 { p.label } else { "" };
+                    format!("{label:<PROCESS_LABEL_W$}{l}")
+                })
+                .collect()
+        })
+        .collect();
+    fmt::capped(&wrapped, room.max(2), width)
 }
 
 /// The run's facts, each on one line of `width` characters: what does not
@@ -193,13 +212,24 @@ fn run_facts(app: &App, width: usize) -> Vec<Line<'static>> {
                 .collect()
         })
         .unwrap_or_default();
-    let mut lines = vec![
-        Line::from(fact("command   ", &m.command.join(" "))),
-        Line::from(format!(
-            "ranks {ranks}  threads/rank {threads}  nodes {}  duration {duration}  mode {}",
-            m.hosts.len(),
-            m.mode
-        )),
+    // The counts, on as many lines as they take (a count is never cut).
+    let counts = fmt::pack(
+        [
+            format!("ranks {ranks}"),
+            format!("threads/rank {threads}"),
+            format!("nodes {}", m.hosts.len()),
+            format!("duration {duration}"),
+            format!("mode {}", m.mode),
+        ],
+        "  ",
+        width,
+        fmt::Long::Clip,
+    );
+    // Where the lines after the counts go.
+    let after = 1 + counts.len();
+    let mut lines = vec![Line::from(fact("command   ", &m.command.join(" ")))];
+    lines.extend(counts.into_iter().map(Line::from));
+    lines.extend([
         Line::from(fact("MPI       ", &mpi)),
         Line::from(fact("OpenMP    ", &omp)),
         Line::from(format!(
@@ -216,20 +246,20 @@ fn run_facts(app: &App, width: usize) -> Vec<Line<'static>> {
                 missing.join("; ")
             },
         )),
-    ];
+    ]);
     // Ranks a damaged part left out of the analysis, as the report says it.
     if let Some(analysed) = app
         .data
         .analysis()
         .and_then(|a| a.run.ranks_analysed_label())
     {
-        lines.insert(2, Line::from(fact("analysed  ", &analysed)));
+        lines.insert(after, Line::from(fact("analysed  ", &analysed)));
     }
     // The collector's own work at the end of MPI_Init, as the report says it.
     let init_ns = m.collector_init_ns();
     if init_ns > 0 {
         lines.insert(
-            3,
+            after + 1,
             Line::from(format!(
                 "collector in MPI_Init {}",
                 crate::report::collector_in_mpi_init(hyscope_analyzer::model::ns_to_s(
@@ -295,7 +325,7 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
     }
     walk(&pop.tree, 0, width, &mut lines);
     for line in pop.scope.lines() {
-        lines.push(Line::from(fmt::clip(&line, width)));
+        lines.extend(fmt::wrap(&line, width).into_iter().map(Line::from));
     }
     if !pop.additive.is_empty() {
         lines.push(Line::from("losses (share of core-time):"));
