@@ -3,6 +3,8 @@
 //! under `libhyscope.so`, read the trace back with `hyscope_format`.
 #![allow(dead_code)]
 
+pub mod ring;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
