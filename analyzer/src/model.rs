@@ -1284,6 +1284,11 @@ pub struct Projection {
     /// another node; null where the transport is not modelled).
     #[serde(default)]
     pub network_buffer_bytes_per_rank: Option<f64>,
+    /// The transport between nodes a job of this size uses (`openib`,
+    /// `UCX rc`, `UCX dc`, …): UCX changes it with the job's size; null
+    /// where it is not modelled.
+    #[serde(default)]
+    pub network_transport: Option<String>,
     /// QP management memory per rank (bytes; null where the transport is not modelled).
     pub qp_bytes_per_rank: Option<f64>,
     /// Communicator group maps per rank (bytes).

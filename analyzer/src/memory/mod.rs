@@ -6,6 +6,7 @@
 //! Didelot 2014 Table 3.4), communicator group maps (Kamal 2013 §3.1), the
 //! projection to larger jobs (`projection`), RSS across `MPI_Init`.
 
+mod buffers;
 mod graph;
 mod locality;
 mod machine;
@@ -14,6 +15,7 @@ mod projection;
 mod qp;
 mod shm;
 mod transport;
+mod ucx;
 
 pub use graph::GraphPart;
 pub use network::{OPENMPI_DEFAULT_RECEIVE_QUEUES, receive_queue_bytes};
@@ -140,7 +142,7 @@ pub fn analyze_memory(
         bytes_per_connection: network.bytes_per_connection,
         network_transport: network.transport.clone(),
         network_not_modelled: network.not_modelled.clone(),
-        network_queue_pairs: network.qp_bytes > 0.0,
+        network_queue_pairs: network.qp_bytes > 0.0 || network.qp_per_process > 0.0,
         shm_bytes_per_process: shm.bytes_per_process,
         projection_ranks_per_node: per_node,
         projection_ranks_per_node_source: per_node_source,

@@ -2,9 +2,9 @@
 //! nodes (`super::transport`): Open MPI's openib BTL has, per connection to
 //! a peer on another node, its eager-RDMA slots (Didelot 2014 §3.4) and its
 //! per-peer receive queue, and per process its shared receive queues (Open
-//! MPI's receive-queue specs); UCX's rc transport receives into one shared
-//! receive queue per process (UCX's `UCX_RC_RX_QUEUE_LEN` ×
-//! `UCX_RC_SEG_SIZE`) and has per endpoint only its queue pair; Open MPI's
+//! MPI's receive-queue specs); UCX over RDMA devices (rc, dc, ud) has
+//! buffers and queues per process, and for rc a queue pair per endpoint
+//! (`super::ucx`); Open MPI's
 //! tcp BTL reads each connection's socket through an endpoint cache of its
 //! own (`btl_tcp_endpoint_cache`, allocated when the connection is made:
 //! `btl_tcp_endpoint.c`); UCX over TCP has no network buffers per
@@ -13,9 +13,10 @@
 //! library's defaults. Peers on the rank's own node cost none of these
 //! (`super::shm`).
 
+pub(super) use super::buffers::NetworkBuffers;
+use super::buffers::qp_param;
 use super::shm::param;
 use super::transport::{self, Transport};
-use crate::model::ModelParam;
 use crate::options::BufferParams;
 use crate::trace_data::TraceData;
 
@@ -24,17 +25,13 @@ use crate::trace_data::TraceData;
 pub const OPENMPI_DEFAULT_RECEIVE_QUEUES: &str =
     "P,128,256,192,128:S,2048,1024,1008,64:S,12288,1024,1008,64:S,65536,1024,1008,64";
 
-/// UCX's rc transport defaults (`uct_rc_iface_common_config_table`,
-/// `src/uct/ib/rc/base/rc_iface.c`): receive queue length and segment size.
-const UCX_RC_RX: (u64, u64) = (4095, 8256);
-
-/// UCX's default `UCX_RC_MAX_NUM_EPS` (`uct_rc_iface_config_table`, same
-/// file): UCX selects rc only for jobs whose estimated endpoints (the MPI
-/// passes its world size) are at most this many; above, dc or ud.
-const UCX_RC_MAX_NUM_EPS: u64 = 256;
-
 /// Open MPI 4.1's default `btl_tcp_endpoint_cache`: bytes per TCP connection.
 const OPENMPI_TCP_ENDPOINT_CACHE: u64 = 30_720;
+
+/// Why a TCP connection's socket buffers are left out: they are the
+/// kernel's memory, not the process's, filled only with the data queued
+/// on the socket, up to limits the trace does not record.
+const KERNEL_SOCKET_BUFFERS: &str = "the kernel's socket buffers: kernel memory, not the process's, holding only the data queued on each socket, up to net.ipv4.tcp_rmem/tcp_wmem (Linux defaults 131072 B receive and 16384 B send to start, autotuned up to 6 MiB and 4 MiB; the recording host's values are not recorded)";
 
 /// (per-peer bytes, shared bytes) of an Open MPI receive-queue spec.
 pub fn receive_queue_bytes(spec: &str) -> Option<(u64, u64)> {
@@ -51,38 +48,6 @@ pub fn receive_queue_bytes(spec: &str) -> Option<(u64, u64)> {
         }
     }
     Some((per_peer, shared))
-}
-
-/// A UCX size setting (`8256`, `8k`, `1m`), bytes.
-fn ucx_size(v: &str) -> Option<u64> {
-    let v = v.trim().to_ascii_lowercase();
-    let v = v.strip_suffix('b').unwrap_or(&v);
-    let (num, mult) = match v.chars().last()? {
-        'k' => (&v[..v.len() - 1], 1 << 10),
-        'm' => (&v[..v.len() - 1], 1 << 20),
-        'g' => (&v[..v.len() - 1], 1 << 30),
-        _ => (v, 1),
-    };
-    Some(num.trim().parse::<u64>().ok()? * mult)
-}
-
-/// The network buffer model's inputs: what each connection to another node
-/// costs and what a process with one costs once, by the run's transport.
-pub(super) struct NetworkBuffers {
-    pub parameters: Vec<ModelParam>,
-    /// Buffers of one connection; `None`: not modelled.
-    pub bytes_per_connection: Option<f64>,
-    /// Shared receive queues per process with such a connection, bytes.
-    pub rq_shared: u64,
-    /// Memory of one queue pair (0: the transport has none).
-    pub qp_bytes: f64,
-    /// The transport, in words (`Open MPI openib BTL`, `TCP (…)`).
-    pub transport: String,
-    /// The largest job (ranks) the model holds for: UCX's rc is not
-    /// selected above `UCX_RC_MAX_NUM_EPS`; `None`: any.
-    pub max_ranks: Option<u64>,
-    /// "network buffers: not modelled for …" where there is no model.
-    pub not_modelled: Option<String>,
 }
 
 impl NetworkBuffers {
@@ -102,71 +67,7 @@ impl NetworkBuffers {
                     });
                 NetworkBuffers::new(p, &rq_spec, &rq_source)
             }
-            Transport::UcxRc { via } => {
-                let env = |names: &[&str]| {
-                    mpi.and_then(|m| {
-                        names.iter().find_map(|n| {
-                            Some((
-                                ucx_size(m.environment.get(*n)?)?,
-                                format!("environment: {n}"),
-                            ))
-                        })
-                    })
-                };
-                let (len, len_src) = env(&[
-                    "UCX_RC_MLX5_RX_QUEUE_LEN",
-                    "UCX_RC_VERBS_RX_QUEUE_LEN",
-                    "UCX_RC_RX_QUEUE_LEN",
-                    "UCX_IB_RX_QUEUE_LEN",
-                ])
-                .unwrap_or((UCX_RC_RX.0, "UCX default".into()));
-                let (seg, seg_src) = env(&[
-                    "UCX_RC_MLX5_SEG_SIZE",
-                    "UCX_RC_VERBS_SEG_SIZE",
-                    "UCX_RC_SEG_SIZE",
-                    "UCX_IB_SEG_SIZE",
-                ])
-                .unwrap_or((UCX_RC_RX.1, "UCX default".into()));
-                let shared = len * seg;
-                // "inf" (or a negative number): rc at any size.
-                let max_ranks = match mpi
-                    .and_then(|m| {
-                        [
-                            "UCX_RC_MLX5_MAX_NUM_EPS",
-                            "UCX_RC_VERBS_MAX_NUM_EPS",
-                            "UCX_RC_MAX_NUM_EPS",
-                        ]
-                        .iter()
-                        .find_map(|n| m.environment.get(*n))
-                    })
-                    .map(|v| v.trim())
-                {
-                    Some(v) if v == "inf" || v.starts_with('-') => None,
-                    Some(v) => Some(v.parse().unwrap_or(UCX_RC_MAX_NUM_EPS)),
-                    None => Some(UCX_RC_MAX_NUM_EPS),
-                };
-                let limit = max_ranks.map_or(String::new(), |n| {
-                    format!(", jobs of at most {n} ranks (UCX_RC_MAX_NUM_EPS; above, UCX picks dc or ud, which are not modelled)")
-                });
-                NetworkBuffers {
-                    parameters: vec![
-                        param(
-                            "UCX rc shared receive queue per process",
-                            shared as f64,
-                            format!(
-                                "{via}: UCX_RC_RX_QUEUE_LEN {len} ({len_src}) × UCX_RC_SEG_SIZE {seg} B ({seg_src}); one per process with a connection to another node (and per RDMA device it uses); per endpoint only its queue pair"
-                            ),
-                        ),
-                        qp_param(p),
-                    ],
-                    bytes_per_connection: Some(0.0),
-                    rq_shared: shared,
-                    qp_bytes: p.qp_bytes as f64,
-                    transport: format!("UCX rc ({via}){limit}"),
-                    max_ranks,
-                    not_modelled: None,
-                }
-            }
+            Transport::UcxRdma(u) => super::ucx::model(&u, mpi.map(|m| &m.environment), p),
             Transport::OpenMpiTcp => {
                 // The run's settings, else Open MPI's defaults.
                 let cvar = |name: &str, default: u64| {
@@ -185,14 +86,17 @@ impl NetworkBuffers {
                         "TCP endpoint cache per connection",
                         per_connection as f64,
                         format!(
-                            "{cache} B ({cache_src}) × {links} link(s) ({links_src}): Open MPI's tcp BTL reads each connection's socket through a buffer of its own, allocated when the connection is made; per connection to another node (its fragment free lists and the kernel's socket buffers are not modelled)"
+                            "{cache} B ({cache_src}) × {links} link(s) ({links_src}): Open MPI's tcp BTL reads each connection's socket through a buffer of its own, allocated when the connection is made; per connection to another node (its fragment free lists are not modelled, nor {KERNEL_SOCKET_BUFFERS})"
                         ),
                     )],
                     bytes_per_connection: Some(per_connection as f64),
                     rq_shared: 0,
                     qp_bytes: 0.0,
+                    qp_per_process: 0.0,
                     transport: "TCP (Open MPI ob1, tcp BTL)".into(),
+                    label: "tcp BTL".into(),
                     max_ranks: None,
+                    above: None,
                     not_modelled: None,
                 }
             }
@@ -201,25 +105,20 @@ impl NetworkBuffers {
                     "network buffers per connection",
                     0.0,
                     format!(
-                        "{what}: UCX's tcp transport takes its send and receive buffers from pools its endpoints share, none per connection, and has no queue pairs (the pools and the kernel's socket buffers are not modelled)"
+                        "{what}: UCX's tcp transport takes its send and receive buffers from pools its endpoints share, none per connection, and has no queue pairs (the pools are not modelled, nor {KERNEL_SOCKET_BUFFERS})"
                     ),
                 )],
                 bytes_per_connection: Some(0.0),
                 rq_shared: 0,
                 qp_bytes: 0.0,
+                qp_per_process: 0.0,
                 transport: what,
+                label: "UCX tcp".into(),
                 max_ranks: None,
+                above: None,
                 not_modelled: None,
             },
-            Transport::NotModelled { what } => NetworkBuffers {
-                parameters: Vec::new(),
-                bytes_per_connection: None,
-                rq_shared: 0,
-                qp_bytes: 0.0,
-                not_modelled: Some(format!("network buffers: not modelled for {what}")),
-                transport: what,
-                max_ranks: None,
-            },
+            Transport::NotModelled { what } => NetworkBuffers::not_modelled(what),
         }
     }
 
@@ -257,51 +156,12 @@ impl NetworkBuffers {
             bytes_per_connection: Some(bytes_per_connection),
             rq_shared,
             qp_bytes: p.qp_bytes as f64,
+            qp_per_process: 0.0,
             transport: "Open MPI openib BTL".into(),
+            label: "openib".into(),
             max_ranks: None,
+            above: None,
             not_modelled: None,
         }
     }
-
-    /// Whether the model holds for a job of `ranks` ranks.
-    fn holds(&self, ranks: u64) -> bool {
-        self.max_ranks.is_none_or(|m| ranks <= m)
-    }
-
-    /// A rank's network buffers in a job of `ranks` ranks with `inter`
-    /// connections to other nodes: theirs, and the shared receive queues
-    /// once there is one; none without such a connection, whatever the
-    /// transport; `None` where there is one and the transport is not
-    /// modelled, or not at that size.
-    pub fn bytes(&self, ranks: u64, inter: f64) -> Option<f64> {
-        if inter > 0.0 {
-            if !self.holds(ranks) {
-                return None;
-            }
-            Some(inter * self.bytes_per_connection? + self.rq_shared as f64)
-        } else {
-            Some(0.0)
-        }
-    }
-
-    /// A rank's queue-pair memory in a job of `ranks` ranks with `inter`
-    /// connections to other nodes over `hcas` HCAs (one per connection and
-    /// HCA, Didelot 2014 Table 3.4).
-    pub fn qp(&self, ranks: u64, inter: f64, hcas: f64) -> Option<f64> {
-        if inter > 0.0 {
-            self.bytes_per_connection
-                .filter(|_| self.holds(ranks))
-                .map(|_| inter * hcas * self.qp_bytes)
-        } else {
-            Some(0.0)
-        }
-    }
-}
-
-fn qp_param(p: &BufferParams) -> ModelParam {
-    param(
-        "memory per queue pair",
-        p.qp_bytes as f64,
-        "assumption: 512 WQEs × 64 B + 128 B inline (Didelot 2014 gives no constant, Fig. 3.1); one per connection to another node and HCA, counted apart from the buffers".into(),
-    )
 }

@@ -91,6 +91,7 @@ pub(super) fn projections(
                 buffer_bytes_per_rank: buffer,
                 shm_bytes_per_rank: shm_bytes,
                 network_buffer_bytes_per_rank: network_bytes,
+                network_transport: network.label_at(r),
                 qp_bytes_per_rank: qp,
                 group_bytes_per_rank: group,
                 total_bytes_per_rank: total,

@@ -52,6 +52,17 @@ fn footprint_in(
     peers: impl Fn(u32) -> Vec<u32>,
     ranks_per_node: Option<u32>,
 ) -> MemoryFootprint {
+    footprint_at(manifest, hosts, peers, ranks_per_node, &[1024])
+}
+
+/// The same, projected to jobs of `projected` ranks.
+fn footprint_at(
+    manifest: hyscope_format::Manifest,
+    hosts: &[&str],
+    peers: impl Fn(u32) -> Vec<u32>,
+    ranks_per_node: Option<u32>,
+    projected: &[u64],
+) -> MemoryFootprint {
     let mut data = TraceData {
         manifest,
         ..TraceData::default()
@@ -78,7 +89,7 @@ fn footprint_in(
         .map(|r| (r, GraphPart::with_peers(peers(r))))
         .collect();
     let options = AnalyzeOptions {
-        projection_ranks: vec![1024],
+        projection_ranks: projected.to_vec(),
         memory_per_core: Some(1 << 30),
         ranks_per_node,
         ..AnalyzeOptions::default()
@@ -309,13 +320,10 @@ fn tcp_between_nodes_costs_each_connection_its_endpoint_cache() {
     );
 }
 
-#[test]
-fn ucx_rc_is_modelled_only_at_the_sizes_ucx_selects_it() {
-    // MPICH over UCX on nodes with an RDMA device: UCX's rc transport, one
-    // shared receive queue of 4095 × 8256 B per process and a queue pair
-    // per endpoint, but only for jobs of at most UCX_RC_MAX_NUM_EPS (256)
-    // ranks: above, UCX takes dc or ud, which have no model here.
-    let ucx = |env: &[(&str, &str)]| hyscope_format::Manifest {
+/// MPICH over UCX with `env` on a node whose RDMA devices the `rdma`
+/// sampler named in `reason`.
+fn ucx_run(env: &[(&str, &str)], reason: &str) -> hyscope_format::Manifest {
+    hyscope_format::Manifest {
         mpi: Some(MpiInfo {
             flavour: "mpich".into(),
             library_version: "MPICH Version:\t4.0.2\nMPICH Device:\tch4:ucx\n".into(),
@@ -328,14 +336,210 @@ fn ucx_rc_is_modelled_only_at_the_sizes_ucx_selects_it() {
         samplers: vec![hyscope_format::SamplerInfo {
             name: "rdma".into(),
             available: false,
-            reason: "RDMA devices mlx5_0 present but the `rdma` tool (iproute2) is not installed"
-                .into(),
+            reason: reason.into(),
             ranks: vec![],
         }],
         ..Default::default()
-    };
+    }
+}
+
+const MLX5: &str = "RDMA devices mlx5_0 present but the `rdma` tool (iproute2) is not installed";
+
+/// UCX 1.20's defaults, by hand: rc and dc receive into 4095 × 8256 B
+/// (`UCX_RC_RX_QUEUE_LEN`, `UCX_RC_SEG_SIZE`) and send from a first pool
+/// chunk of 1024 × 8256 B (`UCX_IB_TX_BUFS_GROW`).
+const UCX_RC_SRQ: f64 = 33_808_320.0;
+const UCX_RC_POOL: f64 = 8_454_144.0;
+/// rc's QP per endpoint, the model's assumption (512 × 64 + 128 B).
+const UCX_RC_QP: f64 = 32_896.0;
+/// dc's 32 DCIs (`UCX_DC_MLX5_NUM_DCI`) of 128 WQEs, each 4 × 128 × 64 B.
+const UCX_DCIS: f64 = 1_048_576.0;
+/// ud: 4096 receives and 1024 send buffers of 4096 + 40 B; one QP of 256
+/// WQEs, 1024 × 64 B.
+const UCX_UD_RX: f64 = 16_941_056.0;
+const UCX_UD_POOL: f64 = 4_235_264.0;
+const UCX_UD_QP: f64 = 65_536.0;
+
+/// Every rank talks to every other, two ranks per node.
+fn everyone(r: u32) -> Vec<u32> {
+    (0..4).filter(|&p| p != r).collect()
+}
+
+#[test]
+fn ucx_takes_rc_up_to_256_ranks_and_dc_above_on_mlx5() {
+    let m = footprint_at(
+        ucx_run(&[], MLX5),
+        &["a", "a", "b", "b"],
+        everyone,
+        None,
+        &[64, 256, 257, 4096],
+    );
+    assert!(
+        m.network_transport.starts_with(
+            "UCX rc (MPICH ch4:ucx), jobs of at most 256 ranks (UCX_RC_MAX_NUM_EPS); above, UCX dc_mlx5 (MPICH ch4:ucx)"
+        ),
+        "{}",
+        m.network_transport
+    );
+    assert_eq!(m.network_not_modelled, None);
+    assert!(m.network_queue_pairs);
+    let rows: Vec<_> = m
+        .projections
+        .iter()
+        .map(|p| {
+            (
+                p.ranks,
+                p.inter_node_connections_per_rank,
+                p.network_transport.as_deref(),
+                p.network_buffer_bytes_per_rank,
+                p.qp_bytes_per_rank,
+            )
+        })
+        .collect();
+    let proc = Some(UCX_RC_SRQ + UCX_RC_POOL);
+    assert_eq!(
+        rows,
+        [
+            // rc: one QP per endpoint on another node (all but 2 ranks).
+            (64, 62.0, Some("UCX rc"), proc, Some(62.0 * UCX_RC_QP)),
+            (256, 254.0, Some("UCX rc"), proc, Some(254.0 * UCX_RC_QP)),
+            // dc: the same receive queue and pool, 32 DCIs whatever the peers.
+            (257, 255.0, Some("UCX dc"), proc, Some(UCX_DCIS)),
+            (4096, 4094.0, Some("UCX dc"), proc, Some(UCX_DCIS)),
+        ]
+    );
+    // Before: 257 and 4096 ranks read "not modelled".
+    assert!(
+        m.projections
+            .iter()
+            .all(|p| p.total_bytes_per_rank.is_some())
+    );
+    let names: Vec<&str> = m.parameters.iter().map(|p| p.name.as_str()).collect();
+    assert!(
+        names.contains(&"UCX dc initiator QPs per process"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn ucx_settings_change_dc_and_ud_as_they_change_ucx() {
+    // The run's settings: fewer DCIs; rc's receive queue length, which dc
+    // reads too (its table nests rc's).
+    let m = footprint_at(
+        ucx_run(
+            &[
+                ("UCX_DC_MLX5_NUM_DCI", "8"),
+                ("UCX_RC_RX_QUEUE_LEN", "1024"),
+            ],
+            MLX5,
+        ),
+        &["a", "a", "b", "b"],
+        everyone,
+        None,
+        &[4096],
+    );
+    let p = &m.projections[0];
+    assert_eq!(p.qp_bytes_per_rank, Some(8.0 * 32_768.0));
+    assert_eq!(
+        p.network_buffer_bytes_per_rank,
+        Some(1024.0 * 8256.0 + UCX_RC_POOL)
+    );
+    // dc left out by UCX_TLS: ud_mlx5 above 256 ranks, rc below.
+    let m = footprint_at(
+        ucx_run(&[("UCX_TLS", "rc,ud,sm,self")], MLX5),
+        &["a", "a", "b", "b"],
+        everyone,
+        None,
+        &[256, 257, 4096],
+    );
+    let rows: Vec<_> = m
+        .projections
+        .iter()
+        .map(|p| {
+            (
+                p.network_transport.as_deref(),
+                p.network_buffer_bytes_per_rank,
+                p.qp_bytes_per_rank,
+            )
+        })
+        .collect();
+    let ud = (
+        Some("UCX ud"),
+        Some(UCX_UD_RX + UCX_UD_POOL),
+        Some(UCX_UD_QP),
+    );
+    assert_eq!(
+        rows,
+        [
+            (
+                Some("UCX rc"),
+                Some(UCX_RC_SRQ + UCX_RC_POOL),
+                Some(254.0 * UCX_RC_QP)
+            ),
+            ud,
+            ud
+        ]
+    );
+    // A device that is not mlx5 has no dc: ud (ud_verbs, whose send queue
+    // the provider sizes: no QP memory claimed).
+    let m = footprint_at(
+        ucx_run(
+            &[],
+            "RDMA devices qedr0 present but the `rdma` tool (iproute2) is not installed",
+        ),
+        &["a", "a", "b", "b"],
+        everyone,
+        None,
+        &[4096],
+    );
+    let p = &m.projections[0];
+    assert_eq!(p.network_transport.as_deref(), Some("UCX ud"));
+    assert_eq!(
+        p.network_buffer_bytes_per_rank,
+        Some(UCX_UD_RX + UCX_UD_POOL)
+    );
+    assert_eq!(p.qp_bytes_per_rank, Some(0.0));
+    // rc alone: UCX has no scalable transport to take, rc at every size.
+    let m = footprint_at(
+        ucx_run(&[("UCX_TLS", "rc,sm,self")], MLX5),
+        &["a", "a", "b", "b"],
+        everyone,
+        None,
+        &[4096],
+    );
+    let p = &m.projections[0];
+    assert_eq!(p.network_transport.as_deref(), Some("UCX rc"));
+    assert_eq!(p.qp_bytes_per_rank, Some(4094.0 * UCX_RC_QP));
+    // Devices not named (the probe failed): dc or ud is not known, so
+    // above 256 ranks no figure; rc's below.
+    let m = footprint_at(
+        ucx_run(
+            &[],
+            "`/usr/sbin/rdma res show qp` failed (RDMA netlink unavailable or not permitted)",
+        ),
+        &["a", "a", "b", "b"],
+        everyone,
+        None,
+        &[256, 257],
+    );
+    assert!(m.projections[0].total_bytes_per_rank.is_some());
+    assert_eq!(m.projections[1].network_transport, None);
+    assert_eq!(m.projections[1].total_bytes_per_rank, None);
+    assert!(
+        m.network_transport
+            .contains("does not name rank 0's RDMA devices")
+    );
+}
+
+#[test]
+fn ucx_rc_is_modelled_only_at_the_sizes_ucx_selects_it() {
+    // MPICH over UCX on nodes with an RDMA device: UCX's rc transport, one
+    // shared receive queue of 4095 × 8256 B and a send pool of 1024 × 8256 B
+    // per process and a queue pair per endpoint, but only for jobs of at
+    // most UCX_RC_MAX_NUM_EPS (256) ranks: above, UCX takes dc.
+    let ucx = |env: &[(&str, &str)]| ucx_run(env, MLX5);
     let ring = |r: u32| vec![(r + 3) % 4, (r + 1) % 4];
-    let srq = 4095.0 * 8256.0;
+    let srq = UCX_RC_SRQ + UCX_RC_POOL;
     let m = footprint_in(ucx(&[]), &["a", "a", "b", "b"], ring, None);
     assert!(
         m.network_transport
@@ -346,17 +550,17 @@ fn ucx_rc_is_modelled_only_at_the_sizes_ucx_selects_it() {
     for r in &m.per_rank {
         assert_eq!(r.network_buffer_bytes, Some(srq), "rank {}", r.rank);
     }
-    // 1024 ranks: not rc, so no figure (before: rc's, as if UCX kept it).
+    // 1024 ranks: not rc but dc (before: rc's, as if UCX kept it).
     let p = &m.projections[0];
     assert_eq!(p.ranks, 1024);
     assert!(p.inter_node_connections_per_rank > 0.0);
     assert_eq!(
         (
+            p.network_transport.as_deref(),
             p.network_buffer_bytes_per_rank,
             p.qp_bytes_per_rank,
-            p.total_bytes_per_rank
         ),
-        (None, None, None)
+        (Some("UCX dc"), Some(srq), Some(UCX_DCIS))
     );
     // Told to keep rc at any size, UCX does: rc's figures.
     let m = footprint_in(
@@ -366,8 +570,9 @@ fn ucx_rc_is_modelled_only_at_the_sizes_ucx_selects_it() {
         None,
     );
     let p = &m.projections[0];
+    assert_eq!(p.network_transport.as_deref(), Some("UCX rc"));
     assert_eq!(p.network_buffer_bytes_per_rank, Some(srq));
-    assert!(p.qp_bytes_per_rank.unwrap() > 0.0);
+    assert_eq!(p.qp_bytes_per_rank, Some(UCX_RC_QP));
     // A limit the run set is the one applied.
     let m = footprint_in(
         ucx(&[("UCX_RC_MAX_NUM_EPS", "2048")]),

@@ -10,9 +10,8 @@
 //! - Open MPI's `ob1` PML over the `tcp` BTL: each connection's endpoint
 //!   cache (`btl_tcp_endpoint_cache`).
 //! - UCX (Open MPI's `ucx` PML, MPICH's `ch4:ucx`) on nodes with RDMA
-//!   devices: the rc transport's shared receive queue per process, in jobs
-//!   of at most `UCX_RC_MAX_NUM_EPS` ranks (`super::network`; above, UCX
-//!   selects dc or ud, not modelled).
+//!   devices: the transports `UCX_TLS` allows of rc, dc and ud, and rank
+//!   0's RDMA devices (mlx5 devices have dc), modelled by `super::ucx`.
 //! - UCX over TCP (no RDMA devices, or told to use TCP): no network
 //!   buffers per connection of the library's own (the kernel's socket
 //!   buffers are not modelled).
@@ -27,14 +26,49 @@ use hyscope_format::{Manifest, MpiInfo};
 pub(super) enum Transport {
     /// Open MPI's openib BTL (receive-queue specs).
     OpenIb,
-    /// UCX's rc transport over RDMA devices; `via`: which MPI drives UCX.
-    UcxRc { via: String },
+    /// UCX over RDMA devices: which of its transports it may use.
+    UcxRdma(UcxRdma),
     /// Open MPI's tcp BTL (an endpoint cache per connection).
     OpenMpiTcp,
     /// No network buffers per connection of the library's own (UCX over TCP).
     NoBuffers { what: String },
     /// No model: `what` the transport is and why.
     NotModelled { what: String },
+}
+
+/// UCX over RDMA devices: `via` (which MPI drives UCX), the transports
+/// `UCX_TLS` allows (`ucp_tl_aliases`, UCX `src/ucp/core/ucp_context.c`:
+/// `rc`/`rc_x`/`rc_v`, `dc`/`dc_x`, `ud`/`ud_x`/`ud_v`, `ib` for all), and
+/// rank 0's RDMA devices as the `rdma` sampler named them (empty: not named).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct UcxRdma {
+    pub via: String,
+    pub rc: bool,
+    pub dc: bool,
+    pub ud: bool,
+    pub devices: Vec<String>,
+}
+
+/// The RDMA devices the `rdma` sampler's probe named: `RDMA devices a,b
+/// present …`, or `… on a,b` when it ran; none when it failed.
+fn rdma_device_names(manifest: &Manifest) -> Vec<String> {
+    let Some(s) = manifest.samplers.iter().find(|s| s.name == "rdma") else {
+        return Vec::new();
+    };
+    let list = if s.available {
+        s.reason.rsplit_once(" on ").map(|(_, l)| l)
+    } else {
+        s.reason
+            .strip_prefix("RDMA devices ")
+            .and_then(|r| r.split_whitespace().next())
+    };
+    list.map_or(Vec::new(), |l| {
+        l.split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(String::from)
+            .collect()
+    })
 }
 
 /// Whether rank 0's node has RDMA devices, as the `rdma` sampler found.
@@ -65,9 +99,10 @@ pub(super) fn of(manifest: &Manifest) -> Transport {
         return not("an MPI library the trace does not describe");
     };
     let rdma = rdma_devices(manifest);
+    let devices = rdma_device_names(manifest);
     if mpi.flavour == "mpich" {
         return match mpich_device(&mpi.library_version) {
-            Some(d) if d.ends_with(":ucx") => ucx(mpi, rdma, format!("MPICH {d}")),
+            Some(d) if d.ends_with(":ucx") => ucx(mpi, rdma, devices, format!("MPICH {d}")),
             Some(d) if d.ends_with(":ofi") => {
                 let provider = mpi
                     .environment
@@ -81,7 +116,7 @@ pub(super) fn of(manifest: &Manifest) -> Transport {
             None => not("MPICH (its device is not recorded)"),
         };
     }
-    open_mpi(mpi, rdma)
+    open_mpi(mpi, rdma, devices)
 }
 
 fn not(what: &str) -> Transport {
@@ -90,7 +125,7 @@ fn not(what: &str) -> Transport {
 
 /// Open MPI: the selected PML and BTLs (format 1.8), else what the
 /// control variables impose.
-fn open_mpi(mpi: &MpiInfo, rdma: Option<bool>) -> Transport {
+fn open_mpi(mpi: &MpiInfo, rdma: Option<bool>, devices: Vec<String>) -> Transport {
     let has = |c: &str| mpi.components.iter().any(|x| x == c);
     let (pml, btls): (Option<String>, Vec<String>) = if !mpi.components.is_empty() {
         let pml = mpi
@@ -119,7 +154,7 @@ fn open_mpi(mpi: &MpiInfo, rdma: Option<bool>) -> Transport {
         (pml, btls)
     };
     match pml.as_deref() {
-        Some("ucx") => ucx(mpi, rdma, "Open MPI's ucx PML".into()),
+        Some("ucx") => ucx(mpi, rdma, devices, "Open MPI's ucx PML".into()),
         Some("ob1") => {
             let net: Vec<&String> = btls
                 .iter()
@@ -155,37 +190,40 @@ fn open_mpi(mpi: &MpiInfo, rdma: Option<bool>) -> Transport {
     }
 }
 
-/// UCX, driven by `via`: its rc transport where the nodes have RDMA
-/// devices and `UCX_TLS` allows it, TCP where they have none.
-fn ucx(mpi: &MpiInfo, rdma: Option<bool>, via: String) -> Transport {
+/// UCX, driven by `via`: the RDMA transports `UCX_TLS` allows where the
+/// nodes have RDMA devices, TCP where they have none.
+fn ucx(mpi: &MpiInfo, rdma: Option<bool>, devices: Vec<String>, via: String) -> Transport {
     let tls = mpi.environment.get("UCX_TLS").map(|t| t.trim().to_string());
+    let (mut rc, mut dc, mut ud) = (true, true, true);
     if let Some(tls) = tls.as_deref().filter(|t| !t.is_empty() && *t != "all") {
         let (excluded, list) = match tls.strip_prefix('^') {
             Some(l) => (true, l),
             None => (false, tls),
         };
         let names: Vec<&str> = list.split(',').map(str::trim).collect();
-        let rc = names.iter().any(|n| n.starts_with("rc") || *n == "ib");
-        let ib = names.iter().any(|n| {
-            n.starts_with("rc") || n.starts_with("dc") || n.starts_with("ud") || *n == "ib"
-        });
-        if !excluded && !ib {
-            if !names.contains(&"tcp") {
+        let named = |p: &str| names.iter().any(|n| n.starts_with(p) || *n == "ib");
+        (rc, dc, ud) = (
+            named("rc") != excluded,
+            named("dc") != excluded,
+            named("ud") != excluded,
+        );
+        if !(rc || dc || ud) {
+            if names.contains(&"tcp") == excluded {
                 return not(&format!("{via} (UCX_TLS={tls}: no network transport)"));
             }
             return Transport::NoBuffers {
                 what: format!("TCP ({via}, UCX_TLS={tls}: no RDMA transport)"),
             };
         }
-        if !excluded && !rc {
-            return not(&format!("{via} (UCX_TLS={tls}: dc/ud transports)"));
-        }
-        if excluded && rc {
-            return not(&format!("{via} (UCX_TLS={tls})"));
-        }
     }
     match rdma {
-        Some(true) => Transport::UcxRc { via },
+        Some(true) => Transport::UcxRdma(UcxRdma {
+            via,
+            rc,
+            dc,
+            ud,
+            devices,
+        }),
         Some(false) => Transport::NoBuffers {
             what: format!("TCP ({via}: no RDMA device on rank 0's node)"),
         },
@@ -276,11 +314,18 @@ mod tests {
             "Open MPI's cm PML, psm2 MTL"
         );
         let m = open_mpi(&["pml_ucx", "ucx"], &[]);
+        let rdma = |via: &str, rc: bool, dc: bool, ud: bool| {
+            Transport::UcxRdma(UcxRdma {
+                via: via.into(),
+                rc,
+                dc,
+                ud,
+                devices: vec!["mlx5_0".into()],
+            })
+        };
         assert_eq!(
             of(&manifest(m.clone(), HCA)),
-            Transport::UcxRc {
-                via: "Open MPI's ucx PML".into()
-            }
+            rdma("Open MPI's ucx PML", true, true, true)
         );
         assert!(
             no_buffers(of(&manifest(m.clone(), NO_HCA))).starts_with("TCP (Open MPI's ucx PML")
@@ -292,7 +337,10 @@ mod tests {
         // Devices present, the `rdma` tool failing on them: still devices.
         let failed =
             Some("`/usr/sbin/rdma res show qp` failed (RDMA netlink unavailable or not permitted)");
-        assert!(matches!(of(&manifest(m, failed)), Transport::UcxRc { .. }));
+        match of(&manifest(m, failed)) {
+            Transport::UcxRdma(u) => assert!(u.devices.is_empty()),
+            t => panic!("{t:?}"),
+        }
         // Older traces: only what the control variables impose. This
         // machine's Debian defaults (pml ^ucx, btl ^uct,openib,ofi) leave
         // the choice to Open MPI: not known.
@@ -305,13 +353,11 @@ mod tests {
         m.transports = vec!["self".into(), "vader".into(), "tcp".into()];
         assert_eq!(of(&manifest(m, None)), Transport::OpenMpiTcp);
         let m = open_mpi(&[], &[("pml", "ucx")]);
-        assert!(matches!(of(&manifest(m, HCA)), Transport::UcxRc { .. }));
+        assert!(matches!(of(&manifest(m, HCA)), Transport::UcxRdma(_)));
         // MPICH: its device, UCX's settings and the node's devices.
         assert_eq!(
             of(&manifest(mpich("ch4:ucx", &[]), HCA)),
-            Transport::UcxRc {
-                via: "MPICH ch4:ucx".into()
-            }
+            rdma("MPICH ch4:ucx", true, true, true)
         );
         assert!(
             no_buffers(of(&manifest(mpich("ch4:ucx", &[]), NO_HCA)))
@@ -321,8 +367,36 @@ mod tests {
         assert!(no_buffers(of(&manifest(m, HCA))).contains("UCX_TLS=tcp,sm,self"));
         let m = mpich("ch4:ucx", &[("UCX_TLS", "sm,self")]);
         assert!(not_modelled(of(&manifest(m, HCA))).contains("no network transport"));
+        // UCX_TLS names the transports UCX may take (its aliases).
         let m = mpich("ch4:ucx", &[("UCX_TLS", "dc_x,sm")]);
-        assert!(not_modelled(of(&manifest(m, HCA))).contains("dc/ud"));
+        assert_eq!(
+            of(&manifest(m, HCA)),
+            rdma("MPICH ch4:ucx", false, true, false)
+        );
+        let m = mpich("ch4:ucx", &[("UCX_TLS", "rc,ud,sm,self")]);
+        assert_eq!(
+            of(&manifest(m, HCA)),
+            rdma("MPICH ch4:ucx", true, false, true)
+        );
+        let m = mpich("ch4:ucx", &[("UCX_TLS", "^dc")]);
+        assert_eq!(
+            of(&manifest(m, HCA)),
+            rdma("MPICH ch4:ucx", true, false, true)
+        );
+        let m = mpich("ch4:ucx", &[("UCX_TLS", "^ib")]);
+        assert!(no_buffers(of(&manifest(m, HCA))).contains("UCX_TLS=^ib"));
+        // The probe that ran names the devices after " on ".
+        let mut m = manifest(mpich("ch4:ucx", &[]), None);
+        m.samplers.push(SamplerInfo {
+            name: "rdma".into(),
+            available: true,
+            reason: "/usr/sbin/rdma -j res show qp/cq/mr pid 7 every 1 s on mlx5_0,mlx5_1".into(),
+            ranks: vec![],
+        });
+        match of(&m) {
+            Transport::UcxRdma(u) => assert_eq!(u.devices, ["mlx5_0", "mlx5_1"]),
+            t => panic!("{t:?}"),
+        }
         let m = mpich("ch4:ofi", &[("FI_PROVIDER", "verbs")]);
         assert_eq!(
             not_modelled(of(&manifest(m, HCA))),

@@ -109,7 +109,7 @@ pub const RANKS_LISTED: usize = 64;
 pub const BUFFER_BYTES_PER_CONNECTION: &str = "network buffer bytes per connection";
 
 /// What they are made of and which connections have them, in every view.
-pub const BUFFER_BYTES_PER_CONNECTION_MEANS: &str = "the buffers the run's transport gives each connection to another node (openib: eager RDMA slots and a per-peer receive queue; Open MPI tcp: its endpoint cache); a peer on the same node uses shared memory instead";
+pub const BUFFER_BYTES_PER_CONNECTION_MEANS: &str = "the buffers the run's transport gives each connection to another node (openib: eager RDMA slots and a per-peer receive queue; Open MPI tcp: its endpoint cache; UCX rc, dc, ud: none, their queues are per process); a peer on the same node uses shared memory instead";
 
 /// What a figure the network model does not give reads in every view.
 pub const NOT_MODELLED: &str = "not modelled";
@@ -225,6 +225,9 @@ pub fn projection_table(m: &MemoryFootprint) -> (Vec<&'static str>, Vec<Vec<Stri
                 count(p.qp_rc_per_node),
                 count(p.qp_xrc_per_node),
                 count(p.qp_ud_per_node),
+                p.network_transport
+                    .clone()
+                    .unwrap_or_else(|| NOT_MODELLED.into()),
                 units::bytes(p.shm_bytes_per_rank),
                 modelled_bytes(p.network_buffer_bytes_per_rank),
                 modelled_bytes(p.qp_bytes_per_rank),
@@ -241,6 +244,7 @@ pub fn projection_table(m: &MemoryFootprint) -> (Vec<&'static str>, Vec<Vec<Stri
         "RC QP/node",
         "XRC QP/node",
         "UD QP/node",
+        "net transport",
         "shm/rank",
         "net buffers/rank",
         "QPs/rank",
