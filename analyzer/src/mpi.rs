@@ -10,7 +10,6 @@ use hyscope_format::{MpiRecord, SELF_COMM_ID, WORLD_COMM_ID, comm_name, communic
 
 use crate::aligned::collectives::Member;
 use crate::aligned::collectives::{is_blocking_collective, is_collective};
-use crate::aligned::endpoints::endpoints;
 use crate::aligned::sides::OUTSIDE_FOCUS;
 use crate::aligned::{CollectiveInstance, GlobalNs, MessageList, RankSides};
 use crate::model::ns_to_s;
@@ -247,14 +246,48 @@ pub fn received_by_post(sides: &RankSides) -> Vec<(usize, u64)> {
     out
 }
 
+/// A message a rank sent, by the row that sent it ([`sent_by_row`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SentMessage {
+    pub row: usize,
+    pub to: u32,
+    pub comm: u64,
+    pub bytes: u64,
+}
+
+/// The messages a rank's rows sent, sorted by row: a send call's, and a
+/// persistent send's by the `MPI_Start`/`MPI_Startall` that started it
+/// (its envelope is its `MPI_Send_init`'s, the message known at its
+/// completion). Read from the rank's message sides, the one pairing of
+/// completions with their posts, as [`received_by_post`] (a send a focus
+/// left out is left out): the size bins, the communication matrix and the
+/// communicators' messages count the messages the message list matches.
+pub fn sent_by_row(sides: &RankSides) -> Vec<SentMessage> {
+    let mut out: Vec<SentMessage> = sides
+        .sends
+        .iter()
+        .filter(|s| s.row != OUTSIDE_FOCUS)
+        .map(|s| SentMessage {
+            row: s.row,
+            to: s.to,
+            comm: s.comm,
+            bytes: s.bytes,
+        })
+        .collect();
+    out.sort_by_key(|s| s.row);
+    out
+}
+
 impl ProfilePart {
     /// Rank `rank`'s rows (on global time), with the bytes received by the
-    /// receives they posted ([`received_by_post`]), messages classified by
+    /// receives they posted ([`received_by_post`]) and the messages they
+    /// sent ([`sent_by_row`]), messages classified by
     /// `limits`. Call sites stay the rank's own: [`ProfilePart::canonical`].
     pub fn of(
         rank: u32,
         rows: &[MpiRecord],
         received: &[(usize, u64)],
+        sent: &[SentMessage],
         limits: &EagerLimits,
     ) -> ProfilePart {
         let mut p = ProfilePart {
@@ -264,6 +297,7 @@ impl ProfilePart {
         let mut threads: Vec<u32> = Vec::new();
         let mut rank_s = 0.0;
         let mut received = received.iter().peekable();
+        let mut sent = sent.iter().peekable();
         for (i, r) in rows.iter().enumerate() {
             let mut posted = 0;
             while let Some(&&(row, b)) = received.peek()
@@ -301,7 +335,10 @@ impl ProfilePart {
                     .entry(r.call)
                     .or_default() += 1;
             }
-            if let Some(send) = endpoints(r).send {
+            while let Some(send) = sent.next_if(|s| s.row <= i) {
+                if send.row < i {
+                    continue;
+                }
                 let b = send.bytes;
                 let on = p.per_comm.entry(send.comm).or_default();
                 on.0 += 1;
@@ -315,7 +352,7 @@ impl ProfilePart {
                     let bin = p.bins.entry(k).or_default();
                     bin[0] += 1;
                     bin[1] += b;
-                    if let Some(l) = limits.for_message(rank, send.peer as u32) {
+                    if let Some(l) = limits.for_message(rank, send.to) {
                         if b <= l {
                             bin[2] += 1;
                             p.eager += 1;
@@ -325,7 +362,7 @@ impl ProfilePart {
                         }
                     }
                 }
-                let pair = p.pairs.entry((rank, send.peer as u32)).or_default();
+                let pair = p.pairs.entry((rank, send.to)).or_default();
                 pair.0 += 1;
                 pair.1 += b;
             }
@@ -708,4 +745,59 @@ pub fn wait_states(
         unmatched_messages: unmatched,
         clock_error_s: ns_to_s(data.clock_error_ns),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyscope_format::{Manifest, NO_RANK};
+
+    fn row(call: u16, peer: i32, start: i64, req: u64, bytes_sent: u64) -> MpiRecord {
+        MpiRecord {
+            call,
+            peer,
+            tag: 3,
+            start_ns: start,
+            end_ns: start + 10,
+            comm_id: 1,
+            request_id: req,
+            root: NO_RANK,
+            bytes_sent,
+            ..MpiRecord::default()
+        }
+    }
+
+    /// A persistent send is a message of the size bins, the communication
+    /// matrix and its communicator, counted at the `MPI_Start` that sent it,
+    /// as the message list matches it (tests/mpi/messages.c: 32 messages
+    /// matched, 24 in the matrix before).
+    #[test]
+    fn persistent_sends_are_counted_as_messages() {
+        let rows = vec![
+            row(c::MPI_Send, 1, 10, 0, 32),         // 0: 32 B
+            row(c::MPI_Send_init, 1, 20, 11, 0),    // 1
+            row(c::MPI_Start, 1, 30, 11, 16),       // 2: 16 B
+            row(c::REQUEST_COMPLETE, 1, 40, 11, 0), // 3
+            row(c::MPI_Start, 1, 50, 11, 16),       // 4: 16 B
+            row(c::REQUEST_COMPLETE, 1, 60, 11, 0), // 5
+        ];
+        let sides = RankSides::of(0, &rows);
+        let sent = sent_by_row(&sides);
+        assert_eq!(
+            sent.iter()
+                .map(|s| (s.row, s.to, s.bytes))
+                .collect::<Vec<_>>(),
+            vec![(0, 1, 32), (2, 1, 16), (4, 1, 16)]
+        );
+        let manifest = Manifest::default();
+        let limits = EagerLimits::new(&manifest, false);
+        let p = ProfilePart::of(0, &rows, &received_by_post(&sides), &sent, &limits);
+        assert_eq!(p.pairs.get(&(0, 1)), Some(&(3, 64)));
+        assert_eq!(p.per_comm.get(&1).map(|c| (c.0, c.1)), Some((3, 64)));
+        let binned: u64 = p.bins.values().map(|b| b[0]).sum();
+        assert_eq!(binned, 3);
+        assert_eq!(p.bins.get(&5).map(|b| b[0]), Some(2), "[16 B, 32 B)");
+        // The call profile's bytes are unchanged: the Starts' 32 B.
+        assert_eq!(p.calls[&c::MPI_Start].bytes_sent, 32);
+    }
 }

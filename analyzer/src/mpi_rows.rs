@@ -110,6 +110,7 @@ pub(crate) fn read_rank_mpi(
         rank,
         &rows,
         &crate::mpi::received_by_post(&sides),
+        &crate::mpi::sent_by_row(&sides),
         RankMpiInput {
             window,
             regions: input.regions,

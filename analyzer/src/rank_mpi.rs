@@ -40,13 +40,15 @@ impl RankMpi {
     /// Rank `rank`'s rows (on global time, restricted to the focus if any),
     /// with the bytes the receives each row posted received at their
     /// completion ([`crate::mpi::received_by_post`] of the rank's message sides; none
-    /// for a rank without rows). Call sites stay the rank's own addresses:
+    /// for a rank without rows) and the messages they sent
+    /// ([`crate::mpi::sent_by_row`]). Call sites stay the rank's own addresses:
     /// [`MpiMerge::add`] makes them the ids of their code locations
     /// ([`crate::code_map`]), where every rank's symbols are known.
     pub fn of(
         rank: u32,
         rows: &[MpiRecord],
         received: &[(usize, u64)],
+        sent: &[crate::mpi::SentMessage],
         input: RankMpiInput,
         limits: &EagerLimits,
     ) -> RankMpi {
@@ -55,7 +57,7 @@ impl RankMpi {
         phase_code.sort_unstable();
         RankMpi {
             rank,
-            profile: ProfilePart::of(rank, rows, received, limits),
+            profile: ProfilePart::of(rank, rows, received, sent, limits),
             graph: GraphPart::of(rank, rows),
             window: crate::pop::window_mpi(rows, input.window, input.regions),
             phases,

@@ -902,3 +902,47 @@ fn regions_of_equal_time_keep_one_order() {
         assert_eq!(order(&again), expected);
     }
 }
+
+/// Two ranks of one thread each, rank 1's work twice rank 0's: a team of
+/// one thread is balanced whatever the other ranks did (the difference is
+/// MPI load imbalance, POP's), so its region's and loop's imbalance read 1
+/// and no schedule is advised for it (LULESH 8 × 1 read 1.40–2.38 and "58 %
+/// imbalance under static"). Within a rank, max/mean as before.
+#[test]
+fn imbalance_is_within_each_ranks_team_not_across_ranks() {
+    let mut b = Builder::new(2, 1, 1);
+    b.symbol(REGION, "stencil.c", 40);
+    b.symbol(LOOP, "stencil.c", 42);
+    for (rank, work) in [(0u32, 100 * US), (1, 200 * US)] {
+        let end = work + 2 * US;
+        b.parallel(rank, 1, REGION, 1, 0, end);
+        b.implicit_task(rank, 1, 0, 0, end);
+        b.omp(
+            rank,
+            OmpRecord {
+                thread: 0,
+                kind: OmpKind::Work as u8,
+                variant: 10,
+                start_ns: US,
+                end_ns: US + work,
+                parallel_id: 1,
+                codeptr: LOOP,
+                count: 1000,
+                team_size: 1,
+                ..OmpRecord::default()
+            },
+        );
+    }
+    let (_d, a) = b.analyze();
+    let r = &a.regions.get().unwrap()[0];
+    assert_eq!(r.per_thread.len(), 2, "{:?}", r.per_thread);
+    assert!(close(r.imbalance, 1.0, 1e-12), "region {}", r.imbalance);
+    let l = &a.loops.get().unwrap()[0];
+    assert!(close(l.imbalance, 1.0, 1e-12), "loop {}", l.imbalance);
+    let rec = l.recommendation.get().expect("a recommendation");
+    assert!(
+        rec.evidence.contains(" 0 % imbalance under static"),
+        "{}",
+        rec.evidence
+    );
+}

@@ -213,7 +213,6 @@ pub fn analyze_omp(
                 b.wait_from_arrivals |= t.barrier.wait_from_arrivals;
             }
             b.sync_overhead_s = (b.total_s - b.wait_s).max(0.0);
-            let busy: Vec<f64> = per_thread.iter().map(|t| t.busy_s).collect();
             RegionStats {
                 location: data.location(codeptr),
                 instances: a.instances,
@@ -247,7 +246,7 @@ pub fn analyze_omp(
                     a.fj_sq.observed(a.fj_observed, a.fork_join, version)
                 },
                 barrier: b,
-                imbalance: max_over_mean(&busy),
+                imbalance: team_imbalance(per_thread.iter().map(|t| (t.rank, t.busy_s))),
                 per_thread,
             }
         })

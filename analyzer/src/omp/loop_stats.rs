@@ -72,8 +72,7 @@ pub(super) fn build_loop(
             chunks: (a.any_chunks && !first_chunks_only).then_some(t.chunks),
         })
         .collect();
-    let busy: Vec<f64> = per_thread.iter().map(|t| t.busy_s).collect();
-    let imbalance = max_over_mean(&busy);
+    let imbalance = team_imbalance(per_thread.iter().map(|t| (t.rank, t.busy_s)));
     let no_chunks = || -> String {
         match dispatch_cap {
             Some(1) => "no chunk events: the runtime never dispatches (ompt_callback_dispatch = never, libomp < 15)".into(),

@@ -50,5 +50,25 @@ pub fn max_over_mean(v: &[f64]) -> f64 {
     if mean > 0.0 { max / mean } else { 1.0 }
 }
 
+/// A team's imbalance over the ranks: Σ over ranks of the largest of the
+/// rank's thread values over Σ of their means, from (rank, value) pairs (1
+/// when none or the means are not positive). Each rank's threads are a team
+/// of their own: a difference between ranks is MPI load imbalance (POP's MPI
+/// load balance), never a schedule's, so a team of one thread reads 1 on
+/// any number of ranks. The inverse of POP's OpenMP load balance
+/// (Σ_rank mean / Σ_rank max, `pop.rs`); one rank's is [`max_over_mean`].
+pub fn team_imbalance(per_thread: impl IntoIterator<Item = (u32, f64)>) -> f64 {
+    let mut by_rank: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+    for (rank, v) in per_thread {
+        by_rank.entry(rank).or_default().push(v);
+    }
+    let (mut max, mut mean) = (0.0, 0.0);
+    for v in by_rank.values() {
+        max += v.iter().cloned().fold(f64::MIN, f64::max);
+        mean += v.iter().sum::<f64>() / v.len() as f64;
+    }
+    if mean > 0.0 { max / mean } else { 1.0 }
+}
+
 #[cfg(test)]
 mod tests;
