@@ -473,6 +473,13 @@ fn load_reading(
         .iter()
         .filter_map(|r| Some((r.rank, r.exit_ns?)))
         .collect();
+    // The programs that ended by an exec: each one's span reaches its exec
+    // call (its own clock; `run_window::exec_end`).
+    let exec_ends: HashMap<u32, i64> = manifest
+        .ranks
+        .iter()
+        .filter_map(|r| Some((r.rank, crate::run_window::exec_end(r)?)))
+        .collect();
     let mut by_rank: std::collections::BTreeMap<u32, RankData> = std::collections::BTreeMap::new();
     for r in &manifest.ranks {
         by_rank.entry(r.rank).or_insert_with(|| RankData {
@@ -715,9 +722,17 @@ fn load_reading(
                     |a, b| (a.0.min(b.0), a.1.max(b.1), a.2.max(b.2)),
                 )
         };
-        // The whole run's span and threads, before a focus cuts the rows.
+        // The whole run's span and threads, before a focus cuts the rows;
+        // a program that ended by an exec runs until it.
         let (whole_first, whole_last, threads) = span(rows);
-        let whole = (!rows.is_empty()).then_some((whole_first, whole_last));
+        let exec = exec_ends.get(&rank).map(|&e| {
+            map.map_or(e, |m| m.to_global(e))
+                .clamp(rank_window.0, rank_window.1)
+        });
+        let whole = crate::run_window::through_exec(
+            (!rows.is_empty()).then_some((whole_first, whole_last)),
+            exec,
+        );
         let rows: &[OmpRecord] = match &focus {
             Some(f) => {
                 let mut kept = 0;
@@ -734,7 +749,13 @@ fn load_reading(
             }
             None => rows,
         };
-        let (first, last, _) = span(rows);
+        let (first, last) = match (&focus, whole) {
+            (None, Some(whole)) => whole,
+            _ => {
+                let (first, last, _) = span(rows);
+                (first, last)
+            }
+        };
         if threads > MAX_THREADS {
             return Err(AnalyzeError::Invalid {
                 path: dir.join(Table::Omp.dir_name()).join(format!("rank={rank}")),
@@ -969,6 +990,7 @@ fn load_reading(
                     rd.rank,
                     &[],
                     &[],
+                    &[],
                     crate::rank_mpi::RankMpiInput {
                         window: (0, 0),
                         regions: &[],
@@ -991,6 +1013,15 @@ fn load_reading(
         };
         kept.apply(rd);
         rd.mpi_spans = spans;
+        if rd.omp_whole_span.is_none()
+            && let Some(&e) = exec_ends.get(&rd.rank)
+        {
+            // A program with MPI rows only, ended by an exec: its span
+            // reaches the exec too (its application window ends at
+            // `MPI_Finalize` all the same).
+            let e = clocks.map(rd.rank).map_or(e, |m| m.to_global(e));
+            rd.mpi_spans.whole = crate::run_window::through_exec(rd.mpi_spans.whole, Some(e));
+        }
         mpi_clipped.insert(rd.rank, clipped);
     }
     let mut ranks: Vec<RankData> = by_rank.into_values().collect();

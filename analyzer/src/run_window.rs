@@ -9,6 +9,16 @@
 //! ([`crate::model::RunFacts::duration_s`], but under `--phase`); the TUI's
 //! and the GUI's timelines open on it and measure their rulers from its
 //! start; the exports carry it as metadata and mark what lies outside it.
+//!
+//! A program that put another in its place by an exec ([`exec_end`]) runs
+//! until that exec call, as a program that exits runs until its exit: its
+//! span (and with it its application window, the run's window and its
+//! process's time line, [`crate::processes`]) reaches the exec, though no
+//! row of it does (the runtime never ends the initial thread's intervals
+//! of a program that an exec replaced, which are what reach a program's
+//! exit otherwise). Its start is its first event, as every program's.
+
+use hyscope_format::{ProcessEnd, RankInfo};
 
 use crate::model::RunWindow;
 use crate::trace_data::RankData;
@@ -43,6 +53,27 @@ pub fn of_spans(spans: impl IntoIterator<Item = (i64, i64)>) -> RunWindow {
         })
 }
 
+/// When `program` called the exec that put another program in its place
+/// (its own clock): the collector stamps the application's end
+/// (`RankInfo::exit_ns`) in that call, before the exec. None for a program
+/// that did not end by an exec.
+pub fn exec_end(program: &RankInfo) -> Option<i64> {
+    match program.end {
+        Some(ProcessEnd::Exec { .. }) => program.exit_ns,
+        _ => None,
+    }
+}
+
+/// A program's span (first start, last end) reaching to its exec call
+/// `exec` ([`exec_end`], on the span's clock): a program with no event has
+/// no span still.
+pub fn through_exec(span: Option<(i64, i64)>, exec: Option<i64>) -> Option<(i64, i64)> {
+    match (span, exec) {
+        (Some((first, last)), Some(e)) => Some((first, last.max(e))),
+        (span, _) => span,
+    }
+}
+
 /// The run's window over every rank's whole run (its OpenMP and MPI rows
 /// before a focus cut them: [`RankData::whole_span`]).
 pub fn of_ranks(ranks: &[RankData]) -> RunWindow {
@@ -62,6 +93,26 @@ mod tests {
         assert_eq!((w.start_ns, w.end_ns), (100, 1_000));
         assert_eq!(w.duration_ns(), 900);
         assert!(w.contains(100) && w.contains(1_000) && !w.contains(1_001));
+    }
+
+    #[test]
+    fn a_program_ended_by_an_exec_runs_until_the_exec() {
+        let program = |end, exit_ns| RankInfo {
+            end: Some(end),
+            exit_ns,
+            ..RankInfo::default()
+        };
+        let exec = ProcessEnd::Exec {
+            path: "/bin/b".into(),
+        };
+        assert_eq!(exec_end(&program(exec.clone(), Some(900))), Some(900));
+        assert_eq!(exec_end(&program(exec, None)), None);
+        assert_eq!(exec_end(&program(ProcessEnd::Finished, Some(900))), None);
+        assert_eq!(through_exec(Some((100, 500)), Some(900)), Some((100, 900)));
+        // An exec stamped before a row's end (rows are ended at it anyway).
+        assert_eq!(through_exec(Some((100, 500)), Some(400)), Some((100, 500)));
+        assert_eq!(through_exec(None, Some(900)), None);
+        assert_eq!(through_exec(Some((100, 500)), None), Some((100, 500)));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! What every layer of the collector uses to stay harmless: warnings (one
 //! `hyscope:` line each, kept for the rank file), [`guarded`] (a panic
-//! becomes a warning) and [`lock`] (a poisoned lock is still usable).
+//! becomes a warning) and [`lock`] (a poisoned lock is still usable, and
+//! each thread counts the collector locks it holds, so that the exit path
+//! never waits for one its own thread holds: [`locks_held_here`]).
 //!
 //! The lowest layer: it imports nothing of the collector but the settings,
 //! whose warnings are printed first.
@@ -8,7 +10,10 @@
 use std::any::Any;
 use std::cell::Cell;
 use std::io::Write;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use crate::settings;
 
@@ -38,6 +43,24 @@ pub fn warn(msg: &str) {
     }
     w.push(msg.to_string());
     drop(w);
+    print_warning(msg);
+}
+
+/// [`warn`] from a thread that may hold the warnings' lock itself (see
+/// [`locks_held_here`]): printed always, kept for the rank file when the
+/// lock is free.
+pub(crate) fn warn_without_waiting(msg: &str) {
+    let Some(list) = WARNINGS.get() else {
+        // No warning given yet: nobody holds the lock, `warn` makes it.
+        warn(msg);
+        return;
+    };
+    if let Ok(mut w) = list.try_lock() {
+        if w.iter().any(|m| m == msg) {
+            return;
+        }
+        w.push(msg.to_string());
+    }
     print_warning(msg);
 }
 
@@ -71,8 +94,71 @@ pub(crate) fn guarded(f: impl FnOnce()) {
 }
 
 /// Lock, ignoring poisoning: a panic elsewhere must not stop recording.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+/// Counted in this thread's [`locks_held_here`] from before it waits until
+/// after it lets go (a signal that lands in between finds it counted).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> Locked<'_, T> {
+    LOCKS_HELD.with(|c| c.set(c.get() + 1));
+    Locked {
+        guard: ManuallyDrop::new(m.lock().unwrap_or_else(|p| p.into_inner())),
+    }
+}
+
+thread_local! {
+    /// The collector locks this thread holds (or waits for): see [`lock`].
+    static LOCKS_HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+/// How many of the collector's locks the calling thread holds (or waits
+/// for). Not zero at exit means the exit runs in a signal handler that
+/// interrupted the collector inside one of its locked sections (an
+/// `exit()` or an exec in a SIGTERM handler): the exit path must not take
+/// any lock then, or it waits for its own thread forever
+/// (`lifecycle::end_program` spools as after a crash instead).
+pub(crate) fn locks_held_here() -> u32 {
+    LOCKS_HELD.with(|c| c.get())
+}
+
+/// A collector lock held, counted in [`locks_held_here`] while it lives.
+pub(crate) struct Locked<'a, T> {
+    guard: ManuallyDrop<MutexGuard<'a, T>>,
+}
+
+impl<'a, T> Locked<'a, T> {
+    /// Wait on `cv` for at most `d` (the lock let go meanwhile, still
+    /// counted: a thread waiting for it is a thread inside the collector).
+    pub(crate) fn wait_timeout(mut self, cv: &Condvar, d: Duration) -> Self {
+        // SAFETY: taken once; `self` is forgotten below, so never dropped twice.
+        let guard = unsafe { ManuallyDrop::take(&mut self.guard) };
+        std::mem::forget(self);
+        let guard = match cv.wait_timeout(guard, d) {
+            Ok((g, _)) => g,
+            Err(p) => p.into_inner().0,
+        };
+        Locked {
+            guard: ManuallyDrop::new(guard),
+        }
+    }
+}
+
+impl<T> Deref for Locked<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> DerefMut for Locked<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+impl<T> Drop for Locked<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once, here; the count goes down once the lock is free.
+        unsafe { ManuallyDrop::drop(&mut self.guard) };
+        LOCKS_HELD.with(|c| c.set(c.get().saturating_sub(1)));
+    }
 }
 
 /// A lock held across a `fork` by the forking thread (see `forking`).

@@ -11,7 +11,8 @@
 //! `exec_variadic.c`, which builds their argument vector and calls in here
 //! (glibc's own build on its internal `__execve`, which no interposer of
 //! `execve` sees). Each writes the program's end as its exit would
-//! (`lifecycle::end_program`: every thread's events spooled and encoded,
+//! (the samplers' last readings, `samplers::sample_before_exec`;
+//! `lifecycle::end_program`: every thread's events spooled and encoded,
 //! the rank file saying `exec` with the program's path), then calls the C
 //! library's function (the next definition, `dlsym(RTLD_NEXT)`). The process
 //! goes on, under the same pid, as the new program; it loads the collector
@@ -45,7 +46,7 @@ use hyscope_format::ProcessEnd;
 use hyscope_format::spool::block::Stream;
 
 use crate::diag::{self, guarded};
-use crate::{lifecycle, slots, spooling, state};
+use crate::{lifecycle, samplers, slots, spooling, state};
 
 type Argv = *const *const c_char;
 
@@ -393,6 +394,9 @@ fn end(program: Program) -> bool {
     let Some(path) = program.path() else {
         return false;
     };
+    // The samplers' last readings, as at exit: the energy counted up to
+    // the exec is the program's.
+    samplers::sample_before_exec();
     lifecycle::end_program(ProcessEnd::Exec { path })
 }
 

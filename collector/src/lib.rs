@@ -125,7 +125,7 @@ fn start() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         guarded(|| {
-            lifecycle::init();
+            lifecycle::init(samplers::first_readings);
             hyscope_ompt::configure(&hyscope_ompt::ToolConfig::from_settings(
                 settings::settings(),
             ));

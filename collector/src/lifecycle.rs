@@ -23,9 +23,16 @@ pub(crate) fn hold_for_fork() -> crate::diag::Held {
     crate::diag::hold(&FINISH)
 }
 
+/// What runs, besides [`on_recording_start`]'s own work, when the process
+/// starts recording: given by the layer above ([`init`]'s caller).
+static ALSO_AT_RECORDING_START: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
 /// Initialise the session (idempotent, cheap after the first call), and
-/// give the writer thread what it runs besides the event tables.
-pub fn init() {
+/// give the writer thread what it runs besides the event tables;
+/// `also_at_recording_start` runs once the process starts recording (the
+/// samplers' first readings).
+pub fn init(also_at_recording_start: fn()) {
+    let _ = ALSO_AT_RECORDING_START.set(also_at_recording_start);
     spooling::set_companions(spooling::Companions {
         at_start: on_recording_start,
         each_round: phases::spool,
@@ -100,6 +107,11 @@ fn rank_info_counts() -> RankInfo {
 /// inside the last collective, the trace then lacks at most the few events
 /// recorded after it (the exit path adds those).
 pub fn checkpoint() {
+    if diag::locks_held_here() > 0 {
+        // MPI_Finalize in a signal handler that interrupted the collector
+        // inside a lock: the exit path spools everything instead.
+        return;
+    }
     let _guard = lock(&FINISH);
     if !spooling::is_active() {
         return;
@@ -123,6 +135,9 @@ pub fn checkpoint() {
 /// process killed later still has its identity in the trace), and for rank
 /// 0 a draft manifest unless one exists (MPI_Init replaces it).
 pub fn on_recording_start() {
+    if let Some(also) = ALSO_AT_RECORDING_START.get() {
+        also();
+    }
     let claimed_now = state::claim_identity();
     if !spooling::prepare_emergency() {
         return; // the trace directory is unusable (said once)
@@ -227,8 +242,13 @@ pub fn finish() {
 /// thread's events are spooled and encoded, the phases still open end here,
 /// and the rank file says how the program ended. True when it wrote that
 /// end; false when the process recorded nothing or a crash handler (or
-/// `MPI_Abort`) already spooled everything.
+/// `MPI_Abort`) already spooled everything, or when the calling thread
+/// holds one of the collector's locks (an `exit` or exec in a signal
+/// handler: [`end_holding_a_lock`] spools everything as a crash handler does).
 pub(crate) fn end_program(end: ProcessEnd) -> bool {
+    if diag::locks_held_here() > 0 {
+        return end_holding_a_lock(end);
+    }
     let _guard = lock(&FINISH);
     if !spooling::is_active() {
         return false;
@@ -292,6 +312,56 @@ pub(crate) fn end_program(end: ProcessEnd) -> bool {
         }
     }
     true
+}
+
+/// [`end_program`] on a thread that holds one of the collector's locks: the
+/// program called `exit` (or an exec) in a signal handler that interrupted
+/// the collector inside a locked section (a SIGTERM handler at a batch
+/// system's time limit). Every lock the exit path takes could be that one,
+/// so none is waited for: the crash handler's path spools every recorded
+/// event without locks and writes the end note (`hyscope record` encodes
+/// the spools after the job, as after a crash), one warning says what
+/// happened, and the rank file on disk gets it. False, as after a crash:
+/// the spools are closed, and an exec that fails after it leaves the
+/// program unrecorded from there (nothing takes this end back).
+fn end_holding_a_lock(end: ProcessEnd) -> bool {
+    if !spooling::is_active() || spooling::spool_closed() {
+        return false;
+    }
+    let how = match &end {
+        ProcessEnd::Exec { .. } => "an exec",
+        _ => "exit()",
+    };
+    let msg = format!(
+        "{how} ran in a signal handler that interrupted the collector inside a lock; \
+         every event was spooled as after a crash (phases still open stay open) \
+         and `hyscope record` encodes them after the job"
+    );
+    diag::warn_without_waiting(&msg);
+    if spooling::emergency_flush(end.clone()) {
+        add_to_rank_file_on_disk(&msg, end);
+    }
+    false
+}
+
+/// Add `warning` and `end` to the rank file on disk (the early one, or the
+/// one written at `MPI_Finalize`) without any of the collector's locks;
+/// `hyscope record` adds the spooled events' counts to it.
+fn add_to_rank_file_on_disk(warning: &str, end: ProcessEnd) {
+    let Some(dir) = trace_dir() else {
+        return;
+    };
+    let layout = state::layout();
+    let Ok(mut info) = RankInfo::read(&layout.rank_file(&dir, rank())) else {
+        return; // `hyscope record` makes one from the end note
+    };
+    if !info.warnings.iter().any(|w| w == warning) {
+        info.warnings.push(warning.to_string());
+    }
+    info.dropped_events = info.dropped_events.max(spooling::dropped_events());
+    info.end = Some(end);
+    info.finished = false;
+    let _ = info.write_in(&dir, layout);
 }
 
 /// The exec that [`end_program`] wrote the program's end for failed: the

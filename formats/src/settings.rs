@@ -268,6 +268,16 @@ pub const TIMING: Setting = Setting {
     reader: Reader::Viewer,
 };
 
+pub const TEST_SIGNAL_IN_HANDOFF: Setting = Setting {
+    var: "HYSCOPE_TEST_SIGNAL_IN_HANDOFF",
+    option: None,
+    default: None,
+    default_doc: "unset",
+    meaning: "for tests only: the first full buffer handed to the writer raises this signal (a number, 1 to 64) at its thread while it holds a collector lock, so a test program's handler (`exit`, an exec) runs there every time",
+    kind: Kind::Number { min: 1, max: 64 },
+    reader: Reader::Collector,
+};
+
 /// Every setting, in the README's order.
 pub const ALL: &[&Setting] = &[
     &OUTPUT,
@@ -285,6 +295,7 @@ pub const ALL: &[&Setting] = &[
     &OMPT,
     &CACHE_DIR,
     &TIMING,
+    &TEST_SIGNAL_IN_HANDOFF,
 ];
 
 /// `a, b or c`.
@@ -482,6 +493,8 @@ pub struct Settings {
     /// `HYSCOPE_CLOCK_SYNC=measure`: measure offsets between ranks that share a clock too.
     pub clock_sync_measure: bool,
     pub ompt: bool,
+    /// `HYSCOPE_TEST_SIGNAL_IN_HANDOFF` (tests only).
+    pub test_signal_in_handoff: Option<i32>,
 }
 
 /// Bit `1 << kind` for every kind of `kinds`.
@@ -528,6 +541,7 @@ impl Settings {
             clock_group: value(&CLOCK_GROUP),
             clock_sync_measure: value(&CLOCK_SYNC).as_deref() == Some("measure"),
             ompt: on(value(&OMPT)),
+            test_signal_in_handoff: value(&TEST_SIGNAL_IN_HANDOFF).and_then(|v| v.parse().ok()),
         };
         (settings, warnings)
     }

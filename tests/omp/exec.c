@@ -18,6 +18,10 @@
  *   busy K     a thread of its own runs K regions, then stays inside an
  *              endless parallel region of 2 threads: the exec that follows
  *              comes while other threads are inside OpenMP
+ *   spin K     spin K ms on the initial thread, outside any parallel region
+ *              (serial code: no OpenMP or MPI event marks it); prints
+ *                spin <K> from <ns> to <ns>
+ *              with CLOCK_MONOTONIC's times at its start and end
  *   fork N M   a child made by fork runs N regions of 1 thread (so that no
  *              new thread, and none of the collector's, starts in it), then
  *              execs this program to run M regions; this program waits
@@ -47,6 +51,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #ifdef WITH_MPI
 #include <mpi.h>
@@ -88,6 +93,23 @@ static void *busy(void *arg) {
   return NULL;
 }
 
+static long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Spin `ms` ms outside OpenMP; print when. */
+static void spin(int ms) {
+  long long from = now_ns(), to = from;
+  while (to - from < (long long)ms * 1000000LL) {
+    sink += 1;
+    to = now_ns();
+  }
+  printf("spin %d from %lld to %lld\n", ms, from, to);
+  fflush(stdout);
+}
+
 static void image_end(const char *end) {
   printf("image pid %d rank %d regions %d end %s\n", (int)getpid(), mpi_rank, regions_run, end);
   fflush(stdout);
@@ -127,6 +149,8 @@ int main(int argc, char **argv) {
         usleep(1000);
       usleep(20000); /* the busy team is inside its endless region */
       regions_run += busy_regions;
+    } else if (strcmp(step, "spin") == 0 && i + 1 < argc) {
+      spin(atoi(argv[++i]));
     } else if (strcmp(step, "true") == 0) {
       image_end("exec true /bin/true");
       execv("/bin/true", (char *[]){"true", NULL});

@@ -306,13 +306,13 @@ fn each_program_of_a_process_keeps_its_own_events() {
     // The findings' time lost per rank: the region's fork/join over the one
     // process that ran it (its programs' add up), not over 10 ranks.
     let region = &json["regions"]["observed"][0];
-    assert_eq!(region["location"]["label"], "exec.c:65", "{region}");
+    assert_eq!(region["location"]["label"], "exec.c:70", "{region}");
     assert_eq!(region["instances"], 24, "{region}");
     let finding = json["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["title"] == "fork/join overhead of region exec.c:65 (24 instances)")
+        .find(|f| f["title"] == "fork/join overhead of region exec.c:70 (24 instances)")
         .unwrap_or_else(|| panic!("{}", json["findings"]));
     assert_eq!(finding["cost_s"], region["fork_join_s"], "{finding}");
     // The programs ran one after the other: the host never ran more

@@ -1006,7 +1006,7 @@ pub fn level_name(level: c_int) -> String {
 /// Before the real MPI_Init.
 pub fn before_init() {
     crate::diag::guarded(|| {
-        lifecycle::init();
+        lifecycle::init(crate::samplers::first_readings);
         crate::samplers::on_mpi_init_begin();
         keep_loaded::before_init();
     });

@@ -139,6 +139,12 @@ enum Job {
     Finalize { now: i64 },
     /// At exit: every sampler's last reading, after which the thread leaves.
     Last { now: i64 },
+    /// Before an exec: every sampler's reading at the program's end, as at
+    /// exit; the thread goes on (the exec may fail).
+    Exec { now: i64 },
+    /// When the process starts recording: every sampler's first reading
+    /// (the thread's own first tick came before, and was not kept).
+    First { now: i64 },
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -384,16 +390,24 @@ fn run_job(st: &mut State, job: Job) {
             }
         }
         Job::Last { now } => {
-            if spooling::is_active() {
-                for a in &mut st.samplers {
-                    if STUCK.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    reading(a, |s| s.full_sample(now, &mut emit));
-                }
-            }
+            full_readings(st, now);
             st.stop = true;
             st.samplers.clear();
+        }
+        Job::Exec { now } | Job::First { now } => full_readings(st, now),
+    }
+}
+
+/// Every sampler's full reading at `now`: the program's first (when it
+/// starts recording) or last (its exit or exec).
+fn full_readings(st: &mut State, now: i64) {
+    if spooling::is_active() {
+        let mut emit = record;
+        for a in &mut st.samplers {
+            if STUCK.load(Ordering::Relaxed) {
+                break;
+            }
+            reading(a, |s| s.full_sample(now, &mut emit));
         }
     }
 }
@@ -544,6 +558,55 @@ pub fn stop() {
     if let Some(h) = handle {
         let _ = h.join();
     }
+}
+
+/// Before an exec puts another program in this process's place: every
+/// sampler's reading at the program's end, as at exit ([`stop`]): without
+/// it, what the counters (RAPL's energy) moved since the last period's
+/// readings would be missing from the program's series. The thread goes
+/// on: the exec may fail and the program run on. Nothing in a forked
+/// child, which has no sampler thread of its own.
+pub fn sample_before_exec() {
+    if OWNER_PID.load(Ordering::Relaxed) != std::process::id() {
+        return;
+    }
+    on_thread(Job::Exec {
+        now: clock::now_ns(),
+    });
+}
+
+/// When the process starts recording (the writer thread's start): every
+/// sampler's first reading. The thread's own first tick, at the library's
+/// start, comes before anything is recorded and is not kept (a process that
+/// records nothing leaves no trace); the next is a period away
+/// (`HYSCOPE_SAMPLE_MS`): a counter read only at the program's end would
+/// give it no energy.
+///
+/// Handed to the thread without waiting for it: this runs on the writer
+/// thread as it starts, and the readings' samples go to the writer (a
+/// reading stuck in a wedged driver's file must not hold the writer up
+/// either). Skipped when the samplers' lock is busy: the thread is then
+/// reading already.
+pub fn first_readings() {
+    if OWNER_PID.load(Ordering::Relaxed) != std::process::id() {
+        return;
+    }
+    let Ok(mut st) = STATE.try_lock() else {
+        return;
+    };
+    if !thread_runs(&st) || STUCK.load(Ordering::Relaxed) {
+        return; // its own first tick comes after this, and is kept
+    }
+    st.last_job += 1;
+    let number = st.last_job;
+    st.jobs.push((
+        number,
+        Job::First {
+            now: clock::now_ns(),
+        },
+    ));
+    drop(st);
+    WAKE.notify_all();
 }
 
 /// Just before `PMPI_Init`: RSS without the MPI runtime.

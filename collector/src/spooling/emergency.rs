@@ -13,6 +13,7 @@ use hyscope_format::{MpiRecord, OmpRecord, ProcessEnd, Table};
 
 use super::end_note::{EMERGENCY, write_end_note};
 use super::losses::DROPPED;
+use super::pending::{self, Pending};
 use super::writer::{Full, GATE, GATE_CLOSED, GATE_OPEN, QUEUE};
 use crate::slots::{SLOT_LIST, ThreadSlot};
 
@@ -59,8 +60,8 @@ pub fn emergency_flush(end: ProcessEnd) -> bool {
         &e.omp,
         Table::Omp,
         |s| &s.omp,
-        |f| match f {
-            Full::Omp(b) => Some(*b),
+        |p| match p {
+            Pending::Omp(b) => Some(b),
             _ => None,
         },
     );
@@ -68,8 +69,8 @@ pub fn emergency_flush(end: ProcessEnd) -> bool {
         &e.mpi,
         Table::Mpi,
         |s| &s.mpi,
-        |f| match f {
-            Full::Mpi(b) => Some(*b),
+        |p| match p {
+            Pending::Mpi(b) => Some(b),
             _ => None,
         },
     );
@@ -181,7 +182,7 @@ fn emergency_spool<T: SpoolRecord>(
     path: &CStr,
     table: Table,
     stream_of: fn(&ThreadSlot) -> &Stream<T>,
-    queued: fn(&Full) -> Option<*mut Block<T>>,
+    queued: fn(Pending) -> Option<*mut Block<T>>,
 ) {
     let mut fd = -1;
     let mut tail = |block: &Block<T>| {
@@ -212,12 +213,24 @@ fn emergency_spool<T: SpoolRecord>(
         }
         p = slot.next.load(Ordering::Acquire);
     }
-    // The queue's lock is a CAS when free; held (by the interrupted thread
-    // itself, perhaps), its blocks are left out rather than waited for.
+    // The blocks on their way to the writer, read without its lock (the
+    // interrupted thread may hold it: `pending`).
+    pending::for_each(|p| {
+        // SAFETY: queued blocks belong to the writer, which the gate stopped.
+        if let Some(block) = queued(p).and_then(|b| unsafe { b.as_ref() }) {
+            tail(block);
+        }
+    });
+    // Those `pending` had no room for: the queue's lock is a CAS when free;
+    // held (by the interrupted thread itself, perhaps), they are left out
+    // rather than waited for.
     if let Ok(items) = QUEUE.items.try_lock() {
-        for item in items.iter() {
-            // SAFETY: queued blocks belong to the writer, which the gate stopped.
-            if let Some(block) = queued(item).and_then(|b| unsafe { b.as_ref() }) {
+        for p in items.iter().filter_map(Full::pending) {
+            if pending::contains(p) {
+                continue;
+            }
+            // SAFETY: as above.
+            if let Some(block) = queued(p).and_then(|b| unsafe { b.as_ref() }) {
                 tail(block);
             }
         }

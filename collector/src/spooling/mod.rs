@@ -50,6 +50,7 @@
 mod emergency;
 mod end_note;
 mod losses;
+mod pending;
 mod pool;
 mod record;
 mod writer;

@@ -22,6 +22,7 @@ use hyscope_format::{
 
 use super::end_note::{self, write_end_note};
 use super::losses::{DISK_FULL, DROPPED};
+use super::pending::{self, Pending};
 use super::pool::{MPI_POOL, OMP_POOL, Pool};
 use crate::diag::{Held, guarded, hold, lock, warn};
 use crate::slots::{SLOTS, ThreadSlot, threads_seen};
@@ -169,6 +170,7 @@ pub fn forget_parents_events() {
         let parents = std::mem::take(&mut *items);
         std::mem::forget(parents);
     }
+    pending::forget_all();
     if let Ok(mut samples) = SAMPLES.try_lock() {
         samples.clear();
     }
@@ -177,10 +179,44 @@ pub fn forget_parents_events() {
     DROPPED.store(0, Ordering::Relaxed);
 }
 
+impl Full {
+    /// The block, as [`pending`] keeps it (None for samples).
+    pub(super) fn pending(&self) -> Option<Pending> {
+        match *self {
+            Full::Omp(b) => Some(Pending::Omp(b)),
+            Full::Mpi(b) => Some(Pending::Mpi(b)),
+            Full::Samples(_) => None,
+        }
+    }
+}
+
 pub(super) fn hand_off(item: Full) {
-    lock(&QUEUE.items).push(item);
+    // Readable by the crash handler's path before the lock is taken: a
+    // handler that ends the process on this thread may come while it is held.
+    if let Some(p) = item.pending() {
+        pending::note(p);
+    }
+    {
+        let mut items = lock(&QUEUE.items);
+        items.push(item);
+        signal_in_handoff_for_tests();
+    }
     QUEUE.ready.notify_one();
     ensure_writer();
+}
+
+/// `HYSCOPE_TEST_SIGNAL_IN_HANDOFF` (tests only): the first hand-off raises
+/// that signal at its own thread while it holds the queue's lock, so that a
+/// test program's handler (an `exit` or an exec) runs with a collector lock
+/// held, every time. Unset: one load of a setting read once.
+fn signal_in_handoff_for_tests() {
+    static RAISED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Some(sig) = crate::settings::settings().test_signal_in_handoff
+        && !RAISED.swap(true, Ordering::Relaxed)
+    {
+        // SAFETY: raising a signal at the calling thread.
+        unsafe { libc::raise(sig) };
+    }
 }
 
 /// Start this process's writer thread unless it runs.
@@ -207,10 +243,7 @@ fn writer_loop() {
             let mut q = lock(&QUEUE.items);
             let wait = FLUSH_EVERY.saturating_sub(flushed.elapsed());
             if q.is_empty() && !wait.is_zero() {
-                q = match QUEUE.ready.wait_timeout(q, wait) {
-                    Ok((q, _)) => q,
-                    Err(p) => p.into_inner().0,
-                };
+                q = q.wait_timeout(&QUEUE.ready, wait);
             }
         }
         // Take the items only under the writer lock (lock order WRITER, then
@@ -307,10 +340,14 @@ impl Writer {
     fn write_items_untimed(&mut self, items: Vec<Full>) {
         self.check_pid();
         for item in items {
+            let written = item.pending();
             match item {
                 Full::Omp(b) => self.spool_full_block(b, Writer::omp_of, "omp", &OMP_POOL),
                 Full::Mpi(b) => self.spool_full_block(b, Writer::mpi_of, "mpi", &MPI_POOL),
                 Full::Samples(rows) => self.write_samples(&rows),
+            }
+            if let Some(p) = written {
+                pending::forget(p);
             }
         }
     }
