@@ -34,9 +34,9 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
             {
                 push(
                     format!(
-                        "loop {}: {:.0} % imbalance",
+                        "loop {}: imbalance {}",
                         l.location.label,
-                        (1.0 - 1.0 / l.imbalance.max(1e-9)) * 100.0
+                        crate::units::imbalance(l.imbalance)
                     ),
                     "loop",
                     Some(l.location.clone()),
@@ -52,7 +52,11 @@ pub fn findings(a: &Analysis) -> Vec<Finding> {
             let ran = procs.count(r.ranks.iter().copied()).max(1) as f64;
             let wall = r.fork_join_s / ran;
             push(
-                format!("fork/join overhead of region {} ({} instances)", r.location.label, r.instances),
+                format!(
+                    "fork/join overhead of region {} ({} instances)",
+                    r.location.label,
+                    crate::units::count(r.instances as f64)
+                ),
                 "region",
                 Some(r.location.clone()),
                 wall,

@@ -873,7 +873,7 @@ pub struct Recommendation {
     pub predicted_speedup: f64,
     /// Run time saved per run (all instances, all ranks' critical path), seconds.
     pub predicted_gain_s: f64,
-    /// One line of evidence, e.g. "stencil.c:42: schedule(dynamic,64) — predicted 1.8× on this loop, 12 % of run time; triangular cost, 40 % imbalance under static".
+    /// One line of evidence, e.g. "stencil.c:42: schedule(dynamic,64) — predicted 1.8× on this loop, 12 % of run time; triangular cost, imbalance 1.67 under static".
     pub evidence: String,
     /// Which rule decided (simulation, Mahéo 2015 §6.6.2 empirical rule...).
     pub rule: String,
@@ -913,6 +913,22 @@ pub struct LoopStats {
 }
 
 impl LoopStats {
+    /// The `n` fastest simulated schedules as the views list them
+    /// (`static,4 1.30×`), and the advised one after them where it is not
+    /// among them (a tie within 1 % goes to the simpler schedule and the
+    /// larger chunk, which may rank lower): None without simulations.
+    pub fn fastest_simulated(&self, n: usize) -> Option<String> {
+        let sims = self.simulations.get()?;
+        let text = |s: &SimulatedSchedule| format!("{} {:.2}×", s.schedule, s.speedup);
+        let mut listed: Vec<String> = sims.iter().take(n).map(text).collect();
+        if let Some(r) = self.recommendation.get()
+            && let Some(advised) = sims.iter().skip(n).find(|s| s.schedule == r.omp_schedule)
+        {
+            listed.push(format!("… {} (advised)", text(advised)));
+        }
+        Some(listed.join(", "))
+    }
+
     /// The mean trip count as text: `n/a` where none was recorded (profile
     /// mode keeps totals, not each loop's trip count).
     pub fn trip_count_text(&self) -> String {

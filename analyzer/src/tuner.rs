@@ -327,13 +327,6 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
         .expect("static is always a candidate");
     sims.sort_by(|a, b| a.1.predicted_s.total_cmp(&b.1.predicted_s));
 
-    let imb_pct = |imb: f64| {
-        if imb > 0.0 {
-            (1.0 - 1.0 / imb) * 100.0
-        } else {
-            0.0
-        }
-    };
     let share_pct = input.share_of_run * 100.0;
     let (sched, sim, rule) = if let Some(turns) = &input.threads_took_turns {
         // Threads that take turns on a CPU finish the loop's work in the
@@ -423,13 +416,13 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
         format!("schedule({})", sched.text())
     };
     let mut evidence = format!(
-        "{}: {} — predicted {:.2}× on this loop, {:.0} % of run time; {} cost, {:.0} % imbalance under {}",
+        "{}: {} — predicted {:.2}× on this loop, {:.0} % of run time; {} cost, imbalance {} under {}",
         input.label,
         clause,
         sim.speedup,
         share_pct,
         input.profile.shape,
-        imb_pct(input.imbalance),
+        crate::units::imbalance(input.imbalance),
         input.current_text
     );
     if let Sched::StaticChunk(c) = sched
@@ -437,8 +430,8 @@ pub fn tune(input: &TuneInput) -> (Vec<SimulatedSchedule>, Recommendation) {
     {
         // Mahéo 2015 §6.6.2 (MC, chunk 25600): a large static chunk can win on max time with strong imbalance.
         evidence.push_str(&format!(
-            "; note: static,{c} leaves {:.0} % imbalance",
-            imb_pct(sim.imbalance)
+            "; note: static,{c} leaves imbalance {}",
+            crate::units::imbalance(sim.imbalance)
         ));
     }
     let gain = input.time_s * (1.0 - 1.0 / sim.speedup.max(1e-9)) / input.ranks.max(1) as f64;

@@ -136,6 +136,13 @@ pub fn count(n: f64) -> String {
     }
 }
 
+/// An imbalance as every view writes it: the slowest thread's busy time
+/// over the team's mean, two decimals (`1.00` balanced, `1.79`); the
+/// tables' `imbal` column and the advice's `imbalance 1.79` alike.
+pub fn imbalance(max_over_mean: f64) -> String {
+    not_finite(max_over_mean).unwrap_or_else(|| format!("{max_over_mean:.2}"))
+}
+
 /// A fraction (0.25) as a percentage with one decimal: `25.0 %`.
 pub fn percent(fraction: f64) -> String {
     not_finite(fraction).unwrap_or_else(|| format!("{:.1} %", fraction * 100.0))

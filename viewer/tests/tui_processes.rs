@@ -148,6 +148,18 @@ fn the_summary_lists_the_reports_process_lines() {
         .collect();
     assert_eq!(scope.len(), 2, "{text}");
     let tall = render(&mut app, 80, 60);
+    // Every value of the POP tree ends at the box's right edge, a 7-character
+    // `100.0 %` as a 6-character `49.6 %` (it had stood one column right).
+    let tree: Vec<usize> = left_box(&tall, "POP efficiency")
+        .iter()
+        .map(|r| r.trim_end_matches(' ').to_string())
+        .take_while(|r| r.ends_with(" %") || r.ends_with("n/a"))
+        .map(|r| r.chars().count())
+        .collect();
+    assert!(
+        tree.len() >= 5 && tree.iter().all(|&w| w == tree[0]),
+        "{tree:?}\n{tall}"
+    );
     let pop = left_box(&tall, "POP efficiency")
         .iter()
         .map(|r| r.trim().to_string())

@@ -268,7 +268,7 @@ fn regions(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Ac
             ui.label(units::percent(r.fork_join_fraction));
             // Not known per region in profile mode (per-thread totals only).
             if r.per_thread_observed() {
-                ui.label(format!("{:.2}", r.imbalance));
+                ui.label(crate::units::imbalance(r.imbalance));
             } else {
                 ui.weak("n/a");
             }
@@ -295,11 +295,11 @@ fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Acti
     {
         let schedule = l.schedule.get().cloned().unwrap_or_else(|| "?".into());
         let title = format!(
-            "{}  {} ({}), imbalance {:.2}, {schedule}",
+            "{}  {} ({}), imbalance {}, {schedule}",
             l.location.label,
             units::secs(l.time_s),
             units::percent(l.share_of_run),
-            l.imbalance
+            units::imbalance(l.imbalance)
         );
         egui::CollapsingHeader::new(title)
             .id_salt(("loop", l.location.address))
@@ -350,7 +350,7 @@ fn loops(ui: &mut egui::Ui, a: &Analysis, filter: &str, action: &mut Option<Acti
                                 ui.label(&s.schedule);
                                 ui.label(units::secs(s.predicted_s));
                                 ui.label(format!("{:.2}×", s.speedup));
-                                ui.label(format!("{:.2}", s.imbalance));
+                                ui.label(crate::units::imbalance(s.imbalance));
                                 ui.end_row();
                             }
                         });

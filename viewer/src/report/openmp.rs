@@ -44,7 +44,7 @@ pub fn regions(out: &mut String, a: &Analysis, top: usize) {
             units::secs_or_na(x.barrier.wait_observed.then_some(x.barrier.wait_s)),
             units::secs_or_na(x.barrier.wait_observed.then_some(x.barrier.sync_overhead_s)),
             if per_thread {
-                format!("{:.2}", x.imbalance)
+                crate::units::imbalance(x.imbalance)
             } else {
                 "n/a".into()
             },
@@ -118,7 +118,7 @@ pub fn loops(out: &mut String, a: &Analysis, top: usize) {
             count(l.instances as f64),
             units::secs(l.time_s),
             units::percent(l.share_of_run),
-            format!("{:.2}", l.imbalance),
+            crate::units::imbalance(l.imbalance),
             l.chunks.get().map_or("n/a".into(), |c| count(*c as f64)),
             units::secs_or_na(l.dispatch_cost_s.get().copied()),
             units::secs_or_na(l.scheduling_overhead_s.get().copied()),
@@ -132,17 +132,8 @@ pub fn loops(out: &mut String, a: &Analysis, top: usize) {
         match &l.recommendation {
             Observable::Observed(r) => {
                 let _ = writeln!(out, "  • {}\n      rule: {}", r.evidence, r.rule);
-                if let Some(sims) = l.simulations.get() {
-                    let best: Vec<String> = sims
-                        .iter()
-                        .take(5)
-                        .map(|s| format!("{} {:.2}×", s.schedule, s.speedup))
-                        .collect();
-                    let _ = writeln!(
-                        out,
-                        "      simulated best (a core per thread): {}",
-                        best.join(", ")
-                    );
+                if let Some(best) = l.fastest_simulated(5) {
+                    let _ = writeln!(out, "      simulated best (a core per thread): {best}");
                 }
             }
             Observable::NotObservable(why) => {
@@ -250,8 +241,8 @@ fn fine_grain(out: &mut String, ranks: &[FineGrainModel]) {
         "fork/join",
         "regions",
         "bound",
-        "idle serial",
-        "idle MPI",
+        "serial idle",
+        "MPI idle",
     ]);
     for f in ranks.iter().take(64) {
         t.row(vec![
@@ -264,9 +255,12 @@ fn fine_grain(out: &mut String, ranks: &[FineGrainModel]) {
             units::secs(f.fork_join_s),
             count(f.regions as f64),
             f.speedup_bound.map_or("∞".into(), |b| format!("{b:.1}×")),
-            format!("{} core", units::secs(f.idle_serial_core_s)),
-            format!("{} core", units::secs(f.idle_mpi_core_s)),
+            units::secs(f.idle_serial_core_s),
+            units::secs(f.idle_mpi_core_s),
         ]);
     }
     t.render(out);
+    out.push_str(
+        "  serial idle, MPI idle = core-time of the other P − 1 threads, idle while the master runs serial code or MPI outside parallel regions ((P − 1) × that time)\n",
+    );
 }

@@ -83,7 +83,13 @@ pub fn facts(out: &mut String, a: &Analysis) {
         );
     }
     if r.serialized_regions > 0 {
-        kv("serialized regions", r.serialized_regions.to_string());
+        kv(
+            "serialized regions",
+            format!(
+                "{} (run by one thread: no team to wait for)",
+                units::count(r.serialized_regions as f64)
+            ),
+        );
     }
     if r.clipped_join_waits > 0 {
         kv(

@@ -66,7 +66,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 loc(&l.location),
                 l.schedule.get().cloned().unwrap_or_else(|| "?".into()),
                 units::secs(l.time_s),
-                format!("{:.2}", l.imbalance),
+                crate::units::imbalance(l.imbalance),
                 advice,
                 sp,
                 g,
@@ -167,13 +167,8 @@ fn evidence_text(f: &mut Frame, area: Rect, l: &LoopStats) {
     if let Some(c) = l.cost_profile.get() {
         lines.push((format!("cost: {} ({})", c.shape, c.source), plain));
     }
-    if let Some(sims) = l.simulations.get() {
-        let best: Vec<String> = sims
-            .iter()
-            .take(4)
-            .map(|x| format!("{} {:.2}×", x.schedule, x.speedup))
-            .collect();
-        lines.push((format!("simulated: {}", best.join(", ")), plain));
+    if let Some(best) = l.fastest_simulated(4) {
+        lines.push((format!("simulated: {best}"), plain));
     }
     widgets::text(f, area, "recommendation and evidence", &lines);
 }

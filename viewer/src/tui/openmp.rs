@@ -79,7 +79,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &mut App) {
                 units::secs_or_na(r.barrier.wait_observed.then_some(r.barrier.wait_s)),
                 units::secs_or_na(r.barrier.wait_observed.then_some(r.barrier.sync_overhead_s)),
                 if r.per_thread_observed() {
-                    format!("{:.2}", r.imbalance)
+                    crate::units::imbalance(r.imbalance)
                 } else {
                     "n/a".into()
                 },

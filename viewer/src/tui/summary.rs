@@ -317,7 +317,7 @@ fn draw_pop(f: &mut Frame, area: Rect, app: &App) {
                 fmt::clip(&n.name, name_w),
                 d = depth * 2
             )),
-            Span::styled(format!("{v:>6}"), Style::default().fg(color)),
+            Span::styled(format!("{v:>7}"), Style::default().fg(color)),
         ]));
         for c in &n.children {
             walk(c, depth + 1, width, out);
