@@ -239,6 +239,28 @@ fn late_worker_join_barrier_is_clipped_at_parallel_end() {
     assert!(close(w.implicit_task_s, 100e-6, 1e-9));
 }
 
+/// A team of one thread waits for nobody: its barriers (an explicit
+/// `omp for`'s, whose wait event libomp spans over the whole barrier) are
+/// synchronisation only (the report had booked them as wait).
+#[test]
+fn a_team_of_one_thread_waits_for_nobody_at_its_barriers() {
+    let mut b = Builder::new(1, 1, 1);
+    b.symbol(REGION, "stencil.c", 10);
+    b.parallel(0, 1, REGION, 1, 0, 100 * US);
+    b.implicit_task(0, 1, 0, 0, 100 * US);
+    spanning_barrier(&mut b, 0, 2, 40 * US, 43 * US);
+    spanning_barrier(&mut b, 0, 9, 95 * US, 100 * US);
+    let (_d, a) = b.analyze();
+    let r = &a.regions.get().unwrap()[0];
+    assert!(close(r.barrier.total_s, 8e-6, 1e-9), "{:?}", r.barrier);
+    assert_eq!(r.barrier.wait_s, 0.0, "{:?}", r.barrier);
+    assert!(
+        close(r.barrier.sync_overhead_s, 8e-6, 1e-9),
+        "{:?}",
+        r.barrier
+    );
+}
+
 #[test]
 fn serialized_regions_are_counted() {
     let mut b = Builder::new(1, 1, 1);

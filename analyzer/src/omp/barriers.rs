@@ -21,7 +21,9 @@ pub(crate) fn last_arrivals(barriers: &[(u32, i64, i64)], team: u32, last: &mut 
     last.clear();
     // Each thread's barriers are a run of `n`: thread j's k-th is at j * n + k.
     let threads = barriers.chunk_by(|a, b| a.0 == b.0).count();
-    if team < 2 || threads != team as usize || !barriers.len().is_multiple_of(threads) {
+    // A team of one thread is its own last arrival: it waits for nobody,
+    // and its barriers are synchronisation overhead only.
+    if team < 1 || threads != team as usize || !barriers.len().is_multiple_of(threads) {
         return false;
     }
     let n = barriers.len() / threads;
