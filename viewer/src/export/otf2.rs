@@ -608,16 +608,23 @@ impl Events {
     /// One interval per OpenMP record of a rank, in the region of its code location.
     fn omp(&mut self, data: &TraceData, rows: &RankRows, defs: &mut Defs) {
         let rank = rows.rank;
+        // The region of each (kind, variant, code address) of the rank, its
+        // label made once (as the Perfetto export does): demangling a name
+        // per record had been most of the export's time.
+        let mut regions: HashMap<(u8, u8, u64), _> = HashMap::new();
         for rec in &rows.omp {
-            let kind = OmpKind::from_u8(rec.kind);
-            let label = omp_label(data, rank, rec);
-            let region = defs.region(
-                &label.name,
-                omp_role(kind, rec.variant),
-                PARADIGM_OPENMP,
-                label.file,
-                label.line,
-            );
+            let region = *regions
+                .entry((rec.kind, rec.variant, rec.codeptr))
+                .or_insert_with(|| {
+                    let label = omp_label(data, rank, rec);
+                    defs.region(
+                        &label.name,
+                        omp_role(OmpKind::from_u8(rec.kind), rec.variant),
+                        PARADIGM_OPENMP,
+                        label.file,
+                        label.line,
+                    )
+                });
             let interval = Interval {
                 start: self.t(rec.start_ns),
                 end: self.t(rec.end_ns),
