@@ -37,13 +37,19 @@ pub(crate) fn init() {
 
 /// Print `hyscope: msg` once per distinct message and keep it for `RankInfo::warnings`.
 pub fn warn(msg: &str) {
-    let mut w = lock(warnings());
-    if w.iter().any(|m| m == msg) {
-        return;
+    let new = keep(&mut lock(warnings()), msg);
+    if new {
+        print_warning(msg);
     }
-    w.push(msg.to_string());
-    drop(w);
-    print_warning(msg);
+}
+
+/// Keep `msg` among the warnings given unless it is there: whether it is new.
+fn keep(given: &mut Vec<String>, msg: &str) -> bool {
+    let new = !given.iter().any(|m| m == msg);
+    if new {
+        given.push(msg.to_string());
+    }
+    new
 }
 
 /// [`warn`] from a thread that may hold the warnings' lock itself (see
@@ -55,11 +61,10 @@ pub(crate) fn warn_without_waiting(msg: &str) {
         warn(msg);
         return;
     };
-    if let Ok(mut w) = list.try_lock() {
-        if w.iter().any(|m| m == msg) {
-            return;
-        }
-        w.push(msg.to_string());
+    if let Ok(mut w) = list.try_lock()
+        && !keep(&mut w, msg)
+    {
+        return;
     }
     print_warning(msg);
 }

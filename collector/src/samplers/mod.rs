@@ -418,6 +418,14 @@ fn thread_runs(st: &State) -> bool {
     st.thread.is_some() && !st.stop && OWNER_PID.load(Ordering::Relaxed) == std::process::id()
 }
 
+/// Queue `job` for the sampler thread (the caller wakes it): its number,
+/// which `JOBS_DONE` reaches once it is done.
+fn queue(st: &mut State, job: Job) -> u64 {
+    st.last_job += 1;
+    st.jobs.push((st.last_job, job));
+    st.last_job
+}
+
 /// Have the sampler thread do `job` and wait for it, at most
 /// [`LOCK_LIMIT`] in all (then sampling stops, [`give_up`]); where the
 /// thread does not run, do it here. Whether it was done.
@@ -431,10 +439,7 @@ fn on_thread(job: Job) -> bool {
             run_job(&mut st, job);
             return true;
         }
-        st.last_job += 1;
-        let number = st.last_job;
-        st.jobs.push((number, job));
-        number
+        queue(&mut st, job)
     };
     WAKE.notify_all();
     within(deadline, || {
@@ -597,14 +602,12 @@ pub fn first_readings() {
     if !thread_runs(&st) || STUCK.load(Ordering::Relaxed) {
         return; // its own first tick comes after this, and is kept
     }
-    st.last_job += 1;
-    let number = st.last_job;
-    st.jobs.push((
-        number,
+    queue(
+        &mut st,
         Job::First {
             now: clock::now_ns(),
         },
-    ));
+    );
     drop(st);
     WAKE.notify_all();
 }
